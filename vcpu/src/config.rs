@@ -1,0 +1,41 @@
+//! Hart configuration: what a given hart implements and the physical memory map it sees.
+
+/// A physical address range that belongs to a device. Accesses to it leave the hart as
+/// [`crate::VcpuExit::Mmio`]; accesses outside RAM and every MMIO range raise access faults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MmioRange {
+    /// First byte of the range.
+    pub base: u64,
+    /// Length in bytes.
+    pub size: u64,
+}
+
+impl MmioRange {
+    /// Whether `[addr, addr + len)` lies entirely inside this range.
+    pub fn contains(&self, addr: u64, len: u64) -> bool {
+        addr >= self.base && addr.wrapping_add(len) <= self.base + self.size && addr.checked_add(len).is_some()
+    }
+
+    /// Whether `[addr, addr + len)` overlaps this range.
+    pub fn overlaps(&self, addr: u64, len: u64) -> bool {
+        addr < self.base + self.size && self.base < addr.saturating_add(len)
+    }
+}
+
+/// Static description of one hart.
+#[derive(Debug, Clone)]
+pub struct HartConfig {
+    /// Value of `mhartid`.
+    pub hart_id: u64,
+    /// Physical ranges that are devices (MMIO exits). May overlap RAM: the overlap then
+    /// behaves as MMIO (used for the HTIF `tohost`/`fromhost` words).
+    pub mmio: Vec<MmioRange>,
+    /// Number of entries in the decoded-instruction cache (a power of two).
+    pub decode_cache_entries: usize,
+}
+
+impl Default for HartConfig {
+    fn default() -> Self {
+        HartConfig { hart_id: 0, mmio: Vec::new(), decode_cache_entries: 1 << 14 }
+    }
+}

@@ -1,0 +1,418 @@
+//! Control and status registers: one declarative table of every CSR the hart implements,
+//! with its number, name, access rule, and read/write behaviour (WARL masks in the write
+//! functions). Accesses to numbers not in the table raise illegal-instruction.
+//!
+//! Generic rules (privileged spec 2.1): bits 11:10 = 3 means read-only; bits 9:8 give the
+//! lowest privilege that may access the CSR.
+
+use crate::hart::{Hart, PrivilegeMode};
+use crate::trap::irq;
+
+// mstatus fields (privileged spec 3.1.6).
+#[allow(missing_docs)]
+pub mod mstatus_bits {}
+/// `mstatus.SIE`
+pub const MSTATUS_SIE: u64 = 1 << 1;
+/// `mstatus.MIE`
+pub const MSTATUS_MIE: u64 = 1 << 3;
+/// `mstatus.SPIE`
+pub const MSTATUS_SPIE: u64 = 1 << 5;
+/// `mstatus.MPIE`
+pub const MSTATUS_MPIE: u64 = 1 << 7;
+/// `mstatus.SPP`
+pub const MSTATUS_SPP: u64 = 1 << 8;
+/// `mstatus.MPP` shift
+pub const MSTATUS_MPP_SHIFT: u64 = 11;
+/// `mstatus.MPP`
+pub const MSTATUS_MPP: u64 = 3 << 11;
+/// `mstatus.FS`
+pub const MSTATUS_FS: u64 = 3 << 13;
+/// `mstatus.MPRV`
+pub const MSTATUS_MPRV: u64 = 1 << 17;
+/// `mstatus.SUM`
+pub const MSTATUS_SUM: u64 = 1 << 18;
+/// `mstatus.MXR`
+pub const MSTATUS_MXR: u64 = 1 << 19;
+/// `mstatus.TVM`
+pub const MSTATUS_TVM: u64 = 1 << 20;
+/// `mstatus.TW`
+pub const MSTATUS_TW: u64 = 1 << 21;
+/// `mstatus.TSR`
+pub const MSTATUS_TSR: u64 = 1 << 22;
+/// `mstatus.UXL` = 2 (64-bit), read-only.
+pub const MSTATUS_UXL: u64 = 2 << 32;
+/// `mstatus.SXL` = 2 (64-bit), read-only.
+pub const MSTATUS_SXL: u64 = 2 << 34;
+/// `mstatus.SD`
+pub const MSTATUS_SD: u64 = 1 << 63;
+
+const MSTATUS_WRITABLE: u64 = MSTATUS_SIE
+    | MSTATUS_MIE
+    | MSTATUS_SPIE
+    | MSTATUS_MPIE
+    | MSTATUS_SPP
+    | MSTATUS_MPP
+    | MSTATUS_FS
+    | MSTATUS_MPRV
+    | MSTATUS_SUM
+    | MSTATUS_MXR
+    | MSTATUS_TVM
+    | MSTATUS_TW
+    | MSTATUS_TSR;
+/// The subset of `mstatus` visible and writable through `sstatus` (privileged spec 4.1.1).
+const SSTATUS_MASK: u64 = MSTATUS_SIE | MSTATUS_SPIE | MSTATUS_SPP | MSTATUS_FS | MSTATUS_SUM | MSTATUS_MXR;
+
+/// `misa`: RV64 with A, C, D, F, I, M, S, U (read-only: writes are ignored, which WARL allows).
+pub const MISA: u64 = (2 << 62)
+    | (1 << 0)   // A
+    | (1 << 2)   // C
+    | (1 << 3)   // D
+    | (1 << 5)   // F
+    | (1 << 8)   // I
+    | (1 << 12)  // M
+    | (1 << 18)  // S
+    | (1 << 20); // U
+
+/// Interrupts delegable through `mideleg` and software-writable in `mip` from M-mode.
+const S_INTERRUPTS: u64 = (1 << irq::SSI) | (1 << irq::STI) | (1 << irq::SEI);
+/// Interrupts that exist (`mie` writable bits).
+const ALL_INTERRUPTS: u64 = S_INTERRUPTS | (1 << irq::MSI) | (1 << irq::MTI) | (1 << irq::MEI);
+/// `medeleg`: every implemented exception except ECALL from M (bit 11, read-only 0).
+const MEDELEG_WRITABLE: u64 = 0xb3ff & !(1 << 11);
+
+/// CSR state that is not derived from elsewhere.
+#[derive(Clone, Debug, Default)]
+pub struct CsrFile {
+    /// `mstatus` (sstatus is a view of it).
+    pub mstatus: u64,
+    /// `medeleg`
+    pub medeleg: u64,
+    /// `mideleg`
+    pub mideleg: u64,
+    /// `mie` (sie is a view of it)
+    pub mie: u64,
+    /// Software-writable bits of `mip` (SSIP, STIP, SEIP).
+    pub mip: u64,
+    /// `mtvec`
+    pub mtvec: u64,
+    /// `mscratch`
+    pub mscratch: u64,
+    /// `mepc`
+    pub mepc: u64,
+    /// `mcause`
+    pub mcause: u64,
+    /// `mtval`
+    pub mtval: u64,
+    /// `mcounteren`
+    pub mcounteren: u64,
+    /// `mcountinhibit` (CY and IR)
+    pub mcountinhibit: u64,
+    /// `menvcfg`
+    pub menvcfg: u64,
+    /// `stvec`
+    pub stvec: u64,
+    /// `sscratch`
+    pub sscratch: u64,
+    /// `sepc`
+    pub sepc: u64,
+    /// `scause`
+    pub scause: u64,
+    /// `stval`
+    pub stval: u64,
+    /// `satp`
+    pub satp: u64,
+    /// `scounteren`
+    pub scounteren: u64,
+    /// `senvcfg`
+    pub senvcfg: u64,
+    /// `frm`
+    pub frm: u8,
+    /// `fflags`
+    pub fflags: u8,
+    /// `mcycle = vclock + cycle_base` (or the frozen value while inhibited).
+    pub cycle_base: u64,
+    /// `minstret = retired + instret_base` (or the frozen value while inhibited).
+    pub instret_base: u64,
+}
+
+/// Why a CSR access failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CsrFault {
+    /// Raise illegal-instruction.
+    Illegal,
+}
+
+/// One CSR: how to access it.
+pub struct CsrDesc {
+    /// CSR number.
+    pub num: u16,
+    /// Name as in the spec.
+    pub name: &'static str,
+    /// Extra access predicate beyond the number's privilege and read-only bits.
+    pub check: fn(&Hart, bool) -> Result<(), CsrFault>,
+    /// Read the current value.
+    pub read: fn(&Hart) -> u64,
+    /// Write a new value (the WARL legalization happens here). `None` for read-only CSRs.
+    pub write: Option<fn(&mut Hart, u64)>,
+}
+
+fn ok(_: &Hart, _: bool) -> Result<(), CsrFault> {
+    Ok(())
+}
+
+/// FP CSRs need `mstatus.FS != Off` (unprivileged spec 11.2 / privileged 3.1.6.6).
+fn fp_on(h: &Hart, _: bool) -> Result<(), CsrFault> {
+    if h.csr.mstatus & MSTATUS_FS == 0 {
+        Err(CsrFault::Illegal)
+    } else {
+        Ok(())
+    }
+}
+
+/// `satp` from S-mode traps when `mstatus.TVM` = 1 (privileged spec 3.1.6.5).
+fn satp_check(h: &Hart, _: bool) -> Result<(), CsrFault> {
+    if h.prv == PrivilegeMode::Supervisor && h.csr.mstatus & MSTATUS_TVM != 0 {
+        Err(CsrFault::Illegal)
+    } else {
+        Ok(())
+    }
+}
+
+/// Unprivileged counters: `mcounteren` gates S and U, `scounteren` also gates U
+/// (privileged spec 3.1.11 and 4.1.5).
+fn counter_check(h: &Hart, num: u16) -> Result<(), CsrFault> {
+    let bit = 1u64 << (num & 31);
+    let ok = match h.prv {
+        PrivilegeMode::Machine => true,
+        PrivilegeMode::Supervisor => h.csr.mcounteren & bit != 0,
+        PrivilegeMode::User => h.csr.mcounteren & bit != 0 && h.csr.scounteren & bit != 0,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(CsrFault::Illegal)
+    }
+}
+
+impl Hart {
+    /// Set `mstatus.FS` = Dirty (and so SD).
+    #[inline]
+    pub(crate) fn mark_fs_dirty(&mut self) {
+        self.csr.mstatus |= MSTATUS_FS;
+    }
+
+    fn read_mstatus(&self) -> u64 {
+        let s = self.csr.mstatus | MSTATUS_UXL | MSTATUS_SXL;
+        if s & MSTATUS_FS == MSTATUS_FS {
+            s | MSTATUS_SD
+        } else {
+            s
+        }
+    }
+
+    fn write_mstatus(&mut self, v: u64) {
+        let mut v = v & MSTATUS_WRITABLE;
+        // MPP is WARL: the reserved value 2 is not kept.
+        if (v & MSTATUS_MPP) >> MSTATUS_MPP_SHIFT == 2 {
+            v = (v & !MSTATUS_MPP) | (self.csr.mstatus & MSTATUS_MPP);
+        }
+        self.csr.mstatus = v;
+        self.update_translation_context();
+    }
+
+    pub(crate) fn mcycle(&self) -> u64 {
+        if self.csr.mcountinhibit & 1 != 0 {
+            self.csr.cycle_base
+        } else {
+            self.vclock.wrapping_add(self.csr.cycle_base)
+        }
+    }
+
+    pub(crate) fn minstret(&self) -> u64 {
+        if self.csr.mcountinhibit & 4 != 0 {
+            self.csr.instret_base
+        } else {
+            self.retired.wrapping_add(self.csr.instret_base)
+        }
+    }
+
+    /// A CSR write replaces the increment of the writing instruction (privileged spec 2.1,
+    /// unprivileged "Zicsr": "the write is done instead of the increment").
+    fn write_mcycle(&mut self, v: u64) {
+        self.csr.cycle_base = if self.csr.mcountinhibit & 1 != 0 { v } else { v.wrapping_sub(self.vclock) };
+    }
+
+    fn write_minstret(&mut self, v: u64) {
+        self.csr.instret_base =
+            if self.csr.mcountinhibit & 4 != 0 { v } else { v.wrapping_sub(self.retired.wrapping_add(1)) };
+    }
+
+    fn write_mcountinhibit(&mut self, v: u64) {
+        let (cy, ir) = (self.mcycle(), self.minstret());
+        self.csr.mcountinhibit = v & 0b101;
+        // Re-base so the counters continue from their current values.
+        self.csr.cycle_base = if v & 1 != 0 { cy } else { cy.wrapping_sub(self.vclock) };
+        self.csr.instret_base = if v & 4 != 0 { ir } else { ir.wrapping_sub(self.retired.wrapping_add(1)) };
+    }
+
+    fn fcsr(&self) -> u64 {
+        ((self.csr.frm as u64) << 5) | self.csr.fflags as u64
+    }
+}
+
+fn tvec_legalize(v: u64) -> u64 {
+    // MODE 0 (direct) and 1 (vectored); modes >= 2 are reserved: keep direct.
+    if v & 3 >= 2 {
+        v & !3
+    } else {
+        v & !2
+    }
+}
+
+fn satp_write(h: &mut Hart, v: u64) {
+    // MODE is WARL: an unsupported mode makes the whole write have no effect
+    // (privileged spec 4.1.11). ASID bits are writable (ASIDLEN = 16) but the TLB is flushed
+    // on every satp write instead of being tagged.
+    match v >> 60 {
+        0 | 8 | 9 | 10 => {
+            let v = if v >> 60 == 0 { 0 } else { v };
+            h.csr.satp = v & !(0xfffu64 << 44 & ((1 << 60) - 1) & 0);
+            h.flush_tlb();
+        }
+        _ => {}
+    }
+}
+
+macro_rules! csr {
+    ($num:expr, $name:expr, $check:expr, $read:expr, $write:expr) => {
+        CsrDesc { num: $num, name: $name, check: $check, read: $read, write: $write }
+    };
+}
+
+/// The CSR table, sorted by number.
+static TABLE: &[CsrDesc] = &[
+    // Unprivileged floating-point CSRs.
+    csr!(0x001, "fflags", fp_on, |h| h.csr.fflags as u64, Some(|h, v| {
+        h.csr.fflags = v as u8 & 0x1f;
+        h.mark_fs_dirty();
+    })),
+    csr!(0x002, "frm", fp_on, |h| h.csr.frm as u64, Some(|h, v| {
+        h.csr.frm = v as u8 & 7;
+        h.mark_fs_dirty();
+    })),
+    csr!(0x003, "fcsr", fp_on, |h| h.fcsr(), Some(|h, v| {
+        h.csr.fflags = v as u8 & 0x1f;
+        h.csr.frm = (v >> 5) as u8 & 7;
+        h.mark_fs_dirty();
+    })),
+    // Supervisor trap setup.
+    csr!(0x100, "sstatus", ok, |h| {
+        let s = h.read_mstatus();
+        (s & (SSTATUS_MASK | MSTATUS_UXL)) | (s & MSTATUS_SD)
+    }, Some(|h, v| {
+        let m = (h.csr.mstatus & !SSTATUS_MASK) | (v & SSTATUS_MASK);
+        h.write_mstatus(m);
+    })),
+    csr!(0x104, "sie", ok, |h| h.csr.mie & h.csr.mideleg, Some(|h, v| {
+        let m = h.csr.mideleg;
+        h.csr.mie = (h.csr.mie & !m) | (v & m);
+    })),
+    csr!(0x105, "stvec", ok, |h| h.csr.stvec, Some(|h, v| h.csr.stvec = tvec_legalize(v))),
+    csr!(0x106, "scounteren", ok, |h| h.csr.scounteren, Some(|h, v| h.csr.scounteren = v & 0xffff_ffff)),
+    csr!(0x10a, "senvcfg", ok, |h| h.csr.senvcfg, Some(|h, v| h.csr.senvcfg = v & 1)),
+    // Supervisor trap handling.
+    csr!(0x140, "sscratch", ok, |h| h.csr.sscratch, Some(|h, v| h.csr.sscratch = v)),
+    csr!(0x141, "sepc", ok, |h| h.csr.sepc, Some(|h, v| h.csr.sepc = v & !1)),
+    csr!(0x142, "scause", ok, |h| h.csr.scause, Some(|h, v| h.csr.scause = v)),
+    csr!(0x143, "stval", ok, |h| h.csr.stval, Some(|h, v| h.csr.stval = v)),
+    csr!(0x144, "sip", ok, |h| h.mip() & h.csr.mideleg, Some(|h, v| {
+        // Only SSIP is writable through sip (privileged spec 4.1.3).
+        let m = h.csr.mideleg & (1 << irq::SSI);
+        h.csr.mip = (h.csr.mip & !m) | (v & m);
+    })),
+    // Supervisor protection and translation.
+    csr!(0x180, "satp", satp_check, |h| h.csr.satp, Some(satp_write)),
+    // Machine trap setup.
+    csr!(0x300, "mstatus", ok, |h| h.read_mstatus(), Some(|h, v| h.write_mstatus(v))),
+    csr!(0x301, "misa", ok, |_| MISA, Some(|_, _| {})),
+    csr!(0x302, "medeleg", ok, |h| h.csr.medeleg, Some(|h, v| h.csr.medeleg = v & MEDELEG_WRITABLE)),
+    csr!(0x303, "mideleg", ok, |h| h.csr.mideleg, Some(|h, v| h.csr.mideleg = v & S_INTERRUPTS)),
+    csr!(0x304, "mie", ok, |h| h.csr.mie, Some(|h, v| h.csr.mie = v & ALL_INTERRUPTS)),
+    csr!(0x305, "mtvec", ok, |h| h.csr.mtvec, Some(|h, v| h.csr.mtvec = tvec_legalize(v))),
+    csr!(0x306, "mcounteren", ok, |h| h.csr.mcounteren, Some(|h, v| h.csr.mcounteren = v & 0xffff_ffff)),
+    csr!(0x30a, "menvcfg", ok, |h| h.csr.menvcfg, Some(|h, v| h.csr.menvcfg = v & 1)),
+    csr!(0x320, "mcountinhibit", ok, |h| h.csr.mcountinhibit, Some(|h, v| h.write_mcountinhibit(v))),
+    // Machine trap handling.
+    csr!(0x340, "mscratch", ok, |h| h.csr.mscratch, Some(|h, v| h.csr.mscratch = v)),
+    csr!(0x341, "mepc", ok, |h| h.csr.mepc, Some(|h, v| h.csr.mepc = v & !1)),
+    csr!(0x342, "mcause", ok, |h| h.csr.mcause, Some(|h, v| h.csr.mcause = v)),
+    csr!(0x343, "mtval", ok, |h| h.csr.mtval, Some(|h, v| h.csr.mtval = v)),
+    csr!(0x344, "mip", ok, |h| h.mip(), Some(|h, v| h.csr.mip = v & S_INTERRUPTS)),
+    // Machine counters.
+    csr!(0xb00, "mcycle", ok, |h| h.mcycle(), Some(|h, v| h.write_mcycle(v))),
+    csr!(0xb02, "minstret", ok, |h| h.minstret(), Some(|h, v| h.write_minstret(v))),
+    // Unprivileged counters (Zicntr).
+    csr!(0xc00, "cycle", |h, _| counter_check(h, 0xc00), |h| h.mcycle(), None),
+    csr!(0xc01, "time", |h, _| counter_check(h, 0xc01), |h| h.mtime(), None),
+    csr!(0xc02, "instret", |h, _| counter_check(h, 0xc02), |h| h.minstret(), None),
+    // Machine information registers.
+    csr!(0xf11, "mvendorid", ok, |_| 0, None),
+    csr!(0xf12, "marchid", ok, |_| 0, None),
+    csr!(0xf13, "mimpid", ok, |_| 0, None),
+    csr!(0xf14, "mhartid", ok, |h| h.hart_id(), None),
+    csr!(0xf15, "mconfigptr", ok, |_| 0, None),
+];
+
+/// Read-only-zero CSRs that exist as ranges: the PMP (zero entries, privileged spec 3.7:
+/// "all PMP CSRs read-only zero" is legal), hpmcounters and hpmevents (implemented as
+/// read-only zero counters, which Zihpm permits).
+static ZERO_RANGES: &[(u16, u16, &str, bool)] = &[
+    (0x3a0, 0x3af, "pmpcfg", false),
+    (0x3b0, 0x3ef, "pmpaddr", false),
+    (0x323, 0x33f, "mhpmevent", false),
+    (0xb03, 0xb1f, "mhpmcounter", false),
+    (0xc03, 0xc1f, "hpmcounter", true),
+];
+
+static ZERO_RO: CsrDesc = csr!(0, "zero", ok, |_| 0, Some(|_, _| {}));
+static ZERO_COUNTER: CsrDesc = CsrDesc { num: 0, name: "hpmcounter", check: ok, read: |_| 0, write: None };
+
+/// Find a CSR by number.
+pub fn lookup(num: u16) -> Option<&'static CsrDesc> {
+    if let Ok(i) = TABLE.binary_search_by_key(&num, |d| d.num) {
+        return Some(&TABLE[i]);
+    }
+    for &(lo, hi, _, counter) in ZERO_RANGES {
+        if (lo..=hi).contains(&num) {
+            // RV64: odd pmpcfg numbers do not exist.
+            if lo == 0x3a0 && num & 1 == 1 {
+                return None;
+            }
+            return Some(if counter { &ZERO_COUNTER } else { &ZERO_RO });
+        }
+    }
+    None
+}
+
+impl Hart {
+    /// Check an access to CSR `num` (generic privilege/read-only rules, then the CSR's own).
+    /// `write` is whether the instruction writes it.
+    pub(crate) fn csr_access(&self, num: u16, write: bool) -> Result<&'static CsrDesc, CsrFault> {
+        let d = lookup(num).ok_or(CsrFault::Illegal)?;
+        let min_prv = ((num >> 8) & 3) as u8;
+        if (self.prv as u8) < min_prv {
+            return Err(CsrFault::Illegal);
+        }
+        if write && (num >> 10) & 3 == 3 {
+            return Err(CsrFault::Illegal);
+        }
+        if (0xc03..=0xc1f).contains(&num) {
+            counter_check(self, num)?;
+        }
+        (d.check)(self, write)?;
+        if write && d.write.is_none() {
+            return Err(CsrFault::Illegal);
+        }
+        Ok(d)
+    }
+}

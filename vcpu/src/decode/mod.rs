@@ -1,0 +1,174 @@
+//! Instruction decoding: every 16- and 32-bit encoding into the compact [`Insn`] form.
+//!
+//! Decoding happens once per instruction; the hart caches the result (see `hart::DecodeCache`).
+//! Anything that is not a defined RV64GC encoding decodes to [`Op::Illegal`], so reserved
+//! encodings raise illegal-instruction with the instruction bits in `xtval`.
+//!
+//! Writes to `x0` are redirected at decode time to the sink register 32, so execution never
+//! has to special-case `x0`.
+
+mod compressed;
+mod rv64;
+
+pub use compressed::decode_compressed;
+pub use rv64::decode_32;
+
+/// The sink register that stands in for `x0` as a destination.
+pub const X0_SINK: u8 = 32;
+
+/// Floating-point formats (the `fmt` field of OP-FP).
+pub const FMT_S: u8 = 0;
+/// Double precision.
+pub const FMT_D: u8 = 1;
+
+macro_rules! ops {
+    ($($(#[$m:meta])* $name:ident),* $(,)?) => {
+        /// Internal operation codes, one per instruction (compressed forms map to the base op).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+        #[repr(u8)]
+        #[allow(missing_docs)]
+        pub enum Op { #[default] $($(#[$m])* $name),* }
+    };
+}
+
+ops! {
+    Illegal,
+    // RV64I
+    Lui, Auipc, Jal, Jalr, Beq, Bne, Blt, Bge, Bltu, Bgeu,
+    Lb, Lh, Lw, Ld, Lbu, Lhu, Lwu, Sb, Sh, Sw, Sd,
+    Addi, Slti, Sltiu, Xori, Ori, Andi, Slli, Srli, Srai,
+    Add, Sub, Sll, Slt, Sltu, Xor, Srl, Sra, Or, And,
+    Addiw, Slliw, Srliw, Sraiw, Addw, Subw, Sllw, Srlw, Sraw,
+    Fence, Ecall, Ebreak,
+    // Zifencei
+    FenceI,
+    // Privileged
+    Mret, Sret, Wfi, SfenceVma,
+    // Zicsr
+    Csrrw, Csrrs, Csrrc, Csrrwi, Csrrsi, Csrrci,
+    // M
+    Mul, Mulh, Mulhsu, Mulhu, Div, Divu, Rem, Remu, Mulw, Divw, Divuw, Remw, Remuw,
+    // A (width in `fmt`: 2 = word, 3 = doubleword)
+    Lr, Sc, AmoSwap, AmoAdd, AmoXor, AmoAnd, AmoOr, AmoMin, AmoMax, AmoMinu, AmoMaxu,
+    // F and D (precision in `fmt`)
+    Flw, Fld, Fsw, Fsd,
+    Fmadd, Fmsub, Fnmsub, Fnmadd,
+    Fadd, Fsub, Fmul, Fdiv, Fsqrt, Fsgnj, Fsgnjn, Fsgnjx, Fmin, Fmax,
+    /// FCVT between S and D: `fmt` is the destination, the source is the other one.
+    FcvtFF,
+    Feq, Flt, Fle, Fclass,
+    /// FCVT.{W,WU,L,LU}.fmt: the integer format is in `rs2` (0 W, 1 WU, 2 L, 3 LU).
+    FcvtIF,
+    /// FCVT.fmt.{W,WU,L,LU}: the integer format is in `rs2`.
+    FcvtFI,
+    /// FMV.X.W / FMV.X.D
+    FmvXF,
+    /// FMV.W.X / FMV.D.X
+    FmvFX,
+}
+
+/// A decoded instruction: 16 bytes, `Copy`, no pointers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Insn {
+    /// Operation.
+    pub op: Op,
+    /// Destination register (32 = the `x0` sink for integer destinations).
+    pub rd: u8,
+    /// First source register (or the 5-bit immediate of CSRR*I).
+    pub rs1: u8,
+    /// Second source register (or the integer format of FCVT).
+    pub rs2: u8,
+    /// Third source register (FMA).
+    pub rs3: u8,
+    /// Rounding-mode field of FP instructions.
+    pub rm: u8,
+    /// Length in bytes: 2 or 4.
+    pub len: u8,
+    /// FP precision ([`FMT_S`]/[`FMT_D`]) or AMO width (2 or 3, log2 bytes).
+    pub fmt: u8,
+    /// Sign-extended immediate, shift amount, or CSR number.
+    pub imm: i32,
+    /// The raw instruction bits (16 significant bits for compressed instructions).
+    pub raw: u32,
+}
+
+impl Insn {
+    pub(crate) fn illegal(raw: u32, len: u8) -> Insn {
+        Insn { op: Op::Illegal, raw, len, ..Insn::default() }
+    }
+}
+
+/// Decode the instruction whose first halfword is the low 16 bits of `bits` (the upper 16
+/// bits are only used when the instruction is 32 bits long).
+pub fn decode(bits: u32) -> Insn {
+    if bits & 3 == 3 {
+        decode_32(bits)
+    } else {
+        decode_compressed(bits as u16)
+    }
+}
+
+/// Length in bytes of the instruction whose first halfword is `lo`.
+#[inline]
+pub fn insn_len(lo: u16) -> u8 {
+    if lo & 3 == 3 {
+        4
+    } else {
+        2
+    }
+}
+
+/// Whether an op writes integer register `rd` (so `x0` must be redirected to the sink).
+pub(crate) fn writes_xrd(op: Op) -> bool {
+    use Op::*;
+    !matches!(
+        op,
+        Illegal
+            | Beq
+            | Bne
+            | Blt
+            | Bge
+            | Bltu
+            | Bgeu
+            | Sb
+            | Sh
+            | Sw
+            | Sd
+            | Fence
+            | FenceI
+            | Ecall
+            | Ebreak
+            | Mret
+            | Sret
+            | Wfi
+            | SfenceVma
+            | Flw
+            | Fld
+            | Fsw
+            | Fsd
+            | Fmadd
+            | Fmsub
+            | Fnmsub
+            | Fnmadd
+            | Fadd
+            | Fsub
+            | Fmul
+            | Fdiv
+            | Fsqrt
+            | Fsgnj
+            | Fsgnjn
+            | Fsgnjx
+            | Fmin
+            | Fmax
+            | FcvtFF
+            | FcvtFI
+            | FmvFX
+    )
+}
+
+pub(crate) fn finish(mut i: Insn) -> Insn {
+    if i.rd == 0 && writes_xrd(i.op) {
+        i.rd = X0_SINK;
+    }
+    i
+}

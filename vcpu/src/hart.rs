@@ -1,0 +1,424 @@
+//! The hart: architectural state, the public run interface and the interpreter loop.
+
+use vm_memory::GuestMemoryMmap;
+
+use crate::config::{HartConfig, MmioRange};
+use crate::csr::CsrFile;
+use crate::decode::{self, Insn, Op};
+use crate::exit::{MmioAccess, StopHandle, VcpuExit};
+use crate::memory::Ram;
+use crate::mmu::Tlb;
+use crate::trap::Exception;
+use crate::{INSNS_PER_TICK, TIMEBASE_HZ};
+
+/// Privilege levels (privileged spec 1.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum PrivilegeMode {
+    /// U-mode.
+    User = 0,
+    /// S-mode.
+    Supervisor = 1,
+    /// M-mode.
+    Machine = 3,
+}
+
+impl PrivilegeMode {
+    /// Decode a 2-bit privilege field; the reserved value 2 reads as U (MPP is WARL and never
+    /// holds 2, see `csr`).
+    pub fn from_bits(v: u64) -> PrivilegeMode {
+        match v & 3 {
+            3 => PrivilegeMode::Machine,
+            1 => PrivilegeMode::Supervisor,
+            _ => PrivilegeMode::User,
+        }
+    }
+}
+
+/// Errors creating a hart.
+#[derive(Debug, thiserror::Error)]
+pub enum HartError {
+    /// Guest RAM is not usable by the hart.
+    #[error("unsupported guest RAM layout: {0}")]
+    RamLayout(String),
+    /// A configuration value is out of range.
+    #[error("invalid hart configuration: {0}")]
+    Config(String),
+}
+
+/// Control flow out of an instruction other than normal completion.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Ctl {
+    /// Take this exception.
+    Exception(Exception),
+    /// The instruction completed (pc already updated) and changed state that may make an
+    /// interrupt pending or a deadline move: leave the chunk and re-check.
+    Break,
+    /// A load from a device (instruction not completed) or a store to one (completed by
+    /// the caller of `execute`, which advances pc).
+    Mmio(MmioAccess),
+    /// WFI with nothing pending (pc already advanced past it).
+    Wfi,
+}
+
+impl From<Exception> for Ctl {
+    fn from(e: Exception) -> Ctl {
+        Ctl::Exception(e)
+    }
+}
+
+/// Instructions executed between checks of interrupts, time and stop requests.
+const CHUNK: u64 = 4096;
+
+/// A software RISC-V hart (see the crate documentation).
+pub struct Hart {
+    /// x0-x31 plus the write sink at index 32 (see [`decode::X0_SINK`]).
+    pub(crate) x: [u64; 33],
+    /// f0-f31 as 64-bit registers (single precision values are NaN-boxed).
+    pub(crate) f: [u64; 32],
+    pub(crate) pc: u64,
+    pub(crate) prv: PrivilegeMode,
+    pub(crate) csr: CsrFile,
+    pub(crate) ram: Ram,
+    pub(crate) mmio: Vec<MmioRange>,
+    pub(crate) tlb: Tlb,
+    dcache: Vec<Insn>,
+    dcache_mask: usize,
+    /// LR reservation: physical address and the value loaded.
+    pub(crate) reservation: Option<(u64, u64)>,
+    /// A device load waiting for [`Hart::complete_mmio_read`].
+    pending_load: Option<Insn>,
+    /// Instructions retired.
+    pub(crate) retired: u64,
+    /// Virtual clock in instruction slots (retired + trapped + skipped idle time).
+    pub(crate) vclock: u64,
+    /// `mtime = vclock / INSNS_PER_TICK + time_offset`.
+    time_offset: u64,
+    pub(crate) mtimecmp: u64,
+    /// Interrupt lines driven by the platform (MSIP, MEIP, SEIP).
+    pub(crate) ext_lines: u64,
+    stop: StopHandle,
+    trace: bool,
+    hart_id: u64,
+}
+
+impl Hart {
+    /// Create a hart in its reset state (M-mode, pc 0) over guest RAM `mem`, which must be a
+    /// single region.
+    pub fn new(config: HartConfig, mem: GuestMemoryMmap) -> Result<Hart, HartError> {
+        let n = config.decode_cache_entries;
+        if !n.is_power_of_two() || !(16..=1 << 22).contains(&n) {
+            return Err(HartError::Config(format!("decode cache size {n} must be a power of two in 16..=4194304")));
+        }
+        Ok(Hart {
+            x: [0; 33],
+            f: [0; 32],
+            pc: 0,
+            prv: PrivilegeMode::Machine,
+            csr: CsrFile::default(),
+            ram: Ram::new(mem)?,
+            mmio: config.mmio,
+            tlb: Tlb::new(),
+            dcache: vec![Insn::default(); n],
+            dcache_mask: n - 1,
+            reservation: None,
+            pending_load: None,
+            retired: 0,
+            vclock: 0,
+            time_offset: 0,
+            mtimecmp: u64::MAX,
+            ext_lines: 0,
+            stop: StopHandle::default(),
+            trace: false,
+            hart_id: config.hart_id,
+        })
+    }
+
+    /// Program counter.
+    pub fn pc(&self) -> u64 {
+        self.pc
+    }
+    /// Set the program counter.
+    pub fn set_pc(&mut self, pc: u64) {
+        self.pc = pc;
+    }
+    /// Integer register `i` (0-31).
+    pub fn xreg(&self, i: usize) -> u64 {
+        if i == 0 || i > 31 {
+            0
+        } else {
+            self.x[i]
+        }
+    }
+    /// Set integer register `i` (writes to x0 and out-of-range indices are ignored).
+    pub fn set_xreg(&mut self, i: usize, v: u64) {
+        if (1..32).contains(&i) {
+            self.x[i] = v;
+        }
+    }
+    /// Floating-point register `i` as raw bits.
+    pub fn freg(&self, i: usize) -> u64 {
+        self.f[i & 31]
+    }
+    /// Current privilege mode.
+    pub fn privilege(&self) -> PrivilegeMode {
+        self.prv
+    }
+    /// `mhartid`.
+    pub fn hart_id(&self) -> u64 {
+        self.hart_id
+    }
+    /// Instructions retired so far (independent of `minstret` writes and inhibits).
+    pub fn instret(&self) -> u64 {
+        self.retired
+    }
+    /// A handle another thread can use to stop [`Hart::run`].
+    pub fn stop_handle(&self) -> StopHandle {
+        self.stop.clone()
+    }
+    /// Enable per-instruction tracing at `log` trace level. When off (or when the trace level
+    /// is disabled) the interpreter loop contains no tracing code at all.
+    pub fn set_trace(&mut self, on: bool) {
+        self.trace = on;
+    }
+    /// Read a CSR as M-mode would, without side effects; `None` if it does not exist.
+    pub fn csr(&self, num: u16) -> Option<u64> {
+        crate::csr::lookup(num).map(|d| (d.read)(self))
+    }
+
+    /// The platform's MSIP line (CLINT `msip`).
+    pub fn set_msip(&mut self, level: bool) {
+        self.set_line(crate::trap::irq::MSI, level);
+    }
+    /// The platform's M-level external interrupt line.
+    pub fn set_meip(&mut self, level: bool) {
+        self.set_line(crate::trap::irq::MEI, level);
+    }
+    /// The platform's S-level external interrupt line (ORed with the software-writable bit).
+    pub fn set_seip(&mut self, level: bool) {
+        self.set_line(crate::trap::irq::SEI, level);
+    }
+    fn set_line(&mut self, irq: u64, level: bool) {
+        if level {
+            self.ext_lines |= 1 << irq;
+        } else {
+            self.ext_lines &= !(1 << irq);
+        }
+    }
+
+    /// `mtime` in ticks of [`TIMEBASE_HZ`].
+    pub fn mtime(&self) -> u64 {
+        (self.vclock / INSNS_PER_TICK).wrapping_add(self.time_offset)
+    }
+    /// Set `mtime`.
+    pub fn set_mtime(&mut self, v: u64) {
+        self.time_offset = v.wrapping_sub(self.vclock / INSNS_PER_TICK);
+    }
+    /// `mtimecmp`.
+    pub fn mtimecmp(&self) -> u64 {
+        self.mtimecmp
+    }
+    /// Set `mtimecmp`; `mip.MTIP` follows `mtime >= mtimecmp`.
+    pub fn set_mtimecmp(&mut self, v: u64) {
+        self.mtimecmp = v;
+    }
+    /// Seconds of virtual time elapsed.
+    pub fn virtual_seconds(&self) -> f64 {
+        self.mtime() as f64 / TIMEBASE_HZ as f64
+    }
+
+    /// After a [`VcpuExit::Wfi`]: advance time to `mtimecmp` when the timer is the interrupt
+    /// that would wake the hart. Returns `false` when no interrupt can ever wake it (nothing
+    /// pending, and the timer is disabled in `mie` or its deadline is `u64::MAX`), `true` when
+    /// the hart should simply be run again.
+    pub fn skip_to_timer(&mut self) -> bool {
+        if self.mip() & self.csr.mie != 0 {
+            return true;
+        }
+        let mtie = self.csr.mie & (1 << crate::trap::irq::MTI) != 0;
+        if !mtie || self.mtimecmp == u64::MAX {
+            return false;
+        }
+        let now = self.mtime();
+        if self.mtimecmp > now {
+            self.vclock += (self.mtimecmp - now) * INSNS_PER_TICK;
+        }
+        true
+    }
+
+    /// `mip` as software sees it: software-writable bits, platform lines, and MTIP.
+    #[inline]
+    pub(crate) fn mip(&self) -> u64 {
+        let mtip = if self.mtime() >= self.mtimecmp { 1 << crate::trap::irq::MTI } else { 0 };
+        self.csr.mip | self.ext_lines | mtip
+    }
+
+    /// Complete the device load reported by the last [`VcpuExit::Mmio`] exit with the
+    /// value the device returned (zero-extended; the hart applies sign extension).
+    pub fn complete_mmio_read(&mut self, data: u64) {
+        let Some(insn) = self.pending_load.take() else {
+            log::warn!("complete_mmio_read without a pending device load; ignored");
+            return;
+        };
+        let v = match insn.op {
+            Op::Lb => data as i8 as u64,
+            Op::Lh => data as i16 as u64,
+            Op::Lw => data as i32 as u64,
+            Op::Lbu => data as u8 as u64,
+            Op::Lhu => data as u16 as u64,
+            Op::Lwu => data as u32 as u64,
+            Op::Flw => {
+                self.f[insn.rd as usize] = crate::fpu::box_s(data as u32);
+                self.mark_fs_dirty();
+                self.pc = self.pc.wrapping_add(insn.len as u64);
+                self.retired += 1;
+                self.vclock += 1;
+                return;
+            }
+            Op::Fld => {
+                self.f[insn.rd as usize] = data;
+                self.mark_fs_dirty();
+                self.pc = self.pc.wrapping_add(insn.len as u64);
+                self.retired += 1;
+                self.vclock += 1;
+                return;
+            }
+            _ => data,
+        };
+        self.x[insn.rd as usize] = v;
+        self.pc = self.pc.wrapping_add(insn.len as u64);
+        self.retired += 1;
+        self.vclock += 1;
+    }
+
+    /// Run until an exit; at most `budget` instructions are executed.
+    pub fn run(&mut self, budget: u64) -> VcpuExit {
+        if self.pending_load.is_some() {
+            log::warn!("run() called with a device load still pending; completing it with 0");
+            self.complete_mmio_read(0);
+        }
+        if self.trace && log::log_enabled!(log::Level::Trace) {
+            self.run_loop::<true>(budget)
+        } else {
+            self.run_loop::<false>(budget)
+        }
+    }
+
+    fn run_loop<const TRACE: bool>(&mut self, budget: u64) -> VcpuExit {
+        let mut left = budget;
+        loop {
+            if self.stop.take() {
+                return VcpuExit::StopRequested;
+            }
+            if let Some(i) = self.pending_interrupt() {
+                self.take_trap(i, 0, true);
+            }
+            if left == 0 {
+                return VcpuExit::BudgetExhausted;
+            }
+            let mut n = left.min(CHUNK);
+            // Stop exactly when the timer deadline is reached.
+            let now = self.mtime();
+            if self.mtimecmp > now && self.csr.mie & (1 << crate::trap::irq::MTI) != 0 {
+                let until = (self.mtimecmp - now).saturating_mul(INSNS_PER_TICK) - self.vclock % INSNS_PER_TICK;
+                n = n.min(until.max(1));
+            }
+            let (done, exit) = self.run_chunk::<TRACE>(n);
+            left -= done;
+            if let Some(e) = exit {
+                return e;
+            }
+        }
+    }
+
+    /// Execute up to `n` instructions; returns how many were executed and an exit, if any.
+    fn run_chunk<const TRACE: bool>(&mut self, n: u64) -> (u64, Option<VcpuExit>) {
+        let mut i = 0;
+        while i < n {
+            i += 1;
+            self.vclock += 1;
+            let insn = match self.fetch() {
+                Ok(insn) => insn,
+                Err(e) => {
+                    self.take_trap(e.cause, e.tval, false);
+                    continue;
+                }
+            };
+            if TRACE {
+                log::trace!(
+                    "{:?} pc={:016x} raw={:08x} {:?} rd={} rs1={} rs2={} imm={:#x}",
+                    self.prv,
+                    self.pc,
+                    insn.raw,
+                    insn.op,
+                    insn.rd,
+                    insn.rs1,
+                    insn.rs2,
+                    insn.imm
+                );
+            }
+            match self.execute(insn) {
+                Ok(()) => self.retired += 1,
+                Err(Ctl::Exception(e)) => self.take_trap(e.cause, e.tval, false),
+                Err(Ctl::Break) => {
+                    self.retired += 1;
+                    break;
+                }
+                Err(Ctl::Wfi) => {
+                    self.retired += 1;
+                    return (i, Some(VcpuExit::Wfi));
+                }
+                Err(Ctl::Mmio(acc)) => {
+                    if acc.write.is_some() {
+                        self.pc = self.pc.wrapping_add(insn.len as u64);
+                        self.retired += 1;
+                    } else {
+                        // Retired (and clocked) when the caller completes it.
+                        self.vclock -= 1;
+                        self.pending_load = Some(insn);
+                    }
+                    return (i, Some(VcpuExit::Mmio(acc)));
+                }
+            }
+        }
+        (i, None)
+    }
+
+    /// Fetch and decode the instruction at `pc`, through the iTLB and the decode cache.
+    #[inline(always)]
+    fn fetch(&mut self) -> Result<Insn, Exception> {
+        let pc = self.pc;
+        let bits = match self.tlb.lookup_fetch(pc) {
+            Some(off) if pc & 0xfff <= 0xffc => self.ram.fetch32(off),
+            _ => self.fetch_slow()?,
+        };
+        let key = if bits & 3 == 3 { bits } else { bits & 0xffff };
+        let idx = (pc >> 1) as usize & self.dcache_mask;
+        // SAFETY: idx is masked to the cache length.
+        let slot = unsafe { self.dcache.get_unchecked_mut(idx) };
+        if slot.raw == key && slot.len != 0 {
+            return Ok(*slot);
+        }
+        *slot = decode::decode(key);
+        Ok(*slot)
+    }
+
+    /// Fetch through a page walk, or across a page boundary, or from a page the TLB does not
+    /// hold. Returns the instruction bits (16 significant bits for a compressed instruction).
+    #[cold]
+    fn fetch_slow(&mut self) -> Result<u32, Exception> {
+        let pc = self.pc;
+        let lo = self.fetch_half(pc)?;
+        if decode::insn_len(lo) == 2 {
+            return Ok(lo as u32);
+        }
+        let hi = self.fetch_half(pc.wrapping_add(2))?;
+        Ok(lo as u32 | (hi as u32) << 16)
+    }
+
+    /// Flush the decoded-instruction cache (FENCE.I). Stores need no flush: every cache hit
+    /// re-reads the instruction bits from memory and compares them with the cached ones.
+    pub(crate) fn flush_decode_cache(&mut self) {
+        self.dcache.fill(Insn::default());
+    }
+}

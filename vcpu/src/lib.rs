@@ -1,0 +1,41 @@
+//! `vcpu`: a software RISC-V hart that behaves like real hardware.
+//!
+//! The hart implements RV64IMAFDC with Zicsr, Zifencei and Zicntr, privilege modes M, S and
+//! U, Sv39/Sv48/Sv57 translation and a zero-entry PMP. Guest RAM is a rust-vmm
+//! [`vm_memory::GuestMemoryMmap`] shared with the VMM.
+//!
+//! The caller drives the hart through a backend-neutral interface modelled on KVM's: it calls
+//! [`Hart::run`] and gets back a [`VcpuExit`] whenever the hart needs the outside world
+//! (an MMIO access, a WFI with nothing pending, an exhausted instruction budget, or a stop
+//! request from another thread).
+//!
+//! Module map, following the specifications' tables of contents:
+//! - [`decode`]: 16- and 32-bit encodings into the compact [`decode::Insn`] form.
+//! - `execute`: instruction semantics, one file per extension.
+//! - [`csr`]: the CSR table (number, privilege, read and write behaviour).
+//! - `mmu`: Sv39/Sv48/Sv57 page walks and the software TLB.
+//! - [`trap`]: exception and interrupt causes and trap entry/return.
+//! - [`fpu`]: IEEE-754 arithmetic for F and D (Berkeley SoftFloat, RISC-V specialization).
+//! - `memory`: guest RAM and the physical memory map seen by the hart.
+
+pub mod config;
+pub mod csr;
+pub mod decode;
+mod execute;
+mod exit;
+pub mod fpu;
+mod hart;
+mod memory;
+mod mmu;
+pub mod trap;
+
+pub use config::{HartConfig, MmioRange};
+pub use exit::{MmioAccess, StopHandle, VcpuExit};
+pub use hart::{Hart, HartError, PrivilegeMode};
+
+/// Frequency of `mtime`/`time` in Hz (the same timebase as QEMU's `virt` board).
+pub const TIMEBASE_HZ: u64 = 10_000_000;
+
+/// Retired-instruction slots per `mtime` tick: the hart's nominal speed is 100 MIPS of
+/// virtual time, so time is deterministic and independent of the host's speed.
+pub const INSNS_PER_TICK: u64 = 10;
