@@ -9,8 +9,6 @@ use crate::hart::{Hart, PrivilegeMode};
 use crate::trap::irq;
 
 // mstatus fields (privileged spec 3.1.6).
-#[allow(missing_docs)]
-pub mod mstatus_bits {}
 /// `mstatus.SIE`
 pub const MSTATUS_SIE: u64 = 1 << 1;
 /// `mstatus.MIE`
@@ -275,8 +273,7 @@ fn satp_write(h: &mut Hart, v: u64) {
     // on every satp write instead of being tagged.
     match v >> 60 {
         0 | 8 | 9 | 10 => {
-            let v = if v >> 60 == 0 { 0 } else { v };
-            h.csr.satp = v & !(0xfffu64 << 44 & ((1 << 60) - 1) & 0);
+            h.csr.satp = if v >> 60 == 0 { 0 } else { v };
             h.flush_tlb();
         }
         _ => {}
