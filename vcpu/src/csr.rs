@@ -245,12 +245,23 @@ impl Hart {
             if self.csr.mcountinhibit & 4 != 0 { v } else { v.wrapping_sub(self.retired.wrapping_add(1)) };
     }
 
+    /// Only a counter whose inhibit bit changes is re-based. The writing instruction itself
+    /// retires under the old setting.
     fn write_mcountinhibit(&mut self, v: u64) {
         let (cy, ir) = (self.mcycle(), self.minstret());
-        self.csr.mcountinhibit = v & 0b101;
-        // Re-base so the counters continue from their current values.
-        self.csr.cycle_base = if v & 1 != 0 { cy } else { cy.wrapping_sub(self.vclock) };
-        self.csr.instret_base = if v & 4 != 0 { ir } else { ir.wrapping_sub(self.retired.wrapping_add(1)) };
+        let old = self.csr.mcountinhibit;
+        let v = v & 0b101;
+        self.csr.mcountinhibit = v;
+        if (old ^ v) & 1 != 0 {
+            self.csr.cycle_base = if v & 1 != 0 { cy } else { cy.wrapping_sub(self.vclock) };
+        }
+        if (old ^ v) & 4 != 0 {
+            self.csr.instret_base = if v & 4 != 0 {
+                ir.wrapping_add(1)
+            } else {
+                ir.wrapping_sub(self.retired.wrapping_add(1))
+            };
+        }
     }
 
     fn fcsr(&self) -> u64 {

@@ -92,6 +92,8 @@ pub struct Hart {
     pub(crate) retired: u64,
     /// Virtual clock in instruction slots (retired + trapped + skipped idle time).
     pub(crate) vclock: u64,
+    /// Clock slots added by [`Hart::skip_to_timer`] (idle time, not instructions).
+    skipped: u64,
     /// `mtime = vclock / INSNS_PER_TICK + time_offset`.
     time_offset: u64,
     pub(crate) mtimecmp: u64,
@@ -125,6 +127,7 @@ impl Hart {
             pending_load: None,
             retired: 0,
             vclock: 0,
+            skipped: 0,
             time_offset: 0,
             mtimecmp: u64::MAX,
             ext_lines: 0,
@@ -171,6 +174,10 @@ impl Hart {
     /// Instructions retired so far (independent of `minstret` writes and inhibits).
     pub fn instret(&self) -> u64 {
         self.retired
+    }
+    /// Instructions executed so far, retired or trapped (what an instruction budget counts).
+    pub fn executed(&self) -> u64 {
+        self.vclock - self.skipped
     }
     /// A handle another thread can use to stop [`Hart::run`].
     pub fn stop_handle(&self) -> StopHandle {
@@ -241,7 +248,9 @@ impl Hart {
         }
         let now = self.mtime();
         if self.mtimecmp > now {
-            self.vclock += (self.mtimecmp - now) * INSNS_PER_TICK;
+            let slots = (self.mtimecmp - now).saturating_mul(INSNS_PER_TICK);
+            self.vclock = self.vclock.saturating_add(slots);
+            self.skipped = self.skipped.saturating_add(slots);
         }
         true
     }

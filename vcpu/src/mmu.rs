@@ -30,9 +30,9 @@ struct Entry {
 
 /// Software TLB: direct-mapped, separate arrays for fetch, load and store permission.
 pub(crate) struct Tlb {
-    fetch: Box<[Entry; TLB_SIZE]>,
-    load: Box<[Entry; TLB_SIZE]>,
-    store: Box<[Entry; TLB_SIZE]>,
+    fetch: [Entry; TLB_SIZE],
+    load: [Entry; TLB_SIZE],
+    store: [Entry; TLB_SIZE],
     /// Context bits for fetches (effective privilege = current privilege).
     fetch_ctx: u64,
     /// Context bits for loads and stores (MPRV-adjusted privilege, SUM, MXR).
@@ -44,9 +44,9 @@ const EMPTY: Entry = Entry { tag: INVALID, off: 0 };
 impl Tlb {
     pub fn new() -> Tlb {
         Tlb {
-            fetch: Box::new([EMPTY; TLB_SIZE]),
-            load: Box::new([EMPTY; TLB_SIZE]),
-            store: Box::new([EMPTY; TLB_SIZE]),
+            fetch: [EMPTY; TLB_SIZE],
+            load: [EMPTY; TLB_SIZE],
+            store: [EMPTY; TLB_SIZE],
             fetch_ctx: (PrivilegeMode::Machine as u64) << 56,
             data_ctx: (PrivilegeMode::Machine as u64) << 56,
         }

@@ -80,14 +80,7 @@ pub(super) fn op_muldiv(op: Op, a: u64, b: u64) -> u64 {
                 x.wrapping_div(y) as i64 as u64
             }
         }
-        Op::Divuw => {
-            let (x, y) = (a as u32, b as u32);
-            if y == 0 {
-                u64::MAX
-            } else {
-                (x / y) as i32 as i64 as u64
-            }
-        }
+        Op::Divuw => (a as u32).checked_div(b as u32).map_or(u64::MAX, |q| q as i32 as i64 as u64),
         Op::Remw => {
             let (x, y) = (a as i32, b as i32);
             if y == 0 {
@@ -99,11 +92,7 @@ pub(super) fn op_muldiv(op: Op, a: u64, b: u64) -> u64 {
         _ => {
             // Remuw
             let (x, y) = (a as u32, b as u32);
-            if y == 0 {
-                x as i32 as i64 as u64
-            } else {
-                (x % y) as i32 as i64 as u64
-            }
+            x.checked_rem(y).unwrap_or(x) as i32 as i64 as u64
         }
     }
 }

@@ -6,6 +6,9 @@ use crate::decode::{Insn, Op, X0_SINK};
 use crate::hart::{Ctl, Hart, PrivilegeMode};
 use crate::trap::{cause, Exception};
 
+const MIP: u16 = 0x344;
+const SEIP: u64 = 1 << crate::trap::irq::SEI;
+
 impl Hart {
     pub(super) fn exec_system(&mut self, i: &Insn) -> Result<(), Ctl> {
         let illegal = || Ctl::Exception(Exception::illegal(i.raw));
@@ -83,10 +86,17 @@ impl Hart {
         let desc = self.csr_access(num, writes).map_err(|_| Exception::illegal(i.raw))?;
         let old = if reads || writes { (desc.read)(self) } else { 0 };
         if writes {
+            // Only the software-writable SEIP bit takes part in a read-modify-write of mip,
+            // not the platform's line (privileged spec 3.1.9).
+            let base = if num == MIP {
+                (old & !SEIP) | (self.csr.mip & SEIP)
+            } else {
+                old
+            };
             let new = match i.op {
                 Op::Csrrw | Op::Csrrwi => operand,
-                Op::Csrrs | Op::Csrrsi => old | operand,
-                _ => old & !operand,
+                Op::Csrrs | Op::Csrrsi => base | operand,
+                _ => base & !operand,
             };
             if let Some(w) = desc.write {
                 w(self, new);

@@ -1,0 +1,118 @@
+//! The ns16550a UART, built on rust-vmm's `vm-superio` [`Serial`].
+//!
+//! Registers are 8 bits wide at offsets 0..8 of the window (no register shift, like QEMU's
+//! `virt`). Only byte accesses are accepted. Output goes to the [`Console`] given by the caller;
+//! there is no input. The line status register always shows the transmitter empty and idle,
+//! so guests that poll it before each byte make progress.
+//!
+//! No interrupt controller is modelled in machine mode, so the UART's interrupt line goes
+//! nowhere ([`NoInterrupt`]): guests must poll.
+
+use vm_superio::serial::NoEvents;
+use vm_superio::{Serial, Trigger};
+
+use super::Console;
+
+/// Number of registers; the rest of the window reads as 0.
+const REGISTERS: u64 = 8;
+
+/// An interrupt line connected to nothing.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoInterrupt;
+
+impl Trigger for NoInterrupt {
+    type E = std::convert::Infallible;
+
+    fn trigger(&self) -> Result<(), Self::E> {
+        Ok(())
+    }
+}
+
+/// The UART device.
+pub struct Uart {
+    serial: Serial<NoInterrupt, NoEvents, Console>,
+}
+
+impl Uart {
+    /// A UART writing to `console`.
+    pub fn new(console: Console) -> Self {
+        Uart {
+            serial: Serial::new(NoInterrupt, console),
+        }
+    }
+
+    /// The console output, for other devices that print (HTIF).
+    pub fn console(&mut self) -> &mut Console {
+        self.serial.writer_mut()
+    }
+
+    /// A load of `size` bytes at `offset` in the window.
+    pub fn read(&mut self, offset: u64, size: u8) -> u64 {
+        if size != 1 {
+            log::warn!(
+                "uart: {size}-byte read at offset {offset:#x} ignored (registers are 8-bit)"
+            );
+            return 0;
+        }
+        if offset >= REGISTERS {
+            return 0;
+        }
+        u64::from(self.serial.read(offset as u8))
+    }
+
+    /// A store of `size` bytes at `offset` in the window.
+    pub fn write(&mut self, offset: u64, size: u8, value: u64) {
+        if size != 1 {
+            log::warn!("uart: {size}-byte write of {value:#x} at offset {offset:#x} ignored (registers are 8-bit)");
+            return;
+        }
+        if offset >= REGISTERS {
+            return;
+        }
+        if let Err(e) = self.serial.write(offset as u8, value as u8) {
+            log::warn!("uart: console output failed: {e}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::SharedBuf;
+    use std::io::Write;
+
+    #[test]
+    fn transmits_bytes_and_reports_empty_transmitter() {
+        let buf = SharedBuf::default();
+        let mut uart = Uart::new(Box::new(buf.clone()));
+        for b in b"hi\n" {
+            assert_ne!(uart.read(5, 1) & 0x20, 0, "THR empty");
+            uart.write(0, 1, u64::from(*b));
+        }
+        assert_eq!(uart.read(5, 1) & 0x60, 0x60);
+        assert_eq!(&*buf.0.lock().unwrap(), b"hi\n");
+    }
+
+    #[test]
+    fn bad_accesses_are_ignored() {
+        let buf = SharedBuf::default();
+        let mut uart = Uart::new(Box::new(buf.clone()));
+        uart.write(0, 4, u64::from(b'x'));
+        uart.write(0x10, 1, u64::from(b'y'));
+        assert_eq!(uart.read(5, 4), 0);
+        assert_eq!(uart.read(0x80, 1), 0);
+        assert!(buf.0.lock().unwrap().is_empty());
+        // Scratch register round-trips.
+        uart.write(7, 1, 0x5a);
+        assert_eq!(uart.read(7, 1), 0x5a);
+    }
+
+    #[test]
+    fn htif_shares_the_console() {
+        let buf = SharedBuf::default();
+        let mut uart = Uart::new(Box::new(buf.clone()));
+        uart.write(0, 1, u64::from(b'a'));
+        uart.console().write_all(b"bc").unwrap();
+        assert_eq!(&*buf.0.lock().unwrap(), b"abc");
+    }
+}

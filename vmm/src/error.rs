@@ -1,0 +1,129 @@
+//! The VMM's error type.
+
+use std::path::{Path, PathBuf};
+
+use crate::loader::LoadError;
+
+/// Everything that can stop the VMM other than the guest finishing normally or running out
+/// of its instruction budget.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// `--memory` is 0 or larger than the supported maximum.
+    #[error("invalid memory size {mib} MiB: must be between 1 and {max} MiB")]
+    InvalidMemorySize {
+        /// The requested size.
+        mib: u64,
+        /// The largest accepted size.
+        max: u64,
+    },
+
+    /// The host could not provide guest RAM.
+    #[error("cannot allocate {mib} MiB of guest RAM: {source}")]
+    GuestMemory {
+        /// The requested size.
+        mib: u64,
+        /// What vm-memory reported.
+        #[source]
+        source: vm_memory::mmap::FromRangesError,
+    },
+
+    /// The program file could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    ReadProgram {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// The program file is not a loadable RISC-V ELF executable for this machine.
+    #[error("{}: {source}", display_program(path))]
+    Load {
+        /// The file (empty for an image given as bytes).
+        path: PathBuf,
+        /// What is wrong with it.
+        #[source]
+        source: LoadError,
+    },
+
+    /// The hart model refused the configuration.
+    #[error("cannot create the hart: {0}")]
+    Hart(#[from] vcpu::HartError),
+
+    /// The hart executed WFI with nothing that could ever wake it up.
+    #[error("hart {hart} is waiting for an interrupt (WFI at pc={pc:#x}) that can never arrive")]
+    WaitForever {
+        /// The hart's id.
+        hart: u64,
+        /// Address of the WFI instruction.
+        pc: u64,
+    },
+
+    /// The guest asked the SiFive test device for a reset.
+    #[error("guest requested reset, unsupported in machine mode")]
+    ResetRequested,
+
+    /// The guest made an HTIF system call this machine does not implement.
+    #[error("HTIF: unsupported syscall {number} (only write (64) and exit (93) are implemented)")]
+    UnsupportedSyscall {
+        /// The system call number (`magic_mem[0]`).
+        number: u64,
+    },
+
+    /// The guest sent an HTIF command to a device or command this machine does not implement.
+    #[error("HTIF: unsupported command {command} for device {device} (tohost={tohost:#x})")]
+    UnsupportedHtifCommand {
+        /// Bits 63:56 of `tohost`.
+        device: u8,
+        /// Bits 55:48 of `tohost`.
+        command: u8,
+        /// The whole value written.
+        tohost: u64,
+    },
+
+    /// An HTIF system call block does not lie in guest RAM.
+    #[error("HTIF: syscall block at {addr:#x} is not in guest RAM")]
+    BadSyscallBlock {
+        /// Guest-physical address of the `magic_mem` array.
+        addr: u64,
+    },
+
+    /// Someone called [`vcpu::StopHandle::stop`] on the hart.
+    #[error("hart {hart} was stopped at pc={pc:#x}")]
+    Stopped {
+        /// The hart's id.
+        hart: u64,
+        /// Where it stopped.
+        pc: u64,
+    },
+}
+
+fn display_program(path: &Path) -> String {
+    if path.as_os_str().is_empty() {
+        "ELF image".to_string()
+    } else {
+        path.display().to_string()
+    }
+}
+
+impl Error {
+    /// A load error for an image that has no file name (yet).
+    pub(crate) fn from_load(source: LoadError) -> Self {
+        Error::Load {
+            path: PathBuf::new(),
+            source,
+        }
+    }
+
+    /// Names the file in a load error.
+    pub(crate) fn with_path(self, path: &Path) -> Self {
+        match self {
+            Error::Load { source, .. } => Error::Load {
+                path: path.to_path_buf(),
+                source,
+            },
+            other => other,
+        }
+    }
+}

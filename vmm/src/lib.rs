@@ -1,0 +1,19 @@
+//! `vmm`: a minimal virtual machine monitor for the [`vcpu`] software hart.
+//!
+//! Today it provides the bare-machine platform ([`machine`]): one hart in M-mode, RAM and
+//! a few devices laid out like QEMU's `virt` board, running a bare-metal ELF executable.
+//!
+//! - [`machine`]: board assembly and the run loop ([`machine::run_elf`]).
+//! - [`loader`]: ELF validation and loading.
+//! - [`devices`]: UART, SiFive test finisher, CLINT and HTIF.
+//! - [`error`]: the [`Error`] type.
+
+pub mod devices;
+pub mod error;
+pub mod loader;
+pub mod machine;
+
+#[cfg(test)]
+mod testutil;
+
+pub use error::Error;

@@ -1,0 +1,354 @@
+//! The bare-machine platform: one hart, RAM and a few devices at the addresses QEMU's `virt`
+//! board uses, so that a program built for `qemu-system-riscv64 -M virt -bios none -kernel`
+//! runs unchanged.
+//!
+//! | address       | size      | device                                          |
+//! |---------------|-----------|-------------------------------------------------|
+//! | `0x0010_0000` | `0x1000`  | SiFive test finisher ([`crate::devices::finisher`])   |
+//! | `0x0200_0000` | `0x10000` | CLINT ([`crate::devices::clint`])                     |
+//! | `0x1000_0000` | `0x100`   | ns16550a UART ([`crate::devices::uart`])              |
+//! | `0x8000_0000` | `--memory`| RAM                                             |
+//! | `tohost`/`fromhost` | 8 + 8 | HTIF ([`crate::devices::htif`]), if the ELF defines `tohost` |
+//!
+//! Everything else raises an access fault in the hart. There is no interrupt controller: the
+//! UART's interrupt is not delivered, and the only interrupts are the CLINT's timer and
+//! software interrupts. The hart starts in M-mode at the ELF entry point with `a0` = hart id
+//! (0) and `a1` = 0 (there is no device tree). Time is virtual (see [`crate::devices::clint`]).
+
+mod layout;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use vcpu::{Hart, HartConfig, MmioAccess, MmioRange, VcpuExit};
+use vm_memory::{Bytes, GuestAddress, GuestMemoryMmap};
+
+pub use layout::*;
+
+use crate::devices::clint::Clint;
+use crate::devices::finisher::{Finisher, FinisherCommand};
+use crate::devices::htif::{Htif, HtifOutcome};
+use crate::devices::uart::Uart;
+use crate::devices::Console;
+use crate::error::Error;
+use crate::loader::ElfImage;
+
+/// How to run a program.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MachineConfig {
+    /// RAM size in MiB (1..=[`MAX_MEMORY_MIB`]).
+    pub memory_mib: u64,
+    /// Stop after this many instructions; `None` runs until the guest ends the run.
+    pub max_insns: Option<u64>,
+    /// Log every instruction at trace level.
+    pub trace: bool,
+}
+
+impl Default for MachineConfig {
+    fn default() -> Self {
+        MachineConfig {
+            memory_mib: 128,
+            max_insns: None,
+            trace: false,
+        }
+    }
+}
+
+/// How a run ended, when the guest did not make an error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MachineExit {
+    /// The guest reported its exit status (finisher or HTIF); 0 is a pass.
+    Finished {
+        /// The exit status.
+        code: u32,
+    },
+    /// The instruction budget ([`MachineConfig::max_insns`]) ran out.
+    BudgetExhausted {
+        /// Instructions executed.
+        insns: u64,
+        /// Where the hart was.
+        pc: u64,
+    },
+}
+
+/// Statistics of one run.
+#[derive(Debug, Clone)]
+pub struct RunStats {
+    /// Instructions retired.
+    pub instret: u64,
+    /// Host time spent running the hart (loading excluded).
+    pub wall: Duration,
+}
+
+impl RunStats {
+    /// Millions of guest instructions per host second.
+    pub fn mips(&self) -> f64 {
+        let secs = self.wall.as_secs_f64();
+        if secs > 0.0 {
+            self.instret as f64 / secs / 1e6
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Loads the ELF executable at `path` and runs it to completion on a fresh machine. Console
+/// output (UART and HTIF) goes to `console`.
+pub fn run_elf(
+    path: &Path,
+    config: &MachineConfig,
+    console: Console,
+) -> Result<(MachineExit, RunStats), Error> {
+    let data = std::fs::read(path).map_err(|source| Error::ReadProgram {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut machine = Machine::new(&data, config, console).map_err(|e| e.with_path(path))?;
+    let start = Instant::now();
+    let exit = machine.run()?;
+    let stats = RunStats {
+        instret: machine.hart().instret(),
+        wall: start.elapsed(),
+    };
+    Ok((exit, stats))
+}
+
+/// Instructions per call to [`Hart::run`] when there is no budget to respect.
+const RUN_CHUNK: u64 = 1 << 20;
+
+/// The assembled board.
+pub struct Machine {
+    hart: Hart,
+    mem: GuestMemoryMmap,
+    uart: Uart,
+    finisher: Finisher,
+    clint: Clint,
+    htif: Option<Htif>,
+    max_insns: Option<u64>,
+    /// Instructions executed so far.
+    executed: u64,
+}
+
+impl Machine {
+    /// Builds a machine for `config` and loads the ELF executable `elf` into it. Errors in
+    /// the file are reported as [`Error::Load`] with an empty path.
+    pub fn new(elf: &[u8], config: &MachineConfig, console: Console) -> Result<Machine, Error> {
+        let ram_size = ram_bytes(config.memory_mib)?;
+        let mem = GuestMemoryMmap::from_ranges(&[(GuestAddress(RAM_BASE), ram_size as usize)])
+            .map_err(|source| Error::GuestMemory {
+                mib: config.memory_mib,
+                source,
+            })?;
+
+        let image =
+            ElfImage::parse(elf, RAM_BASE..RAM_BASE + ram_size).map_err(Error::from_load)?;
+        image.load(elf, &mem).map_err(Error::from_load)?;
+
+        let mut mmio = vec![
+            MmioRange {
+                base: FINISHER_BASE,
+                size: FINISHER_SIZE,
+            },
+            MmioRange {
+                base: CLINT_BASE,
+                size: CLINT_SIZE,
+            },
+            MmioRange {
+                base: UART_BASE,
+                size: UART_SIZE,
+            },
+        ];
+        let htif = image.tohost.map(|tohost| {
+            let mut htif = Htif::new(tohost, image.fromhost);
+            // The image may hold initial values; RAM outside the image reads as 0.
+            let word = |addr: Option<u64>| {
+                addr.and_then(|a| mem.read_obj::<u64>(GuestAddress(a)).ok())
+                    .unwrap_or(0)
+            };
+            htif.set_initial(word(image.tohost), word(image.fromhost));
+            mmio.extend(htif.ranges());
+            log::debug!(
+                "htif: tohost at {tohost:#x}, fromhost at {:#x?}",
+                image.fromhost
+            );
+            htif
+        });
+
+        let hart_config = HartConfig {
+            hart_id: HART_ID,
+            mmio,
+            ..HartConfig::default()
+        };
+        let mut hart = Hart::new(hart_config, mem.clone())?;
+        hart.set_pc(image.entry);
+        hart.set_xreg(10, HART_ID); // a0
+        hart.set_xreg(11, 0); // a1: no device tree
+        hart.set_trace(config.trace);
+
+        Ok(Machine {
+            hart,
+            mem,
+            uart: Uart::new(console),
+            finisher: Finisher,
+            clint: Clint::default(),
+            htif,
+            max_insns: config.max_insns,
+            executed: 0,
+        })
+    }
+
+    /// The hart, for inspection.
+    pub fn hart(&self) -> &Hart {
+        &self.hart
+    }
+
+    /// Guest RAM.
+    pub fn memory(&self) -> &GuestMemoryMmap {
+        &self.mem
+    }
+
+    /// A handle that stops [`Machine::run`] from another thread (it then returns
+    /// [`Error::Stopped`]).
+    pub fn stop_handle(&self) -> vcpu::StopHandle {
+        self.hart.stop_handle()
+    }
+
+    /// Instructions executed so far, retired or trapped: what [`MachineConfig::max_insns`]
+    /// counts.
+    pub fn instructions(&self) -> u64 {
+        self.executed
+    }
+
+    /// Runs until the guest ends the run, the budget runs out or an error occurs.
+    pub fn run(&mut self) -> Result<MachineExit, Error> {
+        loop {
+            let chunk = match self.max_insns {
+                Some(max) => {
+                    let left = max.saturating_sub(self.executed);
+                    if left == 0 {
+                        let pc = self.hart.pc();
+                        return Ok(MachineExit::BudgetExhausted {
+                            insns: self.executed,
+                            pc,
+                        });
+                    }
+                    left.min(RUN_CHUNK)
+                }
+                None => RUN_CHUNK,
+            };
+            let exit = self.hart.run(chunk);
+            // Handle the exit first: a device load is executed when it is completed.
+            let outcome = self.handle_exit(exit);
+            self.executed = self.hart.executed();
+            if let Some(end) = outcome? {
+                return Ok(end);
+            }
+        }
+    }
+
+    /// Acts on one exit of [`Hart::run`]; returns the run's end if this exit is one.
+    fn handle_exit(&mut self, exit: VcpuExit) -> Result<Option<MachineExit>, Error> {
+        match exit {
+            VcpuExit::Mmio(access) => self.mmio(access),
+            VcpuExit::Wfi => {
+                if self.hart.skip_to_timer() {
+                    Ok(None)
+                } else {
+                    // The WFI has retired: it is the instruction before pc (WFI has no
+                    // compressed form).
+                    let pc = self.hart.pc().wrapping_sub(4);
+                    Err(Error::WaitForever { hart: HART_ID, pc })
+                }
+            }
+            VcpuExit::BudgetExhausted => Ok(None),
+            VcpuExit::StopRequested => Err(Error::Stopped {
+                hart: HART_ID,
+                pc: self.hart.pc(),
+            }),
+        }
+    }
+
+    /// Routes one MMIO access to its device. Returns the run's end if the device asks for it.
+    fn mmio(&mut self, access: MmioAccess) -> Result<Option<MachineExit>, Error> {
+        let MmioAccess { addr, size, write } = access;
+        let len = u64::from(size);
+        let in_window =
+            |base: u64, window: u64| MmioRange { base, size: window }.contains(addr, len);
+        let mut exit = None;
+
+        let read_value = if let Some(htif) = self.htif.as_mut().filter(|h| h.contains(addr)) {
+            match write {
+                Some(value) => {
+                    if let HtifOutcome::Exit { code } =
+                        htif.write(addr, size, value, &self.mem, self.uart.console())?
+                    {
+                        exit = Some(MachineExit::Finished { code });
+                    }
+                    0
+                }
+                None => htif.read(addr, size),
+            }
+        } else if in_window(UART_BASE, UART_SIZE) {
+            let off = addr - UART_BASE;
+            match write {
+                Some(value) => {
+                    self.uart.write(off, size, value);
+                    0
+                }
+                None => self.uart.read(off, size),
+            }
+        } else if in_window(CLINT_BASE, CLINT_SIZE) {
+            let off = addr - CLINT_BASE;
+            match write {
+                Some(value) => {
+                    self.clint.write(off, size, value, &mut self.hart);
+                    0
+                }
+                None => self.clint.read(off, size, &self.hart),
+            }
+        } else if in_window(FINISHER_BASE, FINISHER_SIZE) {
+            let off = addr - FINISHER_BASE;
+            match write {
+                Some(value) => {
+                    exit = match self.finisher.write(off, size, value) {
+                        Some(FinisherCommand::Pass) => Some(MachineExit::Finished { code: 0 }),
+                        Some(FinisherCommand::Fail { code }) => {
+                            Some(MachineExit::Finished { code })
+                        }
+                        Some(FinisherCommand::Reset) => return Err(Error::ResetRequested),
+                        Some(FinisherCommand::Unknown(_)) | None => None,
+                    };
+                    0
+                }
+                None => self.finisher.read(off, size),
+            }
+        } else {
+            log::warn!("{size}-byte access at {addr:#x} straddles a device window; ignored");
+            0
+        };
+
+        if write.is_none() {
+            let mask = if size >= 8 {
+                u64::MAX
+            } else {
+                (1u64 << (8 * len)) - 1
+            };
+            self.hart.complete_mmio_read(read_value & mask);
+        }
+        Ok(exit)
+    }
+}
+
+/// RAM size in bytes for `mib`, or the error for a size out of range.
+fn ram_bytes(mib: u64) -> Result<u64, Error> {
+    if mib == 0 || mib > MAX_MEMORY_MIB {
+        return Err(Error::InvalidMemorySize {
+            mib,
+            max: MAX_MEMORY_MIB,
+        });
+    }
+    Ok(mib << 20)
+}
+
+#[cfg(test)]
+mod tests;

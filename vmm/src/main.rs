@@ -1,0 +1,111 @@
+//! The `vmm` command line.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use log::LevelFilter;
+use vmm::machine::{self, MachineConfig, MachineExit};
+
+/// Exit status when the instruction budget runs out (like `timeout(1)`).
+const EXIT_BUDGET: u8 = 124;
+/// Exit status for VMM errors.
+const EXIT_ERROR: u8 = 1;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "vmm",
+    version,
+    about = "A minimal VMM for the vcpu RISC-V hart model"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run a bare-metal RV64 ELF executable on a machine laid out like QEMU's `virt`
+    ///
+    /// The same file runs under `qemu-system-riscv64 -M virt -bios none -kernel PROGRAM`.
+    /// The exit status is the guest's (SiFive test finisher or HTIF), 124 when the
+    /// instruction budget runs out, and 1 on errors.
+    Machine(MachineArgs),
+}
+
+#[derive(Args, Debug)]
+struct MachineArgs {
+    /// RAM size in MiB, mapped at 0x8000_0000.
+    #[arg(long, value_name = "MiB", default_value_t = 128)]
+    memory: u64,
+
+    /// Stop after N instructions (exit status 124).
+    #[arg(long, value_name = "N")]
+    max_insns: Option<u64>,
+
+    /// Print instructions retired, wall time and MIPS on stderr.
+    #[arg(long)]
+    stats: bool,
+
+    /// Log every executed instruction on stderr.
+    #[arg(long)]
+    trace: bool,
+
+    /// The ELF executable to run.
+    #[arg(value_name = "PROGRAM.elf")]
+    program: PathBuf,
+}
+
+fn init_logging(trace: bool) {
+    let mut builder =
+        env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn"));
+    builder.format_timestamp(None);
+    if trace {
+        builder.filter_module("vcpu", LevelFilter::Trace);
+    }
+    builder.init();
+}
+
+fn run_machine(args: MachineArgs) -> ExitCode {
+    let config = MachineConfig {
+        memory_mib: args.memory,
+        max_insns: args.max_insns,
+        trace: args.trace,
+    };
+    let console = Box::new(std::io::stdout());
+    match machine::run_elf(&args.program, &config, console) {
+        Ok((exit, stats)) => {
+            if args.stats {
+                eprintln!(
+                    "vmm: {} instructions retired in {:.3} s ({:.2} MIPS)",
+                    stats.instret,
+                    stats.wall.as_secs_f64(),
+                    stats.mips()
+                );
+            }
+            match exit {
+                MachineExit::Finished { code } => {
+                    ExitCode::from(u8::try_from(code).unwrap_or(u8::MAX))
+                }
+                MachineExit::BudgetExhausted { insns, pc } => {
+                    eprintln!("vmm: instruction budget of {insns} exhausted at pc={pc:#x}");
+                    ExitCode::from(EXIT_BUDGET)
+                }
+            }
+        }
+        Err(e) => {
+            eprintln!("vmm: {e}");
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Machine(args) => {
+            init_logging(args.trace);
+            run_machine(args)
+        }
+    }
+}

@@ -1,0 +1,294 @@
+//! Test helpers: a tiny ELF64 writer, a few RV64 instruction encoders and an inspectable
+//! console.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+/// A console that can be inspected after being boxed.
+#[derive(Clone, Default)]
+pub struct SharedBuf(pub Arc<Mutex<Vec<u8>>>);
+
+impl SharedBuf {
+    pub fn contents(&self) -> Vec<u8> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+impl Write for SharedBuf {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Builds small ELF64 little-endian RISC-V executables in memory.
+pub struct ElfBuilder {
+    entry: u64,
+    machine: u16,
+    e_type: u16,
+    /// (vaddr, paddr, bytes, memsz)
+    segments: Vec<(u64, u64, Vec<u8>, u64)>,
+    symbols: Vec<(String, u64)>,
+}
+
+const EHDR: usize = 64;
+const PHDR: usize = 56;
+const SHDR: usize = 64;
+const SYM: usize = 24;
+const MAX_SEGMENTS: usize = 8;
+
+fn put16(v: &mut Vec<u8>, x: u16) {
+    v.extend_from_slice(&x.to_le_bytes());
+}
+fn put32(v: &mut Vec<u8>, x: u32) {
+    v.extend_from_slice(&x.to_le_bytes());
+}
+fn put64(v: &mut Vec<u8>, x: u64) {
+    v.extend_from_slice(&x.to_le_bytes());
+}
+fn align8(v: &mut Vec<u8>) {
+    while !v.len().is_multiple_of(8) {
+        v.push(0);
+    }
+}
+
+impl ElfBuilder {
+    /// File offset of the first segment's data.
+    pub const DATA_START: usize = EHDR + MAX_SEGMENTS * PHDR;
+
+    pub fn new(entry: u64) -> Self {
+        ElfBuilder {
+            entry,
+            machine: 243,
+            e_type: 2,
+            segments: Vec::new(),
+            symbols: Vec::new(),
+        }
+    }
+
+    pub fn machine(mut self, machine: u16) -> Self {
+        self.machine = machine;
+        self
+    }
+
+    pub fn e_type(mut self, e_type: u16) -> Self {
+        self.e_type = e_type;
+        self
+    }
+
+    /// A PT_LOAD segment with `p_vaddr == p_paddr == addr`.
+    pub fn segment(self, addr: u64, bytes: &[u8], memsz: u64) -> Self {
+        self.segment_at(addr, addr, bytes, memsz)
+    }
+
+    pub fn segment_at(mut self, vaddr: u64, paddr: u64, bytes: &[u8], memsz: u64) -> Self {
+        assert!(self.segments.len() < MAX_SEGMENTS);
+        self.segments.push((vaddr, paddr, bytes.to_vec(), memsz));
+        self
+    }
+
+    /// A defined global symbol (SHN_ABS).
+    pub fn symbol(mut self, name: &str, value: u64) -> Self {
+        self.symbols.push((name.to_string(), value));
+        self
+    }
+
+    pub fn build(&self) -> Vec<u8> {
+        // Segment data first, so the header can point at it.
+        let mut body = vec![0u8; Self::DATA_START];
+        let mut offsets = Vec::new();
+        for (_, _, bytes, _) in &self.segments {
+            offsets.push(body.len() as u64);
+            body.extend_from_slice(bytes);
+            align8(&mut body);
+        }
+
+        // Optional symbol table: sections 0 (null), 1 .symtab, 2 .strtab, 3 .shstrtab.
+        let mut shoff = 0u64;
+        let mut shnum = 0u16;
+        let mut shstrndx = 0u16;
+        if !self.symbols.is_empty() {
+            let mut strtab = vec![0u8];
+            let mut symtab = vec![0u8; SYM];
+            for (name, value) in &self.symbols {
+                put32(&mut symtab, strtab.len() as u32);
+                symtab.push(0x11); // STB_GLOBAL, STT_OBJECT
+                symtab.push(0);
+                put16(&mut symtab, 0xfff1); // SHN_ABS
+                put64(&mut symtab, *value);
+                put64(&mut symtab, 8);
+                strtab.extend_from_slice(name.as_bytes());
+                strtab.push(0);
+            }
+            let shstrtab = b"\0.symtab\0.strtab\0.shstrtab\0".to_vec();
+            let symtab_off = body.len() as u64;
+            body.extend_from_slice(&symtab);
+            align8(&mut body);
+            let strtab_off = body.len() as u64;
+            body.extend_from_slice(&strtab);
+            align8(&mut body);
+            let shstrtab_off = body.len() as u64;
+            body.extend_from_slice(&shstrtab);
+            align8(&mut body);
+
+            shoff = body.len() as u64;
+            shnum = 4;
+            shstrndx = 3;
+            let mut sh =
+                |name: u32, ty: u32, off: u64, size: u64, link: u32, info: u32, entsize: u64| {
+                    put32(&mut body, name);
+                    put32(&mut body, ty);
+                    put64(&mut body, 0);
+                    put64(&mut body, 0);
+                    put64(&mut body, off);
+                    put64(&mut body, size);
+                    put32(&mut body, link);
+                    put32(&mut body, info);
+                    put64(&mut body, 1);
+                    put64(&mut body, entsize);
+                };
+            sh(0, 0, 0, 0, 0, 0, 0);
+            sh(1, 2, symtab_off, symtab.len() as u64, 2, 1, SYM as u64);
+            sh(9, 3, strtab_off, strtab.len() as u64, 0, 0, 0);
+            sh(17, 3, shstrtab_off, shstrtab.len() as u64, 0, 0, 0);
+            debug_assert_eq!(body.len() as u64, shoff + 4 * SHDR as u64);
+        }
+
+        let mut hdr = Vec::with_capacity(Self::DATA_START);
+        hdr.extend_from_slice(&[0x7f, b'E', b'L', b'F', 2, 1, 1, 0]);
+        hdr.extend_from_slice(&[0; 8]);
+        put16(&mut hdr, self.e_type);
+        put16(&mut hdr, self.machine);
+        put32(&mut hdr, 1);
+        put64(&mut hdr, self.entry);
+        put64(
+            &mut hdr,
+            if self.segments.is_empty() {
+                0
+            } else {
+                EHDR as u64
+            },
+        );
+        put64(&mut hdr, shoff);
+        put32(&mut hdr, 0x5); // EF_RISCV_RVC | EF_RISCV_FLOAT_ABI_DOUBLE
+        put16(&mut hdr, EHDR as u16);
+        put16(&mut hdr, PHDR as u16);
+        put16(&mut hdr, self.segments.len() as u16);
+        put16(&mut hdr, SHDR as u16);
+        put16(&mut hdr, shnum);
+        put16(&mut hdr, shstrndx);
+        for ((vaddr, paddr, bytes, memsz), off) in self.segments.iter().zip(&offsets) {
+            put32(&mut hdr, 1); // PT_LOAD
+            put32(&mut hdr, 7); // RWX
+            put64(&mut hdr, *off);
+            put64(&mut hdr, *vaddr);
+            put64(&mut hdr, *paddr);
+            put64(&mut hdr, bytes.len() as u64);
+            put64(&mut hdr, *memsz);
+            put64(&mut hdr, 8);
+        }
+        body[..hdr.len()].copy_from_slice(&hdr);
+        body
+    }
+}
+
+/// A deterministic pseudo-random generator for fuzz-style tests.
+pub struct Xorshift(pub u64);
+
+impl Xorshift {
+    pub fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+}
+
+/// RV64 instruction encoders (only what the tests need). Registers are numbers.
+pub mod asm {
+    pub fn lui(rd: u32, imm20: u32) -> u32 {
+        (imm20 << 12) | (rd << 7) | 0x37
+    }
+    pub fn addi(rd: u32, rs1: u32, imm: i32) -> u32 {
+        (((imm as u32) & 0xfff) << 20) | (rs1 << 15) | (rd << 7) | 0x13
+    }
+    pub fn auipc(rd: u32, imm20: u32) -> u32 {
+        (imm20 << 12) | (rd << 7) | 0x17
+    }
+    pub fn add(rd: u32, rs1: u32, rs2: u32) -> u32 {
+        (rs2 << 20) | (rs1 << 15) | (rd << 7) | 0x33
+    }
+    /// `li rd, value` for a 32-bit value (lui + addi); the result is sign-extended.
+    pub fn li32(rd: u32, value: i32) -> [u32; 2] {
+        let hi = ((value as u32).wrapping_add(0x800) >> 12) & 0xfffff;
+        let lo = value.wrapping_sub((hi << 12) as i32);
+        [lui(rd, hi), addi(rd, rd, lo)]
+    }
+    pub fn slli(rd: u32, rs1: u32, shamt: u32) -> u32 {
+        (shamt << 20) | (rs1 << 15) | (1 << 12) | (rd << 7) | 0x13
+    }
+    fn store(funct3: u32, rs2: u32, rs1: u32, imm: i32) -> u32 {
+        let imm = imm as u32 & 0xfff;
+        ((imm >> 5) << 25) | (rs2 << 20) | (rs1 << 15) | (funct3 << 12) | ((imm & 0x1f) << 7) | 0x23
+    }
+    pub fn sb(rs2: u32, rs1: u32, imm: i32) -> u32 {
+        store(0, rs2, rs1, imm)
+    }
+    pub fn sw(rs2: u32, rs1: u32, imm: i32) -> u32 {
+        store(2, rs2, rs1, imm)
+    }
+    pub fn sd(rs2: u32, rs1: u32, imm: i32) -> u32 {
+        store(3, rs2, rs1, imm)
+    }
+    fn load(funct3: u32, rd: u32, rs1: u32, imm: i32) -> u32 {
+        (((imm as u32) & 0xfff) << 20) | (rs1 << 15) | (funct3 << 12) | (rd << 7) | 0x03
+    }
+    pub fn lbu(rd: u32, rs1: u32, imm: i32) -> u32 {
+        load(4, rd, rs1, imm)
+    }
+    pub fn ld(rd: u32, rs1: u32, imm: i32) -> u32 {
+        load(3, rd, rs1, imm)
+    }
+    /// `jal rd, offset` (offset in bytes, even, within +-1 MiB).
+    pub fn jal(rd: u32, offset: i32) -> u32 {
+        let o = offset as u32;
+        (((o >> 20) & 1) << 31)
+            | (((o >> 1) & 0x3ff) << 21)
+            | (((o >> 11) & 1) << 20)
+            | (((o >> 12) & 0xff) << 12)
+            | (rd << 7)
+            | 0x6f
+    }
+    /// `beq rs1, rs2, offset`.
+    pub fn beq(rs1: u32, rs2: u32, offset: i32) -> u32 {
+        let o = offset as u32;
+        (((o >> 12) & 1) << 31)
+            | (((o >> 5) & 0x3f) << 25)
+            | (rs2 << 20)
+            | (rs1 << 15)
+            | (((o >> 1) & 0xf) << 8)
+            | (((o >> 11) & 1) << 7)
+            | 0x63
+    }
+    pub fn wfi() -> u32 {
+        0x1050_0073
+    }
+    /// `csrrs rd, csr, rs1` (csrr when rs1 = 0).
+    pub fn csrrs(rd: u32, csr: u32, rs1: u32) -> u32 {
+        (csr << 20) | (rs1 << 15) | (2 << 12) | (rd << 7) | 0x73
+    }
+    /// `csrrw rd, csr, rs1`.
+    pub fn csrrw(rd: u32, csr: u32, rs1: u32) -> u32 {
+        (csr << 20) | (rs1 << 15) | (1 << 12) | (rd << 7) | 0x73
+    }
+
+    /// Little-endian bytes of a sequence of 32-bit instructions.
+    pub fn code(insns: &[u32]) -> Vec<u8> {
+        insns.iter().flat_map(|i| i.to_le_bytes()).collect()
+    }
+}
