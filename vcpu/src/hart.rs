@@ -67,13 +67,17 @@ impl From<Exception> for Ctl {
     }
 }
 
+/// The raw bits an empty decode-cache slot claims to hold (with their true decoding).
+const EMPTY_SLOT: u32 = 0xffff_ffff;
+
 /// Instructions executed between checks of interrupts, time and stop requests.
 const CHUNK: u64 = 4096;
 
 /// A software RISC-V hart (see the crate documentation).
 pub struct Hart {
-    /// x0-x31 plus the write sink at index 32 (see [`decode::X0_SINK`]).
-    pub(crate) x: [u64; 33],
+    /// x0-x31 plus the write sink at index 32 (see [`decode::X0_SINK`]); 64 slots so that
+    /// a masked index needs no bounds check.
+    pub(crate) x: [u64; 64],
     /// f0-f31 as 64-bit registers (single precision values are NaN-boxed).
     pub(crate) f: [u64; 32],
     pub(crate) pc: u64,
@@ -113,7 +117,7 @@ impl Hart {
             return Err(HartError::Config(format!("decode cache size {n} must be a power of two in 16..=4194304")));
         }
         Ok(Hart {
-            x: [0; 33],
+            x: [0; 64],
             f: [0; 32],
             pc: 0,
             prv: PrivilegeMode::Machine,
@@ -121,7 +125,7 @@ impl Hart {
             ram: Ram::new(mem)?,
             mmio: config.mmio,
             tlb: Tlb::new(),
-            dcache: vec![Insn::default(); n],
+            dcache: vec![decode::decode(EMPTY_SLOT); n],
             dcache_mask: n - 1,
             reservation: None,
             pending_load: None,
@@ -342,9 +346,9 @@ impl Hart {
 
     /// Execute up to `n` instructions; returns how many were executed and an exit, if any.
     fn run_chunk<const TRACE: bool>(&mut self, n: u64) -> (u64, Option<VcpuExit>) {
-        let mut i = 0;
-        while i < n {
-            i += 1;
+        let start = self.vclock;
+        let end = start + n;
+        while self.vclock < end {
             self.vclock += 1;
             let insn = match self.fetch() {
                 Ok(insn) => insn,
@@ -358,7 +362,7 @@ impl Hart {
                     "{:?} pc={:016x} raw={:08x} {:?} rd={} rs1={} rs2={} imm={:#x}",
                     self.prv,
                     self.pc,
-                    insn.raw,
+                    insn.bits(),
                     insn.op,
                     insn.rd,
                     insn.rs1,
@@ -375,7 +379,7 @@ impl Hart {
                 }
                 Err(Ctl::Wfi) => {
                     self.retired += 1;
-                    return (i, Some(VcpuExit::Wfi));
+                    return (self.vclock - start, Some(VcpuExit::Wfi));
                 }
                 Err(Ctl::Mmio(acc)) => {
                     if acc.write.is_some() {
@@ -386,11 +390,11 @@ impl Hart {
                         self.vclock -= 1;
                         self.pending_load = Some(insn);
                     }
-                    return (i, Some(VcpuExit::Mmio(acc)));
+                    return (self.vclock - start + 1, Some(VcpuExit::Mmio(acc)));
                 }
             }
         }
-        (i, None)
+        (self.vclock - start, None)
     }
 
     /// Fetch and decode the instruction at `pc`, through the iTLB and the decode cache.
@@ -401,19 +405,20 @@ impl Hart {
             Some(off) if pc & 0xfff <= 0xffc => self.ram.fetch32(off),
             _ => self.fetch_slow()?,
         };
-        let key = if bits & 3 == 3 { bits } else { bits & 0xffff };
         let idx = (pc >> 1) as usize & self.dcache_mask;
         // SAFETY: idx is masked to the cache length.
         let slot = unsafe { self.dcache.get_unchecked_mut(idx) };
-        if slot.raw == key && slot.len != 0 {
+        // Empty slots hold the decoding of 0xffff_ffff, so they need no validity flag.
+        if slot.raw == bits {
             return Ok(*slot);
         }
-        *slot = decode::decode(key);
+        *slot = decode::decode(bits);
+        slot.raw = bits;
         Ok(*slot)
     }
 
     /// Fetch through a page walk, or across a page boundary, or from a page the TLB does not
-    /// hold. Returns the instruction bits (16 significant bits for a compressed instruction).
+    /// hold. Returns the instruction bits (the upper half is 0 for a compressed instruction).
     #[cold]
     fn fetch_slow(&mut self) -> Result<u32, Exception> {
         let pc = self.pc;
@@ -428,6 +433,6 @@ impl Hart {
     /// Flush the decoded-instruction cache (FENCE.I). Stores need no flush: every cache hit
     /// re-reads the instruction bits from memory and compares them with the cached ones.
     pub(crate) fn flush_decode_cache(&mut self) {
-        self.dcache.fill(Insn::default());
+        self.dcache.fill(decode::decode(EMPTY_SLOT));
     }
 }

@@ -88,11 +88,23 @@ pub struct Insn {
     pub fmt: u8,
     /// Sign-extended immediate, shift amount, or CSR number.
     pub imm: i32,
-    /// The raw instruction bits (16 significant bits for compressed instructions).
+    /// The raw bits fetched. For a compressed instruction the upper 16 bits may hold the
+    /// following halfword (the decode cache compares all 32 fetched bits, which avoids
+    /// masking on the hot path); [`Insn::bits`] gives the instruction's own bits.
     pub raw: u32,
 }
 
 impl Insn {
+    /// The instruction's own bits: 16 significant bits for compressed instructions.
+    #[inline]
+    pub fn bits(&self) -> u32 {
+        if self.len == 2 {
+            self.raw & 0xffff
+        } else {
+            self.raw
+        }
+    }
+
     pub(crate) fn illegal(raw: u32, len: u8) -> Insn {
         Insn { op: Op::Illegal, raw, len, ..Insn::default() }
     }

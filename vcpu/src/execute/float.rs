@@ -22,7 +22,7 @@ impl Hart {
     fn rounding_mode(&self, i: &Insn) -> Result<u8, Exception> {
         let rm = if i.rm == 7 { self.csr.frm } else { i.rm };
         if rm >= 5 {
-            Err(Exception::illegal(i.raw))
+            Err(Exception::illegal(i.bits()))
         } else {
             Ok(rm)
         }
@@ -42,7 +42,7 @@ impl Hart {
 
     pub(super) fn exec_float(&mut self, i: &Insn) -> Result<(), Ctl> {
         if self.csr.mstatus & crate::csr::MSTATUS_FS == 0 {
-            return Err(Exception::illegal(i.raw).into());
+            return Err(Exception::illegal(i.bits()).into());
         }
         let fmt = if i.fmt == FMT_S { Fmt::S } else { Fmt::D };
         let a = self.f[i.rs1 as usize & 31];

@@ -14,16 +14,17 @@ use crate::trap::Exception;
 impl Hart {
     #[inline(always)]
     fn rs1(&self, i: &Insn) -> u64 {
-        // SAFETY-free indexing: register numbers are < 33 by construction.
-        self.x[i.rs1 as usize]
+        // Register numbers are < 33 by construction; the mask lets the compiler drop the
+        // bounds check (the register file has 64 slots).
+        self.x[i.rs1 as usize & 63]
     }
     #[inline(always)]
     fn rs2(&self, i: &Insn) -> u64 {
-        self.x[i.rs2 as usize]
+        self.x[i.rs2 as usize & 63]
     }
     #[inline(always)]
     fn set_rd(&mut self, i: &Insn, v: u64) {
-        self.x[i.rd as usize] = v;
+        self.x[i.rd as usize & 63] = v;
     }
     #[inline(always)]
     fn next(&mut self, i: &Insn) {
@@ -35,7 +36,7 @@ impl Hart {
     pub(crate) fn execute(&mut self, i: Insn) -> Result<(), Ctl> {
         use Op::*;
         match i.op {
-            Illegal => return Err(Exception::illegal(i.raw).into()),
+            Illegal => return Err(Exception::illegal(i.bits()).into()),
             Lui => self.set_rd(&i, i.imm as i64 as u64),
             Auipc => self.set_rd(&i, self.pc.wrapping_add(i.imm as i64 as u64)),
             Jal => {
@@ -50,52 +51,128 @@ impl Hart {
                 self.set_rd(&i, link);
                 return Ok(());
             }
-            Beq | Bne | Blt | Bge | Bltu | Bgeu => {
+            Beq => {
                 let (a, b) = (self.rs1(&i), self.rs2(&i));
-                let taken = match i.op {
-                    Beq => a == b,
-                    Bne => a != b,
-                    Blt => (a as i64) < (b as i64),
-                    Bge => (a as i64) >= (b as i64),
-                    Bltu => a < b,
-                    _ => a >= b,
-                };
-                if taken {
+                if a == b {
                     self.pc = self.pc.wrapping_add(i.imm as i64 as u64);
                     return Ok(());
                 }
             }
-            Lb | Lh | Lw | Ld | Lbu | Lhu | Lwu => {
+            Bne => {
+                let (a, b) = (self.rs1(&i), self.rs2(&i));
+                if a != b {
+                    self.pc = self.pc.wrapping_add(i.imm as i64 as u64);
+                    return Ok(());
+                }
+            }
+            Blt => {
+                let (a, b) = (self.rs1(&i), self.rs2(&i));
+                if (a as i64) < (b as i64) {
+                    self.pc = self.pc.wrapping_add(i.imm as i64 as u64);
+                    return Ok(());
+                }
+            }
+            Bge => {
+                let (a, b) = (self.rs1(&i), self.rs2(&i));
+                if (a as i64) >= (b as i64) {
+                    self.pc = self.pc.wrapping_add(i.imm as i64 as u64);
+                    return Ok(());
+                }
+            }
+            Bltu => {
+                let (a, b) = (self.rs1(&i), self.rs2(&i));
+                if a < b {
+                    self.pc = self.pc.wrapping_add(i.imm as i64 as u64);
+                    return Ok(());
+                }
+            }
+            Bgeu => {
+                let (a, b) = (self.rs1(&i), self.rs2(&i));
+                if a >= b {
+                    self.pc = self.pc.wrapping_add(i.imm as i64 as u64);
+                    return Ok(());
+                }
+            }
+            Lb => {
                 let addr = self.rs1(&i).wrapping_add(i.imm as i64 as u64);
-                let v = match i.op {
-                    Lb => self.load(addr, 1)? as i8 as u64,
-                    Lh => self.load(addr, 2)? as i16 as u64,
-                    Lw => self.load(addr, 4)? as i32 as u64,
-                    Ld => self.load(addr, 8)?,
-                    Lbu => self.load(addr, 1)?,
-                    Lhu => self.load(addr, 2)?,
-                    _ => self.load(addr, 4)?,
-                };
+                let v = self.load(addr, 1)? as i8 as u64;
                 self.set_rd(&i, v);
             }
-            Sb | Sh | Sw | Sd => {
+            Lh => {
                 let addr = self.rs1(&i).wrapping_add(i.imm as i64 as u64);
-                let size = match i.op {
-                    Sb => 1,
-                    Sh => 2,
-                    Sw => 4,
-                    _ => 8,
-                };
-                self.store(addr, size, self.rs2(&i))?;
-            }
-            Addi | Slti | Sltiu | Xori | Ori | Andi | Slli | Srli | Srai | Addiw | Slliw | Srliw | Sraiw => {
-                let v = base::op_imm(i.op, self.rs1(&i), i.imm);
+                let v = self.load(addr, 2)? as i16 as u64;
                 self.set_rd(&i, v);
             }
-            Add | Sub | Sll | Slt | Sltu | Xor | Srl | Sra | Or | And | Addw | Subw | Sllw | Srlw | Sraw => {
-                let v = base::op_reg(i.op, self.rs1(&i), self.rs2(&i));
+            Lw => {
+                let addr = self.rs1(&i).wrapping_add(i.imm as i64 as u64);
+                let v = self.load(addr, 4)? as i32 as u64;
                 self.set_rd(&i, v);
             }
+            Ld => {
+                let addr = self.rs1(&i).wrapping_add(i.imm as i64 as u64);
+                let v = self.load(addr, 8)?;
+                self.set_rd(&i, v);
+            }
+            Lbu => {
+                let addr = self.rs1(&i).wrapping_add(i.imm as i64 as u64);
+                let v = self.load(addr, 1)?;
+                self.set_rd(&i, v);
+            }
+            Lhu => {
+                let addr = self.rs1(&i).wrapping_add(i.imm as i64 as u64);
+                let v = self.load(addr, 2)?;
+                self.set_rd(&i, v);
+            }
+            Lwu => {
+                let addr = self.rs1(&i).wrapping_add(i.imm as i64 as u64);
+                let v = self.load(addr, 4)?;
+                self.set_rd(&i, v);
+            }
+            Sb => {
+                let addr = self.rs1(&i).wrapping_add(i.imm as i64 as u64);
+                self.store(addr, 1, self.rs2(&i))?;
+            }
+            Sh => {
+                let addr = self.rs1(&i).wrapping_add(i.imm as i64 as u64);
+                self.store(addr, 2, self.rs2(&i))?;
+            }
+            Sw => {
+                let addr = self.rs1(&i).wrapping_add(i.imm as i64 as u64);
+                self.store(addr, 4, self.rs2(&i))?;
+            }
+            Sd => {
+                let addr = self.rs1(&i).wrapping_add(i.imm as i64 as u64);
+                self.store(addr, 8, self.rs2(&i))?;
+            }
+            Addi => self.set_rd(&i, base::op_imm(Addi, self.rs1(&i), i.imm)),
+            Slti => self.set_rd(&i, base::op_imm(Slti, self.rs1(&i), i.imm)),
+            Sltiu => self.set_rd(&i, base::op_imm(Sltiu, self.rs1(&i), i.imm)),
+            Xori => self.set_rd(&i, base::op_imm(Xori, self.rs1(&i), i.imm)),
+            Ori => self.set_rd(&i, base::op_imm(Ori, self.rs1(&i), i.imm)),
+            Andi => self.set_rd(&i, base::op_imm(Andi, self.rs1(&i), i.imm)),
+            Slli => self.set_rd(&i, base::op_imm(Slli, self.rs1(&i), i.imm)),
+            Srli => self.set_rd(&i, base::op_imm(Srli, self.rs1(&i), i.imm)),
+            Srai => self.set_rd(&i, base::op_imm(Srai, self.rs1(&i), i.imm)),
+            Addiw => self.set_rd(&i, base::op_imm(Addiw, self.rs1(&i), i.imm)),
+            Slliw => self.set_rd(&i, base::op_imm(Slliw, self.rs1(&i), i.imm)),
+            Srliw => self.set_rd(&i, base::op_imm(Srliw, self.rs1(&i), i.imm)),
+            Sraiw => self.set_rd(&i, base::op_imm(Sraiw, self.rs1(&i), i.imm)),
+            Add => self.set_rd(&i, base::op_reg(Add, self.rs1(&i), self.rs2(&i))),
+            Sub => self.set_rd(&i, base::op_reg(Sub, self.rs1(&i), self.rs2(&i))),
+            Sll => self.set_rd(&i, base::op_reg(Sll, self.rs1(&i), self.rs2(&i))),
+            Slt => self.set_rd(&i, base::op_reg(Slt, self.rs1(&i), self.rs2(&i))),
+            Sltu => self.set_rd(&i, base::op_reg(Sltu, self.rs1(&i), self.rs2(&i))),
+            Xor => self.set_rd(&i, base::op_reg(Xor, self.rs1(&i), self.rs2(&i))),
+            Srl => self.set_rd(&i, base::op_reg(Srl, self.rs1(&i), self.rs2(&i))),
+            Sra => self.set_rd(&i, base::op_reg(Sra, self.rs1(&i), self.rs2(&i))),
+            Or => self.set_rd(&i, base::op_reg(Or, self.rs1(&i), self.rs2(&i))),
+            And => self.set_rd(&i, base::op_reg(And, self.rs1(&i), self.rs2(&i))),
+            Addw => self.set_rd(&i, base::op_reg(Addw, self.rs1(&i), self.rs2(&i))),
+            Subw => self.set_rd(&i, base::op_reg(Subw, self.rs1(&i), self.rs2(&i))),
+            Sllw => self.set_rd(&i, base::op_reg(Sllw, self.rs1(&i), self.rs2(&i))),
+            Srlw => self.set_rd(&i, base::op_reg(Srlw, self.rs1(&i), self.rs2(&i))),
+            Sraw => self.set_rd(&i, base::op_reg(Sraw, self.rs1(&i), self.rs2(&i))),
+            // One arm per op above so that the inner `match` folds away; M is rarer.
             Mul | Mulh | Mulhsu | Mulhu | Div | Divu | Rem | Remu | Mulw | Divw | Divuw | Remw | Remuw => {
                 let v = base::op_muldiv(i.op, self.rs1(&i), self.rs2(&i));
                 self.set_rd(&i, v);

@@ -11,7 +11,7 @@ const SEIP: u64 = 1 << crate::trap::irq::SEI;
 
 impl Hart {
     pub(super) fn exec_system(&mut self, i: &Insn) -> Result<(), Ctl> {
-        let illegal = || Ctl::Exception(Exception::illegal(i.raw));
+        let illegal = || Ctl::Exception(Exception::illegal(i.bits()));
         match i.op {
             Op::Csrrw | Op::Csrrs | Op::Csrrc | Op::Csrrwi | Op::Csrrsi | Op::Csrrci => return self.exec_csr(i),
             Op::FenceI => self.flush_decode_cache(),
@@ -83,7 +83,7 @@ impl Hart {
             _ => i.rs1 != 0,
         };
         let reads = !matches!(i.op, Op::Csrrw | Op::Csrrwi) || i.rd != X0_SINK;
-        let desc = self.csr_access(num, writes).map_err(|_| Exception::illegal(i.raw))?;
+        let desc = self.csr_access(num, writes).map_err(|_| Exception::illegal(i.bits()))?;
         let old = if reads || writes { (desc.read)(self) } else { 0 };
         if writes {
             // Only the software-writable SEIP bit takes part in a read-modify-write of mip,
