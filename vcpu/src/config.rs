@@ -13,7 +13,9 @@ pub struct MmioRange {
 impl MmioRange {
     /// Whether `[addr, addr + len)` lies entirely inside this range.
     pub fn contains(&self, addr: u64, len: u64) -> bool {
-        addr >= self.base && addr.wrapping_add(len) <= self.base + self.size && addr.checked_add(len).is_some()
+        addr >= self.base
+            && addr.wrapping_add(len) <= self.base + self.size
+            && addr.checked_add(len).is_some()
     }
 
     /// Whether `[addr, addr + len)` overlaps this range.
@@ -36,6 +38,10 @@ pub struct HartConfig {
 
 impl Default for HartConfig {
     fn default() -> Self {
-        HartConfig { hart_id: 0, mmio: Vec::new(), decode_cache_entries: 1 << 14 }
+        HartConfig {
+            hart_id: 0,
+            mmio: Vec::new(),
+            decode_cache_entries: 1 << 14,
+        }
     }
 }

@@ -58,7 +58,8 @@ const MSTATUS_WRITABLE: u64 = MSTATUS_SIE
     | MSTATUS_TW
     | MSTATUS_TSR;
 /// The subset of `mstatus` visible and writable through `sstatus` (privileged spec 4.1.1).
-const SSTATUS_MASK: u64 = MSTATUS_SIE | MSTATUS_SPIE | MSTATUS_SPP | MSTATUS_FS | MSTATUS_SUM | MSTATUS_MXR;
+const SSTATUS_MASK: u64 =
+    MSTATUS_SIE | MSTATUS_SPIE | MSTATUS_SPP | MSTATUS_FS | MSTATUS_SUM | MSTATUS_MXR;
 
 /// `misa`: RV64 with A, C, D, F, I, M, S, U (read-only: writes are ignored, which WARL allows).
 pub const MISA: u64 = (2 << 62)
@@ -237,12 +238,19 @@ impl Hart {
     /// A CSR write replaces the increment of the writing instruction (privileged spec 2.1,
     /// unprivileged "Zicsr": "the write is done instead of the increment").
     fn write_mcycle(&mut self, v: u64) {
-        self.csr.cycle_base = if self.csr.mcountinhibit & 1 != 0 { v } else { v.wrapping_sub(self.vclock) };
+        self.csr.cycle_base = if self.csr.mcountinhibit & 1 != 0 {
+            v
+        } else {
+            v.wrapping_sub(self.vclock)
+        };
     }
 
     fn write_minstret(&mut self, v: u64) {
-        self.csr.instret_base =
-            if self.csr.mcountinhibit & 4 != 0 { v } else { v.wrapping_sub(self.retired.wrapping_add(1)) };
+        self.csr.instret_base = if self.csr.mcountinhibit & 4 != 0 {
+            v
+        } else {
+            v.wrapping_sub(self.retired.wrapping_add(1))
+        };
     }
 
     /// Only a counter whose inhibit bit changes is re-based. The writing instruction itself
@@ -253,7 +261,11 @@ impl Hart {
         let v = v & 0b101;
         self.csr.mcountinhibit = v;
         if (old ^ v) & 1 != 0 {
-            self.csr.cycle_base = if v & 1 != 0 { cy } else { cy.wrapping_sub(self.vclock) };
+            self.csr.cycle_base = if v & 1 != 0 {
+                cy
+            } else {
+                cy.wrapping_sub(self.vclock)
+            };
         }
         if (old ^ v) & 4 != 0 {
             self.csr.instret_base = if v & 4 != 0 {
@@ -293,76 +305,268 @@ fn satp_write(h: &mut Hart, v: u64) {
 
 macro_rules! csr {
     ($num:expr, $name:expr, $check:expr, $read:expr, $write:expr) => {
-        CsrDesc { num: $num, name: $name, check: $check, read: $read, write: $write }
+        CsrDesc {
+            num: $num,
+            name: $name,
+            check: $check,
+            read: $read,
+            write: $write,
+        }
     };
 }
 
 /// The CSR table, sorted by number.
 static TABLE: &[CsrDesc] = &[
     // Unprivileged floating-point CSRs.
-    csr!(0x001, "fflags", fp_on, |h| h.csr.fflags as u64, Some(|h, v| {
-        h.csr.fflags = v as u8 & 0x1f;
-        h.mark_fs_dirty();
-    })),
-    csr!(0x002, "frm", fp_on, |h| h.csr.frm as u64, Some(|h, v| {
-        h.csr.frm = v as u8 & 7;
-        h.mark_fs_dirty();
-    })),
-    csr!(0x003, "fcsr", fp_on, |h| h.fcsr(), Some(|h, v| {
-        h.csr.fflags = v as u8 & 0x1f;
-        h.csr.frm = (v >> 5) as u8 & 7;
-        h.mark_fs_dirty();
-    })),
+    csr!(
+        0x001,
+        "fflags",
+        fp_on,
+        |h| h.csr.fflags as u64,
+        Some(|h, v| {
+            h.csr.fflags = v as u8 & 0x1f;
+            h.mark_fs_dirty();
+        })
+    ),
+    csr!(
+        0x002,
+        "frm",
+        fp_on,
+        |h| h.csr.frm as u64,
+        Some(|h, v| {
+            h.csr.frm = v as u8 & 7;
+            h.mark_fs_dirty();
+        })
+    ),
+    csr!(
+        0x003,
+        "fcsr",
+        fp_on,
+        |h| h.fcsr(),
+        Some(|h, v| {
+            h.csr.fflags = v as u8 & 0x1f;
+            h.csr.frm = (v >> 5) as u8 & 7;
+            h.mark_fs_dirty();
+        })
+    ),
     // Supervisor trap setup.
-    csr!(0x100, "sstatus", ok, |h| {
-        let s = h.read_mstatus();
-        (s & (SSTATUS_MASK | MSTATUS_UXL)) | (s & MSTATUS_SD)
-    }, Some(|h, v| {
-        let m = (h.csr.mstatus & !SSTATUS_MASK) | (v & SSTATUS_MASK);
-        h.write_mstatus(m);
-    })),
-    csr!(0x104, "sie", ok, |h| h.csr.mie & h.csr.mideleg, Some(|h, v| {
-        let m = h.csr.mideleg;
-        h.csr.mie = (h.csr.mie & !m) | (v & m);
-    })),
-    csr!(0x105, "stvec", ok, |h| h.csr.stvec, Some(|h, v| h.csr.stvec = tvec_legalize(v))),
-    csr!(0x106, "scounteren", ok, |h| h.csr.scounteren, Some(|h, v| h.csr.scounteren = v & 0xffff_ffff)),
-    csr!(0x10a, "senvcfg", ok, |h| h.csr.senvcfg, Some(|h, v| h.csr.senvcfg = v & 1)),
+    csr!(
+        0x100,
+        "sstatus",
+        ok,
+        |h| {
+            let s = h.read_mstatus();
+            (s & (SSTATUS_MASK | MSTATUS_UXL)) | (s & MSTATUS_SD)
+        },
+        Some(|h, v| {
+            let m = (h.csr.mstatus & !SSTATUS_MASK) | (v & SSTATUS_MASK);
+            h.write_mstatus(m);
+        })
+    ),
+    csr!(
+        0x104,
+        "sie",
+        ok,
+        |h| h.csr.mie & h.csr.mideleg,
+        Some(|h, v| {
+            let m = h.csr.mideleg;
+            h.csr.mie = (h.csr.mie & !m) | (v & m);
+        })
+    ),
+    csr!(
+        0x105,
+        "stvec",
+        ok,
+        |h| h.csr.stvec,
+        Some(|h, v| h.csr.stvec = tvec_legalize(v))
+    ),
+    csr!(
+        0x106,
+        "scounteren",
+        ok,
+        |h| h.csr.scounteren,
+        Some(|h, v| h.csr.scounteren = v & 0xffff_ffff)
+    ),
+    csr!(
+        0x10a,
+        "senvcfg",
+        ok,
+        |h| h.csr.senvcfg,
+        Some(|h, v| h.csr.senvcfg = v & 1)
+    ),
     // Supervisor trap handling.
-    csr!(0x140, "sscratch", ok, |h| h.csr.sscratch, Some(|h, v| h.csr.sscratch = v)),
-    csr!(0x141, "sepc", ok, |h| h.csr.sepc, Some(|h, v| h.csr.sepc = v & !1)),
-    csr!(0x142, "scause", ok, |h| h.csr.scause, Some(|h, v| h.csr.scause = v)),
-    csr!(0x143, "stval", ok, |h| h.csr.stval, Some(|h, v| h.csr.stval = v)),
-    csr!(0x144, "sip", ok, |h| h.mip() & h.csr.mideleg, Some(|h, v| {
-        // Only SSIP is writable through sip (privileged spec 4.1.3).
-        let m = h.csr.mideleg & (1 << irq::SSI);
-        h.csr.mip = (h.csr.mip & !m) | (v & m);
-    })),
+    csr!(
+        0x140,
+        "sscratch",
+        ok,
+        |h| h.csr.sscratch,
+        Some(|h, v| h.csr.sscratch = v)
+    ),
+    csr!(
+        0x141,
+        "sepc",
+        ok,
+        |h| h.csr.sepc,
+        Some(|h, v| h.csr.sepc = v & !1)
+    ),
+    csr!(
+        0x142,
+        "scause",
+        ok,
+        |h| h.csr.scause,
+        Some(|h, v| h.csr.scause = v)
+    ),
+    csr!(
+        0x143,
+        "stval",
+        ok,
+        |h| h.csr.stval,
+        Some(|h, v| h.csr.stval = v)
+    ),
+    csr!(
+        0x144,
+        "sip",
+        ok,
+        |h| h.mip() & h.csr.mideleg,
+        Some(|h, v| {
+            // Only SSIP is writable through sip (privileged spec 4.1.3).
+            let m = h.csr.mideleg & (1 << irq::SSI);
+            h.csr.mip = (h.csr.mip & !m) | (v & m);
+        })
+    ),
     // Supervisor protection and translation.
     csr!(0x180, "satp", satp_check, |h| h.csr.satp, Some(satp_write)),
     // Machine trap setup.
-    csr!(0x300, "mstatus", ok, |h| h.read_mstatus(), Some(|h, v| h.write_mstatus(v))),
+    csr!(
+        0x300,
+        "mstatus",
+        ok,
+        |h| h.read_mstatus(),
+        Some(|h, v| h.write_mstatus(v))
+    ),
     csr!(0x301, "misa", ok, |_| MISA, Some(|_, _| {})),
-    csr!(0x302, "medeleg", ok, |h| h.csr.medeleg, Some(|h, v| h.csr.medeleg = v & MEDELEG_WRITABLE)),
-    csr!(0x303, "mideleg", ok, |h| h.csr.mideleg, Some(|h, v| h.csr.mideleg = v & S_INTERRUPTS)),
-    csr!(0x304, "mie", ok, |h| h.csr.mie, Some(|h, v| h.csr.mie = v & ALL_INTERRUPTS)),
-    csr!(0x305, "mtvec", ok, |h| h.csr.mtvec, Some(|h, v| h.csr.mtvec = tvec_legalize(v))),
-    csr!(0x306, "mcounteren", ok, |h| h.csr.mcounteren, Some(|h, v| h.csr.mcounteren = v & 0xffff_ffff)),
-    csr!(0x30a, "menvcfg", ok, |h| h.csr.menvcfg, Some(|h, v| h.csr.menvcfg = v & 1)),
-    csr!(0x320, "mcountinhibit", ok, |h| h.csr.mcountinhibit, Some(|h, v| h.write_mcountinhibit(v))),
+    csr!(
+        0x302,
+        "medeleg",
+        ok,
+        |h| h.csr.medeleg,
+        Some(|h, v| h.csr.medeleg = v & MEDELEG_WRITABLE)
+    ),
+    csr!(
+        0x303,
+        "mideleg",
+        ok,
+        |h| h.csr.mideleg,
+        Some(|h, v| h.csr.mideleg = v & S_INTERRUPTS)
+    ),
+    csr!(
+        0x304,
+        "mie",
+        ok,
+        |h| h.csr.mie,
+        Some(|h, v| h.csr.mie = v & ALL_INTERRUPTS)
+    ),
+    csr!(
+        0x305,
+        "mtvec",
+        ok,
+        |h| h.csr.mtvec,
+        Some(|h, v| h.csr.mtvec = tvec_legalize(v))
+    ),
+    csr!(
+        0x306,
+        "mcounteren",
+        ok,
+        |h| h.csr.mcounteren,
+        Some(|h, v| h.csr.mcounteren = v & 0xffff_ffff)
+    ),
+    csr!(
+        0x30a,
+        "menvcfg",
+        ok,
+        |h| h.csr.menvcfg,
+        Some(|h, v| h.csr.menvcfg = v & 1)
+    ),
+    csr!(
+        0x320,
+        "mcountinhibit",
+        ok,
+        |h| h.csr.mcountinhibit,
+        Some(|h, v| h.write_mcountinhibit(v))
+    ),
     // Machine trap handling.
-    csr!(0x340, "mscratch", ok, |h| h.csr.mscratch, Some(|h, v| h.csr.mscratch = v)),
-    csr!(0x341, "mepc", ok, |h| h.csr.mepc, Some(|h, v| h.csr.mepc = v & !1)),
-    csr!(0x342, "mcause", ok, |h| h.csr.mcause, Some(|h, v| h.csr.mcause = v)),
-    csr!(0x343, "mtval", ok, |h| h.csr.mtval, Some(|h, v| h.csr.mtval = v)),
-    csr!(0x344, "mip", ok, |h| h.mip(), Some(|h, v| h.csr.mip = v & S_INTERRUPTS)),
+    csr!(
+        0x340,
+        "mscratch",
+        ok,
+        |h| h.csr.mscratch,
+        Some(|h, v| h.csr.mscratch = v)
+    ),
+    csr!(
+        0x341,
+        "mepc",
+        ok,
+        |h| h.csr.mepc,
+        Some(|h, v| h.csr.mepc = v & !1)
+    ),
+    csr!(
+        0x342,
+        "mcause",
+        ok,
+        |h| h.csr.mcause,
+        Some(|h, v| h.csr.mcause = v)
+    ),
+    csr!(
+        0x343,
+        "mtval",
+        ok,
+        |h| h.csr.mtval,
+        Some(|h, v| h.csr.mtval = v)
+    ),
+    csr!(
+        0x344,
+        "mip",
+        ok,
+        |h| h.mip(),
+        Some(|h, v| h.csr.mip = v & S_INTERRUPTS)
+    ),
     // Machine counters.
-    csr!(0xb00, "mcycle", ok, |h| h.mcycle(), Some(|h, v| h.write_mcycle(v))),
-    csr!(0xb02, "minstret", ok, |h| h.minstret(), Some(|h, v| h.write_minstret(v))),
+    csr!(
+        0xb00,
+        "mcycle",
+        ok,
+        |h| h.mcycle(),
+        Some(|h, v| h.write_mcycle(v))
+    ),
+    csr!(
+        0xb02,
+        "minstret",
+        ok,
+        |h| h.minstret(),
+        Some(|h, v| h.write_minstret(v))
+    ),
     // Unprivileged counters (Zicntr).
-    csr!(0xc00, "cycle", |h, _| counter_check(h, 0xc00), |h| h.mcycle(), None),
-    csr!(0xc01, "time", |h, _| counter_check(h, 0xc01), |h| h.mtime(), None),
-    csr!(0xc02, "instret", |h, _| counter_check(h, 0xc02), |h| h.minstret(), None),
+    csr!(
+        0xc00,
+        "cycle",
+        |h, _| counter_check(h, 0xc00),
+        |h| h.mcycle(),
+        None
+    ),
+    csr!(
+        0xc01,
+        "time",
+        |h, _| counter_check(h, 0xc01),
+        |h| h.mtime(),
+        None
+    ),
+    csr!(
+        0xc02,
+        "instret",
+        |h, _| counter_check(h, 0xc02),
+        |h| h.minstret(),
+        None
+    ),
     // Machine information registers.
     csr!(0xf11, "mvendorid", ok, |_| 0, None),
     csr!(0xf12, "marchid", ok, |_| 0, None),
@@ -383,7 +587,13 @@ static ZERO_RANGES: &[(u16, u16, &str, bool)] = &[
 ];
 
 static ZERO_RO: CsrDesc = csr!(0, "zero", ok, |_| 0, Some(|_, _| {}));
-static ZERO_COUNTER: CsrDesc = CsrDesc { num: 0, name: "hpmcounter", check: ok, read: |_| 0, write: None };
+static ZERO_COUNTER: CsrDesc = CsrDesc {
+    num: 0,
+    name: "hpmcounter",
+    check: ok,
+    read: |_| 0,
+    write: None,
+};
 
 /// Find a CSR by number.
 pub fn lookup(num: u16) -> Option<&'static CsrDesc> {

@@ -114,7 +114,9 @@ impl Hart {
     pub fn new(config: HartConfig, mem: GuestMemoryMmap) -> Result<Hart, HartError> {
         let n = config.decode_cache_entries;
         if !n.is_power_of_two() || !(16..=1 << 22).contains(&n) {
-            return Err(HartError::Config(format!("decode cache size {n} must be a power of two in 16..=4194304")));
+            return Err(HartError::Config(format!(
+                "decode cache size {n} must be a power of two in 16..=4194304"
+            )));
         }
         Ok(Hart {
             x: [0; 64],
@@ -262,7 +264,11 @@ impl Hart {
     /// `mip` as software sees it: software-writable bits, platform lines, and MTIP.
     #[inline]
     pub(crate) fn mip(&self) -> u64 {
-        let mtip = if self.mtime() >= self.mtimecmp { 1 << crate::trap::irq::MTI } else { 0 };
+        let mtip = if self.mtime() >= self.mtimecmp {
+            1 << crate::trap::irq::MTI
+        } else {
+            0
+        };
         self.csr.mip | self.ext_lines | mtip
     }
 
@@ -333,7 +339,8 @@ impl Hart {
             // Stop exactly when the timer deadline is reached.
             let now = self.mtime();
             if self.mtimecmp > now && self.csr.mie & (1 << crate::trap::irq::MTI) != 0 {
-                let until = (self.mtimecmp - now).saturating_mul(INSNS_PER_TICK) - self.vclock % INSNS_PER_TICK;
+                let until = (self.mtimecmp - now).saturating_mul(INSNS_PER_TICK)
+                    - self.vclock % INSNS_PER_TICK;
                 n = n.min(until.max(1));
             }
             let (done, exit) = self.run_chunk::<TRACE>(n);

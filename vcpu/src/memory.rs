@@ -34,7 +34,12 @@ impl Ram {
         let host = mem
             .get_host_address(GuestAddress(base))
             .map_err(|e| HartError::RamLayout(format!("cannot map guest RAM: {e}")))?;
-        Ok(Ram { _mem: mem, host, base, size })
+        Ok(Ram {
+            _mem: mem,
+            host,
+            base,
+            size,
+        })
     }
 
     /// The RAM offset of `[paddr, paddr + len)` if it lies entirely in RAM.
@@ -66,7 +71,8 @@ impl Ram {
             } else {
                 let mut v = 0u64;
                 for i in 0..size as usize {
-                    v |= ((*(p.add(i) as *const AtomicU8)).load(Ordering::Relaxed) as u64) << (8 * i);
+                    v |= ((*(p.add(i) as *const AtomicU8)).load(Ordering::Relaxed) as u64)
+                        << (8 * i);
                 }
                 v
             }
@@ -89,7 +95,8 @@ impl Ram {
                 }
             } else {
                 for i in 0..size as usize {
-                    (*(p.add(i) as *const AtomicU8)).store((val >> (8 * i)) as u8, Ordering::Relaxed);
+                    (*(p.add(i) as *const AtomicU8))
+                        .store((val >> (8 * i)) as u8, Ordering::Relaxed);
                 }
             }
         }

@@ -39,7 +39,10 @@ pub(crate) struct Tlb {
     data_ctx: u64,
 }
 
-const EMPTY: Entry = Entry { tag: INVALID, off: 0 };
+const EMPTY: Entry = Entry {
+    tag: INVALID,
+    off: 0,
+};
 
 impl Tlb {
     pub fn new() -> Tlb {
@@ -78,7 +81,10 @@ impl Tlb {
             Access::Load => (&mut self.load, self.data_ctx),
             Access::Store => (&mut self.store, self.data_ctx),
         };
-        arr[(va >> 12) as usize % TLB_SIZE] = Entry { tag: (va >> 12) | ctx, off: page_off };
+        arr[(va >> 12) as usize % TLB_SIZE] = Entry {
+            tag: (va >> 12) | ctx,
+            off: page_off,
+        };
     }
 }
 
@@ -197,7 +203,10 @@ impl Hart {
                     return Err(kind.access_fault(va));
                 };
                 let pte = self.ram.load(pte_off, 8);
-                if pte & PTE_V == 0 || (pte & PTE_R == 0 && pte & PTE_W != 0) || pte & PTE_HIGH_RESERVED != 0 {
+                if pte & PTE_V == 0
+                    || (pte & PTE_R == 0 && pte & PTE_W != 0)
+                    || pte & PTE_HIGH_RESERVED != 0
+                {
                     return Err(kind.page_fault(va));
                 }
                 let ppn = (pte >> 10) & PPN_MASK;
@@ -235,7 +244,12 @@ impl Hart {
                     }
                     let cell = self.ram.atomic64(pte_off);
                     if cell
-                        .compare_exchange(pte, pte | want, std::sync::atomic::Ordering::AcqRel, std::sync::atomic::Ordering::Relaxed)
+                        .compare_exchange(
+                            pte,
+                            pte | want,
+                            std::sync::atomic::Ordering::AcqRel,
+                            std::sync::atomic::Ordering::Relaxed,
+                        )
                         .is_err()
                     {
                         continue 'walk; // the PTE changed under us: walk again
@@ -288,7 +302,11 @@ impl Hart {
             let va1 = va.wrapping_add(first);
             let (pa1, p1) = self.access_page(va1, len - first, Access::Load)?;
             let (Phys::Ram(o0), Phys::Ram(o1)) = (p0, p1) else {
-                let bad = if matches!(self.classify(pa0, first), Phys::Ram(_)) { va1 } else { va };
+                let bad = if matches!(self.classify(pa0, first), Phys::Ram(_)) {
+                    va1
+                } else {
+                    va
+                };
                 let _ = pa1;
                 return Err(Access::Load.access_fault(bad).into());
             };
@@ -301,9 +319,11 @@ impl Hart {
         }
         match self.access_page(va, len, Access::Load)? {
             (_, Phys::Ram(off)) => Ok(self.ram.load(off, size)),
-            (pa, Phys::Device) if pa & (len - 1) == 0 => {
-                Err(Ctl::Mmio(MmioAccess { addr: pa, size: size as u8, write: None }))
-            }
+            (pa, Phys::Device) if pa & (len - 1) == 0 => Err(Ctl::Mmio(MmioAccess {
+                addr: pa,
+                size: size as u8,
+                write: None,
+            })),
             _ => Err(Access::Load.access_fault(va).into()),
         }
     }
@@ -345,8 +365,16 @@ impl Hart {
                 Ok(())
             }
             (pa, Phys::Device) if pa & (len - 1) == 0 => {
-                let mask = if size == 8 { u64::MAX } else { (1u64 << (8 * size)) - 1 };
-                Err(Ctl::Mmio(MmioAccess { addr: pa, size: size as u8, write: Some(val & mask) }))
+                let mask = if size == 8 {
+                    u64::MAX
+                } else {
+                    (1u64 << (8 * size)) - 1
+                };
+                Err(Ctl::Mmio(MmioAccess {
+                    addr: pa,
+                    size: size as u8,
+                    write: Some(val & mask),
+                }))
             }
             _ => Err(Access::Store.access_fault(va).into()),
         }
@@ -357,13 +385,21 @@ impl Hart {
     pub(crate) fn atomic_address(&mut self, va: u64, size: u32, store: bool) -> Result<u64, Ctl> {
         let kind = if store { Access::Store } else { Access::Load };
         if va & (size as u64 - 1) != 0 {
-            let cause = if store { cause::STORE_MISALIGNED } else { cause::LOAD_MISALIGNED };
+            let cause = if store {
+                cause::STORE_MISALIGNED
+            } else {
+                cause::LOAD_MISALIGNED
+            };
             return Err(Exception { cause, tval: va }.into());
         }
         // AMOs need both read and write permission; the store check implies the walk's D update.
         if store {
             self.translate(va, Access::Load).map_err(|e| {
-                let cause = if e.cause == cause::LOAD_ACCESS { cause::STORE_ACCESS } else { cause::STORE_PAGE_FAULT };
+                let cause = if e.cause == cause::LOAD_ACCESS {
+                    cause::STORE_ACCESS
+                } else {
+                    cause::STORE_PAGE_FAULT
+                };
                 Exception { cause, ..e }
             })?;
         }

@@ -49,7 +49,10 @@ pub struct Exception {
 impl Exception {
     /// Illegal instruction with the instruction bits as `xtval`.
     pub fn illegal(raw: u32) -> Exception {
-        Exception { cause: cause::ILLEGAL_INSN, tval: raw as u64 }
+        Exception {
+            cause: cause::ILLEGAL_INSN,
+            tval: raw as u64,
+        }
     }
 }
 
@@ -63,11 +66,21 @@ impl Hart {
         if pending == 0 {
             return None;
         }
-        let m_enabled = self.prv < PrivilegeMode::Machine || self.csr.mstatus & crate::csr::MSTATUS_MIE != 0;
+        let m_enabled =
+            self.prv < PrivilegeMode::Machine || self.csr.mstatus & crate::csr::MSTATUS_MIE != 0;
         let s_enabled = self.prv < PrivilegeMode::Supervisor
-            || (self.prv == PrivilegeMode::Supervisor && self.csr.mstatus & crate::csr::MSTATUS_SIE != 0);
-        let m_pending = if m_enabled { pending & !self.csr.mideleg } else { 0 };
-        let s_pending = if s_enabled { pending & self.csr.mideleg } else { 0 };
+            || (self.prv == PrivilegeMode::Supervisor
+                && self.csr.mstatus & crate::csr::MSTATUS_SIE != 0);
+        let m_pending = if m_enabled {
+            pending & !self.csr.mideleg
+        } else {
+            0
+        };
+        let s_pending = if s_enabled {
+            pending & self.csr.mideleg
+        } else {
+            0
+        };
         // M-level interrupts outrank S-level ones; within a level use the fixed order.
         for set in [m_pending, s_pending] {
             if set != 0 {
@@ -85,7 +98,11 @@ impl Hart {
     pub(crate) fn take_trap(&mut self, code: u64, tval: u64, interrupt: bool) {
         use crate::csr::*;
         self.reservation = None;
-        let deleg = if interrupt { self.csr.mideleg } else { self.csr.medeleg };
+        let deleg = if interrupt {
+            self.csr.mideleg
+        } else {
+            self.csr.medeleg
+        };
         let to_s = self.prv <= PrivilegeMode::Supervisor && (deleg >> code) & 1 != 0;
         let xcause = code | if interrupt { INTERRUPT_BIT } else { 0 };
         let s = &mut self.csr.mstatus;
@@ -134,7 +151,11 @@ impl Hart {
     pub(crate) fn do_sret(&mut self) {
         use crate::csr::*;
         let s = self.csr.mstatus;
-        let spp = if s & MSTATUS_SPP != 0 { PrivilegeMode::Supervisor } else { PrivilegeMode::User };
+        let spp = if s & MSTATUS_SPP != 0 {
+            PrivilegeMode::Supervisor
+        } else {
+            PrivilegeMode::User
+        };
         let mut n = set_bit(s, MSTATUS_SIE, s & MSTATUS_SPIE != 0);
         n |= MSTATUS_SPIE;
         n &= !MSTATUS_SPP;

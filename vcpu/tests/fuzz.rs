@@ -74,7 +74,9 @@ fn run_seed(seed: u64) {
         let before = hart.executed();
         // Trap loops outside the code (mtvec is random too) would test only one path: put
         // the hart back somewhere in the random code now and then.
-        if !(RAM_BASE..RAM_BASE + code.len() as u64).contains(&hart.pc()) || rng.next().is_multiple_of(2) {
+        if !(RAM_BASE..RAM_BASE + code.len() as u64).contains(&hart.pc())
+            || rng.next().is_multiple_of(2)
+        {
             hart.set_pc(RAM_BASE + ((rng.next() % code.len() as u64) & !1));
         }
         match hart.run(2_000) {

@@ -22,7 +22,16 @@ fn sext(v: u32, width: u32) -> i32 {
 }
 
 fn ins(op: Op, rd: u8, rs1: u8, rs2: u8, imm: i32, h: u32) -> Insn {
-    finish(Insn { op, rd, rs1, rs2, imm, len: 2, raw: h, ..Insn::default() })
+    finish(Insn {
+        op,
+        rd,
+        rs1,
+        rs2,
+        imm,
+        len: 2,
+        raw: h,
+        ..Insn::default()
+    })
 }
 
 /// Decode a 16-bit instruction (`h & 3 != 3`).
@@ -36,7 +45,10 @@ pub fn decode_compressed(h16: u16) -> Insn {
     let ci_imm = sext((bit(h, 12) << 5) | bits(h, 6, 2), 6);
     let mut insn = match (h & 3, f3) {
         (0, 0) => {
-            let imm = (bits(h, 12, 11) << 4) | (bits(h, 10, 7) << 6) | (bit(h, 6) << 2) | (bit(h, 5) << 3);
+            let imm = (bits(h, 12, 11) << 4)
+                | (bits(h, 10, 7) << 6)
+                | (bit(h, 6) << 2)
+                | (bit(h, 5) << 3);
             if imm == 0 {
                 return ill; // includes the all-zero halfword
             }
@@ -74,7 +86,11 @@ pub fn decode_compressed(h16: u16) -> Insn {
         }
         (1, 2) => ins(Op::Addi, rd_full, 0, 0, ci_imm, h),
         (1, 3) if rd_full == 2 => {
-            let imm = (bit(h, 12) << 9) | (bit(h, 6) << 4) | (bit(h, 5) << 6) | (bits(h, 4, 3) << 7) | (bit(h, 2) << 5);
+            let imm = (bit(h, 12) << 9)
+                | (bit(h, 6) << 4)
+                | (bit(h, 5) << 6)
+                | (bits(h, 4, 3) << 7)
+                | (bit(h, 2) << 5);
             if imm == 0 {
                 return ill;
             }
@@ -119,11 +135,22 @@ pub fn decode_compressed(h16: u16) -> Insn {
             ins(Op::Jal, 0, 0, 0, sext(off, 12), h)
         }
         (1, _) => {
-            let off = (bit(h, 12) << 8) | (bits(h, 11, 10) << 3) | (bits(h, 6, 5) << 6) | (bits(h, 4, 3) << 1) | (bit(h, 2) << 5);
+            let off = (bit(h, 12) << 8)
+                | (bits(h, 11, 10) << 3)
+                | (bits(h, 6, 5) << 6)
+                | (bits(h, 4, 3) << 1)
+                | (bit(h, 2) << 5);
             let op = if f3 == 6 { Op::Beq } else { Op::Bne };
             ins(op, 0, rp(h, 7), 0, sext(off, 9), h)
         }
-        (2, 0) => ins(Op::Slli, rd_full, rd_full, 0, ((bit(h, 12) << 5) | bits(h, 6, 2)) as i32, h),
+        (2, 0) => ins(
+            Op::Slli,
+            rd_full,
+            rd_full,
+            0,
+            ((bit(h, 12) << 5) | bits(h, 6, 2)) as i32,
+            h,
+        ),
         (2, 1) | (2, 3) => {
             let imm = ((bit(h, 12) << 5) | (bits(h, 6, 5) << 3) | (bits(h, 4, 2) << 6)) as i32;
             if f3 == 3 && rd_full == 0 {
@@ -143,7 +170,12 @@ pub fn decode_compressed(h16: u16) -> Insn {
             (0, 0, 0) => return ill,
             (0, rs1, 0) => ins(Op::Jalr, 0, rs1, 0, 0, h),
             (0, rd, rs2) => ins(Op::Add, rd, 0, rs2, 0, h),
-            (_, 0, 0) => Insn { op: Op::Ebreak, len: 2, raw: h, ..Insn::default() },
+            (_, 0, 0) => Insn {
+                op: Op::Ebreak,
+                len: 2,
+                raw: h,
+                ..Insn::default()
+            },
             (_, rs1, 0) => ins(Op::Jalr, 1, rs1, 0, 0, h),
             (_, rd, rs2) => ins(Op::Add, rd, rd, rs2, 0, h),
         },

@@ -106,7 +106,12 @@ impl Insn {
     }
 
     pub(crate) fn illegal(raw: u32, len: u8) -> Insn {
-        Insn { op: Op::Illegal, raw, len, ..Insn::default() }
+        Insn {
+            op: Op::Illegal,
+            raw,
+            len,
+            ..Insn::default()
+        }
     }
 }
 

@@ -51,13 +51,37 @@ fn imm_j(b: u32) -> i32 {
 }
 
 fn r(op: Op, b: u32) -> Insn {
-    Insn { op, rd: rd(b), rs1: rs1(b), rs2: rs2(b), len: 4, raw: b, ..Insn::default() }
+    Insn {
+        op,
+        rd: rd(b),
+        rs1: rs1(b),
+        rs2: rs2(b),
+        len: 4,
+        raw: b,
+        ..Insn::default()
+    }
 }
 fn i(op: Op, b: u32) -> Insn {
-    Insn { op, rd: rd(b), rs1: rs1(b), imm: imm_i(b), len: 4, raw: b, ..Insn::default() }
+    Insn {
+        op,
+        rd: rd(b),
+        rs1: rs1(b),
+        imm: imm_i(b),
+        len: 4,
+        raw: b,
+        ..Insn::default()
+    }
 }
 fn s(op: Op, b: u32) -> Insn {
-    Insn { op, rs1: rs1(b), rs2: rs2(b), imm: imm_s(b), len: 4, raw: b, ..Insn::default() }
+    Insn {
+        op,
+        rs1: rs1(b),
+        rs2: rs2(b),
+        imm: imm_s(b),
+        len: 4,
+        raw: b,
+        ..Insn::default()
+    }
 }
 
 /// Decode a 32-bit instruction (`bits & 3 == 3`).
@@ -89,8 +113,18 @@ pub fn decode_32(b: u32) -> Insn {
         // MISC-MEM
         0x03 => match f3 {
             // Reserved FENCE encodings (fm, rs1, rd) behave as ordinary fences.
-            0 => Insn { op: Op::Fence, len: 4, raw: b, ..Insn::default() },
-            1 => Insn { op: Op::FenceI, len: 4, raw: b, ..Insn::default() },
+            0 => Insn {
+                op: Op::Fence,
+                len: 4,
+                raw: b,
+                ..Insn::default()
+            },
+            1 => Insn {
+                op: Op::FenceI,
+                len: 4,
+                raw: b,
+                ..Insn::default()
+            },
             _ => return ill,
         },
         // OP-IMM
@@ -113,7 +147,14 @@ pub fn decode_32(b: u32) -> Insn {
             }
             x
         }
-        0x05 => Insn { op: Op::Auipc, rd: rd(b), imm: imm_u(b), len: 4, raw: b, ..Insn::default() },
+        0x05 => Insn {
+            op: Op::Auipc,
+            rd: rd(b),
+            imm: imm_u(b),
+            len: 4,
+            raw: b,
+            ..Insn::default()
+        },
         // OP-IMM-32
         0x06 => {
             let op = match (f3, f7) {
@@ -173,7 +214,14 @@ pub fn decode_32(b: u32) -> Insn {
             };
             r(op, b)
         }
-        0x0d => Insn { op: Op::Lui, rd: rd(b), imm: imm_u(b), len: 4, raw: b, ..Insn::default() },
+        0x0d => Insn {
+            op: Op::Lui,
+            rd: rd(b),
+            imm: imm_u(b),
+            len: 4,
+            raw: b,
+            ..Insn::default()
+        },
         // OP-32
         0x0e => {
             let op = match (f7, f3) {
@@ -207,10 +255,25 @@ pub fn decode_32(b: u32) -> Insn {
                 7 => Op::Bgeu,
                 _ => return ill,
             };
-            Insn { op, rs1: rs1(b), rs2: rs2(b), imm: imm_b(b), len: 4, raw: b, ..Insn::default() }
+            Insn {
+                op,
+                rs1: rs1(b),
+                rs2: rs2(b),
+                imm: imm_b(b),
+                len: 4,
+                raw: b,
+                ..Insn::default()
+            }
         }
         0x19 if f3 == 0 => i(Op::Jalr, b),
-        0x1b => Insn { op: Op::Jal, rd: rd(b), imm: imm_j(b), len: 4, raw: b, ..Insn::default() },
+        0x1b => Insn {
+            op: Op::Jal,
+            rd: rd(b),
+            imm: imm_j(b),
+            len: 4,
+            raw: b,
+            ..Insn::default()
+        },
         // SYSTEM
         0x1c => return decode_system(b),
         _ => return ill,
@@ -230,11 +293,23 @@ fn decode_system(b: u32) -> Insn {
             0x1020_0073 => Op::Sret,
             0x1050_0073 => Op::Wfi,
             _ if f3 == 0 && f7_of(b) == 0x09 && rd(b) == 0 => {
-                return Insn { op: Op::SfenceVma, rs1: rs1(b), rs2: rs2(b), len: 4, raw: b, ..Insn::default() };
+                return Insn {
+                    op: Op::SfenceVma,
+                    rs1: rs1(b),
+                    rs2: rs2(b),
+                    len: 4,
+                    raw: b,
+                    ..Insn::default()
+                };
             }
             _ => return ill,
         };
-        return Insn { op, len: 4, raw: b, ..Insn::default() };
+        return Insn {
+            op,
+            len: 4,
+            raw: b,
+            ..Insn::default()
+        };
     }
     let op = match f3 {
         1 => Op::Csrrw,
@@ -244,7 +319,15 @@ fn decode_system(b: u32) -> Insn {
         6 => Op::Csrrsi,
         _ => Op::Csrrci,
     };
-    finish(Insn { op, rd: rd(b), rs1: rs1(b), imm: (b >> 20) as i32, len: 4, raw: b, ..Insn::default() })
+    finish(Insn {
+        op,
+        rd: rd(b),
+        rs1: rs1(b),
+        imm: (b >> 20) as i32,
+        len: 4,
+        raw: b,
+        ..Insn::default()
+    })
 }
 
 fn f7_of(b: u32) -> u32 {
@@ -353,5 +436,15 @@ fn decode_op_fp(b: u32) -> Insn {
         0x1e if src2 == 0 && rm == 0 => Op::FmvFX,
         _ => return ill,
     };
-    finish(Insn { op, rd: rd(b), rs1: rs1(b), rs2: src2, rm: rm as u8, fmt, len: 4, raw: b, ..Insn::default() })
+    finish(Insn {
+        op,
+        rd: rd(b),
+        rs1: rs1(b),
+        rs2: src2,
+        rm: rm as u8,
+        fmt,
+        len: 4,
+        raw: b,
+        ..Insn::default()
+    })
 }

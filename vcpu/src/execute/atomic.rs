@@ -42,7 +42,11 @@ impl Hart {
         let result = match i.op {
             Op::Lr => {
                 let off = self.atomic_address(va, size, false)?;
-                let v = if word { self.ram.atomic32(off).load(SeqCst) as u64 } else { self.ram.atomic64(off).load(SeqCst) };
+                let v = if word {
+                    self.ram.atomic32(off).load(SeqCst) as u64
+                } else {
+                    self.ram.atomic64(off).load(SeqCst)
+                };
                 self.reservation = Some((off, v));
                 v
             }
@@ -51,9 +55,15 @@ impl Hart {
                 let ok = match self.reservation.take() {
                     Some((r, old)) if r == off => {
                         if word {
-                            self.ram.atomic32(off).compare_exchange(old as u32, src as u32, SeqCst, SeqCst).is_ok()
+                            self.ram
+                                .atomic32(off)
+                                .compare_exchange(old as u32, src as u32, SeqCst, SeqCst)
+                                .is_ok()
                         } else {
-                            self.ram.atomic64(off).compare_exchange(old, src, SeqCst, SeqCst).is_ok()
+                            self.ram
+                                .atomic64(off)
+                                .compare_exchange(old, src, SeqCst, SeqCst)
+                                .is_ok()
                         }
                     }
                     _ => false,
@@ -66,7 +76,12 @@ impl Hart {
                     let cell = self.ram.atomic32(off);
                     let mut old = cell.load(SeqCst);
                     loop {
-                        match cell.compare_exchange_weak(old, amo32(op, old, src as u32), SeqCst, SeqCst) {
+                        match cell.compare_exchange_weak(
+                            old,
+                            amo32(op, old, src as u32),
+                            SeqCst,
+                            SeqCst,
+                        ) {
                             Ok(_) => break old as u64,
                             Err(cur) => old = cur,
                         }
@@ -83,7 +98,11 @@ impl Hart {
                 }
             }
         };
-        let v = if word { result as u32 as i32 as i64 as u64 } else { result };
+        let v = if word {
+            result as u32 as i32 as i64 as u64
+        } else {
+            result
+        };
         self.set_rd(i, v);
         Ok(())
     }

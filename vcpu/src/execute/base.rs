@@ -80,7 +80,9 @@ pub(super) fn op_muldiv(op: Op, a: u64, b: u64) -> u64 {
                 x.wrapping_div(y) as i64 as u64
             }
         }
-        Op::Divuw => (a as u32).checked_div(b as u32).map_or(u64::MAX, |q| q as i32 as i64 as u64),
+        Op::Divuw => (a as u32)
+            .checked_div(b as u32)
+            .map_or(u64::MAX, |q| q as i32 as i64 as u64),
         Op::Remw => {
             let (x, y) = (a as i32, b as i32);
             if y == 0 {

@@ -51,7 +51,11 @@ impl Hart {
         match i.op {
             Op::Flw | Op::Fld => {
                 let addr = self.rs1(i).wrapping_add(i.imm as i64 as u64);
-                let v = if i.op == Op::Flw { fpu::box_s(self.load(addr, 4)? as u32) } else { self.load(addr, 8)? };
+                let v = if i.op == Op::Flw {
+                    fpu::box_s(self.load(addr, 4)? as u32)
+                } else {
+                    self.load(addr, 8)?
+                };
                 self.set_frd(i, v);
             }
             Op::Fsw | Op::Fsd => {
@@ -83,7 +87,11 @@ impl Hart {
                 self.set_frd(i, v);
             }
             Op::Fmin | Op::Fmax => {
-                let op = if i.op == Op::Fmin { ArithOp::Min } else { ArithOp::Max };
+                let op = if i.op == Op::Fmin {
+                    ArithOp::Min
+                } else {
+                    ArithOp::Max
+                };
                 let v = fpu::arith(fmt, op, a, b, 0, &mut fl);
                 self.set_frd(i, v);
             }
@@ -132,13 +140,21 @@ impl Hart {
                 self.set_frd(i, v);
             }
             Op::FmvXF => {
-                let v = if fmt == Fmt::S { a as u32 as i32 as i64 as u64 } else { a };
+                let v = if fmt == Fmt::S {
+                    a as u32 as i32 as i64 as u64
+                } else {
+                    a
+                };
                 self.set_rd(i, v);
             }
             _ => {
                 // FmvFX
                 let x = self.rs1(i);
-                let v = if fmt == Fmt::S { fpu::box_s(x as u32) } else { x };
+                let v = if fmt == Fmt::S {
+                    fpu::box_s(x as u32)
+                } else {
+                    x
+                };
                 self.set_frd(i, v);
             }
         }

@@ -173,20 +173,23 @@ impl Hart {
             Srlw => self.set_rd(&i, base::op_reg(Srlw, self.rs1(&i), self.rs2(&i))),
             Sraw => self.set_rd(&i, base::op_reg(Sraw, self.rs1(&i), self.rs2(&i))),
             // One arm per op above so that the inner `match` folds away; M is rarer.
-            Mul | Mulh | Mulhsu | Mulhu | Div | Divu | Rem | Remu | Mulw | Divw | Divuw | Remw | Remuw => {
+            Mul | Mulh | Mulhsu | Mulhu | Div | Divu | Rem | Remu | Mulw | Divw | Divuw | Remw
+            | Remuw => {
                 let v = base::op_muldiv(i.op, self.rs1(&i), self.rs2(&i));
                 self.set_rd(&i, v);
             }
             Fence => {}
-            Lr | Sc | AmoSwap | AmoAdd | AmoXor | AmoAnd | AmoOr | AmoMin | AmoMax | AmoMinu | AmoMaxu => {
+            Lr | Sc | AmoSwap | AmoAdd | AmoXor | AmoAnd | AmoOr | AmoMin | AmoMax | AmoMinu
+            | AmoMaxu => {
                 self.exec_atomic(&i)?;
             }
-            Flw | Fld | Fsw | Fsd | Fmadd | Fmsub | Fnmsub | Fnmadd | Fadd | Fsub | Fmul | Fdiv | Fsqrt | Fsgnj
-            | Fsgnjn | Fsgnjx | Fmin | Fmax | FcvtFF | Feq | Flt | Fle | Fclass | FcvtIF | FcvtFI | FmvXF | FmvFX => {
+            Flw | Fld | Fsw | Fsd | Fmadd | Fmsub | Fnmsub | Fnmadd | Fadd | Fsub | Fmul | Fdiv
+            | Fsqrt | Fsgnj | Fsgnjn | Fsgnjx | Fmin | Fmax | FcvtFF | Feq | Flt | Fle | Fclass
+            | FcvtIF | FcvtFI | FmvXF | FmvFX => {
                 self.exec_float(&i)?;
             }
-            FenceI | Ecall | Ebreak | Mret | Sret | Wfi | SfenceVma | Csrrw | Csrrs | Csrrc | Csrrwi | Csrrsi
-            | Csrrci => return self.exec_system(&i),
+            FenceI | Ecall | Ebreak | Mret | Sret | Wfi | SfenceVma | Csrrw | Csrrs | Csrrc
+            | Csrrwi | Csrrsi | Csrrci => return self.exec_system(&i),
         }
         self.next(&i);
         Ok(())

@@ -13,7 +13,9 @@ impl Hart {
     pub(super) fn exec_system(&mut self, i: &Insn) -> Result<(), Ctl> {
         let illegal = || Ctl::Exception(Exception::illegal(i.bits()));
         match i.op {
-            Op::Csrrw | Op::Csrrs | Op::Csrrc | Op::Csrrwi | Op::Csrrsi | Op::Csrrci => return self.exec_csr(i),
+            Op::Csrrw | Op::Csrrs | Op::Csrrc | Op::Csrrwi | Op::Csrrsi | Op::Csrrci => {
+                return self.exec_csr(i)
+            }
             Op::FenceI => self.flush_decode_cache(),
             Op::Ecall => {
                 let cause = match self.prv {
@@ -23,7 +25,13 @@ impl Hart {
                 };
                 return Err(Exception { cause, tval: 0 }.into());
             }
-            Op::Ebreak => return Err(Exception { cause: cause::BREAKPOINT, tval: self.pc }.into()),
+            Op::Ebreak => {
+                return Err(Exception {
+                    cause: cause::BREAKPOINT,
+                    tval: self.pc,
+                }
+                .into())
+            }
             Op::Mret => {
                 if self.prv != PrivilegeMode::Machine {
                     return Err(illegal());
@@ -53,7 +61,11 @@ impl Hart {
                 self.next(i);
                 // Resume at once when an interrupt is pending and enabled in mie, whatever
                 // the global enables (privileged spec 3.3.3).
-                return Err(if self.mip() & self.csr.mie != 0 { Ctl::Break } else { Ctl::Wfi });
+                return Err(if self.mip() & self.csr.mie != 0 {
+                    Ctl::Break
+                } else {
+                    Ctl::Wfi
+                });
             }
             Op::SfenceVma => {
                 let tvm = self.csr.mstatus & MSTATUS_TVM != 0;
@@ -83,8 +95,14 @@ impl Hart {
             _ => i.rs1 != 0,
         };
         let reads = !matches!(i.op, Op::Csrrw | Op::Csrrwi) || i.rd != X0_SINK;
-        let desc = self.csr_access(num, writes).map_err(|_| Exception::illegal(i.bits()))?;
-        let old = if reads || writes { (desc.read)(self) } else { 0 };
+        let desc = self
+            .csr_access(num, writes)
+            .map_err(|_| Exception::illegal(i.bits()))?;
+        let old = if reads || writes {
+            (desc.read)(self)
+        } else {
+            0
+        };
         if writes {
             // Only the software-writable SEIP bit takes part in a read-modify-write of mip,
             // not the platform's line (privileged spec 3.1.9).

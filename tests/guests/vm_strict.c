@@ -1,0 +1,17 @@
+/*
+ * vm_strict: the vm guest plus checks where QEMU 7.2 departs from the
+ * privileged specification (run on vmm only, not compared with QEMU):
+ *
+ *  - An instruction page fault on the second half of a 32-bit instruction
+ *    that straddles two pages reports the instruction's address in mepc
+ *    (QEMU 7.2 reports the address of the second page).
+ *  - An AMO on an invalid PTE raises a store/AMO page fault, cause 15
+ *    (QEMU 7.2 raises a load page fault, cause 13).
+ *  - A page-table walk that reads no memory (root table at PA 0, or a
+ *    pointer past the end of RAM) raises an access fault of the original
+ *    access type (1, 5 or 7), as in step 2 of the translation algorithm
+ *    (QEMU 7.2 raises a page fault).
+ */
+#define VM_STRICT
+#define VM_NAME "vm_strict"
+#include "vm.c"

@@ -1,0 +1,272 @@
+//! Each guest program on `vmm`: the guest checks its own expectations, prints one line per
+//! check and exits with the number of failed checks; these tests assert exit code 0, the
+//! `<guest>: PASS` line and a few key lines.
+
+use vmm::machine::MachineExit;
+use vmm_tests::{check_guest, run_guest, BENCH_BUDGET, BUDGET};
+
+/// Asserts that `output` has a line equal to `line`.
+fn assert_line(output: &str, line: &str) {
+    assert!(
+        output.lines().any(|l| l == line),
+        "missing line {line:?} in:\n{output}"
+    );
+}
+
+#[test]
+fn hello() {
+    let run = run_guest("hello", BUDGET);
+    assert_eq!(run.exit, MachineExit::Finished { code: 0 });
+    assert_eq!(run.text(), "hello from the guest\n");
+    assert!(
+        run.stats.instret > 0 && run.stats.instret < 10_000,
+        "{:?}",
+        run.stats
+    );
+}
+
+#[test]
+fn traps() {
+    let run = check_guest("traps", BUDGET);
+    let out = run.text();
+    for line in [
+        "-- illegal all-zero halfword",
+        "ok     mtval = 0x00000000fe000033",
+        "-- ecall from U",
+        "ok     mcause = 0x0000000000000008",
+        "-- delegated ecall from U",
+        "ok     scause = 0x0000000000000008",
+        "-- wfi in S with TW=1",
+        "ok     mtval = 0x0000000010500073",
+        "-- csrw mvendorid in M",
+        "ok     mtval = 0x00000000f1101073",
+        "-- load past RAM",
+        "ok     mtval = 0x0000000088000000",
+    ] {
+        assert_line(&out, line);
+    }
+}
+
+#[test]
+fn strict() {
+    let run = check_guest("strict", BUDGET);
+    let out = run.text();
+    assert_line(&out, "-- misaligned amoadd.w");
+    assert_line(&out, "ok     mcause = 0x0000000000000006");
+    assert_line(&out, "ok     3rd = 0x0000000000000009");
+}
+
+#[test]
+fn vm() {
+    let run = check_guest("vm", BUDGET);
+    let out = run.text();
+    for line in [
+        "== Sv39",
+        "== Sv48",
+        "== Sv57",
+        "-- Sv48 load via terapage",
+        "-- Sv57 load via bit-48 region",
+        "-- S load misaligned megapage",
+        "ok     mcause = 0x000000000000000d",
+        "-- S changes a PTE, sfence.vma, reads again",
+        "ok     before:after = 0x6666666677777777",
+    ] {
+        assert_line(&out, line);
+    }
+}
+
+#[test]
+fn vm_strict() {
+    let run = check_guest("vm_strict", BUDGET);
+    let out = run.text();
+    assert_line(
+        &out,
+        "-- S fetch of a 32-bit insn whose 2nd half is unmapped",
+    );
+    assert_line(&out, "ok     mepc = 0x000000004000fffe");
+    assert_line(&out, "-- S load, level-1 table past the end of RAM");
+    assert_line(&out, "ok     mcause = 0x0000000000000005");
+}
+
+#[test]
+fn isa() {
+    check_guest("isa", BUDGET);
+}
+
+#[test]
+fn devices() {
+    let run = check_guest("devices", BUDGET);
+    assert!(run
+        .text()
+        .starts_with("devices: start (after the UART set-up)\n"));
+}
+
+/// Every encoding of several opcode spaces; the hashes are compared with QEMU's.
+#[test]
+fn decode() {
+    let run = check_guest("decode", BUDGET);
+    let out = run.text();
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("OP-FP: 4096 encodings, ")),
+        "{out}"
+    );
+}
+
+/// minstret counts retired instructions; its last value, printed by the guest, agrees with
+/// the machine's own count (which also covers the printing after it).
+#[test]
+fn counters() {
+    let run = check_guest("counters", BUDGET);
+    let out = run.text();
+    let printed: u64 = out
+        .lines()
+        .find_map(|l| l.strip_prefix("minstret="))
+        .unwrap_or_else(|| panic!("no minstret line in:\n{out}"))
+        .parse()
+        .expect("minstret value");
+    let total = run.stats.instret;
+    assert!(
+        printed < total && total - printed < 3_000,
+        "guest's minstret {printed} vs the machine's count {total}"
+    );
+}
+
+#[test]
+fn interrupts() {
+    let run = check_guest("interrupts", BUDGET);
+    let out = run.text();
+    assert_line(&out, "-- machine timer interrupt, vectored mtvec");
+    assert_line(&out, "ok     vector slot = 0x0000000000000007");
+    assert_line(&out, "ok     scause = 0x8000000000000005");
+    assert_line(&out, "-- wfi wakes on a pending timer with MIE=0");
+}
+
+#[test]
+fn fp() {
+    let run = check_guest("fp", BUDGET);
+    let out = run.text();
+    assert_line(&out, "fadd.s unboxed+unboxed");
+    assert_line(&out, "ok     result = 0xffffffff7fc00000");
+    assert_line(&out, "fmsub.d 0.1*10-1 (fused)");
+    assert_line(&out, "ok     result = 0x3c90000000000000");
+}
+
+/// Hashes of every FP instruction's results and flags on random operands; the values are
+/// compared with QEMU's in `qemu.rs`, so here the guest only has to run to the end.
+#[test]
+fn fprand() {
+    let run = check_guest("fprand", BUDGET);
+    let out = run.text();
+    assert!(
+        out.lines().any(|l| l.starts_with("fmadd.d rmm: 0x")),
+        "{out}"
+    );
+    assert_eq!(
+        out.lines().filter(|l| l.contains(": 0x")).count(),
+        188,
+        "{out}"
+    );
+}
+
+#[test]
+fn rvc() {
+    let run = check_guest("rvc", BUDGET);
+    assert_line(
+        &run.text(),
+        "ok   32-bit insn across a page = 0x000000000000006b",
+    );
+}
+
+#[test]
+fn mext() {
+    let run = check_guest("mext", BUDGET);
+    assert_line(&run.text(), "ok   div MIN/-1 = 0x8000000000000000");
+}
+
+#[test]
+fn amo() {
+    let run = check_guest("amo", BUDGET);
+    assert_line(&run.text(), "ok   lr/sc loop = 0x000000000000012c");
+}
+
+#[test]
+fn bench() {
+    let run = check_guest("bench", BENCH_BUDGET);
+    let out = run.text();
+    assert_line(&out, "ok   primes below 2e6 = 0x00000000000245c5");
+    assert_line(&out, "crc32=0x0000000001bf2f33");
+    assert!(
+        run.stats.instret > 100_000_000,
+        "bench ran only {} instructions",
+        run.stats.instret
+    );
+}
+
+/// The guest's failure code reaches the host through the finisher.
+#[test]
+fn exit_code() {
+    let run = run_guest("exit42", BUDGET);
+    assert_eq!(run.exit, MachineExit::Finished { code: 42 });
+    assert_eq!(run.text(), "exit42: exiting with code 42\n");
+}
+
+/// WFI with no interrupt enabled: the machine reports it instead of hanging.
+#[test]
+fn wfi_with_nothing_enabled_is_an_error() {
+    let path = vmm_tests::guest("wfi_forever");
+    match vmm_tests::run_vmm(&path, BUDGET) {
+        Err(e) => {
+            let msg = e.to_string();
+            assert!(
+                msg.contains("WFI") || msg.contains("interrupt"),
+                "unexpected error: {msg}"
+            );
+        }
+        Ok(run) => panic!("wfi_forever ended with {:?}: {}", run.exit, run.text()),
+    }
+}
+
+/// A guest that never ends stops at the instruction budget instead of hanging.
+#[test]
+fn budget_stops_a_runaway_guest() {
+    let run = run_guest("spin", 1_000_000);
+    match run.exit {
+        MachineExit::BudgetExhausted { insns, pc } => {
+            assert_eq!(insns, 1_000_000, "stopped after {insns} instructions");
+            assert!(
+                (0x8000_0000..0x8800_0000).contains(&pc),
+                "pc {pc:#x} outside the guest"
+            );
+        }
+        other => panic!("spin ended with {other:?}"),
+    }
+    assert_eq!(
+        run.stats.instret,
+        match run.exit {
+            MachineExit::BudgetExhausted { insns, .. } => insns,
+            _ => unreachable!(),
+        }
+    );
+    assert_eq!(run.text(), "spin: looping forever\n");
+}
+
+/// A budget of exactly the instructions the guest needs is enough; one fewer is not.
+#[test]
+fn budget_just_sufficient() {
+    let first = run_guest("hello", BUDGET);
+    let exact = first.stats.instret;
+    let again = run_guest("hello", exact);
+    assert_eq!(
+        again.exit,
+        MachineExit::Finished { code: 0 },
+        "budget = {exact}"
+    );
+    let short = run_guest("hello", exact - 1);
+    assert!(
+        matches!(short.exit, MachineExit::BudgetExhausted { insns, .. } if insns == exact - 1),
+        "budget {} (one short): {:?}",
+        exact - 1,
+        short.exit
+    );
+}
