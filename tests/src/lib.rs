@@ -190,8 +190,9 @@ pub mod qemu {
         pub stderr: String,
     }
 
-    /// QEMU's CPU reduced to RV64GC with M, S and U (QEMU 7.2's default `rv64` also has
-    /// the H, Zba, Zbb, Zbc, Zbs and Sstc extensions, which the hart does not implement).
+    /// QEMU's CPU reduced to RV64GC with M, S and U, for the `decode` guest, which executes
+    /// whole opcode spaces and so must not meet extensions outside what it compares (QEMU
+    /// 7.2's default `rv64` also has H, Zba, Zbb, Zbc, Zbs and Sstc).
     pub const RV64GC_CPU: &str = "rv64,h=false,zba=false,zbb=false,zbc=false,zbs=false,sstc=false";
 
     /// Runs `elf` on `qemu-system-riscv64 -M virt -bios none` with the UART on standard

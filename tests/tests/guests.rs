@@ -270,3 +270,55 @@ fn budget_just_sufficient() {
         short.exit
     );
 }
+
+#[test]
+fn csrx() {
+    let run = check_guest("csrx", BUDGET);
+    let out = run.text();
+    assert_line(&out, "-- everything gated off below M");
+    assert_line(&out, "ok     mireg2 at iprio0 = 0x0000000000000002");
+    assert_line(&out, "ok     scause = 0x8000000000000005");
+    assert_line(&out, "ok     scause = 0x8000000000000001");
+}
+
+/// H extension: hypervisor and VS CSRs, VS CSR substitution, htimedelta, MPV/GVA.
+#[test]
+fn h_csr() {
+    let run = check_guest("h_csr", BUDGET);
+    assert_line(&run.text(), "h_csr: PASS");
+}
+
+/// H extension: every virtual-instruction case of the "Trap Cause Codes" section.
+#[test]
+fn h_vinst() {
+    let run = check_guest("h_vinst", BUDGET);
+    assert_line(&run.text(), "h_vinst: PASS");
+}
+
+/// H extension: two-stage translation, guest-page faults with htval/htinst, G-stage A/D.
+#[test]
+fn h_gstage() {
+    let run = check_guest("h_gstage", BUDGET);
+    assert_line(&run.text(), "h_gstage: PASS");
+}
+
+/// H extension: HLV/HLVX/HSV from HS and from U with hstatus.HU.
+#[test]
+fn h_hlv() {
+    let run = check_guest("h_hlv", BUDGET);
+    assert_line(&run.text(), "h_hlv: PASS");
+}
+
+/// H extension: trap delegation through HS to VS, VS-level interrupts, SRET/MRET with V.
+#[test]
+fn h_traps() {
+    let run = check_guest("h_traps", BUDGET);
+    assert_line(&run.text(), "h_traps: PASS");
+}
+
+/// H extension: the spec rules QEMU 7.2 breaks (so vmm-only).
+#[test]
+fn h_strict() {
+    let run = check_guest("h_strict", BUDGET);
+    assert_line(&run.text(), "h_strict: PASS");
+}

@@ -16,13 +16,17 @@
 //! - `wfi_forever`: waits for an interrupt that can never come (vmm reports an error; QEMU
 //!   would wait forever).
 //! - `exit42`: compared separately below (it exits with a failure code on purpose).
+//! - `csrx`: Smstateen, Smcsrind, Sstc and Smaia at M/S level; QEMU 7.2 has no Smstateen
+//!   or Smcsrind (its first `mstateen0` access is illegal) and AIA only as the experimental
+//!   `x-smaia`/`x-ssaia` properties.
 //!
 //! `decode` runs on QEMU with `-cpu rv64` minus the H, Zba/Zbb/Zbc/Zbs and Sstc extensions
 //! (see `qemu::RV64GC_CPU`), since it executes every encoding of several opcode spaces; the
 //! others run on QEMU's default CPU.
 //!
 //! Guests print only results that the specifications fix: no timer values, counters or
-//! implementation IDs.
+//! implementation IDs. Lines starting with `info ` report choices the specifications leave
+//! to the implementation and are left out of the comparison.
 
 use std::time::Duration;
 
@@ -44,6 +48,11 @@ const COMPARED: &[&str] = &[
     "decode",
     "devices",
     "bench",
+    "h_csr",
+    "h_vinst",
+    "h_gstage",
+    "h_hlv",
+    "h_traps",
 ];
 
 /// The QEMU CPU for a guest: `decode` executes every encoding of several opcode spaces, so
@@ -75,9 +84,27 @@ const NOT_COMPARED: &[(&str, &str)] = &[
         "exit42",
         "exits with code 42 on purpose; checked by qemu_same_exit_code",
     ),
+    (
+        "h_strict",
+        "H-extension checks where QEMU 7.2 departs from the spec; fails under QEMU by design",
+    ),
+    (
+        "csrx",
+        "Smstateen/Smcsrind/Sstc/Smaia; QEMU 7.2 lacks Smstateen and Smcsrind",
+    ),
 ];
 
 const QEMU_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The output without `info ` lines: guests print implementation-specific choices the
+/// specifications leave open (for example which `hedeleg` bits are writable) as `info`
+/// lines, which are for reading, not for comparing.
+fn comparable(text: &str) -> String {
+    text.lines()
+        .filter(|l| !l.starts_with("info "))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
 
 fn require_qemu() {
     if let Err(e) = qemu::check_available() {
@@ -122,13 +149,14 @@ fn qemu_same_output() {
         if v.exit != (MachineExit::Finished { code: 0 }) {
             problems.push(format!("{name}: on vmm: {:?}", v.exit));
         }
-        if let Some(diff) = first_difference(&q_text, &v.text(), "qemu", "vmm") {
+        let (q_cmp, v_cmp) = (comparable(&q_text), comparable(&v.text()));
+        if let Some(diff) = first_difference(&q_cmp, &v_cmp, "qemu", "vmm") {
             problems.push(format!("{name}: {diff}"));
         }
         eprintln!(
             "{name}: {} bytes of output, same on QEMU and vmm: {}",
             q.output.len(),
-            q.output == v.output
+            q_cmp == v_cmp
         );
     }
     assert!(

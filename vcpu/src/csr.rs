@@ -4,6 +4,11 @@
 //!
 //! Generic rules (privileged spec 2.1): bits 11:10 = 3 means read-only; bits 9:8 give the
 //! lowest privilege that may access the CSR.
+//!
+//! The base table is here; each later extension keeps its CSRs (and its own table) in a file
+//! of its own under `csr/`: [`stateen`] (Smstateen/Ssstateen), [`indirect`]
+//! (Smcsrind/Sscsrind and the table of indirectly accessed registers), [`sstc`] (Sstc) and
+//! [`aia`] (Smaia/Ssaia without an IMSIC).
 
 use crate::hart::{Hart, PrivilegeMode};
 use crate::trap::irq;
@@ -56,28 +61,42 @@ const MSTATUS_WRITABLE: u64 = MSTATUS_SIE
     | MSTATUS_MXR
     | MSTATUS_TVM
     | MSTATUS_TW
-    | MSTATUS_TSR;
+    | MSTATUS_TSR
+    | crate::hypervisor::MSTATUS_GVA
+    | crate::hypervisor::MSTATUS_MPV;
 /// The subset of `mstatus` visible and writable through `sstatus` (privileged spec 4.1.1).
 const SSTATUS_MASK: u64 =
     MSTATUS_SIE | MSTATUS_SPIE | MSTATUS_SPP | MSTATUS_FS | MSTATUS_SUM | MSTATUS_MXR;
 
-/// `misa`: RV64 with A, C, D, F, I, M, S, U (read-only: writes are ignored, which WARL allows).
+/// `misa`: RV64 with A, C, D, F, H, I, M, S, U (read-only: writes are ignored, which WARL allows).
 pub const MISA: u64 = (2 << 62)
     | (1 << 0)   // A
     | (1 << 2)   // C
     | (1 << 3)   // D
     | (1 << 5)   // F
+    | (1 << 7)   // H
     | (1 << 8)   // I
     | (1 << 12)  // M
     | (1 << 18)  // S
     | (1 << 20); // U
 
+/// `menvcfg.FIOM` (and `senvcfg.FIOM`).
+pub const ENVCFG_FIOM: u64 = 1 << 0;
+/// `menvcfg.STCE` (Sstc: enables `stimecmp`).
+pub const MENVCFG_STCE: u64 = 1 << 63;
+const MENVCFG_WRITABLE: u64 = ENVCFG_FIOM | MENVCFG_STCE;
+
 /// Interrupts delegable through `mideleg` and software-writable in `mip` from M-mode.
-const S_INTERRUPTS: u64 = (1 << irq::SSI) | (1 << irq::STI) | (1 << irq::SEI);
+pub(crate) const S_INTERRUPTS: u64 = (1 << irq::SSI) | (1 << irq::STI) | (1 << irq::SEI);
 /// Interrupts that exist (`mie` writable bits).
-const ALL_INTERRUPTS: u64 = S_INTERRUPTS | (1 << irq::MSI) | (1 << irq::MTI) | (1 << irq::MEI);
+const ALL_INTERRUPTS: u64 = S_INTERRUPTS
+    | (1 << irq::MSI)
+    | (1 << irq::MTI)
+    | (1 << irq::MEI)
+    | crate::hypervisor::VS_INTERRUPTS;
 /// `medeleg`: every implemented exception except ECALL from M (bit 11, read-only 0).
-const MEDELEG_WRITABLE: u64 = 0xb3ff & !(1 << 11);
+/// With H: also ECALL from VS (10), guest-page faults (20, 21, 23), virtual instruction (22).
+const MEDELEG_WRITABLE: u64 = (0xb7ff | (0xf << 20)) & !(1 << 11);
 
 /// CSR state that is not derived from elsewhere.
 #[derive(Clone, Debug, Default)]
@@ -132,6 +151,24 @@ pub struct CsrFile {
     pub cycle_base: u64,
     /// `minstret = retired + instret_base` (or the frozen value while inhibited).
     pub instret_base: u64,
+    /// The H extension's CSRs.
+    pub h: crate::hypervisor::HypervisorCsrs,
+    /// `mstateen0-3` (Smstateen).
+    pub mstateen: [u64; 4],
+    /// Stored bits of `sstateen0-3` (read through the matching `mstateen` mask).
+    pub sstateen: [u64; 4],
+    /// `miselect` (Smcsrind).
+    pub miselect: u64,
+    /// `siselect` (Sscsrind).
+    pub siselect: u64,
+    /// `stimecmp` (Sstc).
+    pub stimecmp: u64,
+    /// `mvien` (Smaia).
+    pub mvien: u64,
+    /// The bits of `mvip` that are separate from `mip` (SSIP while `mvien.SSIP` = 1).
+    pub mvip: u64,
+    /// The bits of `sie` that are independent of `mie` (`mideleg[n]` = 0, `mvien[n]` = 1).
+    pub sie_virt: u64,
 }
 
 /// Why a CSR access failed.
@@ -139,6 +176,8 @@ pub struct CsrFile {
 pub enum CsrFault {
     /// Raise illegal-instruction.
     Illegal,
+    /// Raise virtual-instruction (H extension: the access is HS-qualified but V=1).
+    Virtual,
 }
 
 /// One CSR: how to access it.
@@ -161,16 +200,26 @@ fn ok(_: &Hart, _: bool) -> Result<(), CsrFault> {
 
 /// FP CSRs need `mstatus.FS != Off` (unprivileged spec 11.2 / privileged 3.1.6.6).
 fn fp_on(h: &Hart, _: bool) -> Result<(), CsrFault> {
-    if h.csr.mstatus & MSTATUS_FS == 0 {
+    // With V=1 both FS fields are in effect, and Off is always illegal-instruction.
+    if h.csr.mstatus & MSTATUS_FS == 0 || (h.virt && h.csr.h.vsstatus & MSTATUS_FS == 0) {
         Err(CsrFault::Illegal)
     } else {
         Ok(())
     }
 }
 
-/// `satp` from S-mode traps when `mstatus.TVM` = 1 (privileged spec 3.1.6.5).
+/// `satp` from HS-mode traps when `mstatus.TVM` = 1 (privileged spec 3.1.6.5), and from
+/// VS-mode (where it is `vsatp`) when `hstatus.VTVM` = 1.
 fn satp_check(h: &Hart, _: bool) -> Result<(), CsrFault> {
-    if h.prv == PrivilegeMode::Supervisor && h.csr.mstatus & MSTATUS_TVM != 0 {
+    if h.prv != PrivilegeMode::Supervisor {
+        Ok(())
+    } else if h.virt {
+        if h.csr.h.hstatus & crate::hypervisor::HSTATUS_VTVM != 0 {
+            Err(CsrFault::Virtual)
+        } else {
+            Ok(())
+        }
+    } else if h.csr.mstatus & MSTATUS_TVM != 0 {
         Err(CsrFault::Illegal)
     } else {
         Ok(())
@@ -179,14 +228,24 @@ fn satp_check(h: &Hart, _: bool) -> Result<(), CsrFault> {
 
 /// Unprivileged counters: `mcounteren` gates S and U, `scounteren` also gates U
 /// (privileged spec 3.1.11 and 4.1.5).
+/// With V=1, `hcounteren` also gates VS and VU, raising virtual-instruction where
+/// `mcounteren` allows the access (H extension, "Hypervisor Counter-Enable Register").
 fn counter_check(h: &Hart, num: u16) -> Result<(), CsrFault> {
     let bit = 1u64 << (num & 31);
-    let ok = match h.prv {
-        PrivilegeMode::Machine => true,
-        PrivilegeMode::Supervisor => h.csr.mcounteren & bit != 0,
-        PrivilegeMode::User => h.csr.mcounteren & bit != 0 && h.csr.scounteren & bit != 0,
-    };
-    if ok {
+    if h.prv == PrivilegeMode::Machine {
+        return Ok(());
+    }
+    if h.csr.mcounteren & bit == 0 {
+        return Err(CsrFault::Illegal);
+    }
+    let s_ok = h.prv == PrivilegeMode::Supervisor || h.csr.scounteren & bit != 0;
+    if h.virt {
+        if h.csr.h.hcounteren & bit == 0 || !s_ok {
+            return Err(CsrFault::Virtual);
+        }
+        return Ok(());
+    }
+    if s_ok {
         Ok(())
     } else {
         Err(CsrFault::Illegal)
@@ -194,10 +253,13 @@ fn counter_check(h: &Hart, num: u16) -> Result<(), CsrFault> {
 }
 
 impl Hart {
-    /// Set `mstatus.FS` = Dirty (and so SD).
+    /// Set `mstatus.FS` = Dirty (and so SD); with V=1 also `vsstatus.FS`.
     #[inline]
     pub(crate) fn mark_fs_dirty(&mut self) {
         self.csr.mstatus |= MSTATUS_FS;
+        if self.virt {
+            self.csr.h.vsstatus |= MSTATUS_FS;
+        }
     }
 
     fn read_mstatus(&self) -> u64 {
@@ -315,6 +377,13 @@ macro_rules! csr {
     };
 }
 
+// Extension files use `csr!`, so they are declared after it.
+pub mod aia;
+pub mod h;
+pub mod indirect;
+pub mod sstc;
+pub mod stateen;
+
 /// The CSR table, sorted by number.
 static TABLE: &[CsrDesc] = &[
     // Unprivileged floating-point CSRs.
@@ -363,16 +432,7 @@ static TABLE: &[CsrDesc] = &[
             h.write_mstatus(m);
         })
     ),
-    csr!(
-        0x104,
-        "sie",
-        ok,
-        |h| h.csr.mie & h.csr.mideleg,
-        Some(|h, v| {
-            let m = h.csr.mideleg;
-            h.csr.mie = (h.csr.mie & !m) | (v & m);
-        })
-    ),
+    csr!(0x104, "sie", ok, |h| h.sie(), Some(|h, v| h.write_sie(v))),
     csr!(
         0x105,
         "stvec",
@@ -390,7 +450,7 @@ static TABLE: &[CsrDesc] = &[
     csr!(
         0x10a,
         "senvcfg",
-        ok,
+        stateen::envcfg_check,
         |h| h.csr.senvcfg,
         Some(|h, v| h.csr.senvcfg = v & 1)
     ),
@@ -423,17 +483,7 @@ static TABLE: &[CsrDesc] = &[
         |h| h.csr.stval,
         Some(|h, v| h.csr.stval = v)
     ),
-    csr!(
-        0x144,
-        "sip",
-        ok,
-        |h| h.mip() & h.csr.mideleg,
-        Some(|h, v| {
-            // Only SSIP is writable through sip (privileged spec 4.1.3).
-            let m = h.csr.mideleg & (1 << irq::SSI);
-            h.csr.mip = (h.csr.mip & !m) | (v & m);
-        })
-    ),
+    csr!(0x144, "sip", ok, |h| h.sip(), Some(|h, v| h.write_sip(v))),
     // Supervisor protection and translation.
     csr!(0x180, "satp", satp_check, |h| h.csr.satp, Some(satp_write)),
     // Machine trap setup.
@@ -456,7 +506,8 @@ static TABLE: &[CsrDesc] = &[
         0x303,
         "mideleg",
         ok,
-        |h| h.csr.mideleg,
+        // VS-level interrupts are always delegated (read-only 1, H extension).
+        |h| h.csr.mideleg | crate::hypervisor::VS_INTERRUPTS,
         Some(|h, v| h.csr.mideleg = v & S_INTERRUPTS)
     ),
     csr!(
@@ -485,7 +536,7 @@ static TABLE: &[CsrDesc] = &[
         "menvcfg",
         ok,
         |h| h.csr.menvcfg,
-        Some(|h, v| h.csr.menvcfg = v & 1)
+        Some(|h, v| h.csr.menvcfg = v & MENVCFG_WRITABLE)
     ),
     csr!(
         0x320,
@@ -528,7 +579,13 @@ static TABLE: &[CsrDesc] = &[
         "mip",
         ok,
         |h| h.mip(),
-        Some(|h, v| h.csr.mip = v & S_INTERRUPTS)
+        Some(|h, v| {
+            let m = h.mip_writable();
+            h.csr.mip = (h.csr.mip & !m) | (v & m);
+            // mip.VSSIP is an alias of hvip.VSSIP.
+            let vssip = 1 << irq::VSSI;
+            h.csr.h.hvip = (h.csr.h.hvip & !vssip) | (v & vssip);
+        })
     ),
     // Machine counters.
     csr!(
@@ -546,27 +603,20 @@ static TABLE: &[CsrDesc] = &[
         Some(|h, v| h.write_minstret(v))
     ),
     // Unprivileged counters (Zicntr).
-    csr!(
-        0xc00,
-        "cycle",
-        |h, _| counter_check(h, 0xc00),
-        |h| h.mcycle(),
-        None
-    ),
+    csr!(0xc00, "cycle", ok, |h| h.mcycle(), None),
     csr!(
         0xc01,
         "time",
-        |h, _| counter_check(h, 0xc01),
-        |h| h.mtime(),
+        ok,
+        // VS/VU see time + htimedelta (H extension, "Hypervisor Time Delta Register").
+        |h| if h.virt {
+            h.mtime().wrapping_add(h.csr.h.htimedelta)
+        } else {
+            h.mtime()
+        },
         None
     ),
-    csr!(
-        0xc02,
-        "instret",
-        |h, _| counter_check(h, 0xc02),
-        |h| h.minstret(),
-        None
-    ),
+    csr!(0xc02, "instret", ok, |h| h.minstret(), None),
     // Machine information registers.
     csr!(0xf11, "mvendorid", ok, |_| 0, None),
     csr!(0xf12, "marchid", ok, |_| 0, None),
@@ -595,10 +645,22 @@ static ZERO_COUNTER: CsrDesc = CsrDesc {
     write: None,
 };
 
+/// Every CSR table: the base one and one per extension, each sorted by number.
+static TABLES: &[&[CsrDesc]] = &[
+    TABLE,
+    stateen::TABLE,
+    indirect::TABLE,
+    sstc::TABLE,
+    aia::TABLE,
+    h::TABLE,
+];
+
 /// Find a CSR by number.
 pub fn lookup(num: u16) -> Option<&'static CsrDesc> {
-    if let Ok(i) = TABLE.binary_search_by_key(&num, |d| d.num) {
-        return Some(&TABLE[i]);
+    for table in TABLES {
+        if let Ok(i) = table.binary_search_by_key(&num, |d| d.num) {
+            return Some(&table[i]);
+        }
     }
     for &(lo, hi, _, counter) in ZERO_RANGES {
         if (lo..=hi).contains(&num) {
@@ -617,20 +679,87 @@ impl Hart {
     /// `write` is whether the instruction writes it.
     pub(crate) fn csr_access(&self, num: u16, write: bool) -> Result<&'static CsrDesc, CsrFault> {
         let d = lookup(num).ok_or(CsrFault::Illegal)?;
-        let min_prv = ((num >> 8) & 3) as u8;
-        if (self.prv as u8) < min_prv {
-            return Err(CsrFault::Illegal);
-        }
         if write && (num >> 10) & 3 == 3 {
             return Err(CsrFault::Illegal);
         }
-        if (0xc03..=0xc1f).contains(&num) {
+        let min_prv = ((num >> 8) & 3) as u8;
+        if !self.virt {
+            // HS-mode may access the hypervisor-level (2) CSRs.
+            let level = match self.prv {
+                PrivilegeMode::Machine => 3,
+                PrivilegeMode::Supervisor => 2,
+                PrivilegeMode::User => 0,
+            };
+            if level < min_prv {
+                return Err(CsrFault::Illegal);
+            }
+        } else {
+            // VS/VU (H extension, "Trap Cause Codes"): M-level CSRs are illegal; CSRs above
+            // the current level that HS-mode could access raise virtual-instruction.
+            let level = if self.prv == PrivilegeMode::Supervisor {
+                1
+            } else {
+                0
+            };
+            if min_prv == 3 {
+                return Err(CsrFault::Illegal);
+            }
+            if min_prv > level {
+                return Err(if self.hs_could_access(num) {
+                    CsrFault::Virtual
+                } else {
+                    CsrFault::Illegal
+                });
+            }
+        }
+        if (0xc00..=0xc1f).contains(&num) {
             counter_check(self, num)?;
         }
         (d.check)(self, write)?;
         if write && d.write.is_none() {
             return Err(CsrFault::Illegal);
         }
+        if self.virt {
+            if let Some(vs) = h::vs_counterpart(num) {
+                return lookup(vs).ok_or(CsrFault::Illegal);
+            }
+            if h::missing_vs_counterpart(num) {
+                return Err(CsrFault::Virtual);
+            }
+        }
         Ok(d)
+    }
+
+    /// Whether HS-mode could make this access (with `mstatus.TVM` = 0): decides between
+    /// virtual- and illegal-instruction for VS/VU accesses to higher-level CSRs.
+    fn hs_could_access(&self, num: u16) -> bool {
+        if (0xc00..=0xc1f).contains(&num) {
+            return self.csr.mcounteren & (1 << (num & 31)) != 0;
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_are_sorted_and_disjoint() {
+        let mut all: Vec<u16> = Vec::new();
+        for table in TABLES {
+            assert!(
+                table.windows(2).all(|w| w[0].num < w[1].num),
+                "a CSR table is not sorted"
+            );
+            all.extend(table.iter().map(|d| d.num));
+        }
+        let n = all.len();
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), n, "a CSR number is in two tables");
+        for &(lo, hi, _, _) in ZERO_RANGES {
+            assert!(all.iter().all(|&c| c < lo || c > hi));
+        }
     }
 }

@@ -82,6 +82,8 @@ pub struct Hart {
     pub(crate) f: [u64; 32],
     pub(crate) pc: u64,
     pub(crate) prv: PrivilegeMode,
+    /// The virtualization mode V (H extension): 1 in VS-mode and VU-mode.
+    pub(crate) virt: bool,
     pub(crate) csr: CsrFile,
     pub(crate) ram: Ram,
     pub(crate) mmio: Vec<MmioRange>,
@@ -123,7 +125,12 @@ impl Hart {
             f: [0; 32],
             pc: 0,
             prv: PrivilegeMode::Machine,
-            csr: CsrFile::default(),
+            virt: false,
+            csr: CsrFile {
+                // Reset value UNSPECIFIED (Sstc); "never" avoids a spurious STIP.
+                stimecmp: u64::MAX,
+                ..CsrFile::default()
+            },
             ram: Ram::new(mem)?,
             mmio: config.mmio,
             tlb: Tlb::new(),
@@ -240,36 +247,64 @@ impl Hart {
         self.mtime() as f64 / TIMEBASE_HZ as f64
     }
 
-    /// After a [`VcpuExit::Wfi`]: advance time to `mtimecmp` when the timer is the interrupt
-    /// that would wake the hart. Returns `false` when no interrupt can ever wake it (nothing
-    /// pending, and the timer is disabled in `mie` or its deadline is `u64::MAX`), `true` when
-    /// the hart should simply be run again.
+    /// The earliest `mtime` at which a timer enabled in `mie` fires: `mtimecmp` (MTIE), and
+    /// with Sstc `stimecmp` (STIE and `menvcfg.STCE`).
+    pub(crate) fn timer_deadline(&self) -> Option<u64> {
+        use crate::trap::irq;
+        let mie = self.csr.mie;
+        let m = (mie & (1 << irq::MTI) != 0).then_some(self.mtimecmp);
+        let s = (mie & (1 << irq::STI) != 0 && self.stce()).then_some(self.csr.stimecmp);
+        match (m, s) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// After a [`VcpuExit::Wfi`]: advance time to the next timer deadline (`mtimecmp`, or with
+    /// Sstc `stimecmp`) when a timer is the interrupt that would wake the hart. Returns
+    /// `false` when no interrupt can ever wake it (nothing pending, and every timer is
+    /// disabled in `mie` or has the deadline `u64::MAX`), `true` when the hart should simply
+    /// be run again.
     pub fn skip_to_timer(&mut self) -> bool {
-        if self.mip() & self.csr.mie != 0 {
+        if self.interrupt_pending_any_level() {
             return true;
         }
-        let mtie = self.csr.mie & (1 << crate::trap::irq::MTI) != 0;
-        if !mtie || self.mtimecmp == u64::MAX {
-            return false;
-        }
+        let deadline = match self.timer_deadline() {
+            Some(t) if t != u64::MAX => t,
+            _ => return false,
+        };
         let now = self.mtime();
-        if self.mtimecmp > now {
-            let slots = (self.mtimecmp - now).saturating_mul(INSNS_PER_TICK);
+        if deadline > now {
+            let slots = (deadline - now).saturating_mul(INSNS_PER_TICK);
             self.vclock = self.vclock.saturating_add(slots);
             self.skipped = self.skipped.saturating_add(slots);
         }
         true
     }
 
-    /// `mip` as software sees it: software-writable bits, platform lines, and MTIP.
+    /// `mip` as software sees it: software-writable bits, platform lines, and MTIP; with
+    /// Sstc (`menvcfg.STCE` = 1) STIP is the `stimecmp` signal instead of the written bit,
+    /// and with `mvien.SEIP` = 1 SEIP is the platform line alone (AIA 5.3).
     #[inline]
     pub(crate) fn mip(&self) -> u64 {
+        use crate::trap::irq;
         let mtip = if self.mtime() >= self.mtimecmp {
-            1 << crate::trap::irq::MTI
+            1 << irq::MTI
         } else {
             0
         };
-        self.csr.mip | self.ext_lines | mtip
+        let mut sw = self.csr.mip;
+        if self.stce() {
+            sw &= !(1 << irq::STI);
+            if self.stimecmp_signal() {
+                sw |= 1 << irq::STI;
+            }
+        }
+        if self.csr.mvien & (1 << irq::SEI) != 0 {
+            sw &= !(1 << irq::SEI);
+        }
+        // VS-level interrupts come from hvip (GEILEN = 0, no other VS-level source).
+        sw | self.ext_lines | mtip | self.csr.h.hvip
     }
 
     /// Complete the device load reported by the last [`VcpuExit::Mmio`] exit with the
@@ -280,9 +315,9 @@ impl Hart {
             return;
         };
         let v = match insn.op {
-            Op::Lb => data as i8 as u64,
-            Op::Lh => data as i16 as u64,
-            Op::Lw => data as i32 as u64,
+            Op::Lb | Op::HlvB => data as i8 as u64,
+            Op::Lh | Op::HlvH => data as i16 as u64,
+            Op::Lw | Op::HlvW => data as i32 as u64,
             Op::Lbu => data as u8 as u64,
             Op::Lhu => data as u16 as u64,
             Op::Lwu => data as u32 as u64,
@@ -329,18 +364,17 @@ impl Hart {
             if self.stop.take() {
                 return VcpuExit::StopRequested;
             }
-            if let Some(i) = self.pending_interrupt() {
-                self.take_trap(i, 0, true);
+            if let Some((i, to_s)) = self.pending_interrupt() {
+                self.take_interrupt(i, to_s);
             }
             if left == 0 {
                 return VcpuExit::BudgetExhausted;
             }
             let mut n = left.min(CHUNK);
-            // Stop exactly when the timer deadline is reached.
+            // Stop exactly when the next timer deadline is reached.
             let now = self.mtime();
-            if self.mtimecmp > now && self.csr.mie & (1 << crate::trap::irq::MTI) != 0 {
-                let until = (self.mtimecmp - now).saturating_mul(INSNS_PER_TICK)
-                    - self.vclock % INSNS_PER_TICK;
+            if let Some(t) = self.timer_deadline().filter(|&t| t > now) {
+                let until = (t - now).saturating_mul(INSNS_PER_TICK) - self.vclock % INSNS_PER_TICK;
                 n = n.min(until.max(1));
             }
             let (done, exit) = self.run_chunk::<TRACE>(n);
@@ -360,7 +394,7 @@ impl Hart {
             let insn = match self.fetch() {
                 Ok(insn) => insn,
                 Err(e) => {
-                    self.take_trap(e.cause, e.tval, false);
+                    self.take_exception(e);
                     continue;
                 }
             };
@@ -379,7 +413,7 @@ impl Hart {
             }
             match self.execute(insn) {
                 Ok(()) => self.retired += 1,
-                Err(Ctl::Exception(e)) => self.take_trap(e.cause, e.tval, false),
+                Err(Ctl::Exception(e)) => self.take_exception(self.with_tinst(e, &insn)),
                 Err(Ctl::Break) => {
                     self.retired += 1;
                     break;
@@ -402,6 +436,45 @@ impl Hart {
             }
         }
         (self.vclock - start, None)
+    }
+
+    /// Fill in the transformed instruction for `mtinst`/`htinst` of a memory-access fault
+    /// (H extension, "Transformed Instruction or Pseudoinstruction"). The operands have not
+    /// changed since the access, so the original address can be recomputed.
+    #[cold]
+    fn with_tinst(&self, mut e: Exception, insn: &Insn) -> Exception {
+        use crate::trap::cause::*;
+        let memory_fault = matches!(
+            e.cause,
+            LOAD_MISALIGNED
+                | LOAD_ACCESS
+                | STORE_MISALIGNED
+                | STORE_ACCESS
+                | LOAD_PAGE_FAULT
+                | STORE_PAGE_FAULT
+                | LOAD_GUEST_PAGE_FAULT
+                | STORE_GUEST_PAGE_FAULT
+        );
+        if memory_fault && e.tinst == 0 {
+            let base = self.x[insn.rs1 as usize & 63];
+            let addr = match insn.op {
+                Op::Lb
+                | Op::Lh
+                | Op::Lw
+                | Op::Ld
+                | Op::Lbu
+                | Op::Lhu
+                | Op::Lwu
+                | Op::Flw
+                | Op::Fld => base.wrapping_add(insn.imm as i64 as u64),
+                Op::Sb | Op::Sh | Op::Sw | Op::Sd | Op::Fsw | Op::Fsd => {
+                    base.wrapping_add(insn.imm as i64 as u64)
+                }
+                _ => base,
+            };
+            e.tinst = crate::hypervisor::tinst::transform(insn, e.tval.wrapping_sub(addr));
+        }
+        e
     }
 
     /// Fetch and decode the instruction at `pc`, through the iTLB and the decode cache.

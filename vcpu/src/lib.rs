@@ -1,7 +1,8 @@
 //! `vcpu`: a software RISC-V hart that behaves like real hardware.
 //!
 //! The hart implements RV64IMAFDC with Zicsr, Zifencei and Zicntr, privilege modes M, S and
-//! U, Sv39/Sv48/Sv57 translation and a zero-entry PMP. Guest RAM is a rust-vmm
+//! U, Sv39/Sv48/Sv57 translation and a zero-entry PMP, plus Smstateen/Ssstateen,
+//! Smcsrind/Sscsrind, Sstc and Smaia/Ssaia (without an IMSIC) at M and S level. Guest RAM is a rust-vmm
 //! [`vm_memory::GuestMemoryMmap`] shared with the VMM.
 //!
 //! The caller drives the hart through a backend-neutral interface modelled on KVM's: it calls
@@ -25,6 +26,7 @@ mod execute;
 mod exit;
 pub mod fpu;
 mod hart;
+pub mod hypervisor;
 mod memory;
 mod mmu;
 pub mod trap;

@@ -9,12 +9,17 @@
 //! - Device (MMIO) accesses must be naturally aligned; misaligned ones raise access faults.
 //!
 //! TLB entries are tagged with the virtual page number and a translation context (effective
-//! privilege, SUM, MXR), so privilege changes need no flush; `satp` writes and SFENCE.VMA
-//! flush everything.
+//! privilege, virtualization mode, SUM and MXR of both levels), so privilege changes need no
+//! flush; `satp`, `vsatp` and `hgatp` writes, SFENCE.VMA and HFENCE flush everything.
+
+use std::sync::atomic::Ordering;
 
 use crate::csr::{MSTATUS_MPP, MSTATUS_MPP_SHIFT, MSTATUS_MPRV, MSTATUS_MXR, MSTATUS_SUM};
 use crate::exit::MmioAccess;
 use crate::hart::{Ctl, Hart, PrivilegeMode};
+use crate::hypervisor::{
+    tinst, HGATP_MODE_SV39X4, HGATP_MODE_SV48X4, HGATP_MODE_SV57X4, HGATP_PPN, MSTATUS_MPV,
+};
 use crate::trap::{cause, Exception};
 
 const TLB_SIZE: usize = 256;
@@ -97,21 +102,21 @@ pub(crate) enum Access {
 }
 
 impl Access {
-    fn page_fault(self, va: u64) -> Exception {
+    pub(crate) fn page_fault(self, va: u64) -> Exception {
         let cause = match self {
             Access::Fetch => cause::INSN_PAGE_FAULT,
             Access::Load => cause::LOAD_PAGE_FAULT,
             Access::Store => cause::STORE_PAGE_FAULT,
         };
-        Exception { cause, tval: va }
+        Exception::new(cause, va)
     }
-    fn access_fault(self, va: u64) -> Exception {
+    pub(crate) fn access_fault(self, va: u64) -> Exception {
         let cause = match self {
             Access::Fetch => cause::INSN_ACCESS,
             Access::Load => cause::LOAD_ACCESS,
             Access::Store => cause::STORE_ACCESS,
         };
-        Exception { cause, tval: va }
+        Exception::new(cause, va)
     }
 }
 
@@ -128,6 +133,113 @@ const PTE_D: u64 = 1 << 7;
 const PTE_HIGH_RESERVED: u64 = 0x3ff << 54;
 const PPN_MASK: u64 = (1 << 44) - 1;
 
+/// Who makes an access: effective privilege and virtualization mode (after MPRV, or as
+/// HLV/HSV define it), and whether it is an HLVX read (execute permission instead of read).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct AccessMode {
+    pub prv: PrivilegeMode,
+    pub virt: bool,
+    pub hlvx: bool,
+}
+
+/// Parameters of one translation stage.
+#[derive(Clone, Copy)]
+struct Stage {
+    /// Address of the root table (physical, or guest physical for the VS-stage).
+    root: u64,
+    levels: u32,
+    /// Extra index bits of the root table: 2 for the G-stage "x4" modes.
+    root_extra_bits: u32,
+    /// Privilege the U bit is checked against (the G-stage always checks as U).
+    prv: PrivilegeMode,
+    sum: bool,
+    mxr: bool,
+    hlvx: bool,
+}
+
+impl Stage {
+    /// The stage selected by a `satp`/`vsatp` value, or `None` for Bare.
+    fn from_atp(atp: u64, prv: PrivilegeMode, sum: bool, mxr: bool, hlvx: bool) -> Option<Stage> {
+        let levels = match atp >> 60 {
+            8 => 3,
+            9 => 4,
+            10 => 5,
+            _ => return None,
+        };
+        Some(Stage {
+            root: (atp & PPN_MASK) << 12,
+            levels,
+            root_extra_bits: 0,
+            prv,
+            sum,
+            mxr,
+            hlvx,
+        })
+    }
+
+    /// A virtual address must be sign-extended from its top translated bit.
+    fn canonical(&self, va: u64) -> bool {
+        let top = (va as i64) >> (12 + 9 * self.levels - 1);
+        top == 0 || top == -1
+    }
+
+    /// Leaf permission check (privileged spec 4.3.2 step 5; HLVX needs X instead of R).
+    fn permits(&self, pte: u64, kind: Access) -> bool {
+        let user_page = pte & PTE_U != 0;
+        let mode_ok = match self.prv {
+            PrivilegeMode::User => user_page,
+            _ => !user_page || (self.sum && kind != Access::Fetch),
+        };
+        mode_ok
+            && match kind {
+                Access::Fetch => pte & PTE_X != 0,
+                Access::Load if self.hlvx => pte & PTE_X != 0,
+                Access::Load => pte & PTE_R != 0 || (self.mxr && pte & PTE_X != 0),
+                Access::Store => pte & PTE_W != 0,
+            }
+    }
+}
+
+/// A failed walk, before it becomes an exception of the original access type.
+#[derive(Clone, Copy, Debug)]
+enum Fault {
+    Page,
+    Access,
+    /// G-stage failure: the guest physical address and the `htinst` value it requires.
+    GuestPage {
+        gpa: u64,
+        tinst: u64,
+    },
+}
+
+impl Fault {
+    fn exception(self, kind: Access, va: u64, virt: bool) -> Exception {
+        let e = match self {
+            Fault::Page => kind.page_fault(va),
+            Fault::Access => kind.access_fault(va),
+            Fault::GuestPage { gpa, tinst } => {
+                let cause = match kind {
+                    Access::Fetch => cause::INSN_GUEST_PAGE_FAULT,
+                    Access::Load => cause::LOAD_GUEST_PAGE_FAULT,
+                    Access::Store => cause::STORE_GUEST_PAGE_FAULT,
+                };
+                Exception {
+                    cause,
+                    tval: va,
+                    tval2: gpa >> 2,
+                    tinst,
+                    gva: true,
+                }
+            }
+        };
+        if virt {
+            e.with_gva()
+        } else {
+            e
+        }
+    }
+}
+
 /// Where a physical address lands.
 pub(crate) enum Phys {
     Ram(u64),
@@ -139,15 +251,16 @@ impl Hart {
     /// Recompute the TLB context after a change of privilege, `mstatus` or `satp`.
     pub(crate) fn update_translation_context(&mut self) {
         let s = self.csr.mstatus;
-        let data_prv = if self.prv == PrivilegeMode::Machine && s & MSTATUS_MPRV != 0 {
-            (s & MSTATUS_MPP) >> MSTATUS_MPP_SHIFT
-        } else {
-            self.prv as u64
-        };
-        let sum = (s & MSTATUS_SUM != 0) as u64;
-        let mxr = (s & MSTATUS_MXR != 0) as u64;
-        self.tlb.fetch_ctx = (self.prv as u64) << 56;
-        self.tlb.data_ctx = (data_prv << 56) | (sum << 58) | (mxr << 59);
+        let vs = self.csr.h.vsstatus;
+        let data = self.data_mode();
+        let bit = |v: bool| v as u64;
+        self.tlb.fetch_ctx = ((self.prv as u64) << 56) | (bit(self.virt) << 60);
+        self.tlb.data_ctx = ((data.prv as u64) << 56)
+            | (bit(s & MSTATUS_SUM != 0) << 58)
+            | (bit(s & MSTATUS_MXR != 0) << 59)
+            | (bit(data.virt) << 60)
+            | (bit(vs & MSTATUS_SUM != 0) << 61)
+            | (bit(vs & MSTATUS_MXR != 0) << 62);
     }
 
     /// Classify `[pa, pa+len)` (within one page).
@@ -161,102 +274,205 @@ impl Hart {
         }
     }
 
-    fn effective_privilege(&self, kind: Access) -> PrivilegeMode {
+    /// The mode explicit loads and stores are made in: MPRV applies the privilege (and, with
+    /// the H extension, the virtualization mode) in `mstatus.MPP`/`MPV` (H: table "Effect
+    /// of MPRV on the translation and protection of explicit memory accesses").
+    pub(crate) fn data_mode(&self) -> AccessMode {
         let s = self.csr.mstatus;
-        if kind != Access::Fetch && self.prv == PrivilegeMode::Machine && s & MSTATUS_MPRV != 0 {
-            PrivilegeMode::from_bits((s & MSTATUS_MPP) >> MSTATUS_MPP_SHIFT)
+        if self.prv == PrivilegeMode::Machine && s & MSTATUS_MPRV != 0 {
+            let prv = PrivilegeMode::from_bits((s & MSTATUS_MPP) >> MSTATUS_MPP_SHIFT);
+            let virt = prv != PrivilegeMode::Machine && s & MSTATUS_MPV != 0;
+            AccessMode {
+                prv,
+                virt,
+                hlvx: false,
+            }
         } else {
-            self.prv
+            AccessMode {
+                prv: self.prv,
+                virt: self.virt,
+                hlvx: false,
+            }
         }
     }
 
-    /// Translate `va` for `kind` (privileged spec 4.3.2 "Virtual Address Translation
-    /// Process"), updating A/D bits. Returns the physical address.
-    pub(crate) fn translate(&mut self, va: u64, kind: Access) -> Result<u64, Exception> {
-        let prv = self.effective_privilege(kind);
-        let satp = self.csr.satp;
-        let levels = match satp >> 60 {
-            8 => 3,
-            9 => 4,
-            10 => 5,
-            _ => 0,
-        };
-        if prv == PrivilegeMode::Machine || levels == 0 {
+    /// The mode instruction fetches are made in.
+    pub(crate) fn fetch_mode(&self) -> AccessMode {
+        AccessMode {
+            prv: self.prv,
+            virt: self.virt,
+            hlvx: false,
+        }
+    }
+
+    /// Translate `va` for `kind` in `mode`, updating A/D bits; returns the physical address.
+    /// With V=1 this is two-stage translation: VS-stage (`vsatp`) to a guest physical
+    /// address, then G-stage (`hgatp`); the VS-level page tables are themselves reached
+    /// through the G-stage (H extension, "Two-Stage Address Translation").
+    pub(crate) fn translate(
+        &mut self,
+        va: u64,
+        kind: Access,
+        mode: AccessMode,
+    ) -> Result<u64, Exception> {
+        if mode.prv == PrivilegeMode::Machine {
             return Ok(va);
         }
-        // The VA must be sign-extended from bit 12 + 9*levels - 1.
-        let va_bits = 12 + 9 * levels;
-        let top = (va as i64) >> (va_bits - 1);
-        if top != 0 && top != -1 {
-            return Err(kind.page_fault(va));
-        }
         let s = self.csr.mstatus;
-        let sum = s & MSTATUS_SUM != 0;
+        if !mode.virt {
+            let Some(stage) = Stage::from_atp(
+                self.csr.satp,
+                mode.prv,
+                s & MSTATUS_SUM != 0,
+                s & MSTATUS_MXR != 0,
+                false,
+            ) else {
+                return Ok(va);
+            };
+            if !stage.canonical(va) {
+                return Err(kind.page_fault(va));
+            }
+            return self
+                .walk(stage, va, kind, false)
+                .map_err(|f| f.exception(kind, va, false));
+        }
+        let vs = self.csr.h.vsstatus;
         let mxr = s & MSTATUS_MXR != 0;
+        let gpa = match Stage::from_atp(
+            self.csr.h.vsatp,
+            mode.prv,
+            vs & MSTATUS_SUM != 0,
+            vs & MSTATUS_MXR != 0 || mxr,
+            mode.hlvx,
+        ) {
+            None => va,
+            Some(stage) => {
+                if !stage.canonical(va) {
+                    return Err(kind.page_fault(va).with_gva());
+                }
+                self.walk(stage, va, kind, true)
+                    .map_err(|f| f.exception(kind, va, true))?
+            }
+        };
+        self.g_stage(gpa, kind, None, mode.hlvx)
+            .map_err(|f| f.exception(kind, va, true))
+    }
+
+    /// G-stage translation of `gpa` (H extension, "Guest Physical Address Translation").
+    /// `implicit` is `Some(write)` for the accesses VS-stage translation makes to its page
+    /// tables: they are checked as implicit loads/stores and report pseudoinstructions.
+    fn g_stage(
+        &mut self,
+        gpa: u64,
+        kind: Access,
+        implicit: Option<bool>,
+        hlvx: bool,
+    ) -> Result<u64, Fault> {
+        let hgatp = self.csr.h.hgatp;
+        let (levels, width) = match hgatp >> 60 {
+            HGATP_MODE_SV39X4 => (3, 41),
+            HGATP_MODE_SV48X4 => (4, 50),
+            HGATP_MODE_SV57X4 => (5, 59),
+            _ => return Ok(gpa),
+        };
+        let tinst = match implicit {
+            Some(false) => tinst::PSEUDO_VS_READ,
+            Some(true) => tinst::PSEUDO_VS_WRITE,
+            None => 0,
+        };
+        let guest_page = Fault::GuestPage { gpa, tinst };
+        if gpa >> width != 0 {
+            return Err(guest_page);
+        }
+        // All G-stage accesses are user-level; implicit ones are plain loads or stores.
+        let (perm, mxr) = match implicit {
+            Some(write) => (if write { Access::Store } else { Access::Load }, false),
+            None => (kind, self.csr.mstatus & MSTATUS_MXR != 0),
+        };
+        let stage = Stage {
+            root: (hgatp & HGATP_PPN) << 12,
+            levels,
+            root_extra_bits: 2,
+            prv: PrivilegeMode::User,
+            sum: false,
+            mxr,
+            hlvx: hlvx && implicit.is_none(),
+        };
+        self.walk(stage, gpa, perm, false).map_err(|f| match f {
+            Fault::Page => guest_page,
+            other => other,
+        })
+    }
+
+    /// One page-table walk (privileged spec 4.3.2). `vs_stage` means the table addresses are
+    /// guest physical and go through the G-stage first.
+    fn walk(
+        &mut self,
+        stage: Stage,
+        addr: u64,
+        kind: Access,
+        vs_stage: bool,
+    ) -> Result<u64, Fault> {
         'walk: loop {
-            let mut a = (satp & PPN_MASK) << 12;
-            let mut level = levels - 1;
+            let mut a = stage.root;
+            let mut level = stage.levels - 1;
             loop {
-                let vpn = (va >> (12 + 9 * level)) & 0x1ff;
-                let pte_addr = a + vpn * 8;
-                let Some(pte_off) = self.ram.offset(pte_addr, 8) else {
-                    return Err(kind.access_fault(va));
+                let bits = 9 + if level == stage.levels - 1 {
+                    stage.root_extra_bits
+                } else {
+                    0
+                };
+                let vpn = (addr >> (12 + 9 * level)) & ((1 << bits) - 1);
+                let pte_gpa = a + vpn * 8;
+                let pte_pa = if vs_stage {
+                    self.g_stage(pte_gpa, kind, Some(false), false)?
+                } else {
+                    pte_gpa
+                };
+                let Some(pte_off) = self.ram.offset(pte_pa, 8) else {
+                    return Err(Fault::Access);
                 };
                 let pte = self.ram.load(pte_off, 8);
                 if pte & PTE_V == 0
                     || (pte & PTE_R == 0 && pte & PTE_W != 0)
                     || pte & PTE_HIGH_RESERVED != 0
                 {
-                    return Err(kind.page_fault(va));
+                    return Err(Fault::Page);
                 }
                 let ppn = (pte >> 10) & PPN_MASK;
                 if pte & (PTE_R | PTE_X) == 0 {
                     // Pointer to the next level.
                     if level == 0 {
-                        return Err(kind.page_fault(va));
+                        return Err(Fault::Page);
                     }
                     level -= 1;
                     a = ppn << 12;
                     continue;
                 }
-                // Leaf: permission checks.
-                let user_page = pte & PTE_U != 0;
-                let allowed = match prv {
-                    PrivilegeMode::User => user_page,
-                    _ => !user_page || (sum && kind != Access::Fetch),
-                } && match kind {
-                    Access::Fetch => pte & PTE_X != 0,
-                    Access::Load => pte & PTE_R != 0 || (mxr && pte & PTE_X != 0),
-                    Access::Store => pte & PTE_W != 0,
-                };
-                if !allowed {
-                    return Err(kind.page_fault(va));
+                if !stage.permits(pte, kind) {
+                    return Err(Fault::Page);
                 }
                 // Superpages must be aligned.
                 if level > 0 && ppn & ((1 << (9 * level)) - 1) != 0 {
-                    return Err(kind.page_fault(va));
+                    return Err(Fault::Page);
                 }
-                // Hardware A/D update, atomically with respect to other harts.
+                // Hardware A/D update, atomically with respect to other harts. For the VS
+                // stage the update is an implicit store, checked by the G-stage as such.
                 let want = PTE_A | if kind == Access::Store { PTE_D } else { 0 };
                 if pte & want != want {
-                    if pte_off & 7 != 0 {
-                        return Err(kind.access_fault(va));
+                    if vs_stage {
+                        self.g_stage(pte_gpa, kind, Some(true), false)?;
                     }
                     let cell = self.ram.atomic64(pte_off);
                     if cell
-                        .compare_exchange(
-                            pte,
-                            pte | want,
-                            std::sync::atomic::Ordering::AcqRel,
-                            std::sync::atomic::Ordering::Relaxed,
-                        )
+                        .compare_exchange(pte, pte | want, Ordering::AcqRel, Ordering::Relaxed)
                         .is_err()
                     {
                         continue 'walk; // the PTE changed under us: walk again
                     }
                 }
                 let page_mask = (1u64 << (12 + 9 * level)) - 1;
-                let pa = ((ppn << 12) & !page_mask) | (va & page_mask);
+                let pa = ((ppn << 12) & !page_mask) | (addr & page_mask);
                 return Ok(pa & ((1 << 56) - 1));
             }
         }
@@ -265,7 +481,12 @@ impl Hart {
     /// Translate one page worth of access and fill the TLB when the page is plain RAM.
     /// `len` bytes starting at `va` must lie within one page.
     fn access_page(&mut self, va: u64, len: u64, kind: Access) -> Result<(u64, Phys), Exception> {
-        let pa = self.translate(va, kind)?;
+        let mode = if kind == Access::Fetch {
+            self.fetch_mode()
+        } else {
+            self.data_mode()
+        };
+        let pa = self.translate(va, kind, mode)?;
         let page = pa & !0xfff;
         if let Phys::Ram(page_off) = self.classify(page, 0x1000) {
             self.tlb.fill(kind, va, page_off);
@@ -390,20 +611,21 @@ impl Hart {
             } else {
                 cause::LOAD_MISALIGNED
             };
-            return Err(Exception { cause, tval: va }.into());
+            return Err(Exception::new(cause, va).into());
         }
-        // AMOs need both read and write permission; the store check implies the walk's D update.
+        // AMOs need both read and write permission; faults are reported as store/AMO faults.
+        let mode = self.data_mode();
         if store {
-            self.translate(va, Access::Load).map_err(|e| {
-                let cause = if e.cause == cause::LOAD_ACCESS {
-                    cause::STORE_ACCESS
-                } else {
-                    cause::STORE_PAGE_FAULT
+            self.translate(va, Access::Load, mode).map_err(|e| {
+                let cause = match e.cause {
+                    cause::LOAD_ACCESS => cause::STORE_ACCESS,
+                    cause::LOAD_GUEST_PAGE_FAULT => cause::STORE_GUEST_PAGE_FAULT,
+                    _ => cause::STORE_PAGE_FAULT,
                 };
                 Exception { cause, ..e }
             })?;
         }
-        let pa = self.translate(va, kind)?;
+        let pa = self.translate(va, kind, mode)?;
         match self.classify(pa, size as u64) {
             Phys::Ram(off) => Ok(off),
             _ => Err(kind.access_fault(va).into()),

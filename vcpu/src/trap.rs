@@ -21,118 +21,236 @@ pub mod cause {
     pub const INSN_PAGE_FAULT: u64 = 12;
     pub const LOAD_PAGE_FAULT: u64 = 13;
     pub const STORE_PAGE_FAULT: u64 = 15;
+    // H extension.
+    pub const ECALL_VS: u64 = 10;
+    pub const INSN_GUEST_PAGE_FAULT: u64 = 20;
+    pub const LOAD_GUEST_PAGE_FAULT: u64 = 21;
+    pub const VIRTUAL_INSN: u64 = 22;
+    pub const STORE_GUEST_PAGE_FAULT: u64 = 23;
 }
 
 /// Interrupt numbers (bit positions in `mip`/`mie`).
 pub mod irq {
     #![allow(missing_docs)]
     pub const SSI: u64 = 1;
+    pub const VSSI: u64 = 2;
     pub const MSI: u64 = 3;
     pub const STI: u64 = 5;
+    pub const VSTI: u64 = 6;
     pub const MTI: u64 = 7;
     pub const SEI: u64 = 9;
+    pub const VSEI: u64 = 10;
     pub const MEI: u64 = 11;
+    pub const SGEI: u64 = 12;
 }
 
 /// The interrupt bit of `xcause`.
 pub const INTERRUPT_BIT: u64 = 1 << 63;
 
-/// A synchronous exception: cause code and the value for `xtval`.
+/// A synchronous exception: cause code and the values the trap writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Exception {
     /// Exception code (see [`cause`]).
     pub cause: u64,
     /// Trap value written to `xtval`.
     pub tval: u64,
+    /// Second trap value for `mtval2`/`htval`: the guest physical address of a guest-page
+    /// fault, shifted right by 2 (H extension); 0 otherwise.
+    pub tval2: u64,
+    /// Value for `mtinst`/`htinst`: a transformed instruction or pseudoinstruction, or 0.
+    pub tinst: u64,
+    /// Whether `tval` is a guest virtual address (`mstatus.GVA`/`hstatus.GVA`).
+    pub gva: bool,
 }
 
 impl Exception {
+    /// An exception with `xtval` = `tval` and nothing else.
+    pub fn new(cause: u64, tval: u64) -> Exception {
+        Exception {
+            cause,
+            tval,
+            tval2: 0,
+            tinst: 0,
+            gva: false,
+        }
+    }
+
     /// Illegal instruction with the instruction bits as `xtval`.
     pub fn illegal(raw: u32) -> Exception {
-        Exception {
-            cause: cause::ILLEGAL_INSN,
-            tval: raw as u64,
-        }
+        Exception::new(cause::ILLEGAL_INSN, raw as u64)
+    }
+
+    /// Virtual instruction (H extension): `xtval` as for illegal instruction.
+    pub fn virtual_insn(raw: u32) -> Exception {
+        Exception::new(cause::VIRTUAL_INSN, raw as u64)
+    }
+
+    /// Mark `tval` as a guest virtual address.
+    pub fn with_gva(self) -> Exception {
+        Exception { gva: true, ..self }
     }
 }
 
-/// Interrupt priority order (privileged spec 3.1.9: MEI, MSI, MTI, SEI, SSI, STI).
-const PRIORITY: [u64; 6] = [irq::MEI, irq::MSI, irq::MTI, irq::SEI, irq::SSI, irq::STI];
+/// Default interrupt priority order, highest first (privileged spec 3.1.9, the H extension's
+/// "Hypervisor Interrupt Registers" and the AIA's "Defined major interrupts and default
+/// priorities": MEI, MSI, MTI, SEI, SSI, STI, SGEI, VSEI, VSSI, VSTI; LCOFI (13) would follow
+/// once Sscofpmf is implemented).
+const PRIORITY: [u64; 10] = [
+    irq::MEI,
+    irq::MSI,
+    irq::MTI,
+    irq::SEI,
+    irq::SSI,
+    irq::STI,
+    irq::SGEI,
+    irq::VSEI,
+    irq::VSSI,
+    irq::VSTI,
+];
+
+/// The highest-priority interrupt in `set` (all `iprio` numbers are zero, so the default
+/// order decides).
+#[inline]
+pub(crate) fn highest_priority(set: u64) -> Option<u64> {
+    if set == 0 {
+        return None;
+    }
+    PRIORITY.into_iter().find(|&i| set & (1 << i) != 0)
+}
 
 impl Hart {
-    /// The interrupt the hart must take now, if any (privileged spec 3.1.9).
-    pub(crate) fn pending_interrupt(&self) -> Option<u64> {
-        let pending = self.mip() & self.csr.mie;
-        if pending == 0 {
-            return None;
-        }
+    /// The interrupt the hart must take now, if any, and whether it goes to S-mode
+    /// (privileged spec 3.1.9; AIA "Interrupts at machine level" and "at supervisor level":
+    /// an S-level interrupt is pending in `sip` and enabled in `sie`, which includes the
+    /// virtual interrupts enabled by `mvien`).
+    pub(crate) fn pending_interrupt(&self) -> Option<(u64, TrapTarget)> {
+        use crate::hypervisor::VS_INTERRUPTS;
+        let mip = self.mip();
         let m_enabled =
             self.prv < PrivilegeMode::Machine || self.csr.mstatus & crate::csr::MSTATUS_MIE != 0;
-        let s_enabled = self.prv < PrivilegeMode::Supervisor
+        if m_enabled {
+            if let Some(i) = highest_priority(self.m_pending_from(mip)) {
+                return Some((i, TrapTarget::M));
+            }
+        }
+        // M-level interrupts outrank HS-level ones, which outrank VS-level ones. HS-level
+        // interrupts are always enabled while V=1; VS-level interrupts that hideleg does not
+        // delegate are HS-level (H extension, "Hypervisor Interrupt Registers").
+        let vs_pending = mip & self.csr.mie & VS_INTERRUPTS;
+        let hideleg = self.csr.h.hideleg;
+        let hs_enabled = self.virt
+            || self.prv == PrivilegeMode::User
             || (self.prv == PrivilegeMode::Supervisor
                 && self.csr.mstatus & crate::csr::MSTATUS_SIE != 0);
-        let m_pending = if m_enabled {
-            pending & !self.csr.mideleg
-        } else {
-            0
-        };
-        let s_pending = if s_enabled {
-            pending & self.csr.mideleg
-        } else {
-            0
-        };
-        // M-level interrupts outrank S-level ones; within a level use the fixed order.
-        for set in [m_pending, s_pending] {
-            if set != 0 {
-                for i in PRIORITY {
-                    if set & (1 << i) != 0 {
-                        return Some(i);
-                    }
-                }
+        if hs_enabled {
+            if let Some(i) = highest_priority(self.s_pending_from(mip) | (vs_pending & !hideleg)) {
+                return Some((i, TrapTarget::Hs));
+            }
+        }
+        let vs_enabled = self.virt
+            && (self.prv == PrivilegeMode::User
+                || self.csr.h.vsstatus & crate::csr::MSTATUS_SIE != 0);
+        if vs_enabled {
+            if let Some(i) = highest_priority(vs_pending & hideleg) {
+                return Some((i, TrapTarget::Vs));
             }
         }
         None
     }
 
-    /// Enter a trap: exception (`interrupt == false`) or interrupt `code`.
-    pub(crate) fn take_trap(&mut self, code: u64, tval: u64, interrupt: bool) {
-        use crate::csr::*;
-        self.reservation = None;
-        let deleg = if interrupt {
-            self.csr.mideleg
+    /// Take interrupt `code` into `target`. VS-level interrupts (2, 6, 10) taken into VS-mode
+    /// arrive as the S-level codes 1, 5, 9 (H extension, "Hypervisor Trap Delegation").
+    pub(crate) fn take_interrupt(&mut self, code: u64, target: TrapTarget) {
+        let code = if target == TrapTarget::Vs {
+            code - 1
         } else {
-            self.csr.medeleg
+            code
         };
-        let to_s = self.prv <= PrivilegeMode::Supervisor && (deleg >> code) & 1 != 0;
-        let xcause = code | if interrupt { INTERRUPT_BIT } else { 0 };
-        let s = &mut self.csr.mstatus;
-        if to_s {
-            self.csr.sepc = self.pc;
-            self.csr.scause = xcause;
-            self.csr.stval = tval;
-            let sie = (*s & MSTATUS_SIE) != 0;
-            *s = set_bit(*s, MSTATUS_SPIE, sie);
-            *s &= !MSTATUS_SIE;
-            *s = set_bit(*s, MSTATUS_SPP, self.prv == PrivilegeMode::Supervisor);
-            self.pc = tvec_target(self.csr.stvec, code, interrupt);
-            self.prv = PrivilegeMode::Supervisor;
+        self.enter_trap(code, Exception::new(code, 0), true, target);
+    }
+
+    /// Take a synchronous exception where delegation sends it (H extension, "Trap Entry").
+    pub(crate) fn take_exception(&mut self, e: Exception) {
+        let code = e.cause;
+        let target = if self.prv == PrivilegeMode::Machine || (self.csr.medeleg >> code) & 1 == 0 {
+            TrapTarget::M
+        } else if self.virt && (self.csr.h.hedeleg >> code) & 1 != 0 {
+            TrapTarget::Vs
         } else {
-            self.csr.mepc = self.pc;
-            self.csr.mcause = xcause;
-            self.csr.mtval = tval;
-            let mie = (*s & MSTATUS_MIE) != 0;
-            *s = set_bit(*s, MSTATUS_MPIE, mie);
-            *s &= !MSTATUS_MIE;
-            *s = (*s & !MSTATUS_MPP) | ((self.prv as u64) << MSTATUS_MPP_SHIFT);
-            self.pc = tvec_target(self.csr.mtvec, code, interrupt);
-            self.prv = PrivilegeMode::Machine;
+            TrapTarget::Hs
+        };
+        // GVA: the trap writes a guest virtual address (faults of accesses made with V=1,
+        // and breakpoints in VS/VU).
+        let gva = e.gva || (self.virt && writes_address(code) && e.tval != 0);
+        self.enter_trap(code, Exception { gva, ..e }, false, target);
+    }
+
+    fn enter_trap(&mut self, code: u64, e: Exception, interrupt: bool, target: TrapTarget) {
+        use crate::csr::*;
+        use crate::hypervisor::*;
+        self.reservation = None;
+        let xcause = code | if interrupt { INTERRUPT_BIT } else { 0 };
+        let from_s = self.prv == PrivilegeMode::Supervisor;
+        match target {
+            TrapTarget::Vs => {
+                let h = &mut self.csr.h;
+                h.vsepc = self.pc;
+                h.vscause = xcause;
+                h.vstval = e.tval;
+                let vs = h.vsstatus;
+                let mut n = set_bit(vs, MSTATUS_SPIE, vs & MSTATUS_SIE != 0);
+                n &= !MSTATUS_SIE;
+                n = set_bit(n, MSTATUS_SPP, from_s);
+                h.vsstatus = n;
+                self.pc = tvec_target(h.vstvec, code, interrupt);
+                self.prv = PrivilegeMode::Supervisor;
+            }
+            TrapTarget::Hs => {
+                self.csr.sepc = self.pc;
+                self.csr.scause = xcause;
+                self.csr.stval = e.tval;
+                let h = &mut self.csr.h;
+                h.htval = e.tval2;
+                h.htinst = e.tinst;
+                let mut hs = set_bit(h.hstatus, HSTATUS_SPV, self.virt);
+                if self.virt {
+                    hs = set_bit(hs, HSTATUS_SPVP, from_s);
+                }
+                h.hstatus = set_bit(hs, HSTATUS_GVA, e.gva);
+                let s = self.csr.mstatus;
+                let mut n = set_bit(s, MSTATUS_SPIE, s & MSTATUS_SIE != 0);
+                n &= !MSTATUS_SIE;
+                n = set_bit(n, MSTATUS_SPP, from_s);
+                self.csr.mstatus = n;
+                self.pc = tvec_target(self.csr.stvec, code, interrupt);
+                self.prv = PrivilegeMode::Supervisor;
+                self.virt = false;
+            }
+            TrapTarget::M => {
+                self.csr.mepc = self.pc;
+                self.csr.mcause = xcause;
+                self.csr.mtval = e.tval;
+                self.csr.h.mtval2 = e.tval2;
+                self.csr.h.mtinst = e.tinst;
+                let s = self.csr.mstatus;
+                let mut n = set_bit(s, MSTATUS_MPIE, s & MSTATUS_MIE != 0);
+                n &= !MSTATUS_MIE;
+                n = (n & !MSTATUS_MPP) | ((self.prv as u64) << MSTATUS_MPP_SHIFT);
+                n = set_bit(n, MSTATUS_MPV, self.virt);
+                n = set_bit(n, MSTATUS_GVA, e.gva);
+                self.csr.mstatus = n;
+                self.pc = tvec_target(self.csr.mtvec, code, interrupt);
+                self.prv = PrivilegeMode::Machine;
+                self.virt = false;
+            }
         }
         self.update_translation_context();
     }
 
-    /// MRET (privileged spec 3.3.2).
+    /// MRET (privileged spec 3.3.2; H extension "Trap Return": V = MPV unless MPP = M).
     pub(crate) fn do_mret(&mut self) {
         use crate::csr::*;
+        use crate::hypervisor::MSTATUS_MPV;
         let s = self.csr.mstatus;
         let mpp = PrivilegeMode::from_bits((s & MSTATUS_MPP) >> MSTATUS_MPP_SHIFT);
         let mut n = set_bit(s, MSTATUS_MIE, s & MSTATUS_MPIE != 0);
@@ -141,30 +259,60 @@ impl Hart {
         if mpp != PrivilegeMode::Machine {
             n &= !MSTATUS_MPRV;
         }
+        n &= !MSTATUS_MPV;
         self.csr.mstatus = n;
+        self.virt = mpp != PrivilegeMode::Machine && s & MSTATUS_MPV != 0;
         self.prv = mpp;
         self.pc = self.csr.mepc;
         self.update_translation_context();
     }
 
-    /// SRET (privileged spec 3.3.2 and 4.1.1).
+    /// SRET (privileged spec 3.3.2 and 4.1.1; H extension "Trap Return"): with V=0 it
+    /// returns to the mode in `sstatus.SPP` and `hstatus.SPV`; with V=1 it returns within
+    /// the guest, through `vsstatus` and `vsepc`.
     pub(crate) fn do_sret(&mut self) {
         use crate::csr::*;
-        let s = self.csr.mstatus;
-        let spp = if s & MSTATUS_SPP != 0 {
-            PrivilegeMode::Supervisor
-        } else {
-            PrivilegeMode::User
+        use crate::hypervisor::HSTATUS_SPV;
+        let spp_of = |s: u64| {
+            if s & MSTATUS_SPP != 0 {
+                PrivilegeMode::Supervisor
+            } else {
+                PrivilegeMode::User
+            }
         };
-        let mut n = set_bit(s, MSTATUS_SIE, s & MSTATUS_SPIE != 0);
-        n |= MSTATUS_SPIE;
-        n &= !MSTATUS_SPP;
-        n &= !MSTATUS_MPRV; // the new mode is never M
-        self.csr.mstatus = n;
-        self.prv = spp;
-        self.pc = self.csr.sepc;
+        let pop =
+            |s: u64| (set_bit(s, MSTATUS_SIE, s & MSTATUS_SPIE != 0) | MSTATUS_SPIE) & !MSTATUS_SPP;
+        if self.virt {
+            let vs = self.csr.h.vsstatus;
+            self.csr.h.vsstatus = pop(vs);
+            self.prv = spp_of(vs);
+            self.pc = self.csr.h.vsepc;
+        } else {
+            let s = self.csr.mstatus;
+            self.csr.mstatus = pop(s) & !MSTATUS_MPRV; // the new mode is never M
+            self.virt = self.csr.h.hstatus & HSTATUS_SPV != 0;
+            self.csr.h.hstatus &= !HSTATUS_SPV;
+            self.prv = spp_of(s);
+            self.pc = self.csr.sepc;
+        }
         self.update_translation_context();
     }
+}
+
+/// Where a trap is taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TrapTarget {
+    M,
+    Hs,
+    Vs,
+}
+
+/// Exceptions whose `xtval` is a (possibly guest) virtual address.
+fn writes_address(code: u64) -> bool {
+    matches!(
+        code,
+        0 | 1 | 3 | 4 | 5 | 6 | 7 | 12 | 13 | 15 | 20 | 21 | 23
+    )
 }
 
 fn set_bit(v: u64, mask: u64, on: bool) -> u64 {

@@ -972,17 +972,18 @@ fn fp_state_off_makes_fp_illegal() {
 
 #[test]
 fn misa_value() {
-    // RV64 (MXL = 2) with A, C, D, F, I, M, S, U.
+    // RV64 (MXL = 2) with A, C, D, F, H, I, M, S, U.
     let want = (2u64 << 62)
         | (1 << 0)
         | (1 << 2)
         | (1 << 3)
         | (1 << 5)
+        | (1 << 7)
         | (1 << 8)
         | (1 << 12)
         | (1 << 18)
         | (1 << 20);
-    assert_eq!(want, 0x8000_0000_0014_112d);
+    assert_eq!(want, 0x8000_0000_0014_11ad);
     let vm = run(&[], &[csrr(5, MISA)]);
     assert_eq!(vm.x(5), want);
     assert_eq!(vm.csr(MISA), want);

@@ -44,6 +44,9 @@ ops! {
     FenceI,
     // Privileged
     Mret, Sret, Wfi, SfenceVma,
+    // H: virtual-machine loads and stores, hypervisor fences
+    HlvB, HlvBu, HlvH, HlvHu, HlvxHu, HlvW, HlvWu, HlvxWu, HlvD, HsvB, HsvH, HsvW, HsvD,
+    HfenceVvma, HfenceGvma,
     // Zicsr
     Csrrw, Csrrs, Csrrc, Csrrwi, Csrrsi, Csrrci,
     // M
@@ -159,6 +162,12 @@ pub(crate) fn writes_xrd(op: Op) -> bool {
             | Sret
             | Wfi
             | SfenceVma
+            | HsvB
+            | HsvH
+            | HsvW
+            | HsvD
+            | HfenceVvma
+            | HfenceGvma
             | Flw
             | Fld
             | Fsw

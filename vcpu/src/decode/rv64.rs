@@ -292,9 +292,14 @@ fn decode_system(b: u32) -> Insn {
             0x3020_0073 => Op::Mret,
             0x1020_0073 => Op::Sret,
             0x1050_0073 => Op::Wfi,
-            _ if f3 == 0 && f7_of(b) == 0x09 && rd(b) == 0 => {
+            _ if f3 == 0 && rd(b) == 0 && matches!(f7_of(b), 0x09 | 0x11 | 0x31) => {
+                let op = match f7_of(b) {
+                    0x09 => Op::SfenceVma,
+                    0x11 => Op::HfenceVvma,
+                    _ => Op::HfenceGvma,
+                };
                 return Insn {
-                    op: Op::SfenceVma,
+                    op,
                     rs1: rs1(b),
                     rs2: rs2(b),
                     len: 4,
@@ -302,6 +307,7 @@ fn decode_system(b: u32) -> Insn {
                     ..Insn::default()
                 };
             }
+            _ if f3 == 4 => return decode_hlv_hsv(b),
             _ => return ill,
         };
         return Insn {
@@ -328,6 +334,46 @@ fn decode_system(b: u32) -> Insn {
         raw: b,
         ..Insn::default()
     })
+}
+
+/// HLV, HLVX and HSV (H extension, "Hypervisor Virtual-Machine Load and Store
+/// Instructions"): SYSTEM, funct3 = 4, funct7 selects the width, rs2 (loads) the variant.
+fn decode_hlv_hsv(b: u32) -> Insn {
+    let ill = Insn::illegal(b, 4);
+    let store = |op| Insn {
+        op,
+        rs1: rs1(b),
+        rs2: rs2(b),
+        len: 4,
+        raw: b,
+        ..Insn::default()
+    };
+    let load = |op| {
+        finish(Insn {
+            op,
+            rd: rd(b),
+            rs1: rs1(b),
+            len: 4,
+            raw: b,
+            ..Insn::default()
+        })
+    };
+    match (f7_of(b), rs2(b)) {
+        (0x30, 0) => load(Op::HlvB),
+        (0x30, 1) => load(Op::HlvBu),
+        (0x32, 0) => load(Op::HlvH),
+        (0x32, 1) => load(Op::HlvHu),
+        (0x32, 3) => load(Op::HlvxHu),
+        (0x34, 0) => load(Op::HlvW),
+        (0x34, 1) => load(Op::HlvWu),
+        (0x34, 3) => load(Op::HlvxWu),
+        (0x36, 0) => load(Op::HlvD),
+        (0x31, _) if rd(b) == 0 => store(Op::HsvB),
+        (0x33, _) if rd(b) == 0 => store(Op::HsvH),
+        (0x35, _) if rd(b) == 0 => store(Op::HsvW),
+        (0x37, _) if rd(b) == 0 => store(Op::HsvD),
+        _ => ill,
+    }
 }
 
 fn f7_of(b: u32) -> u32 {

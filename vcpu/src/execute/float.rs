@@ -41,7 +41,9 @@ impl Hart {
     }
 
     pub(super) fn exec_float(&mut self, i: &Insn) -> Result<(), Ctl> {
-        if self.csr.mstatus & crate::csr::MSTATUS_FS == 0 {
+        // With V=1, vsstatus.FS = Off also makes FP instructions illegal.
+        let fs = crate::csr::MSTATUS_FS;
+        if self.csr.mstatus & fs == 0 || (self.virt && self.csr.h.vsstatus & fs == 0) {
             return Err(Exception::illegal(i.bits()).into());
         }
         let fmt = if i.fmt == FMT_S { Fmt::S } else { Fmt::D };

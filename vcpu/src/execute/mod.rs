@@ -1,10 +1,12 @@
 //! Instruction semantics. `execute` is the single dispatch point of the interpreter loop;
 //! the bodies live in one file per extension: [`base`] (RV64I + M), [`atomic`] (A),
-//! [`float`] (F and D), [`system`] (Zicsr, Zifencei and the privileged instructions).
+//! [`float`] (F and D), [`system`] (Zicsr, Zifencei and the privileged instructions),
+//! [`hypervisor`] (the memory accesses of HLV, HLVX and HSV).
 
 mod atomic;
 mod base;
 mod float;
+mod hypervisor;
 mod system;
 
 use crate::decode::{Insn, Op};
@@ -189,7 +191,10 @@ impl Hart {
                 self.exec_float(&i)?;
             }
             FenceI | Ecall | Ebreak | Mret | Sret | Wfi | SfenceVma | Csrrw | Csrrs | Csrrc
-            | Csrrwi | Csrrsi | Csrrci => return self.exec_system(&i),
+            | Csrrwi | Csrrsi | Csrrci | HlvB | HlvBu | HlvH | HlvHu | HlvxHu | HlvW | HlvWu
+            | HlvxWu | HlvD | HsvB | HsvH | HsvW | HsvD | HfenceVvma | HfenceGvma => {
+                return self.exec_system(&i)
+            }
         }
         self.next(&i);
         Ok(())

@@ -1,9 +1,12 @@
 //! SYSTEM instructions: Zicsr, Zifencei, ECALL/EBREAK, MRET/SRET, WFI and SFENCE.VMA
-//! (unprivileged "Zicsr" and "Zifencei" chapters; privileged spec 3.3).
+//! (unprivileged "Zicsr" and "Zifencei" chapters; privileged spec 3.3), and the H extension's
+//! HFENCE, HLV/HLVX/HSV (whose memory accesses are in `hypervisor.rs`) with the
+//! virtual-instruction rules of the H extension's "Trap Cause Codes" section.
 
 use crate::csr::{MSTATUS_TSR, MSTATUS_TVM, MSTATUS_TW};
 use crate::decode::{Insn, Op, X0_SINK};
 use crate::hart::{Ctl, Hart, PrivilegeMode};
+use crate::hypervisor::{HSTATUS_HU, HSTATUS_VTSR, HSTATUS_VTVM, HSTATUS_VTW};
 use crate::trap::{cause, Exception};
 
 const MIP: u16 = 0x344;
@@ -12,27 +15,24 @@ const SEIP: u64 = 1 << crate::trap::irq::SEI;
 impl Hart {
     pub(super) fn exec_system(&mut self, i: &Insn) -> Result<(), Ctl> {
         let illegal = || Ctl::Exception(Exception::illegal(i.bits()));
+        let virtual_insn = || Ctl::Exception(Exception::virtual_insn(i.bits()));
         match i.op {
             Op::Csrrw | Op::Csrrs | Op::Csrrc | Op::Csrrwi | Op::Csrrsi | Op::Csrrci => {
                 return self.exec_csr(i)
             }
             Op::FenceI => self.flush_decode_cache(),
             Op::Ecall => {
-                let cause = match self.prv {
-                    PrivilegeMode::User => cause::ECALL_U,
-                    PrivilegeMode::Supervisor => cause::ECALL_S,
-                    PrivilegeMode::Machine => cause::ECALL_M,
+                let cause = match (self.prv, self.virt) {
+                    (PrivilegeMode::User, _) => cause::ECALL_U,
+                    (PrivilegeMode::Supervisor, true) => cause::ECALL_VS,
+                    (PrivilegeMode::Supervisor, false) => cause::ECALL_S,
+                    (PrivilegeMode::Machine, _) => cause::ECALL_M,
                 };
-                return Err(Exception { cause, tval: 0 }.into());
+                return Err(Exception::new(cause, 0).into());
             }
-            Op::Ebreak => {
-                return Err(Exception {
-                    cause: cause::BREAKPOINT,
-                    tval: self.pc,
-                }
-                .into())
-            }
+            Op::Ebreak => return Err(Exception::new(cause::BREAKPOINT, self.pc).into()),
             Op::Mret => {
+                // MRET is not HS-qualified, so it is illegal (not virtual) with V=1 too.
                 if self.prv != PrivilegeMode::Machine {
                     return Err(illegal());
                 }
@@ -40,28 +40,37 @@ impl Hart {
                 return Err(Ctl::Break);
             }
             Op::Sret => {
+                // HS: TSR traps (illegal); VS: VTSR traps (virtual); VU: always virtual.
                 let tsr = self.csr.mstatus & MSTATUS_TSR != 0;
-                match self.prv {
-                    PrivilegeMode::User => return Err(illegal()),
-                    PrivilegeMode::Supervisor if tsr => return Err(illegal()),
+                let vtsr = self.csr.h.hstatus & HSTATUS_VTSR != 0;
+                match (self.prv, self.virt) {
+                    (PrivilegeMode::User, false) => return Err(illegal()),
+                    (PrivilegeMode::User, true) => return Err(virtual_insn()),
+                    (PrivilegeMode::Supervisor, false) if tsr => return Err(illegal()),
+                    (PrivilegeMode::Supervisor, true) if vtsr => return Err(virtual_insn()),
                     _ => {}
                 }
                 self.do_sret();
                 return Err(Ctl::Break);
             }
             Op::Wfi => {
-                // WFI in U-mode, or in S-mode with TW=1, raises illegal-instruction at once
-                // (the "implementation-specific bounded time" of privileged spec 3.1.6.5 is 0).
+                // The "implementation-specific bounded time" of privileged spec 3.1.6.5 (and
+                // of hstatus.VTW) is 0: a trapping WFI traps at once. mstatus.TW outranks VTW.
                 let tw = self.csr.mstatus & MSTATUS_TW != 0;
-                match self.prv {
-                    PrivilegeMode::User => return Err(illegal()),
-                    PrivilegeMode::Supervisor if tw => return Err(illegal()),
+                let vtw = self.csr.h.hstatus & HSTATUS_VTW != 0;
+                match (self.prv, self.virt) {
+                    (PrivilegeMode::Machine, _) => {}
+                    (_, _) if tw => return Err(illegal()),
+                    (PrivilegeMode::User, false) => return Err(illegal()),
+                    (PrivilegeMode::User, true) => return Err(virtual_insn()),
+                    (PrivilegeMode::Supervisor, true) if vtw => return Err(virtual_insn()),
                     _ => {}
                 }
                 self.next(i);
-                // Resume at once when an interrupt is pending and enabled in mie, whatever
-                // the global enables (privileged spec 3.3.3).
-                return Err(if self.mip() & self.csr.mie != 0 {
+                // Resume at once when an interrupt is pending at any privilege level, whatever
+                // the global enables (privileged spec 3.3.3; with the AIA's virtual interrupts,
+                // `mtopi` or `stopi` not zero).
+                return Err(if self.interrupt_pending_any_level() {
                     Ctl::Break
                 } else {
                     Ctl::Wfi
@@ -69,12 +78,51 @@ impl Hart {
             }
             Op::SfenceVma => {
                 let tvm = self.csr.mstatus & MSTATUS_TVM != 0;
-                match self.prv {
-                    PrivilegeMode::User => return Err(illegal()),
-                    PrivilegeMode::Supervisor if tvm => return Err(illegal()),
+                let vtvm = self.csr.h.hstatus & HSTATUS_VTVM != 0;
+                match (self.prv, self.virt) {
+                    (PrivilegeMode::User, false) => return Err(illegal()),
+                    (PrivilegeMode::User, true) => return Err(virtual_insn()),
+                    (PrivilegeMode::Supervisor, false) if tvm => return Err(illegal()),
+                    (PrivilegeMode::Supervisor, true) if vtvm => return Err(virtual_insn()),
                     _ => {}
                 }
                 self.flush_tlb();
+            }
+            Op::HfenceVvma | Op::HfenceGvma => {
+                // Valid in M and HS only (GVMA also needs TVM=0 in HS); virtual-instruction
+                // with V=1, illegal in U (H extension, "Hypervisor Memory-Management Fence
+                // Instructions"). The TLB holds combined translations: flush it all.
+                let tvm = self.csr.mstatus & MSTATUS_TVM != 0;
+                match (self.prv, self.virt) {
+                    (_, true) => return Err(virtual_insn()),
+                    (PrivilegeMode::User, false) => return Err(illegal()),
+                    (PrivilegeMode::Supervisor, false) if i.op == Op::HfenceGvma && tvm => {
+                        return Err(illegal())
+                    }
+                    _ => {}
+                }
+                self.flush_tlb();
+            }
+            Op::HlvB
+            | Op::HlvBu
+            | Op::HlvH
+            | Op::HlvHu
+            | Op::HlvxHu
+            | Op::HlvW
+            | Op::HlvWu
+            | Op::HlvxWu
+            | Op::HlvD
+            | Op::HsvB
+            | Op::HsvH
+            | Op::HsvW
+            | Op::HsvD => {
+                if self.virt {
+                    return Err(virtual_insn());
+                }
+                if self.prv == PrivilegeMode::User && self.csr.h.hstatus & HSTATUS_HU == 0 {
+                    return Err(illegal());
+                }
+                self.exec_hlv_hsv(i)?;
             }
             _ => return Err(illegal()),
         }
@@ -95,9 +143,10 @@ impl Hart {
             _ => i.rs1 != 0,
         };
         let reads = !matches!(i.op, Op::Csrrw | Op::Csrrwi) || i.rd != X0_SINK;
-        let desc = self
-            .csr_access(num, writes)
-            .map_err(|_| Exception::illegal(i.bits()))?;
+        let desc = self.csr_access(num, writes).map_err(|f| match f {
+            crate::csr::CsrFault::Illegal => Exception::illegal(i.bits()),
+            crate::csr::CsrFault::Virtual => Exception::virtual_insn(i.bits()),
+        })?;
         let old = if reads || writes {
             (desc.read)(self)
         } else {

@@ -848,3 +848,79 @@ impl Vm {
         ]
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Smstateen, Smcsrind, Sstc and Smaia CSRs, and helpers for running code in a lower mode
+// ---------------------------------------------------------------------------------------------
+
+pub const SENVCFG: u32 = 0x10A;
+pub const SSTATEEN0: u32 = 0x10C;
+pub const STIMECMP: u32 = 0x14D;
+pub const SISELECT: u32 = 0x150;
+pub const SIREG: u32 = 0x151;
+pub const MVIEN: u32 = 0x308;
+pub const MVIP: u32 = 0x309;
+pub const MENVCFG: u32 = 0x30A;
+pub const MSTATEEN0: u32 = 0x30C;
+pub const MISELECT: u32 = 0x350;
+pub const MIREG: u32 = 0x351;
+pub const STOPI: u32 = 0xDB0;
+pub const MTOPI: u32 = 0xFB0;
+/// The six alias CSRs of each indirect window, `xireg` first.
+pub const MIREGS: [u32; 6] = [0x351, 0x352, 0x353, 0x355, 0x356, 0x357];
+pub const SIREGS: [u32; 6] = [0x151, 0x152, 0x153, 0x155, 0x156, 0x157];
+
+/// `mstateen0` bits.
+pub const SE0: u64 = 1 << 63;
+pub const ST_ENVCFG: u64 = 1 << 62;
+pub const ST_CSRIND: u64 = 1 << 60;
+pub const ST_AIA: u64 = 1 << 59;
+/// `menvcfg.STCE`
+pub const STCE: u64 = 1 << 63;
+
+/// Where [`Vm::run_in_mode`] puts the lower-privilege code.
+pub const LOW_CODE: u64 = CODE + 0x800;
+
+/// How a run of [`Vm::run_in_mode`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The lower-mode code reached its final `wfi`.
+    Clean,
+    /// The M-mode trap handler at [`TRAP`] was entered.
+    MTrap(Trap),
+}
+
+impl Vm {
+    /// Run `setup` in M-mode at [`CODE`], then enter `mode` and run `body` at [`LOW_CODE`]
+    /// (followed by `wfi`). `setup` must not use x28-x31.
+    pub fn run_in_mode(&mut self, setup: &[u32], mode: PrivilegeMode, body: &[u32]) -> Outcome {
+        let mut m = setup.to_vec();
+        m.extend(self.enter_mode(mode, LOW_CODE));
+        assert!(CODE + 4 * m.len() as u64 <= LOW_CODE, "setup too long");
+        self.put32(CODE, &m);
+        let end = self.code_at(LOW_CODE, body);
+        self.run_to_wfi();
+        if self.hart.pc() == end + 4 {
+            assert_eq!(self.hart.privilege(), mode);
+            Outcome::Clean
+        } else {
+            assert_eq!(self.hart.pc(), TRAP + 4, "expected the M-mode trap handler");
+            Outcome::MTrap(self.mtrap())
+        }
+    }
+
+    /// As [`Vm::run_in_mode`], but `body` must raise illegal-instruction at its instruction
+    /// `idx`, with the instruction bits in `mtval`.
+    pub fn expect_illegal(&mut self, setup: &[u32], mode: PrivilegeMode, body: &[u32], idx: usize) {
+        let out = self.run_in_mode(setup, mode, body);
+        assert_eq!(
+            out,
+            Outcome::MTrap(Trap {
+                cause: vcpu::trap::cause::ILLEGAL_INSN,
+                epc: LOW_CODE + 4 * idx as u64,
+                tval: body[idx] as u64,
+            }),
+            "{mode:?} body {body:08x?}"
+        );
+    }
+}

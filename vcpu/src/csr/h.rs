@@ -1,0 +1,252 @@
+//! The H extension's CSRs (privileged spec, "Hypervisor and Virtual Supervisor CSRs" and
+//! "Machine-Level CSRs"). `hie`/`hip` and `vsie`/`vsip` are views of `mie`/`mip`
+//! (`vsie`/`vsip` shifted down by one, only where `hideleg` delegates); `hgeie`/`hgeip`
+//! are read-only 0 (GEILEN = 0).
+//!
+//! Accesses from VS-mode and VU-mode are checked in [`Hart::csr_access`], which also
+//! substitutes the VS CSRs for the supervisor CSRs when V=1 (see [`vs_counterpart`]).
+
+use super::{
+    tvec_legalize, CsrDesc, CsrFault, MSTATUS_FS, MSTATUS_SD, MSTATUS_TVM, MSTATUS_UXL,
+    SSTATUS_MASK,
+};
+use crate::hart::{Hart, PrivilegeMode};
+use crate::hypervisor::*;
+use crate::trap::irq;
+
+fn ok(_: &Hart, _: bool) -> Result<(), CsrFault> {
+    Ok(())
+}
+
+/// `hgatp` from HS-mode traps when `mstatus.TVM` = 1.
+fn hgatp_check(h: &Hart, _: bool) -> Result<(), CsrFault> {
+    if h.prv == PrivilegeMode::Supervisor && !h.virt && h.csr.mstatus & MSTATUS_TVM != 0 {
+        Err(CsrFault::Illegal)
+    } else {
+        Ok(())
+    }
+}
+
+/// `hgatp.MODE` is WARL: an unsupported mode keeps the current one.
+fn write_hgatp(h: &mut Hart, v: u64) {
+    let mode = match v >> 60 {
+        m @ (HGATP_MODE_BARE | HGATP_MODE_SV39X4 | HGATP_MODE_SV48X4 | HGATP_MODE_SV57X4) => m,
+        _ => h.csr.h.hgatp >> 60,
+    };
+    h.csr.h.hgatp = (mode << 60) | (v & (HGATP_VMID | HGATP_PPN));
+    h.flush_tlb();
+}
+
+/// `vsatp` is WARL like `satp`: a write with an unsupported MODE has no effect (which the
+/// spec requires when V=1 and allows when V=0).
+fn write_vsatp(h: &mut Hart, v: u64) {
+    if matches!(v >> 60, 0 | 8 | 9 | 10) {
+        h.csr.h.vsatp = if v >> 60 == 0 { 0 } else { v };
+        h.flush_tlb();
+    }
+}
+
+fn read_vsstatus(h: &Hart) -> u64 {
+    let s = h.csr.h.vsstatus | MSTATUS_UXL;
+    if s & MSTATUS_FS == MSTATUS_FS {
+        s | MSTATUS_SD
+    } else {
+        s
+    }
+}
+
+/// `vsip`/`vsie` bit i-1 is `hip`/`hie` bit i for the VS-level interrupts `hideleg`
+/// delegates.
+fn vs_view(h: &Hart, bits: u64) -> u64 {
+    (bits & h.csr.h.hideleg & VS_INTERRUPTS) >> 1
+}
+
+const VSSIP: u64 = 1 << irq::VSSI;
+
+/// Hypervisor CSRs and VS CSRs, sorted by number.
+pub(super) static TABLE: &[CsrDesc] = &[
+    csr!(
+        0x200,
+        "vsstatus",
+        ok,
+        read_vsstatus,
+        Some(|h, v| {
+            h.csr.h.vsstatus = v & SSTATUS_MASK;
+            h.update_translation_context();
+        })
+    ),
+    csr!(
+        0x204,
+        "vsie",
+        ok,
+        |h| vs_view(h, h.csr.mie),
+        Some(|h, v| {
+            let m = h.csr.h.hideleg & VS_INTERRUPTS;
+            h.csr.mie = (h.csr.mie & !m) | ((v << 1) & m);
+        })
+    ),
+    csr!(
+        0x205,
+        "vstvec",
+        ok,
+        |h| h.csr.h.vstvec,
+        Some(|h, v| h.csr.h.vstvec = tvec_legalize(v))
+    ),
+    csr!(
+        0x240,
+        "vsscratch",
+        ok,
+        |h| h.csr.h.vsscratch,
+        Some(|h, v| h.csr.h.vsscratch = v)
+    ),
+    csr!(
+        0x241,
+        "vsepc",
+        ok,
+        |h| h.csr.h.vsepc,
+        Some(|h, v| h.csr.h.vsepc = v & !1)
+    ),
+    csr!(
+        0x242,
+        "vscause",
+        ok,
+        |h| h.csr.h.vscause,
+        Some(|h, v| h.csr.h.vscause = v)
+    ),
+    csr!(
+        0x243,
+        "vstval",
+        ok,
+        |h| h.csr.h.vstval,
+        Some(|h, v| h.csr.h.vstval = v)
+    ),
+    csr!(
+        0x244,
+        "vsip",
+        ok,
+        |h| vs_view(h, h.mip()),
+        Some(|h, v| {
+            // Only SSIP (an alias of hvip.VSSIP) is writable, and only when delegated.
+            if h.csr.h.hideleg & VSSIP != 0 {
+                h.csr.h.hvip = (h.csr.h.hvip & !VSSIP) | ((v << 1) & VSSIP);
+            }
+        })
+    ),
+    csr!(0x280, "vsatp", ok, |h| h.csr.h.vsatp, Some(write_vsatp)),
+    csr!(
+        0x34a,
+        "mtinst",
+        ok,
+        |h| h.csr.h.mtinst,
+        Some(|h, v| h.csr.h.mtinst = v)
+    ),
+    csr!(
+        0x34b,
+        "mtval2",
+        ok,
+        |h| h.csr.h.mtval2,
+        Some(|h, v| h.csr.h.mtval2 = v)
+    ),
+    csr!(
+        0x600,
+        "hstatus",
+        ok,
+        |h| h.csr.h.hstatus | HSTATUS_VSXL,
+        Some(|h, v| h.csr.h.hstatus = v & HSTATUS_WRITABLE)
+    ),
+    csr!(
+        0x602,
+        "hedeleg",
+        ok,
+        |h| h.csr.h.hedeleg,
+        Some(|h, v| h.csr.h.hedeleg = v & HEDELEG_WRITABLE)
+    ),
+    csr!(
+        0x603,
+        "hideleg",
+        ok,
+        |h| h.csr.h.hideleg,
+        Some(|h, v| h.csr.h.hideleg = v & VS_INTERRUPTS)
+    ),
+    csr!(
+        0x604,
+        "hie",
+        ok,
+        |h| h.csr.mie & VS_INTERRUPTS,
+        Some(|h, v| h.csr.mie = (h.csr.mie & !VS_INTERRUPTS) | (v & VS_INTERRUPTS))
+    ),
+    csr!(
+        0x605,
+        "htimedelta",
+        ok,
+        |h| h.csr.h.htimedelta,
+        Some(|h, v| h.csr.h.htimedelta = v)
+    ),
+    csr!(
+        0x606,
+        "hcounteren",
+        ok,
+        |h| h.csr.h.hcounteren,
+        Some(|h, v| h.csr.h.hcounteren = v & 0xffff_ffff)
+    ),
+    csr!(0x607, "hgeie", ok, |_| 0, Some(|_, _| {})),
+    csr!(
+        0x60a,
+        "henvcfg",
+        ok,
+        |h| h.csr.h.henvcfg,
+        Some(|h, v| h.csr.h.henvcfg = v & 1)
+    ),
+    csr!(
+        0x643,
+        "htval",
+        ok,
+        |h| h.csr.h.htval,
+        Some(|h, v| h.csr.h.htval = v)
+    ),
+    csr!(
+        0x644,
+        "hip",
+        ok,
+        |h| h.mip() & VS_INTERRUPTS,
+        Some(|h, v| h.csr.h.hvip = (h.csr.h.hvip & !VSSIP) | (v & VSSIP))
+    ),
+    csr!(
+        0x645,
+        "hvip",
+        ok,
+        |h| h.csr.h.hvip,
+        Some(|h, v| h.csr.h.hvip = v & VS_INTERRUPTS)
+    ),
+    csr!(
+        0x64a,
+        "htinst",
+        ok,
+        |h| h.csr.h.htinst,
+        Some(|h, v| h.csr.h.htinst = v)
+    ),
+    csr!(
+        0x680,
+        "hgatp",
+        hgatp_check,
+        |h| h.csr.h.hgatp,
+        Some(write_hgatp)
+    ),
+    csr!(0xe12, "hgeip", ok, |_| 0, None),
+];
+
+/// The VS CSR that replaces supervisor CSR `num` when V=1, if there is one.
+pub(crate) fn vs_counterpart(num: u16) -> Option<u16> {
+    match num {
+        // sstatus, sie, stvec, sscratch, sepc, scause, stval, sip, satp
+        0x100 | 0x104 | 0x105 | 0x140 | 0x141 | 0x142 | 0x143 | 0x144 | 0x180 => Some(num + 0x100),
+        _ => None,
+    }
+}
+
+/// Supervisor CSRs whose VS counterparts (`vstimecmp`, `vsiselect`, `vsireg*`, `vstopi`)
+/// are not implemented yet: with V=1 they raise virtual-instruction rather than expose the
+/// HS-level registers to the guest.
+pub(crate) fn missing_vs_counterpart(num: u16) -> bool {
+    matches!(num, 0x14d | 0x150..=0x157 | 0xdb0)
+}

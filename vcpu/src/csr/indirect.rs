@@ -1,0 +1,168 @@
+//! Smcsrind/Sscsrind: indirect CSR access through `miselect`/`mireg*` and `siselect`/`sireg*`
+//! (privileged spec, "Smcsrind/Sscsrind" chapter), and the one table of every register
+//! reachable that way, keyed by (window, select value, alias CSR).
+//!
+//! Rules implemented:
+//! - `miselect` and `siselect` are WARL and hold any value 0-0xFFF (the minimum the spec
+//!   requires of `siselect`); higher bits, including the custom-use MSB, are not kept.
+//! - An access to `mireg*`/`sireg*` while the select value has no register behind that alias
+//!   CSR raises illegal-instruction (the spec leaves this UNSPECIFIED and recommends the
+//!   exception; the AIA requires it for `*ireg2-6` with the `iprio` array's select values).
+//! - `siselect` and `sireg*` from S-mode need `mstateen0.CSRIND` (Smstateen).
+//!
+//! Registered today: the AIA major-interrupt priority arrays `iprio0-15` (select values
+//! 0x30-0x3F through `mireg`/`sireg` only; odd numbers do not exist on RV64). Later entries:
+//! CTR (0x200-0x2FF), counter delegation (0x40-0x5F), and with the H extension a third window,
+//! `vsiselect`/`vsireg*`.
+
+use super::stateen::csrind_check;
+use super::{CsrDesc, CsrFault};
+use crate::hart::Hart;
+
+/// The select values `miselect`/`siselect` can hold.
+pub const ISELECT_MASK: u64 = 0xfff;
+
+/// An indirect window: a select CSR plus its six alias CSRs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Window {
+    /// `miselect`, `mireg`-`mireg6`.
+    Machine,
+    /// `siselect`, `sireg`-`sireg6`.
+    Supervisor,
+}
+
+/// A register (or an array of them) reachable through an indirect window.
+pub struct IregDesc {
+    /// The window.
+    pub window: Window,
+    /// First select value.
+    pub first: u64,
+    /// Last select value (inclusive).
+    pub last: u64,
+    /// Alias CSR: 1 for `xireg`, 2-6 for `xireg2`-`xireg6`.
+    pub ireg: u8,
+    /// Name in the spec.
+    pub name: &'static str,
+    /// Access predicate, given the select value and whether the access writes.
+    pub check: fn(&Hart, u64, bool) -> Result<(), CsrFault>,
+    /// Read, given the select value.
+    pub read: fn(&Hart, u64) -> u64,
+    /// Write (WARL legalization included), given the select value; `None` if read-only
+    /// (a write then raises illegal-instruction).
+    pub write: Option<fn(&mut Hart, u64, u64)>,
+}
+
+/// Every indirectly accessed register.
+pub static IREGS: &[IregDesc] = &[
+    IregDesc {
+        window: Window::Machine,
+        first: 0x30,
+        last: 0x3f,
+        ireg: 1,
+        name: "iprio",
+        check: super::aia::iprio_check_m,
+        read: super::aia::iprio_read,
+        write: Some(super::aia::iprio_write),
+    },
+    IregDesc {
+        window: Window::Supervisor,
+        first: 0x30,
+        last: 0x3f,
+        ireg: 1,
+        name: "iprio",
+        check: super::aia::iprio_check_s,
+        read: super::aia::iprio_read,
+        write: Some(super::aia::iprio_write),
+    },
+];
+
+/// The register behind alias CSR `ireg` of `window` at `select`, if any.
+pub fn lookup_ireg(window: Window, select: u64, ireg: u8) -> Option<&'static IregDesc> {
+    IREGS
+        .iter()
+        .find(|d| d.window == window && d.ireg == ireg && (d.first..=d.last).contains(&select))
+}
+
+impl Hart {
+    fn iselect(&self, w: Window) -> u64 {
+        match w {
+            Window::Machine => self.csr.miselect,
+            Window::Supervisor => self.csr.siselect,
+        }
+    }
+}
+
+fn window_check(h: &Hart, w: Window, write: bool) -> Result<(), CsrFault> {
+    if w == Window::Supervisor {
+        csrind_check(h, write)?;
+    }
+    Ok(())
+}
+
+fn ireg_check(h: &Hart, w: Window, ireg: u8, write: bool) -> Result<(), CsrFault> {
+    window_check(h, w, write)?;
+    let sel = h.iselect(w);
+    let d = lookup_ireg(w, sel, ireg).ok_or(CsrFault::Illegal)?;
+    (d.check)(h, sel, write)?;
+    if write && d.write.is_none() {
+        return Err(CsrFault::Illegal);
+    }
+    Ok(())
+}
+
+fn ireg_read(h: &Hart, w: Window, ireg: u8) -> u64 {
+    let sel = h.iselect(w);
+    lookup_ireg(w, sel, ireg).map_or(0, |d| (d.read)(h, sel))
+}
+
+fn ireg_write(h: &mut Hart, w: Window, ireg: u8, v: u64) {
+    let sel = h.iselect(w);
+    if let Some(f) = lookup_ireg(w, sel, ireg).and_then(|d| d.write) {
+        f(h, sel, v);
+    }
+}
+
+macro_rules! ireg {
+    ($w:expr, $i:expr, $num:expr, $name:expr) => {
+        csr!(
+            $num,
+            $name,
+            |h, wr| ireg_check(h, $w, $i, wr),
+            |h| ireg_read(h, $w, $i),
+            Some(|h, v| ireg_write(h, $w, $i, v))
+        )
+    };
+}
+
+const M: Window = Window::Machine;
+const S: Window = Window::Supervisor;
+
+/// The window CSRs, sorted by number.
+pub(super) static TABLE: &[CsrDesc] = &[
+    csr!(
+        0x150,
+        "siselect",
+        |h, w| window_check(h, S, w),
+        |h| h.csr.siselect,
+        Some(|h, v| h.csr.siselect = v & ISELECT_MASK)
+    ),
+    ireg!(S, 1, 0x151, "sireg"),
+    ireg!(S, 2, 0x152, "sireg2"),
+    ireg!(S, 3, 0x153, "sireg3"),
+    ireg!(S, 4, 0x155, "sireg4"),
+    ireg!(S, 5, 0x156, "sireg5"),
+    ireg!(S, 6, 0x157, "sireg6"),
+    csr!(
+        0x350,
+        "miselect",
+        super::ok,
+        |h| h.csr.miselect,
+        Some(|h, v| h.csr.miselect = v & ISELECT_MASK)
+    ),
+    ireg!(M, 1, 0x351, "mireg"),
+    ireg!(M, 2, 0x352, "mireg2"),
+    ireg!(M, 3, 0x353, "mireg3"),
+    ireg!(M, 4, 0x355, "mireg4"),
+    ireg!(M, 5, 0x356, "mireg5"),
+    ireg!(M, 6, 0x357, "mireg6"),
+];
