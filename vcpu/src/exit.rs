@@ -31,6 +31,34 @@ pub enum VcpuExit {
     BudgetExhausted,
     /// Another thread called [`StopHandle::stop`].
     StopRequested,
+    /// Hosted mode: the guest took a trap that would go to HS-mode or M-mode, where the VMM
+    /// is. The hart is left at the trapping instruction with the guest's state unchanged;
+    /// the VMM emulates and resumes past it, or redirects the trap into the guest with
+    /// [`crate::Vcpu::inject_exception`].
+    GuestTrap(GuestTrap),
+}
+
+/// A guest trap reported to the VMM (hosted mode), with what HS-mode would have been told
+/// in `scause`, `stval`, `htval`, `htinst` and `hstatus.GVA`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GuestTrap {
+    /// Exception code (interrupts do not exit: VS-level interrupts go to the guest).
+    pub cause: u64,
+    /// `stval`.
+    pub tval: u64,
+    /// `htval`: guest physical address >> 2 for guest-page faults, else 0.
+    pub htval: u64,
+    /// `htinst`: transformed instruction, pseudoinstruction, or 0.
+    pub htinst: u64,
+    /// `hstatus.GVA`: `tval` is a guest virtual address.
+    pub gva: bool,
+    /// Address of the trapping instruction (`sepc`).
+    pub pc: u64,
+    /// The trapping instruction's bits (16 significant bits if compressed; 0 when the trap
+    /// happened before an instruction was fetched).
+    pub insn: u32,
+    /// The guest was in VU-mode (`hstatus.SPVP` = 0), not VS-mode.
+    pub from_vu: bool,
 }
 
 /// Lets another thread ask a running hart to return [`VcpuExit::StopRequested`].

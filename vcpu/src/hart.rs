@@ -107,6 +107,12 @@ pub struct Hart {
     pub(crate) ext_lines: u64,
     stop: StopHandle,
     trace: bool,
+    /// Hosted mode: the hart runs a guest (V=1) and traps to HS/M exit to the caller.
+    pub(crate) hosted: bool,
+    /// The trap that ends the current `run` in hosted mode.
+    pub(crate) guest_exit: Option<crate::exit::GuestTrap>,
+    /// The VMM's timer for the guest: VSTIP while guest time >= this (hosted mode).
+    pub(crate) guest_timer: u64,
     hart_id: u64,
 }
 
@@ -146,6 +152,9 @@ impl Hart {
             ext_lines: 0,
             stop: StopHandle::default(),
             trace: false,
+            hosted: false,
+            guest_exit: None,
+            guest_timer: u64::MAX,
             hart_id: config.hart_id,
         })
     }
@@ -254,10 +263,9 @@ impl Hart {
         let mie = self.csr.mie;
         let m = (mie & (1 << irq::MTI) != 0).then_some(self.mtimecmp);
         let s = (mie & (1 << irq::STI) != 0 && self.stce()).then_some(self.csr.stimecmp);
-        match (m, s) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let vs = (mie & (1 << irq::VSTI) != 0 && self.guest_timer != u64::MAX)
+            .then(|| self.guest_timer.wrapping_sub(self.csr.h.htimedelta));
+        [m, s, vs].into_iter().flatten().min()
     }
 
     /// After a [`VcpuExit::Wfi`]: advance time to the next timer deadline (`mtimecmp`, or with
@@ -303,8 +311,10 @@ impl Hart {
         if self.csr.mvien & (1 << irq::SEI) != 0 {
             sw &= !(1 << irq::SEI);
         }
-        // VS-level interrupts come from hvip (GEILEN = 0, no other VS-level source).
-        sw | self.ext_lines | mtip | self.csr.h.hvip
+        // VS-level interrupts come from hvip and, in hosted mode, the VMM's guest timer
+        // (GEILEN = 0, no other VS-level source).
+        let vstip = if self.guest_time() >= self.guest_timer { 1 << irq::VSTI } else { 0 };
+        sw | self.ext_lines | mtip | self.csr.h.hvip | vstip
     }
 
     /// Complete the device load reported by the last [`VcpuExit::Mmio`] exit with the
@@ -395,6 +405,9 @@ impl Hart {
                 Ok(insn) => insn,
                 Err(e) => {
                     self.take_exception(e);
+                    if let Some(exit) = self.guest_exit.take() {
+                        return (self.vclock - start, Some(VcpuExit::GuestTrap(exit)));
+                    }
                     continue;
                 }
             };
@@ -413,7 +426,13 @@ impl Hart {
             }
             match self.execute(insn) {
                 Ok(()) => self.retired += 1,
-                Err(Ctl::Exception(e)) => self.take_exception(self.with_tinst(e, &insn)),
+                Err(Ctl::Exception(e)) => {
+                    self.take_exception(self.with_tinst(e, &insn));
+                    if let Some(mut exit) = self.guest_exit.take() {
+                        exit.insn = insn.bits();
+                        return (self.vclock - start, Some(VcpuExit::GuestTrap(exit)));
+                    }
+                }
                 Err(Ctl::Break) => {
                     self.retired += 1;
                     break;

@@ -30,9 +30,11 @@ pub mod hypervisor;
 mod memory;
 mod mmu;
 pub mod trap;
+mod vcpu;
 
 pub use config::{HartConfig, MmioRange};
-pub use exit::{MmioAccess, StopHandle, VcpuExit};
+pub use exit::{GuestTrap, MmioAccess, StopHandle, VcpuExit};
+pub use vcpu::Vcpu;
 pub use hart::{Hart, HartError, PrivilegeMode};
 
 /// Frequency of `mtime`/`time` in Hz (the same timebase as QEMU's `virt` board).

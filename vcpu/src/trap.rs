@@ -126,6 +126,12 @@ impl Hart {
     pub(crate) fn pending_interrupt(&self) -> Option<(u64, TrapTarget)> {
         use crate::hypervisor::VS_INTERRUPTS;
         let mip = self.mip();
+        if self.hosted {
+            // Hosted mode: only VS-level interrupts exist (the VMM owns HS and M).
+            let vs = mip & self.csr.mie & VS_INTERRUPTS & self.csr.h.hideleg;
+            let enabled = self.prv == PrivilegeMode::User || self.csr.h.vsstatus & crate::csr::MSTATUS_SIE != 0;
+            return if enabled { highest_priority(vs).map(|i| (i, TrapTarget::Vs)) } else { None };
+        }
         let m_enabled =
             self.prv < PrivilegeMode::Machine || self.csr.mstatus & crate::csr::MSTATUS_MIE != 0;
         if m_enabled {
@@ -185,9 +191,23 @@ impl Hart {
         self.enter_trap(code, Exception { gva, ..e }, false, target);
     }
 
-    fn enter_trap(&mut self, code: u64, e: Exception, interrupt: bool, target: TrapTarget) {
+    pub(crate) fn enter_trap(&mut self, code: u64, e: Exception, interrupt: bool, target: TrapTarget) {
         use crate::csr::*;
         use crate::hypervisor::*;
+        if self.hosted && target != TrapTarget::Vs {
+            // Hosted mode: HS and M are the VMM. Report the trap and change nothing.
+            self.guest_exit = Some(crate::exit::GuestTrap {
+                cause: code,
+                tval: e.tval,
+                htval: e.tval2,
+                htinst: e.tinst,
+                gva: e.gva,
+                pc: self.pc,
+                insn: 0,
+                from_vu: self.prv == PrivilegeMode::User,
+            });
+            return;
+        }
         self.reservation = None;
         let xcause = code | if interrupt { INTERRUPT_BIT } else { 0 };
         let from_s = self.prv == PrivilegeMode::Supervisor;

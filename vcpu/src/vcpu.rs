@@ -1,0 +1,144 @@
+//! The backend-neutral vCPU interface and hosted mode.
+//!
+//! A VMM drives a guest through [`Vcpu`], shaped like KVM's vCPU interface so that a
+//! hardware-backed vCPU could implement it too: run until an exit, read and write the
+//! guest's registers, complete MMIO loads, redirect traps into the guest, and drive its
+//! VS-level interrupts and timer. [`Hart`] implements it in *hosted mode* ([`Hart::new_guest`]):
+//! the hart runs the guest with V=1 and every trap that would be taken into HS-mode or M-mode
+//! becomes a [`VcpuExit::GuestTrap`] instead, since HS-mode is the VMM itself.
+//!
+//! In hosted mode the G-stage is the identity (`hgatp` Bare, a memslot model): guest
+//! physical addresses are the hart's physical addresses, guest RAM is the hart's RAM, device
+//! ranges exit as MMIO and every other address raises an access fault that exits to the VMM.
+
+use vm_memory::GuestMemoryMmap;
+
+use crate::config::HartConfig;
+use crate::csr::stateen::{STATEEN0_AIA, STATEEN0_CSRIND, STATEEN0_ENVCFG, STATEEN_SE0};
+use crate::exit::{StopHandle, VcpuExit};
+use crate::hart::{Hart, HartError, PrivilegeMode};
+use crate::hypervisor::VS_INTERRUPTS;
+use crate::trap::{cause, Exception, TrapTarget};
+
+/// Exceptions the guest handles itself (`hedeleg` in hosted mode): instruction address
+/// misaligned, illegal instruction, breakpoint, ECALL from VU, and page faults. Everything
+/// else (ECALL from VS for the SBI, virtual instruction, access and guest-page faults, ...)
+/// exits to the VMM.
+pub const GUEST_HEDELEG: u64 = (1 << cause::INSN_MISALIGNED)
+    | (1 << cause::ILLEGAL_INSN)
+    | (1 << cause::BREAKPOINT)
+    | (1 << cause::ECALL_U)
+    | (1 << cause::INSN_PAGE_FAULT)
+    | (1 << cause::LOAD_PAGE_FAULT)
+    | (1 << cause::STORE_PAGE_FAULT);
+
+/// A virtual CPU as a VMM sees it (see the module documentation).
+pub trait Vcpu {
+    /// Run the guest until an exit; at most `budget` instructions.
+    fn run(&mut self, budget: u64) -> VcpuExit;
+    /// The guest's program counter.
+    fn pc(&self) -> u64;
+    /// Set the guest's program counter (e.g. past an emulated instruction).
+    fn set_pc(&mut self, pc: u64);
+    /// Integer register `i`.
+    fn xreg(&self, i: usize) -> u64;
+    /// Set integer register `i` (x0 is ignored).
+    fn set_xreg(&mut self, i: usize, v: u64);
+    /// Complete the MMIO load of the last [`VcpuExit::Mmio`] exit.
+    fn complete_mmio_read(&mut self, data: u64);
+    /// Redirect a trap into the guest: VS-mode trap entry with `vscause` = `cause`,
+    /// `vstval` = `tval`, `vsepc` = the current pc.
+    fn inject_exception(&mut self, cause: u64, tval: u64);
+    /// Set `hvip`: the VS-level interrupt lines (VSSIP bit 2, VSTIP 6, VSEIP 10).
+    fn set_virtual_interrupts(&mut self, hvip: u64);
+    /// Current `hvip`.
+    fn virtual_interrupts(&self) -> u64;
+    /// Program the guest timer: a VS-level timer interrupt is pending while the guest's time
+    /// is at or past `deadline` (`u64::MAX`: off).
+    fn set_guest_timer(&mut self, deadline: u64);
+    /// The `time` CSR as the guest reads it.
+    fn guest_time(&self) -> u64;
+    /// After a [`VcpuExit::Wfi`]: advance virtual time to the next deadline; `false` when
+    /// nothing can ever wake the guest.
+    fn skip_to_timer(&mut self) -> bool;
+    /// Instructions executed so far.
+    fn executed(&self) -> u64;
+    /// A handle that stops [`Vcpu::run`] from another thread.
+    fn stop_handle(&self) -> StopHandle;
+}
+
+impl Hart {
+    /// A hart in hosted mode, ready to run a guest in VS-mode (pc 0: set the entry point and
+    /// the boot registers before the first run). The guest may use F/D, the counters `cycle`,
+    /// `time` and `instret`, and the stateen-controlled CSRs; its VS-level interrupts are all
+    /// delegated to it.
+    pub fn new_guest(config: HartConfig, mem: GuestMemoryMmap) -> Result<Hart, HartError> {
+        let mut h = Hart::new(config, mem)?;
+        h.hosted = true;
+        h.virt = true;
+        h.prv = PrivilegeMode::Supervisor;
+        h.csr.mstatus |= 1 << 13; // mstatus.FS = Initial: the guest may use F and D
+        h.csr.mcounteren = 0x7;
+        h.csr.h.hcounteren = 0x7;
+        h.csr.h.hedeleg = GUEST_HEDELEG;
+        h.csr.h.hideleg = VS_INTERRUPTS;
+        h.csr.mstateen[0] = STATEEN_SE0 | STATEEN0_ENVCFG | STATEEN0_CSRIND | STATEEN0_AIA;
+        h.update_translation_context();
+        Ok(h)
+    }
+
+    /// Whether the hart runs in hosted mode.
+    pub fn is_hosted(&self) -> bool {
+        self.hosted
+    }
+
+    /// The `time` CSR as a guest (V=1) reads it: `mtime + htimedelta`.
+    pub fn guest_time(&self) -> u64 {
+        self.mtime().wrapping_add(self.csr.h.htimedelta)
+    }
+}
+
+impl Vcpu for Hart {
+    fn run(&mut self, budget: u64) -> VcpuExit {
+        Hart::run(self, budget)
+    }
+    fn pc(&self) -> u64 {
+        Hart::pc(self)
+    }
+    fn set_pc(&mut self, pc: u64) {
+        Hart::set_pc(self, pc)
+    }
+    fn xreg(&self, i: usize) -> u64 {
+        Hart::xreg(self, i)
+    }
+    fn set_xreg(&mut self, i: usize, v: u64) {
+        Hart::set_xreg(self, i, v)
+    }
+    fn complete_mmio_read(&mut self, data: u64) {
+        Hart::complete_mmio_read(self, data)
+    }
+    fn inject_exception(&mut self, cause: u64, tval: u64) {
+        self.enter_trap(cause, Exception::new(cause, tval), false, TrapTarget::Vs);
+    }
+    fn set_virtual_interrupts(&mut self, hvip: u64) {
+        self.csr.h.hvip = hvip & VS_INTERRUPTS;
+    }
+    fn virtual_interrupts(&self) -> u64 {
+        self.csr.h.hvip
+    }
+    fn set_guest_timer(&mut self, deadline: u64) {
+        self.guest_timer = deadline;
+    }
+    fn guest_time(&self) -> u64 {
+        Hart::guest_time(self)
+    }
+    fn skip_to_timer(&mut self) -> bool {
+        Hart::skip_to_timer(self)
+    }
+    fn executed(&self) -> u64 {
+        Hart::executed(self)
+    }
+    fn stop_handle(&self) -> StopHandle {
+        Hart::stop_handle(self)
+    }
+}

@@ -1,0 +1,155 @@
+// Binary literals are grouped by instruction field.
+#![allow(clippy::unusual_byte_groupings)]
+//! Hosted mode through the backend-neutral `Vcpu` interface: the guest runs in VS-mode, traps
+//! meant for HS-mode come back as `GuestTrap` exits with what HS-mode would have been told,
+//! and the VMM resumes, redirects traps into the guest, and drives its timer.
+
+mod common;
+
+use common::*;
+use vcpu::{GuestTrap, Hart, HartConfig, MmioRange, Vcpu, VcpuExit};
+use vm_memory::{Bytes, GuestAddress, GuestMemoryMmap};
+
+const GUEST: u64 = RAM_BASE + 0x2000;
+const VSTVEC: u64 = RAM_BASE + 0x3000;
+
+fn guest(code: &[u32], handler: &[u32]) -> Hart {
+    let mem = GuestMemoryMmap::<()>::from_ranges(&[(GuestAddress(RAM_BASE), RAM_SIZE)]).unwrap();
+    for (i, w) in code.iter().enumerate() {
+        mem.write_obj(*w, GuestAddress(GUEST + 4 * i as u64))
+            .unwrap();
+    }
+    for (i, w) in handler.iter().enumerate() {
+        mem.write_obj(*w, GuestAddress(VSTVEC + 4 * i as u64))
+            .unwrap();
+    }
+    let config = HartConfig {
+        mmio: vec![MmioRange {
+            base: 0x1000_0000,
+            size: 0x100,
+        }],
+        ..HartConfig::default()
+    };
+    let mut h = Hart::new_guest(config, mem).unwrap();
+    h.set_pc(GUEST);
+    h
+}
+
+fn expect_trap(h: &mut Hart) -> GuestTrap {
+    match h.run(1000) {
+        VcpuExit::GuestTrap(t) => t,
+        other => panic!("expected a guest trap, got {other:?} at pc {:#x}", h.pc()),
+    }
+}
+
+#[test]
+fn sbi_ecall_exits_with_cause_10_and_resumes_after_emulation() {
+    let mut h = guest(&[addi(17, 0, 0x10), ecall(), addi(5, 10, 1), wfi()], &[]);
+    let t = expect_trap(&mut h);
+    assert_eq!(t.cause, 10, "ECALL from VS-mode");
+    assert_eq!(t.pc, GUEST + 4);
+    assert_eq!(t.insn, ecall());
+    assert!(!t.from_vu);
+    assert_eq!(h.xreg(17), 0x10);
+    // The VMM emulates the call: a0 = 0 (success), a1 = 2, resume after the ecall.
+    h.set_xreg(10, 41);
+    h.set_pc(t.pc + 4);
+    assert_eq!(h.run(1000), VcpuExit::Wfi);
+    assert_eq!(h.xreg(5), 42);
+}
+
+#[test]
+fn hypervisor_csr_access_is_a_virtual_instruction_exit_with_the_bits() {
+    let csrr_hstatus = csrr(5, 0x600);
+    let mut h = guest(&[csrr_hstatus, wfi()], &[]);
+    let t = expect_trap(&mut h);
+    assert_eq!(t.cause, 22);
+    assert_eq!(t.tval, csrr_hstatus as u64);
+    assert_eq!(t.insn, csrr_hstatus);
+    assert_eq!(h.pc(), GUEST, "pc stays at the trapping instruction");
+}
+
+#[test]
+fn injected_exception_enters_the_guest_handler() {
+    let bad = csrr(5, 0x600);
+    // Guest: set vstvec (stvec with V=1), then trap; the handler reads scause/stval/sepc.
+    let code = [csrw(STVEC, 6), bad, wfi()];
+    let handler = [csrr(10, SCAUSE), csrr(11, STVAL), csrr(12, SEPC), wfi()];
+    let mut h = guest(&code, &handler);
+    h.set_xreg(6, VSTVEC);
+    let t = expect_trap(&mut h);
+    assert_eq!(t.cause, 22);
+    // Not emulated: the VMM turns it into an illegal instruction for the guest.
+    h.inject_exception(2, t.insn as u64);
+    assert_eq!(h.pc(), VSTVEC);
+    assert_eq!(h.run(1000), VcpuExit::Wfi);
+    assert_eq!(h.xreg(10), 2);
+    assert_eq!(h.xreg(11), bad as u64);
+    assert_eq!(h.xreg(12), GUEST + 4);
+}
+
+#[test]
+fn access_outside_ram_and_devices_exits_as_an_access_fault() {
+    let mut h = guest(&[ld(5, 6, 0), wfi()], &[]);
+    h.set_xreg(6, 0x4000_0000);
+    let t = expect_trap(&mut h);
+    assert_eq!(t.cause, 5);
+    assert_eq!(t.tval, 0x4000_0000);
+    assert!(t.gva, "tval is a guest virtual address");
+    assert_eq!(
+        t.htinst,
+        ld(5, 0, 0) as u64,
+        "transformed load: no immediate, no rs1"
+    );
+}
+
+#[test]
+fn device_access_is_an_mmio_exit() {
+    let mut h = guest(&[lbu(5, 6, 5), wfi()], &[]);
+    h.set_xreg(6, 0x1000_0000);
+    match h.run(1000) {
+        VcpuExit::Mmio(a) => {
+            assert_eq!(a.addr, 0x1000_0005);
+            assert_eq!(a.write, None);
+        }
+        other => panic!("{other:?}"),
+    }
+    h.complete_mmio_read(0x60);
+    assert_eq!(h.run(1000), VcpuExit::Wfi);
+    assert_eq!(h.xreg(5), 0x60);
+}
+
+#[test]
+fn guest_timer_interrupt_reaches_the_guest_as_a_supervisor_timer_interrupt() {
+    // Guest: stvec, sie.STIE, sstatus.SIE, then wait; the handler records scause.
+    let code = [
+        csrw(STVEC, 6),
+        csrw(SIE, 7),
+        csrrsi(0, SSTATUS, 2),
+        wfi(),
+        jal(0, -4),
+    ];
+    let handler = [csrr(10, SCAUSE), addi(17, 0, 1), ecall()];
+    let mut h = guest(&code, &handler);
+    h.set_xreg(6, VSTVEC);
+    h.set_xreg(7, 1 << 5);
+    let deadline = h.guest_time() + 1000;
+    h.set_guest_timer(deadline);
+    assert_eq!(h.run(1000), VcpuExit::Wfi);
+    assert!(h.skip_to_timer(), "the guest timer can wake the guest");
+    let t = expect_trap(&mut h);
+    assert_eq!(t.cause, 10);
+    assert_eq!(
+        h.xreg(10),
+        (1 << 63) | 5,
+        "VSTI arrives as STI (code 5) in VS-mode"
+    );
+    assert!(h.guest_time() >= deadline);
+}
+
+#[test]
+fn a_guest_waiting_with_nothing_enabled_cannot_be_woken() {
+    let mut h = guest(&[wfi()], &[]);
+    assert_eq!(h.run(1000), VcpuExit::Wfi);
+    assert!(!h.skip_to_timer());
+}
