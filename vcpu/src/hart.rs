@@ -313,7 +313,11 @@ impl Hart {
         }
         // VS-level interrupts come from hvip and, in hosted mode, the VMM's guest timer
         // (GEILEN = 0, no other VS-level source).
-        let vstip = if self.guest_time() >= self.guest_timer { 1 << irq::VSTI } else { 0 };
+        let vstip = if self.guest_time() >= self.guest_timer {
+            1 << irq::VSTI
+        } else {
+            0
+        };
         sw | self.ext_lines | mtip | self.csr.h.hvip | vstip
     }
 

@@ -129,8 +129,13 @@ impl Hart {
         if self.hosted {
             // Hosted mode: only VS-level interrupts exist (the VMM owns HS and M).
             let vs = mip & self.csr.mie & VS_INTERRUPTS & self.csr.h.hideleg;
-            let enabled = self.prv == PrivilegeMode::User || self.csr.h.vsstatus & crate::csr::MSTATUS_SIE != 0;
-            return if enabled { highest_priority(vs).map(|i| (i, TrapTarget::Vs)) } else { None };
+            let enabled = self.prv == PrivilegeMode::User
+                || self.csr.h.vsstatus & crate::csr::MSTATUS_SIE != 0;
+            return if enabled {
+                highest_priority(vs).map(|i| (i, TrapTarget::Vs))
+            } else {
+                None
+            };
         }
         let m_enabled =
             self.prv < PrivilegeMode::Machine || self.csr.mstatus & crate::csr::MSTATUS_MIE != 0;
@@ -191,7 +196,13 @@ impl Hart {
         self.enter_trap(code, Exception { gva, ..e }, false, target);
     }
 
-    pub(crate) fn enter_trap(&mut self, code: u64, e: Exception, interrupt: bool, target: TrapTarget) {
+    pub(crate) fn enter_trap(
+        &mut self,
+        code: u64,
+        e: Exception,
+        interrupt: bool,
+        target: TrapTarget,
+    ) {
         use crate::csr::*;
         use crate::hypervisor::*;
         if self.hosted && target != TrapTarget::Vs {
