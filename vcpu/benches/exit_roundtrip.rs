@@ -32,7 +32,11 @@ fn main() {
     }
     let mut hart = Hart::new_guest(HartConfig::default(), mem).expect("hart");
     hart.set_pc(RAM_BASE);
+    roundtrip(&mut hart, exits);
+}
 
+/// Drive any [`Vcpu`] the way a VMM does: emulate each virtual-instruction exit.
+fn roundtrip(hart: &mut impl Vcpu, exits: u64) {
     let start = Instant::now();
     let mut n = 0;
     while n < exits {
