@@ -80,6 +80,13 @@ impl Hart {
         h.csr.mstatus |= 1 << 13; // mstatus.FS = Initial: the guest may use F and D
         h.csr.mcounteren = 0x7;
         h.csr.h.hcounteren = 0x7;
+        // Everything is delegated past M (the VMM is HS and M alike); hedeleg picks what the
+        // guest handles itself.
+        for (num, value) in [(0x302u16, u64::MAX), (0x303, u64::MAX)] {
+            if let Some(write) = crate::csr::lookup(num).and_then(|d| d.write) {
+                write(&mut h, value);
+            }
+        }
         h.csr.h.hedeleg = GUEST_HEDELEG;
         h.csr.h.hideleg = VS_INTERRUPTS;
         h.csr.mstateen[0] = STATEEN_SE0 | STATEEN0_ENVCFG | STATEEN0_CSRIND | STATEEN0_AIA;

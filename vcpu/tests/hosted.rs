@@ -153,3 +153,28 @@ fn a_guest_waiting_with_nothing_enabled_cannot_be_woken() {
     assert_eq!(h.run(1000), VcpuExit::Wfi);
     assert!(!h.skip_to_timer());
 }
+
+/// FP with `vsstatus.FS` = Off is illegal-instruction, never virtual-instruction (H extension,
+/// "Trap Cause Codes"), so it is delegated to the guest like any illegal instruction.
+#[test]
+fn fp_with_vsstatus_fs_off_is_illegal_not_virtual() {
+    let fadd_d = fadd(1, 2, 3, 7, 1);
+    let code = [csrw(STVEC, 6), fadd_d, wfi()];
+    let handler = [csrr(10, SCAUSE), csrr(11, STVAL), wfi()];
+    let mut h = guest(&code, &handler);
+    h.set_xreg(6, VSTVEC);
+    assert_eq!(h.run(1000), VcpuExit::Wfi, "no exit: the guest handles it");
+    assert_eq!(h.xreg(10), 2);
+    assert_eq!(h.xreg(11), fadd_d as u64);
+}
+
+/// MRET is not HS-qualified: illegal (not virtual) from VS-mode.
+#[test]
+fn mret_from_vs_is_illegal_not_virtual() {
+    let code = [csrw(STVEC, 6), mret(), wfi()];
+    let handler = [csrr(10, SCAUSE), wfi()];
+    let mut h = guest(&code, &handler);
+    h.set_xreg(6, VSTVEC);
+    assert_eq!(h.run(1000), VcpuExit::Wfi);
+    assert_eq!(h.xreg(10), 2);
+}
