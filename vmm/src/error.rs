@@ -89,6 +89,15 @@ pub enum Error {
         addr: u64,
     },
 
+    /// A bare-machine hart reported a hosted-mode guest trap (a bug in the hart model).
+    #[error("unexpected guest trap (cause {cause}) at pc={pc:#x} on a bare-machine hart")]
+    UnexpectedGuestTrap {
+        /// Exception code.
+        cause: u64,
+        /// Address of the trapping instruction.
+        pc: u64,
+    },
+
     /// Someone called [`vcpu::StopHandle::stop`] on the hart.
     #[error("hart {hart} was stopped at pc={pc:#x}")]
     Stopped {

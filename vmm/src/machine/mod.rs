@@ -265,6 +265,12 @@ impl Machine {
                 hart: HART_ID,
                 pc: self.hart.pc(),
             }),
+            // Only a hosted-mode hart (`vmm run`) reports guest traps; the bare machine's
+            // hart takes every trap itself.
+            VcpuExit::GuestTrap(trap) => Err(Error::UnexpectedGuestTrap {
+                cause: trap.cause,
+                pc: trap.pc,
+            }),
         }
     }
 
