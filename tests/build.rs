@@ -1,5 +1,6 @@
 //! Builds every guest program in `guests/` (one ELF per top-level `.c` or `.S` file, linked
-//! with the shared runtime in `guests/rt/`) with the RISC-V cross-compiler, and writes
+//! with the shared runtime in `guests/rt/`, or for `sbi_*` guests, S-mode kernels for
+//! `vmm run`, with `guests/rt_sbi/`) with the RISC-V cross-compiler, and writes
 //! `guests.rs` into `OUT_DIR` with the paths of the ELF files.
 //!
 //! The compiler is `riscv64-unknown-elf-gcc` (Debian package `gcc-riscv64-unknown-elf`), or
@@ -57,14 +58,23 @@ fn main() {
     let rt_dir = guests_dir.join("rt");
     let runtime = [rt_dir.join("crt0.S"), rt_dir.join("rt.c")];
     let linker_script = rt_dir.join("link.ld");
+    // `sbi_*` guests are S-mode kernels for `vmm run`: they start in VS-mode and use the
+    // SBI, so they link with `rt_sbi/` instead of the M-mode runtime.
+    let rt_sbi_dir = guests_dir.join("rt_sbi");
+    let sbi_runtime = [rt_sbi_dir.join("crt0.S"), rt_sbi_dir.join("sbi.c")];
+    let sbi_linker_script = rt_sbi_dir.join("link.ld");
 
     // Two or three compiler processes at a time is plenty for a dozen small programs.
     let results: Vec<Result<PathBuf, String>> = std::thread::scope(|scope| {
         let handles: Vec<_> = guests
             .iter()
             .map(|(name, src)| {
-                let (cc, guests_dir, elf_dir, runtime, linker_script) =
-                    (&cc, &guests_dir, &elf_dir, &runtime, &linker_script);
+                let (runtime, linker_script) = if name.starts_with("sbi_") {
+                    (&sbi_runtime, &sbi_linker_script)
+                } else {
+                    (&runtime, &linker_script)
+                };
+                let (cc, guests_dir, elf_dir) = (&cc, &guests_dir, &elf_dir);
                 scope.spawn(move || {
                     build_guest(cc, guests_dir, elf_dir, runtime, linker_script, name, src)
                 })

@@ -92,6 +92,10 @@ const NOT_COMPARED: &[(&str, &str)] = &[
         "csrx",
         "Smstateen/Smcsrind/Sstc/Smaia; QEMU 7.2 lacks Smstateen and Smcsrind",
     ),
+    (
+        "sbi_console",
+        "a `vmm run` guest kernel (VS-mode, SBI calls); QEMU would need an SBI firmware",
+    ),
 ];
 
 const QEMU_TIMEOUT: Duration = Duration::from_secs(30);

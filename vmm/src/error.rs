@@ -98,6 +98,57 @@ pub enum Error {
         pc: u64,
     },
 
+    /// `vmm run`: the kernel file is neither a RISC-V ELF executable nor a Linux `Image`, or
+    /// it does not fit in guest RAM.
+    #[error("{}: {source}", path.display())]
+    Kernel {
+        /// The kernel file.
+        path: PathBuf,
+        /// What is wrong with it.
+        #[source]
+        source: crate::run::kernel::KernelError,
+    },
+
+    /// `vmm run`: the initrd file could not be read.
+    #[error("cannot read initrd {}: {source}", path.display())]
+    ReadInitrd {
+        /// The initrd file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// `vmm run`: the initrd does not fit between the kernel and the device tree.
+    #[error(
+        "initrd {} ({size} bytes) does not fit in guest RAM: {room} bytes free between the \
+         kernel's end and the device tree (use a larger --memory)", path.display()
+    )]
+    InitrdTooBig {
+        /// The initrd file.
+        path: PathBuf,
+        /// Its size.
+        size: u64,
+        /// Bytes available for it.
+        room: u64,
+    },
+
+    /// `vmm run`: building the device tree failed.
+    #[error("cannot build the device tree: {0}")]
+    Fdt(String),
+
+    /// `vmm run`: the console could not be set up.
+    #[error("console: {0}")]
+    Console(String),
+
+    /// `vmm run`: the only hart stopped itself (SBI HSM `hart_stop`), so nothing can ever
+    /// run again.
+    #[error("hart {hart} stopped itself (SBI hart_stop) and no other hart can start it again")]
+    AllHartsStopped {
+        /// The hart's id.
+        hart: u64,
+    },
+
     /// Someone called [`vcpu::StopHandle::stop`] on the hart.
     #[error("hart {hart} was stopped at pc={pc:#x}")]
     Stopped {

@@ -6,12 +6,16 @@
 //! - [`machine`]: board assembly and the run loop ([`machine::run_elf`]).
 //! - [`loader`]: ELF validation and loading.
 //! - [`devices`]: UART, SiFive test finisher, CLINT and HTIF.
+//! - [`run`]: `vmm run`, a guest kernel in VS-mode on a hosted-mode hart ([`run::run_kernel`]).
+//! - [`sbi`]: the SBI v2.0 implementation `vmm run` gives its guests.
 //! - [`error`]: the [`Error`] type.
 
 pub mod devices;
 pub mod error;
 pub mod loader;
 pub mod machine;
+pub mod run;
+pub mod sbi;
 
 #[cfg(test)]
 mod testutil;

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use log::LevelFilter;
 use vmm::machine::{self, MachineConfig, MachineExit};
+use vmm::run::{self as runner, ConsoleInput, RunConfig, RunExit};
 
 /// Exit status when the instruction budget runs out (like `timeout(1)`).
 const EXIT_BUDGET: u8 = 124;
@@ -31,6 +32,45 @@ enum Command {
     /// The exit status is the guest's (SiFive test finisher or HTIF), 124 when the
     /// instruction budget runs out, and 1 on errors.
     Machine(MachineArgs),
+
+    /// Boot a guest kernel (RV64 ELF or Linux riscv64 Image) in VS-mode, with SBI v2.0
+    ///
+    /// RAM at 0x8000_0000, an ns16550a UART at 0x1000_0000 (polled), a device tree in a1.
+    /// Console: the UART and SBI DBCN on stdout; stdin feeds both (raw mode on a terminal:
+    /// Ctrl-A x quits). Exit status: 0 when the guest shuts down (SBI SRST) with no reason,
+    /// 1 for a system-failure reset and for errors, 124 when the instruction budget runs out.
+    Run(RunArgs),
+}
+
+#[derive(Args, Debug)]
+struct RunArgs {
+    /// The kernel: an RV64 ELF executable or a Linux riscv64 Image.
+    #[arg(long, value_name = "PATH")]
+    kernel: PathBuf,
+
+    /// An initial RAM disk, placed high in RAM and named in the device tree.
+    #[arg(long, value_name = "PATH")]
+    initrd: Option<PathBuf>,
+
+    /// The kernel command line (/chosen/bootargs).
+    #[arg(long, value_name = "STR", default_value = "")]
+    cmdline: String,
+
+    /// RAM size in MiB, mapped at 0x8000_0000.
+    #[arg(long, value_name = "MiB", default_value_t = runner::DEFAULT_MEMORY_MIB)]
+    memory: u64,
+
+    /// Stop after N instructions (exit status 124).
+    #[arg(long, value_name = "N")]
+    max_insns: Option<u64>,
+
+    /// Print instructions, wall time, MIPS and a table of exits by reason on stderr.
+    #[arg(long)]
+    stats: bool,
+
+    /// Log every executed instruction on stderr.
+    #[arg(long)]
+    trace: bool,
 }
 
 #[derive(Args, Debug)]
@@ -100,12 +140,61 @@ fn run_machine(args: MachineArgs) -> ExitCode {
     }
 }
 
+fn run_kernel(args: RunArgs) -> ExitCode {
+    let config = RunConfig {
+        kernel: args.kernel,
+        initrd: args.initrd,
+        cmdline: args.cmdline,
+        memory_mib: args.memory,
+        max_insns: args.max_insns,
+        trace: args.trace,
+    };
+    let console = Box::new(std::io::stdout());
+    match runner::run_kernel(&config, console, ConsoleInput::Stdin) {
+        Ok((exit, stats)) => {
+            match exit {
+                RunExit::Reset(r) => {
+                    if r.reason != 0 || r.kind != vmm::sbi::srst::ResetType::Shutdown {
+                        eprintln!(
+                            "vmm: guest requested {} ({}); vmm does not reboot, exiting",
+                            r.kind.name(),
+                            r.reason_name()
+                        );
+                    }
+                }
+                RunExit::BudgetExhausted { insns, pc } => {
+                    eprintln!("vmm: instruction budget of {insns} exhausted at pc={pc:#x}");
+                }
+                RunExit::Quit => eprintln!("vmm: quit (Ctrl-A x)"),
+            }
+            if args.stats {
+                eprintln!(
+                    "vmm: {} instructions in {:.3} s ({:.2} MIPS)",
+                    stats.instructions,
+                    stats.wall.as_secs_f64(),
+                    stats.mips()
+                );
+                eprint!("{}", stats.exits.table());
+            }
+            ExitCode::from(exit.exit_code())
+        }
+        Err(e) => {
+            eprintln!("vmm: {e}");
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Machine(args) => {
             init_logging(args.trace);
             run_machine(args)
+        }
+        Command::Run(args) => {
+            init_logging(args.trace);
+            run_kernel(args)
         }
     }
 }

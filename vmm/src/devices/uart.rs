@@ -1,8 +1,9 @@
 //! The ns16550a UART, built on rust-vmm's `vm-superio` [`Serial`].
 //!
 //! Registers are 8 bits wide at offsets 0..8 of the window (no register shift, like QEMU's
-//! `virt`). Only byte accesses are accepted. Output goes to the [`Console`] given by the caller;
-//! there is no input. The line status register always shows the transmitter empty and idle,
+//! `virt`). Only byte accesses are accepted. Output goes to the [`Console`] given by the caller.
+//! Input exists only when the caller feeds it ([`Uart::enqueue_input`], used by `vmm run`);
+//! `vmm machine` has none. The line status register always shows the transmitter empty and idle,
 //! so guests that poll it before each byte make progress.
 //!
 //! No interrupt controller is modelled in machine mode, so the UART's interrupt line goes
@@ -44,6 +45,39 @@ impl Uart {
     /// The console output, for other devices that print (HTIF).
     pub fn console(&mut self) -> &mut Console {
         self.serial.writer_mut()
+    }
+
+    /// Puts received bytes in the receive FIFO, as many as fit; returns how many.
+    pub fn enqueue_input(&mut self, bytes: &[u8]) -> usize {
+        let n = bytes.len().min(self.serial.fifo_capacity());
+        if n == 0 {
+            return 0;
+        }
+        self.serial.enqueue_raw_bytes(&bytes[..n]).unwrap_or(0)
+    }
+
+    /// Free space in the receive FIFO.
+    pub fn input_room(&self) -> usize {
+        self.serial.fifo_capacity()
+    }
+
+    /// Takes received bytes the guest has not read yet out of the receive FIFO (for another
+    /// console interface that shares the input); returns how many. Nothing is taken while the
+    /// divisor latch is selected, since offset 0 is then the divisor.
+    pub fn take_input(&mut self, buf: &mut [u8]) -> usize {
+        const LCR: u8 = 3;
+        const LSR: u8 = 5;
+        const LCR_DLAB: u8 = 0x80;
+        const LSR_DATA_READY: u8 = 0x01;
+        if self.serial.read(LCR) & LCR_DLAB != 0 {
+            return 0;
+        }
+        let mut n = 0;
+        while n < buf.len() && self.serial.read(LSR) & LSR_DATA_READY != 0 {
+            buf[n] = self.serial.read(0);
+            n += 1;
+        }
+        n
     }
 
     /// A load of `size` bytes at `offset` in the window.
@@ -105,6 +139,23 @@ mod tests {
         // Scratch register round-trips.
         uart.write(7, 1, 0x5a);
         assert_eq!(uart.read(7, 1), 0x5a);
+    }
+
+    #[test]
+    fn input_is_received_once() {
+        let mut uart = Uart::new(Box::new(SharedBuf::default()));
+        assert_eq!(uart.read(5, 1) & 1, 0, "no data ready");
+        assert_eq!(uart.enqueue_input(b"abc"), 3);
+        assert_eq!(uart.read(5, 1) & 1, 1, "data ready");
+        assert_eq!(uart.read(0, 1), u64::from(b'a'));
+        let mut buf = [0u8; 8];
+        assert_eq!(uart.take_input(&mut buf), 2);
+        assert_eq!(&buf[..2], b"bc");
+        assert_eq!(uart.read(5, 1) & 1, 0);
+        let big = [b'x'; 200];
+        let n = uart.enqueue_input(&big);
+        assert!(n > 0 && n < 200, "FIFO is bounded ({n})");
+        assert_eq!(uart.enqueue_input(&big), 0);
     }
 
     #[test]

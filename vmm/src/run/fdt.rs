@@ -1,0 +1,177 @@
+//! The flattened device tree `vmm run` hands to the guest kernel (in `a1`), written with
+//! rust-vmm's `vm-fdt` from the devicetree specification and the Linux bindings
+//! (`riscv/cpus.yaml`, `riscv/extensions.yaml`, `serial/8250.yaml`, `chosen`).
+//!
+//! ```text
+//! / { #address-cells = 2; #size-cells = 2; compatible = "riscv-virtio"; model = ...;
+//!   chosen { bootargs; stdout-path = "/soc/serial@10000000"; linux,initrd-start/end }
+//!   cpus { #address-cells = 1; #size-cells = 0; timebase-frequency = 10 MHz;
+//!     cpu@0 { device_type = "cpu"; reg = 0; status = "okay"; compatible = "riscv";
+//!             riscv,isa = ...; riscv,isa-base = "rv64i"; riscv,isa-extensions = ...;
+//!             mmu-type = "riscv,sv57";
+//!             interrupt-controller { compatible = "riscv,cpu-intc"; ... } } }
+//!   memory@80000000 { device_type = "memory"; reg = <RAM base, size> }
+//!   soc { compatible = "simple-bus"; ranges;
+//!     serial@10000000 { compatible = "ns16550a"; reg; clock-frequency = 3686400 } } }
+//! ```
+//!
+//! The UART has no `interrupts`: there is no interrupt controller, so drivers poll it.
+//! The ISA lists exactly what the guest may use: not H (the VMM does not offer nested
+//! virtualization) and not Sstc (the timer is the SBI TIME extension).
+
+use vm_fdt::FdtWriter;
+
+use crate::machine::{UART_BASE, UART_SIZE};
+
+/// `riscv,isa` (the older single-string form).
+pub const ISA_STRING: &str = "rv64imafdc_zicntr_zicsr_zifencei";
+/// `riscv,isa-extensions`.
+pub const ISA_EXTENSIONS: &[&str] = &["i", "m", "a", "f", "d", "c", "zicntr", "zicsr", "zifencei"];
+/// `mmu-type`: the largest translation mode the hart supports (it also has Sv39 and Sv48).
+pub const MMU_TYPE: &str = "riscv,sv57";
+/// The UART's input clock (the usual 1.8432 MHz * 2 of the ns16550a binding examples).
+pub const UART_CLOCK_HZ: u32 = 3_686_400;
+/// Device-tree path of the console UART.
+pub const STDOUT_PATH: &str = "/soc/serial@10000000";
+
+/// Phandle of the hart's interrupt controller.
+const CPU_INTC_PHANDLE: u32 = 1;
+
+/// What the device tree describes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FdtConfig {
+    /// Guest RAM base.
+    pub ram_base: u64,
+    /// Guest RAM size in bytes.
+    pub ram_size: u64,
+    /// The kernel command line (`/chosen/bootargs`).
+    pub cmdline: String,
+    /// Guest-physical `[start, end)` of the initrd, if any.
+    pub initrd: Option<(u64, u64)>,
+}
+
+/// Builds the device tree blob.
+pub fn build(config: &FdtConfig) -> Result<Vec<u8>, vm_fdt::Error> {
+    let mut fdt = FdtWriter::new()?;
+    let root = fdt.begin_node("")?;
+    fdt.property_u32("#address-cells", 2)?;
+    fdt.property_u32("#size-cells", 2)?;
+    fdt.property_string("compatible", "riscv-virtio")?;
+    fdt.property_string("model", "riscv-ctr-vmm,run")?;
+
+    let chosen = fdt.begin_node("chosen")?;
+    fdt.property_string("bootargs", &config.cmdline)?;
+    fdt.property_string("stdout-path", STDOUT_PATH)?;
+    if let Some((start, end)) = config.initrd {
+        fdt.property_u64("linux,initrd-start", start)?;
+        fdt.property_u64("linux,initrd-end", end)?;
+    }
+    fdt.end_node(chosen)?;
+
+    let cpus = fdt.begin_node("cpus")?;
+    fdt.property_u32("#address-cells", 1)?;
+    fdt.property_u32("#size-cells", 0)?;
+    fdt.property_u32("timebase-frequency", vcpu::TIMEBASE_HZ as u32)?;
+    let cpu = fdt.begin_node("cpu@0")?;
+    fdt.property_string("device_type", "cpu")?;
+    fdt.property_u32("reg", 0)?;
+    fdt.property_string("status", "okay")?;
+    fdt.property_string("compatible", "riscv")?;
+    fdt.property_string("riscv,isa", ISA_STRING)?;
+    fdt.property_string("riscv,isa-base", "rv64i")?;
+    fdt.property_string_list(
+        "riscv,isa-extensions",
+        ISA_EXTENSIONS.iter().map(|s| s.to_string()).collect(),
+    )?;
+    fdt.property_string("mmu-type", MMU_TYPE)?;
+    let intc = fdt.begin_node("interrupt-controller")?;
+    fdt.property_u32("#interrupt-cells", 1)?;
+    fdt.property_null("interrupt-controller")?;
+    fdt.property_string("compatible", "riscv,cpu-intc")?;
+    fdt.property_phandle(CPU_INTC_PHANDLE)?;
+    fdt.end_node(intc)?;
+    fdt.end_node(cpu)?;
+    fdt.end_node(cpus)?;
+
+    let memory = fdt.begin_node(&format!("memory@{:x}", config.ram_base))?;
+    fdt.property_string("device_type", "memory")?;
+    fdt.property_array_u64("reg", &[config.ram_base, config.ram_size])?;
+    fdt.end_node(memory)?;
+
+    let soc = fdt.begin_node("soc")?;
+    fdt.property_u32("#address-cells", 2)?;
+    fdt.property_u32("#size-cells", 2)?;
+    fdt.property_string("compatible", "simple-bus")?;
+    fdt.property_null("ranges")?;
+    let uart = fdt.begin_node(&format!("serial@{UART_BASE:x}"))?;
+    fdt.property_string("compatible", "ns16550a")?;
+    fdt.property_array_u64("reg", &[UART_BASE, UART_SIZE])?;
+    fdt.property_u32("clock-frequency", UART_CLOCK_HZ)?;
+    fdt.end_node(uart)?;
+    fdt.end_node(soc)?;
+
+    fdt.end_node(root)?;
+    fdt.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn contains(hay: &[u8], needle: &[u8]) -> bool {
+        hay.windows(needle.len()).any(|w| w == needle)
+    }
+
+    #[test]
+    fn blob_has_the_expected_nodes_and_properties() {
+        let blob = build(&FdtConfig {
+            ram_base: 0x8000_0000,
+            ram_size: 256 << 20,
+            cmdline: "console=ttyS0 earlycon=sbi".into(),
+            initrd: Some((0x8f00_0000, 0x8f10_0000)),
+        })
+        .unwrap();
+        assert_eq!(&blob[..4], &0xd00d_feedu32.to_be_bytes());
+        let total = u32::from_be_bytes(blob[4..8].try_into().unwrap()) as usize;
+        assert_eq!(total, blob.len());
+        for s in [
+            &b"memory@80000000\0"[..],
+            b"serial@10000000\0",
+            b"cpu@0\0",
+            b"console=ttyS0 earlycon=sbi\0",
+            b"rv64imafdc_zicntr_zicsr_zifencei\0",
+            b"riscv,cpu-intc\0",
+            b"ns16550a\0",
+            b"/soc/serial@10000000\0",
+            b"linux,initrd-start\0",
+            b"riscv,sv57\0",
+            b"zifencei\0",
+        ] {
+            assert!(
+                contains(&blob, s),
+                "{:?} missing",
+                String::from_utf8_lossy(s)
+            );
+        }
+        // memory reg = <0x0 0x80000000 0x0 0x10000000>
+        assert!(contains(
+            &blob,
+            &[0, 0, 0, 0, 0x80, 0, 0, 0, 0, 0, 0, 0, 0x10, 0, 0, 0]
+        ));
+        // No H, no Sstc.
+        assert!(!contains(&blob, b"sstc"));
+        assert!(!contains(&blob, b"\0h\0"));
+    }
+
+    #[test]
+    fn no_initrd_no_initrd_properties() {
+        let blob = build(&FdtConfig {
+            ram_base: 0x8000_0000,
+            ram_size: 16 << 20,
+            cmdline: String::new(),
+            initrd: None,
+        })
+        .unwrap();
+        assert!(!contains(&blob, b"linux,initrd"));
+    }
+}

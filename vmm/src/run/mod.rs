@@ -1,0 +1,550 @@
+//! `vmm run`: boot a guest kernel in VS-mode on a hosted-mode hart, with the SBI
+//! ([`crate::sbi`]) provided by the VMM.
+//!
+//! | guest-physical | what |
+//! | --- | --- |
+//! | `0x1000_0000` | ns16550a UART (the same [`Uart`] as `vmm machine`), polled: no interrupt controller |
+//! | `0x8000_0000` | RAM (`--memory` MiB) |
+//! | RAM base + 2 MiB | a Linux `Image` (its `text_offset`); an ELF goes where its `p_paddr` says |
+//! | below the FDT | the initrd, page-aligned, as high as it fits |
+//! | RAM end - 2 MiB | the device tree (RAM end - 64 KiB when RAM is under 8 MiB) |
+//!
+//! The guest starts at the kernel entry in VS-mode with `a0` = hart id (0) and `a1` = the
+//! device tree's address. Its traps to the VMM ([`vcpu::VcpuExit::GuestTrap`]):
+//! - `ECALL` from VS-mode (cause 10): an SBI call, answered in `a0`/`a1`, resumed at pc + 4;
+//! - virtual instruction (22): injected into the guest as an illegal instruction (cause 2,
+//!   `stval` = the instruction bits);
+//! - access faults (1, 5, 7): injected as they are;
+//! - guest-page faults (20, 21, 23; not expected with the identity G-stage): injected as the
+//!   corresponding page fault (12, 13, 15);
+//! - anything else: logged and injected as it is.
+//!
+//! The run ends when the guest calls SBI SRST `system_reset` ([`RunExit::Reset`]), when the
+//! instruction budget runs out ([`RunExit::BudgetExhausted`]), when the user types Ctrl-A x
+//! on a terminal ([`RunExit::Quit`]), or with an [`Error`].
+
+pub mod console;
+pub mod fdt;
+pub mod kernel;
+pub mod stats;
+
+use std::io::Write;
+use std::ops::Range;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use vcpu::{GuestTrap, Hart, HartConfig, MmioAccess, MmioRange, Vcpu, VcpuExit};
+use vm_memory::{Bytes, GuestAddress, GuestMemoryMmap};
+
+use crate::devices::uart::Uart;
+use crate::devices::Console;
+use crate::error::Error;
+use crate::machine::{HART_ID, MAX_MEMORY_MIB, RAM_BASE, UART_BASE, UART_SIZE};
+use crate::sbi::{self, srst::ResetRequest, SbiCall, SbiEnv, SbiOutcome};
+
+pub use console::{ConsoleInput, InputQueue};
+pub use stats::{ExitStats, RunStats};
+
+/// `hvip` bit of the VS-level software interrupt.
+const VSSIP: u64 = 1 << 2;
+/// `hvip` bit of the VS-level timer interrupt.
+const VSTIP: u64 = 1 << 6;
+
+/// Page size used to align the initrd.
+const PAGE: u64 = 4096;
+/// Default RAM size of `vmm run`, in MiB.
+pub const DEFAULT_MEMORY_MIB: u64 = 256;
+/// Distance of the device tree from the end of RAM (when RAM is at least 8 MiB).
+pub const FDT_FROM_END: u64 = 2 << 20;
+/// Largest device tree accepted.
+const FDT_MAX: u64 = 64 << 10;
+
+/// Exception codes the VMM handles.
+mod cause {
+    pub const FETCH_ACCESS: u64 = 1;
+    pub const ILLEGAL_INSN: u64 = 2;
+    pub const LOAD_ACCESS: u64 = 5;
+    pub const STORE_ACCESS: u64 = 7;
+    pub const ECALL_VS: u64 = 10;
+    pub const FETCH_PAGE_FAULT: u64 = 12;
+    pub const LOAD_PAGE_FAULT: u64 = 13;
+    pub const STORE_PAGE_FAULT: u64 = 15;
+    pub const FETCH_GUEST_PAGE_FAULT: u64 = 20;
+    pub const LOAD_GUEST_PAGE_FAULT: u64 = 21;
+    pub const VIRTUAL_INSN: u64 = 22;
+    pub const STORE_GUEST_PAGE_FAULT: u64 = 23;
+}
+
+/// How to run a kernel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunConfig {
+    /// The kernel: an RV64 ELF executable or a Linux riscv64 `Image`.
+    pub kernel: PathBuf,
+    /// An initial RAM disk to place in RAM and name in the device tree.
+    pub initrd: Option<PathBuf>,
+    /// The kernel command line (`/chosen/bootargs`).
+    pub cmdline: String,
+    /// RAM size in MiB (1..=[`MAX_MEMORY_MIB`]).
+    pub memory_mib: u64,
+    /// Stop after this many instructions; `None` runs until the guest ends the run.
+    pub max_insns: Option<u64>,
+    /// Log every instruction at trace level.
+    pub trace: bool,
+}
+
+impl RunConfig {
+    /// A configuration for `kernel` with the defaults: 256 MiB, no initrd, empty command
+    /// line, no budget.
+    pub fn new(kernel: impl Into<PathBuf>) -> RunConfig {
+        RunConfig {
+            kernel: kernel.into(),
+            initrd: None,
+            cmdline: String::new(),
+            memory_mib: DEFAULT_MEMORY_MIB,
+            max_insns: None,
+            trace: false,
+        }
+    }
+}
+
+/// How a run ended, when the VMM did not fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunExit {
+    /// The guest called SBI `system_reset`.
+    Reset(ResetRequest),
+    /// The instruction budget ran out.
+    BudgetExhausted {
+        /// Instructions executed.
+        insns: u64,
+        /// Where the guest was.
+        pc: u64,
+    },
+    /// The user ended the run from the terminal (Ctrl-A x).
+    Quit,
+}
+
+impl RunExit {
+    /// The `vmm` exit status for this end: the reset's status (0 or 1), 124 for the budget,
+    /// 0 for a quit.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            RunExit::Reset(r) => r.exit_code() as u8,
+            RunExit::BudgetExhausted { .. } => 124,
+            RunExit::Quit => 0,
+        }
+    }
+}
+
+/// Where things were put in guest RAM.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BootLayout {
+    /// Kernel entry point.
+    pub entry: u64,
+    /// Memory the kernel occupies.
+    pub kernel: Range<u64>,
+    /// The initrd, if any.
+    pub initrd: Option<Range<u64>>,
+    /// Address of the device tree (`a1`).
+    pub fdt: u64,
+}
+
+/// Loads the kernel (and initrd) of `config` and runs it to the end. Console output (UART
+/// and SBI DBCN) goes to `console`; input comes from `input`.
+pub fn run_kernel(
+    config: &RunConfig,
+    console: Console,
+    input: ConsoleInput,
+) -> Result<(RunExit, RunStats), Error> {
+    let mut vm = GuestVm::new(config, console)?;
+    let _raw;
+    let _reader;
+    match input {
+        ConsoleInput::None => {}
+        ConsoleInput::Bytes(b) => vm.input.push(&b),
+        ConsoleInput::Stdin => {
+            _raw = console::RawTerminal::enable()?;
+            _reader = console::StdinReader::spawn(vm.input.clone(), vm.hart.stop_handle())?;
+        }
+    }
+    let start = Instant::now();
+    let exit = vm.run();
+    let _ = vm.uart.console().flush();
+    let stats = RunStats {
+        instructions: vm.hart.executed(),
+        wall: start.elapsed(),
+        exits: vm.stats.clone(),
+    };
+    Ok((exit?, stats))
+}
+
+/// A guest kernel on a hosted-mode hart, with its RAM, UART and SBI.
+pub struct GuestVm {
+    hart: Hart,
+    mem: GuestMemoryMmap,
+    uart: Uart,
+    input: InputQueue,
+    layout: BootLayout,
+    max_insns: Option<u64>,
+    stats: ExitStats,
+}
+
+/// Instructions per call to [`Vcpu::run`] when there is no budget to respect (short enough
+/// for console input to arrive promptly).
+const RUN_CHUNK: u64 = 1 << 18;
+
+impl GuestVm {
+    /// Builds the VM: RAM, kernel, initrd, device tree, hart.
+    pub fn new(config: &RunConfig, console: Console) -> Result<GuestVm, Error> {
+        if config.memory_mib == 0 || config.memory_mib > MAX_MEMORY_MIB {
+            return Err(Error::InvalidMemorySize {
+                mib: config.memory_mib,
+                max: MAX_MEMORY_MIB,
+            });
+        }
+        let ram_size = config.memory_mib << 20;
+        let ram = RAM_BASE..RAM_BASE + ram_size;
+        let kernel_data = std::fs::read(&config.kernel).map_err(|source| Error::ReadProgram {
+            path: config.kernel.clone(),
+            source,
+        })?;
+        let initrd_data = match &config.initrd {
+            Some(path) => Some(std::fs::read(path).map_err(|source| Error::ReadInitrd {
+                path: path.clone(),
+                source,
+            })?),
+            None => None,
+        };
+        let mem = GuestMemoryMmap::from_ranges(&[(GuestAddress(RAM_BASE), ram_size as usize)])
+            .map_err(|source| Error::GuestMemory {
+                mib: config.memory_mib,
+                source,
+            })?;
+
+        let kernel_err = |source| Error::Kernel {
+            path: config.kernel.clone(),
+            source,
+        };
+        let fdt_addr = if ram_size >= 4 * FDT_FROM_END {
+            ram.end - FDT_FROM_END
+        } else {
+            ram.end - FDT_MAX
+        };
+        // The kernel may use RAM up to the device tree (or the initrd below it).
+        let kernel =
+            kernel::load_kernel(&kernel_data, &mem, ram.start..fdt_addr).map_err(kernel_err)?;
+
+        let initrd = match (&config.initrd, &initrd_data) {
+            (Some(path), Some(data)) => {
+                let size = data.len() as u64;
+                let room = fdt_addr.saturating_sub(kernel.span.end);
+                let start = fdt_addr.checked_sub(size).map(|a| a & !(PAGE - 1));
+                match start {
+                    Some(start) if start >= kernel.span.end => {
+                        mem.write_slice(data, GuestAddress(start)).map_err(|e| {
+                            Error::Fdt(format!("cannot write the initrd to guest RAM: {e}"))
+                        })?;
+                        Some(start..start + size)
+                    }
+                    _ => {
+                        return Err(Error::InitrdTooBig {
+                            path: path.clone(),
+                            size,
+                            room,
+                        })
+                    }
+                }
+            }
+            _ => None,
+        };
+
+        let blob = fdt::build(&fdt::FdtConfig {
+            ram_base: RAM_BASE,
+            ram_size,
+            cmdline: config.cmdline.clone(),
+            initrd: initrd.as_ref().map(|r| (r.start, r.end)),
+        })
+        .map_err(|e| Error::Fdt(e.to_string()))?;
+        if blob.len() as u64 > FDT_MAX {
+            return Err(Error::Fdt(format!(
+                "the device tree is {} bytes, more than the {FDT_MAX} reserved for it \
+                 (is the command line very long?)",
+                blob.len()
+            )));
+        }
+        mem.write_slice(&blob, GuestAddress(fdt_addr))
+            .map_err(|e| Error::Fdt(format!("cannot write the device tree to RAM: {e}")))?;
+
+        let hart_config = HartConfig {
+            hart_id: HART_ID,
+            mmio: vec![MmioRange {
+                base: UART_BASE,
+                size: UART_SIZE,
+            }],
+            ..HartConfig::default()
+        };
+        let mut hart = Hart::new_guest(hart_config, mem.clone())?;
+        hart.set_trace(config.trace);
+        Vcpu::set_pc(&mut hart, kernel.entry);
+        Vcpu::set_xreg(&mut hart, 10, HART_ID);
+        Vcpu::set_xreg(&mut hart, 11, fdt_addr);
+        log::debug!(
+            "run: {:?} kernel at {:#x?}, entry {:#x}, initrd {:#x?}, fdt at {fdt_addr:#x}",
+            kernel.format,
+            kernel.span,
+            kernel.entry,
+            initrd
+        );
+
+        Ok(GuestVm {
+            hart,
+            mem,
+            uart: Uart::new(console),
+            input: InputQueue::default(),
+            layout: BootLayout {
+                entry: kernel.entry,
+                kernel: kernel.span,
+                initrd,
+                fdt: fdt_addr,
+            },
+            max_insns: config.max_insns,
+            stats: ExitStats::default(),
+        })
+    }
+
+    /// Where the kernel, initrd and device tree were put.
+    pub fn layout(&self) -> &BootLayout {
+        &self.layout
+    }
+
+    /// Guest RAM.
+    pub fn memory(&self) -> &GuestMemoryMmap {
+        &self.mem
+    }
+
+    /// The console input queue (what the UART and DBCN read from).
+    pub fn input(&self) -> &InputQueue {
+        &self.input
+    }
+
+    /// Exit counts so far.
+    pub fn stats(&self) -> &ExitStats {
+        &self.stats
+    }
+
+    /// Runs until the guest ends the run, the budget runs out or an error occurs.
+    pub fn run(&mut self) -> Result<RunExit, Error> {
+        loop {
+            let chunk = match self.max_insns {
+                Some(max) => {
+                    let executed = self.hart.executed();
+                    let left = max.saturating_sub(executed);
+                    if left == 0 {
+                        return Ok(RunExit::BudgetExhausted {
+                            insns: executed,
+                            pc: Vcpu::pc(&self.hart),
+                        });
+                    }
+                    left.min(RUN_CHUNK)
+                }
+                None => RUN_CHUNK,
+            };
+            self.feed_uart();
+            let exit = Vcpu::run(&mut self.hart, chunk);
+            if let Some(end) = self.handle_exit(exit)? {
+                return Ok(end);
+            }
+        }
+    }
+
+    /// Moves pending console input into the UART's receive FIFO, as much as fits.
+    fn feed_uart(&mut self) {
+        if self.input.is_empty() {
+            return;
+        }
+        let mut buf = [0u8; 64];
+        let room = self.uart.input_room().min(buf.len());
+        let n = self.input.pop_into(&mut buf[..room]);
+        self.uart.enqueue_input(&buf[..n]);
+    }
+
+    /// Acts on one exit; returns the run's end if this exit is one.
+    fn handle_exit(&mut self, exit: VcpuExit) -> Result<Option<RunExit>, Error> {
+        match exit {
+            VcpuExit::Mmio(access) => {
+                self.mmio(access);
+                Ok(None)
+            }
+            VcpuExit::Wfi => {
+                self.stats.count("wfi");
+                if self.hart.skip_to_timer() {
+                    Ok(None)
+                } else {
+                    let pc = Vcpu::pc(&self.hart).wrapping_sub(4);
+                    Err(Error::WaitForever { hart: HART_ID, pc })
+                }
+            }
+            VcpuExit::BudgetExhausted => Ok(None),
+            VcpuExit::StopRequested => {
+                if self.input.quit_requested() {
+                    Ok(Some(RunExit::Quit))
+                } else {
+                    Err(Error::Stopped {
+                        hart: HART_ID,
+                        pc: Vcpu::pc(&self.hart),
+                    })
+                }
+            }
+            VcpuExit::GuestTrap(trap) => self.guest_trap(trap),
+        }
+    }
+
+    /// Routes an MMIO access (the UART is the only device).
+    fn mmio(&mut self, access: MmioAccess) {
+        let MmioAccess { addr, size, write } = access;
+        let in_uart = MmioRange {
+            base: UART_BASE,
+            size: UART_SIZE,
+        }
+        .contains(addr, u64::from(size));
+        let value = match (in_uart, write) {
+            (true, Some(v)) => {
+                self.stats.count("mmio uart write");
+                self.uart.write(addr - UART_BASE, size, v);
+                0
+            }
+            (true, None) => {
+                self.stats.count("mmio uart read");
+                self.uart.read(addr - UART_BASE, size)
+            }
+            (false, _) => {
+                self.stats.count("mmio other");
+                log::warn!("{size}-byte access at {addr:#x} outside any device; ignored");
+                0
+            }
+        };
+        if write.is_none() {
+            let mask = if size >= 8 {
+                u64::MAX
+            } else {
+                (1u64 << (8 * size)) - 1
+            };
+            Vcpu::complete_mmio_read(&mut self.hart, value & mask);
+        }
+    }
+
+    /// Handles a trap the guest could not take itself.
+    fn guest_trap(&mut self, trap: GuestTrap) -> Result<Option<RunExit>, Error> {
+        match trap.cause {
+            cause::ECALL_VS => return self.sbi_call(trap),
+            cause::VIRTUAL_INSN => {
+                self.stats.count(stats::virtual_insn_reason(trap.insn));
+                self.inject(cause::ILLEGAL_INSN, u64::from(trap.insn));
+            }
+            cause::FETCH_ACCESS | cause::LOAD_ACCESS | cause::STORE_ACCESS => {
+                self.stats.count(format!("access-fault {}", trap.cause));
+                self.inject(trap.cause, trap.tval);
+            }
+            cause::FETCH_GUEST_PAGE_FAULT
+            | cause::LOAD_GUEST_PAGE_FAULT
+            | cause::STORE_GUEST_PAGE_FAULT => {
+                self.stats.count(format!("guest-page-fault {}", trap.cause));
+                let page_fault = match trap.cause {
+                    cause::FETCH_GUEST_PAGE_FAULT => cause::FETCH_PAGE_FAULT,
+                    cause::LOAD_GUEST_PAGE_FAULT => cause::LOAD_PAGE_FAULT,
+                    _ => cause::STORE_PAGE_FAULT,
+                };
+                self.inject(page_fault, trap.tval);
+            }
+            other => {
+                self.stats.count(format!("trap {other}"));
+                log::warn!(
+                    "guest trap {other} at pc={:#x} (tval {:#x}, insn {:#x}) injected into the guest",
+                    trap.pc,
+                    trap.tval,
+                    trap.insn
+                );
+                self.inject(other, trap.tval);
+            }
+        }
+        Ok(None)
+    }
+
+    fn inject(&mut self, cause: u64, tval: u64) {
+        Vcpu::inject_exception(&mut self.hart, cause, tval);
+    }
+
+    /// An SBI call (`ECALL` from VS-mode).
+    fn sbi_call(&mut self, trap: GuestTrap) -> Result<Option<RunExit>, Error> {
+        let call = SbiCall::from_regs(|i| Vcpu::xreg(&self.hart, i));
+        self.stats
+            .count(format!("sbi {}", sbi::extension_name(call.eid)));
+        let outcome = {
+            let mut env = PlatformEnv {
+                hart: &mut self.hart,
+                mem: &self.mem,
+                uart: &mut self.uart,
+                input: &self.input,
+            };
+            sbi::handle(&call, &mut env)
+        };
+        match outcome {
+            SbiOutcome::Return(ret) => {
+                Vcpu::set_xreg(&mut self.hart, 10, ret.error as u64);
+                Vcpu::set_xreg(&mut self.hart, 11, ret.value);
+                Vcpu::set_pc(&mut self.hart, trap.pc.wrapping_add(4));
+                Ok(None)
+            }
+            SbiOutcome::Reset(request) => {
+                let _ = self.uart.console().flush();
+                log::info!(
+                    "guest requested {} ({})",
+                    request.kind.name(),
+                    request.reason_name()
+                );
+                Ok(Some(RunExit::Reset(request)))
+            }
+            SbiOutcome::HartStopped => Err(Error::AllHartsStopped { hart: HART_ID }),
+        }
+    }
+}
+
+/// The platform as the SBI implementation sees it.
+struct PlatformEnv<'a> {
+    hart: &'a mut Hart,
+    mem: &'a GuestMemoryMmap,
+    uart: &'a mut Uart,
+    input: &'a InputQueue,
+}
+
+impl SbiEnv for PlatformEnv<'_> {
+    fn set_timer(&mut self, deadline: u64) {
+        Vcpu::set_guest_timer(self.hart, deadline);
+        let hvip = Vcpu::virtual_interrupts(self.hart);
+        Vcpu::set_virtual_interrupts(self.hart, hvip & !VSTIP);
+    }
+
+    fn send_ipi(&mut self, _hart: u64) {
+        let hvip = Vcpu::virtual_interrupts(self.hart);
+        Vcpu::set_virtual_interrupts(self.hart, hvip | VSSIP);
+    }
+
+    fn memory(&self) -> &GuestMemoryMmap {
+        self.mem
+    }
+
+    fn console_write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let out = self.uart.console();
+        out.write_all(bytes)?;
+        out.flush()?;
+        Ok(bytes.len())
+    }
+
+    fn console_read(&mut self, buf: &mut [u8]) -> usize {
+        // Bytes already in the UART's FIFO are older than those in the queue.
+        let n = self.uart.take_input(buf);
+        n + self.input.pop_into(&mut buf[n..])
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,137 @@
+//! Exit accounting for `vmm run --stats`: how often the guest left the hart, and why,
+//! printed as a table like `kvm_stat`'s.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+/// Counts of exits by reason. Keys are short descriptions such as `sbi DBCN`,
+/// `virtual-insn csr sctrdepth (0x15f)`, `mmio uart read`, `wfi`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExitStats {
+    counts: BTreeMap<String, u64>,
+}
+
+impl ExitStats {
+    /// Counts one exit for `reason`.
+    pub fn count(&mut self, reason: impl Into<String>) {
+        *self.counts.entry(reason.into()).or_insert(0) += 1;
+    }
+
+    /// The count for `reason` (0 if never seen).
+    pub fn get(&self, reason: &str) -> u64 {
+        self.counts.get(reason).copied().unwrap_or(0)
+    }
+
+    /// Every reason and its count, sorted by reason.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, u64)> {
+        self.counts.iter().map(|(k, v)| (k.as_str(), *v))
+    }
+
+    /// Total number of exits.
+    pub fn total(&self) -> u64 {
+        self.counts.values().sum()
+    }
+
+    /// A `kvm_stat`-like table: one line per reason, largest count first, with its share
+    /// of all exits, then the total.
+    pub fn table(&self) -> String {
+        let mut rows: Vec<(&str, u64)> = self.iter().collect();
+        rows.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(0).max(5);
+        let total = self.total();
+        let mut out = String::new();
+        let _ = writeln!(out, "{:<width$} {:>12} {:>7}", "Event", "Total", "%Total");
+        for (reason, n) in rows {
+            let pct = if total > 0 {
+                n as f64 * 100.0 / total as f64
+            } else {
+                0.0
+            };
+            let _ = writeln!(out, "{reason:<width$} {n:>12} {pct:>6.1}%");
+        }
+        let _ = writeln!(out, "{:<width$} {total:>12}", "Total");
+        out
+    }
+}
+
+/// What the hart did during one run.
+#[derive(Debug, Clone, Default)]
+pub struct RunStats {
+    /// Instructions executed (what the budget counts).
+    pub instructions: u64,
+    /// Host time spent running (loading excluded).
+    pub wall: Duration,
+    /// Exits by reason.
+    pub exits: ExitStats,
+}
+
+impl RunStats {
+    /// Millions of guest instructions per host second.
+    pub fn mips(&self) -> f64 {
+        let secs = self.wall.as_secs_f64();
+        if secs > 0.0 {
+            self.instructions as f64 / secs / 1e6
+        } else {
+            0.0
+        }
+    }
+}
+
+/// The key for a virtual-instruction exit of `insn`: for a SYSTEM-opcode instruction with
+/// a CSR number (bits 31:20) the CSR, else the instruction word.
+pub fn virtual_insn_reason(insn: u32) -> String {
+    let opcode = insn & 0x7f;
+    let funct3 = (insn >> 12) & 7;
+    if opcode == 0x73 && funct3 != 0 && funct3 != 4 {
+        let csr = (insn >> 20) as u16;
+        match vcpu::csr::lookup(csr) {
+            Some(d) => format!("virtual-insn csr {} ({csr:#x})", d.name),
+            None => format!("virtual-insn csr {csr:#x}"),
+        }
+    } else if opcode == 0x73 {
+        let name = match insn {
+            0x1050_0073 => "wfi",
+            0x1020_0073 => "sret",
+            _ if insn >> 25 == 0x09 => "sfence.vma",
+            _ if insn >> 25 == 0x0b => "sinval.vma",
+            _ => return format!("virtual-insn {insn:#010x}"),
+        };
+        format!("virtual-insn {name}")
+    } else {
+        format!("virtual-insn {insn:#010x}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_sorts_by_count() {
+        let mut s = ExitStats::default();
+        s.count("wfi");
+        s.count("sbi DBCN");
+        s.count("sbi DBCN");
+        assert_eq!(s.total(), 3);
+        assert_eq!(s.get("sbi DBCN"), 2);
+        let t = s.table();
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(lines[0].starts_with("Event"));
+        assert!(lines[1].starts_with("sbi DBCN") && lines[1].contains("66.7%"));
+        assert!(lines[2].starts_with("wfi"));
+        assert!(lines[3].starts_with("Total") && lines[3].ends_with('3'));
+    }
+
+    #[test]
+    fn virtual_insn_reasons() {
+        // csrr a0, satp (0x180)
+        assert_eq!(
+            virtual_insn_reason(0x1800_2573),
+            "virtual-insn csr satp (0x180)"
+        );
+        assert_eq!(virtual_insn_reason(0x1050_0073), "virtual-insn wfi");
+        assert_eq!(virtual_insn_reason(0x1200_0073), "virtual-insn sfence.vma");
+        assert_eq!(virtual_insn_reason(0x0000_0013), "virtual-insn 0x00000013");
+    }
+}

@@ -1,0 +1,229 @@
+//! The RISC-V Supervisor Binary Interface (SBI v2.0) as `vmm run` provides it to a guest
+//! kernel running in VS-mode.
+//!
+//! The guest calls the SBI with `ECALL` from VS-mode, which exits to the VMM as a guest
+//! trap with cause 10. Calling convention (SBI v2.0, chapter 3): `a7` = extension ID (EID),
+//! `a6` = function ID (FID), arguments in `a0`-`a5`; the VMM returns `a0` = error code and
+//! `a1` = value, and resumes the guest after the `ECALL`.
+//!
+//! Extensions, one module each:
+//!
+//! | EID | name | module |
+//! | --- | --- | --- |
+//! | `0x10` | Base | [`base`] |
+//! | `0x54494D45` | Timer (`TIME`) | [`time`] |
+//! | `0x735049` | IPI (`sPI`) | [`ipi`] |
+//! | `0x52464E43` | RFENCE (`RFNC`) | [`rfence`] |
+//! | `0x48534D` | Hart state management (`HSM`) | [`hsm`] |
+//! | `0x53525354` | System reset (`SRST`) | [`srst`] |
+//! | `0x4442434E` | Debug console (`DBCN`) | [`dbcn`] |
+//!
+//! Choices where the specification leaves room:
+//! - The legacy extensions (EID 0x00-0x0F) are not provided: every legacy call returns
+//!   `SBI_ERR_NOT_SUPPORTED` in `a0`. Kernels that know SBI v0.2 or later probe for the
+//!   extensions above (Linux uses DBCN for its early console).
+//! - Unknown EIDs, and unknown FIDs of known extensions, return `SBI_ERR_NOT_SUPPORTED`.
+//! - The implementation ID is [`base::IMPL_ID`] (`0x564D4D`, ASCII "VMM"), which is not in
+//!   the spec's list of registered implementation IDs.
+//!
+//! The platform side (the hart's timer and interrupt lines, guest memory and the console)
+//! is reached through [`SbiEnv`], so the dispatch can be tested without a hart.
+
+pub mod base;
+pub mod dbcn;
+pub mod hsm;
+pub mod ipi;
+pub mod rfence;
+pub mod srst;
+pub mod time;
+
+use vm_memory::GuestMemoryMmap;
+
+/// `SBI_SUCCESS`.
+pub const SBI_SUCCESS: i64 = 0;
+/// `SBI_ERR_FAILED`.
+pub const SBI_ERR_FAILED: i64 = -1;
+/// `SBI_ERR_NOT_SUPPORTED`.
+pub const SBI_ERR_NOT_SUPPORTED: i64 = -2;
+/// `SBI_ERR_INVALID_PARAM`.
+pub const SBI_ERR_INVALID_PARAM: i64 = -3;
+/// `SBI_ERR_DENIED`.
+pub const SBI_ERR_DENIED: i64 = -4;
+/// `SBI_ERR_INVALID_ADDRESS`.
+pub const SBI_ERR_INVALID_ADDRESS: i64 = -5;
+/// `SBI_ERR_ALREADY_AVAILABLE`.
+pub const SBI_ERR_ALREADY_AVAILABLE: i64 = -6;
+
+/// Extension IDs.
+pub mod eid {
+    /// Base extension.
+    pub const BASE: u64 = 0x10;
+    /// Timer extension ("TIME").
+    pub const TIME: u64 = 0x5449_4D45;
+    /// IPI extension ("sPI").
+    pub const IPI: u64 = 0x73_5049;
+    /// RFENCE extension ("RFNC").
+    pub const RFENCE: u64 = 0x5246_4E43;
+    /// Hart state management ("HSM").
+    pub const HSM: u64 = 0x48_534D;
+    /// System reset ("SRST").
+    pub const SRST: u64 = 0x5352_5354;
+    /// Debug console ("DBCN").
+    pub const DBCN: u64 = 0x4442_434E;
+    /// Last legacy extension ID (0x00-0x0F).
+    pub const LEGACY_LAST: u64 = 0x0F;
+}
+
+/// Every extension this SBI implementation provides.
+pub const EXTENSIONS: &[u64] = &[
+    eid::BASE,
+    eid::TIME,
+    eid::IPI,
+    eid::RFENCE,
+    eid::HSM,
+    eid::SRST,
+    eid::DBCN,
+];
+
+/// A short name for an extension ID (for statistics and logs).
+pub fn extension_name(eid: u64) -> &'static str {
+    match eid {
+        eid::BASE => "BASE",
+        eid::TIME => "TIME",
+        eid::IPI => "IPI",
+        eid::RFENCE => "RFENCE",
+        eid::HSM => "HSM",
+        eid::SRST => "SRST",
+        eid::DBCN => "DBCN",
+        0..=eid::LEGACY_LAST => "legacy",
+        _ => "unknown",
+    }
+}
+
+/// One SBI call as the guest made it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SbiCall {
+    /// Extension ID (`a7`).
+    pub eid: u64,
+    /// Function ID (`a6`).
+    pub fid: u64,
+    /// Arguments (`a0`-`a5`).
+    pub args: [u64; 6],
+}
+
+impl SbiCall {
+    /// The call in the registers given by `xreg` (x10-x17 are a0-a7).
+    pub fn from_regs(xreg: impl Fn(usize) -> u64) -> SbiCall {
+        SbiCall {
+            eid: xreg(17),
+            fid: xreg(16),
+            args: [xreg(10), xreg(11), xreg(12), xreg(13), xreg(14), xreg(15)],
+        }
+    }
+}
+
+/// The `sbiret` pair: `a0` = error, `a1` = value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SbiRet {
+    /// `SBI_SUCCESS` or a negative error code.
+    pub error: i64,
+    /// The function's result.
+    pub value: u64,
+}
+
+impl SbiRet {
+    /// Success with `value`.
+    pub fn ok(value: u64) -> SbiRet {
+        SbiRet {
+            error: SBI_SUCCESS,
+            value,
+        }
+    }
+    /// Failure with `error`.
+    pub fn err(error: i64) -> SbiRet {
+        SbiRet { error, value: 0 }
+    }
+}
+
+/// What the VMM does after an SBI call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SbiOutcome {
+    /// Write `a0`/`a1` and resume after the `ECALL`.
+    Return(SbiRet),
+    /// SRST `system_reset`: end the run (the call does not return).
+    Reset(srst::ResetRequest),
+    /// HSM `hart_stop` on the calling hart: it never returns from the call.
+    HartStopped,
+}
+
+impl From<SbiRet> for SbiOutcome {
+    fn from(r: SbiRet) -> Self {
+        SbiOutcome::Return(r)
+    }
+}
+
+/// What the SBI implementation needs from the platform.
+pub trait SbiEnv {
+    /// Number of harts; their ids are `0..hart_count()`.
+    fn hart_count(&self) -> u64 {
+        1
+    }
+    /// The calling hart's id.
+    fn current_hart(&self) -> u64 {
+        0
+    }
+    /// Program the guest timer of the calling hart and clear its pending timer interrupt.
+    fn set_timer(&mut self, deadline: u64);
+    /// Make a supervisor software interrupt pending on `hart`.
+    fn send_ipi(&mut self, hart: u64);
+    /// Guest RAM (guest-physical addresses).
+    fn memory(&self) -> &GuestMemoryMmap;
+    /// Write console output; returns the number of bytes accepted.
+    fn console_write(&mut self, bytes: &[u8]) -> std::io::Result<usize>;
+    /// Take up to `buf.len()` bytes of console input without waiting; returns how many.
+    fn console_read(&mut self, buf: &mut [u8]) -> usize;
+}
+
+/// Handles one SBI call.
+pub fn handle(call: &SbiCall, env: &mut dyn SbiEnv) -> SbiOutcome {
+    match call.eid {
+        eid::BASE => base::handle(call, env),
+        eid::TIME => time::handle(call, env),
+        eid::IPI => ipi::handle(call, env),
+        eid::RFENCE => rfence::handle(call, env),
+        eid::HSM => hsm::handle(call, env),
+        eid::SRST => srst::handle(call, env),
+        eid::DBCN => dbcn::handle(call, env),
+        _ => {
+            log::debug!(
+                "sbi: unsupported extension {:#x} (fid {:#x})",
+                call.eid,
+                call.fid
+            );
+            SbiRet::err(SBI_ERR_NOT_SUPPORTED).into()
+        }
+    }
+}
+
+/// The harts selected by a `(hart_mask, hart_mask_base)` pair (SBI v2.0 §3.2): every hart
+/// when `hart_mask_base` is -1, else hart `hart_mask_base + i` for each set bit `i` of
+/// `hart_mask`. `None` (`SBI_ERR_INVALID_PARAM`) when a selected hart does not exist.
+pub fn selected_harts(hart_mask: u64, hart_mask_base: u64, hart_count: u64) -> Option<Vec<u64>> {
+    if hart_mask_base == u64::MAX {
+        return Some((0..hart_count).collect());
+    }
+    let mut harts = Vec::new();
+    for bit in 0..64 {
+        if hart_mask & (1 << bit) != 0 {
+            let hart = hart_mask_base.checked_add(bit)?;
+            if hart >= hart_count {
+                return None;
+            }
+            harts.push(hart);
+        }
+    }
+    Some(harts)
+}
+
+#[cfg(test)]
+pub(crate) mod tests;
