@@ -316,6 +316,19 @@ fn h_traps() {
     assert_line(&run.text(), "h_traps: PASS");
 }
 
+/// H-level halves of Smstateen, Sscsrind, Sstc and Ssaia: hstateen, vsiselect/vsireg,
+/// vstimecmp, hvien/hvictl/vstopi, and the interrupts VS-mode takes through them.
+#[test]
+fn hx() {
+    let run = check_guest("hx", BUDGET);
+    let out = run.text();
+    assert_line(&out, "hx: PASS");
+    assert_line(
+        &out,
+        "ok   hvictl IID 30 taken in VS with code 30 = 0x000000000000001e",
+    );
+}
+
 /// H extension: the spec rules QEMU 7.2 breaks (so vmm-only).
 #[test]
 fn h_strict() {

@@ -19,6 +19,8 @@
 //! - `csrx`: Smstateen, Smcsrind, Sstc and Smaia at M/S level; QEMU 7.2 has no Smstateen
 //!   or Smcsrind (its first `mstateen0` access is illegal) and AIA only as the experimental
 //!   `x-smaia`/`x-ssaia` properties.
+//! - `hx`: the H-level halves of the same extensions (`hstateen`, `vsiselect`, `vstimecmp`,
+//!   `hvictl`, `vstopi`); excluded for the same reasons.
 //!
 //! `decode` runs on QEMU with `-cpu rv64` minus the H, Zba/Zbb/Zbc/Zbs and Sstc extensions
 //! (see `qemu::RV64GC_CPU`), since it executes every encoding of several opcode spaces; the
@@ -93,8 +95,16 @@ const NOT_COMPARED: &[(&str, &str)] = &[
         "Smstateen/Smcsrind/Sstc/Smaia; QEMU 7.2 lacks Smstateen and Smcsrind",
     ),
     (
+        "hx",
+        "H-level Smstateen/Sscsrind/Sstc/Ssaia; QEMU 7.2 lacks Smstateen, Smcsrind and hvictl/vstopi",
+    ),
+    (
         "sbi_console",
         "a `vmm run` guest kernel (VS-mode, SBI calls); QEMU would need an SBI firmware",
+    ),
+    (
+        "sbi_vinst",
+        "a `vmm run` guest kernel (VS-mode, SBI calls, VMM exit log)",
     ),
 ];
 

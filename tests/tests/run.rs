@@ -141,3 +141,191 @@ fn rejects_bad_initrds() {
     assert!(e.contains("does not fit in guest RAM"), "{e}");
     let _ = std::fs::remove_file(big);
 }
+
+// sbi_vinst: every virtual-instruction case a guest can reach, seen from inside the guest
+// (its `ok`/`FAIL` lines) and from the VMM's exit log.
+
+use vmm::run::{run_kernel_with_policy, GuestPolicy, VirtualInsnAction, VirtualInsnExit};
+
+/// `csrr a0, csr`.
+const fn csrr_a0(csr: u32) -> u32 {
+    (csr << 20) | (2 << 12) | (10 << 7) | 0x73
+}
+/// `csrw csr, a0`.
+const fn csrw_a0(csr: u32) -> u32 {
+    (csr << 20) | (10 << 15) | (1 << 12) | 0x73
+}
+/// `.insn r 0x73, funct3, funct7, rd, rs1, rs2`.
+const fn system_r(funct3: u32, funct7: u32, rd: u32, rs1: u32, rs2: u32) -> u32 {
+    (funct7 << 25) | (rs2 << 20) | (rs1 << 15) | (funct3 << 12) | (rd << 7) | 0x73
+}
+
+const HLV_B: u32 = system_r(4, 0x30, 10, 10, 0);
+const HLV_D: u32 = system_r(4, 0x36, 10, 10, 0);
+const HLVX_WU: u32 = system_r(4, 0x34, 10, 10, 3);
+const HSV_W: u32 = system_r(4, 0x35, 0, 10, 10);
+const HFENCE_VVMA: u32 = system_r(0, 0x11, 0, 0, 0);
+const HFENCE_GVMA: u32 = system_r(0, 0x31, 0, 0, 0);
+const SRET: u32 = 0x1020_0073;
+const MRET: u32 = 0x3020_0073;
+const WFI: u32 = 0x1050_0073;
+const SFENCE_VMA: u32 = 0x1200_0073;
+const RDTIME_A0: u32 = csrr_a0(0xc01);
+
+/// Virtual-instruction exits the VMM must see from sbi_vinst whatever its policy: (insn,
+/// from VU), each injected into the guest as an illegal instruction.
+const VINST_INJECTED: &[(u32, bool)] = &[
+    (csrr_a0(0x600), false), // hstatus
+    (csrw_a0(0x600), false),
+    (csrr_a0(0x680), false), // hgatp
+    (csrr_a0(0x643), false), // htval
+    (csrr_a0(0xe12), false), // hgeip (read)
+    (csrr_a0(0x200), false), // vsstatus
+    (csrw_a0(0x280), false), // vsatp
+    (HLV_B, false),
+    (HLV_D, false),
+    (HLVX_WU, false),
+    (HSV_W, false),
+    (HFENCE_VVMA, false),
+    (HFENCE_GVMA, false),
+    (csrr_a0(0x100), true), // sstatus
+    (csrr_a0(0x180), true), // satp
+    (SRET, true),
+    (SFENCE_VMA, true),
+    (WFI, true),
+    (HLV_B, true),
+    (csrr_a0(0x600), true),
+    (csrr_a0(0x200), true),
+    (RDTIME_A0, true), // scounteren.TM = 0
+];
+
+/// Illegal (not virtual) neighbours: the hart delegates them to the guest, no VMM exit.
+const VINST_NOT_EXITS: &[u32] = &[
+    csrr_a0(0x300), // mstatus (VS and VU)
+    csrr_a0(0x34b), // mtval2
+    csrw_a0(0xe12), // hgeip is read-only
+    MRET,
+];
+
+fn run_sbi_vinst(policy: GuestPolicy) -> (RunStats, String) {
+    let out = SharedBuf::default();
+    let r = run_kernel_with_policy(
+        &config(guest("sbi_vinst")),
+        policy,
+        Box::new(out.clone()),
+        ConsoleInput::None,
+    );
+    let out = out.text();
+    let (exit, stats) = r.unwrap_or_else(|e| panic!("vmm: {e}\n{out}"));
+    assert!(
+        !out.contains("FAIL"),
+        "failures:\n{out}\n{}",
+        stats.exits.table()
+    );
+    assert!(out.ends_with("sbi_vinst: PASS\n"), "{out}");
+    assert_eq!(exit.exit_code(), 0, "{exit:?}\n{out}");
+    assert!(matches!(exit, RunExit::Reset(_)), "{exit:?}");
+    // Every instruction the guest reported must match the encoding the test expects.
+    for &(insn, _) in VINST_INJECTED {
+        assert!(
+            out.contains(&format!(": insn {insn:#x}\n")),
+            "the guest did not probe {insn:#010x}:\n{out}"
+        );
+    }
+    (stats, out)
+}
+
+/// Checks the fields every virtual-instruction exit record must have, and returns the
+/// records as (insn, from VU, action).
+fn vinst_records(log: &[VirtualInsnExit]) -> Vec<(u32, bool, VirtualInsnAction)> {
+    log.iter()
+        .map(|r| {
+            assert_eq!(r.cause, 22, "{r:?}");
+            assert_eq!(
+                r.tval,
+                u64::from(r.insn),
+                "tval = the instruction bits: {r:?}"
+            );
+            assert_eq!(r.htval, 0, "{r:?}");
+            assert_eq!(r.htinst, 0, "{r:?}");
+            assert!(
+                (0x8020_0000..0x8020_0000 + (8 << 20)).contains(&r.pc),
+                "pc in the kernel: {r:?}"
+            );
+            (r.insn, r.from_vu, r.action)
+        })
+        .collect()
+}
+
+fn check_injected_and_absent(records: &[(u32, bool, VirtualInsnAction)]) {
+    for &(insn, vu) in VINST_INJECTED {
+        let n = records
+            .iter()
+            .filter(|r| **r == (insn, vu, VirtualInsnAction::InjectedIllegal))
+            .count();
+        assert_eq!(n, 1, "{insn:#010x} from VU={vu}: {records:#x?}");
+    }
+    for &insn in VINST_NOT_EXITS {
+        assert!(
+            !records.iter().any(|r| r.0 == insn),
+            "illegal {insn:#010x} must not exit to the VMM: {records:#x?}"
+        );
+    }
+}
+
+#[test]
+fn sbi_vinst_with_wfi_and_time_trapped() {
+    let policy = GuestPolicy {
+        trap_wfi: true,
+        trap_time: true,
+    };
+    let (stats, out) = run_sbi_vinst(policy);
+    assert_eq!(stats.exits.virtual_insn_dropped(), 0);
+    let records = vinst_records(stats.exits.virtual_insn_exits());
+    check_injected_and_absent(&records);
+    // The VS-mode WFI (hstatus.VTW) was emulated once; the hart never exited with a
+    // plain WFI.
+    let wfi: Vec<_> = records.iter().filter(|r| r.0 == WFI && !r.1).collect();
+    assert_eq!(
+        wfi,
+        [&(WFI, false, VirtualInsnAction::EmulatedWfi)],
+        "{out}"
+    );
+    assert_eq!(stats.exits.get("wfi"), 0, "{}", stats.exits.table());
+    // Every VS read of time (the rdtime probes and the guest's own, in any register) was
+    // emulated, and the VU read with scounteren.TM = 1 too; the VU read with
+    // scounteren.TM = 0 was injected (checked above).
+    let is_time = |insn: u32| insn >> 20 == 0xc01 && insn & 0x707f == 0x2073;
+    let time = |vu| {
+        records
+            .iter()
+            .filter(|r| is_time(r.0) && r.1 == vu && r.2 == VirtualInsnAction::EmulatedTime)
+            .count()
+    };
+    assert!(time(false) >= 2, "{records:#x?}");
+    assert_eq!(time(true), 1, "{records:#x?}");
+    assert!(records
+        .iter()
+        .filter(|r| r.2 == VirtualInsnAction::EmulatedTime)
+        .all(|r| is_time(r.0)));
+    // Nothing else was recorded.
+    let expected = VINST_INJECTED.len() + 1 + time(false) + time(true);
+    assert_eq!(records.len(), expected, "{records:#x?}");
+    assert_eq!(
+        stats.exits.get("virtual-insn csr time (0xc01)"),
+        (time(false) + time(true) + 1) as u64,
+        "{}",
+        stats.exits.table()
+    );
+}
+
+#[test]
+fn sbi_vinst_with_the_default_policy() {
+    let (stats, _) = run_sbi_vinst(GuestPolicy::default());
+    let records = vinst_records(stats.exits.virtual_insn_exits());
+    check_injected_and_absent(&records);
+    // hstatus.VTW = 0 and hcounteren.TM = 1: WFI and VS time reads do not exit as virtual
+    // instructions; the WFI is a plain WFI exit. Only the injected cases are recorded.
+    assert_eq!(records.len(), VINST_INJECTED.len(), "{records:#x?}");
+    assert!(stats.exits.get("wfi") >= 1, "{}", stats.exits.table());
+}

@@ -169,6 +169,18 @@ pub struct CsrFile {
     pub mvip: u64,
     /// The bits of `sie` that are independent of `mie` (`mideleg[n]` = 0, `mvien[n]` = 1).
     pub sie_virt: u64,
+    /// Stored bits of `hstateen0-3` (read through the matching `mstateen` mask).
+    pub hstateen: [u64; 4],
+    /// `vsiselect` (Sscsrind with H).
+    pub vsiselect: u64,
+    /// `vstimecmp` (Sstc with H).
+    pub vstimecmp: u64,
+    /// `hvien` (Ssaia with H).
+    pub hvien: u64,
+    /// `hvictl` (Ssaia with H).
+    pub hvictl: u64,
+    /// The bits 13-63 of `vsie` that are independent (`hideleg[n]` = 0, `hvien[n]` = 1).
+    pub vsie_virt: u64,
 }
 
 /// Why a CSR access failed.
@@ -432,7 +444,13 @@ static TABLE: &[CsrDesc] = &[
             h.write_mstatus(m);
         })
     ),
-    csr!(0x104, "sie", ok, |h| h.sie(), Some(|h, v| h.write_sie(v))),
+    csr!(
+        0x104,
+        "sie",
+        aia::vti_check,
+        |h| h.sie(),
+        Some(|h, v| h.write_sie(v))
+    ),
     csr!(
         0x105,
         "stvec",
@@ -483,7 +501,13 @@ static TABLE: &[CsrDesc] = &[
         |h| h.csr.stval,
         Some(|h, v| h.csr.stval = v)
     ),
-    csr!(0x144, "sip", ok, |h| h.sip(), Some(|h, v| h.write_sip(v))),
+    csr!(
+        0x144,
+        "sip",
+        aia::vti_check,
+        |h| h.sip(),
+        Some(|h, v| h.write_sip(v))
+    ),
     // Supervisor protection and translation.
     csr!(0x180, "satp", satp_check, |h| h.csr.satp, Some(satp_write)),
     // Machine trap setup.
@@ -723,20 +747,26 @@ impl Hart {
             if let Some(vs) = h::vs_counterpart(num) {
                 return lookup(vs).ok_or(CsrFault::Illegal);
             }
-            if h::missing_vs_counterpart(num) {
-                return Err(CsrFault::Virtual);
-            }
         }
         Ok(d)
     }
 
     /// Whether HS-mode could make this access (with `mstatus.TVM` = 0): decides between
-    /// virtual- and illegal-instruction for VS/VU accesses to higher-level CSRs.
+    /// virtual- and illegal-instruction for VS/VU accesses to higher-level CSRs. HS-mode is
+    /// stopped by `mcounteren` (counters), the `mstateen` bits (Smstateen), and for
+    /// `stimecmp`/`vstimecmp` by `menvcfg.STCE` and `mcounteren.TM` (Sstc).
     fn hs_could_access(&self, num: u16) -> bool {
-        if (0xc00..=0xc1f).contains(&num) {
-            return self.csr.mcounteren & (1 << (num & 31)) != 0;
+        use stateen::*;
+        match num {
+            0xc00..=0xc1f => self.csr.mcounteren & (1 << (num & 31)) != 0,
+            0x10a | 0x60a => hs_allowed(self, 0, STATEEN0_ENVCFG),
+            0x10c..=0x10f => hs_allowed(self, (num - 0x10c) as usize, STATEEN_SE0),
+            0x60c..=0x60f => hs_allowed(self, (num - 0x60c) as usize, STATEEN_SE0),
+            0x150..=0x157 | 0x250..=0x257 => hs_allowed(self, 0, STATEEN0_CSRIND),
+            0xdb0 | 0xeb0 | 0x608 | 0x609 | 0x646 | 0x647 => hs_allowed(self, 0, STATEEN0_AIA),
+            0x14d | 0x24d => self.sstc_allowed_below_m(),
+            _ => true,
         }
-        true
     }
 }
 

@@ -133,8 +133,9 @@ impl Hart {
             prv: PrivilegeMode::Machine,
             virt: false,
             csr: CsrFile {
-                // Reset value UNSPECIFIED (Sstc); "never" avoids a spurious STIP.
+                // Reset value UNSPECIFIED (Sstc); "never" avoids a spurious STIP/VSTIP.
                 stimecmp: u64::MAX,
+                vstimecmp: u64::MAX,
                 ..CsrFile::default()
             },
             ram: Ram::new(mem)?,
@@ -257,19 +258,24 @@ impl Hart {
     }
 
     /// The earliest `mtime` at which a timer enabled in `mie` fires: `mtimecmp` (MTIE), and
-    /// with Sstc `stimecmp` (STIE and `menvcfg.STCE`).
+    /// with Sstc `stimecmp` (STIE and `menvcfg.STCE`) and `vstimecmp` (VSTIE and
+    /// `henvcfg.STCE`, in guest time), and in hosted mode the VMM's guest timer.
     pub(crate) fn timer_deadline(&self) -> Option<u64> {
         use crate::trap::irq;
         let mie = self.csr.mie;
         let m = (mie & (1 << irq::MTI) != 0).then_some(self.mtimecmp);
         let s = (mie & (1 << irq::STI) != 0 && self.stce()).then_some(self.csr.stimecmp);
-        let vs = (mie & (1 << irq::VSTI) != 0 && self.guest_timer != u64::MAX)
-            .then(|| self.guest_timer.wrapping_sub(self.csr.h.htimedelta));
-        [m, s, vs].into_iter().flatten().min()
+        let vs_on = mie & (1 << irq::VSTI) != 0;
+        let delta = self.csr.h.htimedelta;
+        let vs =
+            (vs_on && self.guest_timer != u64::MAX).then(|| self.guest_timer.wrapping_sub(delta));
+        let vst = (vs_on && self.vstce() && self.csr.vstimecmp != u64::MAX)
+            .then(|| self.csr.vstimecmp.wrapping_sub(delta));
+        [m, s, vs, vst].into_iter().flatten().min()
     }
 
     /// After a [`VcpuExit::Wfi`]: advance time to the next timer deadline (`mtimecmp`, or with
-    /// Sstc `stimecmp`) when a timer is the interrupt that would wake the hart. Returns
+    /// Sstc `stimecmp` and `vstimecmp`) when a timer is the interrupt that would wake the hart. Returns
     /// `false` when no interrupt can ever wake it (nothing pending, and every timer is
     /// disabled in `mie` or has the deadline `u64::MAX`), `true` when the hart should simply
     /// be run again.
@@ -311,14 +317,16 @@ impl Hart {
         if self.csr.mvien & (1 << irq::SEI) != 0 {
             sw &= !(1 << irq::SEI);
         }
-        // VS-level interrupts come from hvip and, in hosted mode, the VMM's guest timer
-        // (GEILEN = 0, no other VS-level source).
-        let vstip = if self.guest_time() >= self.guest_timer {
+        // VS-level interrupts come from hvip, Sstc's vstimecmp (henvcfg.STCE) and, in hosted
+        // mode, the VMM's guest timer (GEILEN = 0, no other VS-level source). hvip bits 13-63
+        // reach VS level only through vsip (AIA), not mip.
+        let vstip = if self.guest_time() >= self.guest_timer || self.vstimecmp_signal() {
             1 << irq::VSTI
         } else {
             0
         };
-        sw | self.ext_lines | mtip | self.csr.h.hvip | vstip
+        let hvip = self.csr.h.hvip & crate::hypervisor::VS_INTERRUPTS;
+        sw | self.ext_lines | mtip | hvip | vstip
     }
 
     /// Complete the device load reported by the last [`VcpuExit::Mmio`] exit with the

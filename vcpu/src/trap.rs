@@ -93,9 +93,24 @@ impl Exception {
 
 /// Default interrupt priority order, highest first (privileged spec 3.1.9, the H extension's
 /// "Hypervisor Interrupt Registers" and the AIA's "Defined major interrupts and default
-/// priorities": MEI, MSI, MTI, SEI, SSI, STI, SGEI, VSEI, VSSI, VSTI; LCOFI (13) would follow
-/// once Sscofpmf is implemented).
-const PRIORITY: [u64; 10] = [
+/// priorities", including its planned order for the standard local interrupts 16-23 and
+/// 32-47): the high local interrupts, MEI, MSI, MTI, SEI, SSI, STI, SGEI, VSEI, VSSI, VSTI,
+/// LCOFI (13, not implemented yet), 14, then the low local interrupts. Interrupts 16-23 and
+/// 32-47 can only be virtual VS-level interrupts (`hvien`/`hvip`, see `csr::aia`); 14 is
+/// not implemented; 15, 24-31 and 48-63 (reserved or custom) never occur.
+const PRIORITY: [u64; 36] = [
+    47,
+    23,
+    46,
+    45,
+    22,
+    44,
+    43,
+    21,
+    42,
+    41,
+    20,
+    40,
     irq::MEI,
     irq::MSI,
     irq::MTI,
@@ -106,7 +121,26 @@ const PRIORITY: [u64; 10] = [
     irq::VSEI,
     irq::VSSI,
     irq::VSTI,
+    13,
+    14,
+    39,
+    19,
+    38,
+    37,
+    18,
+    36,
+    35,
+    17,
+    34,
+    33,
+    16,
+    32,
 ];
+
+/// Where [`PRIORITY`] starts holding the interrupts 0-15.
+const FIRST_BASE: usize = 12;
+/// The high local interrupts (before MEI in [`PRIORITY`]).
+const HIGH_LOCAL: u64 = (0xf << 20) | (0xff << 40);
 
 /// The highest-priority interrupt in `set` (all `iprio` numbers are zero, so the default
 /// order decides).
@@ -115,7 +149,20 @@ pub(crate) fn highest_priority(set: u64) -> Option<u64> {
     if set == 0 {
         return None;
     }
-    PRIORITY.into_iter().find(|&i| set & (1 << i) != 0)
+    let from = if set & HIGH_LOCAL == 0 { FIRST_BASE } else { 0 };
+    PRIORITY[from..]
+        .iter()
+        .copied()
+        .find(|&i| set & (1 << i) != 0)
+}
+
+/// Whether interrupt `i` comes before a supervisor external interrupt (9) in the default
+/// priority order (so a zero priority number places it above every external interrupt).
+pub(crate) fn default_above_sei(i: u64) -> bool {
+    PRIORITY
+        .iter()
+        .take_while(|&&p| p != irq::SEI)
+        .any(|&p| p == i)
 }
 
 impl Hart {
@@ -128,14 +175,9 @@ impl Hart {
         let mip = self.mip();
         if self.hosted {
             // Hosted mode: only VS-level interrupts exist (the VMM owns HS and M).
-            let vs = mip & self.csr.mie & VS_INTERRUPTS & self.csr.h.hideleg;
             let enabled = self.prv == PrivilegeMode::User
                 || self.csr.h.vsstatus & crate::csr::MSTATUS_SIE != 0;
-            return if enabled {
-                highest_priority(vs).map(|i| (i, TrapTarget::Vs))
-            } else {
-                None
-            };
+            return if enabled { self.vs_interrupt() } else { None };
         }
         let m_enabled =
             self.prv < PrivilegeMode::Machine || self.csr.mstatus & crate::csr::MSTATUS_MIE != 0;
@@ -162,21 +204,22 @@ impl Hart {
             && (self.prv == PrivilegeMode::User
                 || self.csr.h.vsstatus & crate::csr::MSTATUS_SIE != 0);
         if vs_enabled {
-            if let Some(i) = highest_priority(vs_pending & hideleg) {
-                return Some((i, TrapTarget::Vs));
-            }
+            return self.vs_interrupt();
         }
         None
     }
 
-    /// Take interrupt `code` into `target`. VS-level interrupts (2, 6, 10) taken into VS-mode
-    /// arrive as the S-level codes 1, 5, 9 (H extension, "Hypervisor Trap Delegation").
+    /// The interrupt pending at VS level: with the AIA, the one `vstopi` names, if `vstopi`
+    /// is not zero (AIA, "Interrupt traps to VS-mode"). Its code is already the VS-level one:
+    /// the VS-level interrupts 2, 6, 10 arrive as 1, 5, 9 (H extension), an `hvictl`
+    /// interrupt as its IID.
+    fn vs_interrupt(&self) -> Option<(u64, TrapTarget)> {
+        let t = self.vstopi();
+        (t != 0).then_some(((t >> 16) & 0xfff, TrapTarget::Vs))
+    }
+
+    /// Take interrupt `code` (as numbered at the target's level) into `target`.
     pub(crate) fn take_interrupt(&mut self, code: u64, target: TrapTarget) {
-        let code = if target == TrapTarget::Vs {
-            code - 1
-        } else {
-            code
-        };
         self.enter_trap(code, Exception::new(code, 0), true, target);
     }
 

@@ -15,14 +15,31 @@
 //!   is ORed into `mip.SEIP` only while `mvien.SEIP` = 0.
 //! - No IMSIC: no `mtopei`/`stopei`, no select values 0x70-0xFF, `mstateen0.IMSIC` = 0.
 //!
-//! H-level parts (`hvien`, `hvictl`, `hvip`, `hviprio1/2`, `vstopi`) come with the H
-//! extension: the VS level will add a third pending set next to [`Hart::m_pending`] and
-//! [`Hart::s_pending`].
+//! H level (AIA, "Interrupts for Virtual Machines (VS Level)"), without an IMSIC (GEILEN = 0,
+//! `hstatus.VGEIN` = 0, no `vstopei`):
+//! - `hvien` and `hvip` bits 13-63: writable for 16-23 and 32-47 ([`HVIEN_WRITABLE`]), the
+//!   standard local interrupts whose default priority the AIA plans; these exist only as
+//!   virtual interrupts for VS level. Bit 13 ([`LCOFI`]) is read-only zero in `hvien`, `hvip`
+//!   and `hideleg` (Sscofpmf and Shlcofideleg are not implemented); so are 14 (the
+//!   asynchronous memory buffer interrupt, whose extension is not implemented either: bits
+//!   15:0 of `hvip` stay VSSIP, VSTIP, VSEIP as without the AIA), 15 (reserved) and the custom
+//!   24-31 and 48-63. Bits 0-12 of `hvien` are read-only zero (the spec requires it).
+//! - `vsip`/`vsie` bits 13-63: `hideleg` bits 13-63 are read-only zero, so a bit is an alias
+//!   of `hvip` (`vsip`, writable) or a separate writable bit (`vsie`) where `hvien` = 1, else
+//!   read-only zero. A separate `vsie` bit keeps its value when `hvien` changes (one of the
+//!   values the spec's UNSPECIFIED allows).
+//! - `hvictl`: VTI, IID (6 bits implemented: 0-63), DPR, IPRIOM, IPRIO. VTI = 1 makes VS
+//!   accesses to `sip`/`sie`, and VS writes to `stimecmp`, raise virtual-instruction.
+//! - `hviprio1`/`hviprio2`: read-only zero (the minimal implementation the AIA allows), so
+//!   every candidate from `vsip` has priority number 0.
+//! - `vstopi`: the candidate list of the AIA's `vstopi` section, and an interrupt traps to
+//!   VS-mode exactly when `vstopi` is not zero, with the cause `vstopi.IID` (see
+//!   `trap::pending_interrupt`).
 
 use super::stateen::aia_check;
 use super::{CsrDesc, CsrFault, S_INTERRUPTS};
 use crate::hart::Hart;
-use crate::trap::{highest_priority, irq};
+use crate::trap::{default_above_sei, highest_priority, irq};
 
 /// Local counter-overflow interrupt (Sscofpmf). Not implemented yet: when it arrives, bit 13
 /// becomes writable in `mie`, `mip`, `mideleg`, `mvien` and `mvip`, and it takes its place
@@ -35,6 +52,23 @@ const SEIP: u64 = 1 << irq::SEI;
 
 /// Writable bits of `mvien`: SSI and SEI (the only ones allowed among 0-12).
 pub const MVIEN_WRITABLE: u64 = SSIP | SEIP;
+
+/// Writable bits of `hvien` (and bits 13-63 of `hvip`): interrupts 16-23 and 32-47.
+pub const HVIEN_WRITABLE: u64 = (0xff << 16) | (0xffff << 32);
+/// Interrupts 13-63 in `vsip`/`vsie` numbering (they are not shifted).
+const VS_HIGH: u64 = !0x1fff;
+
+/// `hvictl.VTI`
+pub const HVICTL_VTI: u64 = 1 << 30;
+/// `hvictl.IID` (bits 27:16), 6 bits implemented.
+pub const HVICTL_IID: u64 = 0x3f << 16;
+/// `hvictl.DPR`
+pub const HVICTL_DPR: u64 = 1 << 9;
+/// `hvictl.IPRIOM`
+pub const HVICTL_IPRIOM: u64 = 1 << 8;
+/// `hvictl.IPRIO`
+pub const HVICTL_IPRIO: u64 = 0xff;
+const HVICTL_WRITABLE: u64 = HVICTL_VTI | HVICTL_IID | HVICTL_DPR | HVICTL_IPRIOM | HVICTL_IPRIO;
 
 /// `xtopi` for the highest-priority interrupt in `set` (IID in 27:16, IPRIO in 7:0).
 fn topi(set: u64) -> u64 {
@@ -141,12 +175,118 @@ impl Hart {
         self.s_pending_from(self.mip())
     }
 
-    /// An interrupt is pending at some privilege level (`mtopi` or `stopi` is not zero):
-    /// what makes WFI resume (AIA, "WFI").
+    /// An interrupt is pending at some privilege level (`mtopi`, `stopi` or `vstopi` is not
+    /// zero, or a VS-level interrupt is pending for HS): what makes WFI resume (AIA, "WFI").
     pub(crate) fn interrupt_pending_any_level(&self) -> bool {
         let mip = self.mip();
         let vs = mip & self.csr.mie & crate::hypervisor::VS_INTERRUPTS;
-        self.m_pending_from(mip) | self.s_pending_from(mip) | vs != 0
+        self.m_pending_from(mip) | self.s_pending_from(mip) | vs != 0 || self.vstopi() != 0
+    }
+
+    /// `vsip` (VS numbering): bits 1, 5, 9 are `hip` bits 2, 6, 10 where `hideleg`
+    /// delegates; bits 13-63 alias `hvip` where `hvien` = 1.
+    pub(crate) fn vsip_from(&self, mip: u64) -> u64 {
+        use crate::hypervisor::VS_INTERRUPTS;
+        ((mip & self.csr.h.hideleg & VS_INTERRUPTS) >> 1)
+            | (self.csr.h.hvip & self.csr.hvien & VS_HIGH)
+    }
+
+    /// `vsie`: bits 1, 5, 9 alias `hie` where delegated; bits 13-63 are separate where
+    /// `hvien` = 1.
+    pub(crate) fn vsie(&self) -> u64 {
+        use crate::hypervisor::VS_INTERRUPTS;
+        ((self.csr.mie & self.csr.h.hideleg & VS_INTERRUPTS) >> 1)
+            | (self.csr.vsie_virt & self.csr.hvien)
+    }
+
+    pub(crate) fn write_vsie(&mut self, v: u64) {
+        use crate::hypervisor::VS_INTERRUPTS;
+        let m = self.csr.h.hideleg & VS_INTERRUPTS;
+        self.csr.mie = (self.csr.mie & !m) | ((v << 1) & m);
+        let virt = self.csr.hvien;
+        self.csr.vsie_virt = (self.csr.vsie_virt & !virt) | (v & virt);
+    }
+
+    /// `vsip` writes: SSIP (an alias of `hvip.VSSIP`) when delegated, and the `hvip` bits
+    /// 13-63 that `hvien` makes visible.
+    pub(crate) fn write_vsip(&mut self, v: u64) {
+        let vssip = 1 << irq::VSSI;
+        if self.csr.h.hideleg & vssip != 0 {
+            self.csr.h.hvip = (self.csr.h.hvip & !vssip) | ((v << 1) & vssip);
+        }
+        let virt = self.csr.hvien;
+        self.csr.h.hvip = (self.csr.h.hvip & !virt) | (v & virt);
+    }
+
+    /// `vstopi` (AIA, "Virtual supervisor top interrupt CSR"), with `hstatus.VGEIN` = 0 and
+    /// `hviprio1/2` read-only zero. Candidates: a pending-and-enabled SEI (priority
+    /// `hvictl.IPRIO` when IID = 9 and IPRIO != 0, else 256); with VTI = 0 the highest other
+    /// interrupt in `vsip` & `vsie` (priority number 0); with VTI = 1 and IID != 9 the
+    /// `hvictl` interrupt (priority IPRIO, default order against SEI from DPR).
+    pub(crate) fn vstopi(&self) -> u64 {
+        let ctl = self.csr.hvictl;
+        let pend = self.vsip_from(self.mip()) & self.vsie();
+        if pend == 0 && ctl & HVICTL_VTI == 0 {
+            return 0;
+        }
+        let iid = (ctl & HVICTL_IID) >> 16;
+        let iprio = ctl & HVICTL_IPRIO;
+        // (IID, priority number, default priority above SEI)
+        let sei = (pend & SEIP != 0).then_some((
+            irq::SEI,
+            if iid == irq::SEI && iprio != 0 {
+                iprio
+            } else {
+                256
+            },
+            false,
+        ));
+        let other = if ctl & HVICTL_VTI == 0 {
+            highest_priority(pend & !SEIP).map(|i| (i, 0, default_above_sei(i)))
+        } else if iid != irq::SEI {
+            Some((iid, iprio, ctl & HVICTL_DPR == 0))
+        } else {
+            None
+        };
+        // Nominal order: priority number 0 is above everything (default above SEI) or below
+        // everything (default below SEI); ties go by default order against SEI.
+        let rank = |(_, p, above): (u64, u64, bool)| match (p, above) {
+            (0, true) => 0,
+            (0, false) => 257,
+            (p, _) => p,
+        };
+        let (iid, p, above) = match (sei, other) {
+            (None, None) => return 0,
+            (Some(s), None) => s,
+            (None, Some(o)) => o,
+            (Some(s), Some(o)) => {
+                if rank(o) < rank(s) || (rank(o) == rank(s) && o.2) {
+                    o
+                } else {
+                    s
+                }
+            }
+        };
+        let field = if ctl & HVICTL_IPRIOM == 0 {
+            1
+        } else {
+            match p {
+                1..=255 => p,
+                0 if above => 0,
+                _ => 255,
+            }
+        };
+        (iid << 16) | field
+    }
+}
+
+/// `sip`/`sie` from VS-mode (really `vsip`/`vsie`) raise virtual-instruction while
+/// `hvictl.VTI` = 1.
+pub(super) fn vti_check(h: &Hart, _: bool) -> Result<(), CsrFault> {
+    if h.virt && h.csr.hvictl & HVICTL_VTI != 0 {
+        Err(CsrFault::Virtual)
+    } else {
+        Ok(())
     }
 }
 
@@ -189,6 +329,24 @@ pub(super) static TABLE: &[CsrDesc] = &[
         |h| h.read_mvip(),
         Some(|h, v| h.write_mvip(v))
     ),
+    csr!(
+        0x608,
+        "hvien",
+        aia_check,
+        |h| h.csr.hvien,
+        Some(|h, v| h.csr.hvien = v & HVIEN_WRITABLE)
+    ),
+    csr!(
+        0x609,
+        "hvictl",
+        aia_check,
+        |h| h.csr.hvictl,
+        Some(|h, v| h.csr.hvictl = v & HVICTL_WRITABLE)
+    ),
+    csr!(0x646, "hviprio1", aia_check, |_| 0, Some(|_, _| {})),
+    csr!(0x647, "hviprio2", aia_check, |_| 0, Some(|_, _| {})),
+    // With V = 1 the check (mstateen0.AIA, then hstateen0.AIA) runs and vstopi is read.
     csr!(0xdb0, "stopi", aia_check, |h| topi(h.s_pending()), None),
+    csr!(0xeb0, "vstopi", aia_check, |h| h.vstopi(), None),
     csr!(0xfb0, "mtopi", super::ok, |h| topi(h.m_pending()), None),
 ];

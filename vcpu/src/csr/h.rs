@@ -1,7 +1,8 @@
 //! The H extension's CSRs (privileged spec, "Hypervisor and Virtual Supervisor CSRs" and
 //! "Machine-Level CSRs"). `hie`/`hip` and `vsie`/`vsip` are views of `mie`/`mip`
-//! (`vsie`/`vsip` shifted down by one, only where `hideleg` delegates); `hgeie`/`hgeip`
-//! are read-only 0 (GEILEN = 0).
+//! (`vsie`/`vsip` shifted down by one, only where `hideleg` delegates; bits 13-63 follow
+//! `hvien`, see `aia.rs`); `hgeie`/`hgeip` are read-only 0 (GEILEN = 0). The H-level CSRs of
+//! Smstateen, Sscsrind, Sstc and Ssaia live in those extensions' files.
 //!
 //! Accesses from VS-mode and VU-mode are checked in [`Hart::csr_access`], which also
 //! substitutes the VS CSRs for the supervisor CSRs when V=1 (see [`vs_counterpart`]).
@@ -55,12 +56,6 @@ fn read_vsstatus(h: &Hart) -> u64 {
     }
 }
 
-/// `vsip`/`vsie` bit i-1 is `hip`/`hie` bit i for the VS-level interrupts `hideleg`
-/// delegates.
-fn vs_view(h: &Hart, bits: u64) -> u64 {
-    (bits & h.csr.h.hideleg & VS_INTERRUPTS) >> 1
-}
-
 const VSSIP: u64 = 1 << irq::VSSI;
 
 /// Hypervisor CSRs and VS CSRs, sorted by number.
@@ -79,11 +74,8 @@ pub(super) static TABLE: &[CsrDesc] = &[
         0x204,
         "vsie",
         ok,
-        |h| vs_view(h, h.csr.mie),
-        Some(|h, v| {
-            let m = h.csr.h.hideleg & VS_INTERRUPTS;
-            h.csr.mie = (h.csr.mie & !m) | ((v << 1) & m);
-        })
+        |h| h.vsie(),
+        Some(|h, v| h.write_vsie(v))
     ),
     csr!(
         0x205,
@@ -124,13 +116,8 @@ pub(super) static TABLE: &[CsrDesc] = &[
         0x244,
         "vsip",
         ok,
-        |h| vs_view(h, h.mip()),
-        Some(|h, v| {
-            // Only SSIP (an alias of hvip.VSSIP) is writable, and only when delegated.
-            if h.csr.h.hideleg & VSSIP != 0 {
-                h.csr.h.hvip = (h.csr.h.hvip & !VSSIP) | ((v << 1) & VSSIP);
-            }
-        })
+        |h| h.vsip_from(h.mip()),
+        Some(|h, v| h.write_vsip(v))
     ),
     csr!(0x280, "vsatp", ok, |h| h.csr.h.vsatp, Some(write_vsatp)),
     csr!(
@@ -193,9 +180,9 @@ pub(super) static TABLE: &[CsrDesc] = &[
     csr!(
         0x60a,
         "henvcfg",
-        ok,
-        |h| h.csr.h.henvcfg,
-        Some(|h, v| h.csr.h.henvcfg = v & 1)
+        super::stateen::henvcfg_check,
+        |h| h.csr.h.henvcfg & h.henvcfg_writable(),
+        Some(|h, v| h.csr.h.henvcfg = v & h.henvcfg_writable())
     ),
     csr!(
         0x643,
@@ -216,7 +203,8 @@ pub(super) static TABLE: &[CsrDesc] = &[
         "hvip",
         ok,
         |h| h.csr.h.hvip,
-        Some(|h, v| h.csr.h.hvip = v & VS_INTERRUPTS)
+        // Bits 13-63: those hvien can enable (AIA).
+        Some(|h, v| h.csr.h.hvip = v & (VS_INTERRUPTS | super::aia::HVIEN_WRITABLE))
     ),
     csr!(
         0x64a,
@@ -235,18 +223,17 @@ pub(super) static TABLE: &[CsrDesc] = &[
     csr!(0xe12, "hgeip", ok, |_| 0, None),
 ];
 
-/// The VS CSR that replaces supervisor CSR `num` when V=1, if there is one.
+/// The VS CSR that replaces supervisor CSR `num` when V=1, if there is one. The supervisor
+/// CSR's own access check runs first (with V=1 it applies the VS-mode rules: `hstateen`,
+/// `henvcfg.STCE`, `hcounteren.TM`, `hvictl.VTI`, `vsiselect`).
 pub(crate) fn vs_counterpart(num: u16) -> Option<u16> {
     match num {
-        // sstatus, sie, stvec, sscratch, sepc, scause, stval, sip, satp
-        0x100 | 0x104 | 0x105 | 0x140 | 0x141 | 0x142 | 0x143 | 0x144 | 0x180 => Some(num + 0x100),
+        // sstatus, sie, stvec, sscratch, sepc, scause, stval, sip, stimecmp, siselect,
+        // sireg*, satp
+        0x100 | 0x104 | 0x105 | 0x140 | 0x141 | 0x142 | 0x143 | 0x144 | 0x14d | 0x150 | 0x151
+        | 0x152 | 0x153 | 0x155 | 0x156 | 0x157 | 0x180 => Some(num + 0x100),
+        // stopi
+        0xdb0 => Some(0xeb0),
         _ => None,
     }
-}
-
-/// Supervisor CSRs whose VS counterparts (`vstimecmp`, `vsiselect`, `vsireg*`, `vstopi`)
-/// are not implemented yet: with V=1 they raise virtual-instruction rather than expose the
-/// HS-level registers to the guest.
-pub(crate) fn missing_vs_counterpart(num: u16) -> bool {
-    matches!(num, 0x14d | 0x150..=0x157 | 0xdb0)
 }

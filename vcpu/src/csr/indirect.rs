@@ -12,8 +12,21 @@
 //!
 //! Registered today: the AIA major-interrupt priority arrays `iprio0-15` (select values
 //! 0x30-0x3F through `mireg`/`sireg` only; odd numbers do not exist on RV64). Later entries:
-//! CTR (0x200-0x2FF), counter delegation (0x40-0x5F), and with the H extension a third window,
-//! `vsiselect`/`vsireg*`.
+//! CTR (0x200-0x2FF), counter delegation (0x40-0x5F).
+//!
+//! The H extension's third window, `vsiselect`/`vsireg*` (0x250-0x257), which `siselect`/
+//! `sireg*` become with V = 1, has no registers yet. Its rules (Sscsrind "Virtual
+//! Supervisor-level CSRs", AIA "Hypervisor and VS CSRs"):
+//! - `vsiselect` holds 0-0xFFF, like `siselect`.
+//! - Select values 0x30-0x3F and 0x70-0xFF are *inaccessible* at VS level (no VS-level `iprio`
+//!   array; no IMSIC, so no guest interrupt file): `vsireg*` from M/HS raises
+//!   illegal-instruction, `sireg*` from VS-mode virtual-instruction.
+//! - Every other value is reserved: illegal-instruction from M, HS and VS alike (the spec's
+//!   recommendation for the UNSPECIFIED case).
+//! - Smstateen first: `mstateen0.CSRIND` = 0 makes every access below M illegal;
+//!   `hstateen0.CSRIND` = 0 makes every VS/VU access virtual-instruction, whatever the
+//!   select value. VU-mode accesses are caught earlier by the privilege rule
+//!   (virtual-instruction while `mstateen0.CSRIND` = 1).
 
 use super::stateen::csrind_check;
 use super::{CsrDesc, CsrFault};
@@ -29,6 +42,8 @@ pub enum Window {
     Machine,
     /// `siselect`, `sireg`-`sireg6`.
     Supervisor,
+    /// `vsiselect`, `vsireg`-`vsireg6` (also `siselect`/`sireg*` with V = 1).
+    VirtualSupervisor,
 }
 
 /// A register (or an array of them) reachable through an indirect window.
@@ -83,17 +98,25 @@ pub fn lookup_ireg(window: Window, select: u64, ireg: u8) -> Option<&'static Ire
         .find(|d| d.window == window && d.ireg == ireg && (d.first..=d.last).contains(&select))
 }
 
+/// Select values that are *inaccessible* at VS level (AIA): the `iprio` range and, without a
+/// guest interrupt file, the IMSIC range.
+pub fn vs_inaccessible(select: u64) -> bool {
+    matches!(select, 0x30..=0x3f | 0x70..=0xff)
+}
+
 impl Hart {
     fn iselect(&self, w: Window) -> u64 {
         match w {
             Window::Machine => self.csr.miselect,
             Window::Supervisor => self.csr.siselect,
+            Window::VirtualSupervisor => self.csr.vsiselect,
         }
     }
 }
 
 fn window_check(h: &Hart, w: Window, write: bool) -> Result<(), CsrFault> {
-    if w == Window::Supervisor {
+    if w != Window::Machine {
+        // With V = 1 this also applies hstateen0.CSRIND.
         csrind_check(h, write)?;
     }
     Ok(())
@@ -101,8 +124,22 @@ fn window_check(h: &Hart, w: Window, write: bool) -> Result<(), CsrFault> {
 
 fn ireg_check(h: &Hart, w: Window, ireg: u8, write: bool) -> Result<(), CsrFault> {
     window_check(h, w, write)?;
+    // With V = 1, sireg* is vsireg*.
+    let w = if h.virt && w == Window::Supervisor {
+        Window::VirtualSupervisor
+    } else {
+        w
+    };
     let sel = h.iselect(w);
-    let d = lookup_ireg(w, sel, ireg).ok_or(CsrFault::Illegal)?;
+    let Some(d) = lookup_ireg(w, sel, ireg) else {
+        return Err(
+            if w == Window::VirtualSupervisor && h.virt && vs_inaccessible(sel) {
+                CsrFault::Virtual
+            } else {
+                CsrFault::Illegal
+            },
+        );
+    };
     (d.check)(h, sel, write)?;
     if write && d.write.is_none() {
         return Err(CsrFault::Illegal);
@@ -136,6 +173,7 @@ macro_rules! ireg {
 
 const M: Window = Window::Machine;
 const S: Window = Window::Supervisor;
+const VS: Window = Window::VirtualSupervisor;
 
 /// The window CSRs, sorted by number.
 pub(super) static TABLE: &[CsrDesc] = &[
@@ -152,6 +190,19 @@ pub(super) static TABLE: &[CsrDesc] = &[
     ireg!(S, 4, 0x155, "sireg4"),
     ireg!(S, 5, 0x156, "sireg5"),
     ireg!(S, 6, 0x157, "sireg6"),
+    csr!(
+        0x250,
+        "vsiselect",
+        |h, w| window_check(h, VS, w),
+        |h| h.csr.vsiselect,
+        Some(|h, v| h.csr.vsiselect = v & ISELECT_MASK)
+    ),
+    ireg!(VS, 1, 0x251, "vsireg"),
+    ireg!(VS, 2, 0x252, "vsireg2"),
+    ireg!(VS, 3, 0x253, "vsireg3"),
+    ireg!(VS, 4, 0x255, "vsireg4"),
+    ireg!(VS, 5, 0x256, "vsireg5"),
+    ireg!(VS, 6, 0x257, "vsireg6"),
     csr!(
         0x350,
         "miselect",

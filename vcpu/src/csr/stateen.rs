@@ -14,20 +14,29 @@
 //! every `sstateen` register currently reads zero; [`SSTATEEN_IMPLEMENTED`] lists the bits that
 //! will become writable as extensions with U-level state arrive.
 //!
-//! With the hypervisor extension, `hstateen0-3` slot in between: the checks below take the
-//! `mstateen` bit and will also consult `hstateen` when V = 1.
+//! With the hypervisor extension, `hstateen0-3` (0x60C-0x60F) slot in between. An `hstateen`
+//! bit exists (is writable) only where the `mstateen` bit is one and the hart implements the
+//! state ([`HSTATEEN_IMPLEMENTED`]); elsewhere it reads zero. Accesses from VS/VU to state
+//! whose `mstateen` bit is zero raise illegal-instruction; to state whose `mstateen` bit is
+//! one but `hstateen` bit zero, virtual-instruction. `hstateen{n}.SE0` gates `sstateen{n}` from
+//! VS; `hstateen0.ENVCFG` gates `senvcfg`, `CSRIND` `siselect`/`sireg*` (really `vsiselect`/
+//! `vsireg*`), `AIA` `stopi` (really `vstopi`). `mstateen0.ENVCFG` also gates `henvcfg`,
+//! `CSRIND` `vsiselect`/`vsireg*`, `AIA` `hvien`, `hvictl`, `hviprio1/2` and `vstopi`, and
+//! `mstateen{n}.SE0` `hstateen{n}`, from HS-mode.
 
 use super::{CsrDesc, CsrFault};
 use crate::hart::{Hart, PrivilegeMode};
 
-/// Bit 63 of every `mstateen{n}`: access to `sstateen{n}` (and later `hstateen{n}`).
+/// Bit 63 of every `mstateen{n}`: access to `sstateen{n}` and `hstateen{n}`; of `hstateen{n}`:
+/// access to `sstateen{n}` from VS-mode.
 pub const STATEEN_SE0: u64 = 1 << 63;
-/// `mstateen0.ENVCFG`: `senvcfg` (and later `henvcfg`).
+/// `mstateen0.ENVCFG`: `senvcfg` and `henvcfg`; `hstateen0.ENVCFG`: `senvcfg` from VS.
 pub const STATEEN0_ENVCFG: u64 = 1 << 62;
-/// `mstateen0.CSRIND`: `siselect`, `sireg*` (and later `vsiselect`, `vsireg*`).
+/// `mstateen0.CSRIND`: `siselect`, `sireg*`, `vsiselect`, `vsireg*`; `hstateen0.CSRIND`:
+/// `siselect`, `sireg*` from VS/VU.
 pub const STATEEN0_CSRIND: u64 = 1 << 60;
 /// `mstateen0.AIA`: AIA state not covered by CSRIND or IMSIC (`stopi`, the S-level `iprio`
-/// array; later the hypervisor's AIA CSRs).
+/// array, `hvien`, `hvictl`, `hviprio1/2`, `vstopi`); `hstateen0.AIA`: `stopi` from VS.
 pub const STATEEN0_AIA: u64 = 1 << 59;
 /// `mstateen0.IMSIC`: read-only zero (no IMSIC).
 pub const STATEEN0_IMSIC: u64 = 1 << 58;
@@ -37,7 +46,7 @@ pub const STATEEN0_CONTEXT: u64 = 1 << 57;
 pub const STATEEN0_P1P13: u64 = 1 << 56;
 /// `mstateen0.P1P14`: read-only zero (no Ssqosid `srmcfg`).
 pub const STATEEN0_P1P14: u64 = 1 << 55;
-/// `mstateen0.CTR`: read-only zero until Smctr/Ssctr is implemented.
+/// `mstateen0.CTR` (and `hstateen0.CTR`): read-only zero until Smctr/Ssctr is implemented.
 pub const STATEEN0_CTR: u64 = 1 << 54;
 /// `mstateen0.JVT`: read-only zero (no Zcmt).
 pub const STATEEN0_JVT: u64 = 1 << 2;
@@ -58,17 +67,39 @@ pub const MSTATEEN_WRITABLE: [u64; 4] = [
 /// 31:0 can ever be used; none is implemented yet (C, FCSR and JVT are read-only zero).
 pub const SSTATEEN_IMPLEMENTED: [u64; 4] = [0; 4];
 
-/// Access below M-mode to state gated by bit `bit` of `mstateen{n}`.
-pub(crate) fn stateen_allows(h: &Hart, n: usize, bit: u64) -> bool {
-    h.prv == PrivilegeMode::Machine || h.csr.mstateen[n] & bit != 0
+/// Bits of `hstateen0-3` that exist (then writable when the `mstateen` bit is one). CTR
+/// ([`STATEEN0_CTR`]) joins when Smctr/Ssctr is implemented; IMSIC, CONTEXT, JVT, FCSR and C
+/// are read-only zero as in `mstateen0` (P1P13 and P1P14 do not exist in `hstateen0`).
+pub const HSTATEEN_IMPLEMENTED: [u64; 4] = [
+    STATEEN_SE0 | STATEEN0_ENVCFG | STATEEN0_CSRIND | STATEEN0_AIA,
+    STATEEN_SE0,
+    STATEEN_SE0,
+    STATEEN_SE0,
+];
+
+/// Whether HS-mode could access state gated by `mstateen{n}` bit `bit` (decides between
+/// virtual- and illegal-instruction for VS/VU accesses to higher-level CSRs).
+pub(crate) fn hs_allowed(h: &Hart, n: usize, bit: u64) -> bool {
+    h.csr.mstateen[n] & bit != 0
 }
 
-fn gate(h: &Hart, n: usize, bit: u64) -> Result<(), CsrFault> {
-    if stateen_allows(h, n, bit) {
+/// The `stateen` gate for access below M-mode (M-mode is never affected): illegal when the `mstateen` bit is 0 (below M); virtual-instruction
+/// when V = 1 and the `hstateen` bit is 0.
+pub(crate) fn gate(h: &Hart, n: usize, bit: u64) -> Result<(), CsrFault> {
+    if h.prv == PrivilegeMode::Machine {
         Ok(())
-    } else {
+    } else if h.csr.mstateen[n] & bit == 0 {
         Err(CsrFault::Illegal)
+    } else if h.virt && h.read_hstateen(n) & bit == 0 {
+        Err(CsrFault::Virtual)
+    } else {
+        Ok(())
     }
+}
+
+/// `henvcfg` from HS-mode: `mstateen0.ENVCFG` (VS-mode never reaches this check).
+pub(super) fn henvcfg_check(h: &Hart, _: bool) -> Result<(), CsrFault> {
+    gate(h, 0, STATEEN0_ENVCFG)
 }
 
 /// `senvcfg`: `mstateen0.ENVCFG`.
@@ -87,20 +118,40 @@ pub(super) fn aia_check(h: &Hart, _: bool) -> Result<(), CsrFault> {
 }
 
 impl Hart {
+    /// The `sstateen{n}` bits that exist now: those set in `mstateen{n}` and, from VS-mode,
+    /// in `hstateen{n}`.
+    fn sstateen_mask(&self, n: usize) -> u64 {
+        let mut m = self.csr.mstateen[n] & SSTATEEN_IMPLEMENTED[n];
+        if self.virt {
+            m &= self.read_hstateen(n);
+        }
+        m
+    }
+
     fn read_sstateen(&self, n: usize) -> u64 {
-        self.csr.sstateen[n] & self.csr.mstateen[n] & SSTATEEN_IMPLEMENTED[n]
+        self.csr.sstateen[n] & self.sstateen_mask(n)
     }
 
     fn write_sstateen(&mut self, n: usize, v: u64) {
         // Bits whose mstateen bit is zero are read-only zero: they keep their stored value
         // (invisible) rather than being written.
-        let m = self.csr.mstateen[n] & SSTATEEN_IMPLEMENTED[n];
+        let m = self.sstateen_mask(n);
         self.csr.sstateen[n] = (self.csr.sstateen[n] & !m) | (v & m);
+    }
+
+    /// `hstateen{n}`: bits read zero where `mstateen{n}` is zero.
+    pub(crate) fn read_hstateen(&self, n: usize) -> u64 {
+        self.csr.hstateen[n] & self.csr.mstateen[n] & HSTATEEN_IMPLEMENTED[n]
+    }
+
+    fn write_hstateen(&mut self, n: usize, v: u64) {
+        let m = self.csr.mstateen[n] & HSTATEEN_IMPLEMENTED[n];
+        self.csr.hstateen[n] = (self.csr.hstateen[n] & !m) | (v & m);
     }
 }
 
-macro_rules! stateen_pair {
-    ($n:expr, $mnum:expr, $mname:expr, $snum:expr, $sname:expr) => {
+macro_rules! stateen_set {
+    ($n:expr, $mnum:expr, $mname:expr, $hnum:expr, $hname:expr, $snum:expr, $sname:expr) => {
         (
             csr!(
                 $snum,
@@ -116,14 +167,56 @@ macro_rules! stateen_pair {
                 |h| h.csr.mstateen[$n],
                 Some(|h, v| h.csr.mstateen[$n] = v & MSTATEEN_WRITABLE[$n])
             ),
+            csr!(
+                $hnum,
+                $hname,
+                |h, _| gate(h, $n, STATEEN_SE0),
+                |h| h.read_hstateen($n),
+                Some(|h, v| h.write_hstateen($n, v))
+            ),
         )
     };
 }
 
-const P0: (CsrDesc, CsrDesc) = stateen_pair!(0, 0x30c, "mstateen0", 0x10c, "sstateen0");
-const P1: (CsrDesc, CsrDesc) = stateen_pair!(1, 0x30d, "mstateen1", 0x10d, "sstateen1");
-const P2: (CsrDesc, CsrDesc) = stateen_pair!(2, 0x30e, "mstateen2", 0x10e, "sstateen2");
-const P3: (CsrDesc, CsrDesc) = stateen_pair!(3, 0x30f, "mstateen3", 0x10f, "sstateen3");
+type Set = (CsrDesc, CsrDesc, CsrDesc);
+const P0: Set = stateen_set!(
+    0,
+    0x30c,
+    "mstateen0",
+    0x60c,
+    "hstateen0",
+    0x10c,
+    "sstateen0"
+);
+const P1: Set = stateen_set!(
+    1,
+    0x30d,
+    "mstateen1",
+    0x60d,
+    "hstateen1",
+    0x10d,
+    "sstateen1"
+);
+const P2: Set = stateen_set!(
+    2,
+    0x30e,
+    "mstateen2",
+    0x60e,
+    "hstateen2",
+    0x10e,
+    "sstateen2"
+);
+const P3: Set = stateen_set!(
+    3,
+    0x30f,
+    "mstateen3",
+    0x60f,
+    "hstateen3",
+    0x10f,
+    "sstateen3"
+);
 
 /// The stateen CSRs, sorted by number.
-pub(super) static TABLE: &[CsrDesc] = &[P0.0, P1.0, P2.0, P3.0, P0.1, P1.1, P2.1, P3.1];
+pub(super) static TABLE: &[CsrDesc] = &[
+    P0.0, P1.0, P2.0, P3.0, P0.1, P1.1, P2.1, P3.1, P0.2, P1.2, P2.2, P3.2,
+];

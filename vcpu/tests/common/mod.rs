@@ -924,3 +924,97 @@ impl Vm {
         );
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// H-level CSRs of Smstateen, Sscsrind, Sstc and Ssaia, and helpers for running code with V = 1
+// ---------------------------------------------------------------------------------------------
+
+pub const VSSTATUS: u32 = 0x200;
+pub const VSIE: u32 = 0x204;
+pub const VSTVEC: u32 = 0x205;
+pub const VSCAUSE: u32 = 0x242;
+pub const VSIP: u32 = 0x244;
+pub const VSTIMECMP: u32 = 0x24D;
+pub const VSISELECT: u32 = 0x250;
+pub const VSIREG: u32 = 0x251;
+pub const VSIREGS: [u32; 6] = [0x251, 0x252, 0x253, 0x255, 0x256, 0x257];
+pub const HSTATUS: u32 = 0x600;
+pub const HIDELEG: u32 = 0x603;
+pub const HIE: u32 = 0x604;
+pub const HTIMEDELTA: u32 = 0x605;
+pub const HCOUNTEREN: u32 = 0x606;
+pub const HVIEN: u32 = 0x608;
+pub const HVICTL: u32 = 0x609;
+pub const HENVCFG: u32 = 0x60A;
+pub const HSTATEEN0: u32 = 0x60C;
+pub const HSTATEEN: [u32; 4] = [0x60C, 0x60D, 0x60E, 0x60F];
+pub const HIP: u32 = 0x644;
+pub const HVIP: u32 = 0x645;
+pub const HVIPRIO1: u32 = 0x646;
+pub const HVIPRIO2: u32 = 0x647;
+pub const VSTOPI: u32 = 0xEB0;
+
+/// `mstatus.MPV`
+pub const MS_MPV: u64 = 1 << 39;
+/// `mcause` of illegal-instruction and virtual-instruction.
+pub const ILLEGAL: u64 = 2;
+pub const VIRTUAL: u64 = 22;
+/// Where VS-mode traps go in the tests that take interrupts in VS-mode: a spin loop.
+pub const VS_TRAP: u64 = CODE + 0x1800;
+
+/// M-mode code writing each `(csr, value)` pair, through x5-x26 (preset in the hart).
+pub fn set_csrs(vm: &mut Vm, pairs: &[(u32, u64)]) -> Vec<u32> {
+    assert!(pairs.len() <= 22, "too many CSR writes");
+    pairs
+        .iter()
+        .enumerate()
+        .map(|(i, &(csr, v))| {
+            let r = 5 + i as u32;
+            vm.set_x(r as usize, v);
+            csrw(csr, r)
+        })
+        .collect()
+}
+
+impl Vm {
+    /// As [`Vm::run_in_mode`], but with V = 1 (`mode` Supervisor = VS, User = VU). `setup`
+    /// must not use x27-x31.
+    pub fn run_in_vmode(
+        &mut self,
+        setup: &[u32],
+        mode: vcpu::PrivilegeMode,
+        body: &[u32],
+    ) -> Outcome {
+        self.set_x(27, MS_MPV);
+        let mut s = setup.to_vec();
+        s.push(csrrs(0, MSTATUS, 27));
+        self.run_in_mode(&s, mode, body)
+    }
+
+    /// `body` run with V = 1 (or V = 0 when `virt` is false) must trap to M with `cause` at its
+    /// instruction `idx`, with the instruction bits in `mtval`.
+    pub fn expect_fault(
+        &mut self,
+        setup: &[u32],
+        mode: vcpu::PrivilegeMode,
+        virt: bool,
+        body: &[u32],
+        idx: usize,
+        cause: u64,
+    ) {
+        let out = if virt {
+            self.run_in_vmode(setup, mode, body)
+        } else {
+            self.run_in_mode(setup, mode, body)
+        };
+        assert_eq!(
+            out,
+            Outcome::MTrap(Trap {
+                cause,
+                epc: LOW_CODE + 4 * idx as u64,
+                tval: body[idx] as u64,
+            }),
+            "{mode:?} V={virt} body {body:08x?}"
+        );
+    }
+}

@@ -12,8 +12,11 @@
 //! The guest starts at the kernel entry in VS-mode with `a0` = hart id (0) and `a1` = the
 //! device tree's address. Its traps to the VMM ([`vcpu::VcpuExit::GuestTrap`]):
 //! - `ECALL` from VS-mode (cause 10): an SBI call, answered in `a0`/`a1`, resumed at pc + 4;
-//! - virtual instruction (22): injected into the guest as an illegal instruction (cause 2,
-//!   `stval` = the instruction bits);
+//! - virtual instruction (22): with the [`GuestPolicy`] that asks for them, a VS-mode WFI
+//!   trapped by `hstatus.VTW` is emulated as idling until the next timer deadline, and a read
+//!   of `time` trapped by `hcounteren.TM` = 0 gets the guest's time (see [`vinsn`]); any other
+//!   is injected into the guest as an illegal instruction (cause 2, `stval` = the instruction
+//!   bits). Each is recorded in [`ExitStats::virtual_insn_exits`];
 //! - access faults (1, 5, 7): injected as they are;
 //! - guest-page faults (20, 21, 23; not expected with the identity G-stage): injected as the
 //!   corresponding page fault (12, 13, 15);
@@ -27,6 +30,7 @@ pub mod console;
 pub mod fdt;
 pub mod kernel;
 pub mod stats;
+pub mod vinsn;
 
 use std::io::Write;
 use std::ops::Range;
@@ -43,7 +47,8 @@ use crate::machine::{HART_ID, MAX_MEMORY_MIB, RAM_BASE, UART_BASE, UART_SIZE};
 use crate::sbi::{self, srst::ResetRequest, SbiCall, SbiEnv, SbiOutcome};
 
 pub use console::{ConsoleInput, InputQueue};
-pub use stats::{ExitStats, RunStats};
+pub use stats::{ExitStats, RunStats, VirtualInsnAction, VirtualInsnExit};
+pub use vinsn::GuestPolicy;
 
 /// `hvip` bit of the VS-level software interrupt.
 const VSSIP: u64 = 1 << 2;
@@ -155,7 +160,17 @@ pub fn run_kernel(
     console: Console,
     input: ConsoleInput,
 ) -> Result<(RunExit, RunStats), Error> {
-    let mut vm = GuestVm::new(config, console)?;
+    run_kernel_with_policy(config, GuestPolicy::default(), console, input)
+}
+
+/// [`run_kernel`] with the VMM trapping the guest instructions `policy` names.
+pub fn run_kernel_with_policy(
+    config: &RunConfig,
+    policy: GuestPolicy,
+    console: Console,
+    input: ConsoleInput,
+) -> Result<(RunExit, RunStats), Error> {
+    let mut vm = GuestVm::with_policy(config, policy, console)?;
     let _raw;
     let _reader;
     match input {
@@ -185,6 +200,7 @@ pub struct GuestVm {
     input: InputQueue,
     layout: BootLayout,
     max_insns: Option<u64>,
+    policy: GuestPolicy,
     stats: ExitStats,
 }
 
@@ -195,6 +211,15 @@ const RUN_CHUNK: u64 = 1 << 18;
 impl GuestVm {
     /// Builds the VM: RAM, kernel, initrd, device tree, hart.
     pub fn new(config: &RunConfig, console: Console) -> Result<GuestVm, Error> {
+        GuestVm::with_policy(config, GuestPolicy::default(), console)
+    }
+
+    /// [`GuestVm::new`] with the VMM trapping the guest instructions `policy` names.
+    pub fn with_policy(
+        config: &RunConfig,
+        policy: GuestPolicy,
+        console: Console,
+    ) -> Result<GuestVm, Error> {
         if config.memory_mib == 0 || config.memory_mib > MAX_MEMORY_MIB {
             return Err(Error::InvalidMemorySize {
                 mib: config.memory_mib,
@@ -284,6 +309,7 @@ impl GuestVm {
         };
         let mut hart = Hart::new_guest(hart_config, mem.clone())?;
         hart.set_trace(config.trace);
+        vinsn::apply(&mut hart, &policy);
         Vcpu::set_pc(&mut hart, kernel.entry);
         Vcpu::set_xreg(&mut hart, 10, HART_ID);
         Vcpu::set_xreg(&mut hart, 11, fdt_addr);
@@ -307,6 +333,7 @@ impl GuestVm {
                 fdt: fdt_addr,
             },
             max_insns: config.max_insns,
+            policy,
             stats: ExitStats::default(),
         })
     }
@@ -438,7 +465,7 @@ impl GuestVm {
             cause::ECALL_VS => return self.sbi_call(trap),
             cause::VIRTUAL_INSN => {
                 self.stats.count(stats::virtual_insn_reason(trap.insn));
-                self.inject(cause::ILLEGAL_INSN, u64::from(trap.insn));
+                return self.virtual_insn(trap);
             }
             cause::FETCH_ACCESS | cause::LOAD_ACCESS | cause::STORE_ACCESS => {
                 self.stats.count(format!("access-fault {}", trap.cause));
@@ -467,6 +494,45 @@ impl GuestVm {
             }
         }
         Ok(None)
+    }
+
+    /// A virtual-instruction exit: emulates what the policy traps, injects an
+    /// illegal-instruction exception for the rest, and records the exit.
+    fn virtual_insn(&mut self, trap: GuestTrap) -> Result<Option<RunExit>, Error> {
+        let next = trap.pc.wrapping_add(4);
+        let time_rd = vinsn::time_read_rd(trap.insn)
+            .filter(|_| !trap.from_vu || vinsn::vu_may_read_time(&self.hart));
+        let (action, result) = if self.policy.trap_wfi && !trap.from_vu && trap.insn == vinsn::WFI {
+            let result = if self.hart.skip_to_timer() {
+                Vcpu::set_pc(&mut self.hart, next);
+                Ok(None)
+            } else {
+                Err(Error::WaitForever {
+                    hart: HART_ID,
+                    pc: trap.pc,
+                })
+            };
+            (VirtualInsnAction::EmulatedWfi, result)
+        } else if let (true, Some(rd)) = (self.policy.trap_time, time_rd) {
+            let now = Vcpu::guest_time(&self.hart);
+            Vcpu::set_xreg(&mut self.hart, rd, now);
+            Vcpu::set_pc(&mut self.hart, next);
+            (VirtualInsnAction::EmulatedTime, Ok(None))
+        } else {
+            self.inject(cause::ILLEGAL_INSN, u64::from(trap.insn));
+            (VirtualInsnAction::InjectedIllegal, Ok(None))
+        };
+        self.stats.record_virtual_insn(VirtualInsnExit {
+            cause: trap.cause,
+            tval: trap.tval,
+            htval: trap.htval,
+            htinst: trap.htinst,
+            insn: trap.insn,
+            pc: trap.pc,
+            from_vu: trap.from_vu,
+            action,
+        });
+        result
     }
 
     fn inject(&mut self, cause: u64, tval: u64) {

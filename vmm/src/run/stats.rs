@@ -10,6 +10,59 @@ use std::time::Duration;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ExitStats {
     counts: BTreeMap<String, u64>,
+    /// The first [`MAX_VIRTUAL_INSN_RECORDS`] virtual-instruction exits, in order.
+    virtual_insn: Vec<VirtualInsnExit>,
+    /// Virtual-instruction exits past the log's capacity (counted, not recorded).
+    virtual_insn_dropped: u64,
+}
+
+/// How many virtual-instruction exits [`ExitStats`] keeps in its log.
+pub const MAX_VIRTUAL_INSN_RECORDS: usize = 4096;
+
+/// What the VMM did about a virtual-instruction exit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VirtualInsnAction {
+    /// A VS-mode WFI trapped by `hstatus.VTW`: the VMM idled the guest until its next
+    /// timer deadline (or until a pending interrupt) and resumed it after the WFI.
+    EmulatedWfi,
+    /// A read of `time` trapped by `hcounteren.TM` = 0: the VMM wrote the guest's time to
+    /// `rd` and resumed the guest after the instruction.
+    EmulatedTime,
+    /// Anything else: an illegal-instruction exception (`stval` = the instruction bits) was
+    /// injected into the guest.
+    InjectedIllegal,
+}
+
+impl VirtualInsnAction {
+    /// Short name for tables and logs.
+    pub fn name(self) -> &'static str {
+        match self {
+            VirtualInsnAction::EmulatedWfi => "emulated-wfi",
+            VirtualInsnAction::EmulatedTime => "emulated-time",
+            VirtualInsnAction::InjectedIllegal => "injected-illegal",
+        }
+    }
+}
+
+/// One virtual-instruction exit (cause 22) as the VMM saw and handled it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VirtualInsnExit {
+    /// Exception code reported by the hart (22).
+    pub cause: u64,
+    /// `stval` as HS-mode would see it (the instruction bits).
+    pub tval: u64,
+    /// `htval` (0 for a virtual-instruction exception).
+    pub htval: u64,
+    /// `htinst` (0 for a virtual-instruction exception).
+    pub htinst: u64,
+    /// The trapping instruction's bits.
+    pub insn: u32,
+    /// Address of the trapping instruction.
+    pub pc: u64,
+    /// The guest was in VU-mode, not VS-mode.
+    pub from_vu: bool,
+    /// What the VMM did.
+    pub action: VirtualInsnAction,
 }
 
 impl ExitStats {
@@ -26,6 +79,26 @@ impl ExitStats {
     /// Every reason and its count, sorted by reason.
     pub fn iter(&self) -> impl Iterator<Item = (&str, u64)> {
         self.counts.iter().map(|(k, v)| (k.as_str(), *v))
+    }
+
+    /// Appends a virtual-instruction exit to the log (dropped, but counted, once the log
+    /// holds [`MAX_VIRTUAL_INSN_RECORDS`]).
+    pub fn record_virtual_insn(&mut self, exit: VirtualInsnExit) {
+        if self.virtual_insn.len() < MAX_VIRTUAL_INSN_RECORDS {
+            self.virtual_insn.push(exit);
+        } else {
+            self.virtual_insn_dropped += 1;
+        }
+    }
+
+    /// The virtual-instruction exits recorded, in the order they happened.
+    pub fn virtual_insn_exits(&self) -> &[VirtualInsnExit] {
+        &self.virtual_insn
+    }
+
+    /// Virtual-instruction exits not recorded because the log was full.
+    pub fn virtual_insn_dropped(&self) -> u64 {
+        self.virtual_insn_dropped
     }
 
     /// Total number of exits.
@@ -133,5 +206,28 @@ mod tests {
         assert_eq!(virtual_insn_reason(0x1050_0073), "virtual-insn wfi");
         assert_eq!(virtual_insn_reason(0x1200_0073), "virtual-insn sfence.vma");
         assert_eq!(virtual_insn_reason(0x0000_0013), "virtual-insn 0x00000013");
+    }
+
+    #[test]
+    fn virtual_insn_log_is_bounded() {
+        let mut s = ExitStats::default();
+        let rec = VirtualInsnExit {
+            cause: 22,
+            tval: 0x1050_0073,
+            htval: 0,
+            htinst: 0,
+            insn: 0x1050_0073,
+            pc: 0x8020_0000,
+            from_vu: false,
+            action: VirtualInsnAction::EmulatedWfi,
+        };
+        for _ in 0..MAX_VIRTUAL_INSN_RECORDS + 3 {
+            s.record_virtual_insn(rec);
+        }
+        assert_eq!(s.virtual_insn_exits().len(), MAX_VIRTUAL_INSN_RECORDS);
+        assert_eq!(s.virtual_insn_exits()[0], rec);
+        assert_eq!(s.virtual_insn_dropped(), 3);
+        assert_eq!(s.total(), 0, "the log does not count exits by itself");
+        assert_eq!(VirtualInsnAction::EmulatedTime.name(), "emulated-time");
     }
 }

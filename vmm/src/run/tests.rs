@@ -34,12 +34,20 @@ fn kernel(insns: &[u32]) -> Vec<u8> {
 }
 
 fn run(name: &str, insns: &[u32]) -> (Result<(RunExit, RunStats), Error>, String) {
+    run_with_policy(name, insns, GuestPolicy::default())
+}
+
+fn run_with_policy(
+    name: &str,
+    insns: &[u32],
+    policy: GuestPolicy,
+) -> (Result<(RunExit, RunStats), Error>, String) {
     let path = temp_file(name, &kernel(insns));
     let out = SharedBuf::default();
     let mut config = RunConfig::new(&path);
     config.memory_mib = 16;
     config.max_insns = Some(100_000);
-    let r = run_kernel(&config, Box::new(out.clone()), ConsoleInput::None);
+    let r = run_kernel_with_policy(&config, policy, Box::new(out.clone()), ConsoleInput::None);
     let _ = std::fs::remove_file(&path);
     (r, String::from_utf8_lossy(&out.contents()).into_owned())
 }
@@ -109,6 +117,81 @@ fn virtual_instruction_becomes_illegal_instruction_in_the_guest() {
         "{:?}",
         stats.exits
     );
+}
+
+#[test]
+fn trapped_wfi_with_nothing_to_wake_the_guest_waits_forever() {
+    let policy = GuestPolicy {
+        trap_wfi: true,
+        trap_time: false,
+    };
+    let (r, _) = run_with_policy("vtw-forever", &[addi(0, 0, 0), wfi()], policy);
+    let err = r.unwrap_err();
+    assert!(
+        matches!(err, Error::WaitForever { pc, .. } if pc == RAM_BASE + 4),
+        "{err}"
+    );
+    // Without the policy the hart's own WFI exit ends the same way.
+    let (r, _) = run("wfi-forever", &[addi(0, 0, 0), wfi()]);
+    assert!(
+        matches!(r, Err(Error::WaitForever { pc, .. }) if pc == RAM_BASE + 4),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn trapped_wfi_and_time_are_emulated_and_logged() {
+    // sie.STIE = 1 (sstatus.SIE stays 0), wfi (the guest timer is due: resumes at once),
+    // rdtime t0, rdtime t1, shut down.
+    let mut p = vec![
+        addi(7, 0, 0x20),
+        csrrs(0, 0x104, 7),
+        wfi(),
+        csrrs(5, 0xc01, 0),
+        csrrs(6, 0xc01, 0),
+    ];
+    sbi(&mut p, 0x5352_5354, 0, 0, 0);
+    let policy = GuestPolicy {
+        trap_wfi: true,
+        trap_time: true,
+    };
+    let path = temp_file("vinsn-log", &kernel(&p));
+    let mut config = RunConfig::new(&path);
+    config.memory_mib = 16;
+    config.max_insns = Some(100_000);
+    let mut vm = GuestVm::with_policy(&config, policy, Box::new(SharedBuf::default())).unwrap();
+    let _ = std::fs::remove_file(&path);
+    // Give the guest a timer that is already due, so the WFI has something to wake it.
+    Vcpu::set_guest_timer(&mut vm.hart, 0);
+    let exit = vm.run().unwrap();
+    assert_eq!(exit.exit_code(), 0, "{exit:?}");
+    let log = vm.stats().virtual_insn_exits();
+    let summary: Vec<_> = log.iter().map(|r| (r.insn, r.pc, r.action)).collect();
+    assert_eq!(
+        summary,
+        [
+            (wfi(), RAM_BASE + 8, VirtualInsnAction::EmulatedWfi),
+            (
+                csrrs(5, 0xc01, 0),
+                RAM_BASE + 12,
+                VirtualInsnAction::EmulatedTime
+            ),
+            (
+                csrrs(6, 0xc01, 0),
+                RAM_BASE + 16,
+                VirtualInsnAction::EmulatedTime
+            ),
+        ]
+    );
+    for r in log {
+        assert_eq!(
+            (r.cause, r.tval, r.htval, r.htinst),
+            (22, u64::from(r.insn), 0, 0)
+        );
+        assert!(!r.from_vu);
+    }
+    let (t0, t1) = (Vcpu::xreg(&vm.hart, 5), Vcpu::xreg(&vm.hart, 6));
+    assert!(t0 <= t1 && t1 <= Vcpu::guest_time(&vm.hart), "{t0} {t1}");
 }
 
 #[test]
