@@ -1,0 +1,408 @@
+//! Hostile guests: random instruction streams booted as a `vmm run` kernel. The code is
+//! mostly random words (fixed seeds), sprinkled with `ECALL`s and with `lui`/`addi` words
+//! that load extension IDs, function IDs and arguments into `a7`, `a6` and `a0`-`a5`, so
+//! the SBI is reached through the real trap path with hostile registers. Devices, random
+//! addresses, H instructions, `WFI`, `SRET` and CSR accesses come up too.
+//!
+//! Whatever the guest does, `run_kernel` must return (no panic, no hang) within the
+//! instruction budget, with a [`RunExit`] or an error that says what happened.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Duration;
+
+use vmm::run::{run_kernel_with_policy, ConsoleInput, GuestPolicy, RunConfig, RunExit};
+
+const RAM_BASE: u64 = 0x8000_0000;
+const UART_BASE: u32 = 0x1000_0000;
+const BUDGET: u64 = 200_000;
+const SEEDS: u64 = 48;
+const CODE_WORDS: usize = 4096;
+const SECONDS_PER_RUN: u64 = 60;
+
+const A0: u32 = 10;
+const A6: u32 = 16;
+const A7: u32 = 17;
+/// `s0`: a RAM pointer; `s1`: the UART.
+const S0: u32 = 8;
+const S1: u32 = 9;
+const ECALL: u32 = 0x0000_0073;
+
+struct XorShift(u64);
+
+impl XorShift {
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
+        items[self.below(items.len() as u64) as usize]
+    }
+    fn reg(&mut self) -> u32 {
+        self.below(32) as u32
+    }
+}
+
+// RV64 encoders (only what the generator needs).
+fn lui(rd: u32, imm20: u32) -> u32 {
+    ((imm20 & 0xfffff) << 12) | (rd << 7) | 0x37
+}
+fn auipc(rd: u32, imm20: u32) -> u32 {
+    ((imm20 & 0xfffff) << 12) | (rd << 7) | 0x17
+}
+fn addi(rd: u32, rs1: u32, imm: i32) -> u32 {
+    (((imm as u32) & 0xfff) << 20) | (rs1 << 15) | (rd << 7) | 0x13
+}
+fn slli(rd: u32, rs1: u32, shamt: u32) -> u32 {
+    ((shamt & 0x3f) << 20) | (rs1 << 15) | (1 << 12) | (rd << 7) | 0x13
+}
+fn add(rd: u32, rs1: u32, rs2: u32) -> u32 {
+    (rs2 << 20) | (rs1 << 15) | (rd << 7) | 0x33
+}
+fn csr(funct3: u32, rd: u32, csr: u32, rs1: u32) -> u32 {
+    (csr << 20) | (rs1 << 15) | (funct3 << 12) | (rd << 7) | 0x73
+}
+fn load(funct3: u32, rd: u32, rs1: u32, imm: i32) -> u32 {
+    (((imm as u32) & 0xfff) << 20) | (rs1 << 15) | (funct3 << 12) | (rd << 7) | 0x03
+}
+fn store(funct3: u32, rs2: u32, rs1: u32, imm: i32) -> u32 {
+    let imm = imm as u32 & 0xfff;
+    ((imm >> 5) << 25) | (rs2 << 20) | (rs1 << 15) | (funct3 << 12) | ((imm & 0x1f) << 7) | 0x23
+}
+fn jal(rd: u32, offset: i32) -> u32 {
+    let o = offset as u32;
+    (((o >> 20) & 1) << 31)
+        | (((o >> 1) & 0x3ff) << 21)
+        | (((o >> 11) & 1) << 20)
+        | (((o >> 12) & 0xff) << 12)
+        | (rd << 7)
+        | 0x6f
+}
+/// `li rd, value` for a 32-bit value (sign-extended, as `lui` + `addi`).
+fn li32(rd: u32, value: i32) -> [u32; 2] {
+    let hi = ((value as u32).wrapping_add(0x800) >> 12) & 0xfffff;
+    let lo = value.wrapping_sub((hi << 12) as i32);
+    [lui(rd, hi), addi(rd, rd, lo)]
+}
+
+/// Extension IDs worth calling: the implemented ones, their neighbours, legacy, unknown.
+const EIDS: &[i32] = &[
+    0x10,
+    0x5449_4D45,
+    0x73_5049,
+    0x5246_4E43,
+    0x48_534D,
+    0x5352_5354,
+    0x4442_434E,
+    0x4442_434F,
+    0x48_534C,
+    0x11,
+    0x0,
+    0x1,
+    0x2,
+    0x8,
+    0xf,
+    0x4e41_4350,
+    0x5043_4d50,
+    -1,
+];
+
+/// One item of guest code: a few words.
+fn item(rng: &mut XorShift, out: &mut Vec<u32>) {
+    match rng.below(20) {
+        // ECALL, often right after setting up the call.
+        0..=3 => out.push(ECALL),
+        4..=5 => {
+            let eid = rng.pick(EIDS);
+            out.extend(li32(A7, eid));
+            if rng.below(2) == 0 {
+                out.push(addi(A6, 0, rng.below(8) as i32));
+                out.push(ECALL);
+            }
+        }
+        6 => out.push(addi(A6, 0, rng.pick(&[0, 1, 2, 3, 4, 7, -1, 2047]))),
+        // Arguments: small values, -1, RAM addresses (zero-extended 0x8000_0000 + off),
+        // sizes, UART addresses, sign-extended 32-bit values.
+        7..=8 => {
+            let rd = A0 + rng.below(6) as u32;
+            match rng.below(6) {
+                0 => out.push(addi(rd, 0, rng.pick(&[0, 1, 2, 3, -1, 16, 64, 2047, -2048]))),
+                1 => {
+                    out.push(addi(rd, 0, 1));
+                    out.push(slli(rd, rd, 31));
+                    out.push(addi(rd, rd, rng.below(2048) as i32));
+                }
+                2 => {
+                    out.push(lui(rd, rng.below(0x400) as u32));
+                    out.push(add(rd, rd, S0));
+                }
+                3 => out.extend(li32(rd, rng.next() as i32)),
+                4 => {
+                    out.push(addi(rd, 0, -1));
+                    out.push(slli(rd, rd, rng.below(64) as u32));
+                }
+                _ => out.push(lui(rd, rng.next() as u32)),
+            }
+        }
+        // Device and memory accesses: UART registers, RAM, random addresses.
+        9..=10 => {
+            let any = rng.reg();
+            let base = rng.pick(&[S0, S1, S1, any]);
+            let off = match base {
+                S1 => rng.below(16) as i32 - 4,
+                _ => (rng.next() as i32) >> 20,
+            };
+            let width = rng.below(4) as u32;
+            if rng.below(2) == 0 {
+                out.push(load(width | (rng.below(2) as u32) << 2, rng.reg(), base, off));
+            } else {
+                out.push(store(width, rng.reg(), base, off));
+            }
+        }
+        // H-extension instructions (virtual-instruction exits in VS-mode).
+        11 => {
+            // (funct7, funct3): hfence.vvma, hfence.gvma, hlv.*, hlvx.*, hsv.*.
+            let (funct7, funct3) = rng.pick(&[
+                (0x11u32, 0u32),
+                (0x31, 0),
+                (0x30, 4),
+                (0x31, 4),
+                (0x32, 4),
+                (0x33, 4),
+                (0x34, 4),
+                (0x35, 4),
+                (0x36, 4),
+                (0x37, 4),
+            ]);
+            let stores = funct3 == 0 || funct7 & 1 == 1;
+            let rd = if stores { 0 } else { rng.reg() };
+            let word = (funct7 << 25) | (rng.reg() << 20) | (rng.reg() << 15) | (funct3 << 12);
+            out.push(word | (rd << 7) | 0x73);
+        }
+        // Privileged instructions and CSRs (S, VS, H and M level).
+        12 => {
+            let w = rng.pick(&[
+                0x1050_0073u32, // wfi
+                0x1020_0073,    // sret
+                0x3020_0073,    // mret
+                0x1200_0073,    // sfence.vma
+                0x0000_100f,    // fence.i
+                0x0010_0073,    // ebreak
+            ]);
+            out.push(w);
+        }
+        13..=14 => {
+            let number = rng.pick(&[
+                0x100u32, 0x104, 0x105, 0x106, 0x140, 0x141, 0x142, 0x143, 0x144, 0x180, 0x14d,
+                0x10a, 0x10c, 0xc00, 0xc01, 0xc02, 0x600, 0x602, 0x603, 0x604, 0x680, 0x200,
+                0x205, 0x300, 0x305, 0x7c0, 0xda0, 0x15c,
+            ]);
+            let funct3 = rng.pick(&[1u32, 2, 3, 5, 6, 7]);
+            out.push(csr(funct3, rng.reg(), number, rng.reg()));
+        }
+        // Short jumps keep the hart in the random code.
+        15 => {
+            let rd = rng.pick(&[0, 1]);
+            out.push(jal(rd, (rng.below(64) as i32 - 32) * 4));
+        }
+        // Anything at all (often compressed or illegal).
+        16 => out.push(rng.next() as u32),
+        _ => {
+            let opcode = rng.pick(&[0x13u32, 0x1b, 0x33, 0x3b, 0x63, 0x2f]);
+            out.push(rng.next() as u32 >> 7 << 7 | opcode);
+        }
+    }
+}
+
+/// The guest: a prologue that points `stvec` into the random code (so traps land in more
+/// random code instead of looping at address 0), `s0` at RAM and `s1` at the UART; then
+/// the random code.
+fn guest_code(seed: u64) -> Vec<u32> {
+    let mut rng = XorShift(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let mut code = vec![
+        auipc(5, 0),
+        addi(5, 5, 0x100 + 4 * rng.below(0x100) as i32),
+        csr(1, 0, 0x105, 5), // csrw stvec, t0
+        addi(S0, 0, 1),
+        slli(S0, S0, 31),
+        lui(S1, UART_BASE >> 12),
+    ];
+    if rng.below(2) == 0 {
+        // A timer a little in the future, so WFI has something to wait for.
+        code.extend(li32(A7, 0x5449_4D45));
+        code.push(addi(A6, 0, 0));
+        code.push(csr(2, A0, 0xc01, 0)); // rdtime a0
+        code.push(addi(A0, A0, 1000));
+        code.push(ECALL);
+    }
+    while code.len() < CODE_WORDS {
+        item(&mut rng, &mut code);
+    }
+    code.truncate(CODE_WORDS);
+    code
+}
+
+/// A minimal ELF64 RISC-V executable with one RWX segment at `RAM_BASE`.
+fn elf(code: &[u32]) -> Vec<u8> {
+    let bytes: Vec<u8> = code.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let mut f = Vec::new();
+    f.extend_from_slice(&[0x7f, b'E', b'L', b'F', 2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    f.extend_from_slice(&2u16.to_le_bytes()); // ET_EXEC
+    f.extend_from_slice(&243u16.to_le_bytes()); // EM_RISCV
+    f.extend_from_slice(&1u32.to_le_bytes());
+    f.extend_from_slice(&RAM_BASE.to_le_bytes()); // e_entry
+    f.extend_from_slice(&64u64.to_le_bytes()); // e_phoff
+    f.extend_from_slice(&0u64.to_le_bytes()); // e_shoff
+    f.extend_from_slice(&5u32.to_le_bytes()); // RVC, double-float ABI
+    f.extend_from_slice(&64u16.to_le_bytes());
+    f.extend_from_slice(&56u16.to_le_bytes());
+    f.extend_from_slice(&1u16.to_le_bytes());
+    f.extend_from_slice(&64u16.to_le_bytes());
+    f.extend_from_slice(&0u16.to_le_bytes());
+    f.extend_from_slice(&0u16.to_le_bytes());
+    let data_off = 64u64 + 56;
+    f.extend_from_slice(&1u32.to_le_bytes()); // PT_LOAD
+    f.extend_from_slice(&7u32.to_le_bytes()); // RWX
+    f.extend_from_slice(&data_off.to_le_bytes());
+    f.extend_from_slice(&RAM_BASE.to_le_bytes());
+    f.extend_from_slice(&RAM_BASE.to_le_bytes());
+    f.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+    f.extend_from_slice(&0x10000u64.to_le_bytes()); // memsz: code plus scratch
+    f.extend_from_slice(&8u64.to_le_bytes());
+    assert_eq!(f.len() as u64, data_off);
+    f.extend_from_slice(&bytes);
+    f
+}
+
+#[derive(Clone, Default)]
+struct Output(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Output {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// What one run came to, for the summary.
+#[derive(Debug)]
+struct Outcome {
+    end: String,
+    instructions: u64,
+    sbi_calls: u64,
+}
+
+fn run_seed(seed: u64) -> Result<Outcome, String> {
+    let path: PathBuf = std::env::temp_dir().join(format!(
+        "vmm-hostile-guest-{}-{seed}.elf",
+        std::process::id()
+    ));
+    std::fs::write(&path, elf(&guest_code(seed))).unwrap();
+    let mut config = RunConfig::new(&path);
+    config.memory_mib = 2;
+    config.max_insns = Some(BUDGET);
+    let policy = GuestPolicy {
+        trap_wfi: seed % 2 == 1,
+        trap_time: seed % 3 == 1,
+    };
+    let out = Output::default();
+    let input = ConsoleInput::Bytes(b"hostile input\n".repeat(8));
+    let (tx, rx) = mpsc::channel();
+    let thread_config = config.clone();
+    let handle = std::thread::spawn(move || {
+        let r = run_kernel_with_policy(&thread_config, policy, Box::new(out), input);
+        let _ = tx.send(());
+        r
+    });
+    let waited = rx.recv_timeout(Duration::from_secs(SECONDS_PER_RUN));
+    if waited.is_err() && !handle.is_finished() {
+        // The thread is left behind; the test fails anyway.
+        return Err(format!(
+            "seed {seed}: run_kernel still running after {SECONDS_PER_RUN} s with a budget of {BUDGET} instructions"
+        ));
+    }
+    let result = handle.join();
+    let _ = std::fs::remove_file(&path);
+    let result = result.map_err(|_| format!("seed {seed}: run_kernel panicked"))?;
+    match result {
+        Ok((exit, stats)) => {
+            if stats.instructions > BUDGET {
+                return Err(format!(
+                    "seed {seed}: {} instructions executed, budget {BUDGET}",
+                    stats.instructions
+                ));
+            }
+            if let RunExit::BudgetExhausted { insns, .. } = exit {
+                if insns > BUDGET {
+                    return Err(format!("seed {seed}: {exit:?} beyond the budget"));
+                }
+            }
+            if exit == RunExit::Quit {
+                return Err(format!("seed {seed}: Quit without a terminal"));
+            }
+            let sbi_calls = stats
+                .exits
+                .iter()
+                .filter(|(k, _)| k.starts_with("sbi "))
+                .map(|(_, n)| n)
+                .sum();
+            let end = match exit {
+                RunExit::Reset(r) => format!("reset ({})", r.kind.name()),
+                RunExit::BudgetExhausted { .. } => "budget".to_string(),
+                RunExit::Quit => "quit".to_string(),
+            };
+            Ok(Outcome {
+                end,
+                instructions: stats.instructions,
+                sbi_calls,
+            })
+        }
+        Err(e) => {
+            let msg = e.to_string();
+            if msg.trim().is_empty() {
+                return Err(format!("seed {seed}: error with an empty message: {e:?}"));
+            }
+            let kind = format!("{e:?}");
+            Ok(Outcome {
+                end: format!("error {}", kind.split([' ', '(', '{']).next().unwrap_or("")),
+                instructions: 0,
+                sbi_calls: 0,
+            })
+        }
+    }
+}
+
+#[test]
+fn random_guest_code_never_panics_or_hangs_the_vmm() {
+    let mut failures = Vec::new();
+    let mut ends = std::collections::BTreeMap::<String, u64>::new();
+    let mut sbi_calls = 0;
+    let mut instructions = 0;
+    for seed in 1..=SEEDS {
+        match run_seed(seed) {
+            Ok(o) => {
+                *ends.entry(o.end).or_default() += 1;
+                sbi_calls += o.sbi_calls;
+                instructions += o.instructions;
+            }
+            Err(e) => failures.push(e),
+        }
+    }
+    eprintln!(
+        "hostile guests: {SEEDS} seeds, ends {ends:?}, {sbi_calls} SBI calls and {instructions} \
+         instructions in the runs that returned Ok"
+    );
+    assert!(failures.is_empty(), "{failures:#?}");
+    assert!(sbi_calls > 0, "the generator never reached the SBI");
+}
