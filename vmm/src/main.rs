@@ -38,7 +38,8 @@ enum Command {
     /// RAM at 0x8000_0000, an ns16550a UART at 0x1000_0000 (polled), a device tree in a1.
     /// Console: the UART and SBI DBCN on stdout; stdin feeds both (raw mode on a terminal:
     /// Ctrl-A x quits). Exit status: 0 when the guest shuts down (SBI SRST) with no reason,
-    /// 1 for a system-failure reset and for errors, 124 when the instruction budget runs out.
+    /// 1 for a shutdown with a failure reason and for errors, 3 when the guest asks for a
+    /// reboot (a Linux panic with panic=-1 does), 124 when the instruction budget runs out.
     Run(RunArgs),
 }
 
@@ -152,20 +153,10 @@ fn run_kernel(args: RunArgs) -> ExitCode {
     let console = Box::new(std::io::stdout());
     match runner::run_kernel(&config, console, ConsoleInput::Stdin) {
         Ok((exit, stats)) => {
-            match exit {
-                RunExit::Reset(r) => {
-                    if r.reason != 0 || r.kind != vmm::sbi::srst::ResetType::Shutdown {
-                        eprintln!(
-                            "vmm: guest requested {} ({}); vmm does not reboot, exiting",
-                            r.kind.name(),
-                            r.reason_name()
-                        );
-                    }
-                }
-                RunExit::BudgetExhausted { insns, pc } => {
-                    eprintln!("vmm: instruction budget of {insns} exhausted at pc={pc:#x}");
-                }
-                RunExit::Quit => eprintln!("vmm: quit (Ctrl-A x)"),
+            match exit.failure_message() {
+                Some(message) => eprintln!("vmm: {message}"),
+                None if exit == RunExit::Quit => eprintln!("vmm: quit (Ctrl-A x)"),
+                None => {}
             }
             if args.stats {
                 eprintln!(

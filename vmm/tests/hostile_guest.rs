@@ -134,7 +134,11 @@ fn item(rng: &mut XorShift, out: &mut Vec<u32>) {
         7..=8 => {
             let rd = A0 + rng.below(6) as u32;
             match rng.below(6) {
-                0 => out.push(addi(rd, 0, rng.pick(&[0, 1, 2, 3, -1, 16, 64, 2047, -2048]))),
+                0 => out.push(addi(
+                    rd,
+                    0,
+                    rng.pick(&[0, 1, 2, 3, -1, 16, 64, 2047, -2048]),
+                )),
                 1 => {
                     out.push(addi(rd, 0, 1));
                     out.push(slli(rd, rd, 31));
@@ -162,7 +166,12 @@ fn item(rng: &mut XorShift, out: &mut Vec<u32>) {
             };
             let width = rng.below(4) as u32;
             if rng.below(2) == 0 {
-                out.push(load(width | (rng.below(2) as u32) << 2, rng.reg(), base, off));
+                out.push(load(
+                    width | (rng.below(2) as u32) << 2,
+                    rng.reg(),
+                    base,
+                    off,
+                ));
             } else {
                 out.push(store(width, rng.reg(), base, off));
             }
@@ -202,8 +211,8 @@ fn item(rng: &mut XorShift, out: &mut Vec<u32>) {
         13..=14 => {
             let number = rng.pick(&[
                 0x100u32, 0x104, 0x105, 0x106, 0x140, 0x141, 0x142, 0x143, 0x144, 0x180, 0x14d,
-                0x10a, 0x10c, 0xc00, 0xc01, 0xc02, 0x600, 0x602, 0x603, 0x604, 0x680, 0x200,
-                0x205, 0x300, 0x305, 0x7c0, 0xda0, 0x15c,
+                0x10a, 0x10c, 0xc00, 0xc01, 0xc02, 0x600, 0x602, 0x603, 0x604, 0x680, 0x200, 0x205,
+                0x300, 0x305, 0x7c0, 0xda0, 0x15c,
             ]);
             let funct3 = rng.pick(&[1u32, 2, 3, 5, 6, 7]);
             out.push(csr(funct3, rng.reg(), number, rng.reg()));

@@ -25,6 +25,13 @@
 //! The run ends when the guest calls SBI SRST `system_reset` ([`RunExit::Reset`]), when the
 //! instruction budget runs out ([`RunExit::BudgetExhausted`]), when the user types Ctrl-A x
 //! on a terminal ([`RunExit::Quit`]), or with an [`Error`].
+//!
+//! Exit status ([`RunExit::exit_code`]): 0 only for an SRST shutdown with reason "no
+//! reason"; 1 for a shutdown with any other reason; [`EXIT_REBOOT`] (3) for an SRST cold or
+//! warm reboot, whatever its reason: the VMM does not reboot guests, and a reboot is how
+//! Linux booted with `panic=-1` ends after a panic, so it must not pass for a clean
+//! power-off. The run logs (warning level) "guest requested a reboot (reason N): ...
+//! treated as failure" ([`ResetRequest::failure_message`]); 124 when the budget runs out.
 
 pub mod console;
 pub mod fdt;
@@ -45,6 +52,8 @@ use crate::devices::Console;
 use crate::error::Error;
 use crate::machine::{HART_ID, MAX_MEMORY_MIB, RAM_BASE, UART_BASE, UART_SIZE};
 use crate::sbi::{self, srst::ResetRequest, SbiCall, SbiEnv, SbiOutcome};
+
+pub use crate::sbi::srst::EXIT_REBOOT;
 
 pub use console::{ConsoleInput, InputQueue};
 pub use stats::{ExitStats, RunStats, VirtualInsnAction, VirtualInsnExit};
@@ -129,13 +138,30 @@ pub enum RunExit {
 }
 
 impl RunExit {
-    /// The `vmm` exit status for this end: the reset's status (0 or 1), 124 for the budget,
-    /// 0 for a quit.
+    /// The `vmm` exit status for this end: the reset's status (0 for a shutdown with no
+    /// reason, 1 for a shutdown with another reason, [`EXIT_REBOOT`] for a cold or warm
+    /// reboot), 124 for the budget, 0 for a quit.
     pub fn exit_code(&self) -> u8 {
         match self {
             RunExit::Reset(r) => r.exit_code() as u8,
             RunExit::BudgetExhausted { .. } => 124,
             RunExit::Quit => 0,
+        }
+    }
+
+    /// Whether the guest powered off cleanly (SRST shutdown, reason "no reason").
+    pub fn is_clean_shutdown(&self) -> bool {
+        matches!(self, RunExit::Reset(r) if r.is_clean_shutdown())
+    }
+
+    /// Why this end counts as a failure, in words; `None` when the exit status is 0.
+    pub fn failure_message(&self) -> Option<String> {
+        match self {
+            RunExit::Reset(r) => r.failure_message(),
+            RunExit::BudgetExhausted { insns, pc } => Some(format!(
+                "instruction budget of {insns} exhausted at pc={pc:#x}"
+            )),
+            RunExit::Quit => None,
         }
     }
 }
@@ -562,11 +588,15 @@ impl GuestVm {
             }
             SbiOutcome::Reset(request) => {
                 let _ = self.uart.console().flush();
-                log::info!(
-                    "guest requested {} ({})",
-                    request.kind.name(),
-                    request.reason_name()
-                );
+                // The caller reports a failing reset (`RunExit::failure_message`).
+                match request.failure_message() {
+                    Some(message) => log::debug!("{message}"),
+                    None => log::info!(
+                        "guest requested {} ({})",
+                        request.kind.name(),
+                        request.reason_name()
+                    ),
+                }
                 Ok(Some(RunExit::Reset(request)))
             }
             SbiOutcome::HartStopped => Err(Error::AllHartsStopped { hart: HART_ID }),

@@ -74,6 +74,47 @@ fn dbcn_output_and_shutdown() {
 }
 
 #[test]
+fn reboot_ends_the_run_as_a_failure() {
+    // Linux with panic=-1 after a panic: SRST cold reboot, reason "no reason".
+    for (reset_type, reason, kind) in [
+        (1, 0, ResetType::ColdReboot),
+        (2, 0, ResetType::WarmReboot),
+        (1, 1, ResetType::ColdReboot),
+    ] {
+        let mut p = Vec::new();
+        sbi(&mut p, 0x5352_5354, 0, reset_type, reason);
+        let (r, _) = run("reboot", &p);
+        let (exit, _) = r.unwrap();
+        let request = ResetRequest {
+            kind,
+            reason: reason as u32,
+        };
+        assert_eq!(exit, RunExit::Reset(request));
+        assert_eq!(exit.exit_code(), 3, "{exit:?}");
+        assert_eq!(u32::from(exit.exit_code()), EXIT_REBOOT);
+        assert!(!exit.is_clean_shutdown());
+        let message = exit.failure_message().unwrap();
+        assert!(
+            message.starts_with(&format!("guest requested a reboot (reason {reason}): ")),
+            "{message}"
+        );
+        assert!(message.contains("treated as failure"), "{message}");
+    }
+    // A shutdown with reason 0 stays a success; with "system failure" it is status 1.
+    let mut p = Vec::new();
+    sbi(&mut p, 0x5352_5354, 0, 0, 0);
+    let (exit, _) = run("shutdown0", &p).0.unwrap();
+    assert_eq!(exit.exit_code(), 0);
+    assert!(exit.is_clean_shutdown());
+    assert_eq!(exit.failure_message(), None);
+    let mut p = Vec::new();
+    sbi(&mut p, 0x5352_5354, 0, 0, 1);
+    let (exit, _) = run("shutdown1", &p).0.unwrap();
+    assert_eq!(exit.exit_code(), 1);
+    assert!(!exit.is_clean_shutdown());
+}
+
+#[test]
 fn boot_registers_point_at_the_device_tree() {
     // Shut down with reason = 0 if a1 holds the FDT magic's address, else failure.
     let mut p = vec![

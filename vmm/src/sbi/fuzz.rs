@@ -126,7 +126,11 @@ impl FuzzEnv {
             "console buffer transfer from a non-DBCN-buffer call {:x?}",
             self.call
         );
-        assert_eq!(hi, 0, "DBCN used a buffer with base_addr_hi set: {:x?}", self.call);
+        assert_eq!(
+            hi, 0,
+            "DBCN used a buffer with base_addr_hi set: {:x?}",
+            self.call
+        );
         assert!(
             n as u64 <= len,
             "DBCN moved {n} bytes for a {len}-byte buffer: {:x?}",
@@ -181,7 +185,11 @@ impl SbiEnv for FuzzEnv {
             let (lo, n) = self.checked_buffer(bytes.len());
             let mut expect = vec![0u8; n as usize];
             self.mem.read_slice(&mut expect, GuestAddress(lo)).unwrap();
-            assert_eq!(bytes, &expect[..], "console_write bytes are not the guest buffer");
+            assert_eq!(
+                bytes,
+                &expect[..],
+                "console_write bytes are not the guest buffer"
+            );
         } else {
             assert!(
                 self.call.eid == eid::DBCN && self.call.fid == 2 && bytes.len() == 1,
@@ -217,7 +225,14 @@ fn random_eid(rng: &mut XorShift) -> u64 {
         0..=4 => base,
         5 => base.wrapping_add(rng.pick(&[1u64, u64::MAX, 0x1_0000_0000, 0xffff_ffff_0000_0000])),
         6 => rng.below(0x10),
-        7 => rng.pick(&[0x11, 0x0800_0000, 0x0900_0000, 0x0a00_0000, 0x4e41_4350, 0x5043_4d50]),
+        7 => rng.pick(&[
+            0x11,
+            0x0800_0000,
+            0x0900_0000,
+            0x0a00_0000,
+            0x4e41_4350,
+            0x5043_4d50,
+        ]),
         8 => rng.pick(&[u64::MAX, u64::MAX - 1, 1 << 63, 0xffff_ffff, 0x8000_0000]),
         _ => rng.next(),
     }
@@ -270,12 +285,24 @@ fn random_arg(rng: &mut XorShift) -> u64 {
         0 => 0,
         1 => u64::MAX,
         2 => rng.pick(&edges),
-        3 => rng.pick(&edges).wrapping_add(rng.below(0x40)).wrapping_sub(0x20),
+        3 => rng
+            .pick(&edges)
+            .wrapping_add(rng.below(0x40))
+            .wrapping_sub(0x20),
         4 => RAM + rng.below(RAM_SIZE + RAM2_SIZE + 0x40),
         5 => rng.pick(&sizes),
         6 => rng.below(0x200),
         // hart_mask_base / hart ids
-        7 => rng.pick(&[u64::MAX, u64::MAX - 1, u64::MAX - 63, 1 << 63, 63, 64, 65, 4095]),
+        7 => rng.pick(&[
+            u64::MAX,
+            u64::MAX - 1,
+            u64::MAX - 63,
+            1 << 63,
+            63,
+            64,
+            65,
+            4095,
+        ]),
         // hart masks
         8 => rng.pick(&[1, 2, 3, 1 << 63, u64::MAX, 0x8000_0000_0000_0001]),
         // suspend / reset types and reasons
@@ -325,7 +352,11 @@ fn one_call(rng: &mut XorShift, env: &mut FuzzEnv, i: usize) -> (SbiCall, SbiOut
             1 => TOP + rng.below(TOP_SIZE + 0x40),
             _ => random_arg(rng),
         };
-        args[2] = if rng.below(8) == 0 { random_arg(rng) } else { 0 };
+        args[2] = if rng.below(8) == 0 {
+            random_arg(rng)
+        } else {
+            0
+        };
     }
     let call = SbiCall {
         eid,
@@ -349,7 +380,10 @@ fn one_call(rng: &mut XorShift, env: &mut FuzzEnv, i: usize) -> (SbiCall, SbiOut
 
     match outcome {
         SbiOutcome::Return(r) => {
-            assert!(SBI_V2_ERRORS.contains(&r.error), "non-SBI-v2.0 error code: {ctx}");
+            assert!(
+                SBI_V2_ERRORS.contains(&r.error),
+                "non-SBI-v2.0 error code: {ctx}"
+            );
             if !implemented(call.eid, call.fid) {
                 assert_eq!(r.error, SBI_ERR_NOT_SUPPORTED, "unimplemented: {ctx}");
             }

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Linux boot time on `vmm run` and on QEMU's TCG, side by side: Debian's riscv64 kernel and
+# the busybox initramfs of scripts/linux-guest.sh, wall-clock time from the start of the
+# process to the `VMM-GUEST-READY` line of the initramfs's /init (userspace is up), and to
+# the end of the process (the workload `true`, then power-off through SBI SRST).
+#
+#   vmm:  target/release/vmm run --kernel Image --initrd initramfs.cpio.gz --memory 256 \
+#             --cmdline CMDLINE
+#   QEMU: qemu-system-riscv64 -M virt -m 256 -nographic -bios fw_dynamic.bin \
+#             -kernel Image -initrd initramfs.cpio.gz -append CMDLINE
+#
+# QEMU runs Debian's OpenSBI (package opensbi, installed with apt-get when missing, which
+# needs root) as M-mode firmware; vmm is the SBI itself. Both get the same kernel, initramfs
+# and command line.
+#
+# Usage: scripts/bench-linux-boot.sh [RUNS]   (default 1; the best run of each is reported)
+# Env: LINUX_GUEST_DIR, LINUX_GUEST_SUITE (see scripts/linux-guest.sh), QEMU_SYSTEM_RISCV64.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+runs=${1:-1}
+case $runs in '' | *[!0-9]* | 0) echo "usage: $0 [RUNS]" >&2; exit 2 ;; esac
+qemu=${QEMU_SYSTEM_RISCV64:-qemu-system-riscv64}
+cmdline='console=ttyS0 earlycon=sbi panic=-1 vmmcmd="true"'
+marker=VMM-GUEST-READY
+limit=600 # seconds, per boot
+
+die() {
+    echo "${0##*/}: error: $*" >&2
+    exit 1
+}
+if [ "$(id -u)" = 0 ]; then SUDO=(); else SUDO=(sudo); fi
+
+command -v "$qemu" >/dev/null 2>&1 ||
+    die "$qemu not found (Debian package qemu-system-misc)"
+
+# Debian's OpenSBI.
+if ! dpkg -s opensbi >/dev/null 2>&1; then
+    echo "installing opensbi (apt-get)..." >&2
+    DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -q opensbi >&2 ||
+        die "apt-get install opensbi failed"
+fi
+fw=$(dpkg -L opensbi | grep -E '/generic/fw_dynamic\.bin$' | head -n1 || true)
+[ -n "$fw" ] && [ -f "$fw" ] || die "no generic/fw_dynamic.bin in package opensbi (dpkg -L opensbi)"
+
+echo "building vmm (release)..." >&2
+cargo build -q --release -p vmm
+vmm=target/release/vmm
+
+eval "$(scripts/linux-guest.sh -q)"
+[ -f "$KERNEL" ] && [ -f "$INITRD" ] || die "scripts/linux-guest.sh gave no kernel/initrd"
+
+log=$(mktemp -d)
+trap 'rm -rf "$log"' EXIT
+
+now() { date +%s.%N; }
+
+# measure NAME COMMAND...: runs COMMAND with its console output on a pipe; sets m_ready and
+# m_total (seconds to the marker and to the end); fails (showing the end of the log) if the
+# marker never comes or the command fails.
+measure() {
+    local name=$1 t0 t_ready= t_end line rc=0 pid
+    shift
+    : >"$log/$name"
+    t0=$(now)
+    while IFS= read -r line; do
+        printf '%s\n' "$line" >>"$log/$name"
+        if [ -z "$t_ready" ]; then
+            case $line in *"$marker"*) t_ready=$(now) ;; esac
+        fi
+    done < <(timeout "$limit" "$@" </dev/null 2>&1)
+    pid=$!
+    t_end=$(now)
+    wait "$pid" || rc=$?
+    if [ -z "$t_ready" ] || [ "$rc" != 0 ]; then
+        tail -n 30 "$log/$name" >&2
+        die "$name: no $marker line or exit status $rc (124: more than $limit s)"
+    fi
+    m_ready=$(awk -v a="$t0" -v r="$t_ready" 'BEGIN { printf "%.2f", r - a }')
+    m_total=$(awk -v a="$t0" -v e="$t_end" 'BEGIN { printf "%.2f", e - a }')
+}
+
+min() { awk -v a="$1" -v b="$2" 'BEGIN { print (b == "" || a < b) ? a : b }'; }
+
+vmm_ready= vmm_total= q_ready= q_total= m_ready= m_total=
+for i in $(seq "$runs"); do
+    echo "run $i/$runs: vmm run..." >&2
+    measure vmm "$vmm" run --kernel "$KERNEL" --initrd "$INITRD" --memory 256 \
+        --cmdline "$cmdline"
+    vmm_ready=$(min "$m_ready" "$vmm_ready")
+    vmm_total=$(min "$m_total" "$vmm_total")
+    echo "run $i/$runs: QEMU..." >&2
+    measure qemu "$qemu" -M virt -m 256 -nographic -bios "$fw" \
+        -kernel "$KERNEL" -initrd "$INITRD" -append "$cmdline"
+    q_ready=$(min "$m_ready" "$q_ready")
+    q_total=$(min "$m_total" "$q_total")
+done
+
+kver=$(sed -n 's/^linux-image-[0-9].* \(.*\)$/\1/p' "$(dirname "$KERNEL")/versions" | head -n1)
+qver=$("$qemu" --version | sed -n 1p | sed 's/QEMU emulator version //')
+sbiver=$(dpkg-query -W -f '${Version}' opensbi)
+ratio_ready=$(awk -v a="$vmm_ready" -v b="$q_ready" 'BEGIN { printf "%.1f", a / b }')
+ratio_total=$(awk -v a="$vmm_total" -v b="$q_total" 'BEGIN { printf "%.1f", a / b }')
+
+cat <<TABLE
+Linux boot, Debian kernel ${kver:-?} + busybox initramfs, 256 MiB, 1 hart, best of $runs run(s),
+$(nproc) host core(s), $(uname -m); command line: $cmdline
+
+| machine | to $marker (s) | to exit after power-off (s) |
+| --- | ---: | ---: |
+| vmm run (interpreter, release build; the VMM is the SBI) | $vmm_ready | $vmm_total |
+| QEMU $qver TCG, -M virt, OpenSBI $sbiver fw_dynamic | $q_ready | $q_total |
+| ratio vmm / QEMU | $ratio_ready | $ratio_total |
+
+TABLE

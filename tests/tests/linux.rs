@@ -1,0 +1,248 @@
+//! `vmm run` boots Debian's unmodified riscv64 Linux kernel (trixie, 6.12) with a busybox
+//! initramfs, in-process (`vmm::run::run_kernel`), console captured.
+//!
+//! The kernel and initramfs come from `scripts/linux-guest.sh -q` (see there): the first
+//! run downloads them with apt, which needs root and Debian's package mirrors (CI runs as
+//! root with the mirrors reachable); later runs use the cache
+//! (`$LINUX_GUEST_DIR`, default `~/.cache/riscv-ctr-vmm/linux-guest`). If the script fails,
+//! the tests fail with its message: they are never skipped.
+//!
+//! Each boot takes about 1.3-1.4 billion guest instructions (about 10 s in a release build);
+//! the budget of [`LINUX_BUDGET`] ends a hung guest with `BudgetExhausted` and its console
+//! output.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use vmm::run::fdt::{ISA_EXTENSIONS, MMU_TYPE};
+use vmm::run::{run_kernel, ConsoleInput, RunConfig, RunExit, RunStats};
+use vmm::sbi::srst::{ResetRequest, ResetType};
+use vmm_tests::SharedBuf;
+
+/// Instruction budget of one boot (a boot to power-off needs about 1.4e9).
+const LINUX_BUDGET: u64 = 4_000_000_000;
+
+/// Guest RAM in MiB.
+const LINUX_MEMORY_MIB: u64 = 256;
+
+/// The kernel command line before `vmmcmd=`.
+const BASE_CMDLINE: &str = "console=ttyS0 earlycon=sbi panic=-1";
+
+/// Extensions the kernel derives by itself from ones the device tree lists (Zca and Zcd
+/// from C and D); any other extension in `/proc/cpuinfo` must be in the device tree.
+const IMPLIED_EXTENSIONS: &[&str] = &["zca", "zcd", "zcf"];
+
+/// Paths of the kernel `Image` and the initramfs.
+struct LinuxGuest {
+    kernel: PathBuf,
+    initrd: PathBuf,
+}
+
+/// Runs `scripts/linux-guest.sh -q` once per test process (the tests share its result, so
+/// they never download concurrently); panics with the script's message if it fails.
+fn linux_guest() -> &'static LinuxGuest {
+    static GUEST: OnceLock<Result<LinuxGuest, String>> = OnceLock::new();
+    match GUEST.get_or_init(fetch_linux_guest) {
+        Ok(g) => g,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+fn fetch_linux_guest() -> Result<LinuxGuest, String> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/linux-guest.sh");
+    let start = Instant::now();
+    let out = Command::new("bash")
+        .arg(&script)
+        .arg("-q")
+        .env("LINUX_GUEST_SUITE", "trixie")
+        .output()
+        .map_err(|e| format!("cannot run bash {}: {e}", script.display()))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() {
+        return Err(format!(
+            "{} -q failed ({}); the Linux guest tests need its kernel and initramfs \
+             (the first run needs root and Debian's package mirrors):\n{stderr}{stdout}",
+            script.display(),
+            out.status
+        ));
+    }
+    let value = |key: &str| {
+        stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .map(PathBuf::from)
+            .ok_or_else(|| {
+                format!(
+                    "{} -q printed no {key} line:\n{stdout}{stderr}",
+                    script.display()
+                )
+            })
+    };
+    let guest = LinuxGuest {
+        kernel: value("KERNEL=")?,
+        initrd: value("INITRD=")?,
+    };
+    for path in [&guest.kernel, &guest.initrd] {
+        if !path.is_file() {
+            return Err(format!(
+                "{} -q named {}, which is not a file",
+                script.display(),
+                path.display()
+            ));
+        }
+    }
+    eprintln!(
+        "linux-guest.sh: {} and {} ({:.1} s)",
+        guest.kernel.display(),
+        guest.initrd.display(),
+        start.elapsed().as_secs_f64()
+    );
+    Ok(guest)
+}
+
+/// Boots the Linux guest with `vmmcmd` as its workload; returns how the run ended, its
+/// statistics and the console output with `\r\n` turned into `\n`.
+fn boot(vmmcmd: &str) -> (RunExit, RunStats, String) {
+    let guest = linux_guest();
+    let mut config = RunConfig::new(&guest.kernel);
+    config.initrd = Some(guest.initrd.clone());
+    config.cmdline = format!("{BASE_CMDLINE} vmmcmd=\"{vmmcmd}\"");
+    config.memory_mib = LINUX_MEMORY_MIB;
+    config.max_insns = Some(LINUX_BUDGET);
+    let out = SharedBuf::default();
+    let r = run_kernel(&config, Box::new(out.clone()), ConsoleInput::None);
+    let text = out.text().replace("\r\n", "\n");
+    let (exit, stats) = r.unwrap_or_else(|e| panic!("vmm: {e}\nconsole:\n{text}"));
+    eprintln!(
+        "linux boot ({}): {exit:?}, {} instructions in {:.1} s ({:.0} MIPS)",
+        config.cmdline,
+        stats.instructions,
+        stats.wall.as_secs_f64(),
+        stats.mips()
+    );
+    (exit, stats, text)
+}
+
+/// The value of the first `/proc/cpuinfo` line `key<tabs>: value`.
+fn cpuinfo<'a>(out: &'a str, key: &str) -> Option<&'a str> {
+    out.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        (k.trim_end() == key).then(|| v.trim())
+    })
+}
+
+/// Byte offset of `needle` in `out`, with the console output in the message if missing.
+fn find(out: &str, needle: &str) -> usize {
+    out.find(needle)
+        .unwrap_or_else(|| panic!("no {needle:?} on the console:\n{out}"))
+}
+
+#[test]
+fn linux_boots_runs_a_command_and_powers_off() {
+    let (exit, stats, out) =
+        boot("cat /proc/cpuinfo; busybox uname -a; echo 6*7=$((6*7)); echo done");
+
+    // The order of events: init is up, the workload ran, it exited with 0.
+    let ready = find(&out, "\nVMM-GUEST-READY\n");
+    let cpu = find(&out, "\nprocessor\t: 0\n");
+    let answer = find(&out, "\n6*7=42\n");
+    let done = find(&out, "\ndone\n");
+    let status = find(&out, "\nVMM-GUEST-EXIT 0\n");
+    assert!(
+        ready < cpu && cpu < answer && answer < done && done < status,
+        "console output out of order:\n{out}"
+    );
+    assert!(out[status..].contains("reboot: Power down"), "{out}");
+
+    // /proc/cpuinfo shows what the device tree promises: one hart, RV64IMAFDC and the
+    // listed multi-letter extensions (nothing the device tree does not list, other than
+    // what the kernel derives from C and D), and the MMU type.
+    let cpuinfo_text = &out[cpu..answer];
+    assert_eq!(cpuinfo(cpuinfo_text, "processor"), Some("0"), "{out}");
+    assert!(
+        !cpuinfo_text.contains("\nprocessor\t: 1\n"),
+        "one hart: {cpuinfo_text}"
+    );
+    assert_eq!(cpuinfo(cpuinfo_text, "hart"), Some("0"), "{cpuinfo_text}");
+    let isa = cpuinfo(cpuinfo_text, "isa")
+        .unwrap_or_else(|| panic!("no isa line in /proc/cpuinfo:\n{cpuinfo_text}"));
+    let single: String = ISA_EXTENSIONS
+        .iter()
+        .filter(|e| e.len() == 1)
+        .copied()
+        .collect();
+    assert_eq!(single, "imafdc");
+    let mut parts = isa.split('_');
+    assert_eq!(
+        parts.next(),
+        Some(format!("rv64{single}").as_str()),
+        "isa {isa}"
+    );
+    let multi: Vec<&str> = parts.collect();
+    for ext in ISA_EXTENSIONS.iter().filter(|e| e.len() > 1) {
+        assert!(multi.contains(ext), "isa {isa} lacks {ext}");
+    }
+    for ext in &multi {
+        assert!(
+            ISA_EXTENSIONS.contains(ext) || IMPLIED_EXTENSIONS.contains(ext),
+            "isa {isa}: {ext} is not in the device tree ({ISA_EXTENSIONS:?})"
+        );
+    }
+    let mmu = MMU_TYPE.strip_prefix("riscv,").unwrap();
+    assert_eq!(cpuinfo(cpuinfo_text, "mmu"), Some(mmu), "{cpuinfo_text}");
+
+    // busybox uname -a: the Debian kernel on riscv64.
+    let uname = out[cpu..answer]
+        .lines()
+        .find(|l| l.starts_with("Linux "))
+        .unwrap_or_else(|| panic!("no uname line:\n{out}"));
+    assert!(
+        uname.contains(" 6.12.") && uname.ends_with(" riscv64 GNU/Linux"),
+        "{uname}"
+    );
+
+    // A clean power-off: SBI SRST shutdown with no reason.
+    assert_eq!(
+        exit,
+        RunExit::Reset(ResetRequest {
+            kind: ResetType::Shutdown,
+            reason: 0
+        }),
+        "{out}"
+    );
+    assert_eq!(exit.exit_code(), 0);
+    assert!(exit.is_clean_shutdown());
+    assert!(stats.instructions < LINUX_BUDGET);
+    assert_eq!(stats.exits.get("sbi SRST"), 1, "{}", stats.exits.table());
+    assert!(stats.exits.get("sbi TIME") > 0, "{}", stats.exits.table());
+}
+
+#[test]
+fn linux_panic_is_a_reboot_and_a_failure() {
+    // With panic=-1 the kernel reboots at once after a panic (SBI SRST cold reboot, reason
+    // "no reason"), which vmm reports as a failure, not as a clean power-off.
+    let (exit, _, out) = boot("echo c > /proc/sysrq-trigger");
+    let ready = find(&out, "\nVMM-GUEST-READY\n");
+    let panic = find(&out, "Kernel panic - not syncing: sysrq triggered crash");
+    assert!(ready < panic, "{out}");
+    assert!(!out.contains("VMM-GUEST-EXIT"), "{out}");
+    assert_eq!(
+        exit,
+        RunExit::Reset(ResetRequest {
+            kind: ResetType::ColdReboot,
+            reason: 0
+        }),
+        "{out}"
+    );
+    assert_eq!(exit.exit_code(), 3);
+    assert!(!exit.is_clean_shutdown());
+    let message = exit.failure_message().unwrap();
+    assert!(
+        message.starts_with("guest requested a reboot (reason 0): ")
+            && message.contains("treated as failure"),
+        "{message}"
+    );
+}
