@@ -35,7 +35,7 @@ mod vcpu;
 pub use config::{HartConfig, MmioRange};
 pub use exit::{GuestTrap, MmioAccess, StopHandle, VcpuExit};
 pub use hart::{Hart, HartError, PrivilegeMode};
-pub use vcpu::{Vcpu, GUEST_HEDELEG};
+pub use vcpu::{GuestTraps, Vcpu, GUEST_HEDELEG};
 
 /// Frequency of `mtime`/`time` in Hz (the same timebase as QEMU's `virt` board).
 pub const TIMEBASE_HZ: u64 = 10_000_000;

@@ -65,6 +65,25 @@ pub trait Vcpu {
     fn executed(&self) -> u64;
     /// A handle that stops [`Vcpu::run`] from another thread.
     fn stop_handle(&self) -> StopHandle;
+    /// Which VS-mode instructions exit to the VMM as virtual-instruction traps
+    /// (`hstatus.VTW`, `VTSR`, `VTVM`).
+    fn set_guest_traps(&mut self, traps: GuestTraps);
+    /// The counters the guest may read directly (`hcounteren`, within what the hart allows);
+    /// reads of the others exit as virtual-instruction traps.
+    fn set_guest_counteren(&mut self, mask: u64);
+    /// The guest's own `scounteren` (whether its U-mode may read a counter).
+    fn guest_scounteren(&self) -> u64;
+}
+
+/// Guest instructions a VMM can ask to trap (`hstatus` bits).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GuestTraps {
+    /// WFI in VS-mode (`hstatus.VTW`).
+    pub wfi: bool,
+    /// SRET in VS-mode (`hstatus.VTSR`).
+    pub sret: bool,
+    /// SFENCE.VMA and `satp` accesses in VS-mode (`hstatus.VTVM`).
+    pub vm: bool,
 }
 
 impl Hart {
@@ -147,5 +166,25 @@ impl Vcpu for Hart {
     }
     fn stop_handle(&self) -> StopHandle {
         Hart::stop_handle(self)
+    }
+    fn set_guest_traps(&mut self, traps: GuestTraps) {
+        use crate::hypervisor::{HSTATUS_VTSR, HSTATUS_VTVM, HSTATUS_VTW};
+        let mut hs = self.csr.h.hstatus & !(HSTATUS_VTW | HSTATUS_VTSR | HSTATUS_VTVM);
+        for (on, bit) in [
+            (traps.wfi, HSTATUS_VTW),
+            (traps.sret, HSTATUS_VTSR),
+            (traps.vm, HSTATUS_VTVM),
+        ] {
+            if on {
+                hs |= bit;
+            }
+        }
+        self.csr.h.hstatus = hs;
+    }
+    fn set_guest_counteren(&mut self, mask: u64) {
+        self.csr.h.hcounteren = mask & 0xffff_ffff;
+    }
+    fn guest_scounteren(&self) -> u64 {
+        self.csr.scounteren
     }
 }

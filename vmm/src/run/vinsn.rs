@@ -10,8 +10,7 @@
 //! guest's time ([`vcpu::Vcpu::guest_time`]) in `rd`. Every other virtual-instruction exit
 //! becomes an illegal-instruction exception in the guest, `stval` = the instruction bits.
 
-use vcpu::hypervisor::HSTATUS_VTW;
-use vcpu::Hart;
+use vcpu::{GuestTraps, Hart, Vcpu};
 
 /// Which guest instructions the VMM asks the hart to trap (VMM policy; all off by default,
 /// which leaves the hart's hosted-mode defaults: `hstatus.VTW` = 0, `hcounteren` = 7).
@@ -27,12 +26,8 @@ pub struct GuestPolicy {
 pub const WFI: u32 = 0x1050_0073;
 /// `time`.
 const CSR_TIME: u32 = 0xc01;
-/// `hstatus`.
-const CSR_HSTATUS: u16 = 0x600;
-/// `hcounteren`.
-const CSR_HCOUNTEREN: u16 = 0x606;
-/// `scounteren`.
-const CSR_SCOUNTEREN: u16 = 0x106;
+/// The counters a hosted guest reads directly by default: `cycle`, `time`, `instret`.
+const GUEST_COUNTEREN: u64 = 0b111;
 /// The `TM` bit of the counter-enable registers.
 const COUNTEREN_TM: u64 = 1 << 1;
 
@@ -48,34 +43,19 @@ pub fn time_read_rd(insn: u32) -> Option<usize> {
 }
 
 /// Applies `policy` to a hosted-mode hart before it runs.
-///
-/// The [`vcpu::Vcpu`] trait has no setter for `hstatus` or `hcounteren` yet, so this writes
-/// them through the hart's CSR table (`vcpu::csr::lookup`), as M-mode would.
 pub(crate) fn apply(hart: &mut Hart, policy: &GuestPolicy) {
-    if policy.trap_wfi {
-        update_csr(hart, CSR_HSTATUS, |v| v | HSTATUS_VTW);
-    }
+    hart.set_guest_traps(GuestTraps {
+        wfi: policy.trap_wfi,
+        ..GuestTraps::default()
+    });
     if policy.trap_time {
-        update_csr(hart, CSR_HCOUNTEREN, |v| v & !COUNTEREN_TM);
+        hart.set_guest_counteren(GUEST_COUNTEREN & !COUNTEREN_TM);
     }
 }
 
 /// Whether VU-mode may read `time` by the guest's own rule (`scounteren.TM`).
 pub(crate) fn vu_may_read_time(hart: &Hart) -> bool {
-    hart.csr(CSR_SCOUNTEREN).unwrap_or(0) & COUNTEREN_TM != 0
-}
-
-fn update_csr(hart: &mut Hart, num: u16, f: impl FnOnce(u64) -> u64) {
-    let Some(desc) = vcpu::csr::lookup(num) else {
-        log::warn!("the hart has no CSR {num:#x}; guest policy not applied");
-        return;
-    };
-    let Some(write) = desc.write else {
-        log::warn!("CSR {num:#x} is read-only; guest policy not applied");
-        return;
-    };
-    let old = (desc.read)(hart);
-    write(hart, f(old));
+    hart.guest_scounteren() & COUNTEREN_TM != 0
 }
 
 #[cfg(test)]
