@@ -9,9 +9,9 @@ use crate::exit::{MmioAccess, StopHandle, VcpuExit};
 use crate::memory::Ram;
 use crate::mmu::Tlb;
 use crate::smp::{HartMailbox, SharedClock};
-use std::sync::Arc;
 use crate::trap::Exception;
 use crate::{INSNS_PER_TICK, TIMEBASE_HZ};
+use std::sync::Arc;
 
 /// Privilege levels (privileged spec 1.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -406,7 +406,10 @@ impl Hart {
     /// `None` when no timer is armed. Comparable with [`SharedClock::now`].
     pub fn timer_deadline_slots(&self) -> Option<u64> {
         let t = self.timer_deadline().filter(|&t| t != u64::MAX)?;
-        Some(t.wrapping_sub(self.time_offset).saturating_mul(INSNS_PER_TICK))
+        Some(
+            t.wrapping_sub(self.time_offset)
+                .saturating_mul(INSNS_PER_TICK),
+        )
     }
 
     /// Hosted mode, SBI HSM `hart_start`: the guest (re)starts in VS-mode at `pc` with

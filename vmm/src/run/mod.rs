@@ -464,7 +464,9 @@ impl GuestVm {
                 });
             match spawned {
                 Ok(t) => threads.push(t),
-                Err(e) => smp.finish(Err(Error::Console(format!("cannot start a vCPU thread: {e}")))),
+                Err(e) => smp.finish(Err(Error::Console(format!(
+                    "cannot start a vCPU thread: {e}"
+                )))),
             }
         }
         self.run_smp_hart();
