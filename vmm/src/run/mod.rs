@@ -402,7 +402,7 @@ impl GuestVm {
             input: input.clone(),
             layout: layout.clone(),
             max_insns: config.max_insns,
-            policy: policy.clone(),
+            policy,
             stats: ExitStats::default(),
             smp: smp.clone(),
             secondaries: Vec::new(),
