@@ -146,6 +146,10 @@ pub enum Error {
         max: u64,
     },
 
+    /// `vmm run --vcpus`: a vCPU thread could not be started or panicked.
+    #[error("vCPU thread: {0}")]
+    VcpuThread(String),
+
     /// `vmm run`: the console could not be set up.
     #[error("console: {0}")]
     Console(String),

@@ -10,7 +10,9 @@
 //! | RAM end - 2 MiB | the device tree (RAM end - 64 KiB when RAM is under 8 MiB) |
 //!
 //! The guest starts at the kernel entry in VS-mode with `a0` = hart id (0) and `a1` = the
-//! device tree's address. Its traps to the VMM ([`vcpu::VcpuExit::GuestTrap`]):
+//! device tree's address. With [`RunConfig::vcpus`] > 1 every other hart runs on a thread
+//! of its own and starts stopped, for the guest to start with SBI HSM (see `run/smp.rs` and
+//! "Multiprocessor guests" in `docs/hypervisor.md`). Its traps to the VMM ([`vcpu::VcpuExit::GuestTrap`]):
 //! - `ECALL` from VS-mode (cause 10): an SBI call, answered in `a0`/`a1`, resumed at pc + 4;
 //! - virtual instruction (22): with the [`GuestPolicy`] that asks for them, a VS-mode WFI
 //!   trapped by `hstatus.VTW` is emulated as idling until the next timer deadline, and a read
@@ -47,7 +49,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use vcpu::{GuestTrap, Hart, HartConfig, MmioAccess, MmioRange, SharedClock, Vcpu, VcpuExit};
-use vm_memory::{Bytes, GuestAddress, GuestMemoryMmap};
+use vm_memory::{Bytes, GuestAddress, GuestMemoryBackend as _, GuestMemoryMmap};
 
 use crate::devices::uart::Uart;
 use crate::devices::Console;
@@ -464,9 +466,7 @@ impl GuestVm {
                 });
             match spawned {
                 Ok(t) => threads.push(t),
-                Err(e) => smp.finish(Err(Error::Console(format!(
-                    "cannot start a vCPU thread: {e}"
-                )))),
+                Err(e) => smp.finish(Err(Error::VcpuThread(format!("cannot start it: {e}")))),
             }
         }
         self.run_smp_hart();
@@ -476,7 +476,7 @@ impl GuestVm {
                     self.stats.merge(&vm.stats);
                     self.secondary_insns += vm.hart.executed();
                 }
-                Err(_) => smp.finish(Err(Error::Console("a vCPU thread panicked".into()))),
+                Err(_) => smp.finish(Err(Error::VcpuThread("it panicked".into()))),
             }
         }
         smp.take_end()
@@ -602,7 +602,11 @@ impl GuestVm {
     fn idle(&mut self) -> bool {
         match &self.smp {
             None => self.hart.skip_to_timer(),
-            Some(smp) => smp.idle(self.hart_id, &self.hart).is_ok(),
+            Some(smp) => {
+                let input = &self.input;
+                smp.idle(self.hart_id, &self.hart, &|| input.quit_requested())
+                    .is_ok()
+            }
         }
     }
 
@@ -796,6 +800,9 @@ impl SbiEnv for PlatformEnv<'_> {
 
     fn hart_start(&mut self, hart: u64, start_addr: u64, opaque: u64) -> SbiRet {
         match self.smp {
+            Some(_) if !self.mem.address_in_range(GuestAddress(start_addr)) => {
+                SbiRet::err(sbi::SBI_ERR_INVALID_ADDRESS)
+            }
             Some(smp) => smp.hart_start(hart, start_addr, opaque),
             None => SbiRet::err(sbi::SBI_ERR_ALREADY_AVAILABLE),
         }

@@ -203,12 +203,13 @@ impl Smp {
 
     /// A started hart executed WFI with nothing pending: wait until something can wake it
     /// (an interrupt posted to it, its timer deadline on the global clock, the end of the VM).
-    /// `Err(deadlock)` when every started hart idles and none has a timer.
-    pub(crate) fn idle(&self, id: u64, hart: &Hart) -> Result<(), ()> {
+    /// `Err(())` when every started hart idles and none has a timer.
+    /// `quit` is polled too: a user's quit request must not wait for the guest to wake.
+    pub(crate) fn idle(&self, id: u64, hart: &Hart, quit: &dyn Fn() -> bool) -> Result<(), ()> {
         let i = id as usize;
         let mut st = self.lock();
         let result = loop {
-            if self.ended() || hart.wakeup_pending() {
+            if self.ended() || hart.wakeup_pending() || quit() {
                 break Ok(());
             }
             let deadline = hart.timer_deadline_slots().unwrap_or(u64::MAX);

@@ -354,6 +354,12 @@ fn smp_hart_start_status_ipi_and_stop() {
     p.push(csrrs(5, 0x142, 0));
     p.push(slli(5, 5, 1)); // drop the interrupt bit
     print_reg(&mut p, 5, i32::from(b'I') - 2);
+    // Wait until hart 1 has stopped (hart_get_status(1) == STOPPED), then shut down.
+    p.push(addi(7, 0, 1));
+    let poll = p.len();
+    sbi(&mut p, 0x48_534D, 2, 1, 0);
+    p.push(beq(A1, 7, 8));
+    p.push(jal(0, -4 * (p.len() - poll) as i32));
     sbi(&mut p, 0x5352_5354, 0, 0, 0);
 
     let (r, out) = run_smp("smp-hsm", &p, 2);
@@ -361,7 +367,8 @@ fn smp_hart_start_status_ipi_and_stop() {
     assert_eq!(exit.exit_code(), 0, "{exit:?}; console {out:?}");
     assert_eq!(out, "1S1UI");
     assert_eq!(stats.exits.get("sbi IPI"), 1);
-    assert_eq!(stats.exits.get("sbi HSM"), 3);
+    // get_status, start, stop, and at least one get_status seeing hart 1 stopped.
+    assert!(stats.exits.get("sbi HSM") >= 4, "{}", stats.exits.table());
 }
 
 #[test]
