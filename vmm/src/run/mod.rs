@@ -515,6 +515,10 @@ impl GuestVm {
         };
         loop {
             if let Some(smp) = &self.smp {
+                // Ctrl-A x reaches hart 0's stop handle only; every hart checks for it here.
+                if self.input.quit_requested() {
+                    return Ok(RunExit::Quit);
+                }
                 if smp.ended() {
                     // Whoever ended the VM recorded how.
                     return Err(Error::Stopped {
