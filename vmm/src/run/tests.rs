@@ -332,8 +332,8 @@ fn smp_hart_start_status_ipi_and_stop() {
     p.push(addi(A1, A1, SECONDARY - at));
     p.extend(li32(12, i32::from(b'U')));
     p.push(ECALL);
-    // a0 = 0 (success): prints 'S'.
-    print_reg(&mut p, A0, i32::from(b'S'));
+    // Keep the result (0: success) in s0; the handler prints it, after hart 1's output.
+    p.push(addi(8, A0, 0));
     // Idle until the IPI arrives.
     p.push(wfi());
     p.push(jal(0, -4));
@@ -348,9 +348,10 @@ fn smp_hart_start_status_ipi_and_stop() {
     sbi(&mut p, 0x48_534D, 1, 0, 0);
     p.push(jal(0, 0)); // never reached
 
-    // Hart 0's interrupt handler: scause (interrupt 1) prints 'I' when it is the software
-    // interrupt, then shuts down.
+    // Hart 0's interrupt handler: prints the hart_start result ('S' for success), then 'I'
+    // when scause is the supervisor software interrupt, then shuts down.
     pad_to(&mut p, HANDLER as usize);
+    print_reg(&mut p, 8, i32::from(b'S'));
     p.push(csrrs(5, 0x142, 0));
     p.push(slli(5, 5, 1)); // drop the interrupt bit
     print_reg(&mut p, 5, i32::from(b'I') - 2);
@@ -365,7 +366,7 @@ fn smp_hart_start_status_ipi_and_stop() {
     let (r, out) = run_smp("smp-hsm", &p, 2);
     let (exit, stats) = r.unwrap_or_else(|e| panic!("{e}; console {out:?}"));
     assert_eq!(exit.exit_code(), 0, "{exit:?}; console {out:?}");
-    assert_eq!(out, "1S1UI");
+    assert_eq!(out, "11USI");
     assert_eq!(stats.exits.get("sbi IPI"), 1);
     // get_status, start, stop, and at least one get_status seeing hart 1 stopped.
     assert!(stats.exits.get("sbi HSM") >= 4, "{}", stats.exits.table());
