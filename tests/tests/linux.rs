@@ -106,12 +106,18 @@ fn fetch_linux_guest() -> Result<LinuxGuest, String> {
 /// Boots the Linux guest with `vmmcmd` as its workload; returns how the run ended, its
 /// statistics and the console output with `\r\n` turned into `\n`.
 fn boot(vmmcmd: &str) -> (RunExit, RunStats, String) {
+    boot_vcpus(vmmcmd, 1)
+}
+
+/// [`boot`] with `vcpus` vCPUs.
+fn boot_vcpus(vmmcmd: &str, vcpus: u64) -> (RunExit, RunStats, String) {
     let guest = linux_guest();
     let mut config = RunConfig::new(&guest.kernel);
     config.initrd = Some(guest.initrd.clone());
     config.cmdline = format!("{BASE_CMDLINE} vmmcmd=\"{vmmcmd}\"");
     config.memory_mib = LINUX_MEMORY_MIB;
     config.max_insns = Some(LINUX_BUDGET);
+    config.vcpus = vcpus;
     let out = SharedBuf::default();
     let r = run_kernel(&config, Box::new(out.clone()), ConsoleInput::None);
     let text = out.text().replace("\r\n", "\n");
@@ -245,4 +251,49 @@ fn linux_panic_is_a_reboot_and_a_failure() {
             && message.contains("treated as failure"),
         "{message}"
     );
+}
+
+/// SMP: Linux brings up every hart through SBI HSM and reports them all online.
+fn linux_smp_boot(vcpus: u64) {
+    let (exit, stats, out) = boot_vcpus(
+        "cat /proc/cpuinfo; cat /sys/devices/system/cpu/online; nproc; echo done",
+        vcpus,
+    );
+    let last = vcpus - 1;
+    find(&out, &format!("smp: Brought up 1 node, {vcpus} CPUs"));
+    let ready = find(&out, "\nVMM-GUEST-READY\n");
+    let done = find(&out, "\ndone\n");
+    let text = &out[ready..=done];
+    for cpu in 0..vcpus {
+        assert!(
+            text.contains(&format!("\nprocessor\t: {cpu}\nhart\t\t: {cpu}\n")),
+            "no processor {cpu} in /proc/cpuinfo:\n{out}"
+        );
+    }
+    assert!(
+        text.contains(&format!("\n0-{last}\n{vcpus}\n")),
+        "online CPUs / nproc:\n{out}"
+    );
+    assert!(
+        out[done..].contains("\nVMM-GUEST-EXIT 0\n"),
+        "the workload failed:\n{out}"
+    );
+    assert!(exit.is_clean_shutdown(), "{exit:?}\n{out}");
+    assert_eq!(
+        stats.exits.get("sbi HSM"),
+        vcpus - 1,
+        "{}",
+        stats.exits.table()
+    );
+    assert!(stats.exits.get("sbi IPI") > 0, "{}", stats.exits.table());
+}
+
+#[test]
+fn linux_boots_with_2_vcpus() {
+    linux_smp_boot(2);
+}
+
+#[test]
+fn linux_boots_with_4_vcpus() {
+    linux_smp_boot(4);
 }

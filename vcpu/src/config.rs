@@ -34,6 +34,8 @@ pub struct HartConfig {
     pub mmio: Vec<MmioRange>,
     /// Number of entries in the decoded-instruction cache (a power of two).
     pub decode_cache_entries: usize,
+    /// A virtual clock shared with other harts (SMP); `None`: the hart's clock is its own.
+    pub shared_clock: Option<std::sync::Arc<crate::smp::SharedClock>>,
 }
 
 impl Default for HartConfig {
@@ -42,6 +44,7 @@ impl Default for HartConfig {
             hart_id: 0,
             mmio: Vec::new(),
             decode_cache_entries: 1 << 14,
+            shared_clock: None,
         }
     }
 }

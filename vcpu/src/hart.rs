@@ -8,8 +8,10 @@ use crate::decode::{self, Insn, Op};
 use crate::exit::{MmioAccess, StopHandle, VcpuExit};
 use crate::memory::Ram;
 use crate::mmu::Tlb;
+use crate::smp::{HartMailbox, SharedClock};
 use crate::trap::Exception;
 use crate::{INSNS_PER_TICK, TIMEBASE_HZ};
+use std::sync::Arc;
 
 /// Privilege levels (privileged spec 1.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -114,6 +116,10 @@ pub struct Hart {
     /// The VMM's timer for the guest: VSTIP while guest time >= this (hosted mode).
     pub(crate) guest_timer: u64,
     hart_id: u64,
+    /// SMP: the clock shared with the other harts.
+    shared_clock: Option<Arc<SharedClock>>,
+    /// Interrupts and fences posted by other threads.
+    mailbox: Arc<HartMailbox>,
 }
 
 impl Hart {
@@ -157,6 +163,8 @@ impl Hart {
             guest_exit: None,
             guest_timer: u64::MAX,
             hart_id: config.hart_id,
+            shared_clock: config.shared_clock,
+            mailbox: Arc::new(HartMailbox::default()),
         })
     }
 
@@ -373,16 +381,86 @@ impl Hart {
             log::warn!("run() called with a device load still pending; completing it with 0");
             self.complete_mmio_read(0);
         }
-        if self.trace && log::log_enabled!(log::Level::Trace) {
+        self.mailbox.set_running(true);
+        let exit = if self.trace && log::log_enabled!(log::Level::Trace) {
             self.run_loop::<true>(budget)
         } else {
             self.run_loop::<false>(budget)
+        };
+        self.mailbox.set_running(false);
+        exit
+    }
+
+    /// The mailbox other threads post interrupts and fence requests to (see [`HartMailbox`]).
+    pub fn mailbox(&self) -> Arc<HartMailbox> {
+        self.mailbox.clone()
+    }
+
+    /// Whether an enabled interrupt is pending at any level (what ends a WFI), counting
+    /// interrupts posted to the mailbox.
+    pub fn wakeup_pending(&self) -> bool {
+        self.mailbox.has_pending() || self.interrupt_pending_any_level()
+    }
+
+    /// The virtual clock (instruction slots) at which the earliest enabled timer fires;
+    /// `None` when no timer is armed. Comparable with [`SharedClock::now`].
+    pub fn timer_deadline_slots(&self) -> Option<u64> {
+        let t = self.timer_deadline().filter(|&t| t != u64::MAX)?;
+        Some(
+            t.wrapping_sub(self.time_offset)
+                .saturating_mul(INSNS_PER_TICK),
+        )
+    }
+
+    /// Hosted mode, SBI HSM `hart_start`: the guest (re)starts in VS-mode at `pc` with
+    /// `a0`/`a1` set, `vsatp` Bare and `vsstatus.SIE` clear; other state is kept.
+    pub fn guest_start(&mut self, pc: u64, a0: u64, a1: u64) {
+        self.pending_load = None;
+        self.reservation = None;
+        self.guest_exit = None;
+        self.virt = true;
+        self.prv = PrivilegeMode::Supervisor;
+        self.csr.h.vsatp = 0;
+        self.csr.h.vsstatus &= !(1 << 1);
+        self.pc = pc;
+        self.x[10] = a0;
+        self.x[11] = a1;
+        self.flush_tlb();
+        self.flush_decode_cache();
+        self.update_translation_context();
+    }
+
+    /// The hart's virtual clock in instruction slots.
+    pub fn clock_slots(&self) -> u64 {
+        self.vclock
+    }
+
+    /// Chunk boundary work for SMP: merge the mailbox and synchronise with the shared clock.
+    #[inline]
+    fn sync_shared(&mut self) {
+        let bits = self.mailbox.take_interrupts();
+        if bits != 0 {
+            self.csr.h.hvip |= bits & crate::hypervisor::VS_INTERRUPTS;
+        }
+        if let Some(ticket) = self.mailbox.flush_wanted() {
+            self.flush_tlb();
+            self.flush_decode_cache();
+            self.reservation = None;
+            self.mailbox.ack_flush(ticket);
+        }
+        if let Some(clock) = &self.shared_clock {
+            let global = clock.advance_to(self.vclock);
+            if global > self.vclock {
+                self.skipped += global - self.vclock;
+                self.vclock = global;
+            }
         }
     }
 
     fn run_loop<const TRACE: bool>(&mut self, budget: u64) -> VcpuExit {
         let mut left = budget;
         loop {
+            self.sync_shared();
             if self.stop.take() {
                 return VcpuExit::StopRequested;
             }

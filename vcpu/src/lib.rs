@@ -29,12 +29,14 @@ mod hart;
 pub mod hypervisor;
 mod memory;
 mod mmu;
+mod smp;
 pub mod trap;
 mod vcpu;
 
 pub use config::{HartConfig, MmioRange};
 pub use exit::{GuestTrap, MmioAccess, StopHandle, VcpuExit};
 pub use hart::{Hart, HartError, PrivilegeMode};
+pub use smp::{HartMailbox, SharedClock};
 pub use vcpu::{GuestTraps, Vcpu, GUEST_HEDELEG};
 
 /// Frequency of `mtime`/`time` in Hz (the same timebase as QEMU's `virt` board).

@@ -178,3 +178,57 @@ fn mret_from_vs_is_illegal_not_virtual() {
     assert_eq!(h.run(1000), VcpuExit::Wfi);
     assert_eq!(h.xreg(10), 2);
 }
+
+#[test]
+fn shared_clock_is_adopted_and_published_at_chunk_boundaries() {
+    let clock = std::sync::Arc::new(vcpu::SharedClock::new());
+    let mem = GuestMemoryMmap::<()>::from_ranges(&[(GuestAddress(RAM_BASE), RAM_SIZE)]).unwrap();
+    mem.write_obj(jal(0, 0), GuestAddress(GUEST)).unwrap();
+    let config = HartConfig {
+        shared_clock: Some(clock.clone()),
+        ..HartConfig::default()
+    };
+    let mut h = Hart::new_guest(config, mem).unwrap();
+    h.set_pc(GUEST);
+    // Another hart is ahead: this one adopts its time, without counting instructions.
+    clock.advance_to(1_000_000);
+    assert_eq!(h.run(100), VcpuExit::BudgetExhausted);
+    assert_eq!(h.executed(), 100);
+    assert!(h.clock_slots() >= 1_000_100);
+    assert_eq!(h.guest_time(), h.clock_slots() / vcpu::INSNS_PER_TICK);
+    // This hart is ahead: it publishes its time at its next chunk boundary.
+    h.run(5000);
+    assert!(clock.now() >= 1_000_100 + 4096, "{}", clock.now());
+    // Time never goes backward.
+    assert_eq!(clock.advance_to(5), clock.now());
+}
+
+#[test]
+fn mailbox_interrupts_and_flushes_are_taken_at_chunk_boundaries() {
+    // vsie.SSIE, vsstatus.SIE (through the sie/sstatus aliases), then spin; the handler
+    // spins at VSTVEC.
+    let mut h = guest(
+        &[
+            addi(5, 0, 2),
+            csrrs(0, 0x104, 5),
+            csrrs(0, 0x100, 5),
+            csrrw(0, 0x105, 6),
+            jal(0, 0),
+        ],
+        &[jal(0, 0)],
+    );
+    h.set_xreg(6, VSTVEC);
+    let mailbox = h.mailbox();
+    assert_eq!(h.run(100), VcpuExit::BudgetExhausted);
+    assert!(h.pc() < VSTVEC);
+    // Not inside run: a flush request is complete at once (the hart flushes before it runs).
+    let ticket = mailbox.request_flush();
+    assert!(mailbox.flush_complete(ticket));
+    mailbox.post_interrupts(1 << 2); // VSSIP
+    assert!(mailbox.has_pending() && h.wakeup_pending());
+    assert_eq!(h.run(100), VcpuExit::BudgetExhausted);
+    assert_eq!(h.pc(), VSTVEC, "the software interrupt was taken");
+    assert_eq!(h.virtual_interrupts() & (1 << 2), 1 << 2);
+    assert!(!mailbox.has_pending());
+    assert!(mailbox.flush_complete(ticket));
+}

@@ -137,6 +137,19 @@ pub enum Error {
     #[error("cannot build the device tree: {0}")]
     Fdt(String),
 
+    /// `vmm run`: the number of vCPUs is out of range.
+    #[error("invalid number of vCPUs {vcpus}: must be 1..={max}")]
+    InvalidVcpus {
+        /// The requested number.
+        vcpus: u64,
+        /// The largest accepted number.
+        max: u64,
+    },
+
+    /// `vmm run --vcpus`: a vCPU thread could not be started or panicked.
+    #[error("vCPU thread: {0}")]
+    VcpuThread(String),
+
     /// `vmm run`: the console could not be set up.
     #[error("console: {0}")]
     Console(String),

@@ -61,11 +61,17 @@ struct RunArgs {
     #[arg(long, value_name = "MiB", default_value_t = runner::DEFAULT_MEMORY_MIB)]
     memory: u64,
 
-    /// Stop after N instructions (exit status 124).
+    /// Stop after N instructions (exit status 124). With several vCPUs: when one vCPU
+    /// has executed N.
     #[arg(long, value_name = "N")]
     max_insns: Option<u64>,
 
-    /// Print instructions, wall time, MIPS and a table of exits by reason on stderr.
+    /// Number of vCPUs (1-64), one host thread each.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    vcpus: u64,
+
+    /// Print instructions, wall time, MIPS and a table of exits by reason on stderr
+    /// (summed over all vCPUs).
     #[arg(long)]
     stats: bool,
 
@@ -149,6 +155,7 @@ fn run_kernel(args: RunArgs) -> ExitCode {
         memory_mib: args.memory,
         max_insns: args.max_insns,
         trace: args.trace,
+        vcpus: args.vcpus,
     };
     let console = Box::new(std::io::stdout());
     match runner::run_kernel(&config, console, ConsoleInput::Stdin) {

@@ -6,10 +6,10 @@
 //! / { #address-cells = 2; #size-cells = 2; compatible = "riscv-virtio"; model = ...;
 //!   chosen { bootargs; stdout-path = "/soc/serial@10000000"; linux,initrd-start/end }
 //!   cpus { #address-cells = 1; #size-cells = 0; timebase-frequency = 10 MHz;
-//!     cpu@0 { device_type = "cpu"; reg = 0; status = "okay"; compatible = "riscv";
+//!     cpu@N { device_type = "cpu"; reg = N; status = "okay"; compatible = "riscv";
 //!             riscv,isa = ...; riscv,isa-base = "rv64i"; riscv,isa-extensions = ...;
 //!             mmu-type = "riscv,sv57";
-//!             interrupt-controller { compatible = "riscv,cpu-intc"; ... } } }
+//!             interrupt-controller { compatible = "riscv,cpu-intc"; ... } } ... one per vCPU }
 //!   memory@80000000 { device_type = "memory"; reg = <RAM base, size> }
 //!   soc { compatible = "simple-bus"; ranges;
 //!     serial@10000000 { compatible = "ns16550a"; reg; clock-frequency = 3686400 } } }
@@ -34,12 +34,14 @@ pub const UART_CLOCK_HZ: u32 = 3_686_400;
 /// Device-tree path of the console UART.
 pub const STDOUT_PATH: &str = "/soc/serial@10000000";
 
-/// Phandle of the hart's interrupt controller.
+/// Phandle of hart 0's interrupt controller (hart N has this + N).
 const CPU_INTC_PHANDLE: u32 = 1;
 
 /// What the device tree describes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FdtConfig {
+    /// Number of harts (`cpu@0` ... `cpu@N-1`).
+    pub cpus: u64,
     /// Guest RAM base.
     pub ram_base: u64,
     /// Guest RAM size in bytes.
@@ -72,25 +74,9 @@ pub fn build(config: &FdtConfig) -> Result<Vec<u8>, vm_fdt::Error> {
     fdt.property_u32("#address-cells", 1)?;
     fdt.property_u32("#size-cells", 0)?;
     fdt.property_u32("timebase-frequency", vcpu::TIMEBASE_HZ as u32)?;
-    let cpu = fdt.begin_node("cpu@0")?;
-    fdt.property_string("device_type", "cpu")?;
-    fdt.property_u32("reg", 0)?;
-    fdt.property_string("status", "okay")?;
-    fdt.property_string("compatible", "riscv")?;
-    fdt.property_string("riscv,isa", ISA_STRING)?;
-    fdt.property_string("riscv,isa-base", "rv64i")?;
-    fdt.property_string_list(
-        "riscv,isa-extensions",
-        ISA_EXTENSIONS.iter().map(|s| s.to_string()).collect(),
-    )?;
-    fdt.property_string("mmu-type", MMU_TYPE)?;
-    let intc = fdt.begin_node("interrupt-controller")?;
-    fdt.property_u32("#interrupt-cells", 1)?;
-    fdt.property_null("interrupt-controller")?;
-    fdt.property_string("compatible", "riscv,cpu-intc")?;
-    fdt.property_phandle(CPU_INTC_PHANDLE)?;
-    fdt.end_node(intc)?;
-    fdt.end_node(cpu)?;
+    for id in 0..config.cpus.max(1) as u32 {
+        cpu_node(&mut fdt, id)?;
+    }
     fdt.end_node(cpus)?;
 
     let memory = fdt.begin_node(&format!("memory@{:x}", config.ram_base))?;
@@ -114,6 +100,30 @@ pub fn build(config: &FdtConfig) -> Result<Vec<u8>, vm_fdt::Error> {
     fdt.finish()
 }
 
+/// The node of hart `id` with its interrupt controller.
+fn cpu_node(fdt: &mut FdtWriter, id: u32) -> Result<(), vm_fdt::Error> {
+    let cpu = fdt.begin_node(&format!("cpu@{id:x}"))?;
+    fdt.property_string("device_type", "cpu")?;
+    fdt.property_u32("reg", id)?;
+    fdt.property_string("status", "okay")?;
+    fdt.property_string("compatible", "riscv")?;
+    fdt.property_string("riscv,isa", ISA_STRING)?;
+    fdt.property_string("riscv,isa-base", "rv64i")?;
+    fdt.property_string_list(
+        "riscv,isa-extensions",
+        ISA_EXTENSIONS.iter().map(|s| s.to_string()).collect(),
+    )?;
+    fdt.property_string("mmu-type", MMU_TYPE)?;
+    let intc = fdt.begin_node("interrupt-controller")?;
+    fdt.property_u32("#interrupt-cells", 1)?;
+    fdt.property_null("interrupt-controller")?;
+    fdt.property_string("compatible", "riscv,cpu-intc")?;
+    fdt.property_phandle(CPU_INTC_PHANDLE + id)?;
+    fdt.end_node(intc)?;
+    fdt.end_node(cpu)?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,6 +135,7 @@ mod tests {
     #[test]
     fn blob_has_the_expected_nodes_and_properties() {
         let blob = build(&FdtConfig {
+            cpus: 1,
             ram_base: 0x8000_0000,
             ram_size: 256 << 20,
             cmdline: "console=ttyS0 earlycon=sbi".into(),
@@ -166,6 +177,7 @@ mod tests {
     #[test]
     fn no_initrd_no_initrd_properties() {
         let blob = build(&FdtConfig {
+            cpus: 1,
             ram_base: 0x8000_0000,
             ram_size: 16 << 20,
             cmdline: String::new(),

@@ -10,7 +10,9 @@
 //! | RAM end - 2 MiB | the device tree (RAM end - 64 KiB when RAM is under 8 MiB) |
 //!
 //! The guest starts at the kernel entry in VS-mode with `a0` = hart id (0) and `a1` = the
-//! device tree's address. Its traps to the VMM ([`vcpu::VcpuExit::GuestTrap`]):
+//! device tree's address. With [`RunConfig::vcpus`] > 1 every other hart runs on a thread
+//! of its own and starts stopped, for the guest to start with SBI HSM (see `run/smp.rs` and
+//! "Multiprocessor guests" in `docs/hypervisor.md`). Its traps to the VMM ([`vcpu::VcpuExit::GuestTrap`]):
 //! - `ECALL` from VS-mode (cause 10): an SBI call, answered in `a0`/`a1`, resumed at pc + 4;
 //! - virtual instruction (22): with the [`GuestPolicy`] that asks for them, a VS-mode WFI
 //!   trapped by `hstatus.VTW` is emulated as idling until the next timer deadline, and a read
@@ -36,22 +38,25 @@
 pub mod console;
 pub mod fdt;
 pub mod kernel;
+mod smp;
 pub mod stats;
 pub mod vinsn;
 
 use std::io::Write;
 use std::ops::Range;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use vcpu::{GuestTrap, Hart, HartConfig, MmioAccess, MmioRange, Vcpu, VcpuExit};
-use vm_memory::{Bytes, GuestAddress, GuestMemoryMmap};
+use vcpu::{GuestTrap, Hart, HartConfig, MmioAccess, MmioRange, SharedClock, Vcpu, VcpuExit};
+use vm_memory::{Bytes, GuestAddress, GuestMemoryBackend as _, GuestMemoryMmap};
 
 use crate::devices::uart::Uart;
 use crate::devices::Console;
 use crate::error::Error;
 use crate::machine::{HART_ID, MAX_MEMORY_MIB, RAM_BASE, UART_BASE, UART_SIZE};
-use crate::sbi::{self, srst::ResetRequest, SbiCall, SbiEnv, SbiOutcome};
+use crate::sbi::{self, srst::ResetRequest, SbiCall, SbiEnv, SbiOutcome, SbiRet};
+use smp::Smp;
 
 pub use crate::sbi::srst::EXIT_REBOOT;
 
@@ -70,6 +75,8 @@ const PAGE: u64 = 4096;
 pub const DEFAULT_MEMORY_MIB: u64 = 256;
 /// Distance of the device tree from the end of RAM (when RAM is at least 8 MiB).
 pub const FDT_FROM_END: u64 = 2 << 20;
+/// Most vCPUs `vmm run --vcpus` accepts (the SBI hart masks of one call cover 64 harts).
+pub const MAX_VCPUS: u64 = 64;
 /// Largest device tree accepted.
 const FDT_MAX: u64 = 64 << 10;
 
@@ -104,6 +111,8 @@ pub struct RunConfig {
     pub max_insns: Option<u64>,
     /// Log every instruction at trace level.
     pub trace: bool,
+    /// Number of vCPUs (1..=[`MAX_VCPUS`]), one host thread each.
+    pub vcpus: u64,
 }
 
 impl RunConfig {
@@ -117,6 +126,7 @@ impl RunConfig {
             memory_mib: DEFAULT_MEMORY_MIB,
             max_insns: None,
             trace: false,
+            vcpus: 1,
         }
     }
 }
@@ -209,9 +219,9 @@ pub fn run_kernel_with_policy(
     }
     let start = Instant::now();
     let exit = vm.run();
-    let _ = vm.uart.console().flush();
+    let _ = vm.uart().console().flush();
     let stats = RunStats {
-        instructions: vm.hart.executed(),
+        instructions: vm.executed(),
         wall: start.elapsed(),
         exits: vm.stats.clone(),
     };
@@ -221,18 +231,29 @@ pub fn run_kernel_with_policy(
 /// A guest kernel on a hosted-mode hart, with its RAM, UART and SBI.
 pub struct GuestVm {
     hart: Hart,
+    /// This vCPU's hart id.
+    hart_id: u64,
     mem: GuestMemoryMmap,
-    uart: Uart,
+    uart: Arc<Mutex<Uart>>,
     input: InputQueue,
     layout: BootLayout,
     max_insns: Option<u64>,
     policy: GuestPolicy,
     stats: ExitStats,
+    /// With more than one vCPU: the shared state, and (on hart 0 until `run`) the other
+    /// harts' VMs.
+    smp: Option<Arc<Smp>>,
+    secondaries: Vec<GuestVm>,
+    /// Instructions executed by the other harts (after `run`).
+    secondary_insns: u64,
 }
 
 /// Instructions per call to [`Vcpu::run`] when there is no budget to respect (short enough
 /// for console input to arrive promptly).
 const RUN_CHUNK: u64 = 1 << 18;
+/// [`RUN_CHUNK`] with more than one vCPU: a running hart wakes idle harts whose timer
+/// deadline has passed between runs.
+const SMP_RUN_CHUNK: u64 = 1 << 14;
 
 impl GuestVm {
     /// Builds the VM: RAM, kernel, initrd, device tree, hart.
@@ -308,7 +329,14 @@ impl GuestVm {
             _ => None,
         };
 
+        if config.vcpus == 0 || config.vcpus > MAX_VCPUS {
+            return Err(Error::InvalidVcpus {
+                vcpus: config.vcpus,
+                max: MAX_VCPUS,
+            });
+        }
         let blob = fdt::build(&fdt::FdtConfig {
+            cpus: config.vcpus,
             ram_base: RAM_BASE,
             ram_size,
             cmdline: config.cmdline.clone(),
@@ -325,17 +353,26 @@ impl GuestVm {
         mem.write_slice(&blob, GuestAddress(fdt_addr))
             .map_err(|e| Error::Fdt(format!("cannot write the device tree to RAM: {e}")))?;
 
-        let hart_config = HartConfig {
-            hart_id: HART_ID,
-            mmio: vec![MmioRange {
-                base: UART_BASE,
-                size: UART_SIZE,
-            }],
-            ..HartConfig::default()
+        let clock = (config.vcpus > 1).then(|| Arc::new(SharedClock::new()));
+        let new_hart = |hart_id: u64| -> Result<Hart, Error> {
+            let hart_config = HartConfig {
+                hart_id,
+                mmio: vec![MmioRange {
+                    base: UART_BASE,
+                    size: UART_SIZE,
+                }],
+                shared_clock: clock.clone(),
+                ..HartConfig::default()
+            };
+            let mut hart = Hart::new_guest(hart_config, mem.clone())?;
+            hart.set_trace(config.trace);
+            vinsn::apply(&mut hart, &policy);
+            Ok(hart)
         };
-        let mut hart = Hart::new_guest(hart_config, mem.clone())?;
-        hart.set_trace(config.trace);
-        vinsn::apply(&mut hart, &policy);
+        let mut hart = new_hart(HART_ID)?;
+        let others = (1..config.vcpus)
+            .map(new_hart)
+            .collect::<Result<Vec<_>, _>>()?;
         Vcpu::set_pc(&mut hart, kernel.entry);
         Vcpu::set_xreg(&mut hart, 10, HART_ID);
         Vcpu::set_xreg(&mut hart, 11, fdt_addr);
@@ -347,21 +384,50 @@ impl GuestVm {
             initrd
         );
 
-        Ok(GuestVm {
+        let layout = BootLayout {
+            entry: kernel.entry,
+            kernel: kernel.span,
+            initrd,
+            fdt: fdt_addr,
+        };
+        let smp = clock.map(|clock| {
+            let all: Vec<&Hart> = std::iter::once(&hart).chain(others.iter()).collect();
+            Arc::new(Smp::new(clock, &all))
+        });
+        let uart = Arc::new(Mutex::new(Uart::new(console)));
+        let input = InputQueue::default();
+        let vm = |hart: Hart, hart_id: u64| GuestVm {
             hart,
-            mem,
-            uart: Uart::new(console),
-            input: InputQueue::default(),
-            layout: BootLayout {
-                entry: kernel.entry,
-                kernel: kernel.span,
-                initrd,
-                fdt: fdt_addr,
-            },
+            hart_id,
+            mem: mem.clone(),
+            uart: uart.clone(),
+            input: input.clone(),
+            layout: layout.clone(),
             max_insns: config.max_insns,
             policy,
             stats: ExitStats::default(),
-        })
+            smp: smp.clone(),
+            secondaries: Vec::new(),
+            secondary_insns: 0,
+        };
+        let secondaries = others
+            .into_iter()
+            .zip(1..)
+            .map(|(h, id)| vm(h, id))
+            .collect();
+        let mut boot = vm(hart, HART_ID);
+        boot.secondaries = secondaries;
+        Ok(boot)
+    }
+
+    /// The UART (shared by all vCPUs).
+    fn uart(&self) -> MutexGuard<'_, Uart> {
+        self.uart.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Instructions executed by all harts.
+    pub fn executed(&self) -> u64 {
+        self.hart.executed() + self.secondary_insns
     }
 
     /// Where the kernel, initrd and device tree were put.
@@ -384,9 +450,83 @@ impl GuestVm {
         &self.stats
     }
 
-    /// Runs until the guest ends the run, the budget runs out or an error occurs.
+    /// Runs until the guest ends the run, the budget runs out or an error occurs. With more
+    /// than one vCPU, every other hart runs on a thread of its own meanwhile.
     pub fn run(&mut self) -> Result<RunExit, Error> {
+        let Some(smp) = self.smp.clone() else {
+            return self.run_hart();
+        };
+        let mut threads = Vec::new();
+        for mut vm in std::mem::take(&mut self.secondaries) {
+            let spawned = std::thread::Builder::new()
+                .name(format!("vcpu{}", vm.hart_id))
+                .spawn(move || {
+                    vm.run_smp_hart();
+                    vm
+                });
+            match spawned {
+                Ok(t) => threads.push(t),
+                Err(e) => smp.finish(Err(Error::VcpuThread(format!("cannot start it: {e}")))),
+            }
+        }
+        self.run_smp_hart();
+        for t in threads {
+            match t.join() {
+                Ok(vm) => {
+                    self.stats.merge(&vm.stats);
+                    self.secondary_insns += vm.hart.executed();
+                }
+                Err(_) => smp.finish(Err(Error::VcpuThread("it panicked".into()))),
+            }
+        }
+        smp.take_end()
+    }
+
+    /// One vCPU thread of a multiprocessor VM: waits for `hart_start` (all but hart 0), runs,
+    /// and records how the VM ended.
+    fn run_smp_hart(&mut self) {
+        let Some(smp) = self.smp.clone() else {
+            return;
+        };
+        if self.hart_id != HART_ID && !self.wait_for_start(&smp) {
+            return;
+        }
+        let result = self.run_hart();
+        smp.finish(result);
+    }
+
+    /// A stopped hart waits until it is started; `false` when the VM ends first.
+    fn wait_for_start(&mut self, smp: &Smp) -> bool {
+        match smp.wait_for_start(self.hart_id) {
+            Some((pc, opaque)) => {
+                self.hart.guest_start(pc, self.hart_id, opaque);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The run loop of one hart.
+    fn run_hart(&mut self) -> Result<RunExit, Error> {
+        let run_chunk = if self.smp.is_some() {
+            SMP_RUN_CHUNK
+        } else {
+            RUN_CHUNK
+        };
         loop {
+            if let Some(smp) = &self.smp {
+                // Ctrl-A x reaches hart 0's stop handle only; every hart checks for it here.
+                if self.input.quit_requested() {
+                    return Ok(RunExit::Quit);
+                }
+                if smp.ended() {
+                    // Whoever ended the VM recorded how.
+                    return Err(Error::Stopped {
+                        hart: self.hart_id,
+                        pc: Vcpu::pc(&self.hart),
+                    });
+                }
+            }
             let chunk = match self.max_insns {
                 Some(max) => {
                     let executed = self.hart.executed();
@@ -397,12 +537,15 @@ impl GuestVm {
                             pc: Vcpu::pc(&self.hart),
                         });
                     }
-                    left.min(RUN_CHUNK)
+                    left.min(run_chunk)
                 }
-                None => RUN_CHUNK,
+                None => run_chunk,
             };
             self.feed_uart();
             let exit = Vcpu::run(&mut self.hart, chunk);
+            if let Some(smp) = &self.smp {
+                smp.wake_due();
+            }
             if let Some(end) = self.handle_exit(exit)? {
                 return Ok(end);
             }
@@ -415,9 +558,10 @@ impl GuestVm {
             return;
         }
         let mut buf = [0u8; 64];
-        let room = self.uart.input_room().min(buf.len());
+        let mut uart = self.uart.lock().unwrap_or_else(|e| e.into_inner());
+        let room = uart.input_room().min(buf.len());
         let n = self.input.pop_into(&mut buf[..room]);
-        self.uart.enqueue_input(&buf[..n]);
+        uart.enqueue_input(&buf[..n]);
     }
 
     /// Acts on one exit; returns the run's end if this exit is one.
@@ -429,17 +573,23 @@ impl GuestVm {
             }
             VcpuExit::Wfi => {
                 self.stats.count("wfi");
-                if self.hart.skip_to_timer() {
+                if self.idle() {
                     Ok(None)
                 } else {
                     let pc = Vcpu::pc(&self.hart).wrapping_sub(4);
-                    Err(Error::WaitForever { hart: HART_ID, pc })
+                    Err(Error::WaitForever {
+                        hart: self.hart_id,
+                        pc,
+                    })
                 }
             }
             VcpuExit::BudgetExhausted => Ok(None),
             VcpuExit::StopRequested => {
                 if self.input.quit_requested() {
                     Ok(Some(RunExit::Quit))
+                } else if self.smp.is_some() {
+                    // Another hart ended the VM (the loop sees it) or a stale request.
+                    Ok(None)
                 } else {
                     Err(Error::Stopped {
                         hart: HART_ID,
@@ -448,6 +598,19 @@ impl GuestVm {
                 }
             }
             VcpuExit::GuestTrap(trap) => self.guest_trap(trap),
+        }
+    }
+
+    /// After a WFI: waits (in virtual time) until the hart can wake; `false` when nothing can
+    /// ever wake it (with several vCPUs: when every started hart idles without a timer).
+    fn idle(&mut self) -> bool {
+        match &self.smp {
+            None => self.hart.skip_to_timer(),
+            Some(smp) => {
+                let input = &self.input;
+                smp.idle(self.hart_id, &self.hart, &|| input.quit_requested())
+                    .is_ok()
+            }
         }
     }
 
@@ -462,12 +625,12 @@ impl GuestVm {
         let value = match (in_uart, write) {
             (true, Some(v)) => {
                 self.stats.count("mmio uart write");
-                self.uart.write(addr - UART_BASE, size, v);
+                self.uart().write(addr - UART_BASE, size, v);
                 0
             }
             (true, None) => {
                 self.stats.count("mmio uart read");
-                self.uart.read(addr - UART_BASE, size)
+                self.uart().read(addr - UART_BASE, size)
             }
             (false, _) => {
                 self.stats.count("mmio other");
@@ -529,12 +692,12 @@ impl GuestVm {
         let time_rd = vinsn::time_read_rd(trap.insn)
             .filter(|_| !trap.from_vu || vinsn::vu_may_read_time(&self.hart));
         let (action, result) = if self.policy.trap_wfi && !trap.from_vu && trap.insn == vinsn::WFI {
-            let result = if self.hart.skip_to_timer() {
+            let result = if self.idle() {
                 Vcpu::set_pc(&mut self.hart, next);
                 Ok(None)
             } else {
                 Err(Error::WaitForever {
-                    hart: HART_ID,
+                    hart: self.hart_id,
                     pc: trap.pc,
                 })
             };
@@ -573,8 +736,10 @@ impl GuestVm {
         let outcome = {
             let mut env = PlatformEnv {
                 hart: &mut self.hart,
+                hart_id: self.hart_id,
+                smp: self.smp.as_deref(),
                 mem: &self.mem,
-                uart: &mut self.uart,
+                uart: &self.uart,
                 input: &self.input,
             };
             sbi::handle(&call, &mut env)
@@ -587,7 +752,7 @@ impl GuestVm {
                 Ok(None)
             }
             SbiOutcome::Reset(request) => {
-                let _ = self.uart.console().flush();
+                let _ = self.uart().console().flush();
                 // The caller reports a failing reset (`RunExit::failure_message`).
                 match request.failure_message() {
                     Some(message) => log::debug!("{message}"),
@@ -599,7 +764,15 @@ impl GuestVm {
                 }
                 Ok(Some(RunExit::Reset(request)))
             }
-            SbiOutcome::HartStopped => Err(Error::AllHartsStopped { hart: HART_ID }),
+            SbiOutcome::HartStopped => match self.smp.clone() {
+                None => Err(Error::AllHartsStopped { hart: HART_ID }),
+                Some(smp) => {
+                    smp.hart_stopped(self.hart_id);
+                    // The loop notices the end if the VM ends meanwhile.
+                    self.wait_for_start(&smp);
+                    Ok(None)
+                }
+            },
         }
     }
 }
@@ -607,21 +780,63 @@ impl GuestVm {
 /// The platform as the SBI implementation sees it.
 struct PlatformEnv<'a> {
     hart: &'a mut Hart,
+    hart_id: u64,
+    smp: Option<&'a Smp>,
     mem: &'a GuestMemoryMmap,
-    uart: &'a mut Uart,
+    uart: &'a Mutex<Uart>,
     input: &'a InputQueue,
 }
 
+impl PlatformEnv<'_> {
+    fn uart(&self) -> MutexGuard<'_, Uart> {
+        self.uart.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
 impl SbiEnv for PlatformEnv<'_> {
+    fn hart_count(&self) -> u64 {
+        self.smp.map_or(1, Smp::hart_count)
+    }
+
+    fn current_hart(&self) -> u64 {
+        self.hart_id
+    }
+
+    fn hart_start(&mut self, hart: u64, start_addr: u64, opaque: u64) -> SbiRet {
+        match self.smp {
+            Some(_) if !self.mem.address_in_range(GuestAddress(start_addr)) => {
+                SbiRet::err(sbi::SBI_ERR_INVALID_ADDRESS)
+            }
+            Some(smp) => smp.hart_start(hart, start_addr, opaque),
+            None => SbiRet::err(sbi::SBI_ERR_ALREADY_AVAILABLE),
+        }
+    }
+
+    fn hart_status(&self, hart: u64) -> u64 {
+        self.smp
+            .map_or(sbi::hsm::STATE_STARTED, |smp| smp.hart_status(hart))
+    }
+
+    fn remote_fence(&mut self, harts: &[u64]) {
+        if let Some(smp) = self.smp {
+            smp.remote_fence(self.hart_id, harts);
+        }
+    }
+
     fn set_timer(&mut self, deadline: u64) {
         Vcpu::set_guest_timer(self.hart, deadline);
         let hvip = Vcpu::virtual_interrupts(self.hart);
         Vcpu::set_virtual_interrupts(self.hart, hvip & !VSTIP);
     }
 
-    fn send_ipi(&mut self, _hart: u64) {
-        let hvip = Vcpu::virtual_interrupts(self.hart);
-        Vcpu::set_virtual_interrupts(self.hart, hvip | VSSIP);
+    fn send_ipi(&mut self, hart: u64) {
+        match self.smp {
+            Some(smp) if hart != self.hart_id => smp.send_ipi(hart, VSSIP),
+            _ => {
+                let hvip = Vcpu::virtual_interrupts(self.hart);
+                Vcpu::set_virtual_interrupts(self.hart, hvip | VSSIP);
+            }
+        }
     }
 
     fn memory(&self) -> &GuestMemoryMmap {
@@ -629,7 +844,8 @@ impl SbiEnv for PlatformEnv<'_> {
     }
 
     fn console_write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        let out = self.uart.console();
+        let mut uart = self.uart();
+        let out = uart.console();
         out.write_all(bytes)?;
         out.flush()?;
         Ok(bytes.len())
@@ -637,7 +853,7 @@ impl SbiEnv for PlatformEnv<'_> {
 
     fn console_read(&mut self, buf: &mut [u8]) -> usize {
         // Bytes already in the UART's FIFO are older than those in the queue.
-        let n = self.uart.take_input(buf);
+        let n = self.uart().take_input(buf);
         n + self.input.pop_into(&mut buf[n..])
     }
 }

@@ -71,6 +71,17 @@ impl ExitStats {
         *self.counts.entry(reason.into()).or_insert(0) += 1;
     }
 
+    /// Adds `other`'s counts and log (another vCPU's exits) to these.
+    pub fn merge(&mut self, other: &ExitStats) {
+        for (k, v) in &other.counts {
+            *self.counts.entry(k.clone()).or_default() += v;
+        }
+        for e in &other.virtual_insn {
+            self.record_virtual_insn(*e);
+        }
+        self.virtual_insn_dropped += other.virtual_insn_dropped;
+    }
+
     /// The count for `reason` (0 if never seen).
     pub fn get(&self, reason: &str) -> u64 {
         self.counts.get(reason).copied().unwrap_or(0)

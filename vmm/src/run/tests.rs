@@ -277,3 +277,119 @@ fn rejects_bad_kernels_before_running() {
     );
     let _ = std::fs::remove_file(&big);
 }
+
+/// Runs `insns` on `vcpus` vCPUs.
+fn run_smp(name: &str, insns: &[u32], vcpus: u64) -> (Result<(RunExit, RunStats), Error>, String) {
+    let path = temp_file(name, &kernel(insns));
+    let out = SharedBuf::default();
+    let mut config = RunConfig::new(&path);
+    config.memory_mib = 16;
+    config.max_insns = Some(10_000_000);
+    config.vcpus = vcpus;
+    let r = run_kernel(&config, Box::new(out.clone()), ConsoleInput::None);
+    let _ = std::fs::remove_file(&path);
+    (r, String::from_utf8_lossy(&out.contents()).into_owned())
+}
+
+/// `DBCN write_byte(a0 + add)`: prints a register as a character.
+fn print_reg(p: &mut Vec<u32>, reg: u32, add: i32) {
+    p.push(addi(A0, reg, add));
+    p.extend(li32(A7, 0x4442_434E));
+    p.extend(li32(A6, 2));
+    p.push(ECALL);
+}
+
+fn pad_to(p: &mut Vec<u32>, byte_offset: usize) {
+    assert!(
+        p.len() * 4 <= byte_offset,
+        "code overlaps at {byte_offset:#x}"
+    );
+    p.resize(byte_offset / 4, addi(0, 0, 0));
+}
+
+#[test]
+fn smp_hart_start_status_ipi_and_stop() {
+    const SECONDARY: i32 = 0x200;
+    const HANDLER: i32 = 0x400;
+    let mut p = Vec::new();
+    // Hart 0: hart_get_status(1) is STOPPED (1): prints '1'.
+    sbi(&mut p, 0x48_534D, 2, 1, 0);
+    print_reg(&mut p, A1, i32::from(b'0'));
+    // stvec = HANDLER; sie.SSIE; sstatus.SIE.
+    let at = p.len() as i32 * 4;
+    p.push(auipc(5, 0));
+    p.push(addi(5, 5, HANDLER - at));
+    p.push(csrrw(0, 0x105, 5));
+    p.push(addi(5, 0, 2));
+    p.push(csrrs(0, 0x104, 5));
+    p.push(csrrs(0, 0x100, 5));
+    // hart_start(1, SECONDARY, opaque 'U').
+    p.extend(li32(A7, 0x48_534D));
+    p.extend(li32(A6, 0));
+    p.extend(li32(A0, 1));
+    let at = p.len() as i32 * 4;
+    p.push(auipc(A1, 0));
+    p.push(addi(A1, A1, SECONDARY - at));
+    p.extend(li32(12, i32::from(b'U')));
+    p.push(ECALL);
+    // Keep the result (0: success) in s0; the handler prints it, after hart 1's output.
+    p.push(addi(8, A0, 0));
+    // Idle until the IPI arrives.
+    p.push(wfi());
+    p.push(jal(0, -4));
+
+    // Hart 1: prints its hart id ('1') and the opaque value ('U'), sends an IPI to hart 0,
+    // stops.
+    pad_to(&mut p, SECONDARY as usize);
+    p.push(addi(6, A1, 0));
+    print_reg(&mut p, A0, i32::from(b'0'));
+    print_reg(&mut p, 6, 0);
+    sbi(&mut p, 0x73_5049, 0, 1, 0);
+    sbi(&mut p, 0x48_534D, 1, 0, 0);
+    p.push(jal(0, 0)); // never reached
+
+    // Hart 0's interrupt handler: prints the hart_start result ('S' for success), then 'I'
+    // when scause is the supervisor software interrupt, then shuts down.
+    pad_to(&mut p, HANDLER as usize);
+    print_reg(&mut p, 8, i32::from(b'S'));
+    p.push(csrrs(5, 0x142, 0));
+    p.push(slli(5, 5, 1)); // drop the interrupt bit
+    print_reg(&mut p, 5, i32::from(b'I') - 2);
+    // Wait until hart 1 has stopped (hart_get_status(1) == STOPPED), then shut down.
+    p.push(addi(7, 0, 1));
+    let poll = p.len();
+    sbi(&mut p, 0x48_534D, 2, 1, 0);
+    p.push(beq(A1, 7, 8));
+    p.push(jal(0, -4 * (p.len() - poll) as i32));
+    sbi(&mut p, 0x5352_5354, 0, 0, 0);
+
+    let (r, out) = run_smp("smp-hsm", &p, 2);
+    let (exit, stats) = r.unwrap_or_else(|e| panic!("{e}; console {out:?}"));
+    assert_eq!(exit.exit_code(), 0, "{exit:?}; console {out:?}");
+    assert_eq!(out, "11USI");
+    assert_eq!(stats.exits.get("sbi IPI"), 1);
+    // get_status, start, stop, and at least one get_status seeing hart 1 stopped.
+    assert!(stats.exits.get("sbi HSM") >= 4, "{}", stats.exits.table());
+}
+
+#[test]
+fn smp_all_harts_idle_without_a_timer_is_an_error() {
+    // Hart 0 waits for an interrupt nobody sends; hart 1 stays stopped.
+    let p = vec![wfi(), jal(0, -4)];
+    let (r, _) = run_smp("smp-idle", &p, 2);
+    assert!(
+        matches!(r, Err(Error::WaitForever { hart: 0, .. })),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn vcpus_out_of_range_are_refused() {
+    for vcpus in [0, MAX_VCPUS + 1] {
+        let (r, _) = run_smp("smp-range", &[jal(0, 0)], vcpus);
+        assert!(
+            matches!(r, Err(Error::InvalidVcpus { vcpus: v, max: MAX_VCPUS }) if v == vcpus),
+            "{r:?}"
+        );
+    }
+}

@@ -1,11 +1,13 @@
 //! Hart state management extension (EID 0x48534D "HSM", SBI v2.0 chapter 9).
 //!
-//! `vmm run` has one hart, which is always started:
-//! - `hart_start` (FID 0): of that hart, `SBI_ERR_ALREADY_AVAILABLE`; of any other hart id,
-//!   `SBI_ERR_INVALID_PARAM`.
-//! - `hart_stop` (FID 1): the hart stops for good; since no other hart can start it again,
-//!   the VMM ends the run with an error ([`SbiOutcome::HartStopped`]).
-//! - `hart_get_status` (FID 2): `STARTED` (0) for the hart, `SBI_ERR_INVALID_PARAM` otherwise.
+//! The hart states live in the platform ([`SbiEnv::hart_start`], [`SbiEnv::hart_status`]):
+//! - `hart_start` (FID 0): of a stopped hart, `SBI_SUCCESS` (it starts at `start_addr` in
+//!   VS-mode with `a0` = hart id, `a1` = `opaque`, `vsatp` Bare); of a started one,
+//!   `SBI_ERR_ALREADY_AVAILABLE`; of a hart id that does not exist, `SBI_ERR_INVALID_PARAM`.
+//! - `hart_stop` (FID 1): [`SbiOutcome::HartStopped`]: the platform returns the calling hart
+//!   to STOPPED. With one hart nothing can start it again and `vmm run` ends with an error.
+//! - `hart_get_status` (FID 2): the hart's state (`STARTED` 0, `STOPPED` 1,
+//!   `START_PENDING` 2, ...), `SBI_ERR_INVALID_PARAM` for a hart id that does not exist.
 //! - `hart_suspend` (FID 3): the default retentive suspend (type 0) returns success at once,
 //!   like a `WFI` that wakes immediately (the ISA allows WFI to be a no-op; the guest's idle
 //!   loop then waits with `WFI`, which the VMM implements). Non-retentive suspend types
@@ -13,10 +15,14 @@
 //!   (`SBI_ERR_NOT_SUPPORTED`); reserved types are `SBI_ERR_INVALID_PARAM`.
 
 use super::{SbiCall, SbiEnv, SbiOutcome, SbiRet};
-use super::{SBI_ERR_ALREADY_AVAILABLE, SBI_ERR_INVALID_PARAM, SBI_ERR_NOT_SUPPORTED};
+use super::{SBI_ERR_INVALID_PARAM, SBI_ERR_NOT_SUPPORTED};
 
 /// `hart_get_status`: the hart is running.
 pub const STATE_STARTED: u64 = 0;
+/// `hart_get_status`: the hart is stopped.
+pub const STATE_STOPPED: u64 = 1;
+/// `hart_get_status`: a `hart_start` is in progress.
+pub const STATE_START_PENDING: u64 = 2;
 
 /// Handles an HSM call.
 pub fn handle(call: &SbiCall, env: &mut dyn SbiEnv) -> SbiOutcome {
@@ -25,7 +31,7 @@ pub fn handle(call: &SbiCall, env: &mut dyn SbiEnv) -> SbiOutcome {
         0 => {
             let hart = call.args[0];
             if exists(hart) {
-                SbiRet::err(SBI_ERR_ALREADY_AVAILABLE).into()
+                env.hart_start(hart, call.args[1], call.args[2]).into()
             } else {
                 SbiRet::err(SBI_ERR_INVALID_PARAM).into()
             }
@@ -33,7 +39,7 @@ pub fn handle(call: &SbiCall, env: &mut dyn SbiEnv) -> SbiOutcome {
         1 => SbiOutcome::HartStopped,
         2 => {
             if exists(call.args[0]) {
-                SbiRet::ok(STATE_STARTED).into()
+                SbiRet::ok(env.hart_status(call.args[0])).into()
             } else {
                 SbiRet::err(SBI_ERR_INVALID_PARAM).into()
             }

@@ -172,6 +172,20 @@ pub trait SbiEnv {
     fn current_hart(&self) -> u64 {
         0
     }
+    /// HSM `hart_start` of `hart` (an existing hart id): `SBI_SUCCESS` when it will start at
+    /// `start_addr` with `a0` = its id and `a1` = `opaque`, `SBI_ERR_ALREADY_AVAILABLE` when it
+    /// is not stopped. The default (one hart, always started) always reports the latter.
+    fn hart_start(&mut self, _hart: u64, _start_addr: u64, _opaque: u64) -> SbiRet {
+        SbiRet::err(SBI_ERR_ALREADY_AVAILABLE)
+    }
+    /// HSM `hart_get_status` of `hart` (an existing hart id). Default: started.
+    fn hart_status(&self, _hart: u64) -> u64 {
+        hsm::STATE_STARTED
+    }
+    /// RFENCE: make every hart in `harts` flush its address-translation and instruction
+    /// caches before this returns (or before it executes another instruction). The default
+    /// (one hart, the caller) has nothing to do: see [`rfence`].
+    fn remote_fence(&mut self, _harts: &[u64]) {}
     /// Program the guest timer of the calling hart and clear its pending timer interrupt.
     fn set_timer(&mut self, deadline: u64);
     /// Make a supervisor software interrupt pending on `hart`.

@@ -1,10 +1,11 @@
 //! RFENCE extension (EID 0x52464E43 "RFNC", SBI v2.0 chapter 8).
 //!
 //! `remote_fence_i` (FID 0), `remote_sfence_vma` (1) and `remote_sfence_vma_asid` (2) are
-//! provided. With a single hart the only possible target is the caller, and the hart model
-//! needs no fence for it: its decode cache re-checks instruction bits on every hit, and the
-//! guest's own `SFENCE.VMA` (which a kernel executes locally anyway) flushes its TLB. So a
-//! valid request succeeds with no further action. The hypervisor fences (FIDs 3-6) are not
+//! provided. Every selected hart flushes its whole TLB and decode cache (address ranges and
+//! ASIDs are not tracked) before the call returns, or before it executes another instruction
+//! ([`SbiEnv::remote_fence`]). The calling hart needs no fence: its decode cache re-checks
+//! instruction bits on every hit, and the guest's own `SFENCE.VMA` (which a kernel executes
+//! locally anyway) flushes its TLB. The hypervisor fences (FIDs 3-6) are not
 //! supported: the guest has no H extension.
 
 use super::{selected_harts, SbiCall, SbiEnv, SbiOutcome, SbiRet};
@@ -14,7 +15,10 @@ use super::{SBI_ERR_INVALID_PARAM, SBI_ERR_NOT_SUPPORTED};
 pub fn handle(call: &SbiCall, env: &mut dyn SbiEnv) -> SbiOutcome {
     match call.fid {
         0..=2 => match selected_harts(call.args[0], call.args[1], env.hart_count()) {
-            Some(_) => SbiRet::ok(0).into(),
+            Some(harts) => {
+                env.remote_fence(&harts);
+                SbiRet::ok(0).into()
+            }
             None => SbiRet::err(SBI_ERR_INVALID_PARAM).into(),
         },
         _ => SbiRet::err(SBI_ERR_NOT_SUPPORTED).into(),

@@ -1,0 +1,87 @@
+//! Multiprocessor support: a virtual clock shared by several harts and a per-hart mailbox
+//! through which other threads post interrupts and remote fences.
+//!
+//! Each hart keeps its own virtual clock (instruction slots). Harts that share a
+//! [`SharedClock`] publish `max(global, local)` at every chunk boundary (at most 4096
+//! instructions apart) and adopt the global value when it is ahead, so time never goes
+//! backward on a hart and the skew between harts is bounded by one chunk.
+//!
+//! A [`HartMailbox`] is merged by its hart at every chunk boundary and on entry to
+//! [`crate::Hart::run`]: posted `hvip` bits are ORed into `hvip`, and a flush request
+//! flushes the TLB and the decode cache and is then acknowledged.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// A virtual clock (in instruction slots) shared by the harts of one machine.
+#[derive(Debug, Default)]
+pub struct SharedClock {
+    slots: AtomicU64,
+}
+
+impl SharedClock {
+    /// A clock at 0.
+    pub fn new() -> SharedClock {
+        SharedClock::default()
+    }
+    /// The global time in instruction slots.
+    pub fn now(&self) -> u64 {
+        self.slots.load(Ordering::SeqCst)
+    }
+    /// Moves the global time forward to `slots` (never backward); returns the new global time.
+    pub fn advance_to(&self, slots: u64) -> u64 {
+        self.slots.fetch_max(slots, Ordering::SeqCst).max(slots)
+    }
+}
+
+/// Requests other threads post to a hart (see the module documentation).
+#[derive(Debug, Default)]
+pub struct HartMailbox {
+    /// `hvip` bits to OR in.
+    hvip: AtomicU64,
+    /// Flush requests issued (a ticket counter).
+    flush_requested: AtomicU64,
+    /// Flush requests completed.
+    flush_done: AtomicU64,
+    /// Whether the hart is inside `run`.
+    running: AtomicBool,
+}
+
+impl HartMailbox {
+    /// Makes the VS-level interrupts `bits` (`hvip` bits) pending at the hart's next check.
+    pub fn post_interrupts(&self, bits: u64) {
+        self.hvip.fetch_or(bits, Ordering::SeqCst);
+    }
+    /// Whether interrupts were posted and not yet taken in by the hart.
+    pub fn has_pending(&self) -> bool {
+        self.hvip.load(Ordering::SeqCst) != 0
+    }
+    /// Asks the hart to flush its TLB and decode cache before its next instruction chunk;
+    /// returns a ticket for [`HartMailbox::flush_complete`].
+    pub fn request_flush(&self) -> u64 {
+        self.flush_requested.fetch_add(1, Ordering::SeqCst) + 1
+    }
+    /// Whether the flush of `ticket` is done, or will be done before the hart executes
+    /// another instruction (it is not inside `run`).
+    pub fn flush_complete(&self, ticket: u64) -> bool {
+        self.flush_done.load(Ordering::SeqCst) >= ticket || !self.running.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn set_running(&self, on: bool) {
+        self.running.store(on, Ordering::SeqCst);
+    }
+    pub(crate) fn take_interrupts(&self) -> u64 {
+        if self.hvip.load(Ordering::Relaxed) == 0 {
+            0
+        } else {
+            self.hvip.swap(0, Ordering::SeqCst)
+        }
+    }
+    /// The flush ticket to acknowledge, if a flush is outstanding.
+    pub(crate) fn flush_wanted(&self) -> Option<u64> {
+        let req = self.flush_requested.load(Ordering::SeqCst);
+        (req > self.flush_done.load(Ordering::Relaxed)).then_some(req)
+    }
+    pub(crate) fn ack_flush(&self, ticket: u64) {
+        self.flush_done.fetch_max(ticket, Ordering::SeqCst);
+    }
+}

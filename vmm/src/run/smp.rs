@@ -1,0 +1,248 @@
+//! `vmm run --vcpus N`: the state the vCPU threads share (see `docs/hypervisor.md`,
+//! "Multiprocessor guests").
+//!
+//! - **Time.** The harts share a [`SharedClock`]; each publishes and adopts it at its chunk
+//!   boundaries. A hart that idles (WFI) does not move global time by itself: it waits until
+//!   an interrupt is posted to it, the global clock reaches its own timer deadline, or every
+//!   started hart is idle, in which case the last one to idle moves global time to the
+//!   earliest deadline among them.
+//! - **HSM.** Hart 0 starts at the kernel entry; the others start STOPPED and their threads
+//!   wait until `hart_start`. `hart_stop` returns the calling hart to STOPPED.
+//! - **IPIs and remote fences** go through the targets' [`HartMailbox`]es.
+//! - **The end.** SRST, an error or a quit on any hart ends the whole VM: the first end
+//!   recorded wins, every hart is stopped and every waiting thread woken.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+
+use vcpu::{Hart, HartMailbox, SharedClock, StopHandle};
+
+use super::RunExit;
+use crate::error::Error;
+use crate::sbi::hsm::{STATE_STARTED, STATE_START_PENDING, STATE_STOPPED};
+use crate::sbi::{SbiRet, SBI_ERR_ALREADY_AVAILABLE};
+
+/// How long an idle hart sleeps before it looks at the global clock again (a safety net:
+/// running harts wake idle harts whose deadline has passed).
+const IDLE_POLL: Duration = Duration::from_millis(2);
+
+/// One hart as the others see it.
+#[derive(Debug, Clone, Copy)]
+struct HartSlot {
+    /// HSM state.
+    status: u64,
+    /// `(start_addr, opaque)` of a pending `hart_start`.
+    start: (u64, u64),
+    /// While idle: the global clock value at which its timer fires (`u64::MAX`: none).
+    idle: Option<u64>,
+}
+
+/// What the threads share under the lock.
+struct State {
+    harts: Vec<HartSlot>,
+    end: Option<Result<RunExit, Error>>,
+}
+
+/// The shared part of a multiprocessor VM.
+pub(crate) struct Smp {
+    pub(crate) clock: Arc<SharedClock>,
+    mailboxes: Vec<Arc<HartMailbox>>,
+    stops: Vec<StopHandle>,
+    state: Mutex<State>,
+    cv: Condvar,
+    ended: AtomicBool,
+    /// The earliest idle deadline (global clock), for running harts to wake idle ones.
+    earliest_idle: AtomicU64,
+}
+
+impl Smp {
+    /// State for `harts` (hart `i` is `harts[i]`); hart 0 is started, the others stopped.
+    pub(crate) fn new(clock: Arc<SharedClock>, harts: &[&Hart]) -> Smp {
+        Smp {
+            clock,
+            mailboxes: harts.iter().map(|h| h.mailbox()).collect(),
+            stops: harts.iter().map(|h| h.stop_handle()).collect(),
+            state: Mutex::new(State {
+                harts: (0..harts.len())
+                    .map(|i| HartSlot {
+                        status: if i == 0 { STATE_STARTED } else { STATE_STOPPED },
+                        start: (0, 0),
+                        idle: None,
+                    })
+                    .collect(),
+                end: None,
+            }),
+            cv: Condvar::new(),
+            ended: AtomicBool::new(false),
+            earliest_idle: AtomicU64::new(u64::MAX),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Number of harts.
+    pub(crate) fn hart_count(&self) -> u64 {
+        self.mailboxes.len() as u64
+    }
+
+    /// Whether the VM has ended.
+    pub(crate) fn ended(&self) -> bool {
+        self.ended.load(Ordering::SeqCst)
+    }
+
+    /// Ends the VM with `result` (unless it has ended already): stops and wakes every hart.
+    pub(crate) fn finish(&self, result: Result<RunExit, Error>) {
+        let mut st = self.lock();
+        if st.end.is_none() {
+            st.end = Some(result);
+        }
+        self.ended.store(true, Ordering::SeqCst);
+        for s in &self.stops {
+            s.stop();
+        }
+        self.cv.notify_all();
+    }
+
+    /// How the VM ended (after every thread has returned).
+    pub(crate) fn take_end(&self) -> Result<RunExit, Error> {
+        self.lock()
+            .end
+            .take()
+            .unwrap_or(Err(Error::AllHartsStopped { hart: 0 }))
+    }
+
+    /// HSM `hart_start`.
+    pub(crate) fn hart_start(&self, hart: u64, start_addr: u64, opaque: u64) -> SbiRet {
+        let mut st = self.lock();
+        let slot = &mut st.harts[hart as usize];
+        if slot.status != STATE_STOPPED {
+            return SbiRet::err(SBI_ERR_ALREADY_AVAILABLE);
+        }
+        slot.status = STATE_START_PENDING;
+        slot.start = (start_addr, opaque);
+        self.cv.notify_all();
+        SbiRet::ok(0)
+    }
+
+    /// HSM `hart_get_status`.
+    pub(crate) fn hart_status(&self, hart: u64) -> u64 {
+        self.lock().harts[hart as usize].status
+    }
+
+    /// HSM `hart_stop` by `hart` itself: it becomes STOPPED. Ends the VM when no hart is left
+    /// running.
+    pub(crate) fn hart_stopped(&self, hart: u64) {
+        let mut st = self.lock();
+        let slot = &mut st.harts[hart as usize];
+        slot.status = STATE_STOPPED;
+        slot.idle = None;
+        let all_stopped = st.harts.iter().all(|h| h.status == STATE_STOPPED);
+        self.update_earliest(&st);
+        self.cv.notify_all();
+        drop(st);
+        if all_stopped {
+            self.finish(Err(Error::AllHartsStopped { hart }));
+        }
+    }
+
+    /// Blocks a STOPPED hart until a `hart_start` names it: returns `(start_addr, opaque)`,
+    /// or `None` when the VM ends first.
+    pub(crate) fn wait_for_start(&self, hart: u64) -> Option<(u64, u64)> {
+        let mut st = self.lock();
+        loop {
+            if self.ended() {
+                return None;
+            }
+            let slot = &mut st.harts[hart as usize];
+            if slot.status == STATE_START_PENDING {
+                slot.status = STATE_STARTED;
+                return Some(slot.start);
+            }
+            st = self.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Posts a supervisor software interrupt (VSSIP) to `hart` and wakes it if it idles.
+    pub(crate) fn send_ipi(&self, hart: u64, vssip: u64) {
+        self.mailboxes[hart as usize].post_interrupts(vssip);
+        let _st = self.lock();
+        self.cv.notify_all();
+    }
+
+    /// Remote fence: every hart of `harts` but `caller` flushes its TLB and decode cache
+    /// before this returns, or before it runs another instruction.
+    pub(crate) fn remote_fence(&self, caller: u64, harts: &[u64]) {
+        let tickets: Vec<(usize, u64)> = harts
+            .iter()
+            .filter(|&&h| h != caller)
+            .map(|&h| (h as usize, self.mailboxes[h as usize].request_flush()))
+            .collect();
+        for (h, ticket) in tickets {
+            while !self.mailboxes[h].flush_complete(ticket) && !self.ended() {
+                std::thread::yield_now();
+            }
+        }
+    }
+
+    /// Called by running harts between runs: wakes idle harts whose deadline has passed.
+    pub(crate) fn wake_due(&self) {
+        if self.earliest_idle.load(Ordering::SeqCst) <= self.clock.now() {
+            let _st = self.lock();
+            self.cv.notify_all();
+        }
+    }
+
+    fn update_earliest(&self, st: &State) {
+        let min = st.harts.iter().filter_map(|h| h.idle).min();
+        self.earliest_idle
+            .store(min.unwrap_or(u64::MAX), Ordering::SeqCst);
+    }
+
+    /// A started hart executed WFI with nothing pending: wait until something can wake it
+    /// (an interrupt posted to it, its timer deadline on the global clock, the end of the VM).
+    /// `Err(())` when every started hart idles and none has a timer.
+    /// `quit` is polled too: a user's quit request must not wait for the guest to wake.
+    pub(crate) fn idle(&self, id: u64, hart: &Hart, quit: &dyn Fn() -> bool) -> Result<(), ()> {
+        let i = id as usize;
+        let mut st = self.lock();
+        let result = loop {
+            if self.ended() || hart.wakeup_pending() || quit() {
+                break Ok(());
+            }
+            let deadline = hart.timer_deadline_slots().unwrap_or(u64::MAX);
+            if deadline <= self.clock.now() {
+                break Ok(());
+            }
+            st.harts[i].idle = Some(deadline);
+            self.update_earliest(&st);
+            let all_idle = st.harts.iter().all(|h| {
+                h.status == STATE_STOPPED || (h.status == STATE_STARTED && h.idle.is_some())
+            });
+            if all_idle {
+                let min = st.harts.iter().filter_map(|h| h.idle).min();
+                match min {
+                    Some(t) if t != u64::MAX => {
+                        self.cv.notify_all();
+                        if t > self.clock.now() {
+                            self.clock.advance_to(t);
+                            continue;
+                        }
+                        // Another hart's deadline has passed: it is waking up.
+                    }
+                    _ => break Err(()),
+                }
+            }
+            st = self
+                .cv
+                .wait_timeout(st, IDLE_POLL)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        };
+        st.harts[i].idle = None;
+        self.update_earliest(&st);
+        result
+    }
+}
