@@ -491,15 +491,12 @@ impl Hart {
         let end = start + n;
         while self.vclock < end {
             self.vclock += 1;
-            let insn = match self.fetch() {
-                Ok(insn) => insn,
-                Err(e) => {
-                    self.take_exception(e);
-                    if let Some(exit) = self.guest_exit.take() {
-                        return (self.vclock - start, Some(VcpuExit::GuestTrap(exit)));
-                    }
-                    continue;
+            // A fetch fault has already been taken (in the cold path) when this is None.
+            let Some(insn) = self.fetch() else {
+                if let Some(exit) = self.guest_exit.take() {
+                    return (self.vclock - start, Some(VcpuExit::GuestTrap(exit)));
                 }
+                continue;
             };
             if TRACE {
                 log::trace!(
@@ -587,8 +584,10 @@ impl Hart {
     }
 
     /// Fetch and decode the instruction at `pc`, through the iTLB and the decode cache.
+    /// On a fetch fault the trap is taken here and `None` returned: the hot path then moves
+    /// only a 16-byte `Option<Insn>`, not a `Result` as large as an [`Exception`].
     #[inline(always)]
-    fn fetch(&mut self) -> Result<Insn, Exception> {
+    fn fetch(&mut self) -> Option<Insn> {
         let pc = self.pc;
         let bits = match self.tlb.lookup_fetch(pc) {
             Some(off) if pc & 0xfff <= 0xffc => self.ram.fetch32(off),
@@ -599,17 +598,28 @@ impl Hart {
         let slot = unsafe { self.dcache.get_unchecked_mut(idx) };
         // Empty slots hold the decoding of 0xffff_ffff, so they need no validity flag.
         if slot.raw == bits {
-            return Ok(*slot);
+            return Some(*slot);
         }
         *slot = decode::decode(bits);
         slot.raw = bits;
-        Ok(*slot)
+        Some(*slot)
     }
 
     /// Fetch through a page walk, or across a page boundary, or from a page the TLB does not
     /// hold. Returns the instruction bits (the upper half is 0 for a compressed instruction).
+    /// A fault is taken here (`None`).
     #[cold]
-    fn fetch_slow(&mut self) -> Result<u32, Exception> {
+    fn fetch_slow(&mut self) -> Option<u32> {
+        match self.fetch_bits_slow() {
+            Ok(bits) => Some(bits),
+            Err(e) => {
+                self.take_exception(e);
+                None
+            }
+        }
+    }
+
+    fn fetch_bits_slow(&mut self) -> Result<u32, Exception> {
         let pc = self.pc;
         let lo = self.fetch_half(pc)?;
         if decode::insn_len(lo) == 2 {
