@@ -85,7 +85,7 @@ static void test_stateen(void)
 	section("mstateen writable bits");
 	csr_write(0x30c, ~0UL);
 	rt_check("  mstateen0", csr_read(0x30c),
-		 SE0 | ST_ENVCFG | ST_CSRIND | ST_AIA);
+		 SE0 | ST_ENVCFG | ST_CSRIND | ST_AIA | (1UL << 54) /* CTR */);
 	csr_write(0x30f, ~0UL);
 	rt_check("  mstateen3", csr_read(0x30f), SE0);
 	csr_write(0x10c, ~0UL);

@@ -36,6 +36,8 @@ pub struct HartConfig {
     pub decode_cache_entries: usize,
     /// A virtual clock shared with other harts (SMP); `None`: the hart's clock is its own.
     pub shared_clock: Option<std::sync::Arc<crate::smp::SharedClock>>,
+    /// Control Transfer Records (Smctr/Ssctr): what this hart implements, or `None`.
+    pub ctr: Option<crate::ctr::CtrConfig>,
 }
 
 impl Default for HartConfig {
@@ -45,6 +47,7 @@ impl Default for HartConfig {
             mmio: Vec::new(),
             decode_cache_entries: 1 << 14,
             shared_clock: None,
+            ctr: Some(crate::ctr::CtrConfig::full()),
         }
     }
 }

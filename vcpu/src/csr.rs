@@ -8,7 +8,7 @@
 //! The base table is here; each later extension keeps its CSRs (and its own table) in a file
 //! of its own under `csr/`: [`stateen`] (Smstateen/Ssstateen), [`indirect`]
 //! (Smcsrind/Sscsrind and the table of indirectly accessed registers), [`sstc`] (Sstc) and
-//! [`aia`] (Smaia/Ssaia without an IMSIC).
+//! [`aia`] (Smaia/Ssaia without an IMSIC), [`h`] (the H extension) and [`ctr`] (Smctr/Ssctr).
 
 use crate::hart::{Hart, PrivilegeMode};
 use crate::trap::irq;
@@ -391,6 +391,7 @@ macro_rules! csr {
 
 // Extension files use `csr!`, so they are declared after it.
 pub mod aia;
+pub mod ctr;
 pub mod h;
 pub mod indirect;
 pub mod sstc;
@@ -677,6 +678,7 @@ static TABLES: &[&[CsrDesc]] = &[
     sstc::TABLE,
     aia::TABLE,
     h::TABLE,
+    ctr::TABLE,
 ];
 
 /// Find a CSR by number.
@@ -765,6 +767,7 @@ impl Hart {
             0x150..=0x157 | 0x250..=0x257 => hs_allowed(self, 0, STATEEN0_CSRIND),
             0xdb0 | 0xeb0 | 0x608 | 0x609 | 0x646 | 0x647 => hs_allowed(self, 0, STATEEN0_AIA),
             0x14d | 0x24d => self.sstc_allowed_below_m(),
+            0x14e | 0x14f | 0x15f | 0x24e => ctr::hs_could_access(self),
             _ => true,
         }
     }

@@ -120,6 +120,11 @@ pub struct Hart {
     shared_clock: Option<Arc<SharedClock>>,
     /// Interrupts and fences posted by other threads.
     mailbox: Arc<HartMailbox>,
+    /// Control Transfer Records: state and configuration.
+    pub(crate) ctr: crate::ctr::Ctr,
+    /// CTR: bit t set when a jump or branch of transfer type t is recorded in the current
+    /// mode (0 while CTR is inactive); see `ctr::Hart::ctr_refresh`.
+    pub(crate) ctr_mask: u16,
 }
 
 impl Hart {
@@ -131,6 +136,9 @@ impl Hart {
             return Err(HartError::Config(format!(
                 "decode cache size {n} must be a power of two in 16..=4194304"
             )));
+        }
+        if let Some(c) = &config.ctr {
+            c.validate().map_err(HartError::Config)?;
         }
         Ok(Hart {
             x: [0; 64],
@@ -165,6 +173,8 @@ impl Hart {
             hart_id: config.hart_id,
             shared_clock: config.shared_clock,
             mailbox: Arc::new(HartMailbox::default()),
+            ctr: crate::ctr::Ctr::new(config.ctr),
+            ctr_mask: 0,
         })
     }
 

@@ -2,7 +2,8 @@
 //!
 //! The hart implements RV64IMAFDC with Zicsr, Zifencei and Zicntr, privilege modes M, S and
 //! U, Sv39/Sv48/Sv57 translation and a zero-entry PMP, plus Smstateen/Ssstateen,
-//! Smcsrind/Sscsrind, Sstc and Smaia/Ssaia (without an IMSIC) at M and S level. Guest RAM is a rust-vmm
+//! Smcsrind/Sscsrind, Sstc and Smaia/Ssaia (without an IMSIC) at M and S level, the H
+//! extension, and Smctr/Ssctr (configurable per hart, see [`ctr::CtrConfig`]). Guest RAM is a rust-vmm
 //! [`vm_memory::GuestMemoryMmap`] shared with the VMM.
 //!
 //! The caller drives the hart through a backend-neutral interface modelled on KVM's: it calls
@@ -16,11 +17,13 @@
 //! - [`csr`]: the CSR table (number, privilege, read and write behaviour).
 //! - `mmu`: Sv39/Sv48/Sv57 page walks and the software TLB.
 //! - [`trap`]: exception and interrupt causes and trap entry/return.
+//! - [`ctr`]: Control Transfer Records (Smctr/Ssctr): the buffer and the recording rules.
 //! - [`fpu`]: IEEE-754 arithmetic for F and D (Berkeley SoftFloat, RISC-V specialization).
 //! - `memory`: guest RAM and the physical memory map seen by the hart.
 
 pub mod config;
 pub mod csr;
+pub mod ctr;
 pub mod decode;
 mod execute;
 mod exit;

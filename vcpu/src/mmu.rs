@@ -261,6 +261,8 @@ impl Hart {
             | (bit(data.virt) << 60)
             | (bit(vs & MSTATUS_SUM != 0) << 61)
             | (bit(vs & MSTATUS_MXR != 0) << 62);
+        // Every mode change passes here: CTR's per-mode recording mask follows.
+        self.ctr_refresh();
     }
 
     /// Classify `[pa, pa+len)` (within one page).

@@ -42,6 +42,8 @@ pub mod irq {
     pub const VSEI: u64 = 10;
     pub const MEI: u64 = 11;
     pub const SGEI: u64 = 12;
+    /// Local counter overflow interrupt (Sscofpmf).
+    pub const LCOFI: u64 = 13;
 }
 
 /// The interrupt bit of `xcause`.
@@ -248,6 +250,14 @@ impl Hart {
     ) {
         use crate::csr::*;
         use crate::hypervisor::*;
+        if self.ctr.watching() {
+            let tvec = match target {
+                TrapTarget::M => self.csr.mtvec,
+                TrapTarget::Hs => self.csr.stvec,
+                TrapTarget::Vs => self.csr.h.vstvec,
+            };
+            self.ctr_trap(code, interrupt, target, tvec_target(tvec, code, interrupt));
+        }
         if self.hosted && target != TrapTarget::Vs {
             // Hosted mode: HS and M are the VMM. Report the trap and change nothing.
             self.guest_exit = Some(crate::exit::GuestTrap {
@@ -335,9 +345,13 @@ impl Hart {
         }
         n &= !MSTATUS_MPV;
         self.csr.mstatus = n;
+        let (from_prv, from_virt, from_pc) = (self.prv, self.virt, self.pc);
         self.virt = mpp != PrivilegeMode::Machine && s & MSTATUS_MPV != 0;
         self.prv = mpp;
         self.pc = self.csr.mepc;
+        if self.ctr.watching() {
+            self.ctr_trap_return(from_prv, from_virt, from_pc);
+        }
         self.update_translation_context();
     }
 
@@ -356,6 +370,7 @@ impl Hart {
         };
         let pop =
             |s: u64| (set_bit(s, MSTATUS_SIE, s & MSTATUS_SPIE != 0) | MSTATUS_SPIE) & !MSTATUS_SPP;
+        let (from_prv, from_virt, from_pc) = (self.prv, self.virt, self.pc);
         if self.virt {
             let vs = self.csr.h.vsstatus;
             self.csr.h.vsstatus = pop(vs);
@@ -368,6 +383,9 @@ impl Hart {
             self.csr.h.hstatus &= !HSTATUS_SPV;
             self.prv = spp_of(s);
             self.pc = self.csr.sepc;
+        }
+        if self.ctr.watching() {
+            self.ctr_trap_return(from_prv, from_virt, from_pc);
         }
         self.update_translation_context();
     }

@@ -234,6 +234,8 @@ pub(crate) fn vs_counterpart(num: u16) -> Option<u16> {
         | 0x152 | 0x153 | 0x155 | 0x156 | 0x157 | 0x180 => Some(num + 0x100),
         // stopi
         0xdb0 => Some(0xeb0),
+        // sctrctl (Smctr 2.3)
+        0x14e => Some(0x24e),
         _ => None,
     }
 }

@@ -11,11 +11,12 @@
 //! - `siselect` and `sireg*` from S-mode need `mstateen0.CSRIND` (Smstateen).
 //!
 //! Registered today: the AIA major-interrupt priority arrays `iprio0-15` (select values
-//! 0x30-0x3F through `mireg`/`sireg` only; odd numbers do not exist on RV64). Later entries:
-//! CTR (0x200-0x2FF), counter delegation (0x40-0x5F).
+//! 0x30-0x3F through `mireg`/`sireg` only; odd numbers do not exist on RV64) and the CTR
+//! entry registers (0x200-0x2FF through `sireg*` and `vsireg*`, see `csr::ctr`). Later:
+//! counter delegation (0x40-0x5F).
 //!
 //! The H extension's third window, `vsiselect`/`vsireg*` (0x250-0x257), which `siselect`/
-//! `sireg*` become with V = 1, has no registers yet. Its rules (Sscsrind "Virtual
+//! `sireg*` become with V = 1, holds only the CTR entries. Its rules (Sscsrind "Virtual
 //! Supervisor-level CSRs", AIA "Hypervisor and VS CSRs"):
 //! - `vsiselect` holds 0-0xFFF, like `siselect`.
 //! - Select values 0x30-0x3F and 0x70-0xFF are *inaccessible* at VS level (no VS-level `iprio`
@@ -67,6 +68,23 @@ pub struct IregDesc {
     pub write: Option<fn(&mut Hart, u64, u64)>,
 }
 
+/// A CTR entry register (Smctr chapter 3): logical entries 0-255 at select 0x200-0x2FF,
+/// the same state through `sireg*` and `vsireg*`.
+macro_rules! ctr_entry {
+    ($w:expr, $i:expr, $name:expr, $read:ident, $write:ident) => {
+        IregDesc {
+            window: $w,
+            first: 0x200,
+            last: 0x2ff,
+            ireg: $i,
+            name: $name,
+            check: super::ctr::entry_check,
+            read: super::ctr::$read,
+            write: Some(super::ctr::$write),
+        }
+    };
+}
+
 /// Every indirectly accessed register.
 pub static IREGS: &[IregDesc] = &[
     IregDesc {
@@ -89,6 +107,84 @@ pub static IREGS: &[IregDesc] = &[
         read: super::aia::iprio_read,
         write: Some(super::aia::iprio_write),
     },
+    ctr_entry!(
+        Window::Supervisor,
+        1,
+        "ctrsource",
+        source_read,
+        source_write
+    ),
+    ctr_entry!(
+        Window::Supervisor,
+        2,
+        "ctrtarget",
+        target_read,
+        target_write
+    ),
+    ctr_entry!(Window::Supervisor, 3, "ctrdata", data_read, data_write),
+    ctr_entry!(
+        Window::Supervisor,
+        4,
+        "ctr sireg4 (read-only 0)",
+        zero_read,
+        ignore_write
+    ),
+    ctr_entry!(
+        Window::Supervisor,
+        5,
+        "ctr sireg5 (read-only 0)",
+        zero_read,
+        ignore_write
+    ),
+    ctr_entry!(
+        Window::Supervisor,
+        6,
+        "ctr sireg6 (read-only 0)",
+        zero_read,
+        ignore_write
+    ),
+    ctr_entry!(
+        Window::VirtualSupervisor,
+        1,
+        "ctrsource",
+        source_read,
+        source_write
+    ),
+    ctr_entry!(
+        Window::VirtualSupervisor,
+        2,
+        "ctrtarget",
+        target_read,
+        target_write
+    ),
+    ctr_entry!(
+        Window::VirtualSupervisor,
+        3,
+        "ctrdata",
+        data_read,
+        data_write
+    ),
+    ctr_entry!(
+        Window::VirtualSupervisor,
+        4,
+        "ctr sireg4 (read-only 0)",
+        zero_read,
+        ignore_write
+    ),
+    ctr_entry!(
+        Window::VirtualSupervisor,
+        5,
+        "ctr sireg5 (read-only 0)",
+        zero_read,
+        ignore_write
+    ),
+    ctr_entry!(
+        Window::VirtualSupervisor,
+        6,
+        "ctr sireg6 (read-only 0)",
+        zero_read,
+        ignore_write
+    ),
 ];
 
 /// The register behind alias CSR `ireg` of `window` at `select`, if any.

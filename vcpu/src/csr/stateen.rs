@@ -7,8 +7,9 @@
 //! state (bits 31:0; the upper half is reserved).
 //!
 //! Implemented `mstateen0` bits: SE0, ENVCFG (`senvcfg`), CSRIND (`siselect`/`sireg*`), AIA
-//! (`stopi` and the S-level `iprio` array). Read-only zero: IMSIC (no IMSIC), CONTEXT (no
-//! Sdtrig), P1P13 (RV32 + H only), P1P14 (no Ssqosid), CTR (arrives with Smctr), JVT (no Zcmt),
+//! (`stopi` and the S-level `iprio` array), CTR (Smctr chapter 5; read-only zero on a hart
+//! configured without Smctr). Read-only zero: IMSIC (no IMSIC), CONTEXT (no
+//! Sdtrig), P1P13 (RV32 + H only), P1P14 (no Ssqosid), JVT (no Zcmt),
 //! FCSR (F is implemented, so the spec requires 0), C (no custom state). `mstateen1-3`: only
 //! SE0. Since every `mstateen` bit with a U-level meaning (C, FCSR, JVT) is read-only zero,
 //! every `sstateen` register currently reads zero; [`SSTATEEN_IMPLEMENTED`] lists the bits that
@@ -46,7 +47,7 @@ pub const STATEEN0_CONTEXT: u64 = 1 << 57;
 pub const STATEEN0_P1P13: u64 = 1 << 56;
 /// `mstateen0.P1P14`: read-only zero (no Ssqosid `srmcfg`).
 pub const STATEEN0_P1P14: u64 = 1 << 55;
-/// `mstateen0.CTR` (and `hstateen0.CTR`): read-only zero until Smctr/Ssctr is implemented.
+/// `mstateen0.CTR` (and `hstateen0.CTR`): CTR state below M (Smctr chapter 5).
 pub const STATEEN0_CTR: u64 = 1 << 54;
 /// `mstateen0.JVT`: read-only zero (no Zcmt).
 pub const STATEEN0_JVT: u64 = 1 << 2;
@@ -57,7 +58,7 @@ pub const STATEEN0_C: u64 = 1 << 0;
 
 /// Writable bits of `mstateen0-3`.
 pub const MSTATEEN_WRITABLE: [u64; 4] = [
-    STATEEN_SE0 | STATEEN0_ENVCFG | STATEEN0_CSRIND | STATEEN0_AIA,
+    STATEEN_SE0 | STATEEN0_ENVCFG | STATEEN0_CSRIND | STATEEN0_AIA | STATEEN0_CTR,
     STATEEN_SE0,
     STATEEN_SE0,
     STATEEN_SE0,
@@ -67,11 +68,11 @@ pub const MSTATEEN_WRITABLE: [u64; 4] = [
 /// 31:0 can ever be used; none is implemented yet (C, FCSR and JVT are read-only zero).
 pub const SSTATEEN_IMPLEMENTED: [u64; 4] = [0; 4];
 
-/// Bits of `hstateen0-3` that exist (then writable when the `mstateen` bit is one). CTR
-/// ([`STATEEN0_CTR`]) joins when Smctr/Ssctr is implemented; IMSIC, CONTEXT, JVT, FCSR and C
-/// are read-only zero as in `mstateen0` (P1P13 and P1P14 do not exist in `hstateen0`).
+/// Bits of `hstateen0-3` that exist (then writable when the `mstateen` bit is one). IMSIC,
+/// CONTEXT, JVT, FCSR and C are read-only zero as in `mstateen0` (P1P13 and P1P14 do not
+/// exist in `hstateen0`); CTR exists when the hart has Smctr.
 pub const HSTATEEN_IMPLEMENTED: [u64; 4] = [
-    STATEEN_SE0 | STATEEN0_ENVCFG | STATEEN0_CSRIND | STATEEN0_AIA,
+    STATEEN_SE0 | STATEEN0_ENVCFG | STATEEN0_CSRIND | STATEEN0_AIA | STATEEN0_CTR,
     STATEEN_SE0,
     STATEEN_SE0,
     STATEEN_SE0,
@@ -144,6 +145,15 @@ impl Hart {
         self.csr.hstateen[n] & self.csr.mstateen[n] & HSTATEEN_IMPLEMENTED[n]
     }
 
+    /// Writable `mstateen{n}` bits on this hart: CTR only with Smctr.
+    fn mstateen_writable(&self, n: usize) -> u64 {
+        if self.ctr.implemented() {
+            MSTATEEN_WRITABLE[n]
+        } else {
+            MSTATEEN_WRITABLE[n] & !STATEEN0_CTR
+        }
+    }
+
     fn write_hstateen(&mut self, n: usize, v: u64) {
         let m = self.csr.mstateen[n] & HSTATEEN_IMPLEMENTED[n];
         self.csr.hstateen[n] = (self.csr.hstateen[n] & !m) | (v & m);
@@ -165,7 +175,7 @@ macro_rules! stateen_set {
                 $mname,
                 super::ok,
                 |h| h.csr.mstateen[$n],
-                Some(|h, v| h.csr.mstateen[$n] = v & MSTATEEN_WRITABLE[$n])
+                Some(|h, v| h.csr.mstateen[$n] = v & h.mstateen_writable($n))
             ),
             csr!(
                 $hnum,

@@ -44,6 +44,8 @@ ops! {
     FenceI,
     // Privileged
     Mret, Sret, Wfi, SfenceVma,
+    // Smctr/Ssctr
+    Sctrclr,
     // H: virtual-machine loads and stores, hypervisor fences
     HlvB, HlvBu, HlvH, HlvHu, HlvxHu, HlvW, HlvWu, HlvxWu, HlvD, HsvB, HsvH, HsvW, HsvD,
     HfenceVvma, HfenceGvma,
@@ -87,7 +89,8 @@ pub struct Insn {
     pub rm: u8,
     /// Length in bytes: 2 or 4.
     pub len: u8,
-    /// FP precision ([`FMT_S`]/[`FMT_D`]) or AMO width (2 or 3, log2 bytes).
+    /// FP precision ([`FMT_S`]/[`FMT_D`]), AMO width (2 or 3, log2 bytes), or for JAL and
+    /// JALR the CTR transfer type (Smctr table 10, see [`crate::ctr::jump_type`]).
     pub fmt: u8,
     /// Sign-extended immediate, shift amount, or CSR number.
     pub imm: i32,
@@ -162,6 +165,7 @@ pub(crate) fn writes_xrd(op: Op) -> bool {
             | Sret
             | Wfi
             | SfenceVma
+            | Sctrclr
             | HsvB
             | HsvH
             | HsvW
@@ -193,6 +197,9 @@ pub(crate) fn writes_xrd(op: Op) -> bool {
 }
 
 pub(crate) fn finish(mut i: Insn) -> Insn {
+    if matches!(i.op, Op::Jal | Op::Jalr) {
+        i.fmt = crate::ctr::jump_type(i.op == Op::Jalr, i.rd, i.rs1);
+    }
     if i.rd == 0 && writes_xrd(i.op) {
         i.rd = X0_SINK;
     }

@@ -292,6 +292,7 @@ fn decode_system(b: u32) -> Insn {
             0x3020_0073 => Op::Mret,
             0x1020_0073 => Op::Sret,
             0x1050_0073 => Op::Wfi,
+            0x1040_0073 => Op::Sctrclr,
             _ if f3 == 0 && rd(b) == 0 && matches!(f7_of(b), 0x09 | 0x11 | 0x31) => {
                 let op = match f7_of(b) {
                     0x09 => Op::SfenceVma,

@@ -33,6 +33,24 @@ impl Hart {
         self.pc = self.pc.wrapping_add(i.len as u64);
     }
 
+    /// A conditional branch: taken or not, with its CTR record (types 5 and 4) when the
+    /// current mode records that type.
+    #[inline(always)]
+    fn branch(&mut self, i: &Insn, taken: bool) -> Result<(), Ctl> {
+        use crate::ctr::ty;
+        let from = self.pc;
+        let (t, to) = if taken {
+            (ty::TAKEN_BRANCH, from.wrapping_add(i.imm as i64 as u64))
+        } else {
+            (ty::NOT_TAKEN_BRANCH, from.wrapping_add(i.len as u64))
+        };
+        self.pc = to;
+        if (self.ctr_mask >> t) & 1 != 0 {
+            self.ctr_transfer(from, to, t);
+        }
+        Ok(())
+    }
+
     /// Execute one decoded instruction at `self.pc`.
     #[inline(always)]
     pub(crate) fn execute(&mut self, i: Insn) -> Result<(), Ctl> {
@@ -42,58 +60,49 @@ impl Hart {
             Lui => self.set_rd(&i, i.imm as i64 as u64),
             Auipc => self.set_rd(&i, self.pc.wrapping_add(i.imm as i64 as u64)),
             Jal => {
-                let link = self.pc.wrapping_add(i.len as u64);
-                self.pc = self.pc.wrapping_add(i.imm as i64 as u64);
+                let from = self.pc;
+                let link = from.wrapping_add(i.len as u64);
+                self.pc = from.wrapping_add(i.imm as i64 as u64);
                 self.set_rd(&i, link);
+                // CTR: `fmt` holds the transfer type (table 10).
+                if (self.ctr_mask >> i.fmt) & 1 != 0 {
+                    self.ctr_transfer(from, self.pc, i.fmt);
+                }
                 return Ok(());
             }
             Jalr => {
-                let link = self.pc.wrapping_add(i.len as u64);
+                let from = self.pc;
+                let link = from.wrapping_add(i.len as u64);
                 self.pc = self.rs1(&i).wrapping_add(i.imm as i64 as u64) & !1;
                 self.set_rd(&i, link);
+                if (self.ctr_mask >> i.fmt) & 1 != 0 {
+                    self.ctr_transfer(from, self.pc, i.fmt);
+                }
                 return Ok(());
             }
             Beq => {
                 let (a, b) = (self.rs1(&i), self.rs2(&i));
-                if a == b {
-                    self.pc = self.pc.wrapping_add(i.imm as i64 as u64);
-                    return Ok(());
-                }
+                return self.branch(&i, a == b);
             }
             Bne => {
                 let (a, b) = (self.rs1(&i), self.rs2(&i));
-                if a != b {
-                    self.pc = self.pc.wrapping_add(i.imm as i64 as u64);
-                    return Ok(());
-                }
+                return self.branch(&i, a != b);
             }
             Blt => {
                 let (a, b) = (self.rs1(&i), self.rs2(&i));
-                if (a as i64) < (b as i64) {
-                    self.pc = self.pc.wrapping_add(i.imm as i64 as u64);
-                    return Ok(());
-                }
+                return self.branch(&i, (a as i64) < (b as i64));
             }
             Bge => {
                 let (a, b) = (self.rs1(&i), self.rs2(&i));
-                if (a as i64) >= (b as i64) {
-                    self.pc = self.pc.wrapping_add(i.imm as i64 as u64);
-                    return Ok(());
-                }
+                return self.branch(&i, (a as i64) >= (b as i64));
             }
             Bltu => {
                 let (a, b) = (self.rs1(&i), self.rs2(&i));
-                if a < b {
-                    self.pc = self.pc.wrapping_add(i.imm as i64 as u64);
-                    return Ok(());
-                }
+                return self.branch(&i, a < b);
             }
             Bgeu => {
                 let (a, b) = (self.rs1(&i), self.rs2(&i));
-                if a >= b {
-                    self.pc = self.pc.wrapping_add(i.imm as i64 as u64);
-                    return Ok(());
-                }
+                return self.branch(&i, a >= b);
             }
             Lb => {
                 let addr = self.rs1(&i).wrapping_add(i.imm as i64 as u64);
@@ -190,9 +199,9 @@ impl Hart {
             | FcvtIF | FcvtFI | FmvXF | FmvFX => {
                 self.exec_float(&i)?;
             }
-            FenceI | Ecall | Ebreak | Mret | Sret | Wfi | SfenceVma | Csrrw | Csrrs | Csrrc
-            | Csrrwi | Csrrsi | Csrrci | HlvB | HlvBu | HlvH | HlvHu | HlvxHu | HlvW | HlvWu
-            | HlvxWu | HlvD | HsvB | HsvH | HsvW | HsvD | HfenceVvma | HfenceGvma => {
+            FenceI | Ecall | Ebreak | Mret | Sret | Wfi | SfenceVma | Sctrclr | Csrrw | Csrrs
+            | Csrrc | Csrrwi | Csrrsi | Csrrci | HlvB | HlvBu | HlvH | HlvHu | HlvxHu | HlvW
+            | HlvWu | HlvxWu | HlvD | HsvB | HsvH | HsvW | HsvD | HfenceVvma | HfenceGvma => {
                 return self.exec_system(&i)
             }
         }

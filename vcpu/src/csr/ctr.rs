@@ -1,0 +1,178 @@
+//! Smctr/Ssctr CSRs (chapter 2), the entry registers behind `sireg*`/`vsireg*` at select
+//! values 0x200-0x2FF (chapter 3), and the state-enable rules (chapter 5).
+//!
+//! Access rules:
+//! - Below M-mode, `mstateen0.CTR` = 0 makes `sctrctl`, `vsctrctl`, `sctrdepth`, `sctrstatus`
+//!   and the entry registers illegal; with V = 1, `hstateen0.CTR` = 0 makes them
+//!   virtual-instruction (except `sctrdepth`, which is virtual-instruction from VS/VU
+//!   whatever `hstateen0.CTR` says).
+//! - With V = 1, `sctrctl` is `vsctrctl`; `sctrstatus` and the entries have no VS copy.
+//! - A hart without Smctr has none of these CSRs (illegal-instruction).
+//! - Entry registers of logical entries at or beyond the depth read 0 and ignore writes;
+//!   `sireg4`-`sireg6` read 0 and ignore writes (read-only zero).
+
+use super::stateen::{gate, STATEEN0_CTR};
+use super::{CsrDesc, CsrFault};
+use crate::ctr::{CTRCTL_M_ONLY, SCTRSTATUS_FROZEN};
+use crate::hart::{Hart, PrivilegeMode};
+
+/// `sctrctl`, `sctrstatus` and the entry registers: Smctr present and the stateen gates.
+fn ctr_check(h: &Hart, _: bool) -> Result<(), CsrFault> {
+    if !h.ctr.implemented() {
+        return Err(CsrFault::Illegal);
+    }
+    gate(h, 0, STATEEN0_CTR)
+}
+
+/// `mctrctl`: M-mode only (the number's privilege), Smctr present.
+fn mctrctl_check(h: &Hart, _: bool) -> Result<(), CsrFault> {
+    if h.ctr.implemented() {
+        Ok(())
+    } else {
+        Err(CsrFault::Illegal)
+    }
+}
+
+/// `sctrdepth`: virtual-instruction from VS/VU unless `mstateen0.CTR` = 0 (section 2.4 and
+/// chapter 5).
+fn sctrdepth_check(h: &Hart, _: bool) -> Result<(), CsrFault> {
+    if !h.ctr.implemented() {
+        return Err(CsrFault::Illegal);
+    }
+    if h.prv != PrivilegeMode::Machine && h.csr.mstateen[0] & STATEEN0_CTR == 0 {
+        return Err(CsrFault::Illegal);
+    }
+    if h.virt {
+        return Err(CsrFault::Virtual);
+    }
+    Ok(())
+}
+
+/// Whether HS-mode could access CTR state (for the virtual/illegal decision of VS/VU).
+pub(crate) fn hs_could_access(h: &Hart) -> bool {
+    h.ctr.implemented() && h.csr.mstateen[0] & STATEEN0_CTR != 0
+}
+
+impl Hart {
+    fn mctrctl_mask(&self) -> u64 {
+        self.ctr.config.as_ref().map_or(0, |c| c.mctrctl_mask())
+    }
+
+    /// Writes to any xctrctl reset the cycle counter (section 6.3).
+    fn write_ctrctl(&mut self, virtual_supervisor: bool, keep: u64, v: u64) {
+        let mask = self.mctrctl_mask() & !keep;
+        let now = self.vclock;
+        let r = if virtual_supervisor {
+            &mut self.ctr.vsctrctl
+        } else {
+            &mut self.ctr.mctrctl
+        };
+        *r = (*r & !mask) | (v & mask);
+        self.ctr.reset_cycle_counter(now);
+        self.ctr_refresh();
+    }
+
+    fn write_sctrstatus(&mut self, v: u64) {
+        self.ctr.wrptr = v & (self.ctr.depth_entries() - 1);
+        self.ctr.frozen = v & SCTRSTATUS_FROZEN != 0;
+        self.ctr_refresh();
+    }
+
+    fn write_sctrdepth(&mut self, v: u64) {
+        let d = (v & 7) as u8;
+        let supported = self
+            .ctr
+            .config
+            .as_ref()
+            .is_some_and(|c| d < 5 && c.depths & (1 << d) != 0);
+        if supported {
+            self.ctr.depth = d;
+            // Section 2.5: WRPTR stays legal.
+            self.ctr.wrptr &= self.ctr.depth_entries() - 1;
+        }
+    }
+}
+
+/// The CTR CSRs, sorted by number.
+pub(super) static TABLE: &[CsrDesc] = &[
+    csr!(
+        0x14e,
+        "sctrctl",
+        ctr_check,
+        |h| h.ctr.mctrctl & !CTRCTL_M_ONLY,
+        Some(|h, v| h.write_ctrctl(false, CTRCTL_M_ONLY, v))
+    ),
+    csr!(
+        0x14f,
+        "sctrstatus",
+        ctr_check,
+        |h| h.ctr.sctrstatus(),
+        Some(|h, v| h.write_sctrstatus(v))
+    ),
+    csr!(
+        0x15f,
+        "sctrdepth",
+        sctrdepth_check,
+        |h| h.ctr.depth as u64,
+        Some(|h, v| h.write_sctrdepth(v))
+    ),
+    csr!(
+        0x24e,
+        "vsctrctl",
+        ctr_check,
+        |h| h.ctr.vsctrctl,
+        Some(|h, v| h.write_ctrctl(true, CTRCTL_M_ONLY, v))
+    ),
+    csr!(
+        0x34e,
+        "mctrctl",
+        mctrctl_check,
+        |h| h.ctr.mctrctl,
+        Some(|h, v| h.write_ctrctl(false, 0, v))
+    ),
+];
+
+/// Entry registers: access check (the select value is in 0x200-0x2FF).
+pub(super) fn entry_check(h: &Hart, _sel: u64, write: bool) -> Result<(), CsrFault> {
+    ctr_check(h, write)
+}
+
+fn logical(h: &Hart, sel: u64) -> Option<usize> {
+    let x = sel - 0x200;
+    (x < h.ctr.depth_entries()).then(|| h.ctr.physical(x))
+}
+
+/// `ctrsource` (through `sireg`/`vsireg`).
+pub(super) fn source_read(h: &Hart, sel: u64) -> u64 {
+    logical(h, sel).map_or(0, |p| h.ctr.entries[p].source)
+}
+/// `ctrtarget` (through `sireg2`/`vsireg2`).
+pub(super) fn target_read(h: &Hart, sel: u64) -> u64 {
+    logical(h, sel).map_or(0, |p| h.ctr.entries[p].target)
+}
+/// `ctrdata` (through `sireg3`/`vsireg3`).
+pub(super) fn data_read(h: &Hart, sel: u64) -> u64 {
+    logical(h, sel).map_or(0, |p| h.ctr.entries[p].data)
+}
+pub(super) fn source_write(h: &mut Hart, sel: u64, v: u64) {
+    if let Some(p) = logical(h, sel) {
+        h.ctr.entries[p].source = v;
+    }
+}
+/// MISP (bit 0) is read-only 0.
+pub(super) fn target_write(h: &mut Hart, sel: u64, v: u64) {
+    if let Some(p) = logical(h, sel) {
+        h.ctr.entries[p].target = v & !1;
+    }
+}
+pub(super) fn data_write(h: &mut Hart, sel: u64, v: u64) {
+    let mask = h.ctr.config.as_ref().map_or(0, |c| c.ctrdata_mask());
+    if let Some(p) = logical(h, sel) {
+        h.ctr.entries[p].data = v & mask;
+    }
+}
+/// `sireg4`-`sireg6` at the CTR select values: read-only 0.
+pub(super) fn zero_read(_: &Hart, _: u64) -> u64 {
+    0
+}
+pub(super) fn ignore_write(_: &mut Hart, _: u64, _: u64) {}

@@ -1,0 +1,631 @@
+//! Control Transfer Records (Smctr/Ssctr v1.0): the CTR buffer, its configuration per hart,
+//! and the recording rules of the spec's chapter 6. The CSRs and entry registers (chapters 2,
+//! 3 and 5) are in `csr::ctr`; SCTRCLR (chapter 4) is [`Hart::sctrclr`].
+//!
+//! Recording is split in two:
+//! - Jumps and branches (types 4, 5, 8-15) never change the privilege mode. Whether one is
+//!   recorded depends only on the current mode's enable, FROZEN, RASEMU and the filter bits,
+//!   which change only on CSR writes and mode changes; [`Hart::ctr_refresh`] folds them into
+//!   one bit mask per transfer type (`Hart::ctr_mask`), so the interpreter's check is one
+//!   load, shift and predictable branch, and 0 when CTR is off.
+//! - Traps and trap returns (types 1-3) go through [`Hart::ctr_trap`] and
+//!   [`Hart::ctr_trap_return`], which apply tables 7 and 8 and section 6.1.1.
+//!
+//! Choices the spec leaves to the implementation:
+//! - The CTR cycle counter counts the hart's clock (the `mcycle` rate, not affected by
+//!   `mcountinhibit`) while CTR is active.
+//! - With RASEMU = 1 every record has CCV = 0 (section 6.4 allows this); the counter still
+//!   restarts at each record.
+//! - `ctrtarget.MISP` is read-only 0: the hart models no branch predictor here.
+//! - `ctrsource`/`ctrtarget` keep all 64 bits written (every value is a valid or convertible
+//!   address, which WARL allows).
+//! - A write of an unsupported `sctrdepth.DEPTH` keeps the old depth; on a depth change
+//!   WRPTR keeps its low bits (a legal value), and entries keep their contents.
+
+use crate::hart::{Hart, PrivilegeMode};
+use crate::trap::TrapTarget;
+
+/// `xctrctl.U`: recording in U-mode (VU-mode for `vsctrctl`).
+pub const CTRCTL_U: u64 = 1 << 0;
+/// `xctrctl.S`: recording in S-mode (VS-mode for `vsctrctl`).
+pub const CTRCTL_S: u64 = 1 << 1;
+/// `mctrctl.M`: recording in M-mode.
+pub const CTRCTL_M: u64 = 1 << 2;
+/// `xctrctl.RASEMU`: return-address-stack emulation (section 6.4).
+pub const CTRCTL_RASEMU: u64 = 1 << 7;
+/// `xctrctl.STE`: record external traps into S-mode (VS-mode for `vsctrctl`).
+pub const CTRCTL_STE: u64 = 1 << 8;
+/// `mctrctl.MTE`: record external traps into M-mode.
+pub const CTRCTL_MTE: u64 = 1 << 9;
+/// `xctrctl.BPFRZ`: freeze on a breakpoint exception (section 6.5).
+pub const CTRCTL_BPFRZ: u64 = 1 << 11;
+/// `xctrctl.LCOFIFRZ`: freeze on a local counter overflow interrupt (section 6.5).
+pub const CTRCTL_LCOFIFRZ: u64 = 1 << 12;
+/// `xctrctl.EXCINH` (bit 33) to `DIRLJMPINH` (bit 47): the transfer type filter bits. Bit
+/// 32 + t belongs to transfer type t of table 9 (NTBREN, bit 36, enables type 4).
+pub const CTRCTL_FILTERS: u64 = 0xfffe << 32 & !(0x3 << 38);
+/// `xctrctl.NTBREN`: record not-taken branches.
+pub const CTRCTL_NTBREN: u64 = 1 << 36;
+
+/// Fields every implementation has (chapter 2: "All fields are optional except for M, S, U,
+/// and BPFRZ").
+const MANDATORY: u64 = CTRCTL_U | CTRCTL_S | CTRCTL_M | CTRCTL_BPFRZ;
+/// Optional `mctrctl` fields a configuration may implement.
+pub const CTRCTL_OPTIONAL: u64 =
+    CTRCTL_RASEMU | CTRCTL_STE | CTRCTL_MTE | CTRCTL_LCOFIFRZ | CTRCTL_FILTERS;
+/// `mctrctl` fields not visible in `sctrctl` and absent from `vsctrctl` (section 2.2).
+pub const CTRCTL_M_ONLY: u64 = CTRCTL_M | CTRCTL_MTE;
+
+/// `sctrstatus.FROZEN`.
+pub const SCTRSTATUS_FROZEN: u64 = 1 << 31;
+/// `ctrsource.V`.
+pub const CTRSOURCE_V: u64 = 1;
+/// `ctrdata.CCV`.
+pub const CTRDATA_CCV: u64 = 1 << 15;
+
+/// Transfer types (table 9; the E-trace itype encodings).
+pub mod ty {
+    #![allow(missing_docs)]
+    pub const EXCEPTION: u8 = 1;
+    pub const INTERRUPT: u8 = 2;
+    pub const TRAP_RETURN: u8 = 3;
+    pub const NOT_TAKEN_BRANCH: u8 = 4;
+    pub const TAKEN_BRANCH: u8 = 5;
+    pub const INDIRECT_CALL: u8 = 8;
+    pub const DIRECT_CALL: u8 = 9;
+    pub const INDIRECT_JUMP: u8 = 10;
+    pub const DIRECT_JUMP: u8 = 11;
+    pub const CO_ROUTINE_SWAP: u8 = 12;
+    pub const FUNCTION_RETURN: u8 = 13;
+    pub const OTHER_INDIRECT_JUMP: u8 = 14;
+    pub const OTHER_DIRECT_JUMP: u8 = 15;
+}
+
+/// Transfer type of a jump (table 10). `rd` and `rs1` are architectural register numbers
+/// (x0 = 0); `indirect` is JALR (and C.JR/C.JALR, which expand to JALR), otherwise JAL (and
+/// C.J). Only x1 and x5 are link registers.
+pub fn jump_type(indirect: bool, rd: u8, rs1: u8) -> u8 {
+    let link = |r: u8| r == 1 || r == 5;
+    if !indirect {
+        return match rd {
+            0 => ty::DIRECT_JUMP,
+            r if link(r) => ty::DIRECT_CALL,
+            _ => ty::OTHER_DIRECT_JUMP,
+        };
+    }
+    match (link(rd), link(rs1)) {
+        (true, true) if rd != rs1 => ty::CO_ROUTINE_SWAP,
+        (true, _) => ty::INDIRECT_CALL,
+        (false, true) => ty::FUNCTION_RETURN,
+        (false, false) if rd == 0 => ty::INDIRECT_JUMP,
+        (false, false) => ty::OTHER_INDIRECT_JUMP,
+    }
+}
+
+/// What a hart implements of Smctr/Ssctr: the optional parts of chapters 2, 3 and 6.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CtrConfig {
+    /// Supported `sctrdepth.DEPTH` encodings as a bit set: bit n means depth 2^(n+4)
+    /// (0x1f: 16 to 256). The buffer has as many physical entries as the largest depth.
+    pub depths: u8,
+    /// Optional `xctrctl` fields implemented, within [`CTRCTL_OPTIONAL`]. External trap
+    /// recording is MTE and STE together (section 6.1.2 requires both or neither).
+    pub ctl_fields: u64,
+    /// Whether `ctrdata.TYPE` is implemented.
+    pub type_field: bool,
+    /// Cycle counting (section 6.3): `None`, or `Some(n)` with n = 0..=4 CCE bits.
+    pub cce_bits: Option<u8>,
+}
+
+impl CtrConfig {
+    /// Everything: depths 16-256, every optional field, TYPE, cycle counting with 4 CCE bits.
+    pub fn full() -> CtrConfig {
+        CtrConfig {
+            depths: 0x1f,
+            ctl_fields: CTRCTL_OPTIONAL,
+            type_field: true,
+            cce_bits: Some(4),
+        }
+    }
+
+    /// The least the spec allows: depth 16 only, no optional field, no TYPE, no cycle count.
+    pub fn minimal() -> CtrConfig {
+        CtrConfig {
+            depths: 1,
+            ctl_fields: 0,
+            type_field: false,
+            cce_bits: None,
+        }
+    }
+
+    /// Check the configuration; the error names what is wrong.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.depths == 0 || self.depths > 0x1f {
+            return Err(format!(
+                "CTR depth set {:#x} must name at least one of the depths 16-256 (bits 0-4)",
+                self.depths
+            ));
+        }
+        if self.ctl_fields & !CTRCTL_OPTIONAL != 0 {
+            return Err(format!(
+                "CTR control fields {:#x} are not optional xctrctl fields",
+                self.ctl_fields & !CTRCTL_OPTIONAL
+            ));
+        }
+        if (self.ctl_fields & CTRCTL_MTE == 0) != (self.ctl_fields & CTRCTL_STE == 0) {
+            return Err("CTR external trap recording needs both MTE and STE (Smctr 6.1.2)".into());
+        }
+        if self.cce_bits.is_some_and(|n| n > 4) {
+            return Err("CTR cycle count exponent has at most 4 bits (Smctr 6.3)".into());
+        }
+        Ok(())
+    }
+
+    /// Number of physical buffer entries: the largest supported depth.
+    pub fn max_depth(&self) -> usize {
+        16 << (7 - self.depths.leading_zeros())
+    }
+
+    /// Writable bits of `mctrctl`.
+    pub fn mctrctl_mask(&self) -> u64 {
+        MANDATORY | self.ctl_fields
+    }
+
+    /// Writable bits of `ctrdata`.
+    pub fn ctrdata_mask(&self) -> u64 {
+        let t = if self.type_field { 0xf } else { 0 };
+        let cc = self
+            .cce_bits
+            .map_or(0, |n| CTRDATA_CCV | (0xfff << 16) | (((1 << n) - 1) << 28));
+        t | cc
+    }
+}
+
+/// One CTR buffer entry (chapter 3).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CtrEntry {
+    /// `ctrsource`: PC[63:1] and V.
+    pub source: u64,
+    /// `ctrtarget`: PC[63:1] and MISP.
+    pub target: u64,
+    /// `ctrdata`: TYPE, CCV, CC.
+    pub data: u64,
+}
+
+/// The CTR state of a hart.
+#[derive(Clone, Debug)]
+pub struct Ctr {
+    /// What the hart implements (`None`: no Smctr/Ssctr).
+    pub(crate) config: Option<CtrConfig>,
+    /// `mctrctl` (`sctrctl` is a view of it).
+    pub(crate) mctrctl: u64,
+    /// `vsctrctl`.
+    pub(crate) vsctrctl: u64,
+    /// `sctrdepth.DEPTH`.
+    pub(crate) depth: u8,
+    /// `sctrstatus.WRPTR`.
+    pub(crate) wrptr: u64,
+    /// `sctrstatus.FROZEN`.
+    pub(crate) frozen: bool,
+    /// The physical buffer (as many entries as the largest supported depth).
+    pub(crate) entries: Vec<CtrEntry>,
+    /// CtrCycleCounter: active cycles counted before `cc_since`.
+    cc_accum: u64,
+    /// Clock value when CTR last became active, or `None` while inactive.
+    cc_since: Option<u64>,
+    /// Whether the next record's CC is valid (cleared by xctrctl writes and SCTRCLR).
+    cc_valid: bool,
+}
+
+impl Ctr {
+    pub(crate) fn new(config: Option<CtrConfig>) -> Ctr {
+        let entries = vec![CtrEntry::default(); config.as_ref().map_or(0, |c| c.max_depth())];
+        // Reset DEPTH: the smallest supported depth.
+        let depth = config
+            .as_ref()
+            .map_or(0, |c| c.depths.trailing_zeros() as u8);
+        Ctr {
+            config,
+            mctrctl: 0,
+            vsctrctl: 0,
+            depth,
+            wrptr: 0,
+            frozen: false,
+            entries,
+            cc_accum: 0,
+            cc_since: None,
+            cc_valid: false,
+        }
+    }
+
+    /// Whether the hart implements Smctr/Ssctr.
+    #[inline]
+    pub(crate) fn implemented(&self) -> bool {
+        self.config.is_some()
+    }
+
+    /// The selected depth (entries).
+    #[inline]
+    pub(crate) fn depth_entries(&self) -> u64 {
+        16 << self.depth
+    }
+
+    /// Physical entry of logical entry `x` (< depth): (WRPTR - x - 1) % depth (section 2.5).
+    pub(crate) fn physical(&self, x: u64) -> usize {
+        (self.wrptr.wrapping_sub(x).wrapping_sub(1) & (self.depth_entries() - 1)) as usize
+    }
+
+    /// `sctrstatus`.
+    pub(crate) fn sctrstatus(&self) -> u64 {
+        self.wrptr | if self.frozen { SCTRSTATUS_FROZEN } else { 0 }
+    }
+
+    /// Reset the cycle counter (xctrctl writes and SCTRCLR; section 6.3).
+    pub(crate) fn reset_cycle_counter(&mut self, now: u64) {
+        self.cc_accum = 0;
+        if self.cc_since.is_some() {
+            self.cc_since = Some(now);
+        }
+        self.cc_valid = false;
+    }
+
+    /// Whether anything can make a trap matter to CTR (recording or freezing).
+    #[inline]
+    pub(crate) fn watching(&self) -> bool {
+        const ANY: u64 = CTRCTL_U | CTRCTL_S | CTRCTL_M | CTRCTL_BPFRZ | CTRCTL_LCOFIFRZ;
+        (self.mctrctl | self.vsctrctl) & ANY != 0
+    }
+
+    /// The `ctrdata` of a new record of type `t`: TYPE, and CCV/CC from the cycle counter,
+    /// which restarts.
+    fn data(&mut self, t: u8, now: u64, rasemu: bool) -> u64 {
+        let Some(cfg) = &self.config else { return 0 };
+        let mut d = if cfg.type_field { t as u64 } else { 0 };
+        if let Some(cce) = cfg.cce_bits {
+            let count = self.cc_accum + self.cc_since.map_or(0, |s| now - s);
+            d |= (encode_cc(count, cce) as u64) << 16;
+            if self.cc_valid && !rasemu {
+                d |= CTRDATA_CCV;
+            }
+        }
+        self.cc_accum = 0;
+        if self.cc_since.is_some() {
+            self.cc_since = Some(now);
+        }
+        self.cc_valid = true;
+        d
+    }
+
+    /// Record a transfer at WRPTR and advance WRPTR (chapter 6).
+    fn push(&mut self, source: u64, target: u64, t: u8, now: u64, rasemu: bool) {
+        let data = self.data(t, now, rasemu);
+        let i = self.wrptr as usize;
+        if let Some(e) = self.entries.get_mut(i) {
+            *e = CtrEntry {
+                source: source | CTRSOURCE_V,
+                target: target & !1,
+                data,
+            };
+        }
+        self.wrptr = (self.wrptr + 1) & (self.depth_entries() - 1);
+    }
+}
+
+/// The CC field for a CtrCycleCounter value `c` with `cce_bits` exponent bits (section 6.3):
+/// CCE = 0 below 4096, otherwise the index of the most significant one minus 11, with CCM
+/// the 12 bits below that one, so that the value is (2^12 + CCM) << (CCE - 1); all ones when
+/// the count does not fit.
+pub fn encode_cc(c: u64, cce_bits: u8) -> u16 {
+    if c < 4096 {
+        return c as u16;
+    }
+    let max_e = (1u64 << cce_bits) - 1;
+    let e = (63 - c.leading_zeros() as u64) - 11;
+    if e > max_e {
+        return (0xfff | (max_e << 12)) as u16;
+    }
+    (((c >> (e - 1)) & 0xfff) | (e << 12)) as u16
+}
+
+/// The elapsed cycles a CC field stands for (the decoding formula of section 6.3).
+pub fn decode_cc(cc: u16) -> u64 {
+    let (m, e) = ((cc & 0xfff) as u64, (cc >> 12) as u64);
+    if e == 0 {
+        m
+    } else {
+        (4096 + m) << (e - 1)
+    }
+}
+
+/// A privilege mode with the virtualization mode, as CTR sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Mode {
+    prv: PrivilegeMode,
+    virt: bool,
+}
+
+impl Hart {
+    /// Whether `mode` is enabled for recording: `mctrctl.{M,S,U}` with V = 0,
+    /// `vsctrctl.{S,U}` with V = 1 (section 6.1.1).
+    fn ctr_enabled(&self, m: Mode) -> bool {
+        let (ctl, bit) = match (m.prv, m.virt) {
+            (PrivilegeMode::Machine, _) => (self.ctr.mctrctl, CTRCTL_M),
+            (PrivilegeMode::Supervisor, false) => (self.ctr.mctrctl, CTRCTL_S),
+            (PrivilegeMode::User, false) => (self.ctr.mctrctl, CTRCTL_U),
+            (PrivilegeMode::Supervisor, true) => (self.ctr.vsctrctl, CTRCTL_S),
+            (PrivilegeMode::User, true) => (self.ctr.vsctrctl, CTRCTL_U),
+        };
+        ctl & bit != 0
+    }
+
+    fn ctr_now(&self) -> u64 {
+        self.vclock
+    }
+
+    /// Recompute what the interpreter records in the current mode (`ctr_mask`) and whether
+    /// the cycle counter runs. Called after every change of mode, `xctrctl` or FROZEN.
+    pub(crate) fn ctr_refresh(&mut self) {
+        if !self.ctr.implemented() {
+            return;
+        }
+        let mode = Mode {
+            prv: self.prv,
+            virt: self.virt,
+        };
+        let active = self.ctr_enabled(mode) && !self.ctr.frozen;
+        let now = self.ctr_now();
+        if let Some(since) = self.ctr.cc_since {
+            self.ctr.cc_accum += now - since;
+        }
+        self.ctr.cc_since = active.then_some(now);
+        self.ctr_mask = if !active {
+            0
+        } else {
+            let ctl = if self.virt {
+                self.ctr.vsctrctl
+            } else {
+                self.ctr.mctrctl
+            };
+            if ctl & CTRCTL_RASEMU != 0 {
+                // Section 6.4: calls, returns and co-routine swaps only; filters ignored.
+                (1 << ty::INDIRECT_CALL)
+                    | (1 << ty::DIRECT_CALL)
+                    | (1 << ty::CO_ROUTINE_SWAP)
+                    | (1 << ty::FUNCTION_RETURN)
+            } else {
+                let inh = (ctl >> 32) as u16;
+                let mut m = !inh & 0xff20; // types 5 and 8-15 unless inhibited
+                if ctl & CTRCTL_NTBREN != 0 {
+                    m |= 1 << ty::NOT_TAKEN_BRANCH;
+                }
+                m
+            }
+        };
+    }
+
+    /// A qualified jump or branch of type `t` from `from` to `to` retired (the caller checked
+    /// `ctr_mask`). With RASEMU, returns pop and co-routine swaps overwrite (section 6.4).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn ctr_transfer(&mut self, from: u64, to: u64, t: u8) {
+        let now = self.ctr_now();
+        let ctl = if self.virt {
+            self.ctr.vsctrctl
+        } else {
+            self.ctr.mctrctl
+        };
+        let c = &mut self.ctr;
+        if ctl & CTRCTL_RASEMU == 0 {
+            c.push(from, to, t, now, false);
+            return;
+        }
+        match t {
+            ty::FUNCTION_RETURN => {
+                // Decrement WRPTR, then invalidate that entry.
+                c.wrptr = c.wrptr.wrapping_sub(1) & (c.depth_entries() - 1);
+                if let Some(e) = c.entries.get_mut(c.wrptr as usize) {
+                    e.source &= !CTRSOURCE_V;
+                }
+                c.data(t, now, true);
+            }
+            ty::CO_ROUTINE_SWAP => {
+                // Overwrite logical entry 0; WRPTR unchanged.
+                c.wrptr = c.wrptr.wrapping_sub(1) & (c.depth_entries() - 1);
+                c.push(from, to, t, now, true);
+            }
+            _ => c.push(from, to, t, now, true),
+        }
+    }
+
+    /// A trap is about to be taken from the current mode into `target`, at the handler
+    /// address `handler`: freeze (section 6.5) or record it (tables 7 and 8, section 6.1.1).
+    #[cold]
+    pub(crate) fn ctr_trap(
+        &mut self,
+        code: u64,
+        interrupt: bool,
+        target: TrapTarget,
+        handler: u64,
+    ) {
+        use crate::trap::{cause, irq};
+        let from = Mode {
+            prv: self.prv,
+            virt: self.virt,
+        };
+        let to = match target {
+            TrapTarget::M => Mode {
+                prv: PrivilegeMode::Machine,
+                virt: false,
+            },
+            TrapTarget::Hs => Mode {
+                prv: PrivilegeMode::Supervisor,
+                virt: false,
+            },
+            TrapTarget::Vs => Mode {
+                prv: PrivilegeMode::Supervisor,
+                virt: true,
+            },
+        };
+        // Freeze: BPFRZ/LCOFIFRZ of the register of the target mode (vsctrctl for VS).
+        let frz = if to.virt {
+            self.ctr.vsctrctl
+        } else {
+            self.ctr.mctrctl
+        };
+        let freeze = if interrupt {
+            code == irq::LCOFI && frz & CTRCTL_LCOFIFRZ != 0
+        } else {
+            code == cause::BREAKPOINT && frz & CTRCTL_BPFRZ != 0
+        };
+        if freeze {
+            self.ctr.frozen = true;
+            return;
+        }
+        if self.ctr.frozen {
+            return;
+        }
+        let ctl = self.ctr_transition_ctl(from, to);
+        if ctl & CTRCTL_RASEMU != 0 {
+            return;
+        }
+        let t = if interrupt {
+            ty::INTERRUPT
+        } else {
+            ty::EXCEPTION
+        };
+        let inhibited = (ctl >> (32 + t)) & 1 != 0;
+        let now = self.ctr_now();
+        match (self.ctr_enabled(from), self.ctr_enabled(to)) {
+            (true, true) if !inhibited => self.ctr.push(self.pc, handler, t, now, false),
+            (false, true) if !inhibited => self.ctr.push(0, handler, t, now, false),
+            // External trap (section 6.1.2): the enables of the target and every
+            // intervening mode; EXCINH/INTRINH do not apply.
+            (true, false) if self.ctr_external_enabled(from, to) => {
+                self.ctr.push(self.pc, 0, t, now, false)
+            }
+            _ => {}
+        }
+    }
+
+    /// A trap return from `from` at `pc` has moved the hart to the current mode and `self.pc`
+    /// (table 7).
+    #[cold]
+    pub(crate) fn ctr_trap_return(&mut self, from_prv: PrivilegeMode, from_virt: bool, pc: u64) {
+        if !self.ctr.implemented() || self.ctr.frozen {
+            return;
+        }
+        let from = Mode {
+            prv: from_prv,
+            virt: from_virt,
+        };
+        let to = Mode {
+            prv: self.prv,
+            virt: self.virt,
+        };
+        let ctl = self.ctr_transition_ctl(from, to);
+        if ctl & CTRCTL_RASEMU != 0 || (ctl >> (32 + ty::TRAP_RETURN)) & 1 != 0 {
+            return;
+        }
+        if self.ctr_enabled(from) {
+            let target = if self.ctr_enabled(to) { self.pc } else { 0 };
+            let now = self.ctr_now();
+            self.ctr.push(pc, target, ty::TRAP_RETURN, now, false);
+        }
+    }
+
+    /// The register whose filter and RASEMU fields apply to a transfer between two modes:
+    /// `vsctrctl` if either side has V = 1 (section 6.1.1), otherwise `mctrctl`.
+    fn ctr_transition_ctl(&self, from: Mode, to: Mode) -> u64 {
+        if from.virt || to.virt {
+            self.ctr.vsctrctl
+        } else {
+            self.ctr.mctrctl
+        }
+    }
+
+    /// Table 8: the external trap enables required for a trap from `from` into `to`.
+    fn ctr_external_enabled(&self, from: Mode, to: Mode) -> bool {
+        let m = self.ctr.mctrctl;
+        let vs = self.ctr.vsctrctl;
+        let mte = m & CTRCTL_MTE != 0;
+        let ste = m & CTRCTL_STE != 0;
+        let vste = vs & CTRCTL_STE != 0;
+        let from_vu = from.virt && from.prv == PrivilegeMode::User;
+        match (to.prv, to.virt) {
+            (PrivilegeMode::Machine, _) => {
+                mte && (from.prv == PrivilegeMode::Supervisor && !from.virt || ste)
+                    && (!from_vu || vste)
+            }
+            (_, false) => ste && (!from_vu || vste),
+            (_, true) => vste,
+        }
+    }
+
+    /// SCTRCLR (chapter 4): zero every entry register, for all depths, and the cycle counter
+    /// with CCV.
+    pub(crate) fn sctrclr(&mut self) {
+        let now = self.ctr_now();
+        self.ctr.entries.fill(CtrEntry::default());
+        self.ctr.reset_cycle_counter(now);
+    }
+
+    /// The CTR buffer in logical order (entry 0 = youngest) at the current depth.
+    pub fn ctr_records(&self) -> Vec<CtrEntry> {
+        if !self.ctr.implemented() {
+            return Vec::new();
+        }
+        (0..self.ctr.depth_entries())
+            .map(|x| self.ctr.entries[self.ctr.physical(x)])
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jump_types_follow_table_10() {
+        // JAL
+        assert_eq!(jump_type(false, 1, 0), ty::DIRECT_CALL);
+        assert_eq!(jump_type(false, 5, 0), ty::DIRECT_CALL);
+        assert_eq!(jump_type(false, 0, 0), ty::DIRECT_JUMP);
+        assert_eq!(jump_type(false, 7, 0), ty::OTHER_DIRECT_JUMP);
+        // JALR
+        assert_eq!(jump_type(true, 1, 10), ty::INDIRECT_CALL);
+        assert_eq!(jump_type(true, 1, 1), ty::INDIRECT_CALL);
+        assert_eq!(jump_type(true, 5, 5), ty::INDIRECT_CALL);
+        assert_eq!(jump_type(true, 1, 5), ty::CO_ROUTINE_SWAP);
+        assert_eq!(jump_type(true, 5, 1), ty::CO_ROUTINE_SWAP);
+        assert_eq!(jump_type(true, 0, 1), ty::FUNCTION_RETURN);
+        assert_eq!(jump_type(true, 7, 5), ty::FUNCTION_RETURN);
+        assert_eq!(jump_type(true, 0, 6), ty::INDIRECT_JUMP);
+        assert_eq!(jump_type(true, 7, 6), ty::OTHER_INDIRECT_JUMP);
+    }
+
+    #[test]
+    fn cc_encoding_edges() {
+        assert_eq!(encode_cc(0, 4), 0);
+        assert_eq!(encode_cc(4095, 4), 0x0fff);
+        assert_eq!(encode_cc(4096, 4), 0x1000);
+        assert_eq!(decode_cc(0x1000), 4096);
+        assert_eq!(encode_cc(8191, 4), 0x1fff);
+        assert_eq!(encode_cc(8192, 4), 0x2000);
+        assert_eq!(decode_cc(0x2000), 8192);
+        // Saturation for each exponent width (table 11).
+        assert_eq!(encode_cc(4096, 0), 0x0fff);
+        assert_eq!(decode_cc(encode_cc(u64::MAX, 1)), 8191);
+        assert_eq!(decode_cc(encode_cc(u64::MAX, 2)), 32764);
+        assert_eq!(decode_cc(encode_cc(u64::MAX, 3)), 524224);
+        assert_eq!(decode_cc(encode_cc(u64::MAX, 4)), 134201344);
+        assert_eq!(encode_cc(134201344, 4), 0xffff);
+        // Granularity: with CCE = 3 the two low bits are dropped.
+        assert_eq!(decode_cc(encode_cc(16384 + 3, 4)), 16384);
+    }
+
+    #[test]
+    fn filter_bits_sit_at_32_plus_type() {
+        assert_eq!(CTRCTL_FILTERS >> 32, 0xff3e);
+        assert_eq!(CTRCTL_NTBREN, 1 << (32 + ty::NOT_TAKEN_BRANCH));
+    }
+}
