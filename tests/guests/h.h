@@ -361,6 +361,9 @@ static inline void h_fence_vvma_all(void)
  */
 static void h_init(void)
 {
+	/* No machine timer interrupt pending (mtimecmp's reset value is
+	   unspecified; QEMU resets it to 0, which makes MTIP pending). */
+	*CLINT_MTIMECMP = ~0UL;
 	csr_write(mtvec, (u64)h_m_entry);
 	csr_write(stvec, (u64)h_s_entry);
 	csr_write(sscratch, (u64)__s_trap_stack_top);

@@ -9,7 +9,8 @@
  * timer interrupt; hvien/hvip virtual interrupts, hvictl (VTI, IID, DPR,
  * IPRIOM, IPRIO), vstopi, and the interrupt VS takes with cause IID.
  *
- * vmm only: QEMU 7.2 has no Smstateen, Smcsrind nor hvictl/vstopi.
+ * vmm only: QEMU 7.2 has no Smstateen, Smcsrind nor hvictl/vstopi; QEMU
+ * 10.0 has them only as non-default CPU properties, with other choices.
  */
 #include "h.h"
 

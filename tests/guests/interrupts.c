@@ -325,7 +325,7 @@ static void test_wfi(void)
 
 /*
  * Priority: MSI before MTI. (The full order MEI > MSI > MTI > SEI > SSI >
- * STI is checked in strict.c: QEMU 7.2 takes the lowest-numbered one.)
+ * STI is checked in strict.c: QEMU 7.2 and 10.0 take the lowest-numbered one.)
  */
 static void test_priority(void)
 {

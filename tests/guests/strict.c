@@ -1,32 +1,43 @@
 /*
  * strict: checks where the privileged/unprivileged specifications leave
- * no choice but QEMU 7.2 departs from them, or where this project's hart
+ * no choice but QEMU departs from them, or where this project's hart
  * picks one of the allowed behaviours. Run on vmm only (not compared with
- * QEMU; see the list in tests/tests/qemu.rs):
+ * QEMU; see the list in tests/tests/qemu.rs). Re-checked against QEMU
+ * 10.0.2; where QEMU 7.2 differed but 10.0 agrees, it says so.
  *
  *  - EBREAK/C.EBREAK write the pc of the instruction to mtval (the spec
- *    also allows 0, which QEMU 7.2 writes).
+ *    also allows 0, which QEMU 7.2 wrote; QEMU 10.0 writes the pc).
  *  - A misaligned SC raises a store/AMO address-misaligned exception even
- *    without a reservation (QEMU 7.2 fails the SC without trapping).
+ *    without a reservation (QEMU 7.2 and 10.0 fail the SC without
+ *    trapping).
  *  - A misaligned AMO raises store/AMO address-misaligned, cause 6 (QEMU
- *    7.2 raises cause 4).
+ *    7.2 and 10.0 raise cause 4).
  *  - MRET and SRET to a mode below M clear mstatus.MPRV (privileged spec
- *    1.12; QEMU 7.2 leaves it set).
+ *    1.12; QEMU 7.2 left it set, QEMU 10.0 clears it).
  *  - An AMO that hits no memory or device raises a store/AMO access fault,
- *    cause 7 (QEMU 7.2 raises cause 5).
+ *    cause 7 (QEMU 7.2 raised cause 5; QEMU 10.0 raises 7).
  *  - CSRRS/CSRRC with rs1 != x0 write the CSR even when the register holds
- *    zero, so on a read-only CSR they are illegal (QEMU 7.2 looks at the
- *    value instead of the register number).
- *  - mepc[0] and sepc[0] are always zero (QEMU 7.2 keeps the bit).
- *  - medeleg[11] (ecall from M) is read-only zero (QEMU 7.2 lets it be set).
+ *    zero, so on a read-only CSR they are illegal (QEMU 7.2 looked at the
+ *    value instead of the register number; QEMU 10.0 agrees with the spec).
+ *  - MRET executed in S-mode is an illegal instruction and mtval holds the
+ *    MRET encoding 0x30200073 (privileged spec, "Machine Trap Value
+ *    Register": a nonzero mtval on an illegal-instruction exception is the
+ *    faulting instruction; 0 is the other choice). QEMU 10.0 writes the
+ *    bits of another, earlier instruction (0x00f70023, `sb a5,0(a4)`, in
+ *    the traps guest), which the spec does not allow; SRET in U gets its
+ *    own encoding there.
+ *  - mepc[0] and sepc[0] are always zero (QEMU 7.2 and 10.0 keep the bit).
+ *  - medeleg[11] (ecall from M) is read-only zero (QEMU 7.2 and 10.0 let
+ *    it be set).
  *  - Device regions (UART, CLINT, test finisher) are not executable: a
  *    fetch there raises an instruction access fault (a PMA choice of this
- *    platform; QEMU 7.2 executes MMIO reads as code).
+ *    platform; QEMU 7.2 executed MMIO reads as code, and QEMU 10.0 still
+ *    does for the UART and the test finisher).
  *  - WFI with a timer interrupt enabled returns once mtime reaches
  *    mtimecmp, even 100 s of virtual time ahead (vmm skips the wait).
  *  - Several pending M-mode interrupts are taken in the order MEI, MSI,
- *    MTI, SEI, SSI, STI (QEMU 7.2 without AIA takes the lowest-numbered
- *    cause first).
+ *    MTI, SEI, SSI, STI (QEMU 7.2 and 10.0 without AIA take the
+ *    lowest-numbered cause first).
  */
 #include "rt/rt.h"
 
@@ -40,6 +51,7 @@ long p_ecall(long, long);
 long p_m_sret(long, long);
 long p_csrrs_cycle_t0(long, long);
 long p_fetch(long, long);
+long p_mret(long, long);
 extern char l_ebreak[], l_cebreak[];
 
 __asm__(".pushsection .text\n"
@@ -69,6 +81,9 @@ __asm__(".pushsection .text\n"
 	".globl p_ecall\n"
 	"p_ecall: li a7, 0\n"
 	"	ecall\n"
+	"	ret\n"
+	".globl p_mret\n"
+	"p_mret: mret\n"
 	"	ret\n"
 	".globl p_fetch\n"
 	"p_fetch: mv t1, ra\n"
@@ -213,6 +228,11 @@ int main(void)
 	rt_trap_reset();
 	p_csrrs_cycle_t0(0, 0);
 	expect_m("csrrs x0, cycle, t0 with t0 = 0", 2, 0xc002a073UL);
+
+	/* MRET in S is illegal; mtval holds the MRET encoding (or 0). */
+	rt_trap_reset();
+	rt_run(MODE_S, p_mret, 0, 0);
+	expect_m("mret in S: mtval = the instruction", 2, 0x30200073UL);
 
 	rt_puts("-- mepc/sepc bit 0\n");
 	u64 old = csr_read(mepc);

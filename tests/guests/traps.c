@@ -21,7 +21,6 @@
 #define ILLEGAL32 0xfe000033UL
 #define INSN_SRET 0x10200073UL
 #define INSN_WFI 0x10500073UL
-#define INSN_MRET 0x30200073UL
 
 /* Addresses with neither RAM nor a device behind them on the virt board. */
 #define NO_DEVICE_ADDR 0x0UL
@@ -418,7 +417,7 @@ static void test_misaligned(void)
 	p_lr_d((long)(base + 4), 0);
 	expect_m("misaligned lr.d", MCAUSE_LOAD_MISALIGNED, base + 4, MODE_M);
 
-	/* Misaligned SC and AMOs: see strict.c (QEMU 7.2 departs there). */
+	/* Misaligned SC and AMOs: see strict.c (QEMU 7.2 and 10.0 depart there). */
 }
 
 /* medeleg: U ecalls and illegal instructions go to the S handler. */
@@ -520,10 +519,15 @@ static void test_xret(void)
 	expect_m("sret with SPP=U", MCAUSE_ECALL_U, 0, MODE_U);
 	rt_check("  U code resumed", (u64)r, 0x77);
 
-	/* xRET above the current privilege is illegal. */
+	/* xRET above the current privilege is illegal. mtval for MRET in S
+	   is checked in strict.c: QEMU 10.0 writes the bits of another
+	   instruction there. */
 	rt_trap_reset();
 	rt_run(MODE_S, p_mret, 0, 0);
-	expect_m("mret in S", MCAUSE_ILLEGAL, INSN_MRET, MODE_S);
+	rt_puts("-- mret in S\n");
+	rt_check("  M traps", rt_mtrap.count, 1);
+	rt_check("  mcause", rt_mtrap.cause, MCAUSE_ILLEGAL);
+	rt_check("  MPP", rt_mtrap.prev, MODE_S);
 	rt_trap_reset();
 	rt_run(MODE_U, p_sret_bare, 0, 0);
 	expect_m("sret in U", MCAUSE_ILLEGAL, INSN_SRET, MODE_U);

@@ -1,34 +1,57 @@
-//! Differential tests against QEMU (`qemu-system-riscv64 -M virt -bios none`, Debian
-//! package `qemu-system-misc`): the same guest ELF must print exactly the same console
-//! output on `vmm` and under QEMU, and must pass under QEMU too (which validates the guests
-//! against an independent implementation).
+//! Differential tests against QEMU (`qemu-system-riscv64 -M virt -bios none`; QEMU 10.0,
+//! Debian package `qemu-system-misc` from bookworm-backports, which `.ci/run` installs):
+//! the same guest ELF must print exactly the same console output on `vmm` and under QEMU,
+//! and must pass under QEMU too (which validates the guests against an independent
+//! implementation).
 //!
 //! Every guest is compared except:
-//! - `strict`: checks where QEMU 7.2 departs from the specifications (misaligned SC/AMO
-//!   exception causes, MPRV not cleared by MRET/SRET, interrupt priority) or where the
-//!   spec allows two behaviours and vmm's choice is checked (EBREAK's mtval); it fails
-//!   under QEMU 7.2 by design. See the comment at the top of `guests/strict.c`.
-//! - `vm_strict`: `vm` plus the translation checks where QEMU 7.2 departs from the spec
-//!   (mepc of a fetch fault on the second half of an instruction, the cause of an AMO page
-//!   fault, access faults during the page walk); see `guests/vm_strict.c`.
+//! - `strict`: checks where QEMU departs from the specifications (QEMU 10.0: misaligned
+//!   SC/AMO exception causes, mepc[0]/sepc[0], medeleg[11], interrupt priority, the mtval
+//!   of MRET executed in S-mode, which QEMU 10.0 fills with the bits of another
+//!   instruction) or where the spec allows two behaviours and vmm's choice is checked
+//!   (EBREAK's mtval, non-executable device regions); it fails under QEMU by design. Some
+//!   of its checks (MPRV cleared by MRET/SRET, the AMO access-fault cause, CSRRS with a
+//!   zero register) were QEMU 7.2 departures that QEMU 10.0 no longer has. See the comment
+//!   at the top of `guests/strict.c`.
+//! - `vm_strict`: `vm` plus the translation checks where QEMU departs from the spec
+//!   (QEMU 10.0: access faults during the page walk; its other checks were QEMU 7.2
+//!   departures); see `guests/vm_strict.c`.
+//! - `h_strict`: H-extension checks where QEMU departs from the spec or vmm makes a choice
+//!   (QEMU 10.0: among others, `hip.VSTIP` follows `vstimecmp` while `henvcfg.STCE` = 0,
+//!   a pending MTIP shows in `hvip` bit 7, `hideleg` bits 14 and 15 are writable); see
+//!   `guests/h_strict.c`.
 //! - `counters`: prints minstret (QEMU's counters follow the host clock).
 //! - `spin`: never ends (used for the instruction-budget test).
 //! - `wfi_forever`: waits for an interrupt that can never come (vmm reports an error; QEMU
 //!   would wait forever).
 //! - `exit42`: compared separately below (it exits with a failure code on purpose).
-//! - `csrx`: Smstateen, Smcsrind, Sstc and Smaia at M/S level; QEMU 7.2 has no Smstateen
-//!   or Smcsrind (its first `mstateen0` access is illegal) and AIA only as the experimental
-//!   `x-smaia`/`x-ssaia` properties.
+//! - `csrx`: Smstateen, Smcsrind, Sstc and Smaia at M/S level. QEMU 7.2 had no Smstateen
+//!   or Smcsrind; QEMU 10.0 has them (and Smaia) only as CPU properties that its default
+//!   `rv64` leaves off (the first `mstateen0` access is illegal), and with them on its
+//!   implementation choices differ from vmm's (writable `mstateen0`/`sstateen0` bits,
+//!   `mvien`, the `iprio` array, `stopi`/`mtopi` priorities), so the guest is not compared.
 //! - `hx`: the H-level halves of the same extensions (`hstateen`, `vsiselect`, `vstimecmp`,
-//!   `hvictl`, `vstopi`); excluded for the same reasons.
+//!   `hvictl`, `vstopi`); excluded for the same reasons (with the properties on, QEMU
+//!   10.0 also differs in `hvictl`'s writable bits and `vstopi`).
 //!
-//! `decode` runs on QEMU with `-cpu rv64` minus the H, Zba/Zbb/Zbc/Zbs and Sstc extensions
-//! (see `qemu::RV64GC_CPU`), since it executes every encoding of several opcode spaces; the
-//! others run on QEMU's default CPU.
+//! QEMU CPUs (see `qemu_cpu`): `decode` runs with `-cpu rv64` minus every extension QEMU
+//! 10.0 enables by default that vmm's hart lacks (H, Zba/Zbb/Zbc/Zbs, Zfa, Zicbom/Zicbop/
+//! Zicboz, Zawrs, Zihintntl, Zihintpause; also Sstc and Sscofpmf; see `qemu::RV64GC_CPU`),
+//! since it executes every encoding of several opcode spaces. The `h_*` guests run with
+//! `-cpu rv64,sstc=false,sscofpmf=false` (`qemu::H_CPU`): with Sstc, QEMU 10.0 keeps
+//! `hip.VSTIP` pending from `vstimecmp` (0 at reset) although `menvcfg.STCE` and
+//! `henvcfg.STCE` are 0, where the privileged spec says `hip.VSTIP` then "reverts to its
+//! defined behavior as if this extension is not implemented" (`menvcfg` and `henvcfg`,
+//! STCE); `h_traps` then hangs on a VS timer interrupt taken in HS that clearing
+//! `hvip.VSTIP` cannot end. The other guests run on QEMU's default CPU.
 //!
 //! Guests print only results that the specifications fix: no timer values, counters or
 //! implementation IDs. Lines starting with `info ` report choices the specifications leave
-//! to the implementation and are left out of the comparison.
+//! to the implementation and are left out of the comparison. Where QEMU 10.0 departs from
+//! the specifications in a check of a compared guest, the check lives in a strict guest:
+//! `traps` leaves MRET-in-S's mtval to `strict`; `h_csr` leaves `hideleg` bits 15:0 beyond
+//! the spec's (vmm's choice) to `h_strict`, and the H guests set `mtimecmp` to its maximum
+//! in `h_init` (QEMU resets it to 0, and a pending MTIP shows in QEMU's `hvip` bit 7).
 
 use std::time::Duration;
 
@@ -58,20 +81,27 @@ const COMPARED: &[&str] = &[
 ];
 
 /// The QEMU CPU for a guest: `decode` executes every encoding of several opcode spaces, so
-/// it needs a QEMU hart without the extensions vmm's hart does not have.
+/// it needs a QEMU hart without the extensions vmm's hart does not have; the H guests run
+/// without Sstc and Sscofpmf (see `qemu::H_CPU`); the others on QEMU's default CPU.
 fn qemu_cpu(name: &str) -> Option<&'static str> {
-    (name == "decode").then_some(qemu::RV64GC_CPU)
+    if name == "decode" {
+        Some(qemu::RV64GC_CPU)
+    } else if name.starts_with("h_") {
+        Some(qemu::H_CPU)
+    } else {
+        None
+    }
 }
 
 /// Guests not compared, with the reason (kept in sync with the list above by a test).
 const NOT_COMPARED: &[(&str, &str)] = &[
     (
         "strict",
-        "checks where QEMU 7.2 departs from the specs; fails under QEMU by design",
+        "checks where QEMU departs from the specs; fails under QEMU 10.0 by design",
     ),
     (
         "vm_strict",
-        "vm plus page-table checks where QEMU 7.2 departs from the spec",
+        "vm plus page-table checks where QEMU 10.0 departs from the spec",
     ),
     (
         "counters",
@@ -88,15 +118,15 @@ const NOT_COMPARED: &[(&str, &str)] = &[
     ),
     (
         "h_strict",
-        "H-extension checks where QEMU 7.2 departs from the spec; fails under QEMU by design",
+        "H-extension checks where QEMU 10.0 departs from the spec; fails under QEMU by design",
     ),
     (
         "csrx",
-        "Smstateen/Smcsrind/Sstc/Smaia; QEMU 7.2 lacks Smstateen and Smcsrind",
+        "Smstateen/Smcsrind/Sstc/Smaia; off in QEMU 10.0's default CPU, other choices when on",
     ),
     (
         "hx",
-        "H-level Smstateen/Sscsrind/Sstc/Ssaia; QEMU 7.2 lacks Smstateen, Smcsrind and hvictl/vstopi",
+        "H-level Smstateen/Sscsrind/Sstc/Ssaia; off in QEMU 10.0's default CPU, other choices when on",
     ),
     (
         "sbi_console",
