@@ -1,0 +1,274 @@
+//! Control Transfer Records (Smctr/Ssctr): differential tests against QEMU 10 through golden
+//! files.
+//!
+//! The guests `ctr_m`, `ctr_modes` and `ctr_h` (see their headers) dump CTR state on the
+//! UART. `tests/golden/<guest>.out` holds what `qemu-system-riscv64 -M virt -bios none -cpu
+//! CTR_QEMU_CPU` prints for the same ELF; `scripts/ctr-golden.sh` rewrites the files (it runs
+//! this test with `CTR_GOLDEN_UPDATE=1`).
+//!
+//! - `vmm_matches_golden_files`: each guest on `vmm machine` prints its golden file, line for
+//!   line, except the lines in [`DEPARTURES`], where QEMU departs from the specification and
+//!   the spec's behaviour is asserted instead (each departure's QEMU line must be in the
+//!   golden file, so the list cannot go stale). Lines starting with `info ` hold
+//!   implementation choices and are not compared.
+//! - `golden_files_are_qemu_output`: QEMU still prints the golden files (so an edited guest
+//!   without regenerated golden files fails here, naming the script).
+//!
+//! Spec rules QEMU cannot arbitrate (cycle counting, which QEMU does not implement, and the
+//! departures above) are checked by the vmm-only guest `ctr_strict` and by `vcpu/tests/ctr.rs`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use vmm::machine::MachineExit;
+use vmm_tests::{first_difference, guest, qemu, run_vmm, BUDGET};
+
+/// The QEMU CPU for the CTR guests: QEMU 10's `rv64` (which has H) with Smctr/Ssctr and what
+/// they depend on.
+pub const CTR_QEMU_CPU: &str =
+    "rv64,h=true,smctr=true,ssctr=true,smcsrind=true,sscsrind=true,smstateen=true";
+
+/// The guests compared through golden files.
+pub const GOLDEN_GUESTS: &[&str] = &["ctr_m", "ctr_modes", "ctr_h"];
+
+/// A line where QEMU 10.0 departs from the Smctr spec: the golden file has `qemu`, vmm prints
+/// `spec`.
+struct Departure {
+    guest: &'static str,
+    qemu: &'static str,
+    spec: &'static str,
+    why: &'static str,
+}
+
+const STATEEN_SIREG: &str = "Smctr chapter 5: with mstateen0.CTR = 0, accesses below M-mode \
+     to sireg* with siselect in 0x200..0x2FF (and vsireg* with vsiselect there) raise \
+     illegal-instruction; QEMU 10.0 allows them";
+const HSTATEEN_SIREG: &str = "Smctr chapter 5: with mstateen0.CTR = 1 and hstateen0.CTR = 0, \
+     VS-mode accesses to sireg* (really vsireg*) with vsiselect in 0x200..0x2FF raise \
+     virtual-instruction; QEMU 10.0 allows them";
+const VU_SIREG: &str = "H extension, virtual-instruction cases: a VU-mode access to a \
+     supervisor CSR (sireg*) that HS-mode could make (siselect = 0x200, mstateen0.CTR = 1) \
+     raises virtual-instruction; QEMU 10.0 raises illegal-instruction";
+const VS_VSIREG: &str = "H extension: a VS/VU access to a hypervisor or VS CSR (vsireg*) is \
+     virtual-instruction only when HS-mode could make it; with vsiselect = 0x200 and \
+     mstateen0.CTR = 0 HS-mode cannot (Smctr chapter 5), so it is illegal-instruction; QEMU \
+     10.0 raises virtual-instruction";
+const FILTER_VS_HS: &str = "Smctr 6.1.1: on a trap between VS/VU and M/HS, the filter fields \
+     (EXCINH here) come from vsctrctl; QEMU 10.0 uses sctrctl for a VS->HS trap";
+const STE_VS: &str = "Smctr table 8: an external trap VS->HS needs sctrctl.STE, and VS->M needs \
+     mctrctl.MTE and sctrctl.STE (vsctrctl.STE only matters for traps from VU); QEMU 10.0 \
+     records neither";
+
+const DEPARTURES: &[Departure] = &[
+    Departure {
+        guest: "ctr_modes",
+        qemu: "S, mstateen0.CTR=0: sireg (ctrsource): 0",
+        spec: "S, mstateen0.CTR=0: sireg (ctrsource): 2",
+        why: STATEEN_SIREG,
+    },
+    Departure {
+        guest: "ctr_modes",
+        qemu: "S, mstateen0.CTR=0: sireg2 (ctrtarget): 0",
+        spec: "S, mstateen0.CTR=0: sireg2 (ctrtarget): 2",
+        why: STATEEN_SIREG,
+    },
+    Departure {
+        guest: "ctr_modes",
+        qemu: "S, mstateen0.CTR=0: sireg3 (ctrdata): 0",
+        spec: "S, mstateen0.CTR=0: sireg3 (ctrdata): 2",
+        why: STATEEN_SIREG,
+    },
+    Departure {
+        guest: "ctr_modes",
+        qemu: "S, mstateen0.CTR=0: vsireg (ctrsource): 0",
+        spec: "S, mstateen0.CTR=0: vsireg (ctrsource): 2",
+        why: STATEEN_SIREG,
+    },
+    Departure {
+        guest: "ctr_h",
+        qemu: "VS -> HS, sctrctl.EXCINH (not used): wrptr=3: +27c>+280/11 +1b4>+27c/3 +274>+278/11",
+        spec: "VS -> HS, sctrctl.EXCINH (not used): wrptr=4: +27c>+280/11 +1b4>+27c/3 +278>+180/1 +274>+278/11",
+        why: FILTER_VS_HS,
+    },
+    Departure {
+        guest: "ctr_h",
+        qemu: "VS -> HS, vsctrctl.EXCINH (used): wrptr=4: +27c>+280/11 +1b4>+27c/3 +278>+180/1 +274>+278/11",
+        spec: "VS -> HS, vsctrctl.EXCINH (used): wrptr=3: +27c>+280/11 +1b4>+27c/3 +274>+278/11",
+        why: FILTER_VS_HS,
+    },
+    Departure {
+        guest: "ctr_h",
+        qemu: "VS->HS with STE: wrptr=2: +27c>+280/11 +274>+278/11",
+        spec: "VS->HS with STE: wrptr=3: +27c>+280/11 +278>0/1 +274>+278/11",
+        why: STE_VS,
+    },
+    Departure {
+        guest: "ctr_h",
+        qemu: "VS->M with MTE, STE: wrptr=1: +274>+278/11",
+        spec: "VS->M with MTE, STE: wrptr=2: +278>0/1 +274>+278/11",
+        why: STE_VS,
+    },
+    Departure {
+        guest: "ctr_h",
+        qemu: "VS m=1 h=0: sireg (ctrsource): 0",
+        spec: "VS m=1 h=0: sireg (ctrsource): 22",
+        why: HSTATEEN_SIREG,
+    },
+    Departure {
+        guest: "ctr_h",
+        qemu: "VS m=1 h=0: sireg3 (ctrdata): 0",
+        spec: "VS m=1 h=0: sireg3 (ctrdata): 22",
+        why: HSTATEEN_SIREG,
+    },
+    Departure {
+        guest: "ctr_h",
+        qemu: "VS m=0 h=1: sireg (ctrsource): 0",
+        spec: "VS m=0 h=1: sireg (ctrsource): 2",
+        why: STATEEN_SIREG,
+    },
+    Departure {
+        guest: "ctr_h",
+        qemu: "VS m=0 h=1: sireg3 (ctrdata): 0",
+        spec: "VS m=0 h=1: sireg3 (ctrdata): 2",
+        why: STATEEN_SIREG,
+    },
+    Departure {
+        guest: "ctr_h",
+        qemu: "VS m=0 h=1: vsireg (ctrsource): 22",
+        spec: "VS m=0 h=1: vsireg (ctrsource): 2",
+        why: VS_VSIREG,
+    },
+    Departure {
+        guest: "ctr_h",
+        qemu: "VU m=1 h=1: sireg (ctrsource): 2",
+        spec: "VU m=1 h=1: sireg (ctrsource): 22",
+        why: VU_SIREG,
+    },
+    Departure {
+        guest: "ctr_h",
+        qemu: "VU m=1 h=1: sireg3 (ctrdata): 2",
+        spec: "VU m=1 h=1: sireg3 (ctrdata): 22",
+        why: VU_SIREG,
+    },
+    Departure {
+        guest: "ctr_h",
+        qemu: "VU m=0 h=1: vsireg (ctrsource): 22",
+        spec: "VU m=0 h=1: vsireg (ctrsource): 2",
+        why: VS_VSIREG,
+    },
+];
+
+const QEMU_TIMEOUT: Duration = Duration::from_secs(30);
+
+fn golden_path(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("golden")
+        .join(format!("{name}.out"))
+}
+
+/// The output without `info ` lines (implementation choices, for reading).
+fn comparable(text: &str) -> String {
+    text.lines()
+        .filter(|l| !l.starts_with("info "))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+fn read_golden(name: &str) -> String {
+    let path = golden_path(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "cannot read the golden file {}: {e}; run scripts/ctr-golden.sh",
+            path.display()
+        )
+    })
+}
+
+/// The golden file with the spec's line substituted for each departure.
+fn expected(name: &str, golden: &str) -> Result<String, String> {
+    let mut lines: Vec<String> = golden.lines().map(str::to_string).collect();
+    for d in DEPARTURES.iter().filter(|d| d.guest == name) {
+        let n = lines.iter().filter(|l| *l == d.qemu).count();
+        if n != 1 {
+            return Err(format!(
+                "{name}: the departure line {:?} occurs {n} times in the golden file \
+                 (expected once); update DEPARTURES in {} ({})",
+                d.qemu,
+                file!(),
+                d.why
+            ));
+        }
+        for l in lines.iter_mut().filter(|l| *l == d.qemu) {
+            *l = d.spec.to_string();
+        }
+    }
+    Ok(lines.iter().map(|l| format!("{l}\n")).collect())
+}
+
+#[test]
+fn vmm_matches_golden_files() {
+    let mut problems = Vec::new();
+    for name in GOLDEN_GUESTS {
+        let golden = read_golden(name);
+        let want = match expected(name, &golden) {
+            Ok(w) => comparable(&w),
+            Err(e) => {
+                problems.push(e);
+                continue;
+            }
+        };
+        let v = run_vmm(&guest(name), BUDGET).unwrap_or_else(|e| panic!("{name}: {e}"));
+        if v.exit != (MachineExit::Finished { code: 0 }) {
+            problems.push(format!("{name}: on vmm: {:?}\n{}", v.exit, v.text()));
+            continue;
+        }
+        if let Some(diff) = first_difference(&want, &comparable(&v.text()), "golden", "vmm") {
+            problems.push(format!("{name}: {diff}"));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n\n"));
+}
+
+#[test]
+fn golden_files_are_qemu_output() {
+    if let Err(e) = qemu::check_available() {
+        panic!("{e}");
+    }
+    let update = std::env::var_os("CTR_GOLDEN_UPDATE").is_some();
+    let mut problems = Vec::new();
+    for name in GOLDEN_GUESTS {
+        let q = qemu::run_with_cpu(&guest(name), QEMU_TIMEOUT, Some(CTR_QEMU_CPU))
+            .unwrap_or_else(|e| panic!("cannot start QEMU: {e}"));
+        let text = String::from_utf8_lossy(&q.output).into_owned();
+        if q.timed_out || q.status != Some(0) {
+            problems.push(format!(
+                "{name}: under QEMU (needs QEMU >= 10.0 for Smctr: Debian's qemu-system-misc \
+                 from bookworm-backports): status {:?}, timed out {}\nstderr: {}\n{text}",
+                q.status, q.timed_out, q.stderr
+            ));
+            continue;
+        }
+        if update {
+            std::fs::create_dir_all(golden_path(name).parent().unwrap()).unwrap();
+            std::fs::write(golden_path(name), &text).unwrap();
+            eprintln!("wrote {}", golden_path(name).display());
+            continue;
+        }
+        let golden = read_golden(name);
+        if let Some(diff) = first_difference(&golden, &text, "golden file", "QEMU now") {
+            problems.push(format!(
+                "{name}: the golden file is not QEMU's output (edited guest? run \
+                 scripts/ctr-golden.sh): {diff}"
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n\n"));
+}
+
+#[test]
+fn departures_name_known_guests() {
+    for d in DEPARTURES {
+        assert!(GOLDEN_GUESTS.contains(&d.guest), "{}", d.guest);
+        assert_ne!(d.qemu, d.spec, "{}", d.why);
+    }
+}
