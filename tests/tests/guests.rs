@@ -335,3 +335,19 @@ fn h_strict() {
     let run = check_guest("h_strict", BUDGET);
     assert_line(&run.text(), "h_strict: PASS");
 }
+
+#[test]
+fn ctr_strict() {
+    let run = check_guest("ctr_strict", BUDGET);
+    assert_line(
+        &run.text(),
+        "ok   4096 cycles: CCE 1, CCM 0 = 0x0000000000001000",
+    );
+}
+
+#[test]
+fn ctr_guests_pass() {
+    for name in ["ctr_m", "ctr_modes", "ctr_h"] {
+        check_guest(name, BUDGET);
+    }
+}

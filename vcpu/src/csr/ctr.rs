@@ -137,9 +137,11 @@ pub(super) fn entry_check(h: &Hart, _sel: u64, write: bool) -> Result<(), CsrFau
     ctr_check(h, write)
 }
 
+/// The physical entry of the logical entry `sel` selects, if it is below the depth (and the
+/// hart has CTR: `Hart::csr` reads without the access check).
 fn logical(h: &Hart, sel: u64) -> Option<usize> {
-    let x = sel - 0x200;
-    (x < h.ctr.depth_entries()).then(|| h.ctr.physical(x))
+    let x = sel.checked_sub(0x200)?;
+    (h.ctr.implemented() && x < h.ctr.depth_entries()).then(|| h.ctr.physical(x))
 }
 
 /// `ctrsource` (through `sireg`/`vsireg`).

@@ -1,0 +1,7 @@
+/* CTR benchmark, recording off (see bench_ctr.h). */
+#include "bench_ctr.h"
+
+int main(void)
+{
+	return bench_main(0);
+}
