@@ -46,13 +46,10 @@ const STATEEN_SIREG: &str = "Smctr chapter 5: with mstateen0.CTR = 0, accesses b
 const HSTATEEN_SIREG: &str = "Smctr chapter 5: with mstateen0.CTR = 1 and hstateen0.CTR = 0, \
      VS-mode accesses to sireg* (really vsireg*) with vsiselect in 0x200..0x2FF raise \
      virtual-instruction; QEMU 10.0 allows them";
-const VU_SIREG: &str = "H extension, virtual-instruction cases: a VU-mode access to a \
-     supervisor CSR (sireg*) that HS-mode could make (siselect = 0x200, mstateen0.CTR = 1) \
-     raises virtual-instruction; QEMU 10.0 raises illegal-instruction";
-const VS_VSIREG: &str = "H extension: a VS/VU access to a hypervisor or VS CSR (vsireg*) is \
-     virtual-instruction only when HS-mode could make it; with vsiselect = 0x200 and \
-     mstateen0.CTR = 0 HS-mode cannot (Smctr chapter 5), so it is illegal-instruction; QEMU \
-     10.0 raises virtual-instruction";
+const VU_SIREG: &str = "Sscsrind with Smstateen: while mstateen0.CSRIND = 1, every VU-mode \
+     access to siselect or sireg* raises virtual-instruction, regardless of any other mstateen \
+     bit (so also with mstateen0.CTR = 0) and of the select value; QEMU 10.0 raises \
+     illegal-instruction";
 const FILTER_VS_HS: &str = "Smctr 6.1.1: on a trap between VS/VU and M/HS, the filter fields \
      (EXCINH here) come from vsctrctl; QEMU 10.0 uses sctrctl for a VS->HS trap";
 const STE_VS: &str = "Smctr table 8: an external trap VS->HS needs sctrctl.STE, and VS->M needs \
@@ -134,12 +131,6 @@ const DEPARTURES: &[Departure] = &[
     },
     Departure {
         guest: "ctr_h",
-        qemu: "VS m=0 h=1: vsireg (ctrsource): 22",
-        spec: "VS m=0 h=1: vsireg (ctrsource): 2",
-        why: VS_VSIREG,
-    },
-    Departure {
-        guest: "ctr_h",
         qemu: "VU m=1 h=1: sireg (ctrsource): 2",
         spec: "VU m=1 h=1: sireg (ctrsource): 22",
         why: VU_SIREG,
@@ -152,9 +143,15 @@ const DEPARTURES: &[Departure] = &[
     },
     Departure {
         guest: "ctr_h",
-        qemu: "VU m=0 h=1: vsireg (ctrsource): 22",
-        spec: "VU m=0 h=1: vsireg (ctrsource): 2",
-        why: VS_VSIREG,
+        qemu: "VU m=0 h=1: sireg (ctrsource): 2",
+        spec: "VU m=0 h=1: sireg (ctrsource): 22",
+        why: VU_SIREG,
+    },
+    Departure {
+        guest: "ctr_h",
+        qemu: "VU m=0 h=1: sireg3 (ctrdata): 2",
+        spec: "VU m=0 h=1: sireg3 (ctrdata): 22",
+        why: VU_SIREG,
     },
 ];
 

@@ -764,10 +764,10 @@ impl Hart {
             0x10a | 0x60a => hs_allowed(self, 0, STATEEN0_ENVCFG),
             0x10c..=0x10f => hs_allowed(self, (num - 0x10c) as usize, STATEEN_SE0),
             0x60c..=0x60f => hs_allowed(self, (num - 0x60c) as usize, STATEEN_SE0),
-            0x150 | 0x250 => hs_allowed(self, 0, STATEEN0_CSRIND),
-            0x151..=0x157 | 0x251..=0x257 => {
-                hs_allowed(self, 0, STATEEN0_CSRIND) && indirect::hs_could_access_ireg(self, num)
-            }
+            // Sscsrind with Smstateen: while mstateen0.CSRIND = 1, VS/VU accesses to
+            // vsiselect/vsireg* and VU accesses to siselect/sireg* raise virtual-instruction
+            // "regardless of any other mstateen bits" (and of the select value).
+            0x150..=0x157 | 0x250..=0x257 => hs_allowed(self, 0, STATEEN0_CSRIND),
             0xdb0 | 0xeb0 | 0x608 | 0x609 | 0x646 | 0x647 => hs_allowed(self, 0, STATEEN0_AIA),
             0x14d | 0x24d => self.sstc_allowed_below_m(),
             0x14e | 0x14f | 0x15f | 0x24e => ctr::hs_could_access(self),

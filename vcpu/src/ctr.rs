@@ -207,23 +207,38 @@ pub struct Ctr {
     pub(crate) wrptr: u64,
     /// `sctrstatus.FROZEN`.
     pub(crate) frozen: bool,
-    /// The physical buffer (as many entries as the largest supported depth).
-    pub(crate) entries: Vec<CtrEntry>,
-    /// CtrCycleCounter: active cycles counted before `cc_since`.
-    cc_accum: u64,
-    /// Clock value when CTR last became active, or `None` while inactive.
-    cc_since: Option<u64>,
-    /// Whether the next record's CC is valid (cleared by xctrctl writes and SCTRCLR).
-    cc_valid: bool,
+    /// The physical buffer. Always 256 entries, so that a `u8` index needs no bounds check;
+    /// only the first `max_depth` are ever selected by a supported depth.
+    pub(crate) entries: Box<[CtrEntry; 256]>,
+    /// Depth - 1 (kept with `depth`), so recording masks WRPTR without a shift.
+    depth_mask: u64,
+    /// `ctrdata` bits a record can set, from the configuration: TYPE (0xf or 0).
+    type_mask: u64,
+    /// Cycle counting's CCE width, from the configuration.
+    cce_bits: Option<u8>,
+    /// Whether the CtrCycleCounter runs (CTR active in the current mode).
+    cc_active: bool,
+    /// While active: the clock value at which the counter was 0; while inactive: the count.
+    cc_origin: u64,
+    /// The CCV bit of the next record: 0 after xctrctl writes and SCTRCLR, else CCV.
+    next_ccv: u64,
+    /// RASEMU of the register in effect in the current mode (set by `ctr_refresh`).
+    rasemu: bool,
 }
 
 impl Ctr {
     pub(crate) fn new(config: Option<CtrConfig>) -> Ctr {
-        let entries = vec![CtrEntry::default(); config.as_ref().map_or(0, |c| c.max_depth())];
+        let entries = Box::new([CtrEntry::default(); 256]);
         // Reset DEPTH: the smallest supported depth.
         let depth = config
             .as_ref()
             .map_or(0, |c| c.depths.trailing_zeros() as u8);
+        let type_mask = if config.as_ref().is_some_and(|c| c.type_field) {
+            0xf
+        } else {
+            0
+        };
+        let cce_bits = config.as_ref().and_then(|c| c.cce_bits);
         Ctr {
             config,
             mctrctl: 0,
@@ -232,10 +247,43 @@ impl Ctr {
             wrptr: 0,
             frozen: false,
             entries,
-            cc_accum: 0,
-            cc_since: None,
-            cc_valid: false,
+            depth_mask: (16 << depth) - 1,
+            type_mask,
+            cce_bits,
+            cc_active: false,
+            cc_origin: 0,
+            next_ccv: 0,
+            rasemu: false,
         }
+    }
+
+    /// Select DEPTH `d` (supported); WRPTR stays legal (section 2.5).
+    pub(crate) fn set_depth(&mut self, d: u8) {
+        self.depth = d;
+        self.depth_mask = (16 << d) - 1;
+        self.wrptr &= self.depth_mask;
+    }
+
+    /// Set WRPTR (bits above depth - 1 are read-only 0).
+    pub(crate) fn set_wrptr(&mut self, v: u64) {
+        self.wrptr = v & self.depth_mask;
+    }
+
+    /// The CtrCycleCounter's value at clock `now`.
+    #[inline]
+    fn cycle_count(&self, now: u64) -> u64 {
+        if self.cc_active {
+            now.wrapping_sub(self.cc_origin)
+        } else {
+            self.cc_origin
+        }
+    }
+
+    /// Start or stop the CtrCycleCounter, keeping its value.
+    fn set_counting(&mut self, active: bool, now: u64) {
+        let c = self.cycle_count(now);
+        self.cc_active = active;
+        self.cc_origin = if active { now.wrapping_sub(c) } else { c };
     }
 
     /// Whether the hart implements Smctr/Ssctr.
@@ -252,7 +300,7 @@ impl Ctr {
 
     /// Physical entry of logical entry `x` (< depth): (WRPTR - x - 1) % depth (section 2.5).
     pub(crate) fn physical(&self, x: u64) -> usize {
-        (self.wrptr.wrapping_sub(x).wrapping_sub(1) & (self.depth_entries() - 1)) as usize
+        (self.wrptr.wrapping_sub(x).wrapping_sub(1) & self.depth_mask) as usize
     }
 
     /// `sctrstatus`.
@@ -262,11 +310,8 @@ impl Ctr {
 
     /// Reset the cycle counter (xctrctl writes and SCTRCLR; section 6.3).
     pub(crate) fn reset_cycle_counter(&mut self, now: u64) {
-        self.cc_accum = 0;
-        if self.cc_since.is_some() {
-            self.cc_since = Some(now);
-        }
-        self.cc_valid = false;
+        self.cc_origin = if self.cc_active { now } else { 0 };
+        self.next_ccv = 0;
     }
 
     /// Whether anything can make a trap matter to CTR (recording or freezing).
@@ -278,36 +323,49 @@ impl Ctr {
 
     /// The `ctrdata` of a new record of type `t`: TYPE, and CCV/CC from the cycle counter,
     /// which restarts.
+    #[inline]
     fn data(&mut self, t: u8, now: u64, rasemu: bool) -> u64 {
-        let Some(cfg) = &self.config else { return 0 };
-        let mut d = if cfg.type_field { t as u64 } else { 0 };
-        if let Some(cce) = cfg.cce_bits {
-            let count = self.cc_accum + self.cc_since.map_or(0, |s| now - s);
-            d |= (encode_cc(count, cce) as u64) << 16;
-            if self.cc_valid && !rasemu {
-                d |= CTRDATA_CCV;
+        let mut d = t as u64 & self.type_mask;
+        if let Some(cce) = self.cce_bits {
+            d |= (encode_cc(self.cycle_count(now), cce) as u64) << 16;
+            if !rasemu {
+                d |= self.next_ccv;
             }
         }
-        self.cc_accum = 0;
-        if self.cc_since.is_some() {
-            self.cc_since = Some(now);
-        }
-        self.cc_valid = true;
+        self.cc_origin = if self.cc_active { now } else { 0 };
+        self.next_ccv = CTRDATA_CCV;
         d
     }
 
     /// Record a transfer at WRPTR and advance WRPTR (chapter 6).
+    #[inline]
     fn push(&mut self, source: u64, target: u64, t: u8, now: u64, rasemu: bool) {
         let data = self.data(t, now, rasemu);
-        let i = self.wrptr as usize;
-        if let Some(e) = self.entries.get_mut(i) {
-            *e = CtrEntry {
-                source: source | CTRSOURCE_V,
-                target: target & !1,
-                data,
-            };
+        self.write_entry(source, target, data);
+    }
+
+    #[inline(always)]
+    fn write_entry(&mut self, source: u64, target: u64, data: u64) {
+        self.entries[self.wrptr as u8 as usize] = CtrEntry {
+            source: source | CTRSOURCE_V,
+            target: target & !1,
+            data,
+        };
+        self.wrptr = (self.wrptr + 1) & self.depth_mask;
+    }
+
+    /// `push` for a jump or branch in the current mode, which is active (the caller's mask
+    /// says so), so the cycle counter is running and RASEMU is off.
+    #[inline(always)]
+    fn push_active(&mut self, source: u64, target: u64, t: u8, now: u64) {
+        let mut data = t as u64 & self.type_mask;
+        if let Some(cce) = self.cce_bits {
+            data |=
+                ((encode_cc(now.wrapping_sub(self.cc_origin), cce) as u64) << 16) | self.next_ccv;
+            self.cc_origin = now;
+            self.next_ccv = CTRDATA_CCV;
         }
-        self.wrptr = (self.wrptr + 1) & (self.depth_entries() - 1);
+        self.write_entry(source, target, data);
     }
 }
 
@@ -374,19 +432,17 @@ impl Hart {
         };
         let active = self.ctr_enabled(mode) && !self.ctr.frozen;
         let now = self.ctr_now();
-        if let Some(since) = self.ctr.cc_since {
-            self.ctr.cc_accum += now - since;
-        }
-        self.ctr.cc_since = active.then_some(now);
+        self.ctr.set_counting(active, now);
+        let ctl = if self.virt {
+            self.ctr.vsctrctl
+        } else {
+            self.ctr.mctrctl
+        };
+        self.ctr.rasemu = ctl & CTRCTL_RASEMU != 0;
         self.ctr_mask = if !active {
             0
         } else {
-            let ctl = if self.virt {
-                self.ctr.vsctrctl
-            } else {
-                self.ctr.mctrctl
-            };
-            if ctl & CTRCTL_RASEMU != 0 {
+            if self.ctr.rasemu {
                 // Section 6.4: calls, returns and co-routine swaps only; filters ignored.
                 (1 << ty::INDIRECT_CALL)
                     | (1 << ty::DIRECT_CALL)
@@ -409,28 +465,21 @@ impl Hart {
     #[inline(never)]
     pub(crate) fn ctr_transfer(&mut self, from: u64, to: u64, t: u8) {
         let now = self.ctr_now();
-        let ctl = if self.virt {
-            self.ctr.vsctrctl
-        } else {
-            self.ctr.mctrctl
-        };
         let c = &mut self.ctr;
-        if ctl & CTRCTL_RASEMU == 0 {
-            c.push(from, to, t, now, false);
+        if !c.rasemu {
+            c.push_active(from, to, t, now);
             return;
         }
         match t {
             ty::FUNCTION_RETURN => {
                 // Decrement WRPTR, then invalidate that entry.
-                c.wrptr = c.wrptr.wrapping_sub(1) & (c.depth_entries() - 1);
-                if let Some(e) = c.entries.get_mut(c.wrptr as usize) {
-                    e.source &= !CTRSOURCE_V;
-                }
+                c.wrptr = c.wrptr.wrapping_sub(1) & c.depth_mask;
+                c.entries[c.wrptr as u8 as usize].source &= !CTRSOURCE_V;
                 c.data(t, now, true);
             }
             ty::CO_ROUTINE_SWAP => {
                 // Overwrite logical entry 0; WRPTR unchanged.
-                c.wrptr = c.wrptr.wrapping_sub(1) & (c.depth_entries() - 1);
+                c.wrptr = c.wrptr.wrapping_sub(1) & c.depth_mask;
                 c.push(from, to, t, now, true);
             }
             _ => c.push(from, to, t, now, true),

@@ -73,7 +73,7 @@ impl Hart {
     }
 
     fn write_sctrstatus(&mut self, v: u64) {
-        self.ctr.wrptr = v & (self.ctr.depth_entries() - 1);
+        self.ctr.set_wrptr(v);
         self.ctr.frozen = v & SCTRSTATUS_FROZEN != 0;
         self.ctr_refresh();
     }
@@ -86,9 +86,7 @@ impl Hart {
             .as_ref()
             .is_some_and(|c| d < 5 && c.depths & (1 << d) != 0);
         if supported {
-            self.ctr.depth = d;
-            // Section 2.5: WRPTR stays legal.
-            self.ctr.wrptr &= self.ctr.depth_entries() - 1;
+            self.ctr.set_depth(d);
         }
     }
 }

@@ -200,30 +200,6 @@ pub fn vs_inaccessible(select: u64) -> bool {
     matches!(select, 0x30..=0x3f | 0x70..=0xff)
 }
 
-/// Whether HS-mode could access alias CSR `num` (`sireg*` or `vsireg*`) with the select
-/// value it holds now: a register must exist there and its own gate allow HS-mode. Decides
-/// between virtual- and illegal-instruction for VS/VU (H extension: "when the same access
-/// would be allowed in HS-mode").
-pub(crate) fn hs_could_access_ireg(h: &Hart, num: u16) -> bool {
-    let (w, sel) = if num >= 0x250 {
-        (Window::VirtualSupervisor, h.csr.vsiselect)
-    } else {
-        (Window::Supervisor, h.csr.siselect)
-    };
-    let ireg = match num & 0xf {
-        n @ 1..=3 => n as u8,
-        n => (n - 1) as u8,
-    };
-    match lookup_ireg(w, sel, ireg) {
-        None => false,
-        Some(_) if (0x200..=0x2ff).contains(&sel) => super::ctr::hs_could_access(h),
-        Some(_) if (0x30..=0x3f).contains(&sel) => {
-            super::stateen::hs_allowed(h, 0, super::stateen::STATEEN0_AIA)
-        }
-        Some(_) => true,
-    }
-}
-
 impl Hart {
     fn iselect(&self, w: Window) -> u64 {
         match w {
