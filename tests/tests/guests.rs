@@ -351,3 +351,18 @@ fn ctr_guests_pass() {
         check_guest(name, BUDGET);
     }
 }
+
+#[test]
+fn ctr_benchmark_workload_is_the_same_with_recording_on() {
+    let off = run_guest("bench_ctr_off", BENCH_BUDGET);
+    let on = run_guest("bench_ctr_on", BENCH_BUDGET);
+    assert_eq!(
+        off.exit,
+        MachineExit::Finished { code: 0 },
+        "{}",
+        off.text()
+    );
+    assert_eq!(on.exit, MachineExit::Finished { code: 0 }, "{}", on.text());
+    assert_eq!(off.text(), on.text());
+    assert_line(&on.text(), "fib=0x0000000000213d05");
+}

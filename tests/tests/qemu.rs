@@ -108,6 +108,14 @@ const NOT_COMPARED: &[(&str, &str)] = &[
         "CTR: compared with QEMU through golden files (tests/ctr.rs)",
     ),
     (
+        "bench_ctr_off",
+        "CTR benchmark workload (scripts/bench-ctr.sh); checked in guests.rs",
+    ),
+    (
+        "bench_ctr_on",
+        "CTR benchmark workload with recording on; checked in guests.rs",
+    ),
+    (
         "ctr_strict",
         "CTR cycle counting, which QEMU 10.0 does not implement",
     ),
