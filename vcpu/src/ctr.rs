@@ -209,7 +209,7 @@ pub struct Ctr {
     pub(crate) frozen: bool,
     /// The physical buffer. Always 256 entries, so that a `u8` index needs no bounds check;
     /// only the first `max_depth` are ever selected by a supported depth.
-    pub(crate) entries: Box<[CtrEntry; 256]>,
+    pub(crate) entries: [CtrEntry; 256],
     /// Depth - 1 (kept with `depth`), so recording masks WRPTR without a shift.
     depth_mask: u64,
     /// `ctrdata` bits a record can set, from the configuration: TYPE (0xf or 0).
@@ -228,7 +228,7 @@ pub struct Ctr {
 
 impl Ctr {
     pub(crate) fn new(config: Option<CtrConfig>) -> Ctr {
-        let entries = Box::new([CtrEntry::default(); 256]);
+        let entries = [CtrEntry::default(); 256];
         // Reset DEPTH: the smallest supported depth.
         let depth = config
             .as_ref()
@@ -355,17 +355,28 @@ impl Ctr {
     }
 
     /// `push` for a jump or branch in the current mode, which is active (the caller's mask
-    /// says so), so the cycle counter is running and RASEMU is off.
+    /// says so), so the cycle counter is running and RASEMU is off. Jump and branch targets
+    /// are even, so `ctrtarget.MISP` needs no masking.
     #[inline(always)]
     fn push_active(&mut self, source: u64, target: u64, t: u8, now: u64) {
         let mut data = t as u64 & self.type_mask;
         if let Some(cce) = self.cce_bits {
-            data |=
-                ((encode_cc(now.wrapping_sub(self.cc_origin), cce) as u64) << 16) | self.next_ccv;
+            let c = now.wrapping_sub(self.cc_origin);
+            let cc = if c < 4096 {
+                c
+            } else {
+                encode_cc_slow(c, cce) as u64
+            };
+            data |= (cc << 16) | self.next_ccv;
             self.cc_origin = now;
             self.next_ccv = CTRDATA_CCV;
         }
-        self.write_entry(source, target, data);
+        self.entries[self.wrptr as u8 as usize] = CtrEntry {
+            source: source | CTRSOURCE_V,
+            target,
+            data,
+        };
+        self.wrptr = (self.wrptr + 1) & self.depth_mask;
     }
 }
 
@@ -377,6 +388,12 @@ pub fn encode_cc(c: u64, cce_bits: u8) -> u16 {
     if c < 4096 {
         return c as u16;
     }
+    encode_cc_slow(c, cce_bits)
+}
+
+#[cold]
+#[inline(never)]
+fn encode_cc_slow(c: u64, cce_bits: u8) -> u16 {
     let max_e = (1u64 << cce_bits) - 1;
     let e = (63 - c.leading_zeros() as u64) - 11;
     if e > max_e {
@@ -422,6 +439,7 @@ impl Hart {
 
     /// Recompute what the interpreter records in the current mode (`ctr_mask`) and whether
     /// the cycle counter runs. Called after every change of mode, `xctrctl` or FROZEN.
+    #[inline(never)]
     pub(crate) fn ctr_refresh(&mut self) {
         if !self.ctr.implemented() {
             return;
@@ -459,17 +477,67 @@ impl Hart {
         };
     }
 
-    /// A qualified jump or branch of type `t` from `from` to `to` retired (the caller checked
-    /// `ctr_mask`). With RASEMU, returns pop and co-routine swaps overwrite (section 6.4).
+    /// A qualified JAL/JALR has retired (the caller checked `ctr_mask`): `pc` is its target
+    /// and its link register `rd` (the x0 sink included) holds its pc + `len`; `t` is its
+    /// transfer type. Scalars, not the `Insn`, so the interpreter keeps it in registers.
     #[cold]
     #[inline(never)]
-    pub(crate) fn ctr_transfer(&mut self, from: u64, to: u64, t: u8) {
+    pub(crate) fn ctr_jump(&mut self, rd: u8, len: u8, t: u8) {
+        let from = self.x[rd as usize & 63].wrapping_sub(len as u64);
+        if self.ctr.rasemu {
+            return self.ctr_ras(from, t);
+        }
+        self.ctr_push_fast(from, t);
+    }
+
+    /// A qualified branch has retired, taken or not; `pc` is where it went, `delta` the
+    /// distance from the branch (its offset if taken, its length if not).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn ctr_branch(&mut self, delta: u64, taken: bool) {
+        // Branches are never recorded with RASEMU (the mask excludes them).
+        let t = if taken {
+            ty::TAKEN_BRANCH
+        } else {
+            ty::NOT_TAKEN_BRANCH
+        };
+        self.ctr_push_fast(self.pc.wrapping_sub(delta), t);
+    }
+
+    /// Record a jump or branch from `from` to `pc` in the current (active) mode. The common
+    /// case, a cycle count below 4096, is a leaf with no stack frame; anything else is a tail
+    /// call to [`Hart::ctr_push_general`].
+    #[inline(always)]
+    fn ctr_push_fast(&mut self, from: u64, t: u8) {
         let now = self.ctr_now();
         let c = &mut self.ctr;
-        if !c.rasemu {
-            c.push_active(from, to, t, now);
-            return;
+        let count = now.wrapping_sub(c.cc_origin);
+        if count >= 4096 || c.cce_bits.is_none() {
+            return self.ctr_push_general(from, t);
         }
+        let data = (t as u64 & c.type_mask) | (count << 16) | c.next_ccv;
+        c.cc_origin = now;
+        c.next_ccv = CTRDATA_CCV;
+        c.entries[c.wrptr as u8 as usize] = CtrEntry {
+            source: from | CTRSOURCE_V,
+            target: self.pc,
+            data,
+        };
+        c.wrptr = (c.wrptr + 1) & c.depth_mask;
+    }
+
+    #[inline(never)]
+    fn ctr_push_general(&mut self, from: u64, t: u8) {
+        let now = self.ctr_now();
+        self.ctr.push_active(from, self.pc, t, now);
+    }
+
+    /// A qualified jump of type `t` from `from` to `pc` with RASEMU = 1: calls push, returns
+    /// pop, co-routine swaps overwrite (section 6.4).
+    #[inline(never)]
+    fn ctr_ras(&mut self, from: u64, t: u8) {
+        let (to, now) = (self.pc, self.ctr_now());
+        let c = &mut self.ctr;
         match t {
             ty::FUNCTION_RETURN => {
                 // Decrement WRPTR, then invalidate that entry.
@@ -489,6 +557,7 @@ impl Hart {
     /// A trap is about to be taken from the current mode into `target`, at the handler
     /// address `handler`: freeze (section 6.5) or record it (tables 7 and 8, section 6.1.1).
     #[cold]
+    #[inline(never)]
     pub(crate) fn ctr_trap(
         &mut self,
         code: u64,
@@ -559,6 +628,7 @@ impl Hart {
     /// A trap return from `from` at `pc` has moved the hart to the current mode and `self.pc`
     /// (table 7).
     #[cold]
+    #[inline(never)]
     pub(crate) fn ctr_trap_return(&mut self, from_prv: PrivilegeMode, from_virt: bool, pc: u64) {
         if !self.ctr.implemented() || self.ctr.frozen {
             return;
@@ -612,6 +682,8 @@ impl Hart {
 
     /// SCTRCLR (chapter 4): zero every entry register, for all depths, and the cycle counter
     /// with CCV.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn sctrclr(&mut self) {
         let now = self.ctr_now();
         self.ctr.entries.fill(CtrEntry::default());

@@ -487,7 +487,14 @@ impl Hart {
                 let until = (t - now).saturating_mul(INSNS_PER_TICK) - self.vclock % INSNS_PER_TICK;
                 n = n.min(until.max(1));
             }
-            let (done, exit) = self.run_chunk::<TRACE>(n);
+            // CTR: a chunk runs the loop instantiated with or without the recording checks
+            // for jumps and branches, by whether the current mode records any (the mask
+            // changes only on mode changes and CSR writes, which end the chunk).
+            let (done, exit) = if self.ctr_mask != 0 {
+                self.run_chunk::<TRACE, true>(n)
+            } else {
+                self.run_chunk::<TRACE, false>(n)
+            };
             left -= done;
             if let Some(e) = exit {
                 return e;
@@ -496,7 +503,7 @@ impl Hart {
     }
 
     /// Execute up to `n` instructions; returns how many were executed and an exit, if any.
-    fn run_chunk<const TRACE: bool>(&mut self, n: u64) -> (u64, Option<VcpuExit>) {
+    fn run_chunk<const TRACE: bool, const CTR: bool>(&mut self, n: u64) -> (u64, Option<VcpuExit>) {
         let start = self.vclock;
         let end = start + n;
         while self.vclock < end {
@@ -505,6 +512,9 @@ impl Hart {
             let Some(insn) = self.fetch() else {
                 if let Some(exit) = self.guest_exit.take() {
                     return (self.vclock - start, Some(VcpuExit::GuestTrap(exit)));
+                }
+                if CTR != (self.ctr_mask != 0) {
+                    break;
                 }
                 continue;
             };
@@ -521,13 +531,17 @@ impl Hart {
                     insn.imm
                 );
             }
-            match self.execute(insn) {
+            match self.execute::<CTR>(insn) {
                 Ok(()) => self.retired += 1,
                 Err(Ctl::Exception(e)) => {
                     self.take_exception(self.with_tinst(e, &insn));
                     if let Some(mut exit) = self.guest_exit.take() {
                         exit.insn = insn.bits();
                         return (self.vclock - start, Some(VcpuExit::GuestTrap(exit)));
+                    }
+                    // The trap may have switched CTR recording on or off.
+                    if CTR != (self.ctr_mask != 0) {
+                        break;
                     }
                 }
                 Err(Ctl::Break) => {

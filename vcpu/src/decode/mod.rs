@@ -44,8 +44,6 @@ ops! {
     FenceI,
     // Privileged
     Mret, Sret, Wfi, SfenceVma,
-    // Smctr/Ssctr
-    Sctrclr,
     // H: virtual-machine loads and stores, hypervisor fences
     HlvB, HlvBu, HlvH, HlvHu, HlvxHu, HlvW, HlvWu, HlvxWu, HlvD, HsvB, HsvH, HsvW, HsvD,
     HfenceVvma, HfenceGvma,
@@ -70,6 +68,8 @@ ops! {
     FmvXF,
     /// FMV.W.X / FMV.D.X
     FmvFX,
+    /// Smctr/Ssctr (last: a rare op kept out of the way of the hot dispatch).
+    Sctrclr,
 }
 
 /// A decoded instruction: 16 bytes, `Copy`, no pointers.

@@ -34,75 +34,78 @@ impl Hart {
     }
 
     /// A conditional branch: taken or not, with its CTR record (types 5 and 4) when the
-    /// current mode records that type.
+    /// loop runs with CTR checks (`CTR`) and the current mode records that type. The record
+    /// is made out of line.
     #[inline(always)]
-    fn branch(&mut self, i: &Insn, taken: bool) -> Result<(), Ctl> {
+    fn branch<const CTR: bool>(&mut self, i: &Insn, taken: bool) -> Result<(), Ctl> {
         use crate::ctr::ty;
-        let from = self.pc;
-        let (t, to) = if taken {
-            (ty::TAKEN_BRANCH, from.wrapping_add(i.imm as i64 as u64))
+        if taken {
+            self.pc = self.pc.wrapping_add(i.imm as i64 as u64);
+            if CTR && self.ctr_mask & (1 << ty::TAKEN_BRANCH) != 0 {
+                self.ctr_branch(i.imm as i64 as u64, true);
+            }
         } else {
-            (ty::NOT_TAKEN_BRANCH, from.wrapping_add(i.len as u64))
-        };
-        self.pc = to;
-        if (self.ctr_mask >> t) & 1 != 0 {
-            self.ctr_transfer(from, to, t);
+            self.pc = self.pc.wrapping_add(i.len as u64);
+            if CTR && self.ctr_mask & (1 << ty::NOT_TAKEN_BRANCH) != 0 {
+                self.ctr_branch(i.len as u64, false);
+            }
         }
         Ok(())
     }
 
-    /// Execute one decoded instruction at `self.pc`.
+    /// Execute one decoded instruction at `self.pc`. `CTR`: whether to check for CTR records
+    /// of jumps and branches (the loop is instantiated twice, so that a mode that records
+    /// nothing pays nothing).
     #[inline(always)]
-    pub(crate) fn execute(&mut self, i: Insn) -> Result<(), Ctl> {
+    pub(crate) fn execute<const CTR: bool>(&mut self, i: Insn) -> Result<(), Ctl> {
         use Op::*;
         match i.op {
             Illegal => return Err(Exception::illegal(i.bits()).into()),
+            Sctrclr => return self.exec_sctrclr(&i),
             Lui => self.set_rd(&i, i.imm as i64 as u64),
             Auipc => self.set_rd(&i, self.pc.wrapping_add(i.imm as i64 as u64)),
             Jal => {
-                let from = self.pc;
-                let link = from.wrapping_add(i.len as u64);
-                self.pc = from.wrapping_add(i.imm as i64 as u64);
+                let link = self.pc.wrapping_add(i.len as u64);
+                self.pc = self.pc.wrapping_add(i.imm as i64 as u64);
                 self.set_rd(&i, link);
                 // CTR: `fmt` holds the transfer type (table 10).
-                if (self.ctr_mask >> i.fmt) & 1 != 0 {
-                    self.ctr_transfer(from, self.pc, i.fmt);
+                if CTR && (self.ctr_mask >> i.fmt) & 1 != 0 {
+                    self.ctr_jump(i.rd, i.len, i.fmt);
                 }
                 return Ok(());
             }
             Jalr => {
-                let from = self.pc;
-                let link = from.wrapping_add(i.len as u64);
+                let link = self.pc.wrapping_add(i.len as u64);
                 self.pc = self.rs1(&i).wrapping_add(i.imm as i64 as u64) & !1;
                 self.set_rd(&i, link);
-                if (self.ctr_mask >> i.fmt) & 1 != 0 {
-                    self.ctr_transfer(from, self.pc, i.fmt);
+                if CTR && (self.ctr_mask >> i.fmt) & 1 != 0 {
+                    self.ctr_jump(i.rd, i.len, i.fmt);
                 }
                 return Ok(());
             }
             Beq => {
                 let (a, b) = (self.rs1(&i), self.rs2(&i));
-                return self.branch(&i, a == b);
+                return self.branch::<CTR>(&i, a == b);
             }
             Bne => {
                 let (a, b) = (self.rs1(&i), self.rs2(&i));
-                return self.branch(&i, a != b);
+                return self.branch::<CTR>(&i, a != b);
             }
             Blt => {
                 let (a, b) = (self.rs1(&i), self.rs2(&i));
-                return self.branch(&i, (a as i64) < (b as i64));
+                return self.branch::<CTR>(&i, (a as i64) < (b as i64));
             }
             Bge => {
                 let (a, b) = (self.rs1(&i), self.rs2(&i));
-                return self.branch(&i, (a as i64) >= (b as i64));
+                return self.branch::<CTR>(&i, (a as i64) >= (b as i64));
             }
             Bltu => {
                 let (a, b) = (self.rs1(&i), self.rs2(&i));
-                return self.branch(&i, a < b);
+                return self.branch::<CTR>(&i, a < b);
             }
             Bgeu => {
                 let (a, b) = (self.rs1(&i), self.rs2(&i));
-                return self.branch(&i, a >= b);
+                return self.branch::<CTR>(&i, a >= b);
             }
             Lb => {
                 let addr = self.rs1(&i).wrapping_add(i.imm as i64 as u64);
@@ -199,9 +202,9 @@ impl Hart {
             | FcvtIF | FcvtFI | FmvXF | FmvFX => {
                 self.exec_float(&i)?;
             }
-            FenceI | Ecall | Ebreak | Mret | Sret | Wfi | SfenceVma | Sctrclr | Csrrw | Csrrs
-            | Csrrc | Csrrwi | Csrrsi | Csrrci | HlvB | HlvBu | HlvH | HlvHu | HlvxHu | HlvW
-            | HlvWu | HlvxWu | HlvD | HsvB | HsvH | HsvW | HsvD | HfenceVvma | HfenceGvma => {
+            FenceI | Ecall | Ebreak | Mret | Sret | Wfi | SfenceVma | Csrrw | Csrrs | Csrrc
+            | Csrrwi | Csrrsi | Csrrci | HlvB | HlvBu | HlvH | HlvHu | HlvxHu | HlvW | HlvWu
+            | HlvxWu | HlvD | HsvB | HsvH | HsvW | HsvD | HfenceVvma | HfenceGvma => {
                 return self.exec_system(&i)
             }
         }
