@@ -744,6 +744,43 @@ mod tests {
         assert_eq!(decode_cc(encode_cc(16384 + 3, 4)), 16384);
     }
 
+    fn hart() -> Hart {
+        use vm_memory::{GuestAddress, GuestMemoryMmap};
+        let mem = GuestMemoryMmap::<()>::from_ranges(&[(GuestAddress(0x8000_0000), 1 << 16)])
+            .unwrap();
+        Hart::new(crate::HartConfig::default(), mem).unwrap()
+    }
+
+    /// Section 6.5: an LCOFI (interrupt 13) trapping to M or S with LCOFIFRZ, or to VS with
+    /// vsctrctl.LCOFIFRZ, sets FROZEN and is not recorded. No LCOFI can be raised until
+    /// Sscofpmf exists, so the trap is taken directly here.
+    #[test]
+    fn lcofi_freezes_by_the_target_modes_register() {
+        use crate::trap::irq::LCOFI;
+        for (target, m, vs, frozen) in [
+            (TrapTarget::M, CTRCTL_LCOFIFRZ, 0, true),
+            (TrapTarget::Hs, CTRCTL_LCOFIFRZ, 0, true),
+            (TrapTarget::Vs, CTRCTL_LCOFIFRZ, 0, false),
+            (TrapTarget::Vs, 0, CTRCTL_LCOFIFRZ, true),
+            (TrapTarget::Hs, 0, CTRCTL_LCOFIFRZ, false),
+        ] {
+            let mut h = hart();
+            h.prv = PrivilegeMode::Supervisor;
+            h.virt = true;
+            h.ctr.mctrctl = CTRCTL_M | CTRCTL_S | m;
+            h.ctr.vsctrctl = CTRCTL_S | vs;
+            h.ctr_refresh();
+            h.take_interrupt(LCOFI, target);
+            assert_eq!(h.ctr.frozen, frozen, "{target:?} m={m:#x} vs={vs:#x}");
+            // Frozen: nothing recorded; otherwise the interrupt is (type 2).
+            let recorded = h.ctr_records().iter().filter(|e| e.source & 1 != 0).count();
+            assert_eq!(recorded, usize::from(!frozen), "{target:?}");
+            if !frozen {
+                assert_eq!(h.ctr_records()[0].data & 0xf, ty::INTERRUPT as u64);
+            }
+        }
+    }
+
     #[test]
     fn filter_bits_sit_at_32_plus_type() {
         assert_eq!(CTRCTL_FILTERS >> 32, 0xff3e);
