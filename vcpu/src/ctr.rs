@@ -746,8 +746,8 @@ mod tests {
 
     fn hart() -> Hart {
         use vm_memory::{GuestAddress, GuestMemoryMmap};
-        let mem = GuestMemoryMmap::<()>::from_ranges(&[(GuestAddress(0x8000_0000), 1 << 16)])
-            .unwrap();
+        let mem =
+            GuestMemoryMmap::<()>::from_ranges(&[(GuestAddress(0x8000_0000), 1 << 16)]).unwrap();
         Hart::new(crate::HartConfig::default(), mem).unwrap()
     }
 

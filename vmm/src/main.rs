@@ -66,6 +66,11 @@ struct RunArgs {
     #[arg(long, value_name = "N")]
     max_insns: Option<u64>,
 
+    /// Stop after SECS seconds of wall-clock time (exit status 124), e.g. for a guest that
+    /// hangs; the console output up to then has been printed.
+    #[arg(long, value_name = "SECS", value_parser = parse_timeout)]
+    timeout: Option<std::time::Duration>,
+
     /// Number of vCPUs (1-64), one host thread each.
     #[arg(long, value_name = "N", default_value_t = 1)]
     vcpus: u64,
@@ -101,6 +106,19 @@ struct MachineArgs {
     /// The ELF executable to run.
     #[arg(value_name = "PROGRAM.elf")]
     program: PathBuf,
+}
+
+/// `--timeout`: seconds, a positive finite number (fractions allowed).
+fn parse_timeout(s: &str) -> Result<std::time::Duration, String> {
+    let secs: f64 = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of seconds"))?;
+    if !secs.is_finite() || secs <= 0.0 || secs > 1e9 {
+        return Err(format!(
+            "{s:?}: the timeout must be more than 0 and at most 1e9 seconds"
+        ));
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
 }
 
 fn init_logging(trace: bool) {
@@ -154,6 +172,7 @@ fn run_kernel(args: RunArgs) -> ExitCode {
         cmdline: args.cmdline,
         memory_mib: args.memory,
         max_insns: args.max_insns,
+        timeout: args.timeout,
         trace: args.trace,
         vcpus: args.vcpus,
     };
@@ -193,6 +212,23 @@ fn main() -> ExitCode {
         Command::Run(args) => {
             init_logging(args.trace);
             run_kernel(args)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_timeout;
+
+    #[test]
+    fn timeout_values_are_checked() {
+        assert_eq!(
+            parse_timeout("1.5").unwrap(),
+            std::time::Duration::from_millis(1500)
+        );
+        for bad in ["0", "-3", "abc", "inf", "NaN", "1e12"] {
+            let e = parse_timeout(bad).unwrap_err();
+            assert!(e.contains(bad), "{e}");
         }
     }
 }

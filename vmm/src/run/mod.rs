@@ -109,6 +109,8 @@ pub struct RunConfig {
     pub memory_mib: u64,
     /// Stop after this many instructions; `None` runs until the guest ends the run.
     pub max_insns: Option<u64>,
+    /// Stop after this much wall-clock time; `None`: no limit.
+    pub timeout: Option<std::time::Duration>,
     /// Log every instruction at trace level.
     pub trace: bool,
     /// Number of vCPUs (1..=[`MAX_VCPUS`]), one host thread each.
@@ -125,6 +127,7 @@ impl RunConfig {
             cmdline: String::new(),
             memory_mib: DEFAULT_MEMORY_MIB,
             max_insns: None,
+            timeout: None,
             trace: false,
             vcpus: 1,
         }
@@ -143,6 +146,15 @@ pub enum RunExit {
         /// Where the guest was.
         pc: u64,
     },
+    /// The wall-clock limit (`--timeout`) was reached.
+    TimedOut {
+        /// The limit.
+        limit: std::time::Duration,
+        /// Instructions executed (by the vCPU that noticed).
+        insns: u64,
+        /// Where that vCPU was.
+        pc: u64,
+    },
     /// The user ended the run from the terminal (Ctrl-A x).
     Quit,
 }
@@ -154,7 +166,7 @@ impl RunExit {
     pub fn exit_code(&self) -> u8 {
         match self {
             RunExit::Reset(r) => r.exit_code() as u8,
-            RunExit::BudgetExhausted { .. } => 124,
+            RunExit::BudgetExhausted { .. } | RunExit::TimedOut { .. } => 124,
             RunExit::Quit => 0,
         }
     }
@@ -170,6 +182,12 @@ impl RunExit {
             RunExit::Reset(r) => r.failure_message(),
             RunExit::BudgetExhausted { insns, pc } => Some(format!(
                 "instruction budget of {insns} exhausted at pc={pc:#x}"
+            )),
+            RunExit::TimedOut { limit, insns, pc } => Some(format!(
+                "wall-clock timeout of {:.1} s reached after {insns} instructions, at \
+                 pc={pc:#x} (the guest hangs or is too slow; the console output above is \
+                 complete)",
+                limit.as_secs_f64()
             )),
             RunExit::Quit => None,
         }
@@ -238,6 +256,7 @@ pub struct GuestVm {
     input: InputQueue,
     layout: BootLayout,
     max_insns: Option<u64>,
+    timeout: Option<std::time::Duration>,
     policy: GuestPolicy,
     stats: ExitStats,
     /// With more than one vCPU: the shared state, and (on hart 0 until `run`) the other
@@ -404,6 +423,7 @@ impl GuestVm {
             input: input.clone(),
             layout: layout.clone(),
             max_insns: config.max_insns,
+            timeout: config.timeout,
             policy,
             stats: ExitStats::default(),
             smp: smp.clone(),
@@ -513,7 +533,17 @@ impl GuestVm {
         } else {
             RUN_CHUNK
         };
+        let deadline = self.timeout.map(|t| (t, Instant::now() + t));
         loop {
+            if let Some((limit, at)) = deadline {
+                if Instant::now() >= at {
+                    return Ok(RunExit::TimedOut {
+                        limit,
+                        insns: self.hart.executed(),
+                        pc: Vcpu::pc(&self.hart),
+                    });
+                }
+            }
             if let Some(smp) = &self.smp {
                 // Ctrl-A x reaches hart 0's stop handle only; every hart checks for it here.
                 if self.input.quit_requested() {

@@ -393,3 +393,26 @@ fn vcpus_out_of_range_are_refused() {
         );
     }
 }
+
+#[test]
+fn timeout_ends_a_hanging_guest_with_a_clear_message() {
+    // Print a line, then spin forever.
+    let mut p = Vec::new();
+    sbi(&mut p, 0x4442_434E, 2, i32::from(b'!'), 0);
+    p.push(jal(0, 0));
+    let path = temp_file("timeout", &kernel(&p));
+    let out = SharedBuf::default();
+    let mut config = RunConfig::new(&path);
+    config.memory_mib = 16;
+    config.timeout = Some(std::time::Duration::from_millis(200));
+    let start = std::time::Instant::now();
+    let r = run_kernel(&config, Box::new(out.clone()), ConsoleInput::None);
+    let _ = std::fs::remove_file(&path);
+    let (exit, _) = r.unwrap();
+    assert!(start.elapsed() < std::time::Duration::from_secs(20));
+    assert!(matches!(exit, RunExit::TimedOut { .. }), "{exit:?}");
+    assert_eq!(exit.exit_code(), 124);
+    let msg = exit.failure_message().unwrap();
+    assert!(msg.contains("wall-clock timeout of 0.2 s"), "{msg}");
+    assert_eq!(String::from_utf8_lossy(&out.contents()), "!");
+}
