@@ -369,6 +369,9 @@ fn run_seed(seed: u64) -> Result<Outcome, String> {
             let end = match exit {
                 RunExit::Reset(r) => format!("reset ({})", r.kind.name()),
                 RunExit::BudgetExhausted { .. } => "budget".to_string(),
+                RunExit::TimedOut { .. } => {
+                    return Err(format!("seed {seed}: timed out without a --timeout"))
+                }
                 RunExit::Quit => "quit".to_string(),
             };
             Ok(Outcome {
