@@ -1,10 +1,126 @@
 //! `ctr-virt`: the hypervisor side of Control Transfer Records (Smctr/Ssctr).
 //!
-//! This crate will hold, per vCPU, the guest's CTR context (`vsctrctl`, `sctrstatus`, the
-//! guest's virtual `sctrdepth` and every `ctrsource`/`ctrtarget`/`ctrdata` entry), the
-//! load/put operations that move it onto a hart, emulation of the virtual-instruction traps on
-//! `sctrdepth`, lazy switching through `hstateen0.CTR`, synthesized records for traps the VMM
-//! redirects into VS-mode, and the snapshot format that carries CTR state bit for bit.
+//! What a KVM-class hypervisor does so that a guest kernel sees complete CTR hardware and
+//! nobody else's history:
+//! - [`DepthSet`] and [`CtrPolicy`]: the depths a VM may select (a migration-safe set,
+//!   intersected with what the host hart supports) and whether the VM has CTR at all.
+//! - [`CtrContext`]: a vCPU's guest CTR state (`vsctrctl`, `sctrstatus`, its depth and every
+//!   entry in logical order), saved from and loaded onto a hart in the order the spec
+//!   advises (depth, then `sctrstatus`, then the entries; section 2.5).
+//! - [`GuestCtr`]: per vCPU, the lazy switch through `hstateen0.CTR` (the context is loaded
+//!   on the guest's first CTR access, a virtual-instruction exit, and `hstateen0.CTR` stays
+//!   set from then on) and the emulation of `sctrdepth`, which always traps from VS-mode
+//!   (section 2.4): reads return the guest's depth, writes are legalized to the VM's set and
+//!   the hart's depth follows while the guest runs.
 //!
-//! It depends only on the backend-neutral vCPU interface of the `vcpu` crate, not on the
-//! interpreter. Nothing is implemented yet (see the project's issues).
+//! It depends only on the backend-neutral [`vcpu::Vcpu`] interface, not on the interpreter.
+//! Not implemented yet (later parts of the ctr-virt issue): multiplexing vCPUs on fewer
+//! harts, synthesized records for traps the VMM redirects into VS-mode, and snapshots.
+
+mod context;
+mod depth;
+mod emulate;
+
+pub use context::{CtrContext, CtrEntryState};
+pub use depth::{DepthSet, DEFAULT_GUEST_DEPTHS};
+pub use emulate::{classify, CtrAccess, CtrStats, GuestCtr, Outcome};
+
+use thiserror::Error;
+
+/// CSR numbers (Smctr chapter 2, Sscsrind, Smstateen).
+pub mod csr {
+    #![allow(missing_docs)]
+    pub const SCTRCTL: u16 = 0x14e;
+    pub const SCTRSTATUS: u16 = 0x14f;
+    pub const SIREG: u16 = 0x151;
+    pub const SIREG6: u16 = 0x157;
+    pub const SCTRDEPTH: u16 = 0x15f;
+    pub const VSCTRCTL: u16 = 0x24e;
+    pub const VSISELECT: u16 = 0x250;
+    pub const VSIREG: u16 = 0x251;
+    pub const VSIREG2: u16 = 0x252;
+    pub const VSIREG3: u16 = 0x253;
+    pub const HSTATEEN0: u16 = 0x60c;
+    /// `hstateen0.CTR`.
+    pub const STATEEN0_CTR: u64 = 1 << 54;
+    /// The SCTRCLR instruction.
+    pub const SCTRCLR: u32 = 0x1040_0073;
+    /// The select values of the CTR entries.
+    pub const CTR_SELECT: std::ops::RangeInclusive<u64> = 0x200..=0x2ff;
+}
+
+/// Errors of CTR policy and context handling.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum CtrVirtError {
+    /// A depth list could not be parsed.
+    #[error("bad CTR depth list {list:?}: {why}")]
+    BadDepthList {
+        /// The text given.
+        list: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// The VM's depths and the host's have nothing in common.
+    #[error(
+        "no CTR depth the VM may use ({guest}) is supported by the host hart ({host}); \
+         choose --ctr-depths among the host's, or --ctr off"
+    )]
+    NoCommonDepth {
+        /// The depths asked for the VM.
+        guest: DepthSet,
+        /// The host hart's depths.
+        host: DepthSet,
+    },
+    /// CTR was asked for but the host hart has none.
+    #[error("the host hart has no CTR (Smctr/Ssctr); use --ctr off")]
+    NoHostCtr,
+    /// A context does not fit the hart it is loaded onto.
+    #[error("the guest's CTR depth {depth} is not supported by this hart ({host})")]
+    DepthUnsupported {
+        /// The guest's depth in entries.
+        depth: u64,
+        /// The hart's depths.
+        host: DepthSet,
+    },
+}
+
+/// Whether a VM has CTR, and which depths its guests may select.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CtrPolicy {
+    /// `--ctr on`: the guest sees CTR (`ssctr` in the device tree, accesses work).
+    pub enabled: bool,
+    /// The depths the guest may select (never empty when enabled).
+    pub guest_depths: DepthSet,
+}
+
+impl CtrPolicy {
+    /// CTR off: every guest CTR access gets illegal-instruction.
+    pub fn off() -> CtrPolicy {
+        CtrPolicy {
+            enabled: false,
+            guest_depths: DepthSet::EMPTY,
+        }
+    }
+
+    /// CTR on with the depths `requested` (default [`DEFAULT_GUEST_DEPTHS`]) that the host
+    /// hart `host` supports; an empty intersection or a host without CTR is refused.
+    pub fn on(
+        requested: Option<DepthSet>,
+        host: Option<&vcpu::ctr::CtrConfig>,
+    ) -> Result<CtrPolicy, CtrVirtError> {
+        let host = host.ok_or(CtrVirtError::NoHostCtr)?;
+        let host_depths = DepthSet::from_bits(host.depths);
+        let guest = requested.unwrap_or(DEFAULT_GUEST_DEPTHS);
+        let common = guest.intersect(host_depths);
+        if common.is_empty() {
+            return Err(CtrVirtError::NoCommonDepth {
+                guest,
+                host: host_depths,
+            });
+        }
+        Ok(CtrPolicy {
+            enabled: true,
+            guest_depths: common,
+        })
+    }
+}

@@ -73,6 +73,22 @@ pub trait Vcpu {
     fn set_guest_counteren(&mut self, mask: u64);
     /// The guest's own `scounteren` (whether its U-mode may read a counter).
     fn guest_scounteren(&self) -> u64;
+    /// Read CSR `num` as HS/M-mode software would (no access check, no VS substitution:
+    /// `vsctrctl`, `vsiselect`/`vsireg*`, `hstateen0`, `sctrstatus` ...); `None` if the hart
+    /// does not implement it. What a hypervisor needs to switch and emulate guest state.
+    fn host_csr(&self, num: u16) -> Option<u64>;
+    /// Write CSR `num` as HS/M-mode software would (the CSR's WARL rules apply); `false` if
+    /// the hart does not implement it or it is read-only.
+    fn set_host_csr(&mut self, num: u16, value: u64) -> bool;
+    /// The hart's Control Transfer Records hardware (`None`: no Smctr/Ssctr).
+    fn ctr_config(&self) -> Option<crate::ctr::CtrConfig>;
+    /// SCTRCLR executed by the hypervisor: zero every CTR entry (at every depth) and the
+    /// cycle counter.
+    fn ctr_clear(&mut self);
+    /// CTR logical entry `x` as (`ctrsource`, `ctrtarget`, `ctrdata`), what `vsireg`,
+    /// `vsireg2`, `vsireg3` read with `vsiselect` = 0x200 + `x` (zeros at or beyond the
+    /// depth), without touching `vsiselect`.
+    fn ctr_entry(&self, x: u64) -> (u64, u64, u64);
 }
 
 /// Guest instructions a VMM can ask to trap (`hstatus` bits).
@@ -109,6 +125,11 @@ impl Hart {
         h.csr.h.hedeleg = GUEST_HEDELEG;
         h.csr.h.hideleg = VS_INTERRUPTS;
         h.csr.mstateen[0] = STATEEN_SE0 | STATEEN0_ENVCFG | STATEEN0_CSRIND | STATEEN0_AIA;
+        // CTR is the hypervisor's to give: M-level access on, hstateen0.CTR off until the
+        // VMM loads the guest's CTR context (lazily, on its first access).
+        if h.ctr.implemented() {
+            h.csr.mstateen[0] |= crate::csr::stateen::STATEEN0_CTR;
+        }
         h.update_translation_context();
         Ok(h)
     }
@@ -186,5 +207,30 @@ impl Vcpu for Hart {
     }
     fn guest_scounteren(&self) -> u64 {
         self.csr.scounteren
+    }
+    fn host_csr(&self, num: u16) -> Option<u64> {
+        self.csr(num)
+    }
+    fn set_host_csr(&mut self, num: u16, value: u64) -> bool {
+        match crate::csr::lookup(num).and_then(|d| d.write) {
+            Some(write) if (num >> 10) & 3 != 3 => {
+                write(self, value);
+                true
+            }
+            _ => false,
+        }
+    }
+    fn ctr_config(&self) -> Option<crate::ctr::CtrConfig> {
+        self.ctr.config.clone()
+    }
+    fn ctr_clear(&mut self) {
+        self.sctrclr();
+    }
+    fn ctr_entry(&self, x: u64) -> (u64, u64, u64) {
+        if !self.ctr.implemented() || x >= self.ctr.depth_entries() {
+            return (0, 0, 0);
+        }
+        let e = self.ctr.entries[self.ctr.physical(x)];
+        (e.source, e.target, e.data)
     }
 }

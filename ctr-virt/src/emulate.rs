@@ -1,0 +1,210 @@
+//! Virtual-instruction exits that concern CTR, and what the hypervisor does with them.
+//!
+//! With `mstateen0.CTR` = 1 and `hstateen0.CTR` = 0, every VS-mode access to CTR state
+//! (`sctrctl`, `sctrstatus`, `sireg*` with `vsiselect` in 0x200-0x2FF, SCTRCLR) raises
+//! virtual-instruction (Smctr chapter 5); `sctrdepth` raises it from VS-mode whatever
+//! `hstateen0.CTR` (section 2.4). VU-mode gets virtual-instruction for every supervisor CSR
+//! and for SCTRCLR. [`GuestCtr::on_virtual_insn`] turns these into:
+//! - VS-mode CTR state, CTR on: load the vCPU's context, set `hstateen0.CTR`, and run the
+//!   instruction again ([`Outcome::Retry`]; counted as a lazy load).
+//! - VS-mode `sctrdepth`, CTR on: emulate the CSR instruction ([`Outcome::Emulated`]).
+//! - Anything CTR from VU-mode, or with CTR off: illegal-instruction for the guest, as a
+//!   machine without (or, from U-mode, without access to) CTR would give
+//!   ([`Outcome::InjectIllegal`]).
+//! - Anything else: [`Outcome::NotCtr`], for the VMM's other handlers.
+
+use vcpu::Vcpu;
+
+use crate::csr::*;
+use crate::{CtrContext, CtrPolicy};
+
+/// What a trapped instruction is, as far as CTR is concerned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CtrAccess {
+    /// A CSR instruction on `sctrdepth`.
+    Depth,
+    /// An access to other CTR state (`sctrctl`, `sctrstatus`, `sireg*` at a CTR select
+    /// value) or SCTRCLR.
+    State,
+}
+
+/// Classify instruction `insn`, trapped with the guest's `vsiselect`.
+pub fn classify(insn: u32, vsiselect: u64) -> Option<CtrAccess> {
+    if insn == SCTRCLR {
+        return Some(CtrAccess::State);
+    }
+    let funct3 = (insn >> 12) & 7;
+    if insn & 0x7f != 0x73 || funct3 == 0 || funct3 == 4 {
+        return None;
+    }
+    match (insn >> 20) as u16 {
+        SCTRDEPTH => Some(CtrAccess::Depth),
+        SCTRCTL | SCTRSTATUS => Some(CtrAccess::State),
+        SIREG..=SIREG6 if CTR_SELECT.contains(&vsiselect) => Some(CtrAccess::State),
+        _ => None,
+    }
+}
+
+/// What the VMM must do after [`GuestCtr::on_virtual_insn`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Not a CTR instruction.
+    NotCtr,
+    /// Emulated; the pc is past the instruction.
+    Emulated,
+    /// The context is loaded; resume at the same instruction.
+    Retry,
+    /// Inject illegal-instruction (`xtval` = the instruction bits).
+    InjectIllegal,
+}
+
+/// Counts for `--stats`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CtrStats {
+    /// Contexts loaded on a first access (hstateen0.CTR off -> on).
+    pub lazy_loads: u64,
+    /// `sctrdepth` accesses emulated.
+    pub depth_emulated: u64,
+    /// CTR accesses answered with illegal-instruction.
+    pub injected_illegal: u64,
+}
+
+/// One vCPU's CTR as its hypervisor manages it.
+#[derive(Clone, Debug)]
+pub struct GuestCtr {
+    policy: CtrPolicy,
+    /// The guest's state while it is not on the hart (the depth is always current).
+    context: CtrContext,
+    /// Whether the context is on the hart (`hstateen0.CTR` = 1).
+    loaded: bool,
+    /// Counters for `--stats`.
+    pub stats: CtrStats,
+}
+
+impl GuestCtr {
+    /// A vCPU's CTR after reset: depth the smallest the policy allows, everything zero, not
+    /// loaded.
+    pub fn new(policy: CtrPolicy) -> GuestCtr {
+        let depth = policy.guest_depths.smallest().unwrap_or(0);
+        GuestCtr {
+            policy,
+            context: CtrContext::reset(depth),
+            loaded: false,
+            stats: CtrStats::default(),
+        }
+    }
+
+    /// The policy.
+    pub fn policy(&self) -> CtrPolicy {
+        self.policy
+    }
+
+    /// Whether the context is on the hart.
+    pub fn is_loaded(&self) -> bool {
+        self.loaded
+    }
+
+    /// The guest's `sctrdepth.DEPTH` encoding.
+    pub fn guest_depth(&self) -> u8 {
+        self.context.depth
+    }
+
+    /// Put the context onto `hart` and give the guest direct access (`hstateen0.CTR` = 1).
+    pub fn load<V: Vcpu>(&mut self, hart: &mut V) {
+        self.context.load(hart);
+        let h = hart.host_csr(HSTATEEN0).unwrap_or(0);
+        hart.set_host_csr(HSTATEEN0, h | STATEEN0_CTR);
+        self.loaded = true;
+    }
+
+    /// Take the context back from `hart` (after which the hart's CTR may hold another
+    /// context): save it, clear the hart's entries and take the guest's access away.
+    pub fn unload<V: Vcpu>(&mut self, hart: &mut V) {
+        if self.loaded {
+            self.context = CtrContext::save(hart);
+            hart.ctr_clear();
+            hart.set_host_csr(VSCTRCTL, 0);
+            let h = hart.host_csr(HSTATEEN0).unwrap_or(0);
+            hart.set_host_csr(HSTATEEN0, h & !STATEEN0_CTR);
+            self.loaded = false;
+        }
+    }
+
+    /// The guest's CTR state now (from the hart when loaded).
+    pub fn context<V: Vcpu>(&self, hart: &V) -> CtrContext {
+        if self.loaded {
+            CtrContext::save(hart)
+        } else {
+            self.context.clone()
+        }
+    }
+
+    /// Handle a virtual-instruction exit of instruction `insn` (from VU-mode if `from_vu`).
+    pub fn on_virtual_insn<V: Vcpu>(&mut self, hart: &mut V, insn: u32, from_vu: bool) -> Outcome {
+        let vsiselect = hart.host_csr(VSISELECT).unwrap_or(0);
+        let Some(access) = classify(insn, vsiselect) else {
+            return Outcome::NotCtr;
+        };
+        if !self.policy.enabled || from_vu {
+            self.stats.injected_illegal += 1;
+            return Outcome::InjectIllegal;
+        }
+        match access {
+            CtrAccess::State if !self.loaded => {
+                self.load(hart);
+                self.stats.lazy_loads += 1;
+                Outcome::Retry
+            }
+            // Loaded but trapped: nothing this VMM traps on purpose.
+            CtrAccess::State => {
+                self.stats.injected_illegal += 1;
+                Outcome::InjectIllegal
+            }
+            CtrAccess::Depth => {
+                self.emulate_depth(hart, insn);
+                self.stats.depth_emulated += 1;
+                hart.set_pc(hart.pc().wrapping_add(4));
+                Outcome::Emulated
+            }
+        }
+    }
+
+    /// A CSR instruction on `sctrdepth` (Zicsr semantics): `rd` gets the guest's depth; a
+    /// write that names an allowed depth selects it, others leave it (WARL); the hart
+    /// follows when the context is loaded (its WRPTR and entries stay legal, Smctr 2.4).
+    fn emulate_depth<V: Vcpu>(&mut self, hart: &mut V, insn: u32) {
+        let funct3 = (insn >> 12) & 7;
+        let rs1 = ((insn >> 15) & 0x1f) as usize;
+        let rd = ((insn >> 7) & 0x1f) as usize;
+        let old = self.context.depth as u64;
+        let operand = if funct3 >= 5 {
+            rs1 as u64
+        } else {
+            hart.xreg(rs1)
+        };
+        let new = match funct3 & 3 {
+            1 => Some(operand),
+            2 if rs1 != 0 => Some(old | operand),
+            3 if rs1 != 0 => Some(old & !operand),
+            _ => None,
+        };
+        if let Some(v) = new {
+            let enc = v & 7;
+            if self.policy.guest_depths.contains_encoding(enc) {
+                self.context.depth = enc as u8;
+                if self.loaded {
+                    hart.set_host_csr(SCTRDEPTH, enc);
+                } else {
+                    // Not on the hart: resize the saved buffer as the hart would (kept
+                    // entries stay, new ones are zero; WRPTR stays legal).
+                    let n = 16usize << enc;
+                    self.context.entries.resize(n, Default::default());
+                    self.context.sctrstatus &= (1 << 31) | (n as u64 - 1);
+                }
+            }
+        }
+        if rd != 0 {
+            hart.set_xreg(rd, old);
+        }
+    }
+}

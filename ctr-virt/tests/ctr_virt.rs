@@ -1,0 +1,160 @@
+//! ctr-virt on a hosted-mode hart: lazy loading through `hstateen0.CTR`, `sctrdepth`
+//! emulation, context save/load bit for bit, and isolation between contexts.
+
+use ctr_virt::{csr, CtrContext, CtrEntryState, CtrPolicy, DepthSet, GuestCtr, Outcome};
+use vcpu::ctr::CtrConfig;
+use vcpu::{Hart, HartConfig, Vcpu};
+use vm_memory::{GuestAddress, GuestMemoryMmap};
+
+fn guest_hart(depths: u8) -> Hart {
+    let mem = GuestMemoryMmap::<()>::from_ranges(&[(GuestAddress(0x8000_0000), 1 << 16)]).unwrap();
+    Hart::new_guest(
+        HartConfig {
+            ctr: Some(CtrConfig {
+                depths,
+                ..CtrConfig::full()
+            }),
+            ..HartConfig::default()
+        },
+        mem,
+    )
+    .unwrap()
+}
+
+/// `csrrs rd, csr, rs1` and `csrrw rd, csr, rs1`.
+fn csrrs(rd: u32, csr: u16, rs1: u32) -> u32 {
+    ((csr as u32) << 20) | (rs1 << 15) | (2 << 12) | (rd << 7) | 0x73
+}
+fn csrrw(rd: u32, csr: u16, rs1: u32) -> u32 {
+    ((csr as u32) << 20) | (rs1 << 15) | (1 << 12) | (rd << 7) | 0x73
+}
+
+#[test]
+fn policy_intersects_with_the_host_and_refuses_an_empty_set() {
+    let host = CtrConfig {
+        depths: 0b11000, // 128, 256
+        ..CtrConfig::full()
+    };
+    let e = CtrPolicy::on(None, Some(&host)).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "no CTR depth the VM may use (16,32,64) is supported by the host hart (128,256); \
+         choose --ctr-depths among the host's, or --ctr off"
+    );
+    let p = CtrPolicy::on(Some(DepthSet::parse("64,128").unwrap()), Some(&host)).unwrap();
+    assert_eq!(p.guest_depths.to_string(), "128");
+    assert!(CtrPolicy::on(None, None).is_err());
+}
+
+#[test]
+fn first_access_loads_the_context_and_opens_hstateen0_ctr() {
+    let mut h = guest_hart(0x1f);
+    let mut g = GuestCtr::new(CtrPolicy::on(None, h.ctr_config().as_ref()).unwrap());
+    assert_eq!(h.host_csr(csr::HSTATEEN0).unwrap() & csr::STATEEN0_CTR, 0);
+    let out = g.on_virtual_insn(&mut h, csrrs(10, csr::SCTRCTL, 0), false);
+    assert_eq!(out, Outcome::Retry);
+    assert!(g.is_loaded());
+    assert_ne!(h.host_csr(csr::HSTATEEN0).unwrap() & csr::STATEEN0_CTR, 0);
+    assert_eq!(g.stats.lazy_loads, 1);
+    // From VU-mode, or with CTR off: illegal-instruction for the guest.
+    assert_eq!(
+        g.on_virtual_insn(&mut h, csr::SCTRCLR, true),
+        Outcome::InjectIllegal
+    );
+    let mut off = GuestCtr::new(CtrPolicy::off());
+    assert_eq!(
+        off.on_virtual_insn(&mut h, csr::SCTRCLR, false),
+        Outcome::InjectIllegal
+    );
+    // Not CTR at all.
+    assert_eq!(
+        g.on_virtual_insn(&mut h, csrrs(10, 0x600, 0), false),
+        Outcome::NotCtr
+    );
+}
+
+#[test]
+fn sctrdepth_reads_the_guest_depth_and_writes_are_legalized() {
+    let mut h = guest_hart(0x1f);
+    let policy = CtrPolicy::on(
+        Some(DepthSet::parse("32,128").unwrap()),
+        Some(&CtrConfig::full()),
+    )
+    .unwrap();
+    let mut g = GuestCtr::new(policy);
+    h.set_pc(0x8000_0000);
+    // Read: the smallest allowed depth (32 = encoding 1).
+    assert_eq!(
+        g.on_virtual_insn(&mut h, csrrs(10, csr::SCTRDEPTH, 0), false),
+        Outcome::Emulated
+    );
+    assert_eq!(h.xreg(10), 1);
+    assert_eq!(h.pc(), 0x8000_0004);
+    // Write 64 (encoding 2): not allowed, kept. Write 128 (3): taken.
+    for (enc, want) in [(2u64, 1u8), (3, 3), (7, 3), (0, 3)] {
+        h.set_xreg(11, enc);
+        g.on_virtual_insn(&mut h, csrrw(0, csr::SCTRDEPTH, 11), false);
+        assert_eq!(g.guest_depth(), want, "write {enc}");
+    }
+    // Loaded: the hart's sctrdepth follows the guest's.
+    g.load(&mut h);
+    assert_eq!(h.host_csr(csr::SCTRDEPTH), Some(3));
+    h.set_xreg(11, 1);
+    g.on_virtual_insn(&mut h, csrrw(12, csr::SCTRDEPTH, 11), false);
+    assert_eq!(h.host_csr(csr::SCTRDEPTH), Some(1));
+    assert_eq!(h.xreg(12), 3);
+    assert_eq!(g.stats.depth_emulated, 6);
+}
+
+fn sample_context(depth: u8, salt: u64) -> CtrContext {
+    let mut c = CtrContext::reset(depth);
+    c.vsctrctl = 0x0000_3f00_0000_1903;
+    c.sctrstatus = (1 << 31) | 5;
+    for (i, e) in c.entries.iter_mut().enumerate() {
+        *e = CtrEntryState {
+            source: 0x8000_1001 + 0x40 * i as u64 + salt,
+            target: 0x8000_2000 + 0x20 * i as u64,
+            data: 0xb000_8009 | ((i as u64 & 0xf) << 16),
+        };
+    }
+    c
+}
+
+#[test]
+fn save_after_load_is_bit_identical() {
+    for depth in [0u8, 2, 4] {
+        let mut h = guest_hart(0x1f);
+        let c = sample_context(depth, 0);
+        h.set_host_csr(csr::VSISELECT, 0x123);
+        c.load(&mut h);
+        assert_eq!(CtrContext::save(&h), c, "depth {depth}");
+        assert_eq!(
+            h.host_csr(csr::VSISELECT),
+            Some(0x123),
+            "vsiselect preserved"
+        );
+    }
+}
+
+#[test]
+fn two_contexts_on_one_hart_never_see_each_other() {
+    let mut h = guest_hart(0x1f);
+    let policy = CtrPolicy::on(Some(DepthSet::ALL), Some(&CtrConfig::full())).unwrap();
+    let mut a = GuestCtr::new(policy);
+    let mut b = GuestCtr::new(policy);
+    // A runs at depth 256 with its history; B at depth 16, then raises its depth to 256.
+    a.load(&mut h);
+    sample_context(4, 7).load(&mut h);
+    let a_ctx = CtrContext::save(&h);
+    a.unload(&mut h);
+    b.load(&mut h);
+    h.set_xreg(11, 4);
+    b.on_virtual_insn(&mut h, csrrw(0, csr::SCTRDEPTH, 11), false);
+    // Every entry B can see is zero: none of A's.
+    let seen = CtrContext::save(&h);
+    assert_eq!(seen.depth, 4);
+    assert!(seen.entries.iter().all(|e| *e == CtrEntryState::default()));
+    b.unload(&mut h);
+    a.load(&mut h);
+    assert_eq!(CtrContext::save(&h), a_ctx);
+}
