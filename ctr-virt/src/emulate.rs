@@ -94,6 +94,19 @@ impl GuestCtr {
         }
     }
 
+    /// Prepare a vCPU's hart before it first runs: with CTR on, the guest gets Sscsrind
+    /// (`hstateen0.CSRIND`, for `siselect`/`sireg*`) and `hstateen0.CTR` stays 0 until the
+    /// first CTR access; with CTR off, both stay 0, so every access is the VMM's to refuse.
+    pub fn prepare<V: Vcpu>(&self, hart: &mut V) {
+        let h = hart.host_csr(HSTATEEN0).unwrap_or(0) & !(STATEEN0_CTR | STATEEN0_CSRIND);
+        let csrind = if self.policy.enabled {
+            STATEEN0_CSRIND
+        } else {
+            0
+        };
+        hart.set_host_csr(HSTATEEN0, h | csrind);
+    }
+
     /// The policy.
     pub fn policy(&self) -> CtrPolicy {
         self.policy

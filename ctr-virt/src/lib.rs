@@ -43,6 +43,8 @@ pub mod csr {
     pub const HSTATEEN0: u16 = 0x60c;
     /// `hstateen0.CTR`.
     pub const STATEEN0_CTR: u64 = 1 << 54;
+    /// `hstateen0.CSRIND`.
+    pub const STATEEN0_CSRIND: u64 = 1 << 60;
     /// The SCTRCLR instruction.
     pub const SCTRCLR: u32 = 0x1040_0073;
     /// The select values of the CTR entries.

@@ -157,6 +157,10 @@ const NOT_COMPARED: &[(&str, &str)] = &[
         "a `vmm run` guest kernel (VS-mode, SBI calls); QEMU would need an SBI firmware",
     ),
     (
+        "sbi_ctr",
+        "a `vmm run` guest kernel (CTR virtualized by the VMM's ctr-virt)",
+    ),
+    (
         "sbi_vinst",
         "a `vmm run` guest kernel (VS-mode, SBI calls, VMM exit log)",
     ),

@@ -329,3 +329,92 @@ fn sbi_vinst_with_the_default_policy() {
     assert_eq!(records.len(), VINST_INJECTED.len(), "{records:#x?}");
     assert!(stats.exits.get("wfi") >= 1, "{}", stats.exits.table());
 }
+
+// sbi_ctr: CTR virtualized by ctr-virt, seen from inside the guest.
+
+fn run_sbi_ctr(setup: impl FnOnce(&mut RunConfig)) -> (RunStats, String) {
+    let mut c = config(guest("sbi_ctr"));
+    setup(&mut c);
+    let (r, out) = run(&c, b"");
+    let (exit, stats) = r.unwrap_or_else(|e| panic!("vmm: {e}\n{out}"));
+    assert_eq!(exit.exit_code(), 0, "{exit:?}\n{out}");
+    assert!(out.ends_with("sbi_ctr: PASS\n"), "{out}");
+    (stats, out)
+}
+
+fn assert_lines(out: &str, lines: &[&str]) {
+    for l in lines {
+        assert!(out.lines().any(|x| x == *l), "missing {l:?} in:\n{out}");
+    }
+}
+
+#[test]
+fn sbi_ctr_with_ctr_on() {
+    let (stats, out) = run_sbi_ctr(|_| {});
+    assert_lines(
+        &out,
+        &[
+            // The default, migration-safe depths: 16, 32, 64; 16 at boot.
+            "ctr sctrdepth at boot: 0x0",
+            "ctr write sctrdepth 1 -> 1",
+            "ctr write sctrdepth 2 -> 2",
+            "ctr write sctrdepth 3 -> 2",
+            "ctr write sctrdepth 4 -> 2",
+            "ctr write sctrdepth 7 -> 2",
+            "ctr write sctrdepth 0 -> 0",
+            // vsctrctl's fields: S, U, RASEMU, STE, BPFRZ, LCOFIFRZ, the filter bits.
+            "ctr sctrctl after writing ~0: 0xff3e00001983",
+            "ctr sctrclr: 0x0",
+            // call, call, return, taken branch, return (youngest first).
+            "ctr types: 13 5 13 9 9",
+            "ctr VU sctrctl: trap 2",
+            "ctr VU sctrclr: trap 2",
+            "ctr VU sctrdepth: trap 2",
+        ],
+    );
+    // One lazy load (hstateen0.CTR stays set afterwards); every sctrdepth access emulated.
+    assert_eq!(
+        stats.exits.get("ctr lazy load"),
+        1,
+        "{}",
+        stats.exits.table()
+    );
+    // The boot read, then 9 write probes of a write and a read each.
+    assert_eq!(stats.exits.get("ctr sctrdepth emulated"), 19);
+}
+
+#[test]
+fn sbi_ctr_with_ctr_off_gets_illegal_instruction_everywhere() {
+    let (stats, out) = run_sbi_ctr(|c| c.ctr = false);
+    for l in out.lines().filter(|l| l.starts_with("ctr ")) {
+        assert!(l.ends_with("trap 2"), "{l}\n{out}");
+    }
+    assert!(!out.contains("ctr types"), "{out}");
+    assert_eq!(stats.exits.get("ctr lazy load"), 0);
+}
+
+#[test]
+fn sbi_ctr_depths_are_the_vms_within_the_hosts() {
+    let (_, out) = run_sbi_ctr(|c| {
+        c.ctr_depths = Some(ctr_virt::DepthSet::parse("32,128,256").unwrap());
+        c.host_ctr_depths = ctr_virt::DepthSet::parse("16,32,64,128").unwrap();
+    });
+    assert_lines(
+        &out,
+        &[
+            "ctr sctrdepth at boot: 0x1",
+            "ctr write sctrdepth 0 -> 1",
+            "ctr write sctrdepth 3 -> 3",
+            "ctr write sctrdepth 4 -> 3",
+            "ctr write sctrdepth 1 -> 1",
+        ],
+    );
+    // Nothing in common: refused before the guest starts, naming both sets.
+    let mut c = config(guest("sbi_ctr"));
+    c.ctr_depths = Some(ctr_virt::DepthSet::parse("256").unwrap());
+    c.host_ctr_depths = ctr_virt::DepthSet::parse("16,32").unwrap();
+    let (r, out) = run(&c, b"");
+    let e = r.unwrap_err().to_string();
+    assert!(e.contains("(256)") && e.contains("(16,32)"), "{e}");
+    assert!(out.is_empty(), "the guest ran: {out}");
+}

@@ -8,6 +8,10 @@ use crate::loader::LoadError;
 /// of its instruction budget.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// The VM's CTR options cannot be met (`--ctr`, `--ctr-depths`, `--host-ctr-depths`).
+    #[error("{0}")]
+    Ctr(#[from] ctr_virt::CtrVirtError),
+
     /// `--memory` is 0 or larger than the supported maximum.
     #[error("invalid memory size {mib} MiB: must be between 1 and {max} MiB")]
     InvalidMemorySize {

@@ -71,6 +71,22 @@ struct RunArgs {
     #[arg(long, value_name = "SECS", value_parser = parse_timeout)]
     timeout: Option<std::time::Duration>,
 
+    /// Control Transfer Records for the guest: `on` (ssctr in the device tree, the guest's
+    /// CTR context loaded on its first access) or `off` (every CTR access gets
+    /// illegal-instruction, as on a machine without CTR).
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
+    ctr: bool,
+
+    /// The CTR depths the guest may select, e.g. `16,64` (default: the migration-safe
+    /// 16,32,64), intersected with the host's; refused when nothing is left.
+    #[arg(long, value_name = "LIST", value_parser = parse_depths)]
+    ctr_depths: Option<ctr_virt::DepthSet>,
+
+    /// The CTR depths the host hart model supports (default all: 16,32,64,128,256), to model
+    /// another host.
+    #[arg(long, value_name = "LIST", value_parser = parse_depths, default_value = "16,32,64,128,256")]
+    host_ctr_depths: ctr_virt::DepthSet,
+
     /// Number of vCPUs (1-64), one host thread each.
     #[arg(long, value_name = "N", default_value_t = 1)]
     vcpus: u64,
@@ -106,6 +122,20 @@ struct MachineArgs {
     /// The ELF executable to run.
     #[arg(value_name = "PROGRAM.elf")]
     program: PathBuf,
+}
+
+/// `--ctr`: `on` or `off`.
+fn parse_on_off(s: &str) -> Result<bool, String> {
+    match s {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(format!("{s:?}: expected on or off")),
+    }
+}
+
+/// A list of CTR depths (`16,64`).
+fn parse_depths(s: &str) -> Result<ctr_virt::DepthSet, String> {
+    ctr_virt::DepthSet::parse(s).map_err(|e| e.to_string())
 }
 
 /// `--timeout`: seconds, a positive finite number (fractions allowed).
@@ -175,6 +205,9 @@ fn run_kernel(args: RunArgs) -> ExitCode {
         timeout: args.timeout,
         trace: args.trace,
         vcpus: args.vcpus,
+        ctr: args.ctr,
+        ctr_depths: args.ctr_depths,
+        host_ctr_depths: args.host_ctr_depths,
     };
     let console = Box::new(std::io::stdout());
     match runner::run_kernel(&config, console, ConsoleInput::Stdin) {

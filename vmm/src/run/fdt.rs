@@ -27,6 +27,9 @@ use crate::machine::{UART_BASE, UART_SIZE};
 pub const ISA_STRING: &str = "rv64imafdc_zicntr_zicsr_zifencei";
 /// `riscv,isa-extensions`.
 pub const ISA_EXTENSIONS: &[&str] = &["i", "m", "a", "f", "d", "c", "zicntr", "zicsr", "zifencei"];
+/// Added to `riscv,isa-extensions` when the guest has CTR (`--ctr on`): Ssctr and the
+/// Sscsrind it depends on.
+pub const CTR_EXTENSIONS: &[&str] = &["sscsrind", "ssctr"];
 /// `mmu-type`: the largest translation mode the hart supports (it also has Sv39 and Sv48).
 pub const MMU_TYPE: &str = "riscv,sv57";
 /// The UART's input clock (the usual 1.8432 MHz * 2 of the ns16550a binding examples).
@@ -48,6 +51,8 @@ pub struct FdtConfig {
     pub ram_size: u64,
     /// The kernel command line (`/chosen/bootargs`).
     pub cmdline: String,
+    /// Whether the guest has CTR (`sscsrind` and `ssctr` in `riscv,isa-extensions`).
+    pub ctr: bool,
     /// Guest-physical `[start, end)` of the initrd, if any.
     pub initrd: Option<(u64, u64)>,
 }
@@ -75,7 +80,7 @@ pub fn build(config: &FdtConfig) -> Result<Vec<u8>, vm_fdt::Error> {
     fdt.property_u32("#size-cells", 0)?;
     fdt.property_u32("timebase-frequency", vcpu::TIMEBASE_HZ as u32)?;
     for id in 0..config.cpus.max(1) as u32 {
-        cpu_node(&mut fdt, id)?;
+        cpu_node(&mut fdt, id, config.ctr)?;
     }
     fdt.end_node(cpus)?;
 
@@ -101,7 +106,7 @@ pub fn build(config: &FdtConfig) -> Result<Vec<u8>, vm_fdt::Error> {
 }
 
 /// The node of hart `id` with its interrupt controller.
-fn cpu_node(fdt: &mut FdtWriter, id: u32) -> Result<(), vm_fdt::Error> {
+fn cpu_node(fdt: &mut FdtWriter, id: u32, ctr: bool) -> Result<(), vm_fdt::Error> {
     let cpu = fdt.begin_node(&format!("cpu@{id:x}"))?;
     fdt.property_string("device_type", "cpu")?;
     fdt.property_u32("reg", id)?;
@@ -111,7 +116,11 @@ fn cpu_node(fdt: &mut FdtWriter, id: u32) -> Result<(), vm_fdt::Error> {
     fdt.property_string("riscv,isa-base", "rv64i")?;
     fdt.property_string_list(
         "riscv,isa-extensions",
-        ISA_EXTENSIONS.iter().map(|s| s.to_string()).collect(),
+        ISA_EXTENSIONS
+            .iter()
+            .chain(if ctr { CTR_EXTENSIONS } else { &[] })
+            .map(|s| s.to_string())
+            .collect(),
     )?;
     fdt.property_string("mmu-type", MMU_TYPE)?;
     let intc = fdt.begin_node("interrupt-controller")?;
@@ -140,6 +149,7 @@ mod tests {
             ram_size: 256 << 20,
             cmdline: "console=ttyS0 earlycon=sbi".into(),
             initrd: Some((0x8f00_0000, 0x8f10_0000)),
+            ctr: true,
         })
         .unwrap();
         assert_eq!(&blob[..4], &0xd00d_feedu32.to_be_bytes());
@@ -157,6 +167,8 @@ mod tests {
             b"linux,initrd-start\0",
             b"riscv,sv57\0",
             b"zifencei\0",
+            b"ssctr\0",
+            b"sscsrind\0",
         ] {
             assert!(
                 contains(&blob, s),
@@ -182,8 +194,11 @@ mod tests {
             ram_size: 16 << 20,
             cmdline: String::new(),
             initrd: None,
+            ctr: false,
         })
         .unwrap();
         assert!(!contains(&blob, b"linux,initrd"));
+        // --ctr off: the device tree does not list Ssctr.
+        assert!(!contains(&blob, b"ssctr"));
     }
 }

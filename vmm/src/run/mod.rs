@@ -115,6 +115,13 @@ pub struct RunConfig {
     pub trace: bool,
     /// Number of vCPUs (1..=[`MAX_VCPUS`]), one host thread each.
     pub vcpus: u64,
+    /// `--ctr on|off`: whether the guest has Control Transfer Records.
+    pub ctr: bool,
+    /// `--ctr-depths`: the CTR depths the guest may select (`None`: the migration-safe
+    /// default, [`ctr_virt::DEFAULT_GUEST_DEPTHS`]), within what the host hart supports.
+    pub ctr_depths: Option<ctr_virt::DepthSet>,
+    /// `--host-ctr-depths`: the depths the host hart model supports (default all).
+    pub host_ctr_depths: ctr_virt::DepthSet,
 }
 
 impl RunConfig {
@@ -130,6 +137,9 @@ impl RunConfig {
             timeout: None,
             trace: false,
             vcpus: 1,
+            ctr: true,
+            ctr_depths: None,
+            host_ctr_depths: ctr_virt::DepthSet::ALL,
         }
     }
 }
@@ -258,6 +268,8 @@ pub struct GuestVm {
     max_insns: Option<u64>,
     timeout: Option<std::time::Duration>,
     policy: GuestPolicy,
+    /// This vCPU's CTR as the hypervisor manages it (lazy loading, `sctrdepth`).
+    ctr: ctr_virt::GuestCtr,
     stats: ExitStats,
     /// With more than one vCPU: the shared state, and (on hart 0 until `run`) the other
     /// harts' VMs.
@@ -354,12 +366,24 @@ impl GuestVm {
                 max: MAX_VCPUS,
             });
         }
+        // The host hart model's CTR, and what the guest may use of it (refused here, before
+        // the guest starts, if nothing fits).
+        let host_ctr = (!config.host_ctr_depths.is_empty()).then(|| vcpu::ctr::CtrConfig {
+            depths: config.host_ctr_depths.bits(),
+            ..vcpu::ctr::CtrConfig::full()
+        });
+        let ctr_policy = if config.ctr {
+            ctr_virt::CtrPolicy::on(config.ctr_depths, host_ctr.as_ref())?
+        } else {
+            ctr_virt::CtrPolicy::off()
+        };
         let blob = fdt::build(&fdt::FdtConfig {
             cpus: config.vcpus,
             ram_base: RAM_BASE,
             ram_size,
             cmdline: config.cmdline.clone(),
             initrd: initrd.as_ref().map(|r| (r.start, r.end)),
+            ctr: ctr_policy.enabled,
         })
         .map_err(|e| Error::Fdt(e.to_string()))?;
         if blob.len() as u64 > FDT_MAX {
@@ -381,6 +405,7 @@ impl GuestVm {
                     size: UART_SIZE,
                 }],
                 shared_clock: clock.clone(),
+                ctr: host_ctr.clone(),
                 ..HartConfig::default()
             };
             let mut hart = Hart::new_guest(hart_config, mem.clone())?;
@@ -415,20 +440,25 @@ impl GuestVm {
         });
         let uart = Arc::new(Mutex::new(Uart::new(console)));
         let input = InputQueue::default();
-        let vm = |hart: Hart, hart_id: u64| GuestVm {
-            hart,
-            hart_id,
-            mem: mem.clone(),
-            uart: uart.clone(),
-            input: input.clone(),
-            layout: layout.clone(),
-            max_insns: config.max_insns,
-            timeout: config.timeout,
-            policy,
-            stats: ExitStats::default(),
-            smp: smp.clone(),
-            secondaries: Vec::new(),
-            secondary_insns: 0,
+        let vm = |mut hart: Hart, hart_id: u64| {
+            let ctr = ctr_virt::GuestCtr::new(ctr_policy);
+            ctr.prepare(&mut hart);
+            GuestVm {
+                hart,
+                hart_id,
+                mem: mem.clone(),
+                uart: uart.clone(),
+                input: input.clone(),
+                layout: layout.clone(),
+                max_insns: config.max_insns,
+                timeout: config.timeout,
+                policy,
+                ctr,
+                stats: ExitStats::default(),
+                smp: smp.clone(),
+                secondaries: Vec::new(),
+                secondary_insns: 0,
+            }
         };
         let secondaries = others
             .into_iter()
@@ -719,6 +749,28 @@ impl GuestVm {
     /// illegal-instruction exception for the rest, and records the exit.
     fn virtual_insn(&mut self, trap: GuestTrap) -> Result<Option<RunExit>, Error> {
         let next = trap.pc.wrapping_add(4);
+        let ctr = match self
+            .ctr
+            .on_virtual_insn(&mut self.hart, trap.insn, trap.from_vu)
+        {
+            ctr_virt::Outcome::NotCtr => None,
+            ctr_virt::Outcome::Emulated => {
+                self.stats.count("ctr sctrdepth emulated");
+                Some(VirtualInsnAction::EmulatedCtrDepth)
+            }
+            ctr_virt::Outcome::Retry => {
+                self.stats.count("ctr lazy load");
+                Some(VirtualInsnAction::CtrLoaded)
+            }
+            ctr_virt::Outcome::InjectIllegal => {
+                self.inject(cause::ILLEGAL_INSN, u64::from(trap.insn));
+                Some(VirtualInsnAction::InjectedIllegal)
+            }
+        };
+        if let Some(action) = ctr {
+            self.record_virtual_insn(&trap, action);
+            return Ok(None);
+        }
         let time_rd = vinsn::time_read_rd(trap.insn)
             .filter(|_| !trap.from_vu || vinsn::vu_may_read_time(&self.hart));
         let (action, result) = if self.policy.trap_wfi && !trap.from_vu && trap.insn == vinsn::WFI {
@@ -741,6 +793,11 @@ impl GuestVm {
             self.inject(cause::ILLEGAL_INSN, u64::from(trap.insn));
             (VirtualInsnAction::InjectedIllegal, Ok(None))
         };
+        self.record_virtual_insn(&trap, action);
+        result
+    }
+
+    fn record_virtual_insn(&mut self, trap: &GuestTrap, action: VirtualInsnAction) {
         self.stats.record_virtual_insn(VirtualInsnExit {
             cause: trap.cause,
             tval: trap.tval,
@@ -751,7 +808,6 @@ impl GuestVm {
             from_vu: trap.from_vu,
             action,
         });
-        result
     }
 
     fn inject(&mut self, cause: u64, tval: u64) {

@@ -28,6 +28,12 @@ pub enum VirtualInsnAction {
     /// A read of `time` trapped by `hcounteren.TM` = 0: the VMM wrote the guest's time to
     /// `rd` and resumed the guest after the instruction.
     EmulatedTime,
+    /// A VS-mode access to `sctrdepth` (always trapped): emulated by `ctr-virt` (the guest's
+    /// depth read, a write legalized to the VM's depths), resumed after it.
+    EmulatedCtrDepth,
+    /// The vCPU's first access to CTR state (`hstateen0.CTR` = 0): `ctr-virt` loaded its CTR
+    /// context, set `hstateen0.CTR`, and resumed the guest at the same instruction.
+    CtrLoaded,
     /// Anything else: an illegal-instruction exception (`stval` = the instruction bits) was
     /// injected into the guest.
     InjectedIllegal,
@@ -39,6 +45,8 @@ impl VirtualInsnAction {
         match self {
             VirtualInsnAction::EmulatedWfi => "emulated-wfi",
             VirtualInsnAction::EmulatedTime => "emulated-time",
+            VirtualInsnAction::EmulatedCtrDepth => "emulated-ctr-depth",
+            VirtualInsnAction::CtrLoaded => "ctr-loaded",
             VirtualInsnAction::InjectedIllegal => "injected-illegal",
         }
     }
