@@ -67,6 +67,8 @@ pub struct CtrStats {
     pub depth_emulated: u64,
     /// CTR accesses answered with illegal-instruction.
     pub injected_illegal: u64,
+    /// Records synthesized for traps the VMM injected.
+    pub synthesized: u64,
 }
 
 /// One vCPU's CTR as its hypervisor manages it.
@@ -180,6 +182,69 @@ impl GuestCtr {
                 Outcome::Emulated
             }
         }
+    }
+
+    /// The VMM has just injected a trap into VS-mode (cause `cause`, an interrupt if
+    /// `interrupt`) taken at `epc` from VU-mode if `from_vu`, else from VS-mode, into the
+    /// handler at `handler`. Make the guest's history what a trap delegated straight to VS
+    /// would have made (Smctr tables 7 and 8 with V = 1, section 6.5): a record, a partial
+    /// record (source or target 0), FROZEN, or nothing. The record's CC is not known to the
+    /// VMM: CCV = 0 (section 6.3 allows clearing it whenever cycles were not counted).
+    pub fn synthesize_trap<V: Vcpu>(
+        &mut self,
+        hart: &mut V,
+        cause: u64,
+        interrupt: bool,
+        from_vu: bool,
+        epc: u64,
+        handler: u64,
+    ) {
+        const S: u64 = 1 << 1;
+        const U: u64 = 1 << 0;
+        const RASEMU: u64 = 1 << 7;
+        const STE: u64 = 1 << 8;
+        const BPFRZ: u64 = 1 << 11;
+        const LCOFIFRZ: u64 = 1 << 12;
+        const FROZEN: u64 = 1 << 31;
+        if !self.loaded {
+            // The guest never touched CTR: its vsctrctl is 0, nothing is recorded.
+            return;
+        }
+        let vs = hart.host_csr(VSCTRCTL).unwrap_or(0);
+        let status = hart.host_csr(SCTRSTATUS).unwrap_or(0);
+        let freeze = if interrupt {
+            cause == 13 && vs & LCOFIFRZ != 0
+        } else {
+            cause == 3 && vs & BPFRZ != 0
+        };
+        if freeze {
+            hart.set_host_csr(SCTRSTATUS, status | FROZEN);
+            return;
+        }
+        if status & FROZEN != 0 || vs & RASEMU != 0 {
+            return;
+        }
+        let t: u64 = if interrupt { 2 } else { 1 };
+        let inhibited = (vs >> (32 + t)) & 1 != 0;
+        let source_enabled = vs & if from_vu { U } else { S } != 0;
+        let target_enabled = vs & S != 0;
+        let (source, target) = match (source_enabled, target_enabled) {
+            (true, true) if !inhibited => (epc, handler),
+            (false, true) if !inhibited => (0, handler),
+            // External trap VU -> VS: vsctrctl.STE (table 8).
+            (true, false) if vs & STE != 0 => (epc, 0),
+            _ => return,
+        };
+        let depth = 16u64 << (hart.host_csr(SCTRDEPTH).unwrap_or(0) & 7);
+        let wrptr = ((status & 0xff) + 1) & (depth - 1);
+        hart.set_host_csr(SCTRSTATUS, (status & !0xff) | wrptr);
+        let vsiselect = hart.host_csr(VSISELECT).unwrap_or(0);
+        hart.set_host_csr(VSISELECT, 0x200);
+        hart.set_host_csr(VSIREG, source | 1);
+        hart.set_host_csr(VSIREG2, target);
+        hart.set_host_csr(VSIREG3, t);
+        hart.set_host_csr(VSISELECT, vsiselect);
+        self.stats.synthesized += 1;
     }
 
     /// A CSR instruction on `sctrdepth` (Zicsr semantics): `rd` gets the guest's depth; a

@@ -13,9 +13,14 @@
 //!   (section 2.4): reads return the guest's depth, writes are legalized to the VM's set and
 //!   the hart's depth follows while the guest runs.
 //!
+//! - [`GuestCtr::synthesize_trap`]: when the VMM redirects a trap into VS-mode, the hardware
+//!   saw an HS trap and a return, not a VS trap; where the guest's `vsctrctl` would have
+//!   recorded that trap, the record is synthesized (WRPTR increment and a write of logical
+//!   entry 0, as the spec's note in section 2.5 describes), or FROZEN set for BPFRZ/LCOFIFRZ.
+//!
 //! It depends only on the backend-neutral [`vcpu::Vcpu`] interface, not on the interpreter.
 //! Not implemented yet (later parts of the ctr-virt issue): multiplexing vCPUs on fewer
-//! harts, synthesized records for traps the VMM redirects into VS-mode, and snapshots.
+//! harts, and snapshots.
 
 mod context;
 mod depth;
@@ -45,6 +50,8 @@ pub mod csr {
     pub const STATEEN0_CTR: u64 = 1 << 54;
     /// `hstateen0.CSRIND`.
     pub const STATEEN0_CSRIND: u64 = 1 << 60;
+    /// `vstvec`.
+    pub const VSTVEC: u16 = 0x205;
     /// The SCTRCLR instruction.
     pub const SCTRCLR: u32 = 0x1040_0073;
     /// The select values of the CTR entries.

@@ -7,8 +7,12 @@ use vcpu::{Hart, HartConfig, Vcpu};
 use vm_memory::{GuestAddress, GuestMemoryMmap};
 
 fn guest_hart(depths: u8) -> Hart {
+    guest_hart_and_ram(depths).0
+}
+
+fn guest_hart_and_ram(depths: u8) -> (Hart, GuestMemoryMmap) {
     let mem = GuestMemoryMmap::<()>::from_ranges(&[(GuestAddress(0x8000_0000), 1 << 16)]).unwrap();
-    Hart::new_guest(
+    let hart = Hart::new_guest(
         HartConfig {
             ctr: Some(CtrConfig {
                 depths,
@@ -16,9 +20,10 @@ fn guest_hart(depths: u8) -> Hart {
             }),
             ..HartConfig::default()
         },
-        mem,
+        mem.clone(),
     )
-    .unwrap()
+    .unwrap();
+    (hart, mem)
 }
 
 /// `csrrs rd, csr, rs1` and `csrrw rd, csr, rs1`.
@@ -157,4 +162,74 @@ fn two_contexts_on_one_hart_never_see_each_other() {
     b.unload(&mut h);
     a.load(&mut h);
     assert_eq!(CtrContext::save(&h), a_ctx);
+}
+
+/// Run `insn` (a trapping instruction delegated to VS) on one hart, and inject the same
+/// trap into another through the VMM path; the guest-visible CTR state must agree (but for
+/// CC, which the VMM cannot know: the synthesized record has CCV = 0).
+fn delegated_vs_injected(vsctrctl: u64, insn: u32, cause: u64) -> (CtrContext, CtrContext) {
+    const CODE: u64 = 0x8000_0000;
+    const HANDLER: u64 = 0x8000_0100;
+    let setup = || {
+        let (mut h, mem) = guest_hart_and_ram(0x1f);
+        let mut g = GuestCtr::new(CtrPolicy::on(None, h.ctr_config().as_ref()).unwrap());
+        g.prepare(&mut h);
+        g.load(&mut h);
+        h.set_host_csr(csr::VSTVEC, HANDLER);
+        h.set_host_csr(csr::VSCTRCTL, vsctrctl);
+        h.set_pc(CODE);
+        (h, g, mem)
+    };
+    // Delegated: the hart runs the instruction and takes the trap into VS itself.
+    let (mut a, _, mem) = setup();
+    write_code(&mem, CODE, insn);
+    write_code(&mem, HANDLER, 0x1050_0073); // wfi
+    let exit = a.run(10);
+    assert!(matches!(exit, vcpu::VcpuExit::Wfi), "{exit:?}");
+    // Injected: the VMM redirects the same trap.
+    let (mut b, mut g, _) = setup();
+    b.inject_exception(cause, insn as u64);
+    assert_eq!(b.pc(), HANDLER);
+    g.synthesize_trap(&mut b, cause, false, false, CODE, HANDLER);
+    let strip_cc = |mut c: CtrContext| {
+        for e in &mut c.entries {
+            e.data &= 0xf;
+        }
+        c
+    };
+    (
+        strip_cc(CtrContext::save(&a)),
+        strip_cc(CtrContext::save(&b)),
+    )
+}
+
+fn write_code(mem: &GuestMemoryMmap, addr: u64, insn: u32) {
+    use vm_memory::Bytes;
+    mem.write_obj(insn, GuestAddress(addr)).unwrap();
+}
+
+#[test]
+fn injected_traps_leave_the_history_a_delegated_trap_leaves() {
+    const ILLEGAL: u32 = 0x3000_2573; // csrr a0, mstatus
+    const EBREAK: u32 = 0x0010_0073;
+    let s = 1 << 1;
+    let excinh = 1 << 33;
+    let bpfrz = 1 << 11;
+    for (vsctrctl, insn, cause) in [
+        (s, ILLEGAL, 2),          // VS -> VS, both enabled: recorded
+        (s | excinh, ILLEGAL, 2), // inhibited
+        (0, ILLEGAL, 2),          // VS disabled: nothing
+        (s, EBREAK, 3),           // a breakpoint is recorded without BPFRZ
+        (s | bpfrz, EBREAK, 3),   // and freezes with it
+    ] {
+        let (delegated, injected) = delegated_vs_injected(vsctrctl, insn, cause);
+        assert_eq!(delegated, injected, "vsctrctl {vsctrctl:#x} cause {cause}");
+    }
+    // The recorded case really recorded something.
+    let (d, _) = delegated_vs_injected(s, ILLEGAL, 2);
+    assert_eq!(d.entries[0].source, 0x8000_0001);
+    assert_eq!(d.entries[0].target, 0x8000_0100);
+    assert_eq!(d.sctrstatus & 0xff, 1);
+    let (d, _) = delegated_vs_injected(s | bpfrz, EBREAK, 3);
+    assert_ne!(d.sctrstatus & (1 << 31), 0);
 }

@@ -25,7 +25,8 @@ u64 run_in_vu(probe_fn f, u64 arg);
 void trap_entry(void);
 u64 p_rd_sctrdepth(u64), p_wr_sctrdepth(u64), p_rd_sctrctl(u64), p_wr_sctrctl(u64),
 	p_rd_sctrstatus(u64), p_wr_sctrstatus(u64), p_sctrclr(u64), p_rd_entry(u64),
-	p_rd_type(u64), p_calls(u64);
+	p_rd_type(u64), p_calls(u64), p_trap_virtual(u64), p_trap_illegal(u64),
+	p_rd_target(u64);
 
 #define PROBE(name, insns) ".globl " #name "\n.align 2\n" #name ":\n" insns "\n ret\n"
 
@@ -42,6 +43,13 @@ __asm__(".text\n"
 	/* a0 = logical entry: ctrsource */
 	PROBE(p_rd_entry, " addi a0, a0, 0x200\n csrw 0x150, a0\n csrr a0, 0x151")
 	PROBE(p_rd_type, " addi a0, a0, 0x200\n csrw 0x150, a0\n csrr a0, 0x153\n andi a0, a0, 0xf")
+	PROBE(p_rd_target, " addi a0, a0, 0x200\n csrw 0x150, a0\n csrr a0, 0x152")
+	/* With VS recording on: an instruction the VMM turns into an illegal-instruction
+	   exception (hstatus: virtual-instruction exit, injected), and one the hart delegates
+	   to the guest itself (mstatus: illegal, hedeleg). The trap's record must look the
+	   same. The trapping instruction is at offset 8. */
+	PROBE(p_trap_virtual, " li t0, 2\n csrw 0x14e, t0\n csrr a0, 0x600\n csrw 0x14e, zero")
+	PROBE(p_trap_illegal, " li t0, 2\n csrw 0x14e, t0\n csrr a0, 0x300\n csrw 0x14e, zero")
 	/* Records in VS-mode (sctrctl.S on, then off): call, call, return, taken branch,
 	   return. */
 	".globl p_calls\n"
@@ -169,6 +177,36 @@ int main(u64 hartid, u64 fdt)
 		}
 		printk("\n");
 		check("WRPTR advanced by the 5 recorded transfers", st & 0xff, 5);
+	}
+	if (!trap_rec.count) {
+		/* An injected trap is recorded as a delegated one (ctr-virt synthesizes it). */
+		static const struct {
+			const char *name;
+			probe_fn f;
+		} t[] = {{"injected", p_trap_virtual}, {"delegated", p_trap_illegal}};
+		for (int k = 0; k < 2; k++) {
+			probe(p_sctrclr, 0, 0);
+			probe(t[k].f, 0, 0);
+			printk("ctr %s trap: types", t[k].name);
+			u64 found = 0, src = 0, dst = 0;
+			for (u64 i = 0; i < 4; i++) {
+				if (!(probe(p_rd_entry, i, 0) & 1))
+					break;
+				u64 ty = probe(p_rd_type, i, 0);
+				printk(" %d", ty);
+				if (ty == 1 && !found) {
+					found = 1;
+					src = probe(p_rd_entry, i, 0);
+					dst = probe(p_rd_target, i, 0);
+				}
+			}
+			printk("\n");
+			check("trap record found", found, 1);
+			check("  ctrsource = the trapping instruction", src,
+			      ((u64)t[k].f + 8) | 1);
+			check("  ctrtarget = the guest's handler", dst,
+			      (u64)trap_entry);
+		}
 	}
 	show("VU sctrctl", p_rd_sctrctl, 0, 1);
 	show("VU sctrclr", p_sctrclr, 0, 1);

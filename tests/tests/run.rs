@@ -418,3 +418,21 @@ fn sbi_ctr_depths_are_the_vms_within_the_hosts() {
     assert!(e.contains("(256)") && e.contains("(16,32)"), "{e}");
     assert!(out.is_empty(), "the guest ran: {out}");
 }
+
+#[test]
+fn sbi_ctr_injected_traps_are_recorded_like_delegated_ones() {
+    let (stats, out) = run_sbi_ctr(|_| {});
+    assert_lines(
+        &out,
+        &[
+            "ctr injected trap: types 3 1",
+            "ctr delegated trap: types 3 1",
+        ],
+    );
+    assert_eq!(
+        stats.exits.get("ctr record synthesized"),
+        1,
+        "{}",
+        stats.exits.table()
+    );
+}

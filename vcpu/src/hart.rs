@@ -125,6 +125,9 @@ pub struct Hart {
     /// CTR: bit t set when a jump or branch of transfer type t is recorded in the current
     /// mode (0 while CTR is inactive); see `ctr::Hart::ctr_refresh`.
     pub(crate) ctr_mask: u16,
+    /// Whether trap entry reports to CTR (off while the VMM injects a trap: a hypervisor's
+    /// emulated trap entry is CSR writes, which CTR does not see).
+    pub(crate) ctr_trap_hook: bool,
 }
 
 impl Hart {
@@ -175,6 +178,7 @@ impl Hart {
             mailbox: Arc::new(HartMailbox::default()),
             ctr: crate::ctr::Ctr::new(config.ctr),
             ctr_mask: 0,
+            ctr_trap_hook: true,
         })
     }
 

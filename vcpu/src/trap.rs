@@ -250,7 +250,7 @@ impl Hart {
     ) {
         use crate::csr::*;
         use crate::hypervisor::*;
-        if self.ctr.watching() {
+        if self.ctr_trap_hook && self.ctr.watching() {
             let tvec = match target {
                 TrapTarget::M => self.csr.mtvec,
                 TrapTarget::Hs => self.csr.stvec,

@@ -47,8 +47,12 @@ pub trait Vcpu {
     /// Complete the MMIO load of the last [`VcpuExit::Mmio`] exit.
     fn complete_mmio_read(&mut self, data: u64);
     /// Redirect a trap into the guest: VS-mode trap entry with `vscause` = `cause`,
-    /// `vstval` = `tval`, `vsepc` = the current pc.
+    /// `vstval` = `tval`, `vsepc` = the current pc. Done as a hypervisor does it (writes to
+    /// the VS CSRs and a return into the handler), so the hart's CTR records nothing; a
+    /// hypervisor that virtualizes CTR synthesizes the record (`ctr-virt`).
     fn inject_exception(&mut self, cause: u64, tval: u64);
+    /// The guest's privilege mode (Supervisor: VS-mode, User: VU-mode).
+    fn guest_privilege(&self) -> PrivilegeMode;
     /// Set `hvip`: the VS-level interrupt lines (VSSIP bit 2, VSTIP 6, VSEIP 10).
     fn set_virtual_interrupts(&mut self, hvip: u64);
     /// Current `hvip`.
@@ -165,7 +169,12 @@ impl Vcpu for Hart {
         Hart::complete_mmio_read(self, data)
     }
     fn inject_exception(&mut self, cause: u64, tval: u64) {
+        let ctr = std::mem::replace(&mut self.ctr_trap_hook, false);
         self.enter_trap(cause, Exception::new(cause, tval), false, TrapTarget::Vs);
+        self.ctr_trap_hook = ctr;
+    }
+    fn guest_privilege(&self) -> PrivilegeMode {
+        self.prv
     }
     fn set_virtual_interrupts(&mut self, hvip: u64) {
         self.csr.h.hvip = hvip & VS_INTERRUPTS;

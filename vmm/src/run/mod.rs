@@ -810,8 +810,20 @@ impl GuestVm {
         });
     }
 
+    /// Redirect an exception into the guest, with the CTR record the guest would see had
+    /// the trap been delegated to it (ctr-virt).
     fn inject(&mut self, cause: u64, tval: u64) {
+        let from_vu = Vcpu::guest_privilege(&self.hart) == vcpu::PrivilegeMode::User;
+        let epc = Vcpu::pc(&self.hart);
         Vcpu::inject_exception(&mut self.hart, cause, tval);
+        // Exceptions go to vstvec's base whatever its MODE.
+        let handler = Vcpu::pc(&self.hart);
+        let before = self.ctr.stats.synthesized;
+        self.ctr
+            .synthesize_trap(&mut self.hart, cause, false, from_vu, epc, handler);
+        if self.ctr.stats.synthesized != before {
+            self.stats.count("ctr record synthesized");
+        }
     }
 
     /// An SBI call (`ECALL` from VS-mode).
