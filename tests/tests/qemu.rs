@@ -161,6 +161,10 @@ const NOT_COMPARED: &[(&str, &str)] = &[
         "a `vmm run` guest kernel (CTR virtualized by the VMM's ctr-virt)",
     ),
     (
+        "sbi_ctr_demo",
+        "the built-in `vmm run` CTR self-test guest (tests/demo.rs)",
+    ),
+    (
         "sbi_vinst",
         "a `vmm run` guest kernel (VS-mode, SBI calls, VMM exit log)",
     ),

@@ -45,9 +45,10 @@ enum Command {
 
 #[derive(Args, Debug)]
 struct RunArgs {
-    /// The kernel: an RV64 ELF executable or a Linux riscv64 Image.
+    /// The kernel: an RV64 ELF executable or a Linux riscv64 Image. Without it, the
+    /// built-in CTR self-test guest runs and prints the transfers it recorded.
     #[arg(long, value_name = "PATH")]
-    kernel: PathBuf,
+    kernel: Option<PathBuf>,
 
     /// An initial RAM disk, placed high in RAM and named in the device tree.
     #[arg(long, value_name = "PATH")]
@@ -196,8 +197,11 @@ fn run_machine(args: MachineArgs) -> ExitCode {
 }
 
 fn run_kernel(args: RunArgs) -> ExitCode {
+    let base = match &args.kernel {
+        Some(path) => RunConfig::new(path),
+        None => RunConfig::ctr_demo(),
+    };
     let config = RunConfig {
-        kernel: args.kernel,
         initrd: args.initrd,
         cmdline: args.cmdline,
         memory_mib: args.memory,
@@ -208,6 +212,7 @@ fn run_kernel(args: RunArgs) -> ExitCode {
         ctr: args.ctr,
         ctr_depths: args.ctr_depths,
         host_ctr_depths: args.host_ctr_depths,
+        ..base
     };
     let console = Box::new(std::io::stdout());
     match runner::run_kernel(&config, console, ConsoleInput::Stdin) {

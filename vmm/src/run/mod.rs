@@ -101,6 +101,9 @@ mod cause {
 pub struct RunConfig {
     /// The kernel: an RV64 ELF executable or a Linux riscv64 `Image`.
     pub kernel: PathBuf,
+    /// The kernel's bytes, when they are built in (then `kernel` only names it): the CTR
+    /// self-test guest, [`CTR_DEMO_GUEST`].
+    pub kernel_image: Option<&'static [u8]>,
     /// An initial RAM disk to place in RAM and name in the device tree.
     pub initrd: Option<PathBuf>,
     /// The kernel command line (`/chosen/bootargs`).
@@ -124,12 +127,26 @@ pub struct RunConfig {
     pub host_ctr_depths: ctr_virt::DepthSet,
 }
 
+/// The CTR self-test guest kernel `vmm run` boots without `--kernel`: built from
+/// `tests/guests/sbi_ctr_demo.c` and kept in the repository so that building `vmm` needs no
+/// RISC-V compiler (`tests/tests/demo.rs` checks it is that source's build).
+pub const CTR_DEMO_GUEST: &[u8] = include_bytes!("../../guest/ctr-demo.elf");
+
 impl RunConfig {
+    /// The configuration for the built-in CTR self-test guest ([`CTR_DEMO_GUEST`]).
+    pub fn ctr_demo() -> RunConfig {
+        RunConfig {
+            kernel_image: Some(CTR_DEMO_GUEST),
+            ..RunConfig::new("<built-in CTR self-test guest>")
+        }
+    }
+
     /// A configuration for `kernel` with the defaults: 256 MiB, no initrd, empty command
     /// line, no budget.
     pub fn new(kernel: impl Into<PathBuf>) -> RunConfig {
         RunConfig {
             kernel: kernel.into(),
+            kernel_image: None,
             initrd: None,
             cmdline: String::new(),
             memory_mib: DEFAULT_MEMORY_MIB,
@@ -306,10 +323,13 @@ impl GuestVm {
         }
         let ram_size = config.memory_mib << 20;
         let ram = RAM_BASE..RAM_BASE + ram_size;
-        let kernel_data = std::fs::read(&config.kernel).map_err(|source| Error::ReadProgram {
-            path: config.kernel.clone(),
-            source,
-        })?;
+        let kernel_data = match config.kernel_image {
+            Some(bytes) => bytes.to_vec(),
+            None => std::fs::read(&config.kernel).map_err(|source| Error::ReadProgram {
+                path: config.kernel.clone(),
+                source,
+            })?,
+        };
         let initrd_data = match &config.initrd {
             Some(path) => Some(std::fs::read(path).map_err(|source| Error::ReadInitrd {
                 path: path.clone(),
