@@ -287,6 +287,41 @@ extern volatile u64 ctr_arg;
 	".option pop\n"                                                        \
 	".popsection\n"
 
+/*
+ * Scenarios several guests share: a jump, an illegal instruction (csrr mscratch: a trap
+ * from every mode below M, taken where the delegation sends it) and a jump (scn_trap); a
+ * nop at which a pending interrupt is taken, then a jump (scn_intr); a jump, an ebreak and
+ * a jump (scn_ebreak). Each ends the run with the CTR_END ecall.
+ */
+#define CTR_ASM_SCENARIOS                                                      \
+	".pushsection .text.ctr, \"ax\", @progbits\n"                          \
+	".option push\n"                                                       \
+	".option norvc\n"                                                      \
+	".globl scn_trap\n"                                                    \
+	"scn_trap:\n"                                                          \
+	"	jal zero, 1f\n"                                               \
+	"1:	csrr zero, mscratch\n"                                        \
+	"	jal zero, 1f\n"                                               \
+	"1:	li a7, 0x5e7\n"                                               \
+	"	ecall\n"                                                      \
+	".globl scn_intr\n"                                                    \
+	"scn_intr:\n"                                                          \
+	"	nop\n"                                                        \
+	"	jal zero, 1f\n"                                               \
+	"1:	li a7, 0x5e7\n"                                               \
+	"	ecall\n"                                                      \
+	".globl scn_ebreak\n"                                                  \
+	"scn_ebreak:\n"                                                        \
+	"	jal zero, 1f\n"                                               \
+	"1:	ebreak\n"                                                     \
+	"	jal zero, 1f\n"                                               \
+	"1:	li a7, 0x5e7\n"                                               \
+	"	ecall\n"                                                      \
+	".option pop\n"                                                        \
+	".popsection\n"
+
+extern char scn_trap[], scn_intr[], scn_ebreak[];
+
 extern char p_sctrctl[], p_sctrctl_w[], p_sctrstatus[], p_sctrdepth[],
 	p_sctrdepth_w[], p_vsctrctl[], p_mctrctl[], p_sireg[], p_sireg2[],
 	p_sireg3[], p_vsireg[], p_sctrclr[];

@@ -14,34 +14,8 @@
  */
 #include "ctr.h"
 
-extern char scn_trap[], scn_intr[], scn_ebreak[];
 
-/* clang-format off */
-__asm__(CTR_ASM_RUNTIME
-	CTR_ASM_PROBES
-	".pushsection .text.ctr, \"ax\", @progbits\n"
-	".option push\n"
-	".option norvc\n"
-	"scn_trap:\n"
-	"	jal zero, 1f\n"
-	"1:	csrr zero, mscratch\n"
-	"	jal zero, 1f\n"
-	"1:	li a7, 0x5e7\n"
-	"	ecall\n"
-	"scn_intr:\n"
-	"	nop\n"
-	"	jal zero, 1f\n"
-	"1:	li a7, 0x5e7\n"
-	"	ecall\n"
-	"scn_ebreak:\n"
-	"	jal zero, 1f\n"
-	"1:	ebreak\n"
-	"	jal zero, 1f\n"
-	"1:	li a7, 0x5e7\n"
-	"	ecall\n"
-	".option pop\n"
-	".popsection\n");
-/* clang-format on */
+__asm__(CTR_ASM_RUNTIME CTR_ASM_PROBES CTR_ASM_SCENARIOS);
 
 #define ILL (1UL << CAUSE_ILLEGAL)
 #define BRK (1UL << CAUSE_BREAKPOINT)

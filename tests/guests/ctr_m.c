@@ -17,7 +17,7 @@
 #include "ctr.h"
 
 extern char scn_jumps[], scn_branches[], scn_ras_nest[], scn_ras_swap[],
-	scn_loop[], scn_ebreak[], scn_ras_branch[];
+	scn_loop[], scn_ras_branch[];
 
 /* clang-format off */
 __asm__(CTR_ASM_RUNTIME
@@ -145,16 +145,9 @@ __asm__(CTR_ASM_RUNTIME
 	"	bnez a0, 1b\n"
 	"	li a7, 0x5e7\n"
 	"	ecall\n"
-	/* A jump, an ebreak (BPFRZ freezes), then a jump that is not recorded
-	 * while frozen. */
-	"scn_ebreak:\n"
-	"	jal zero, 1f\n"
-	"1:	ebreak\n"
-	"	jal zero, 1f\n"
-	"1:	li a7, 0x5e7\n"
-	"	ecall\n"
 	".option pop\n"
-	".popsection\n");
+	".popsection\n"
+	CTR_ASM_SCENARIOS);
 /* clang-format on */
 
 static void run(const char *title, const void *scn, u64 ctl)

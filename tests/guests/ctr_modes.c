@@ -12,31 +12,8 @@
  */
 #include "ctr.h"
 
-extern char scn_trap[], scn_intr[];
 
-/* clang-format off */
-__asm__(CTR_ASM_RUNTIME
-	CTR_ASM_PROBES
-	".pushsection .text.ctr, \"ax\", @progbits\n"
-	".option push\n"
-	".option norvc\n"
-	/* A jump, an illegal instruction (trap and trap return), a jump. */
-	"scn_trap:\n"
-	"	jal zero, 1f\n"
-	"1:	csrr zero, mscratch\n"
-	"	jal zero, 1f\n"
-	"1:	li a7, 0x5e7\n"
-	"	ecall\n"
-	/* Entered with a software interrupt pending: the interrupt comes
-	 * first, then a jump. */
-	"scn_intr:\n"
-	"	nop\n"
-	"	jal zero, 1f\n"
-	"1:	li a7, 0x5e7\n"
-	"	ecall\n"
-	".option pop\n"
-	".popsection\n");
-/* clang-format on */
+__asm__(CTR_ASM_RUNTIME CTR_ASM_PROBES CTR_ASM_SCENARIOS);
 
 #define DELEG_ILLEGAL (1UL << CAUSE_ILLEGAL)
 #define SSIP (1UL << 1)

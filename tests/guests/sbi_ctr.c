@@ -10,19 +10,11 @@
    With `--ctr off` every one of these accesses gets illegal-instruction. The guest prints
    what it sees ("ctr ..." lines, checked by tests/tests/run.rs for each VMM option), and
    shuts down with status 0. */
-#include "rt_sbi/sbi.h"
+#include "rt_sbi/vu.h"
 
 #define CAUSE_ILLEGAL 2
 
-struct trap_rec {
-	u64 count, cause, tval;
-};
-volatile struct trap_rec trap_rec;
-u64 vu_ctx[16];
-
 typedef u64 (*probe_fn)(u64);
-u64 run_in_vu(probe_fn f, u64 arg);
-void trap_entry(void);
 u64 p_rd_sctrdepth(u64), p_wr_sctrdepth(u64), p_rd_sctrctl(u64), p_wr_sctrctl(u64),
 	p_rd_sctrstatus(u64), p_wr_sctrstatus(u64), p_sctrclr(u64), p_rd_entry(u64),
 	p_rd_type(u64), p_calls(u64), p_trap_virtual(u64), p_trap_illegal(u64),
@@ -69,57 +61,6 @@ __asm__(".text\n"
 	"3: mv ra, t3\n"
 	" ret\n"
 	"2: ret\n"
-	/* Records scause/stval and skips the instruction; an ECALL from VU (scause 8)
-	   returns to VS-mode at vu_return. */
-	".globl trap_entry\n"
-	".align 4\n"
-	"trap_entry:\n"
-	" csrw sscratch, t0\n"
-	" la t0, trap_rec\n"
-	" sd t1, -8(sp)\n"
-	" csrr t1, scause\n"
-	" addi t1, t1, -8\n"
-	" beqz t1, 1f\n"
-	" addi t1, t1, 8\n"
-	" sd t1, 8(t0)\n"
-	" csrr t1, stval\n"
-	" sd t1, 16(t0)\n"
-	" ld t1, 0(t0)\n"
-	" addi t1, t1, 1\n"
-	" sd t1, 0(t0)\n"
-	" csrr t1, sepc\n"
-	" addi t1, t1, 4\n"
-	" csrw sepc, t1\n"
-	" ld t1, -8(sp)\n"
-	" csrr t0, sscratch\n"
-	" sret\n"
-	"1: la t1, vu_return\n"
-	" csrw sepc, t1\n"
-	" li t1, 0x100\n"
-	" csrs sstatus, t1\n"
-	" ld t1, -8(sp)\n"
-	" csrr t0, sscratch\n"
-	" sret\n"
-	/* u64 run_in_vu(probe_fn f, u64 arg): f(arg) in VU-mode (vsatp Bare). */
-	".globl run_in_vu\n"
-	".align 2\n"
-	"run_in_vu:\n"
-	" la t0, vu_ctx\n"
-	" sd ra, 0(t0)\n sd sp, 8(t0)\n sd gp, 16(t0)\n sd tp, 24(t0)\n"
-	" sd s0, 32(t0)\n sd s1, 40(t0)\n"
-	" csrw sepc, a0\n"
-	" mv a0, a1\n"
-	" la ra, vu_exit\n"
-	" li t1, 0x100\n"
-	" csrc sstatus, t1\n"
-	" sret\n"
-	"vu_exit:\n"
-	" ecall\n"
-	"vu_return:\n"
-	" la t0, vu_ctx\n"
-	" ld ra, 0(t0)\n ld sp, 8(t0)\n ld gp, 16(t0)\n ld tp, 24(t0)\n"
-	" ld s0, 32(t0)\n ld s1, 40(t0)\n"
-	" ret\n"
 	".option pop\n");
 
 /* Run a probe; returns its a0 and leaves the trap count/cause in trap_rec. */

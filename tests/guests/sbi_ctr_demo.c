@@ -8,70 +8,17 @@
    that ends with an ECALL (a trap into VS-mode and a trap return), stops recording and prints
    the history it recorded, oldest first: source -> target, the transfer type and the cycles
    since the previous record. Shuts down with status 0 when every check passed. */
-#include "rt_sbi/sbi.h"
+#include "rt_sbi/vu.h"
 
 #define CAUSE_ILLEGAL 2
 #define CTL_U 1UL
 #define CTL_S 2UL
 
-struct trap_rec {
-	u64 count, cause;
-};
-volatile struct trap_rec trap_rec;
-u64 vu_ctx[8];
-u64 run_in_vu(u64 (*f)(u64), u64 arg);
-void trap_entry(void);
 u64 vu_task(u64), vu_rd_sctrctl(u64);
 
 __asm__(".text\n"
 	".option push\n"
 	".option norvc\n"
-	/* VS-mode trap handler: counts the exception and skips the instruction; an ECALL
-	   from VU-mode returns to VS-mode at vu_return. */
-	".globl trap_entry\n"
-	".align 4\n"
-	"trap_entry:\n"
-	" csrw sscratch, t0\n"
-	" la t0, trap_rec\n"
-	" sd t1, -8(sp)\n"
-	" csrr t1, scause\n"
-	" addi t1, t1, -8\n"
-	" beqz t1, 1f\n"
-	" addi t1, t1, 8\n"
-	" sd t1, 8(t0)\n"
-	" ld t1, 0(t0)\n"
-	" addi t1, t1, 1\n"
-	" sd t1, 0(t0)\n"
-	" csrr t1, sepc\n"
-	" addi t1, t1, 4\n"
-	" csrw sepc, t1\n"
-	" ld t1, -8(sp)\n"
-	" csrr t0, sscratch\n"
-	" sret\n"
-	"1: la t1, vu_return\n"
-	" csrw sepc, t1\n"
-	" li t1, 0x100\n"
-	" csrs sstatus, t1\n"
-	" ld t1, -8(sp)\n"
-	" csrr t0, sscratch\n"
-	" sret\n"
-	/* u64 run_in_vu(f, arg): f(arg) in VU-mode; f ends with an ECALL. */
-	".globl run_in_vu\n"
-	".align 2\n"
-	"run_in_vu:\n"
-	" la t0, vu_ctx\n"
-	" sd ra, 0(t0)\n sd sp, 8(t0)\n sd gp, 16(t0)\n sd tp, 24(t0)\n"
-	" sd s0, 32(t0)\n sd s1, 40(t0)\n"
-	" csrw sepc, a0\n"
-	" mv a0, a1\n"
-	" li t1, 0x100\n"
-	" csrc sstatus, t1\n"
-	" sret\n"
-	"vu_return:\n"
-	" la t0, vu_ctx\n"
-	" ld ra, 0(t0)\n ld sp, 8(t0)\n ld gp, 16(t0)\n ld tp, 24(t0)\n"
-	" ld s0, 32(t0)\n ld s1, 40(t0)\n"
-	" ret\n"
 	/* The VU-mode task: a call, a loop of three taken branches, a return, an ECALL. */
 	".globl vu_task\n"
 	".align 2\n"
