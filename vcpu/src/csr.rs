@@ -99,7 +99,7 @@ const ALL_INTERRUPTS: u64 = S_INTERRUPTS
 const MEDELEG_WRITABLE: u64 = (0xb7ff | (0xf << 20)) & !(1 << 11);
 
 /// CSR state that is not derived from elsewhere.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CsrFile {
     /// `mstatus` (sstatus is a view of it).
     pub mstatus: u64,

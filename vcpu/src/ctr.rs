@@ -103,7 +103,7 @@ pub fn jump_type(indirect: bool, rd: u8, rs1: u8) -> u8 {
 }
 
 /// What a hart implements of Smctr/Ssctr: the optional parts of chapters 2, 3 and 6.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CtrConfig {
     /// Supported `sctrdepth.DEPTH` encodings as a bit set: bit n means depth 2^(n+4)
     /// (0x1f: 16 to 256). The buffer has as many physical entries as the largest depth.
@@ -182,7 +182,7 @@ impl CtrConfig {
 }
 
 /// One CTR buffer entry (chapter 3).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CtrEntry {
     /// `ctrsource`: PC[63:1] and V.
     pub source: u64,
@@ -277,6 +277,23 @@ impl Ctr {
         } else {
             self.cc_origin
         }
+    }
+
+    /// The CtrCycleCounter's value at clock `now` (for snapshots).
+    pub(crate) fn saved_cycle_count(&self, now: u64) -> u64 {
+        self.cycle_count(now)
+    }
+
+    /// Whether the next record has CCV = 1 (for snapshots).
+    pub(crate) fn saved_next_ccv(&self) -> bool {
+        self.next_ccv != 0
+    }
+
+    /// Restore the CtrCycleCounter (stopped; `ctr_refresh` restarts it if CTR is active).
+    pub(crate) fn restore_cycle_counter(&mut self, count: u64, next_ccv: bool, _now: u64) {
+        self.cc_active = false;
+        self.cc_origin = count;
+        self.next_ccv = if next_ccv { CTRDATA_CCV } else { 0 };
     }
 
     /// Start or stop the CtrCycleCounter, keeping its value.

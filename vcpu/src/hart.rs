@@ -449,6 +449,19 @@ impl Hart {
         self.vclock
     }
 
+    pub(crate) fn skipped_slots(&self) -> u64 {
+        self.skipped
+    }
+    pub(crate) fn set_skipped_slots(&mut self, v: u64) {
+        self.skipped = v;
+    }
+    pub(crate) fn time_offset_ticks(&self) -> u64 {
+        self.time_offset
+    }
+    pub(crate) fn set_time_offset_ticks(&mut self, v: u64) {
+        self.time_offset = v;
+    }
+
     /// Chunk boundary work for SMP: merge the mailbox and synchronise with the shared clock.
     #[inline]
     fn sync_shared(&mut self) {

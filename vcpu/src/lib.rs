@@ -33,6 +33,7 @@ pub mod hypervisor;
 mod memory;
 mod mmu;
 mod smp;
+pub mod state;
 pub mod trap;
 mod vcpu;
 

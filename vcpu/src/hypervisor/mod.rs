@@ -65,7 +65,7 @@ pub const HGATP_PPN: u64 = ((1 << 44) - 1) & !3;
 
 /// The hypervisor and virtual-supervisor CSRs that hold state of their own. `hie`, `hip`,
 /// `vsie` and `vsip` are views of `mie`/`mip`; `hgeie`/`hgeip` are read-only 0.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct HypervisorCsrs {
     /// `hstatus`
     pub hstatus: u64,

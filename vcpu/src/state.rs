@@ -1,0 +1,296 @@
+//! A hart's architectural state, for snapshots and migration: everything software can
+//! observe (registers, CSRs, counters and timers, the CTR buffer and its hidden cycle
+//! counter), and nothing the model derives or caches (TLB, decode cache, CTR's per-mode
+//! recording mask, LR reservations: a restored hart starts with none, which software cannot
+//! tell from a reservation lost to an interrupt).
+//!
+//! [`Hart::restore_state`] is given untrusted data: it checks everything before it changes
+//! anything, and refuses, naming what does not fit, state this hart cannot hold (a CTR depth
+//! or an `xctrctl` field its configuration lacks, a privilege mode that does not exist).
+
+use serde::{Deserialize, Serialize};
+
+use crate::csr::CsrFile;
+use crate::ctr::{CtrConfig, CtrEntry};
+use crate::hart::{Hart, PrivilegeMode};
+
+/// CTR state (Smctr): registers, the whole physical buffer, and the CtrCycleCounter.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CtrState {
+    /// The source hart's CTR configuration (for the record; the destination keeps its own).
+    pub config: Option<CtrConfig>,
+    /// `mctrctl`.
+    pub mctrctl: u64,
+    /// `vsctrctl`.
+    pub vsctrctl: u64,
+    /// `sctrdepth.DEPTH`.
+    pub depth: u8,
+    /// `sctrstatus.WRPTR`.
+    pub wrptr: u64,
+    /// `sctrstatus.FROZEN`.
+    pub frozen: bool,
+    /// The 256 physical entries.
+    pub entries: Vec<CtrEntry>,
+    /// The CtrCycleCounter's value.
+    pub cycle_count: u64,
+    /// Whether the next record has CCV = 1.
+    pub next_ccv: bool,
+}
+
+/// Everything architectural about a hart.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HartState {
+    /// `mhartid`.
+    pub hart_id: u64,
+    /// x0-x31.
+    pub x: Vec<u64>,
+    /// f0-f31.
+    pub f: Vec<u64>,
+    /// The program counter.
+    pub pc: u64,
+    /// The privilege mode (0 U, 1 S, 3 M).
+    pub prv: u8,
+    /// The virtualization mode V.
+    pub virt: bool,
+    /// Every CSR that is state of its own.
+    pub csr: CsrFile,
+    /// Instructions retired.
+    pub retired: u64,
+    /// The virtual clock (instruction slots).
+    pub vclock: u64,
+    /// Idle slots skipped.
+    pub skipped: u64,
+    /// `mtime` offset.
+    pub time_offset: u64,
+    /// `mtimecmp`.
+    pub mtimecmp: u64,
+    /// Platform interrupt lines.
+    pub ext_lines: u64,
+    /// Hosted mode: the VMM's guest timer.
+    pub guest_timer: u64,
+    /// Hosted mode.
+    pub hosted: bool,
+    /// Control Transfer Records.
+    pub ctr: CtrState,
+}
+
+/// Why a state cannot be restored onto a hart.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum StateError {
+    /// A field is malformed.
+    #[error("bad hart state: {0}")]
+    Malformed(String),
+    /// The hart cannot hold the state (its configuration lacks something the state uses).
+    #[error("this hart cannot hold the saved state: {0}")]
+    Unsupported(String),
+}
+
+impl Hart {
+    /// The hart's architectural state.
+    pub fn save_state(&self) -> HartState {
+        let c = &self.ctr;
+        HartState {
+            hart_id: self.hart_id(),
+            x: self.x[..32].to_vec(),
+            f: self.f.to_vec(),
+            pc: self.pc,
+            prv: self.prv as u8,
+            virt: self.virt,
+            csr: self.csr.clone(),
+            retired: self.retired,
+            vclock: self.vclock,
+            skipped: self.skipped_slots(),
+            time_offset: self.time_offset_ticks(),
+            mtimecmp: self.mtimecmp,
+            ext_lines: self.ext_lines,
+            guest_timer: self.guest_timer,
+            hosted: self.hosted,
+            ctr: CtrState {
+                config: c.config.clone(),
+                mctrctl: c.mctrctl,
+                vsctrctl: c.vsctrctl,
+                depth: c.depth,
+                wrptr: c.wrptr,
+                frozen: c.frozen,
+                entries: c.entries.to_vec(),
+                cycle_count: c.saved_cycle_count(self.vclock),
+                next_ccv: c.saved_next_ccv(),
+            },
+        }
+    }
+
+    /// Restore `s` (checked first: on an error nothing has changed). The hart keeps its own
+    /// configuration (memory map, CTR capabilities); the TLB and decode cache start empty.
+    pub fn restore_state(&mut self, s: &HartState) -> Result<(), StateError> {
+        let bad = |m: String| Err(StateError::Malformed(m));
+        if s.x.len() != 32 || s.f.len() != 32 {
+            return bad(format!(
+                "{} integer and {} FP registers (32 each)",
+                s.x.len(),
+                s.f.len()
+            ));
+        }
+        if !matches!(s.prv, 0 | 1 | 3) {
+            return bad(format!("privilege mode {} does not exist", s.prv));
+        }
+        if s.prv == 3 && s.virt {
+            return bad("V = 1 in M-mode".into());
+        }
+        if s.ctr.entries.len() != 256 {
+            return bad(format!("{} CTR entries (256)", s.ctr.entries.len()));
+        }
+        self.check_ctr_fits(&s.ctr)?;
+        if s.hosted != self.hosted {
+            return Err(StateError::Unsupported(format!(
+                "the state is of a {} hart, this one is {}",
+                if s.hosted { "hosted" } else { "bare" },
+                if self.hosted { "hosted" } else { "bare" }
+            )));
+        }
+        self.x[..32].copy_from_slice(&s.x);
+        self.x[0] = 0;
+        self.f.copy_from_slice(&s.f);
+        self.pc = s.pc;
+        self.prv = PrivilegeMode::from_bits(s.prv as u64);
+        self.virt = s.virt;
+        self.csr = s.csr.clone();
+        self.retired = s.retired;
+        self.vclock = s.vclock;
+        self.set_skipped_slots(s.skipped);
+        self.set_time_offset_ticks(s.time_offset);
+        self.mtimecmp = s.mtimecmp;
+        self.ext_lines = s.ext_lines;
+        self.guest_timer = s.guest_timer;
+        self.reservation = None;
+        if self.ctr.implemented() {
+            let c = &mut self.ctr;
+            c.mctrctl = s.ctr.mctrctl;
+            c.vsctrctl = s.ctr.vsctrctl;
+            c.set_depth(s.ctr.depth);
+            c.wrptr = s.ctr.wrptr;
+            c.frozen = s.ctr.frozen;
+            c.entries.copy_from_slice(&s.ctr.entries);
+            c.restore_cycle_counter(s.ctr.cycle_count, s.ctr.next_ccv, s.vclock);
+        }
+        self.flush_tlb();
+        self.flush_decode_cache();
+        self.update_translation_context();
+        Ok(())
+    }
+
+    /// Whether this hart's CTR can hold `s` exactly: its depth, its `xctrctl` fields, its
+    /// entries' fields.
+    fn check_ctr_fits(&self, s: &CtrState) -> Result<(), StateError> {
+        let unsupported = |m: String| Err(StateError::Unsupported(m));
+        let Some(cfg) = self.ctr.config.as_ref() else {
+            let used =
+                s.mctrctl | s.vsctrctl != 0 || s.entries.iter().any(|e| *e != CtrEntry::default());
+            return if used {
+                unsupported("the saved state uses CTR (Smctr), which this hart lacks".into())
+            } else {
+                Ok(())
+            };
+        };
+        if s.depth > 4 || cfg.depths & (1 << s.depth) == 0 {
+            return unsupported(format!(
+                "CTR depth {} (sctrdepth.DEPTH {}) is not among this hart's depths",
+                16u64 << s.depth.min(4),
+                s.depth
+            ));
+        }
+        let depth = 16u64 << s.depth;
+        if s.wrptr >= depth {
+            return Err(StateError::Malformed(format!(
+                "sctrstatus.WRPTR {} at depth {depth}",
+                s.wrptr
+            )));
+        }
+        let ctl = cfg.mctrctl_mask();
+        for (name, v) in [("mctrctl", s.mctrctl), ("vsctrctl", s.vsctrctl)] {
+            if v & !ctl != 0 {
+                return unsupported(format!(
+                    "{name} = {v:#x} uses fields {:#x} this hart does not implement",
+                    v & !ctl
+                ));
+            }
+        }
+        let data = cfg.ctrdata_mask();
+        if let Some((i, e)) = s
+            .entries
+            .iter()
+            .enumerate()
+            .find(|(_, e)| e.data & !data != 0 || e.target & 1 != 0)
+        {
+            return unsupported(format!(
+                "CTR physical entry {i} uses ctrdata/ctrtarget bits this hart does not \
+                 implement (ctrdata {:#x}, ctrtarget {:#x})",
+                e.data, e.target
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::HartConfig;
+    use vm_memory::{GuestAddress, GuestMemoryMmap};
+
+    fn hart(ctr: Option<CtrConfig>) -> Hart {
+        let mem =
+            GuestMemoryMmap::<()>::from_ranges(&[(GuestAddress(0x8000_0000), 1 << 16)]).unwrap();
+        Hart::new(
+            HartConfig {
+                ctr,
+                ..HartConfig::default()
+            },
+            mem,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn save_restore_round_trip_and_refusals() {
+        let mut a = hart(Some(CtrConfig::full()));
+        a.x[5] = 55;
+        a.pc = 0x8000_1234;
+        a.ctr.mctrctl = 0x0000_0200_0000_0b07;
+        a.ctr.set_depth(3);
+        a.ctr.wrptr = 100;
+        a.ctr.entries[99] = CtrEntry {
+            source: 0x8000_0001,
+            target: 0x8000_0100,
+            data: 0xffff_8009,
+        };
+        let s = a.save_state();
+        let mut b = hart(Some(CtrConfig::full()));
+        b.restore_state(&s).unwrap();
+        assert_eq!(b.save_state(), s);
+        // A host without depth 128.
+        let mut c = hart(Some(CtrConfig {
+            depths: 0b111,
+            ..CtrConfig::full()
+        }));
+        let e = c.restore_state(&s).unwrap_err().to_string();
+        assert!(e.contains("CTR depth 128"), "{e}");
+        assert_eq!(c.ctr.depth, 0, "nothing changed");
+        // A host without cycle counting cannot hold CC bits.
+        let mut d = hart(Some(CtrConfig {
+            cce_bits: None,
+            ..CtrConfig::full()
+        }));
+        let e = d.restore_state(&s).unwrap_err().to_string();
+        assert!(e.contains("physical entry 99"), "{e}");
+        // No CTR at all.
+        let e = hart(None).restore_state(&s).unwrap_err().to_string();
+        assert!(e.contains("lacks"), "{e}");
+        // Malformed.
+        let mut m = s.clone();
+        m.prv = 2;
+        assert!(b.restore_state(&m).is_err());
+        let mut m = s.clone();
+        m.ctr.wrptr = 128;
+        assert!(b.restore_state(&m).is_err());
+    }
+}
