@@ -5,7 +5,7 @@ use vcpu::Vcpu;
 use crate::csr::*;
 
 /// One CTR entry (Smctr chapter 3).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CtrEntryState {
     /// `ctrsource`.
     pub source: u64,
@@ -17,7 +17,7 @@ pub struct CtrEntryState {
 
 /// A guest's CTR state: everything a guest can observe of CTR, so that saving it from one
 /// hart and loading it onto another (or the same one later) is invisible to the guest.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CtrContext {
     /// `vsctrctl`.
     pub vsctrctl: u64,

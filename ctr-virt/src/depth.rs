@@ -5,7 +5,7 @@ use std::fmt;
 use crate::CtrVirtError;
 
 /// A set of CTR depths: bit n stands for 2^(n+4) entries (the `sctrdepth.DEPTH` encoding n).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct DepthSet(u8);
 
 /// The depths a VM may select unless told otherwise: 16, 32 and 64. A hypervisor that wants

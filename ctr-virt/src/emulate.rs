@@ -71,6 +71,17 @@ pub struct CtrStats {
     pub synthesized: u64,
 }
 
+/// What a snapshot keeps of a [`GuestCtr`].
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct GuestCtrState {
+    /// The VM's CTR policy.
+    pub policy: CtrPolicy,
+    /// Whether the context is on the hart (then the hart's state holds it).
+    pub loaded: bool,
+    /// The context while not loaded.
+    pub context: CtrContext,
+}
+
 /// One vCPU's CTR as its hypervisor manages it.
 #[derive(Clone, Debug)]
 pub struct GuestCtr {
@@ -143,6 +154,49 @@ impl GuestCtr {
             hart.set_host_csr(HSTATEEN0, h & !STATEEN0_CTR);
             self.loaded = false;
         }
+    }
+
+    /// What a snapshot keeps of this vCPU's CTR management (the hart's own state, CTR
+    /// included, is saved with the hart).
+    pub fn snapshot(&self) -> GuestCtrState {
+        GuestCtrState {
+            policy: self.policy,
+            loaded: self.loaded,
+            context: self.context.clone(),
+        }
+    }
+
+    /// The vCPU's CTR management from a snapshot, for a host whose hart supports
+    /// `host_depths`: the VM keeps its depth set within what the host supports, and a guest
+    /// whose current depth the host lacks is refused, naming it.
+    pub fn restore(
+        state: &GuestCtrState,
+        guest_depth: u8,
+        host_depths: crate::DepthSet,
+    ) -> Result<GuestCtr, crate::CtrVirtError> {
+        let mut policy = state.policy;
+        if policy.enabled {
+            policy.guest_depths = policy.guest_depths.intersect(host_depths);
+            if !policy.guest_depths.contains_encoding(guest_depth as u64) {
+                return Err(crate::CtrVirtError::DepthUnsupported {
+                    depth: 16 << guest_depth.min(4),
+                    host: host_depths,
+                });
+            }
+        }
+        if state.context.entries.len() != 16usize << state.context.depth.min(4) {
+            return Err(crate::CtrVirtError::BadContext(format!(
+                "{} entries at depth encoding {}",
+                state.context.entries.len(),
+                state.context.depth
+            )));
+        }
+        Ok(GuestCtr {
+            policy,
+            context: state.context.clone(),
+            loaded: state.loaded,
+            stats: CtrStats::default(),
+        })
     }
 
     /// The guest's CTR state now (from the hart when loaded).

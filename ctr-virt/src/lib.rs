@@ -28,7 +28,7 @@ mod emulate;
 
 pub use context::{CtrContext, CtrEntryState};
 pub use depth::{DepthSet, DEFAULT_GUEST_DEPTHS};
-pub use emulate::{classify, CtrAccess, CtrStats, GuestCtr, Outcome};
+pub use emulate::{classify, CtrAccess, CtrStats, GuestCtr, GuestCtrState, Outcome};
 
 use thiserror::Error;
 
@@ -83,8 +83,14 @@ pub enum CtrVirtError {
     /// CTR was asked for but the host hart has none.
     #[error("the host hart has no CTR (Smctr/Ssctr); use --ctr off")]
     NoHostCtr,
+    /// A saved context is malformed.
+    #[error("bad saved CTR context: {0}")]
+    BadContext(String),
     /// A context does not fit the hart it is loaded onto.
-    #[error("the guest's CTR depth {depth} is not supported by this hart ({host})")]
+    #[error(
+        "the guest uses CTR depth {depth}, which this host does not support (host depths: \
+         {host}); restore on a host with that depth (--host-ctr-depths)"
+    )]
     DepthUnsupported {
         /// The guest's depth in entries.
         depth: u64,
@@ -94,7 +100,7 @@ pub enum CtrVirtError {
 }
 
 /// Whether a VM has CTR, and which depths its guests may select.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CtrPolicy {
     /// `--ctr on`: the guest sees CTR (`ssctr` in the device tree, accesses work).
     pub enabled: bool,

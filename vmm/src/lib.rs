@@ -16,6 +16,7 @@ pub mod loader;
 pub mod machine;
 pub mod run;
 pub mod sbi;
+pub mod snapshot;
 
 #[cfg(test)]
 mod testutil;

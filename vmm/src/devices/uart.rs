@@ -29,6 +29,16 @@ impl Trigger for NoInterrupt {
     }
 }
 
+/// A snapshot of the UART: vm-superio's registers (divisor low/high, IER, IIR, LCR, LSR,
+/// MCR, MSR, scratch) and receive FIFO.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct UartState {
+    /// The registers, in the order above.
+    pub registers: [u8; 9],
+    /// Received bytes not yet read by the guest.
+    pub in_buffer: Vec<u8>,
+}
+
 /// The UART device.
 pub struct Uart {
     serial: Serial<NoInterrupt, NoEvents, Console>,
@@ -40,6 +50,45 @@ impl Uart {
         Uart {
             serial: Serial::new(NoInterrupt, console),
         }
+    }
+
+    /// The device state (registers and receive FIFO), for snapshots.
+    pub fn state(&self) -> UartState {
+        let s = self.serial.state();
+        UartState {
+            registers: [
+                s.baud_divisor_low,
+                s.baud_divisor_high,
+                s.interrupt_enable,
+                s.interrupt_identification,
+                s.line_control,
+                s.line_status,
+                s.modem_control,
+                s.modem_status,
+                s.scratch,
+            ],
+            in_buffer: s.in_buffer,
+        }
+    }
+
+    /// A UART in state `state`, writing to `console`; `None` if the state is not one
+    /// vm-superio accepts.
+    pub fn from_state(state: &UartState, console: Console) -> Option<Self> {
+        let r = state.registers;
+        let s = vm_superio::serial::SerialState {
+            baud_divisor_low: r[0],
+            baud_divisor_high: r[1],
+            interrupt_enable: r[2],
+            interrupt_identification: r[3],
+            line_control: r[4],
+            line_status: r[5],
+            modem_control: r[6],
+            modem_status: r[7],
+            scratch: r[8],
+            in_buffer: state.in_buffer.clone(),
+        };
+        let serial = Serial::from_state(&s, NoInterrupt, NoEvents, console).ok()?;
+        Some(Uart { serial })
     }
 
     /// The console output, for other devices that print (HTIF).

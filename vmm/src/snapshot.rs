@@ -1,0 +1,374 @@
+//! VM snapshots: the file format and its checks.
+//!
+//! A snapshot holds everything a `vmm run` VM needs to continue elsewhere: guest RAM, each
+//! vCPU's architectural state (registers, CSRs, counters and timers, the CTR buffer and its
+//! cycle counter: [`vcpu::state::HartState`]) with its `ctr-virt` state, the UART's
+//! registers and receive FIFO, pending console input, the boot layout and the VMM's trap
+//! policy.
+//!
+//! File layout (integers little-endian):
+//!
+//! | bytes | content |
+//! | --- | --- |
+//! | 8 | magic `RVCTRSNP` |
+//! | 4 | format version ([`VERSION`]) |
+//! | 8 | length S of the state |
+//! | S | the state: [`VmState`], serde with bincode's compact encoding |
+//! | 8 | length M of guest RAM |
+//! | M | guest RAM, byte for byte |
+//! | 4 | CRC-32 (IEEE) of every byte before it |
+//!
+//! Snapshot files are untrusted input: [`decode`] checks the magic, the version, every
+//! length against the file's size and the limits, and the checksum before it decodes
+//! anything, and decodes the state with a size limit, so no file can make it panic or
+//! allocate more than the file's own size. Writing goes to a temporary file renamed into
+//! place, so an existing file is never left half-written.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::devices::uart::UartState;
+
+/// The file's first bytes.
+pub const MAGIC: [u8; 8] = *b"RVCTRSNP";
+/// The format version this VMM writes and reads.
+pub const VERSION: u32 = 1;
+/// The largest encoded state accepted (the state is a few KiB per vCPU).
+pub const MAX_STATE_BYTES: u64 = 16 << 20;
+
+/// Where the kernel, initrd and device tree were put (`run::BootLayout`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LayoutState {
+    /// Kernel entry point.
+    pub entry: u64,
+    /// Kernel start and end.
+    pub kernel: (u64, u64),
+    /// Initrd start and end.
+    pub initrd: Option<(u64, u64)>,
+    /// Device tree address.
+    pub fdt: u64,
+}
+
+/// One vCPU.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VcpuState {
+    /// The hart's architectural state.
+    pub hart: vcpu::state::HartState,
+    /// The VMM's CTR management of this vCPU.
+    pub ctr: ctr_virt::GuestCtrState,
+}
+
+/// Everything but guest RAM.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VmState {
+    /// Guest RAM size in MiB.
+    pub memory_mib: u64,
+    /// The boot layout.
+    pub layout: LayoutState,
+    /// The VMM's trap policy: WFI (`hstatus.VTW`) and `time` (`hcounteren.TM`).
+    pub trap_wfi: bool,
+    /// See `trap_wfi`.
+    pub trap_time: bool,
+    /// The vCPUs.
+    pub vcpus: Vec<VcpuState>,
+    /// The UART.
+    pub uart: UartState,
+    /// Console input not yet given to the guest.
+    pub input: Vec<u8>,
+}
+
+/// A decoded snapshot.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Snapshot {
+    /// The state.
+    pub state: VmState,
+    /// Guest RAM.
+    pub memory: Vec<u8>,
+}
+
+/// What is wrong with a snapshot file (or with writing one).
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotError {
+    /// The file could not be read or written.
+    #[error("snapshot {}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Not a snapshot of this VMM.
+    #[error("not a vmm snapshot (no RVCTRSNP magic at the start)")]
+    NotASnapshot,
+    /// Written by another version of the format.
+    #[error("snapshot format version {found} is not supported (this vmm reads version {VERSION})")]
+    UnknownVersion {
+        /// The version in the file.
+        found: u32,
+    },
+    /// The file ends early, or has bytes after the checksum.
+    #[error("snapshot file is truncated or has trailing bytes: {0}")]
+    Truncated(String),
+    /// The checksum does not match.
+    #[error("snapshot checksum mismatch (stored {stored:#010x}, computed {computed:#010x}): the file is corrupted")]
+    Checksum {
+        /// The stored CRC.
+        stored: u32,
+        /// The CRC of the content.
+        computed: u32,
+    },
+    /// The content is malformed or inconsistent.
+    #[error("snapshot content is invalid: {0}")]
+    Invalid(String),
+    /// The VM cannot be snapshotted (yet).
+    #[error("cannot snapshot this VM: {0}")]
+    Unsupported(String),
+}
+
+/// Encode a snapshot into `out`.
+pub fn encode_into(state: &VmState, memory: &[u8], out: &mut impl Write) -> std::io::Result<()> {
+    let body = bincode::serialize(state).map_err(std::io::Error::other)?;
+    let mut crc = crc32fast::Hasher::new();
+    let mut put = |bytes: &[u8], out: &mut dyn Write| -> std::io::Result<()> {
+        crc.update(bytes);
+        out.write_all(bytes)
+    };
+    put(&MAGIC, out)?;
+    put(&VERSION.to_le_bytes(), out)?;
+    put(&(body.len() as u64).to_le_bytes(), out)?;
+    put(&body, out)?;
+    put(&(memory.len() as u64).to_le_bytes(), out)?;
+    put(memory, out)?;
+    out.write_all(&crc.finalize().to_le_bytes())
+}
+
+/// Write a snapshot to `path` (through a temporary file renamed into place).
+pub fn write(path: &Path, state: &VmState, memory: &[u8]) -> Result<(), SnapshotError> {
+    let io = |source| SnapshotError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
+    let result = (|| {
+        let f = std::fs::File::create(&tmp)?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+        encode_into(state, memory, &mut w)?;
+        w.into_inner().map_err(|e| e.into_error())?.sync_all()
+    })();
+    if let Err(e) = result {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(io(e));
+    }
+    std::fs::rename(&tmp, path).map_err(io)
+}
+
+/// Read and check a snapshot file.
+pub fn read(path: &Path) -> Result<Snapshot, SnapshotError> {
+    let bytes = std::fs::read(path).map_err(|source| SnapshotError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    decode(&bytes)
+}
+
+/// Take `n` bytes at `*at`, or say what was expected.
+fn take<'a>(
+    bytes: &'a [u8],
+    at: &mut usize,
+    n: u64,
+    what: &str,
+) -> Result<&'a [u8], SnapshotError> {
+    let start = *at;
+    let end = usize::try_from(n)
+        .ok()
+        .and_then(|n| start.checked_add(n))
+        .filter(|&e| e <= bytes.len())
+        .ok_or_else(|| {
+            SnapshotError::Truncated(format!(
+                "{what} needs {n} bytes at offset {start}, the file has {}",
+                bytes.len()
+            ))
+        })?;
+    *at = end;
+    Ok(&bytes[start..end])
+}
+
+fn u64_at(bytes: &[u8], at: &mut usize, what: &str) -> Result<u64, SnapshotError> {
+    let b = take(bytes, at, 8, what)?;
+    Ok(u64::from_le_bytes(b.try_into().expect("8 bytes")))
+}
+
+/// Check and decode a snapshot.
+pub fn decode(bytes: &[u8]) -> Result<Snapshot, SnapshotError> {
+    if bytes.len() < 8 || bytes[..8] != MAGIC {
+        return Err(SnapshotError::NotASnapshot);
+    }
+    let mut at = 8;
+    let version = u32::from_le_bytes(take(bytes, &mut at, 4, "the version")?.try_into().unwrap());
+    if version != VERSION {
+        return Err(SnapshotError::UnknownVersion { found: version });
+    }
+    let state_len = u64_at(bytes, &mut at, "the state length")?;
+    if state_len > MAX_STATE_BYTES {
+        return Err(SnapshotError::Invalid(format!(
+            "state of {state_len} bytes (at most {MAX_STATE_BYTES})"
+        )));
+    }
+    let body = take(bytes, &mut at, state_len, "the state")?;
+    let mem_len = u64_at(bytes, &mut at, "the memory length")?;
+    let max_mem = crate::machine::MAX_MEMORY_MIB << 20;
+    if mem_len > max_mem {
+        return Err(SnapshotError::Invalid(format!(
+            "guest RAM of {mem_len} bytes (at most {max_mem})"
+        )));
+    }
+    let memory = take(bytes, &mut at, mem_len, "guest RAM")?;
+    let content_end = at;
+    let stored = u32::from_le_bytes(take(bytes, &mut at, 4, "the checksum")?.try_into().unwrap());
+    if at != bytes.len() {
+        return Err(SnapshotError::Truncated(format!(
+            "{} bytes after the checksum",
+            bytes.len() - at
+        )));
+    }
+    let computed = crc32fast::hash(&bytes[..content_end]);
+    if stored != computed {
+        return Err(SnapshotError::Checksum { stored, computed });
+    }
+    use bincode::Options;
+    let state: VmState = bincode::DefaultOptions::new()
+        .with_fixint_encoding()
+        .with_limit(state_len)
+        .deserialize(body)
+        .map_err(|e| SnapshotError::Invalid(format!("cannot decode the state: {e}")))?;
+    if state.memory_mib == 0 || state.memory_mib << 20 != mem_len {
+        return Err(SnapshotError::Invalid(format!(
+            "{} MiB of RAM announced, {mem_len} bytes stored",
+            state.memory_mib
+        )));
+    }
+    if state.vcpus.is_empty() {
+        return Err(SnapshotError::Invalid("no vCPU".into()));
+    }
+    Ok(Snapshot {
+        state,
+        memory: memory.to_vec(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> (VmState, Vec<u8>) {
+        use vm_memory::{GuestAddress, GuestMemoryMmap};
+        let mem =
+            GuestMemoryMmap::<()>::from_ranges(&[(GuestAddress(0x8000_0000), 1 << 16)]).unwrap();
+        let hart = vcpu::Hart::new_guest(vcpu::HartConfig::default(), mem).unwrap();
+        let policy = ctr_virt::CtrPolicy::on(None, Some(&vcpu::ctr::CtrConfig::full())).unwrap();
+        let state = VmState {
+            memory_mib: 1,
+            layout: LayoutState {
+                entry: 0x8020_0000,
+                kernel: (0x8020_0000, 0x8021_0000),
+                initrd: None,
+                fdt: 0x8010_0000,
+            },
+            trap_wfi: false,
+            trap_time: true,
+            vcpus: vec![VcpuState {
+                hart: hart.save_state(),
+                ctr: ctr_virt::GuestCtr::new(policy).snapshot(),
+            }],
+            uart: UartState {
+                registers: [1, 0, 0, 1, 3, 0x60, 8, 0, 0],
+                in_buffer: b"hi".to_vec(),
+            },
+            input: b"more".to_vec(),
+        };
+        let memory: Vec<u8> = (0..1 << 20).map(|i| (i * 7) as u8).collect();
+        (state, memory)
+    }
+
+    fn encoded() -> (Vec<u8>, VmState, Vec<u8>) {
+        let (s, m) = sample();
+        let mut out = Vec::new();
+        encode_into(&s, &m, &mut out).unwrap();
+        (out, s, m)
+    }
+
+    #[test]
+    fn round_trip() {
+        let (bytes, s, m) = encoded();
+        let snap = decode(&bytes).unwrap();
+        assert_eq!(snap.state, s);
+        assert_eq!(snap.memory, m);
+    }
+
+    #[test]
+    fn bad_files_are_refused_with_a_reason() {
+        let (bytes, _, _) = encoded();
+        let msg = |b: &[u8]| decode(b).unwrap_err().to_string();
+        assert!(msg(b"hello").contains("not a vmm snapshot"));
+        let mut v = bytes.clone();
+        v[8] = 9;
+        assert!(
+            msg(&v).contains("version 9 is not supported"),
+            "{}",
+            msg(&v)
+        );
+        for cut in [12, 20, 100, bytes.len() / 2, bytes.len() - 1] {
+            assert!(
+                msg(&bytes[..cut]).contains("truncated"),
+                "cut {cut}: {}",
+                msg(&bytes[..cut])
+            );
+        }
+        let mut v = bytes.clone();
+        v.push(0);
+        assert!(msg(&v).contains("trailing"));
+        let mut v = bytes.clone();
+        let mid = v.len() / 2;
+        v[mid] ^= 1;
+        assert!(msg(&v).contains("checksum mismatch"));
+        // A huge announced length is refused without allocating it.
+        let mut v = bytes.clone();
+        v[12..20].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(msg(&v).contains("at most"));
+    }
+
+    /// Random corruptions never panic and never pass as valid unless unchanged.
+    #[test]
+    fn fuzzed_files_never_panic() {
+        let (bytes, _, _) = encoded();
+        let mut seed = 0x1234_5678_9abc_def0u64;
+        let mut rnd = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..300 {
+            let mut v = bytes.clone();
+            match rnd() % 3 {
+                0 => {
+                    let i = (rnd() as usize) % v.len();
+                    v[i] = rnd() as u8;
+                }
+                1 => v.truncate((rnd() as usize) % v.len()),
+                _ => {
+                    // Corrupt the state and fix the checksum, so the decoder sees it.
+                    let i = 20 + (rnd() as usize) % 200;
+                    v[i] = rnd() as u8;
+                    let end = v.len() - 4;
+                    let crc = crc32fast::hash(&v[..end]).to_le_bytes();
+                    v[end..].copy_from_slice(&crc);
+                }
+            }
+            let _ = decode(&v);
+        }
+    }
+}
