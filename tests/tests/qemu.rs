@@ -165,6 +165,14 @@ const NOT_COMPARED: &[(&str, &str)] = &[
         "the built-in `vmm run` CTR self-test guest (tests/demo.rs)",
     ),
     (
+        "sbi_ctr_snap",
+        "a `vmm run` guest kernel snapshotted mid-recording (tests/snapshot.rs)",
+    ),
+    (
+        "sbi_ctr_spin",
+        "a `vmm run` guest kernel that never ends (control-socket tests, tests/api.rs)",
+    ),
+    (
         "sbi_vinst",
         "a `vmm run` guest kernel (VS-mode, SBI calls, VMM exit log)",
     ),

@@ -8,6 +8,18 @@ use crate::loader::LoadError;
 /// of its instruction budget.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// The control socket could not be set up.
+    #[error("control socket: {0}")]
+    Api(String),
+
+    /// A snapshot could not be written or read.
+    #[error("{0}")]
+    Snapshot(#[from] crate::snapshot::SnapshotError),
+
+    /// A snapshot cannot be restored here (the state does not fit this host).
+    #[error("cannot restore the snapshot: {0}")]
+    Restore(String),
+
     /// The VM's CTR options cannot be met (`--ctr`, `--ctr-depths`, `--host-ctr-depths`).
     #[error("{0}")]
     Ctr(#[from] ctr_virt::CtrVirtError),

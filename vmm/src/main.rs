@@ -41,6 +41,43 @@ enum Command {
     /// 1 for a shutdown with a failure reason and for errors, 3 when the guest asks for a
     /// reboot (a Linux panic with panic=-1 does), 124 when the instruction budget runs out.
     Run(RunArgs),
+
+    /// Restore a VM from a snapshot (taken through `--api-sock`) and run it on
+    /// this host: the host hart model is given by --host-ctr-depths; a snapshot this host
+    /// cannot hold (a CTR depth it lacks, a corrupted or truncated file, another format
+    /// version) is refused before the guest runs. Exit status as for `run`.
+    Restore(RestoreArgs),
+}
+
+#[derive(Args, Debug)]
+struct RestoreArgs {
+    /// The snapshot file.
+    #[arg(long, value_name = "FILE")]
+    snapshot: PathBuf,
+
+    /// The CTR depths this host's hart supports.
+    #[arg(long, value_name = "LIST", value_parser = parse_depths, default_value = "16,32,64,128,256")]
+    host_ctr_depths: ctr_virt::DepthSet,
+
+    /// Stop after N more instructions (exit status 124).
+    #[arg(long, value_name = "N")]
+    max_insns: Option<u64>,
+
+    /// Stop after SECS seconds of wall-clock time (exit status 124).
+    #[arg(long, value_name = "SECS", value_parser = parse_timeout)]
+    timeout: Option<std::time::Duration>,
+
+    /// A control socket, as for `run`.
+    #[arg(long, value_name = "PATH")]
+    api_sock: Option<PathBuf>,
+
+    /// Print instructions, wall time, MIPS and the exit table on stderr.
+    #[arg(long)]
+    stats: bool,
+
+    /// Log every executed instruction on stderr.
+    #[arg(long)]
+    trace: bool,
 }
 
 #[derive(Args, Debug)]
@@ -87,6 +124,11 @@ struct RunArgs {
     /// another host.
     #[arg(long, value_name = "LIST", value_parser = parse_depths, default_value = "16,32,64,128,256")]
     host_ctr_depths: ctr_virt::DepthSet,
+
+    /// A control socket: line-delimited JSON requests pause, resume, snapshot (to a file
+    /// for `vmm restore`), stats and ctr-dump (single-vCPU VMs).
+    #[arg(long, value_name = "PATH")]
+    api_sock: Option<PathBuf>,
 
     /// Number of vCPUs (1-64), one host thread each.
     #[arg(long, value_name = "N", default_value_t = 1)]
@@ -212,17 +254,26 @@ fn run_kernel(args: RunArgs) -> ExitCode {
         ctr: args.ctr,
         ctr_depths: args.ctr_depths,
         host_ctr_depths: args.host_ctr_depths,
+        api_sock: args.api_sock,
         ..base
     };
     let console = Box::new(std::io::stdout());
-    match runner::run_kernel(&config, console, ConsoleInput::Stdin) {
+    report(
+        runner::run_kernel(&config, console, ConsoleInput::Stdin),
+        args.stats,
+    )
+}
+
+/// The end of a `run` or `restore`: message, statistics, exit status.
+fn report(result: Result<(RunExit, runner::RunStats), vmm::Error>, stats_wanted: bool) -> ExitCode {
+    match result {
         Ok((exit, stats)) => {
             match exit.failure_message() {
                 Some(message) => eprintln!("vmm: {message}"),
                 None if exit == RunExit::Quit => eprintln!("vmm: quit (Ctrl-A x)"),
                 None => {}
             }
-            if args.stats {
+            if stats_wanted {
                 eprintln!(
                     "vmm: {} instructions in {:.3} s ({:.2} MIPS)",
                     stats.instructions,
@@ -240,6 +291,21 @@ fn run_kernel(args: RunArgs) -> ExitCode {
     }
 }
 
+fn restore(args: RestoreArgs) -> ExitCode {
+    let options = runner::snapshot::RestoreConfig {
+        host_ctr_depths: args.host_ctr_depths,
+        max_insns: args.max_insns,
+        timeout: args.timeout,
+        trace: args.trace,
+        api_sock: args.api_sock,
+    };
+    let console = Box::new(std::io::stdout());
+    report(
+        runner::snapshot::restore_and_run(&args.snapshot, &options, console, ConsoleInput::Stdin),
+        args.stats,
+    )
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
@@ -250,6 +316,10 @@ fn main() -> ExitCode {
         Command::Run(args) => {
             init_logging(args.trace);
             run_kernel(args)
+        }
+        Command::Restore(args) => {
+            init_logging(args.trace);
+            restore(args)
         }
     }
 }

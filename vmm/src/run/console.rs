@@ -57,6 +57,11 @@ impl InputQueue {
         n
     }
 
+    /// The input waiting, without taking it (for snapshots).
+    pub fn peek_all(&self) -> Vec<u8> {
+        self.lock().iter().copied().collect()
+    }
+
     /// Whether no input is waiting.
     pub fn is_empty(&self) -> bool {
         self.lock().is_empty()

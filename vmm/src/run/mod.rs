@@ -35,10 +35,12 @@
 //! power-off. The run logs (warning level) "guest requested a reboot (reason N): ...
 //! treated as failure" ([`ResetRequest::failure_message`]); 124 when the budget runs out.
 
+pub mod api;
 pub mod console;
 pub mod fdt;
 pub mod kernel;
 mod smp;
+pub mod snapshot;
 pub mod stats;
 pub mod vinsn;
 
@@ -125,6 +127,8 @@ pub struct RunConfig {
     pub ctr_depths: Option<ctr_virt::DepthSet>,
     /// `--host-ctr-depths`: the depths the host hart model supports (default all).
     pub host_ctr_depths: ctr_virt::DepthSet,
+    /// `--api-sock`: the control socket's path (single-vCPU VMs).
+    pub api_sock: Option<PathBuf>,
 }
 
 /// The CTR self-test guest kernel `vmm run` boots without `--kernel`: built from
@@ -157,6 +161,7 @@ impl RunConfig {
             ctr: true,
             ctr_depths: None,
             host_ctr_depths: ctr_virt::DepthSet::ALL,
+            api_sock: None,
         }
     }
 }
@@ -251,7 +256,11 @@ pub fn run_kernel_with_policy(
     console: Console,
     input: ConsoleInput,
 ) -> Result<(RunExit, RunStats), Error> {
-    let mut vm = GuestVm::with_policy(config, policy, console)?;
+    run_vm(GuestVm::with_policy(config, policy, console)?, input)
+}
+
+/// Runs a built (or restored) VM to its end, with console input from `input`.
+pub(crate) fn run_vm(mut vm: GuestVm, input: ConsoleInput) -> Result<(RunExit, RunStats), Error> {
     let _raw;
     let _reader;
     match input {
@@ -276,6 +285,8 @@ pub fn run_kernel_with_policy(
 /// A guest kernel on a hosted-mode hart, with its RAM, UART and SBI.
 pub struct GuestVm {
     hart: Hart,
+    /// Guest RAM size in MiB.
+    memory_mib: u64,
     /// This vCPU's hart id.
     hart_id: u64,
     mem: GuestMemoryMmap,
@@ -287,6 +298,8 @@ pub struct GuestVm {
     policy: GuestPolicy,
     /// This vCPU's CTR as the hypervisor manages it (lazy loading, `sctrdepth`).
     ctr: ctr_virt::GuestCtr,
+    /// The control socket (`--api-sock`).
+    api: Option<api::VmApi>,
     stats: ExitStats,
     /// With more than one vCPU: the shared state, and (on hart 0 until `run`) the other
     /// harts' VMs.
@@ -465,6 +478,7 @@ impl GuestVm {
             ctr.prepare(&mut hart);
             GuestVm {
                 hart,
+                memory_mib: config.memory_mib,
                 hart_id,
                 mem: mem.clone(),
                 uart: uart.clone(),
@@ -474,6 +488,7 @@ impl GuestVm {
                 timeout: config.timeout,
                 policy,
                 ctr,
+                api: None,
                 stats: ExitStats::default(),
                 smp: smp.clone(),
                 secondaries: Vec::new(),
@@ -487,6 +502,14 @@ impl GuestVm {
             .collect();
         let mut boot = vm(hart, HART_ID);
         boot.secondaries = secondaries;
+        if let Some(path) = &config.api_sock {
+            if config.vcpus > 1 {
+                return Err(Error::Api(
+                    "--api-sock with more than one vCPU is not implemented yet".into(),
+                ));
+            }
+            boot.api = Some(api::VmApi::spawn(path, boot.hart.stop_handle())?);
+        }
         Ok(boot)
     }
 
@@ -585,6 +608,7 @@ impl GuestVm {
         };
         let deadline = self.timeout.map(|t| (t, Instant::now() + t));
         loop {
+            self.serve_api();
             if let Some((limit, at)) = deadline {
                 if Instant::now() >= at {
                     return Ok(RunExit::TimedOut {
@@ -667,8 +691,9 @@ impl GuestVm {
             VcpuExit::StopRequested => {
                 if self.input.quit_requested() {
                     Ok(Some(RunExit::Quit))
-                } else if self.smp.is_some() {
-                    // Another hart ended the VM (the loop sees it) or a stale request.
+                } else if self.smp.is_some() || self.api.is_some() {
+                    // Another hart ended the VM (the loop sees it), a control-socket
+                    // request (served at the top of the loop), or a stale request.
                     Ok(None)
                 } else {
                     Err(Error::Stopped {
