@@ -168,12 +168,19 @@ impl GuestCtr {
 
     /// The vCPU's CTR management from a snapshot, for a host whose hart supports
     /// `host_depths`: the VM keeps its depth set within what the host supports, and a guest
-    /// whose current depth the host lacks is refused, naming it.
+    /// whose current depth the host lacks is refused, naming it. `hart_depth` is the saved
+    /// hart's `sctrdepth.DEPTH`, which is the guest's while its context is loaded (else the
+    /// guest's depth is the saved context's).
     pub fn restore(
         state: &GuestCtrState,
-        guest_depth: u8,
+        hart_depth: u8,
         host_depths: crate::DepthSet,
     ) -> Result<GuestCtr, crate::CtrVirtError> {
+        let guest_depth = if state.loaded {
+            hart_depth
+        } else {
+            state.context.depth
+        };
         let mut policy = state.policy;
         if policy.enabled {
             policy.guest_depths = policy.guest_depths.intersect(host_depths);

@@ -71,6 +71,10 @@ struct RestoreArgs {
     #[arg(long, value_name = "PATH")]
     api_sock: Option<PathBuf>,
 
+    /// As for `run`: a snapshot when --max-insns or --timeout ends the run.
+    #[arg(long, value_name = "FILE")]
+    snapshot_on_stop: Option<PathBuf>,
+
     /// Print instructions, wall time, MIPS and the exit table on stderr.
     #[arg(long)]
     stats: bool,
@@ -129,6 +133,11 @@ struct RunArgs {
     /// for `vmm restore`), stats and ctr-dump (single-vCPU VMs).
     #[arg(long, value_name = "PATH")]
     api_sock: Option<PathBuf>,
+
+    /// When --max-insns or --timeout ends the run, write a snapshot to FILE (for
+    /// `vmm restore`; single-vCPU VMs).
+    #[arg(long, value_name = "FILE")]
+    snapshot_on_stop: Option<PathBuf>,
 
     /// Number of vCPUs (1-64), one host thread each.
     #[arg(long, value_name = "N", default_value_t = 1)]
@@ -255,6 +264,7 @@ fn run_kernel(args: RunArgs) -> ExitCode {
         ctr_depths: args.ctr_depths,
         host_ctr_depths: args.host_ctr_depths,
         api_sock: args.api_sock,
+        snapshot_on_stop: args.snapshot_on_stop,
         ..base
     };
     let console = Box::new(std::io::stdout());
@@ -298,6 +308,7 @@ fn restore(args: RestoreArgs) -> ExitCode {
         timeout: args.timeout,
         trace: args.trace,
         api_sock: args.api_sock,
+        snapshot_on_stop: args.snapshot_on_stop,
     };
     let console = Box::new(std::io::stdout());
     report(

@@ -129,6 +129,9 @@ pub struct RunConfig {
     pub host_ctr_depths: ctr_virt::DepthSet,
     /// `--api-sock`: the control socket's path (single-vCPU VMs).
     pub api_sock: Option<PathBuf>,
+    /// `--snapshot-on-stop`: when the instruction budget or the timeout ends the run, write a
+    /// snapshot here (for `vmm restore`).
+    pub snapshot_on_stop: Option<PathBuf>,
 }
 
 /// The CTR self-test guest kernel `vmm run` boots without `--kernel`: built from
@@ -162,6 +165,7 @@ impl RunConfig {
             ctr_depths: None,
             host_ctr_depths: ctr_virt::DepthSet::ALL,
             api_sock: None,
+            snapshot_on_stop: None,
         }
     }
 }
@@ -274,6 +278,12 @@ pub(crate) fn run_vm(mut vm: GuestVm, input: ConsoleInput) -> Result<(RunExit, R
     let start = Instant::now();
     let exit = vm.run();
     let _ = vm.uart().console().flush();
+    if let (Some(path), Ok(RunExit::BudgetExhausted { .. } | RunExit::TimedOut { .. })) =
+        (&vm.snapshot_on_stop, &exit)
+    {
+        vm.write_snapshot(path)?;
+        log::info!("snapshot written to {}", path.display());
+    }
     let stats = RunStats {
         instructions: vm.executed(),
         wall: start.elapsed(),
@@ -300,6 +310,8 @@ pub struct GuestVm {
     ctr: ctr_virt::GuestCtr,
     /// The control socket (`--api-sock`).
     api: Option<api::VmApi>,
+    /// Where to write a snapshot when the budget or the timeout ends the run.
+    snapshot_on_stop: Option<PathBuf>,
     stats: ExitStats,
     /// With more than one vCPU: the shared state, and (on hart 0 until `run`) the other
     /// harts' VMs.
@@ -489,6 +501,7 @@ impl GuestVm {
                 policy,
                 ctr,
                 api: None,
+                snapshot_on_stop: config.snapshot_on_stop.clone(),
                 stats: ExitStats::default(),
                 smp: smp.clone(),
                 secondaries: Vec::new(),

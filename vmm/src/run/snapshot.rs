@@ -37,6 +37,8 @@ pub struct RestoreConfig {
     pub trace: bool,
     /// `--api-sock`: the control socket's path.
     pub api_sock: Option<std::path::PathBuf>,
+    /// `--snapshot-on-stop`, as for `vmm run`.
+    pub snapshot_on_stop: Option<std::path::PathBuf>,
 }
 
 impl Default for RestoreConfig {
@@ -47,6 +49,7 @@ impl Default for RestoreConfig {
             timeout: None,
             trace: false,
             api_sock: None,
+            snapshot_on_stop: None,
         }
     }
 }
@@ -177,6 +180,7 @@ impl GuestVm {
             },
             ctr,
             api,
+            snapshot_on_stop: options.snapshot_on_stop.clone(),
             stats: Default::default(),
             smp: None,
             secondaries: Vec::new(),

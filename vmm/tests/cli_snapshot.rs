@@ -1,0 +1,68 @@
+//! Snapshots across processes with the `vmm` binary and its built-in CTR self-test guest:
+//! `vmm run --max-insns N --snapshot-on-stop F` then `vmm restore --snapshot F` prints what
+//! one uninterrupted `vmm run` prints, wherever the cut falls (before, during and after the
+//! guest records CTR history); a host without the guest's CTR depth refuses the snapshot.
+
+use std::process::Command;
+
+fn vmm(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_vmm"))
+        .args(args)
+        .output()
+        .expect("run vmm");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn run_snapshot_restore_in_new_processes() {
+    let (code, whole, err) = vmm(&["run", "--memory", "16"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(whole.contains("transfers recorded"), "{whole}");
+    let snap = std::env::temp_dir().join(format!("vmm-cli-snap-{}", std::process::id()));
+    let snap = snap.to_str().unwrap();
+    for cut in ["2000", "3500", "6000", "9000", "20000"] {
+        let (code, first, err) = vmm(&[
+            "run",
+            "--memory",
+            "16",
+            "--max-insns",
+            cut,
+            "--snapshot-on-stop",
+            snap,
+        ]);
+        assert_eq!(code, 124, "cut {cut}: {err}");
+        for host in ["16,32,64,128,256", "16,64"] {
+            let (code, rest, err) =
+                vmm(&["restore", "--snapshot", snap, "--host-ctr-depths", host]);
+            assert_eq!(code, 0, "cut {cut}, host {host}: {err}");
+            assert_eq!(format!("{first}{rest}"), whole, "cut {cut}, host {host}");
+        }
+    }
+    // Cut after the guest selected 64 entries: a host with only 16 and 32 refuses it.
+    vmm(&[
+        "run",
+        "--memory",
+        "16",
+        "--max-insns",
+        "6000",
+        "--snapshot-on-stop",
+        snap,
+    ]);
+    let (code, out, err) = vmm(&["restore", "--snapshot", snap, "--host-ctr-depths", "16,32"]);
+    assert_eq!(code, 1);
+    assert!(out.is_empty(), "the guest ran: {out}");
+    assert!(
+        err.contains("the guest uses CTR depth 64") && err.contains("16,32"),
+        "{err}"
+    );
+    // Not a snapshot.
+    std::fs::write(snap, b"not a snapshot").unwrap();
+    let (code, _, err) = vmm(&["restore", "--snapshot", snap]);
+    assert_eq!(code, 1);
+    assert!(err.contains("not a vmm snapshot"), "{err}");
+    let _ = std::fs::remove_file(snap);
+}
