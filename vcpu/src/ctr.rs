@@ -209,7 +209,7 @@ pub struct Ctr {
     pub(crate) frozen: bool,
     /// The physical buffer. Always 256 entries, so that a `u8` index needs no bounds check;
     /// only the first `max_depth` are ever selected by a supported depth.
-    pub(crate) entries: [CtrEntry; 256],
+    pub(crate) entries: Box<[CtrEntry; 256]>,
     /// Depth - 1 (kept with `depth`), so recording masks WRPTR without a shift.
     depth_mask: u64,
     /// `ctrdata` bits a record can set, from the configuration: TYPE (0xf or 0).
@@ -228,7 +228,7 @@ pub struct Ctr {
 
 impl Ctr {
     pub(crate) fn new(config: Option<CtrConfig>) -> Ctr {
-        let entries = [CtrEntry::default(); 256];
+        let entries = Box::new([CtrEntry::default(); 256]);
         // Reset DEPTH: the smallest supported depth.
         let depth = config
             .as_ref()
