@@ -40,7 +40,8 @@ if ! dpkg -s opensbi >/dev/null 2>&1; then
     DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -q opensbi >&2 ||
         die "apt-get install opensbi failed"
 fi
-fw=$(dpkg -L opensbi | grep -E '/generic/fw_dynamic\.bin$' | head -n1 || true)
+# The riscv64 build (newer packages also ship riscv32 firmware).
+fw=$(dpkg -L opensbi | grep -E '/riscv64-linux-gnu/opensbi/generic/fw_dynamic\.bin$' | head -n1 || true)
 [ -n "$fw" ] && [ -f "$fw" ] || die "no generic/fw_dynamic.bin in package opensbi (dpkg -L opensbi)"
 
 echo "building vmm (release)..." >&2

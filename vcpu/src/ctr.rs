@@ -216,6 +216,9 @@ pub struct Ctr {
     type_mask: u64,
     /// Cycle counting's CCE width, from the configuration.
     cce_bits: Option<u8>,
+    /// Cycle counts below this are recorded by the fast path: 4096 (CCE = 0, no encoding)
+    /// with cycle counting, 0 (never) without.
+    fast_cc_limit: u64,
     /// Whether the CtrCycleCounter runs (CTR active in the current mode).
     cc_active: bool,
     /// While active: the clock value at which the counter was 0; while inactive: the count.
@@ -250,6 +253,7 @@ impl Ctr {
             depth_mask: (16 << depth) - 1,
             type_mask,
             cce_bits,
+            fast_cc_limit: if cce_bits.is_some() { 4096 } else { 0 },
             cc_active: false,
             cc_origin: 0,
             next_ccv: 0,
@@ -507,18 +511,19 @@ impl Hart {
         self.ctr_push_fast(from, t);
     }
 
-    /// A qualified branch has retired, taken or not; `pc` is where it went, `delta` the
-    /// distance from the branch (its offset if taken, its length if not).
+    /// A qualified taken branch has retired; `pc` is its target, `offset` its offset.
+    /// (Branches are never recorded with RASEMU: the mask excludes them.)
     #[cold]
     #[inline(never)]
-    pub(crate) fn ctr_branch(&mut self, delta: u64, taken: bool) {
-        // Branches are never recorded with RASEMU (the mask excludes them).
-        let t = if taken {
-            ty::TAKEN_BRANCH
-        } else {
-            ty::NOT_TAKEN_BRANCH
-        };
-        self.ctr_push_fast(self.pc.wrapping_sub(delta), t);
+    pub(crate) fn ctr_taken_branch(&mut self, offset: u64) {
+        self.ctr_push_fast(self.pc.wrapping_sub(offset), ty::TAKEN_BRANCH);
+    }
+
+    /// A qualified not-taken branch of length `len` has retired; `pc` is past it.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn ctr_not_taken_branch(&mut self, len: u64) {
+        self.ctr_push_fast(self.pc.wrapping_sub(len), ty::NOT_TAKEN_BRANCH);
     }
 
     /// Record a jump or branch from `from` to `pc` in the current (active) mode. The common
@@ -529,7 +534,7 @@ impl Hart {
         let now = self.ctr_now();
         let c = &mut self.ctr;
         let count = now.wrapping_sub(c.cc_origin);
-        if count >= 4096 || c.cce_bits.is_none() {
+        if count >= c.fast_cc_limit {
             return self.ctr_push_general(from, t);
         }
         let data = (t as u64 & c.type_mask) | (count << 16) | c.next_ccv;
