@@ -260,13 +260,10 @@ impl GuestCtr {
         epc: u64,
         handler: u64,
     ) {
-        const S: u64 = 1 << 1;
-        const U: u64 = 1 << 0;
-        const RASEMU: u64 = 1 << 7;
-        const STE: u64 = 1 << 8;
-        const BPFRZ: u64 = 1 << 11;
-        const LCOFIFRZ: u64 = 1 << 12;
-        const FROZEN: u64 = 1 << 31;
+        use vcpu::ctr::{
+            CTRCTL_BPFRZ as BPFRZ, CTRCTL_LCOFIFRZ as LCOFIFRZ, CTRCTL_RASEMU as RASEMU,
+            CTRCTL_S as S, CTRCTL_STE as STE, CTRCTL_U as U, SCTRSTATUS_FROZEN as FROZEN,
+        };
         if !self.loaded {
             // The guest never touched CTR: its vsctrctl is 0, nothing is recorded.
             return;
@@ -338,7 +335,7 @@ impl GuestCtr {
                     // entries stay, new ones are zero; WRPTR stays legal).
                     let n = 16usize << enc;
                     self.context.entries.resize(n, Default::default());
-                    self.context.sctrstatus &= (1 << 31) | (n as u64 - 1);
+                    self.context.sctrstatus &= vcpu::ctr::SCTRSTATUS_FROZEN | (n as u64 - 1);
                 }
             }
         }
