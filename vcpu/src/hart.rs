@@ -441,7 +441,7 @@ impl Hart {
         self.x[11] = a1;
         self.flush_tlb();
         self.flush_decode_cache();
-        self.update_translation_context();
+        self.mode_changed();
     }
 
     /// The hart's virtual clock in instruction slots.

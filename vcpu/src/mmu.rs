@@ -261,7 +261,13 @@ impl Hart {
             | (bit(data.virt) << 60)
             | (bit(vs & MSTATUS_SUM != 0) << 61)
             | (bit(vs & MSTATUS_MXR != 0) << 62);
-        // Every mode change passes here: CTR's per-mode recording mask follows.
+    }
+
+    /// After a change of privilege or virtualization mode: the translation context and
+    /// CTR's per-mode recording mask follow. (An `mstatus`/`vsstatus` write changes only the
+    /// former: it calls `update_translation_context` alone.)
+    pub(crate) fn mode_changed(&mut self) {
+        self.update_translation_context();
         self.ctr_refresh();
     }
 

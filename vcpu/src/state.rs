@@ -174,7 +174,7 @@ impl Hart {
         }
         self.flush_tlb();
         self.flush_decode_cache();
-        self.update_translation_context();
+        self.mode_changed();
         Ok(())
     }
 

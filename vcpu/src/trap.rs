@@ -328,7 +328,7 @@ impl Hart {
                 self.virt = false;
             }
         }
-        self.update_translation_context();
+        self.mode_changed();
     }
 
     /// MRET (privileged spec 3.3.2; H extension "Trap Return": V = MPV unless MPP = M).
@@ -352,7 +352,7 @@ impl Hart {
         if self.ctr.watching() {
             self.ctr_trap_return(from_prv, from_virt, from_pc);
         }
-        self.update_translation_context();
+        self.mode_changed();
     }
 
     /// SRET (privileged spec 3.3.2 and 4.1.1; H extension "Trap Return"): with V=0 it
@@ -387,7 +387,7 @@ impl Hart {
         if self.ctr.watching() {
             self.ctr_trap_return(from_prv, from_virt, from_pc);
         }
-        self.update_translation_context();
+        self.mode_changed();
     }
 }
 

@@ -134,7 +134,7 @@ impl Hart {
         if h.ctr.implemented() {
             h.csr.mstateen[0] |= crate::csr::stateen::STATEEN0_CTR;
         }
-        h.update_translation_context();
+        h.mode_changed();
         Ok(h)
     }
 
