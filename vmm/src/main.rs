@@ -75,6 +75,11 @@ struct RestoreArgs {
     #[arg(long, value_name = "FILE")]
     snapshot_on_stop: Option<PathBuf>,
 
+    /// Start paused, before the guest's first instruction, until a `resume` request on the
+    /// control socket (--api-sock).
+    #[arg(long)]
+    paused: bool,
+
     /// Print instructions, wall time, MIPS and the exit table on stderr.
     #[arg(long)]
     stats: bool,
@@ -309,6 +314,7 @@ fn restore(args: RestoreArgs) -> ExitCode {
         trace: args.trace,
         api_sock: args.api_sock,
         snapshot_on_stop: args.snapshot_on_stop,
+        paused: args.paused,
     };
     let console = Box::new(std::io::stdout());
     report(

@@ -39,6 +39,9 @@ pub struct RestoreConfig {
     pub api_sock: Option<std::path::PathBuf>,
     /// `--snapshot-on-stop`, as for `vmm run`.
     pub snapshot_on_stop: Option<std::path::PathBuf>,
+    /// `--paused`: start paused, before the first instruction, until `resume` arrives on the
+    /// control socket (which it needs).
+    pub paused: bool,
 }
 
 impl Default for RestoreConfig {
@@ -50,6 +53,7 @@ impl Default for RestoreConfig {
             trace: false,
             api_sock: None,
             snapshot_on_stop: None,
+            paused: false,
         }
     }
 }
@@ -153,7 +157,16 @@ impl GuestVm {
         input.push(&s.input);
         let l = &s.layout;
         let api = match &options.api_sock {
-            Some(path) => Some(super::api::VmApi::spawn(path, hart.stop_handle())?),
+            Some(path) => {
+                let mut api = super::api::VmApi::spawn(path, hart.stop_handle())?;
+                api.paused = options.paused;
+                Some(api)
+            }
+            None if options.paused => {
+                return Err(Error::Api(
+                    "--paused needs --api-sock (to resume the guest)".into(),
+                ))
+            }
             None => None,
         };
         Ok(GuestVm {
