@@ -38,6 +38,8 @@ pub struct HartConfig {
     pub shared_clock: Option<std::sync::Arc<crate::smp::SharedClock>>,
     /// Control Transfer Records (Smctr/Ssctr): what this hart implements, or `None`.
     pub ctr: Option<crate::ctr::CtrConfig>,
+    /// Performance monitoring: the numbers of the draft extensions' CSRs.
+    pub pmu: crate::pmu::PmuConfig,
 }
 
 impl Default for HartConfig {
@@ -48,6 +50,7 @@ impl Default for HartConfig {
             decode_cache_entries: 1 << 14,
             shared_clock: None,
             ctr: Some(crate::ctr::CtrConfig::full()),
+            pmu: crate::pmu::PmuConfig::default(),
         }
     }
 }

@@ -84,10 +84,12 @@ pub const MISA: u64 = (2 << 62)
 pub const ENVCFG_FIOM: u64 = 1 << 0;
 /// `menvcfg.STCE` (Sstc: enables `stimecmp`).
 pub const MENVCFG_STCE: u64 = 1 << 63;
-const MENVCFG_WRITABLE: u64 = ENVCFG_FIOM | MENVCFG_STCE;
+const MENVCFG_WRITABLE: u64 = ENVCFG_FIOM | MENVCFG_STCE | crate::pmu::MENVCFG_CDE;
 
-/// Interrupts delegable through `mideleg` and software-writable in `mip` from M-mode.
-pub(crate) const S_INTERRUPTS: u64 = (1 << irq::SSI) | (1 << irq::STI) | (1 << irq::SEI);
+/// Interrupts delegable through `mideleg` and software-writable in `mip` from M-mode: SSI,
+/// STI, SEI and LCOFI (Sscofpmf).
+pub(crate) const S_INTERRUPTS: u64 =
+    (1 << irq::SSI) | (1 << irq::STI) | (1 << irq::SEI) | (1 << irq::LCOFI);
 /// Interrupts that exist (`mie` writable bits).
 const ALL_INTERRUPTS: u64 = S_INTERRUPTS
     | (1 << irq::MSI)
@@ -123,8 +125,6 @@ pub struct CsrFile {
     pub mtval: u64,
     /// `mcounteren`
     pub mcounteren: u64,
-    /// `mcountinhibit` (CY and IR)
-    pub mcountinhibit: u64,
     /// `menvcfg`
     pub menvcfg: u64,
     /// `stvec`
@@ -147,10 +147,6 @@ pub struct CsrFile {
     pub frm: u8,
     /// `fflags`
     pub fflags: u8,
-    /// `mcycle = vclock + cycle_base` (or the frozen value while inhibited).
-    pub cycle_base: u64,
-    /// `minstret = retired + instret_base` (or the frozen value while inhibited).
-    pub instret_base: u64,
     /// The H extension's CSRs.
     pub h: crate::hypervisor::HypervisorCsrs,
     /// `mstateen0-3` (Smstateen).
@@ -293,63 +289,6 @@ impl Hart {
         self.update_translation_context();
     }
 
-    pub(crate) fn mcycle(&self) -> u64 {
-        if self.csr.mcountinhibit & 1 != 0 {
-            self.csr.cycle_base
-        } else {
-            self.vclock.wrapping_add(self.csr.cycle_base)
-        }
-    }
-
-    pub(crate) fn minstret(&self) -> u64 {
-        if self.csr.mcountinhibit & 4 != 0 {
-            self.csr.instret_base
-        } else {
-            self.retired.wrapping_add(self.csr.instret_base)
-        }
-    }
-
-    /// A CSR write replaces the increment of the writing instruction (privileged spec 2.1,
-    /// unprivileged "Zicsr": "the write is done instead of the increment").
-    fn write_mcycle(&mut self, v: u64) {
-        self.csr.cycle_base = if self.csr.mcountinhibit & 1 != 0 {
-            v
-        } else {
-            v.wrapping_sub(self.vclock)
-        };
-    }
-
-    fn write_minstret(&mut self, v: u64) {
-        self.csr.instret_base = if self.csr.mcountinhibit & 4 != 0 {
-            v
-        } else {
-            v.wrapping_sub(self.retired.wrapping_add(1))
-        };
-    }
-
-    /// Only a counter whose inhibit bit changes is re-based. The writing instruction itself
-    /// retires under the old setting.
-    fn write_mcountinhibit(&mut self, v: u64) {
-        let (cy, ir) = (self.mcycle(), self.minstret());
-        let old = self.csr.mcountinhibit;
-        let v = v & 0b101;
-        self.csr.mcountinhibit = v;
-        if (old ^ v) & 1 != 0 {
-            self.csr.cycle_base = if v & 1 != 0 {
-                cy
-            } else {
-                cy.wrapping_sub(self.vclock)
-            };
-        }
-        if (old ^ v) & 4 != 0 {
-            self.csr.instret_base = if v & 4 != 0 {
-                ir.wrapping_add(1)
-            } else {
-                ir.wrapping_sub(self.retired.wrapping_add(1))
-            };
-        }
-    }
-
     fn fcsr(&self) -> u64 {
         ((self.csr.frm as u64) << 5) | self.csr.fflags as u64
     }
@@ -394,6 +333,7 @@ pub mod aia;
 pub mod ctr;
 pub mod h;
 pub mod indirect;
+pub mod pmu;
 pub mod sstc;
 pub mod stateen;
 
@@ -567,8 +507,8 @@ static TABLE: &[CsrDesc] = &[
         0x320,
         "mcountinhibit",
         ok,
-        |h| h.csr.mcountinhibit,
-        Some(|h, v| h.write_mcountinhibit(v))
+        |h| h.pmu.state.mcountinhibit,
+        Some(|h, v| h.write_mcountinhibit(0, v))
     ),
     // Machine trap handling.
     csr!(
@@ -617,18 +557,18 @@ static TABLE: &[CsrDesc] = &[
         0xb00,
         "mcycle",
         ok,
-        |h| h.mcycle(),
-        Some(|h, v| h.write_mcycle(v))
+        |h| h.counter(crate::pmu::CY),
+        Some(|h, v| h.write_counter(crate::pmu::CY, v))
     ),
     csr!(
         0xb02,
         "minstret",
         ok,
-        |h| h.minstret(),
-        Some(|h, v| h.write_minstret(v))
+        |h| h.counter(crate::pmu::IR),
+        Some(|h, v| h.write_counter(crate::pmu::IR, v))
     ),
     // Unprivileged counters (Zicntr).
-    csr!(0xc00, "cycle", ok, |h| h.mcycle(), None),
+    csr!(0xc00, "cycle", ok, |h| h.counter(crate::pmu::CY), None),
     csr!(
         0xc01,
         "time",
@@ -641,7 +581,7 @@ static TABLE: &[CsrDesc] = &[
         },
         None
     ),
-    csr!(0xc02, "instret", ok, |h| h.minstret(), None),
+    csr!(0xc02, "instret", ok, |h| h.counter(crate::pmu::IR), None),
     // Machine information registers.
     csr!(0xf11, "mvendorid", ok, |_| 0, None),
     csr!(0xf12, "marchid", ok, |_| 0, None),
@@ -651,24 +591,10 @@ static TABLE: &[CsrDesc] = &[
 ];
 
 /// Read-only-zero CSRs that exist as ranges: the PMP (zero entries, privileged spec 3.7:
-/// "all PMP CSRs read-only zero" is legal), hpmcounters and hpmevents (implemented as
-/// read-only zero counters, which Zihpm permits).
-static ZERO_RANGES: &[(u16, u16, &str, bool)] = &[
-    (0x3a0, 0x3af, "pmpcfg", false),
-    (0x3b0, 0x3ef, "pmpaddr", false),
-    (0x323, 0x33f, "mhpmevent", false),
-    (0xb03, 0xb1f, "mhpmcounter", false),
-    (0xc03, 0xc1f, "hpmcounter", true),
-];
+/// "all PMP CSRs read-only zero" is legal).
+static ZERO_RANGES: &[(u16, u16, &str)] = &[(0x3a0, 0x3af, "pmpcfg"), (0x3b0, 0x3ef, "pmpaddr")];
 
 static ZERO_RO: CsrDesc = csr!(0, "zero", ok, |_| 0, Some(|_, _| {}));
-static ZERO_COUNTER: CsrDesc = CsrDesc {
-    num: 0,
-    name: "hpmcounter",
-    check: ok,
-    read: |_| 0,
-    write: None,
-};
 
 /// Every CSR table: the base one and one per extension, each sorted by number.
 static TABLES: &[&[CsrDesc]] = &[
@@ -679,6 +605,7 @@ static TABLES: &[&[CsrDesc]] = &[
     aia::TABLE,
     h::TABLE,
     ctr::TABLE,
+    pmu::TABLE,
 ];
 
 /// Find a CSR by number.
@@ -688,22 +615,39 @@ pub fn lookup(num: u16) -> Option<&'static CsrDesc> {
             return Some(&table[i]);
         }
     }
-    for &(lo, hi, _, counter) in ZERO_RANGES {
+    for &(lo, hi, _) in ZERO_RANGES {
         if (lo..=hi).contains(&num) {
             // RV64: odd pmpcfg numbers do not exist.
             if lo == 0x3a0 && num & 1 == 1 {
                 return None;
             }
-            return Some(if counter { &ZERO_COUNTER } else { &ZERO_RO });
+            return Some(&ZERO_RO);
         }
     }
     None
 }
 
 impl Hart {
+    /// The number the CSR tables know CSR `num` by: the draft extensions' CSRs may be
+    /// configured at other numbers (`pmu::DraftNumbers`); `None` for a provisional number the
+    /// configuration moved away.
+    pub(crate) fn csr_canonical(&self, num: u16) -> Option<u16> {
+        if self.csr_alias.is_empty() {
+            return Some(num);
+        }
+        if let Some(&(_, p)) = self.csr_alias.iter().find(|&&(n, _)| n == num) {
+            return Some(p);
+        }
+        if self.csr_alias.iter().any(|&(_, p)| p == num) {
+            return None;
+        }
+        Some(num)
+    }
+
     /// Check an access to CSR `num` (generic privilege/read-only rules, then the CSR's own).
     /// `write` is whether the instruction writes it.
     pub(crate) fn csr_access(&self, num: u16, write: bool) -> Result<&'static CsrDesc, CsrFault> {
+        let num = self.csr_canonical(num).ok_or(CsrFault::Illegal)?;
         let d = lookup(num).ok_or(CsrFault::Illegal)?;
         if write && (num >> 10) & 3 == 3 {
             return Err(CsrFault::Illegal);
@@ -771,7 +715,7 @@ impl Hart {
             0xdb0 | 0xeb0 | 0x608 | 0x609 | 0x646 | 0x647 => hs_allowed(self, 0, STATEEN0_AIA),
             0x14d | 0x24d => self.sstc_allowed_below_m(),
             0x14e | 0x14f | 0x15f | 0x24e => ctr::hs_could_access(self),
-            _ => true,
+            _ => pmu::hs_could_access(self, num).unwrap_or(true),
         }
     }
 }
@@ -794,7 +738,7 @@ mod tests {
         all.sort_unstable();
         all.dedup();
         assert_eq!(all.len(), n, "a CSR number is in two tables");
-        for &(lo, hi, _, _) in ZERO_RANGES {
+        for &(lo, hi, _) in ZERO_RANGES {
             assert!(all.iter().all(|&c| c < lo || c > hi));
         }
     }

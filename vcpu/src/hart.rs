@@ -128,6 +128,10 @@ pub struct Hart {
     /// Whether trap entry reports to CTR (off while the VMM injects a trap: a hypervisor's
     /// emulated trap entry is CSR writes, which CTR does not see).
     pub(crate) ctr_trap_hook: bool,
+    /// Performance monitoring: counters, models, PDIS.
+    pub(crate) pmu: crate::pmu::Pmu,
+    /// Draft CSRs configured away from their provisional numbers: (number, provisional).
+    pub(crate) csr_alias: Vec<(u16, u16)>,
 }
 
 impl Hart {
@@ -143,7 +147,15 @@ impl Hart {
         if let Some(c) = &config.ctr {
             c.validate().map_err(HartError::Config)?;
         }
-        Ok(Hart {
+        config.pmu.validate().map_err(HartError::Config)?;
+        let csr_alias = config
+            .pmu
+            .numbers
+            .pairs()
+            .into_iter()
+            .filter(|&(n, p)| n != p)
+            .collect();
+        let mut hart = Hart {
             x: [0; 64],
             f: [0; 32],
             pc: 0,
@@ -179,7 +191,12 @@ impl Hart {
             ctr: crate::ctr::Ctr::new(config.ctr),
             ctr_mask: 0,
             ctr_trap_hook: true,
-        })
+            pmu: crate::pmu::Pmu::new(config.pmu),
+            csr_alias,
+        };
+        hart.pmu_refresh();
+        hart.pmu_translation_tags();
+        Ok(hart)
     }
 
     /// Program counter.
@@ -235,7 +252,7 @@ impl Hart {
     }
     /// Read a CSR as M-mode would, without side effects; `None` if it does not exist.
     pub fn csr(&self, num: u16) -> Option<u64> {
-        crate::csr::lookup(num).map(|d| (d.read)(self))
+        crate::csr::lookup(self.csr_canonical(num)?).map(|d| (d.read)(self))
     }
 
     /// The platform's MSIP line (CLINT `msip`).
@@ -358,6 +375,7 @@ impl Hart {
             log::warn!("complete_mmio_read without a pending device load; ignored");
             return;
         };
+        self.pmu_device_access(true);
         let v = match insn.op {
             Op::Lb | Op::HlvB => data as i8 as u64,
             Op::Lh | Op::HlvH => data as i16 as u64,
@@ -491,6 +509,10 @@ impl Hart {
             if self.stop.take() {
                 return VcpuExit::StopRequested;
             }
+            // Cycles skipped while idle may have wrapped a counter.
+            if self.pmu.active {
+                self.pmu_check(self.pc);
+            }
             if let Some((i, to_s)) = self.pending_interrupt() {
                 self.take_interrupt(i, to_s);
             }
@@ -507,10 +529,12 @@ impl Hart {
             // CTR: a chunk runs the loop instantiated with or without the recording checks
             // for jumps and branches, by whether the current mode records any (the mask
             // changes only on mode changes and CSR writes, which end the chunk).
-            let (done, exit) = if self.ctr_mask != 0 {
-                self.run_chunk::<TRACE, true>(n)
-            } else {
-                self.run_chunk::<TRACE, false>(n)
+            // The performance monitor likewise: its variant tallies events and runs the models.
+            let (done, exit) = match (self.ctr_mask != 0, self.pmu.active) {
+                (false, false) => self.run_chunk::<TRACE, false, false>(n),
+                (true, false) => self.run_chunk::<TRACE, true, false>(n),
+                (false, true) => self.run_chunk::<TRACE, false, true>(n),
+                (true, true) => self.run_chunk::<TRACE, true, true>(n),
             };
             left -= done;
             if let Some(e) = exit {
@@ -520,7 +544,10 @@ impl Hart {
     }
 
     /// Execute up to `n` instructions; returns how many were executed and an exit, if any.
-    fn run_chunk<const TRACE: bool, const CTR: bool>(&mut self, n: u64) -> (u64, Option<VcpuExit>) {
+    fn run_chunk<const TRACE: bool, const CTR: bool, const PMU: bool>(
+        &mut self,
+        n: u64,
+    ) -> (u64, Option<VcpuExit>) {
         let start = self.vclock;
         let end = start + n;
         while self.vclock < end {
@@ -548,13 +575,29 @@ impl Hart {
                     insn.imm
                 );
             }
+            // The monitor needs the instruction's address and data address (computed before
+            // execution, which may overwrite rs1).
+            let (pc, addr) = if PMU {
+                let base = self.x[insn.rs1 as usize & 63];
+                (self.pc, base.wrapping_add(insn.imm as i64 as u64))
+            } else {
+                (0, 0)
+            };
             match self.execute::<CTR>(insn) {
-                Ok(()) => self.retired += 1,
+                Ok(()) => {
+                    self.retired += 1;
+                    if PMU && self.pmu_retire(&insn, pc, addr) {
+                        break;
+                    }
+                }
                 Err(Ctl::Exception(e)) => {
                     self.take_exception(self.with_tinst(e, &insn));
                     if let Some(mut exit) = self.guest_exit.take() {
                         exit.insn = insn.bits();
                         return (self.vclock - start, Some(VcpuExit::GuestTrap(exit)));
+                    }
+                    if PMU && self.pmu_trapped(&insn, pc) {
+                        break;
                     }
                     // The trap may have switched CTR recording on or off.
                     if CTR != (self.ctr_mask != 0) {
@@ -563,16 +606,25 @@ impl Hart {
                 }
                 Err(Ctl::Break) => {
                     self.retired += 1;
+                    if PMU {
+                        self.pmu_retire(&insn, pc, addr);
+                    }
                     break;
                 }
                 Err(Ctl::Wfi) => {
                     self.retired += 1;
+                    if PMU {
+                        self.pmu_retire(&insn, pc, addr);
+                    }
                     return (self.vclock - start, Some(VcpuExit::Wfi));
                 }
                 Err(Ctl::Mmio(acc)) => {
                     if acc.write.is_some() {
                         self.pc = self.pc.wrapping_add(insn.len as u64);
                         self.retired += 1;
+                        if PMU {
+                            self.pmu_device_access(false);
+                        }
                     } else {
                         // Retired (and clocked) when the caller completes it.
                         self.vclock -= 1;

@@ -18,6 +18,8 @@
 //! - `mmu`: Sv39/Sv48/Sv57 page walks and the software TLB.
 //! - [`trap`]: exception and interrupt causes and trap entry/return.
 //! - [`ctr`]: Control Transfer Records (Smctr/Ssctr): the buffer and the recording rules.
+//! - [`pmu`]: counters and sampling (Zihpm, Sscofpmf, Smcntrpmf, Smcdeleg, Sspesa,
+//!   Ssplcofi, Smpdis): the event catalog, the cost/cache/TLB/predictor models, PDIS.
 //! - [`fpu`]: IEEE-754 arithmetic for F and D (Berkeley SoftFloat, RISC-V specialization).
 //! - `memory`: guest RAM and the physical memory map seen by the hart.
 
@@ -32,6 +34,7 @@ mod hart;
 pub mod hypervisor;
 mod memory;
 mod mmu;
+pub mod pmu;
 mod smp;
 pub mod state;
 pub mod trap;

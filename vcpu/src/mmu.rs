@@ -269,6 +269,7 @@ impl Hart {
     pub(crate) fn mode_changed(&mut self) {
         self.update_translation_context();
         self.ctr_refresh();
+        self.pmu_after_mode_change();
     }
 
     /// Classify `[pa, pa+len)` (within one page).
@@ -643,5 +644,7 @@ impl Hart {
     /// SFENCE.VMA and `satp` writes.
     pub(crate) fn flush_tlb(&mut self) {
         self.tlb.flush();
+        self.pmu.state.models.flush_tlbs();
+        self.pmu_translation_tags();
     }
 }

@@ -72,6 +72,8 @@ pub struct HartState {
     pub hosted: bool,
     /// Control Transfer Records.
     pub ctr: CtrState,
+    /// Performance monitoring: counters, event selectors, models, PDIS.
+    pub pmu: crate::pmu::PmuState,
 }
 
 /// Why a state cannot be restored onto a hart.
@@ -116,6 +118,7 @@ impl Hart {
                 cycle_count: c.saved_cycle_count(self.vclock),
                 next_ccv: c.saved_next_ccv(),
             },
+            pmu: self.pmu.state.clone(),
         }
     }
 
@@ -140,6 +143,9 @@ impl Hart {
             return bad(format!("{} CTR entries (256)", s.ctr.entries.len()));
         }
         self.check_ctr_fits(&s.ctr)?;
+        if !s.pmu.models.well_formed() {
+            return bad("the performance-monitor models have the wrong sizes".into());
+        }
         if s.hosted != self.hosted {
             return Err(StateError::Unsupported(format!(
                 "the state is of a {} hart, this one is {}",
@@ -172,6 +178,7 @@ impl Hart {
             c.entries.copy_from_slice(&s.ctr.entries);
             c.restore_cycle_counter(s.ctr.cycle_count, s.ctr.next_ccv, s.vclock);
         }
+        self.pmu_restore(&s.pmu);
         self.flush_tlb();
         self.flush_decode_cache();
         self.mode_changed();

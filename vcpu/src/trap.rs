@@ -198,7 +198,9 @@ impl Hart {
             || (self.prv == PrivilegeMode::Supervisor
                 && self.csr.mstatus & crate::csr::MSTATUS_SIE != 0);
         if hs_enabled {
-            if let Some(i) = highest_priority(self.s_pending_from(mip) | (vs_pending & !hideleg)) {
+            // Interrupts 13-63 that hideleg delegates are VS-level (only LCOFI can be).
+            let hs = self.s_pending_from(mip) & !(hideleg & !0x1fff);
+            if let Some(i) = highest_priority(hs | (vs_pending & !hideleg)) {
                 return Some((i, TrapTarget::Hs));
             }
         }
@@ -250,6 +252,10 @@ impl Hart {
     ) {
         use crate::csr::*;
         use crate::hypervisor::*;
+        self.pmu_trap(interrupt);
+        if !(self.hosted && target != TrapTarget::Vs) {
+            self.pmu_before_mode_change(false);
+        }
         if self.ctr_trap_hook && self.ctr.watching() {
             let tvec = match target {
                 TrapTarget::M => self.csr.mtvec,
@@ -344,6 +350,7 @@ impl Hart {
             n &= !MSTATUS_MPRV;
         }
         n &= !MSTATUS_MPV;
+        self.pmu_before_mode_change(true);
         self.csr.mstatus = n;
         let (from_prv, from_virt, from_pc) = (self.prv, self.virt, self.pc);
         self.virt = mpp != PrivilegeMode::Machine && s & MSTATUS_MPV != 0;
@@ -371,6 +378,7 @@ impl Hart {
         let pop =
             |s: u64| (set_bit(s, MSTATUS_SIE, s & MSTATUS_SPIE != 0) | MSTATUS_SPIE) & !MSTATUS_SPP;
         let (from_prv, from_virt, from_pc) = (self.prv, self.virt, self.pc);
+        self.pmu_before_mode_change(true);
         if self.virt {
             let vs = self.csr.h.vsstatus;
             self.csr.h.vsstatus = pop(vs);

@@ -6,8 +6,10 @@
 //! - Both `iprio` arrays (select 0x30-0x3F, even numbers only on RV64) are read-only zero, so
 //!   interrupts are always taken in the default priority order, and `mtopi`/`stopi` use the
 //!   simplified IPRIO: 1 whenever the register is not zero.
-//! - `mvien`: bits 1 (SSI) and 9 (SEI) are writable, all others read-only zero; interrupt 13
-//!   ([`LCOFI`]) and 14-63 are not implemented.
+//! - `mvien`: bits 1 (SSI), 9 (SEI) and 13 (LCOFI, Smcdeleg chapter 6) are writable, all
+//!   others read-only zero; interrupts 14-63 are not implemented.
+//! - `mvip` bit 13 is a separate writable bit; it is `sip.LCOFIP` while `mideleg.LCOFI` = 0
+//!   and `mvien.LCOFI` = 1 (then `sie.LCOFIE` is separate too).
 //! - `mvip`: bit 1 aliases `mip.SSIP` while `mvien.SSIP` = 0 and is a separate bit while it
 //!   is 1 (the separate bit keeps its old value when `mvien.SSIP` is set, one of the values the
 //!   spec's UNSPECIFIED allows); bit 5 aliases `mip.STIP` while STIP is writable there
@@ -19,14 +21,14 @@
 //! `hstatus.VGEIN` = 0, no `vstopei`):
 //! - `hvien` and `hvip` bits 13-63: writable for 16-23 and 32-47 ([`HVIEN_WRITABLE`]), the
 //!   standard local interrupts whose default priority the AIA plans; these exist only as
-//!   virtual interrupts for VS level. Bit 13 ([`LCOFI`]) is read-only zero in `hvien`, `hvip`
-//!   and `hideleg` (Sscofpmf and Shlcofideleg are not implemented); so are 14 (the
+//!   virtual interrupts for VS level, and 13 ([`LCOFI`], Smcdeleg chapter 6; also writable
+//!   in `hideleg`). Read-only zero: 14 (the
 //!   asynchronous memory buffer interrupt, whose extension is not implemented either: bits
 //!   15:0 of `hvip` stay VSSIP, VSTIP, VSEIP as without the AIA), 15 (reserved) and the custom
 //!   24-31 and 48-63. Bits 0-12 of `hvien` are read-only zero (the spec requires it).
-//! - `vsip`/`vsie` bits 13-63: `hideleg` bits 13-63 are read-only zero, so a bit is an alias
-//!   of `hvip` (`vsip`, writable) or a separate writable bit (`vsie`) where `hvien` = 1, else
-//!   read-only zero. A separate `vsie` bit keeps its value when `hvien` changes (one of the
+//! - `vsip`/`vsie` bits 13-63: where `hideleg` = 1 (only bit 13 can be) an alias of `sip`/`sie`;
+//!   else an alias of `hvip` (`vsip`, writable) or a separate writable bit (`vsie`) where
+//!   `hvien` = 1; else read-only zero. A separate `vsie` bit keeps its value when `hvien` changes (one of the
 //!   values the spec's UNSPECIFIED allows).
 //! - `hvictl`: VTI, IID (6 bits implemented: 0-63), DPR, IPRIOM, IPRIO. VTI = 1 makes VS
 //!   accesses to `sip`/`sie`, and VS writes to `stimecmp`, raise virtual-instruction.
@@ -41,20 +43,21 @@ use super::{CsrDesc, CsrFault, S_INTERRUPTS};
 use crate::hart::Hart;
 use crate::trap::{default_above_sei, highest_priority, irq};
 
-/// Local counter-overflow interrupt (Sscofpmf). Not implemented yet: when it arrives, bit 13
-/// becomes writable in `mie`, `mip`, `mideleg`, `mvien` and `mvip`, and it takes its place
-/// after STI in the default priority order (`trap::PRIORITY`).
+/// Local counter-overflow interrupt (Sscofpmf): writable in `mie`, `mip`, `mideleg`, `mvien`,
+/// `mvip`, `hideleg`, `hvien` and `hvip`; after STI in the default priority order
+/// (`trap::PRIORITY`).
 pub const LCOFI: u64 = 13;
+const LCOFIP: u64 = 1 << LCOFI;
 
 const SSIP: u64 = 1 << irq::SSI;
 const STIP: u64 = 1 << irq::STI;
 const SEIP: u64 = 1 << irq::SEI;
 
 /// Writable bits of `mvien`: SSI and SEI (the only ones allowed among 0-12).
-pub const MVIEN_WRITABLE: u64 = SSIP | SEIP;
+pub const MVIEN_WRITABLE: u64 = SSIP | SEIP | LCOFIP;
 
 /// Writable bits of `hvien` (and bits 13-63 of `hvip`): interrupts 16-23 and 32-47.
-pub const HVIEN_WRITABLE: u64 = (0xff << 16) | (0xffff << 32);
+pub const HVIEN_WRITABLE: u64 = LCOFIP | (0xff << 16) | (0xffff << 32);
 /// Interrupts 13-63 in `vsip`/`vsie` numbering (they are not shifted).
 const VS_HIGH: u64 = !0x1fff;
 
@@ -99,7 +102,7 @@ impl Hart {
             self.csr.mip
         } & SSIP;
         let stip = if self.stce() { 0 } else { self.csr.mip & STIP };
-        ssip | stip | (self.csr.mip & SEIP)
+        ssip | stip | (self.csr.mip & SEIP) | (self.csr.mvip & LCOFIP)
     }
 
     fn write_mvip(&mut self, v: u64) {
@@ -110,6 +113,7 @@ impl Hart {
         }
         let m = if self.stce() { SEIP } else { SEIP | STIP };
         self.csr.mip = (self.csr.mip & !m) | (v & m);
+        self.csr.mvip = (self.csr.mvip & !LCOFIP) | (v & LCOFIP);
     }
 
     /// Interrupts S-level sees through `mvien` rather than `mideleg`.
@@ -122,7 +126,7 @@ impl Hart {
     /// `mvip`, the rest read 0.
     #[inline]
     fn sip_from(&self, mip: u64) -> u64 {
-        let virt_pending = (self.csr.mvip & SSIP) | (self.csr.mip & SEIP);
+        let virt_pending = (self.csr.mvip & (SSIP | LCOFIP)) | (self.csr.mip & SEIP);
         (mip & self.csr.mideleg) | (virt_pending & self.virt_s())
     }
 
@@ -131,12 +135,15 @@ impl Hart {
         self.sip_from(self.mip())
     }
 
-    /// Only SSIP is writable through `sip` (privileged spec 4.1.3), in `mip` or in `mvip`.
+    /// SSIP (privileged spec 4.1.3) and LCOFIP (Sscofpmf) are writable through `sip`, in `mip`
+    /// or in `mvip`.
     pub(crate) fn write_sip(&mut self, v: u64) {
-        if self.csr.mideleg & SSIP != 0 {
-            self.csr.mip = (self.csr.mip & !SSIP) | (v & SSIP);
-        } else if self.virt_s() & SSIP != 0 {
-            self.csr.mvip = (self.csr.mvip & !SSIP) | (v & SSIP);
+        for bit in [SSIP, LCOFIP] {
+            if self.csr.mideleg & bit != 0 {
+                self.csr.mip = (self.csr.mip & !bit) | (v & bit);
+            } else if self.virt_s() & bit != 0 {
+                self.csr.mvip = (self.csr.mvip & !bit) | (v & bit);
+            }
         }
     }
 
@@ -184,26 +191,36 @@ impl Hart {
     }
 
     /// `vsip` (VS numbering): bits 1, 5, 9 are `hip` bits 2, 6, 10 where `hideleg`
-    /// delegates; bits 13-63 alias `hvip` where `hvien` = 1.
+    /// delegates; bits 13-63 alias `sip` where `hideleg` delegates, else `hvip` where
+    /// `hvien` = 1.
     pub(crate) fn vsip_from(&self, mip: u64) -> u64 {
         use crate::hypervisor::VS_INTERRUPTS;
-        ((mip & self.csr.h.hideleg & VS_INTERRUPTS) >> 1)
-            | (self.csr.h.hvip & self.csr.hvien & VS_HIGH)
+        let hideleg = self.csr.h.hideleg;
+        ((mip & hideleg & VS_INTERRUPTS) >> 1)
+            | (self.sip_from(mip) & hideleg & VS_HIGH)
+            | (self.csr.h.hvip & self.csr.hvien & !hideleg & VS_HIGH)
     }
 
     /// `vsie`: bits 1, 5, 9 alias `hie` where delegated; bits 13-63 are separate where
     /// `hvien` = 1.
     pub(crate) fn vsie(&self) -> u64 {
         use crate::hypervisor::VS_INTERRUPTS;
-        ((self.csr.mie & self.csr.h.hideleg & VS_INTERRUPTS) >> 1)
-            | (self.csr.vsie_virt & self.csr.hvien)
+        let hideleg = self.csr.h.hideleg;
+        ((self.csr.mie & hideleg & VS_INTERRUPTS) >> 1)
+            | (self.sie() & hideleg & VS_HIGH)
+            | (self.csr.vsie_virt & self.csr.hvien & !hideleg)
     }
 
     pub(crate) fn write_vsie(&mut self, v: u64) {
         use crate::hypervisor::VS_INTERRUPTS;
-        let m = self.csr.h.hideleg & VS_INTERRUPTS;
+        let hideleg = self.csr.h.hideleg;
+        let m = hideleg & VS_INTERRUPTS;
         self.csr.mie = (self.csr.mie & !m) | ((v << 1) & m);
-        let virt = self.csr.hvien;
+        let high = hideleg & VS_HIGH;
+        if high != 0 {
+            self.write_sie((self.sie() & !high) | (v & high));
+        }
+        let virt = self.csr.hvien & !hideleg;
         self.csr.vsie_virt = (self.csr.vsie_virt & !virt) | (v & virt);
     }
 
@@ -214,7 +231,11 @@ impl Hart {
         if self.csr.h.hideleg & vssip != 0 {
             self.csr.h.hvip = (self.csr.h.hvip & !vssip) | ((v << 1) & vssip);
         }
-        let virt = self.csr.hvien;
+        let high = self.csr.h.hideleg & VS_HIGH;
+        if high != 0 {
+            self.write_sip((self.sip() & !high) | (v & high));
+        }
+        let virt = self.csr.hvien & !self.csr.h.hideleg;
         self.csr.h.hvip = (self.csr.h.hvip & !virt) | (v & virt);
     }
 

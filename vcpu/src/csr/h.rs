@@ -153,7 +153,7 @@ pub(super) static TABLE: &[CsrDesc] = &[
         "hideleg",
         ok,
         |h| h.csr.h.hideleg,
-        Some(|h, v| h.csr.h.hideleg = v & VS_INTERRUPTS)
+        Some(|h, v| h.csr.h.hideleg = v & (VS_INTERRUPTS | (1 << crate::trap::irq::LCOFI)))
     ),
     csr!(
         0x604,
@@ -236,6 +236,8 @@ pub(crate) fn vs_counterpart(num: u16) -> Option<u16> {
         0xdb0 => Some(0xeb0),
         // sctrctl (Smctr 2.3)
         0x14e => Some(0x24e),
+        // spdisctl (Smpdis, provisional numbers)
+        0x5c2 => Some(0x6c0),
         _ => None,
     }
 }

@@ -12,11 +12,13 @@
 //!
 //! Registered today: the AIA major-interrupt priority arrays `iprio0-15` (select values
 //! 0x30-0x3F through `mireg`/`sireg` only; odd numbers do not exist on RV64) and the CTR
-//! entry registers (0x200-0x2FF through `sireg*` and `vsireg*`, see `csr::ctr`). Later:
-//! counter delegation (0x40-0x5F).
+//! entry registers (0x200-0x2FF through `sireg*` and `vsireg*`, see `csr::ctr`), the
+//! delegated counters (0x40-0x5F, Smcdeleg) and the PDIS sample record (0x60/0x61, Smpdis;
+//! see `csr::pmu`).
 //!
 //! The H extension's third window, `vsiselect`/`vsireg*` (0x250-0x257), which `siselect`/
-//! `sireg*` become with V = 1, holds only the CTR entries. Its rules (Sscsrind "Virtual
+//! `sireg*` become with V = 1, holds the CTR entries, the PDIS record and, at 0x40-0x5F,
+//! registers that always trap (the hypervisor emulates delegated counters). Its rules (Sscsrind "Virtual
 //! Supervisor-level CSRs", AIA "Hypervisor and VS CSRs"):
 //! - `vsiselect` holds 0-0xFFF, like `siselect`.
 //! - Select values 0x30-0x3F and 0x70-0xFF are *inaccessible* at VS level (no VS-level `iprio`
@@ -85,8 +87,92 @@ macro_rules! ctr_entry {
     };
 }
 
+/// Counter delegation (Smcdeleg chapter 3): select 0x40-0x5F through the S window.
+macro_rules! deleg {
+    ($i:expr, $name:expr, $check:path, $read:path, $write:expr) => {
+        IregDesc {
+            window: Window::Supervisor,
+            first: 0x40,
+            last: 0x5f,
+            ireg: $i,
+            name: $name,
+            check: $check,
+            read: $read,
+            write: $write,
+        }
+    };
+}
+
+/// `vsiselect` 0x40-0x5F: every alias traps (virtual-instruction from VS with CDE = 1).
+macro_rules! vs_deleg {
+    ($i:expr) => {
+        IregDesc {
+            window: Window::VirtualSupervisor,
+            first: 0x40,
+            last: 0x5f,
+            ireg: $i,
+            name: "delegated counter (VS)",
+            check: super::pmu::vs_deleg_check,
+            read: |_, _| 0,
+            write: Some(|_, _, _| {}),
+        }
+    };
+}
+
+/// PDIS sample record (Smpdis, draft): select 0x60/0x61 through the S and VS windows.
+macro_rules! pdis_record {
+    ($w:expr, $i:expr, $field:expr, $name:expr) => {
+        IregDesc {
+            window: $w,
+            first: 0x60,
+            last: 0x61,
+            ireg: $i,
+            name: $name,
+            check: super::pmu::record_check,
+            read: |h, sel| super::pmu::record_read(h, sel, $field),
+            write: Some(|h, sel, v| super::pmu::record_write(h, sel, $field, v)),
+        }
+    };
+}
+
 /// Every indirectly accessed register.
 pub static IREGS: &[IregDesc] = &[
+    deleg!(
+        1,
+        "delegated counter",
+        super::pmu::deleg_check,
+        super::pmu::deleg_counter_read,
+        Some(super::pmu::deleg_counter_write)
+    ),
+    deleg!(
+        2,
+        "delegated event selector",
+        super::pmu::deleg_check,
+        super::pmu::deleg_event_read,
+        Some(super::pmu::deleg_event_write)
+    ),
+    deleg!(3, "sireg3 (0x40-0x5F)", super::pmu::never, zero, None),
+    deleg!(4, "sireg4 (0x40-0x5F)", super::pmu::never, zero, None),
+    deleg!(5, "sireg5 (0x40-0x5F)", super::pmu::never, zero, None),
+    deleg!(6, "sireg6 (0x40-0x5F)", super::pmu::never, zero, None),
+    vs_deleg!(1),
+    vs_deleg!(2),
+    vs_deleg!(3),
+    vs_deleg!(4),
+    vs_deleg!(5),
+    vs_deleg!(6),
+    pdis_record!(Window::Supervisor, 1, 0, "pdishdrev"),
+    pdis_record!(Window::Supervisor, 2, 1, "pdispc"),
+    pdis_record!(Window::Supervisor, 3, 2, "pdistime"),
+    pdis_record!(Window::Supervisor, 4, 3, "pdislat"),
+    pdis_record!(Window::Supervisor, 5, 4, "pdisadr1"),
+    pdis_record!(Window::Supervisor, 6, 5, "pdisadr2"),
+    pdis_record!(Window::VirtualSupervisor, 1, 0, "pdishdrev"),
+    pdis_record!(Window::VirtualSupervisor, 2, 1, "pdispc"),
+    pdis_record!(Window::VirtualSupervisor, 3, 2, "pdistime"),
+    pdis_record!(Window::VirtualSupervisor, 4, 3, "pdislat"),
+    pdis_record!(Window::VirtualSupervisor, 5, 4, "pdisadr1"),
+    pdis_record!(Window::VirtualSupervisor, 6, 5, "pdisadr2"),
     IregDesc {
         window: Window::Machine,
         first: 0x30,
@@ -186,6 +272,10 @@ pub static IREGS: &[IregDesc] = &[
         ignore_write
     ),
 ];
+
+fn zero(_: &Hart, _: u64) -> u64 {
+    0
+}
 
 /// The register behind alias CSR `ireg` of `window` at `select`, if any.
 pub fn lookup_ireg(window: Window, select: u64, ireg: u8) -> Option<&'static IregDesc> {

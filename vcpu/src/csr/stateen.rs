@@ -8,7 +8,8 @@
 //!
 //! Implemented `mstateen0` bits: SE0, ENVCFG (`senvcfg`), CSRIND (`siselect`/`sireg*`), AIA
 //! (`stopi` and the S-level `iprio` array), CTR (Smctr chapter 5; read-only zero on a hart
-//! configured without Smctr). Read-only zero: IMSIC (no IMSIC), CONTEXT (no
+//! configured without Smctr), PDIS (Smpdis, draft: bit 53 provisionally, see
+//! `pmu::DraftNumbers`). Read-only zero: IMSIC (no IMSIC), CONTEXT (no
 //! Sdtrig), P1P13 (RV32 + H only), P1P14 (no Ssqosid), JVT (no Zcmt),
 //! FCSR (F is implemented, so the spec requires 0), C (no custom state). `mstateen1-3`: only
 //! SE0. Since every `mstateen` bit with a U-level meaning (C, FCSR, JVT) is read-only zero,
@@ -142,20 +143,33 @@ impl Hart {
 
     /// `hstateen{n}`: bits read zero where `mstateen{n}` is zero.
     pub(crate) fn read_hstateen(&self, n: usize) -> u64 {
-        self.csr.hstateen[n] & self.csr.mstateen[n] & HSTATEEN_IMPLEMENTED[n]
+        self.csr.hstateen[n] & self.csr.mstateen[n] & self.hstateen_implemented(n)
     }
 
-    /// Writable `mstateen{n}` bits on this hart: CTR only with Smctr.
+    /// Writable `mstateen{n}` bits on this hart: CTR only with Smctr; PDIS (Smpdis) at its
+    /// configured bit.
     fn mstateen_writable(&self, n: usize) -> u64 {
-        if self.ctr.implemented() {
-            MSTATEEN_WRITABLE[n]
+        let mut m = MSTATEEN_WRITABLE[n];
+        if !self.ctr.implemented() {
+            m &= !STATEEN0_CTR;
+        }
+        if n == 0 {
+            m |= self.pmu.stateen_bit();
+        }
+        m
+    }
+
+    /// `hstateen{n}` bits that exist on this hart.
+    fn hstateen_implemented(&self, n: usize) -> u64 {
+        if n == 0 {
+            HSTATEEN_IMPLEMENTED[0] | self.pmu.stateen_bit()
         } else {
-            MSTATEEN_WRITABLE[n] & !STATEEN0_CTR
+            HSTATEEN_IMPLEMENTED[n]
         }
     }
 
     fn write_hstateen(&mut self, n: usize, v: u64) {
-        let m = self.csr.mstateen[n] & HSTATEEN_IMPLEMENTED[n];
+        let m = self.csr.mstateen[n] & self.hstateen_implemented(n);
         self.csr.hstateen[n] = (self.csr.hstateen[n] & !m) | (v & m);
     }
 }

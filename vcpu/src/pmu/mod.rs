@@ -1,0 +1,656 @@
+//! Performance monitoring: the Zihpm counters with Sscofpmf (overflow and mode filtering),
+//! Smcntrpmf (`mcyclecfg`/`minstretcfg`), Smcdeleg/Ssccfg (counter delegation; the CSRs are in
+//! `csr::pmu`), Sspesa/Ssplcofi (sample PC, precise LCOFI) and Smpdis/Sspdis ([`pdis`]).
+//!
+//! # Counting
+//! Counters are kept lazily. The hart tallies every event of the [`events`] catalog while
+//! the monitor is *active*; a counter holds its value at the last *settle* plus the growth
+//! of its event's tally since then, while it counts in the current mode. Settling happens
+//! before anything changes which counters count: a trap, an xRET, a CSR write to the
+//! monitor. Mode changes are rare next to instructions, so the interpreter's only per
+//! instruction cost is the tallying (in a loop variant of its own: a hart whose monitor is
+//! inactive runs the loop without any of it).
+//!
+//! # Overflow (Sscofpmf, Ssplcofi)
+//! A countdown of instructions guarantees that no counter can wrap before the next check: it
+//! is the smallest `remaining / max_rate` over the counters counting now, at least 1. So the
+//! check runs after the very instruction that wraps a counter, which sets OF, requests the
+//! LCOFI and ends the interpreter chunk: the interrupt (when enabled) is taken before the next
+//! instruction, with `shpmspc` holding the overflowing instruction's pc. Every event is
+//! precise in this sense except cycles skipped by WFI, which are checked when the hart
+//! resumes.
+//!
+//! # Smcntrpmf instret rules (chapter 3)
+//! A trapping instruction does not retire, so it adds nothing; an xRET is counted by the
+//! mode it was executed in (the settle before the mode change includes it).
+
+pub mod events;
+pub mod model;
+pub mod pdis;
+
+use crate::hart::{Hart, PrivilegeMode};
+use crate::trap::irq;
+use events::{class, Event, CLASS, NUM_EVENTS};
+use model::{Cost, Models};
+
+/// `mhpmevent.OF` (Sscofpmf).
+pub const OF: u64 = 1 << 63;
+/// `mhpmevent.MINH` (also `mcyclecfg`/`minstretcfg`).
+pub const MINH: u64 = 1 << 62;
+/// `mhpmevent.SINH`.
+pub const SINH: u64 = 1 << 61;
+/// `mhpmevent.UINH`.
+pub const UINH: u64 = 1 << 60;
+/// `mhpmevent.VSINH`.
+pub const VSINH: u64 = 1 << 59;
+/// `mhpmevent.VUINH`.
+pub const VUINH: u64 = 1 << 58;
+/// All five mode inhibit bits.
+pub const INH: u64 = MINH | SINH | UINH | VSINH | VUINH;
+/// The event selector field of `mhpmevent` (bits 55:0).
+pub const EVENT_SELECT: u64 = (1 << 56) - 1;
+/// `mcountinhibit` bits that exist: CY, bit 1 (PDIS, Smpdis), IR, HPM3-31.
+pub const MCOUNTINHIBIT_MASK: u64 = 0xffff_fffb | 4;
+/// `mcountinhibit` bit 1: the PDIS counter (Smpdis).
+pub const INHIBIT_PDIS: u64 = 1 << 1;
+/// The LCOFI pending/enable bit (interrupt 13) in `mip`/`mie`/`sip`/`sie`.
+pub const LCOFIP: u64 = 1 << irq::LCOFI;
+/// `menvcfg.CDE` (Smcdeleg chapter 2).
+pub const MENVCFG_CDE: u64 = 1 << 60;
+
+/// Counter index of `cycle`.
+pub const CY: usize = 0;
+/// Counter index of `instret`.
+pub const IR: usize = 2;
+
+/// How far one instruction can move a counter of `ev` (bounds the overflow countdown).
+fn max_rate(ev: Event) -> u64 {
+    match ev {
+        Event::Cycles => Cost::BASE + Cost::MAX_PENALTY,
+        // An AMO is one read and one write access.
+        _ => 2,
+    }
+}
+
+/// The provisional numbers of the draft extensions' CSRs and `mstateen0` bit (Sspesa, Smpdis:
+/// the draft assigns none). One table, overridable per hart ([`PmuConfig::numbers`]); see
+/// `docs/csr-map.md`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct DraftNumbers {
+    /// `shpmspc` (Sspesa).
+    pub shpmspc: u16,
+    /// `shpmsdata` (Sspesa).
+    pub shpmsdata: u16,
+    /// `spdisctl`.
+    pub spdisctl: u16,
+    /// `spdiscounter`.
+    pub spdiscounter: u16,
+    /// `spdisevmask`.
+    pub spdisevmask: u16,
+    /// `spdisevmatch`.
+    pub spdisevmatch: u16,
+    /// `spdisfilter`.
+    pub spdisfilter: u16,
+    /// `vspdisctl`.
+    pub vspdisctl: u16,
+    /// `mpdisctl`.
+    pub mpdisctl: u16,
+    /// The `mstateen0`/`hstateen0` bit of PDIS state.
+    pub stateen_pdis_bit: u8,
+}
+
+impl DraftNumbers {
+    /// The project's provisional numbers: the custom read/write ranges of each level
+    /// (S 0x5C0-, HS 0x6C0-, M 0x7C0-) and `mstateen0` bit 53.
+    pub const PROVISIONAL: DraftNumbers = DraftNumbers {
+        shpmspc: 0x5c0,
+        shpmsdata: 0x5c1,
+        spdisctl: 0x5c2,
+        spdiscounter: 0x5c3,
+        spdisevmask: 0x5c4,
+        spdisevmatch: 0x5c5,
+        spdisfilter: 0x5c6,
+        vspdisctl: 0x6c0,
+        mpdisctl: 0x7c0,
+        stateen_pdis_bit: 53,
+    };
+
+    /// (configured number, provisional number) of every CSR.
+    pub fn pairs(&self) -> [(u16, u16); 9] {
+        let p = Self::PROVISIONAL;
+        [
+            (self.shpmspc, p.shpmspc),
+            (self.shpmsdata, p.shpmsdata),
+            (self.spdisctl, p.spdisctl),
+            (self.spdiscounter, p.spdiscounter),
+            (self.spdisevmask, p.spdisevmask),
+            (self.spdisevmatch, p.spdisevmatch),
+            (self.spdisfilter, p.spdisfilter),
+            (self.vspdisctl, p.vspdisctl),
+            (self.mpdisctl, p.mpdisctl),
+        ]
+    }
+}
+
+impl Default for DraftNumbers {
+    fn default() -> Self {
+        Self::PROVISIONAL
+    }
+}
+
+/// What a hart implements of the performance-monitoring extensions beyond the ratified
+/// ones (which are always present).
+#[derive(Clone, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct PmuConfig {
+    /// CSR numbers and the stateen bit of the draft extensions.
+    pub numbers: DraftNumbers,
+}
+
+impl PmuConfig {
+    /// Reject numbers that collide or change privilege class.
+    pub fn validate(&self) -> Result<(), String> {
+        let pairs = self.numbers.pairs();
+        for (i, &(n, p)) in pairs.iter().enumerate() {
+            if n > 0xfff || n >> 8 != p >> 8 || (n >> 10) & 3 == 3 {
+                return Err(format!(
+                    "draft CSR number {n:#x} must be a read/write CSR with the privilege \
+                     class of {p:#x} (bits 11:8 = {:#x})",
+                    p >> 8
+                ));
+            }
+            if crate::csr::lookup(n).is_some() && !pairs.iter().any(|&(_, q)| q == n) {
+                return Err(format!("draft CSR number {n:#x} is taken by another CSR"));
+            }
+            if pairs[i + 1..].iter().any(|&(m, _)| m == n) {
+                return Err(format!("draft CSR number {n:#x} is given twice"));
+            }
+        }
+        let b = self.numbers.stateen_pdis_bit;
+        if !(3..=53).contains(&b) {
+            return Err(format!(
+                "mstateen0 bit {b} for PDIS: choose a free bit in 3..=53"
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Architectural and model state of the monitor (what a snapshot carries).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PmuState {
+    /// `mhpmevent3-31` (indices 0-2 unused).
+    pub mhpmevent: [u64; 32],
+    /// `mcyclecfg` (Smcntrpmf).
+    pub mcyclecfg: u64,
+    /// `minstretcfg` (Smcntrpmf).
+    pub minstretcfg: u64,
+    /// `mcountinhibit`.
+    pub mcountinhibit: u64,
+    /// Counter values at the last settle (0 `mcycle`, 2 `minstret`, 3-31 `mhpmcounter`).
+    pub value: [u64; 32],
+    /// The tally of each counter's event at the last settle.
+    pub snap: [u64; 32],
+    /// Event tallies since reset (cycles: the model's penalties only; instret unused).
+    pub tally: [u64; NUM_EVENTS],
+    /// `shpmspc` (Sspesa).
+    pub shpmspc: u64,
+    /// `shpmsdata` (Sspesa): CNTRID in bits 4:0, the rest hardwired 0.
+    pub shpmsdata: u64,
+    /// The cache, TLB and predictor models.
+    pub models: Models,
+    /// Smpdis/Sspdis.
+    pub pdis: pdis::PdisState,
+}
+
+impl Default for PmuState {
+    fn default() -> Self {
+        PmuState {
+            mhpmevent: [0; 32],
+            mcyclecfg: 0,
+            minstretcfg: 0,
+            mcountinhibit: 0,
+            value: [0; 32],
+            snap: [0; 32],
+            tally: [0; NUM_EVENTS],
+            shpmspc: 0,
+            shpmsdata: 0,
+            models: Models::default(),
+            pdis: pdis::PdisState::default(),
+        }
+    }
+}
+
+/// The monitor: state plus what is derived from it.
+#[derive(Clone, Debug)]
+pub(crate) struct Pmu {
+    pub(crate) state: PmuState,
+    pub(crate) config: PmuConfig,
+    /// Event of each counter (`None`: it counts nothing).
+    event: [Option<Event>; 32],
+    /// Counters counting in the current mode (bit i).
+    counting: u32,
+    /// Whether some programmable counter counts in some mode, or PDIS counts: the models
+    /// run and the interpreter uses its monitoring variant.
+    pub(crate) active: bool,
+    /// Whether some counter's counting depends on the mode (settle on mode changes).
+    filtering: bool,
+    /// Instructions until the next overflow check.
+    pub(crate) countdown: u64,
+    /// An overflow or a PDIS sample requested an LCOFI: the chunk ends.
+    pub(crate) brk: bool,
+    /// The fetch and data translation of the current mode are active (TLB models), with the
+    /// mode as tag bits.
+    pub(crate) fetch_tag: Option<u64>,
+    pub(crate) data_tag: Option<u64>,
+    /// PDIS counts in the current mode.
+    pub(crate) pdis_here: bool,
+}
+
+impl Pmu {
+    pub(crate) fn new(config: PmuConfig) -> Pmu {
+        let mut p = Pmu {
+            state: PmuState::default(),
+            config,
+            event: [None; 32],
+            counting: 0,
+            active: false,
+            filtering: false,
+            countdown: u64::MAX,
+            brk: false,
+            fetch_tag: None,
+            data_tag: None,
+            pdis_here: false,
+        };
+        p.derive_events();
+        p
+    }
+
+    fn derive_events(&mut self) {
+        for i in 0..32 {
+            self.event[i] = match i {
+                CY => Some(Event::Cycles),
+                1 => None,
+                IR => Some(Event::Instret),
+                _ => events::from_selector(self.state.mhpmevent[i] & EVENT_SELECT),
+            };
+        }
+    }
+
+    /// The mode-filter register of counter `i`.
+    fn filter(&self, i: usize) -> u64 {
+        match i {
+            CY => self.state.mcyclecfg,
+            IR => self.state.minstretcfg,
+            _ => self.state.mhpmevent[i],
+        }
+    }
+
+    /// The `mstateen0` bit of PDIS.
+    pub(crate) fn stateen_bit(&self) -> u64 {
+        1 << self.config.numbers.stateen_pdis_bit
+    }
+}
+
+/// The inhibit bit of a mode.
+fn inh_bit(prv: PrivilegeMode, virt: bool) -> u64 {
+    match (prv, virt) {
+        (PrivilegeMode::Machine, _) => MINH,
+        (PrivilegeMode::Supervisor, false) => SINH,
+        (PrivilegeMode::User, false) => UINH,
+        (PrivilegeMode::Supervisor, true) => VSINH,
+        (PrivilegeMode::User, true) => VUINH,
+    }
+}
+
+impl Hart {
+    /// The tally of `ev` now.
+    #[inline]
+    fn tally(&self, ev: Event) -> u64 {
+        let t = &self.pmu.state.tally;
+        match ev {
+            Event::Cycles => self.vclock.wrapping_add(t[Event::Cycles as usize]),
+            Event::Instret => self.retired,
+            Event::L1dAccess => {
+                t[Event::L1dReadAccess as usize].wrapping_add(t[Event::L1dWriteAccess as usize])
+            }
+            Event::L1dMiss => {
+                t[Event::L1dReadMiss as usize].wrapping_add(t[Event::L1dWriteMiss as usize])
+            }
+            Event::InstDec => self.vclock.wrapping_sub(self.skipped_slots()),
+            e => t[e as usize],
+        }
+    }
+
+    /// Counter `i` (0 `mcycle`, 2 `minstret`, 3-31 `mhpmcounter`) now.
+    pub(crate) fn counter(&self, i: usize) -> u64 {
+        let p = &self.pmu;
+        let v = p.state.value[i];
+        match p.event[i] {
+            Some(ev) if p.counting >> i & 1 != 0 => {
+                v.wrapping_add(self.tally(ev).wrapping_sub(p.state.snap[i]))
+            }
+            _ => v,
+        }
+    }
+
+    /// Fold the growth of every counting counter into its value, detecting overflows of
+    /// the programmable ones (Sscofpmf). `instret_extra`: 1 when the instruction being
+    /// executed retires in the current mode after this (an xRET, Smcntrpmf chapter 3).
+    /// `pc`: the instruction an overflow is attributed to.
+    pub(crate) fn pmu_settle(&mut self, instret_extra: u64, pc: u64) {
+        for i in 0..32 {
+            let Some(ev) = self.pmu.event[i] else {
+                continue;
+            };
+            let mut t = self.tally(ev);
+            if ev == Event::Instret {
+                t = t.wrapping_add(instret_extra);
+            }
+            let st = &mut self.pmu.state;
+            if self.pmu.counting >> i & 1 != 0 {
+                let delta = t.wrapping_sub(st.snap[i]);
+                let (v, wrapped) = st.value[i].overflowing_add(delta);
+                st.value[i] = v;
+                if wrapped && i >= 3 {
+                    self.counter_overflow(i, pc);
+                }
+            }
+            self.pmu.state.snap[i] = t;
+        }
+    }
+
+    /// Sscofpmf: counter `i` wrapped. With OF clear, OF is set and an LCOFI requested; the
+    /// first request that makes LCOFIP pending captures the sample (Sspesa).
+    fn counter_overflow(&mut self, i: usize, pc: u64) {
+        let ev = &mut self.pmu.state.mhpmevent[i];
+        if *ev & OF != 0 {
+            return;
+        }
+        *ev |= OF;
+        // Sspesa: with counter delegation enabled only delegated counters capture.
+        let delegated = self.csr.mcounteren >> i & 1 != 0;
+        let captures = self.csr.menvcfg & MENVCFG_CDE == 0 || delegated;
+        self.lcofi_request(captures.then_some((pc, i as u64)));
+    }
+
+    /// Set LCOFIP (and end the chunk). `sample`: the pc and CNTRID Sspesa captures if LCOFIP
+    /// goes from 0 to 1.
+    pub(crate) fn lcofi_request(&mut self, sample: Option<(u64, u64)>) {
+        if self.csr.mip & LCOFIP == 0 {
+            if let Some((pc, id)) = sample {
+                self.pmu.state.shpmspc = pc;
+                self.pmu.state.shpmsdata = id & 0x1f;
+            }
+        }
+        self.csr.mip |= LCOFIP;
+        self.pmu.brk = true;
+    }
+
+    /// Recompute what counts in the current mode, whether the monitor is active, and the
+    /// overflow countdown. Call after settling.
+    pub(crate) fn pmu_refresh(&mut self) {
+        let pdis_here = self.pdis_counts_here();
+        let pdis_anywhere = self.pdis_enabled_anywhere();
+        let p = &mut self.pmu;
+        p.derive_events();
+        let inh = inh_bit(self.prv, self.virt);
+        let mut counting = 0u32;
+        let mut active = false;
+        let mut filtering = false;
+        for i in 0..32 {
+            if p.event[i].is_none() || p.state.mcountinhibit >> i & 1 != 0 {
+                continue;
+            }
+            let f = p.filter(i) & INH;
+            if i >= 3 && f != INH {
+                active = true;
+            }
+            if f != 0 {
+                filtering = true;
+            }
+            if f & inh == 0 {
+                counting |= 1 << i;
+            }
+        }
+        p.counting = counting;
+        p.filtering = filtering;
+        p.pdis_here = pdis_here;
+        p.active = active || pdis_anywhere;
+        self.pmu_recount();
+    }
+
+    /// The overflow countdown from the current values.
+    fn pmu_recount(&mut self) {
+        let mut cd = u64::MAX;
+        for i in 3..32 {
+            if self.pmu.counting >> i & 1 == 0 {
+                continue;
+            }
+            let Some(ev) = self.pmu.event[i] else {
+                continue;
+            };
+            let left = self.counter(i).wrapping_neg();
+            let left = if left == 0 { u64::MAX } else { left };
+            cd = cd.min((left / max_rate(ev)).max(1));
+        }
+        self.pmu.countdown = cd;
+    }
+
+    /// Settle, detect overflows and recompute the countdown; returns whether an LCOFI was
+    /// requested (the chunk must end).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn pmu_check(&mut self, pc: u64) -> bool {
+        self.pmu_settle(0, pc);
+        self.pmu_recount();
+        std::mem::take(&mut self.pmu.brk)
+    }
+
+    /// Before a privilege or virtualization mode change: counters are settled under the
+    /// old mode. `retiring`: the instruction causing it retires (an xRET).
+    #[inline]
+    pub(crate) fn pmu_before_mode_change(&mut self, retiring: bool) {
+        if self.pmu.filtering || self.pmu.active {
+            self.pmu_settle(retiring as u64, self.pc);
+        }
+    }
+
+    /// After a mode change (from `mode_changed`).
+    #[inline]
+    pub(crate) fn pmu_after_mode_change(&mut self) {
+        if self.pmu.filtering || self.pmu.active {
+            self.pmu_refresh();
+        }
+        self.pmu_translation_tags();
+    }
+
+    /// Which translations are active for the TLB models (tags carry the mode so that S, U,
+    /// VS and VU pages do not alias). Called at mode changes and translation changes.
+    pub(crate) fn pmu_translation_tags(&mut self) {
+        let data = self.data_mode();
+        let fetch = self.fetch_mode();
+        let on = |prv: PrivilegeMode, virt: bool| {
+            prv != PrivilegeMode::Machine
+                && (virt || self.csr.satp >> 60 != 0)
+        };
+        let tag = |prv: PrivilegeMode, virt: bool| ((prv as u64) << 60) | ((virt as u64) << 62);
+        self.pmu.fetch_tag = on(fetch.prv, fetch.virt).then(|| tag(fetch.prv, fetch.virt));
+        self.pmu.data_tag = on(data.prv, data.virt).then(|| tag(data.prv, data.virt));
+    }
+
+    /// A trap is being taken (from `enter_trap`, before the mode changes): count it.
+    pub(crate) fn pmu_trap(&mut self, interrupt: bool) {
+        if !self.pmu.active {
+            return;
+        }
+        let t = &mut self.pmu.state.tally;
+        t[if interrupt {
+            Event::Interrupts
+        } else {
+            Event::Exceptions
+        } as usize] += 1;
+        t[Event::Cycles as usize] += Cost::TRAP;
+    }
+
+    /// An instruction retired (monitoring variant of the interpreter loop): tally its events,
+    /// run the models, step PDIS, and check for overflow when the countdown says a counter
+    /// may wrap. `pc`: its address; `addr`: its data address (loads and stores). Returns
+    /// whether the chunk must end (an LCOFI was requested).
+    #[inline(always)]
+    pub(crate) fn pmu_retire(&mut self, insn: &crate::decode::Insn, pc: u64, addr: u64) -> bool {
+        let c = CLASS[insn.op as usize];
+        let p = &mut self.pmu;
+        let t = &mut p.state.tally;
+        let m = &mut p.state.models;
+        let mut pen = 0;
+        let mut inc = 0u32;
+        if let Some(tag) = p.fetch_tag {
+            if m.itlb_miss(tag | (pc >> 12)) {
+                t[Event::ItlbMiss as usize] += 1;
+                inc |= 1 << Event::ItlbMiss as u32;
+                pen += Cost::ITLB_MISS;
+            }
+        }
+        if c != 0 {
+            if c & (class::LOAD | class::STORE) != 0 {
+                let tlb_miss = p.data_tag.is_some_and(|tag| m.dtlb_miss(tag | (addr >> 12)));
+                let miss = m.l1d_miss(addr);
+                t[Event::InstDecLdst as usize] += 1;
+                if c & class::LOAD != 0 {
+                    t[Event::Loads as usize] += 1;
+                    t[Event::InstDecLoad as usize] += 1;
+                    t[Event::L1dReadAccess as usize] += 1;
+                    inc |= 1 << Event::Loads as u32;
+                    if miss {
+                        t[Event::L1dReadMiss as usize] += 1;
+                        inc |= 1 << Event::L1dReadMiss as u32;
+                    }
+                    if tlb_miss {
+                        t[Event::DtlbReadMiss as usize] += 1;
+                        inc |= 1 << Event::DtlbReadMiss as u32;
+                    }
+                }
+                if c & class::STORE != 0 {
+                    t[Event::Stores as usize] += 1;
+                    t[Event::InstDecStore as usize] += 1;
+                    t[Event::L1dWriteAccess as usize] += 1;
+                    inc |= 1 << Event::Stores as u32;
+                    if miss {
+                        t[Event::L1dWriteMiss as usize] += 1;
+                        inc |= 1 << Event::L1dWriteMiss as u32;
+                    }
+                    if tlb_miss {
+                        t[Event::DtlbWriteMiss as usize] += 1;
+                        inc |= 1 << Event::DtlbWriteMiss as u32;
+                    }
+                }
+                pen += if miss { Cost::L1D_MISS } else { 0 } + if tlb_miss { Cost::DTLB_MISS } else { 0 };
+            } else if c & class::BRANCH != 0 {
+                let taken = self.pc != pc.wrapping_add(insn.len as u64);
+                t[Event::Branches as usize] += 1;
+                t[Event::InstDecBrjmp as usize] += 1;
+                inc |= 1 << Event::Branches as u32;
+                if taken {
+                    t[Event::TakenBranches as usize] += 1;
+                    inc |= 1 << Event::TakenBranches as u32;
+                }
+                if m.branch_mispredicted(pc, taken) {
+                    t[Event::BranchMisses as usize] += 1;
+                    inc |= 1 << Event::BranchMisses as u32;
+                    pen += Cost::MISPREDICT;
+                }
+            } else if c & class::JUMP != 0 {
+                t[Event::Jumps as usize] += 1;
+                t[Event::InstDecBrjmp as usize] += 1;
+                inc |= 1 << Event::Jumps as u32;
+                if insn.op == crate::decode::Op::Jalr && m.indirect_mispredicted(pc, self.pc) {
+                    t[Event::BranchMisses as usize] += 1;
+                    inc |= 1 << Event::BranchMisses as u32;
+                    pen += Cost::MISPREDICT;
+                }
+            } else if c & class::XRET != 0 {
+                t[Event::InstDecBrjmp as usize] += 1;
+            } else if c & class::MUL != 0 {
+                pen += Cost::MUL;
+            } else if c & class::DIV != 0 {
+                pen += Cost::DIV;
+            }
+        }
+        t[Event::Cycles as usize] += pen;
+        if p.pdis_here {
+            self.pdis_step(insn, c, pc, addr, pen, inc, false);
+        }
+        let p = &mut self.pmu;
+        p.countdown -= 1;
+        if p.countdown == 0 || p.brk {
+            return self.pmu_check(pc);
+        }
+        false
+    }
+
+    /// An instruction trapped (monitoring variant): PDIS still saw it decoded.
+    #[cold]
+    pub(crate) fn pmu_trapped(&mut self, insn: &crate::decode::Insn, pc: u64) -> bool {
+        if self.pmu.pdis_here {
+            let c = CLASS[insn.op as usize];
+            self.pdis_step(insn, c, pc, 0, 0, 0, true);
+        }
+        if self.pmu.brk {
+            return self.pmu_check(pc);
+        }
+        false
+    }
+
+    /// A device load or store retired (no cache or TLB model: devices are uncached).
+    pub(crate) fn pmu_device_access(&mut self, load: bool) {
+        if !self.pmu.active {
+            return;
+        }
+        let t = &mut self.pmu.state.tally;
+        t[Event::InstDecLdst as usize] += 1;
+        if load {
+            t[Event::Loads as usize] += 1;
+            t[Event::InstDecLoad as usize] += 1;
+        } else {
+            t[Event::Stores as usize] += 1;
+            t[Event::InstDecStore as usize] += 1;
+        }
+    }
+
+    /// Write counter `i`: the write replaces the increment of the writing instruction.
+    pub(crate) fn write_counter(&mut self, i: usize, v: u64) {
+        // Settling with the writing instruction's retirement included makes the counters
+        // of instret skip it (Zicsr: "the write is done instead of the increment").
+        self.pmu_settle(1, self.pc);
+        self.pmu.state.value[i] = v;
+        self.pmu_refresh();
+    }
+
+    /// Change monitor configuration through `f` (settle before, refresh after).
+    /// The writing instruction itself retires under the old setting.
+    pub(crate) fn pmu_reconfigure(&mut self, f: impl FnOnce(&mut PmuState)) {
+        self.pmu_settle(1, self.pc);
+        f(&mut self.pmu.state);
+        self.pmu_refresh();
+    }
+
+    /// Write `mhpmevent{i}`: WARL, an event outside the catalog becomes 0; xINH bits of
+    /// modes the hart lacks do not exist (all five exist here).
+    pub(crate) fn write_mhpmevent(&mut self, i: usize, v: u64) {
+        let sel = v & EVENT_SELECT;
+        let sel = if events::from_selector(sel).is_some() {
+            sel
+        } else {
+            0
+        };
+        self.pmu_reconfigure(|s| s.mhpmevent[i] = (v & (OF | INH)) | sel);
+    }
+
+    /// Restore monitor state (from a snapshot) and derive the rest.
+    pub(crate) fn pmu_restore(&mut self, s: &PmuState) {
+        self.pmu.state = s.clone();
+        self.pmu.brk = false;
+        self.pmu_refresh();
+        self.pmu_translation_tags();
+    }
+}

@@ -1,0 +1,176 @@
+//! The microarchitecture models behind the counters: a deterministic cycle cost model, an L1
+//! data cache, data and instruction TLBs, and a branch predictor. They exist only to give the
+//! events of the catalog well-defined, reproducible values (`docs/pmu.md`); they do not change
+//! what the hart computes.
+//!
+//! They run while the performance monitor is *active* (some `mhpmcounter3-31` counts an event
+//! in some mode, or PDIS is enabled). While it is not, nothing observes them, and a cycle is
+//! one instruction slot.
+
+/// Cycles of the cost model: every instruction slot costs [`Cost::BASE`], plus the penalties.
+pub struct Cost;
+
+impl Cost {
+    /// Every instruction (and every idle slot skipped by WFI).
+    pub const BASE: u64 = 1;
+    /// MUL, MULH*, MULW.
+    pub const MUL: u64 = 2;
+    /// DIV*, REM*.
+    pub const DIV: u64 = 19;
+    /// An L1 data cache miss.
+    pub const L1D_MISS: u64 = 20;
+    /// A data TLB miss.
+    pub const DTLB_MISS: u64 = 10;
+    /// An instruction TLB miss.
+    pub const ITLB_MISS: u64 = 10;
+    /// A mispredicted branch or indirect jump.
+    pub const MISPREDICT: u64 = 6;
+    /// Trap entry (exception or interrupt).
+    pub const TRAP: u64 = 10;
+    /// The most cycles one instruction can add beyond its slot (a divide never accesses
+    /// memory; a memory access can miss the cache, the DTLB and the ITLB).
+    pub const MAX_PENALTY: u64 = Self::L1D_MISS + Self::DTLB_MISS + Self::ITLB_MISS + Self::TRAP;
+}
+
+/// Lines of the L1 data cache model: 32 KiB of 64-byte lines, direct-mapped.
+pub const L1D_LINES: usize = 512;
+/// Entries of each TLB model: direct-mapped by virtual page number.
+pub const TLB_ENTRIES: usize = 64;
+/// Two-bit counters of the conditional branch predictor (bimodal, indexed by pc).
+pub const BHT_ENTRIES: usize = 4096;
+/// Entries of the indirect-jump target buffer (direct-mapped by pc).
+pub const BTB_ENTRIES: usize = 512;
+
+/// No tag: an empty line or TLB entry.
+const EMPTY: u64 = u64::MAX;
+
+/// The state of the models (carried in snapshots, so that a restored hart counts the same).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Models {
+    /// L1D: the line address (address / 64) held by each line.
+    pub l1d: Vec<u64>,
+    /// DTLB: the virtual page number (with the context in the top bits) of each entry.
+    pub dtlb: Vec<u64>,
+    /// ITLB: the same for fetches.
+    pub itlb: Vec<u64>,
+    /// The page of the last fetch that went through the ITLB model.
+    pub last_fetch_page: u64,
+    /// Two-bit saturating counters (0-1 predict not taken, 2-3 taken).
+    pub bht: Vec<u8>,
+    /// Indirect jump targets.
+    pub btb: Vec<u64>,
+}
+
+impl Default for Models {
+    fn default() -> Self {
+        Models {
+            l1d: vec![EMPTY; L1D_LINES],
+            dtlb: vec![EMPTY; TLB_ENTRIES],
+            itlb: vec![EMPTY; TLB_ENTRIES],
+            last_fetch_page: EMPTY,
+            bht: vec![1; BHT_ENTRIES],
+            btb: vec![0; BTB_ENTRIES],
+        }
+    }
+}
+
+impl Models {
+    /// Whether the state has the shapes the models need (a snapshot is hostile input).
+    pub fn well_formed(&self) -> bool {
+        self.l1d.len() == L1D_LINES
+            && self.dtlb.len() == TLB_ENTRIES
+            && self.itlb.len() == TLB_ENTRIES
+            && self.bht.len() == BHT_ENTRIES
+            && self.btb.len() == BTB_ENTRIES
+    }
+
+    /// An access to the L1D: `true` on a miss (the line is then filled).
+    #[inline]
+    pub fn l1d_miss(&mut self, addr: u64) -> bool {
+        let line = addr >> 6;
+        let slot = &mut self.l1d[line as usize & (L1D_LINES - 1)];
+        let miss = *slot != line;
+        *slot = line;
+        miss
+    }
+
+    /// A data translation of page `vpn` (tagged with the context): `true` on a miss.
+    #[inline]
+    pub fn dtlb_miss(&mut self, tag: u64) -> bool {
+        let slot = &mut self.dtlb[tag as usize & (TLB_ENTRIES - 1)];
+        let miss = *slot != tag;
+        *slot = tag;
+        miss
+    }
+
+    /// A fetch from page `tag`: `true` on an ITLB miss. Consecutive fetches from one page
+    /// look the TLB up once.
+    #[inline]
+    pub fn itlb_miss(&mut self, tag: u64) -> bool {
+        if tag == self.last_fetch_page {
+            return false;
+        }
+        self.last_fetch_page = tag;
+        let slot = &mut self.itlb[tag as usize & (TLB_ENTRIES - 1)];
+        let miss = *slot != tag;
+        *slot = tag;
+        miss
+    }
+
+    /// A conditional branch at `pc` resolved `taken`: `true` if the predictor was wrong.
+    #[inline]
+    pub fn branch_mispredicted(&mut self, pc: u64, taken: bool) -> bool {
+        let c = &mut self.bht[(pc >> 1) as usize & (BHT_ENTRIES - 1)];
+        let predicted = *c >= 2;
+        *c = if taken {
+            (*c + 1).min(3)
+        } else {
+            c.saturating_sub(1)
+        };
+        predicted != taken
+    }
+
+    /// An indirect jump at `pc` to `target`: `true` if the target buffer predicted another.
+    #[inline]
+    pub fn indirect_mispredicted(&mut self, pc: u64, target: u64) -> bool {
+        let slot = &mut self.btb[(pc >> 1) as usize & (BTB_ENTRIES - 1)];
+        let miss = *slot != target;
+        *slot = target;
+        miss
+    }
+
+    /// The TLB models follow the hart's TLB: flushed by SFENCE.VMA, HFENCE and `satp` writes.
+    pub fn flush_tlbs(&mut self) {
+        self.dtlb.fill(EMPTY);
+        self.itlb.fill(EMPTY);
+        self.last_fetch_page = EMPTY;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_and_predictor_behave() {
+        let mut m = Models::default();
+        assert!(m.l1d_miss(0x8000_0000));
+        assert!(!m.l1d_miss(0x8000_003f));
+        assert!(m.l1d_miss(0x8000_0040));
+        // Same index, other tag: conflict miss.
+        assert!(m.l1d_miss(0x8000_0000 + 64 * L1D_LINES as u64));
+        assert!(m.l1d_miss(0x8000_0000));
+        // Bimodal: starts weakly not-taken.
+        assert!(m.branch_mispredicted(0x100, true));
+        assert!(!m.branch_mispredicted(0x100, true));
+        // Strongly taken now: one not-taken outcome mispredicts but does not flip it.
+        assert!(m.branch_mispredicted(0x100, false));
+        assert!(!m.branch_mispredicted(0x100, true));
+        assert!(m.indirect_mispredicted(0x200, 0x1000));
+        assert!(!m.indirect_mispredicted(0x200, 0x1000));
+        assert!(m.itlb_miss(5));
+        assert!(!m.itlb_miss(5));
+        m.flush_tlbs();
+        assert!(m.itlb_miss(5));
+    }
+}

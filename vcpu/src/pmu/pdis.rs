@@ -1,0 +1,383 @@
+//! Smpdis/Sspdis, Precise Decoded Instruction Sampling (draft): `mpdisctl`, `spdisctl`,
+//! `vspdisctl`, `spdiscounter`, the event and latency filters, and sample records in the
+//! registers behind `siselect` 0x60/0x61 (`mpdisctl.MEM` is hardwired to 0, which the draft
+//! allows, so there is no memory buffer and `menvcfg.PDISS`/`henvcfg.PDISV` are 0).
+//!
+//! The hart's model of the draft's pipeline terms (documented in `docs/pmu.md`):
+//! - An instruction is *decoded* when it executes (retires or traps); the PDIS counter counts
+//!   decoded instructions of the `SEL` type in the enabled modes.
+//! - When the counter wraps (COUNT goes from 0xFFFF_FFFF to 0; it is reloaded with INITVAL)
+//!   the instruction that made it wrap is the sampled one: no skid. With ACC = 1, after a
+//!   discarded sample the next decoded instruction of the `SEL` type is sampled.
+//! - A sample completes with its instruction, so no sample is ever active when the counter
+//!   wraps again: PDIS.COLLISIONS stays 0.
+//! - A qualified sample while OF = 1 is dropped (the registers hold a record software has not
+//!   collected: backpressure), counted by PDIS.DROPPED.
+//! - Latencies come from the cycle cost model: TOTAL is the instruction's cycles, EXECUTION
+//!   its penalty cycles (EXECV = 1); the other latencies are not implemented (0).
+
+use super::events::{class, Event};
+use super::model::Cost;
+use crate::decode::{Insn, Op};
+use crate::hart::{Hart, PrivilegeMode};
+
+/// `mpdisctl.SEL` (bits 2:0).
+pub const SEL: u64 = 7;
+/// `mpdisctl.HPM[31:3]`.
+pub const HPM: u64 = 0xffff_fff8;
+/// `mpdisctl.MEM` (hardwired 0).
+pub const MEM: u64 = 1 << 32;
+/// `mpdisctl.ACC`.
+pub const ACC: u64 = 1 << 33;
+/// `mpdisctl.TS`.
+pub const TS: u64 = 1 << 34;
+/// `mpdisctl.PA`.
+pub const PA: u64 = 1 << 35;
+/// `mpdisctl.EPT`.
+pub const EPT: u64 = 1 << 36;
+/// `mpdisctl.U`.
+pub const U: u64 = 1 << 60;
+/// `mpdisctl.S`.
+pub const S: u64 = 1 << 61;
+/// `mpdisctl.M` (read-only 0 in `spdisctl` and `vspdisctl`).
+pub const M: u64 = 1 << 62;
+/// `mpdisctl.OF`.
+pub const OF: u64 = 1 << 63;
+/// Writable `mpdisctl` bits (MEM and the custom bits are hardwired 0).
+pub const MPDISCTL_WRITABLE: u64 = SEL | HPM | ACC | TS | PA | EPT | U | S | M | OF;
+/// The fields `vspdisctl` holds itself (S and U: VS and VU counting; PA: guest physical
+/// addresses, hardwired 0 here since the hart keeps no guest physical address of an access).
+pub const VS_OWN: u64 = S | U | PA;
+/// Writable bits of `vspdisctl`'s own fields.
+pub const VS_OWN_WRITABLE: u64 = S | U;
+
+/// `spdisevmask`/`spdisevmatch`: bits 55:0.
+pub const EVMASK: u64 = (1 << 56) - 1;
+/// `spdisfilter.THRESH`.
+pub const THRESH: u64 = 0xfff;
+/// `spdisfilter.INV`.
+pub const INV: u64 = 1 << 12;
+/// `spdisfilter.LATSEL` (bits 15:13): 0 (total) and 3 (execution) are implemented.
+pub const LATSEL: u64 = 7 << 13;
+
+/// `pdishdrev.TYPE` values.
+pub mod ty {
+    #![allow(missing_docs)]
+    pub const OTHER: u64 = 0;
+    pub const LOAD: u64 = 1;
+    pub const STORE: u64 = 2;
+    pub const LOAD_STORE: u64 = 3;
+    pub const CONTROL: u64 = 4;
+}
+/// `pdishdrev.ITMISS`.
+pub const HDR_ITMISS: u64 = 1 << 37;
+/// `pdishdrev.L1MISS` (loads and stores).
+pub const HDR_L1MISS: u64 = 1 << 39;
+/// `pdishdrev.L1TLBMISS`.
+pub const HDR_L1TLBMISS: u64 = 1 << 45;
+/// `pdishdrev.LLTLBMISS` (the TLB model has one level).
+pub const HDR_LLTLBMISS: u64 = 1 << 46;
+/// `pdishdrev.MISPRED` (control transfers).
+pub const HDR_MISPRED: u64 = 1 << 52;
+/// Bit of a control transfer type in `pdishdrev`: TRET (type 3) is bit 39 ... DIRLJMP (type
+/// 15) bit 51, the Smctr transfer type plus 36.
+pub const HDR_CTR_TYPE_SHIFT: u64 = 36;
+
+/// `pdislat.EXECV`.
+pub const LAT_EXECV: u64 = 1 << 62;
+
+/// PDIS state.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PdisState {
+    /// `mpdisctl`.
+    pub mpdisctl: u64,
+    /// `vspdisctl`'s own fields ([`VS_OWN`]).
+    pub vs_own: u64,
+    /// `spdiscounter` (COUNT in 31:0, INITVAL in 63:32).
+    pub counter: u64,
+    /// `spdisevmask`.
+    pub evmask: u64,
+    /// `spdisevmatch`.
+    pub evmatch: u64,
+    /// `spdisfilter`.
+    pub filter: u64,
+    /// The sample record: pdishdrev, pdispc, pdistime, pdislat, pdisadr1, pdisadr2.
+    pub record: [u64; 6],
+    /// Target of the last control transfer (in a mode PDIS counts).
+    pub last_target: u64,
+    /// Target of the one before it (EPT).
+    pub prior_target: u64,
+    /// ACC: sample the next selected instruction.
+    pub select_next: bool,
+}
+
+/// Whether an instruction of class `c` matches `SEL`.
+fn sel_matches(sel: u64, c: u8) -> bool {
+    match sel {
+        0 => true,
+        1 => c & class::LOAD != 0,
+        2 => c & class::STORE != 0,
+        3 => c & (class::LOAD | class::STORE) != 0,
+        4 => c & (class::BRANCH | class::JUMP | class::XRET) != 0,
+        _ => false,
+    }
+}
+
+/// `pdishdrev.TYPE` of class `c`.
+fn record_type(c: u8) -> u64 {
+    match c & (class::LOAD | class::STORE) {
+        x if x == class::LOAD | class::STORE => ty::LOAD_STORE,
+        class::LOAD => ty::LOAD,
+        class::STORE => ty::STORE,
+        _ if c & (class::BRANCH | class::JUMP | class::XRET) != 0 => ty::CONTROL,
+        _ => ty::OTHER,
+    }
+}
+
+/// Events that can be recorded in `pdishdrev.HPM` (they belong to one instruction).
+fn per_instruction(ev: Event) -> bool {
+    !matches!(
+        ev,
+        Event::Cycles
+            | Event::Exceptions
+            | Event::Interrupts
+            | Event::PdisSamples
+            | Event::PdisCollisions
+            | Event::PdisFiltered
+            | Event::PdisDropped
+    )
+}
+
+impl Hart {
+    /// Whether some mode counts PDIS instructions.
+    pub(crate) fn pdis_enabled_anywhere(&self) -> bool {
+        let p = &self.pmu.state.pdis;
+        (p.mpdisctl & (M | S | U) != 0 || p.vs_own & (S | U) != 0)
+            && self.pmu.state.mcountinhibit & super::INHIBIT_PDIS == 0
+    }
+
+    /// Whether the PDIS counter counts in the current mode: `mpdisctl` M/S/U, or with V = 1
+    /// `vspdisctl` S/U; and `mcountinhibit[1]` = 0.
+    pub(crate) fn pdis_counts_here(&self) -> bool {
+        let p = &self.pmu.state.pdis;
+        if self.pmu.state.mcountinhibit & super::INHIBIT_PDIS != 0 {
+            return false;
+        }
+        let bit = match (self.prv, self.virt) {
+            (PrivilegeMode::Machine, _) => p.mpdisctl & M,
+            (PrivilegeMode::Supervisor, false) => p.mpdisctl & S,
+            (PrivilegeMode::User, false) => p.mpdisctl & U,
+            (PrivilegeMode::Supervisor, true) => p.vs_own & S,
+            (PrivilegeMode::User, true) => p.vs_own & U,
+        };
+        bit != 0
+    }
+
+    /// `vspdisctl` as read: `mpdisctl`'s shared fields, its own S/U/PA, M read-only 0.
+    pub(crate) fn read_vspdisctl(&self) -> u64 {
+        let p = &self.pmu.state.pdis;
+        (p.mpdisctl & !(VS_OWN | M)) | p.vs_own
+    }
+
+    /// Write `mpdisctl` (or a view: `keep` are the bits the view cannot change).
+    pub(crate) fn write_pdisctl(&mut self, keep: u64, v: u64) {
+        let m = MPDISCTL_WRITABLE & !keep;
+        self.pmu_reconfigure(|s| {
+            let mut v = v;
+            // SEL 5-7 are reserved: WARL keeps the old value.
+            if v & SEL > 4 {
+                v = (v & !SEL) | (s.pdis.mpdisctl & SEL);
+            }
+            s.pdis.mpdisctl = (s.pdis.mpdisctl & !m) | (v & m);
+        });
+    }
+
+    /// Write `vspdisctl`: its own S/U, and the shared fields of `mpdisctl` except M.
+    pub(crate) fn write_vspdisctl(&mut self, v: u64) {
+        self.pmu_reconfigure(|s| s.pdis.vs_own = v & VS_OWN_WRITABLE);
+        self.write_pdisctl(VS_OWN | M, v);
+    }
+
+    /// Write `spdisfilter`: LATSEL keeps 0 (total) or 3 (execution); other values become 0.
+    pub(crate) fn write_spdisfilter(&mut self, v: u64) {
+        let latsel = match (v & LATSEL) >> 13 {
+            3 => 3 << 13,
+            _ => 0,
+        };
+        self.pmu.state.pdis.filter = (v & (THRESH | INV)) | latsel;
+    }
+
+    /// One decoded instruction in a mode where PDIS counts (cold: only with PDIS on).
+    /// `c`: its class; `pen`: its penalty cycles; `inc`: the events it incurred (bit per
+    /// [`Event`]); `trapped`: it trapped instead of retiring.
+    #[cold]
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn pdis_step(
+        &mut self,
+        insn: &Insn,
+        c: u8,
+        pc: u64,
+        addr: u64,
+        pen: u64,
+        inc: u32,
+        trapped: bool,
+    ) {
+        let p = &mut self.pmu.state.pdis;
+        if c & (class::BRANCH | class::JUMP | class::XRET) != 0 && !trapped {
+            // EPT records the target of the transfer before the sampled one.
+            p.prior_target = p.last_target;
+            p.last_target = self.pc;
+        }
+        if !sel_matches(p.mpdisctl & SEL, c) {
+            return;
+        }
+        let count = (p.counter as u32).wrapping_add(1);
+        let wrapped = count == 0;
+        let initval = p.counter >> 32;
+        p.counter = (initval << 32) | if wrapped { initval } else { count as u64 };
+        if !(wrapped || std::mem::take(&mut p.select_next)) {
+            return;
+        }
+        self.pdis_sample(insn, c, pc, addr, pen, inc, trapped);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn pdis_sample(
+        &mut self,
+        insn: &Insn,
+        c: u8,
+        pc: u64,
+        addr: u64,
+        pen: u64,
+        inc: u32,
+        trapped: bool,
+    ) {
+        let ctl = self.pmu.state.pdis.mpdisctl;
+        let mut hdr = record_type(c);
+        // HPM_i: counter i delegated like PDIS (to S when mstateen0.PDIS = 1, else M), its
+        // event recordable, and counting in this mode.
+        let pdis_in_s = self.csr.mstateen[0] & self.pmu.stateen_bit() != 0;
+        let cde = self.csr.menvcfg & super::MENVCFG_CDE != 0;
+        for i in 3..32 {
+            if ctl >> i & 1 == 0 || self.pmu.counting >> i & 1 == 0 {
+                continue;
+            }
+            let delegated = cde && self.csr.mcounteren >> i & 1 != 0;
+            let Some(ev) = self.pmu.event[i] else {
+                continue;
+            };
+            if delegated == pdis_in_s && per_instruction(ev) && incurred(ev, inc, c, trapped) {
+                hdr |= 1 << i;
+            }
+        }
+        if inc & (1 << Event::ItlbMiss as u32) != 0 {
+            hdr |= HDR_ITMISS;
+        }
+        let mut adr1 = 0;
+        let mut adr2 = 0;
+        if c & (class::LOAD | class::STORE) != 0 && !trapped {
+            let miss = (1 << Event::L1dReadMiss as u32) | (1 << Event::L1dWriteMiss as u32);
+            let tlb = (1 << Event::DtlbReadMiss as u32) | (1 << Event::DtlbWriteMiss as u32);
+            if inc & miss != 0 {
+                hdr |= HDR_L1MISS;
+            }
+            if inc & tlb != 0 {
+                hdr |= HDR_L1TLBMISS | HDR_LLTLBMISS;
+            }
+            adr1 = addr;
+            if ctl & PA != 0 && !self.virt {
+                adr2 = self.probe_physical(addr, c & class::STORE != 0);
+            }
+        } else if c & (class::BRANCH | class::JUMP | class::XRET) != 0 && !trapped {
+            let taken = self.pc != pc.wrapping_add(insn.len as u64);
+            let t = match insn.op {
+                Op::Jal | Op::Jalr => insn.fmt as u64,
+                Op::Mret | Op::Sret => crate::ctr::ty::TRAP_RETURN as u64,
+                _ if taken => crate::ctr::ty::TAKEN_BRANCH as u64,
+                _ => crate::ctr::ty::NOT_TAKEN_BRANCH as u64,
+            };
+            hdr |= 1 << (HDR_CTR_TYPE_SHIFT + t);
+            if inc & (1 << Event::BranchMisses as u32) != 0 {
+                hdr |= HDR_MISPRED;
+            }
+            if taken || c & class::BRANCH == 0 {
+                adr1 = self.pc;
+            }
+            if ctl & EPT != 0 {
+                adr2 = self.pmu.state.pdis.prior_target;
+            }
+        }
+        let total = (Cost::BASE + pen).min(0xfff);
+        let lat = total | (pen.min(0xfff) << 36) | LAT_EXECV;
+        let time = if ctl & TS != 0 && (!pdis_in_s || self.csr.mcounteren & 2 != 0) {
+            self.mtime()
+        } else {
+            0
+        };
+        // Filtering (event, then latency).
+        let p = &self.pmu.state.pdis;
+        let ev_ok = p.evmatch & p.evmask == hdr & p.evmask;
+        let lat_ok = if p.filter == 0 {
+            true
+        } else {
+            let sel = if (p.filter & LATSEL) >> 13 == 3 {
+                pen.min(0xfff)
+            } else {
+                total
+            };
+            (sel >= p.filter & THRESH) != (p.filter & INV != 0)
+        };
+        let t = &mut self.pmu.state.tally;
+        if !(ev_ok && lat_ok) {
+            t[Event::PdisFiltered as usize] += 1;
+            if ctl & ACC != 0 {
+                self.pmu.state.pdis.select_next = true;
+            }
+            return;
+        }
+        if ctl & OF != 0 {
+            t[Event::PdisDropped as usize] += 1;
+            if ctl & ACC != 0 {
+                self.pmu.state.pdis.select_next = true;
+            }
+            return;
+        }
+        t[Event::PdisSamples as usize] += 1;
+        let p = &mut self.pmu.state.pdis;
+        p.record = [hdr, pc, time, lat, adr1, adr2];
+        p.mpdisctl |= OF;
+        self.lcofi_request(None);
+    }
+
+    /// The physical address of a data access that has just completed (no side effects:
+    /// its translation already set the A/D bits).
+    fn probe_physical(&mut self, va: u64, store: bool) -> u64 {
+        let kind = if store {
+            crate::mmu::Access::Store
+        } else {
+            crate::mmu::Access::Load
+        };
+        let mode = self.data_mode();
+        self.translate(va, kind, mode).unwrap_or(0)
+    }
+}
+
+/// Whether the sampled instruction incurred `ev`.
+fn incurred(ev: Event, inc: u32, c: u8, trapped: bool) -> bool {
+    match ev {
+        Event::Instret => !trapped,
+        Event::InstDec => true,
+        Event::InstDecBrjmp => c & (class::BRANCH | class::JUMP | class::XRET) != 0,
+        Event::InstDecLoad => c & class::LOAD != 0,
+        Event::InstDecStore => c & class::STORE != 0,
+        Event::InstDecLdst => c & (class::LOAD | class::STORE) != 0,
+        Event::L1dAccess => inc & ((1 << Event::Loads as u32) | (1 << Event::Stores as u32)) != 0,
+        Event::L1dReadAccess => inc & (1 << Event::Loads as u32) != 0,
+        Event::L1dWriteAccess => inc & (1 << Event::Stores as u32) != 0,
+        Event::L1dMiss => {
+            inc & ((1 << Event::L1dReadMiss as u32) | (1 << Event::L1dWriteMiss as u32)) != 0
+        }
+        e => inc & (1 << e as u32) != 0,
+    }
+}
