@@ -55,7 +55,246 @@ struct Departure {
     why: &'static str,
 }
 
-const DEPARTURES: &[Departure] = &[];
+const SCOUNTOVF_M: &str = "Sscofpmf (scountovf): in M-mode, scountovf bit X is always \
+     readable; QEMU 10.0 masks M-mode reads with mcounteren";
+const SCOUNTOVF_VS: &str = "Sscofpmf (scountovf): in VS-mode, bit X is readable when \
+     mcounteren bit X and hcounteren bit X are both set, and otherwise reads as zero; QEMU \
+     10.0 ignores hcounteren";
+const SCOUNTINHIBIT_CDE0: &str = "Smcdeleg chapter 4: when menvcfg.CDE = 0, attempts to \
+     access scountinhibit raise an illegal-instruction exception (also from VS/VU: the \
+     virtual-instruction rule applies only while the extension is enabled); QEMU 10.0 allows \
+     the S-mode access and raises virtual-instruction from VS/VU";
+const VS_SIREG_CDE0: &str = "Smcdeleg chapter 3: with vsiselect in 0x40-0x5F, a VS-mode \
+     access to any sireg* (really vsireg*) raises illegal-instruction if menvcfg.CDE = 0; \
+     QEMU 10.0 raises virtual-instruction for sireg";
+const VS_SIREG_CDE1: &str = "Smcdeleg chapter 3: with vsiselect in 0x40-0x5F, a VS-mode \
+     access to any sireg* (really vsireg*) raises virtual-instruction if menvcfg.CDE = 1; \
+     QEMU 10.0 raises illegal-instruction for sireg2..sireg6";
+const VU_SIREG: &str = "Sscsrind with Smstateen (and Smcdeleg chapter 3): while \
+     mstateen0.CSRIND = 1, every VU-mode access to siselect or sireg* raises \
+     virtual-instruction; QEMU 10.0 raises illegal-instruction";
+const VU_SCOUNTOVF: &str = "H extension, virtual-instruction exceptions: in VU-mode, an \
+     access to an implemented supervisor CSR that would be allowed in HS-mode raises \
+     virtual-instruction (scountovf with CDE = 0); QEMU 10.0 raises illegal-instruction";
+const SCOUNTOVF_CDE1: &str = "Smcdeleg chapter 5: with menvcfg.CDE = 1, accesses to \
+     scountovf from VS-mode or VU-mode raise virtual-instruction; QEMU 10.0 raises \
+     illegal-instruction from VU";
+const HVIP_ALIAS: &str = "AIA 6.3.2 (and Smcdeleg chapter 6): while hideleg bit 13 = 0 and \
+     hvien bit 13 = 1, vsip bit 13 is an alias of hvip bit 13; QEMU 10.0 reads 0 (yet takes \
+     the interrupt in VS)";
+
+const DEPARTURES: &[Departure] = &[
+    Departure {
+        guest: "pmu_deleg",
+        qemu: "M, mcounteren=0: scountovf: 0x0",
+        spec: "M, mcounteren=0: scountovf: 0x80000018",
+        why: SCOUNTOVF_M,
+    },
+    Departure {
+        guest: "pmu_deleg",
+        qemu: "M, mcounteren=CY IR HPM3 HPM31: scountovf: 0x80000008",
+        spec: "M, mcounteren=CY IR HPM3 HPM31: scountovf: 0x80000018",
+        why: SCOUNTOVF_M,
+    },
+    Departure {
+        guest: "pmu_deleg",
+        qemu: "S, CDE=0: scountinhibit: ok",
+        spec: "S, CDE=0: scountinhibit: illegal",
+        why: SCOUNTINHIBIT_CDE0,
+    },
+    Departure {
+        guest: "pmu_h",
+        qemu: "VS, CDE=0: sireg (vsiselect 0x40): virtual",
+        spec: "VS, CDE=0: sireg (vsiselect 0x40): illegal",
+        why: VS_SIREG_CDE0,
+    },
+    Departure {
+        guest: "pmu_h",
+        qemu: "VS, CDE=0: sireg (vsiselect 0x43): virtual",
+        spec: "VS, CDE=0: sireg (vsiselect 0x43): illegal",
+        why: VS_SIREG_CDE0,
+    },
+    Departure {
+        guest: "pmu_h",
+        qemu: "VS, CDE=1: sireg2 (vsiselect 0x40): illegal",
+        spec: "VS, CDE=1: sireg2 (vsiselect 0x40): virtual",
+        why: VS_SIREG_CDE1,
+    },
+    Departure {
+        guest: "pmu_h",
+        qemu: "VS, CDE=1: sireg3 (vsiselect 0x40): illegal",
+        spec: "VS, CDE=1: sireg3 (vsiselect 0x40): virtual",
+        why: VS_SIREG_CDE1,
+    },
+    Departure {
+        guest: "pmu_h",
+        qemu: "VS, CDE=1: sireg4 (vsiselect 0x40): illegal",
+        spec: "VS, CDE=1: sireg4 (vsiselect 0x40): virtual",
+        why: VS_SIREG_CDE1,
+    },
+    Departure {
+        guest: "pmu_h",
+        qemu: "VS, CDE=1: sireg5 (vsiselect 0x40): illegal",
+        spec: "VS, CDE=1: sireg5 (vsiselect 0x40): virtual",
+        why: VS_SIREG_CDE1,
+    },
+    Departure {
+        guest: "pmu_h",
+        qemu: "VS, CDE=1: sireg6 (vsiselect 0x40): illegal",
+        spec: "VS, CDE=1: sireg6 (vsiselect 0x40): virtual",
+        why: VS_SIREG_CDE1,
+    },
+    Departure {
+        guest: "pmu_h",
+        qemu: "VS, CDE=1: sireg2 (vsiselect 0x43): illegal",
+        spec: "VS, CDE=1: sireg2 (vsiselect 0x43): virtual",
+        why: VS_SIREG_CDE1,
+    },
+    Departure {
+        guest: "pmu_h",
+        qemu: "VS, CDE=1: sireg3 (vsiselect 0x43): illegal",
+        spec: "VS, CDE=1: sireg3 (vsiselect 0x43): virtual",
+        why: VS_SIREG_CDE1,
+    },
+    Departure {
+        guest: "pmu_h",
+        qemu: "VS, CDE=1: sireg4 (vsiselect 0x43): illegal",
+        spec: "VS, CDE=1: sireg4 (vsiselect 0x43): virtual",
+        why: VS_SIREG_CDE1,
+    },
+    Departure {
+        guest: "pmu_h",
+        qemu: "VS, CDE=1: sireg5 (vsiselect 0x43): illegal",
+        spec: "VS, CDE=1: sireg5 (vsiselect 0x43): virtual",
+        why: VS_SIREG_CDE1,
+    },
+    Departure {
+        guest: "pmu_h",
+        qemu: "VS, CDE=1: sireg6 (vsiselect 0x43): illegal",
+        spec: "VS, CDE=1: sireg6 (vsiselect 0x43): virtual",
+        why: VS_SIREG_CDE1,
+    },
+    Departure {
+        guest: "pmu_h",
+        qemu: "VU, CDE=1: sireg (vsiselect 0x40): illegal",
+        spec: "VU, CDE=1: sireg (vsiselect 0x40): virtual",
+        why: VU_SIREG,
+    },
+    Departure {
+        guest: "pmu_h",
+        qemu: "VU, CDE=1: sireg2 (vsiselect 0x40): illegal",
+        spec: "VU, CDE=1: sireg2 (vsiselect 0x40): virtual",
+        why: VU_SIREG,
+    },
+    Departure {
+        guest: "pmu_h",
+        qemu: "VU, CDE=1: sireg3 (vsiselect 0x40): illegal",
+        spec: "VU, CDE=1: sireg3 (vsiselect 0x40): virtual",
+        why: VU_SIREG,
+    },
+    Departure {
+        guest: "pmu_h",
+        qemu: "VU, CDE=1: sireg4 (vsiselect 0x40): illegal",
+        spec: "VU, CDE=1: sireg4 (vsiselect 0x40): virtual",
+        why: VU_SIREG,
+    },
+    Departure {
+        guest: "pmu_h",
+        qemu: "VU, CDE=1: sireg5 (vsiselect 0x40): illegal",
+        spec: "VU, CDE=1: sireg5 (vsiselect 0x40): virtual",
+        why: VU_SIREG,
+    },
+    Departure {
+        guest: "pmu_h",
+        qemu: "VU, CDE=1: sireg6 (vsiselect 0x40): illegal",
+        spec: "VU, CDE=1: sireg6 (vsiselect 0x40): virtual",
+        why: VU_SIREG,
+    },
+    Departure {
+        guest: "pmu_h",
+        qemu: "VU, CDE=1: siselect (vsiselect 0x40): illegal",
+        spec: "VU, CDE=1: siselect (vsiselect 0x40): virtual",
+        why: VU_SIREG,
+    },
+    Departure {
+        guest: "pmu_h",
+        qemu: "VU, CDE=1: sireg (vsiselect 0x43): illegal",
+        spec: "VU, CDE=1: sireg (vsiselect 0x43): virtual",
+        why: VU_SIREG,
+    },
+    Departure {
+        guest: "pmu_h",
+        qemu: "VU, CDE=1: sireg2 (vsiselect 0x43): illegal",
+        spec: "VU, CDE=1: sireg2 (vsiselect 0x43): virtual",
+        why: VU_SIREG,
+    },
+    Departure {
+        guest: "pmu_h",
+        qemu: "VU, CDE=1: sireg3 (vsiselect 0x43): illegal",
+        spec: "VU, CDE=1: sireg3 (vsiselect 0x43): virtual",
+        why: VU_SIREG,
+    },
+    Departure {
+        guest: "pmu_h",
+        qemu: "VU, CDE=1: sireg4 (vsiselect 0x43): illegal",
+        spec: "VU, CDE=1: sireg4 (vsiselect 0x43): virtual",
+        why: VU_SIREG,
+    },
+    Departure {
+        guest: "pmu_h",
+        qemu: "VU, CDE=1: sireg5 (vsiselect 0x43): illegal",
+        spec: "VU, CDE=1: sireg5 (vsiselect 0x43): virtual",
+        why: VU_SIREG,
+    },
+    Departure {
+        guest: "pmu_h",
+        qemu: "VU, CDE=1: sireg6 (vsiselect 0x43): illegal",
+        spec: "VU, CDE=1: sireg6 (vsiselect 0x43): virtual",
+        why: VU_SIREG,
+    },
+    Departure {
+        guest: "pmu_h",
+        qemu: "VU, CDE=1: siselect (vsiselect 0x43): illegal",
+        spec: "VU, CDE=1: siselect (vsiselect 0x43): virtual",
+        why: VU_SIREG,
+    },
+    Departure {
+        guest: "pmu_h",
+        qemu: "VS, CDE=0: scountinhibit: virtual",
+        spec: "VS, CDE=0: scountinhibit: illegal",
+        why: SCOUNTINHIBIT_CDE0,
+    },
+    Departure {
+        guest: "pmu_h",
+        qemu: "VU, CDE=0: scountinhibit: virtual",
+        spec: "VU, CDE=0: scountinhibit: illegal",
+        why: SCOUNTINHIBIT_CDE0,
+    },
+    Departure {
+        guest: "pmu_h",
+        qemu: "VS, CDE=0:   scountovf value: 0x80000018",
+        spec: "VS, CDE=0:   scountovf value: 0x80000008",
+        why: SCOUNTOVF_VS,
+    },
+    Departure {
+        guest: "pmu_h",
+        qemu: "VU, CDE=0: scountovf: illegal",
+        spec: "VU, CDE=0: scountovf: virtual",
+        why: VU_SCOUNTOVF,
+    },
+    Departure {
+        guest: "pmu_h",
+        qemu: "VU, CDE=1: scountovf: illegal",
+        spec: "VU, CDE=1: scountovf: virtual",
+        why: SCOUNTOVF_CDE1,
+    },
+    Departure {
+        guest: "pmu_h",
+        qemu: "VS, hvien.LCOFI=1 hvip.LCOFI=1: sip (vsip) bit 13: 0x0",
+        spec: "VS, hvien.LCOFI=1 hvip.LCOFI=1: sip (vsip) bit 13: 0x2000",
+        why: HVIP_ALIAS,
+    },
+];
 
 const QEMU_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -136,8 +375,13 @@ fn golden_files_are_qemu_output() {
     let update = std::env::var_os("PMU_GOLDEN_UPDATE").is_some();
     let mut problems = Vec::new();
     for name in GOLDEN_GUESTS {
-        let q = qemu::run_with_args(&guest(name), QEMU_TIMEOUT, Some(PMU_QEMU_CPU), PMU_QEMU_ARGS)
-            .unwrap_or_else(|e| panic!("cannot start QEMU: {e}"));
+        let q = qemu::run_with_args(
+            &guest(name),
+            QEMU_TIMEOUT,
+            Some(PMU_QEMU_CPU),
+            PMU_QEMU_ARGS,
+        )
+        .unwrap_or_else(|e| panic!("cannot start QEMU: {e}"));
         let text = String::from_utf8_lossy(&q.output).into_owned();
         if q.timed_out || q.status != Some(0) {
             problems.push(format!(
