@@ -218,11 +218,22 @@ pub mod qemu {
 
     /// [`run`] with `-cpu CPU` when `cpu` is given.
     pub fn run_with_cpu(elf: &Path, timeout: Duration, cpu: Option<&str>) -> io::Result<QemuRun> {
+        run_with_args(elf, timeout, cpu, &[])
+    }
+
+    /// [`run_with_cpu`] with more QEMU arguments (e.g. `-icount shift=0`).
+    pub fn run_with_args(
+        elf: &Path,
+        timeout: Duration,
+        cpu: Option<&str>,
+        args: &[&str],
+    ) -> io::Result<QemuRun> {
         let mut command = Command::new(binary());
         command.args(["-M", "virt", "-m", "128M", "-smp", "1", "-bios", "none"]);
         if let Some(cpu) = cpu {
             command.args(["-cpu", cpu]);
         }
+        command.args(args);
         let mut child = command
             .args(["-nographic", "-monitor", "none"])
             .arg("-kernel")

@@ -108,6 +108,22 @@ const NOT_COMPARED: &[(&str, &str)] = &[
         "CTR: compared with QEMU through golden files (tests/ctr.rs)",
     ),
     (
+        "pmu_m",
+        "PMU: compared with QEMU (-icount shift=0) through golden files (tests/pmu.rs)",
+    ),
+    (
+        "pmu_deleg",
+        "PMU: compared with QEMU (-icount shift=0) through golden files (tests/pmu.rs)",
+    ),
+    (
+        "pmu_h",
+        "PMU: compared with QEMU (-icount shift=0) through golden files (tests/pmu.rs)",
+    ),
+    (
+        "pmu_strict",
+        "PMU rules QEMU 10.0 cannot arbitrate (exact event counts, precise LCOFI); vmm only",
+    ),
+    (
         "bench_ctr_off",
         "CTR benchmark workload (scripts/bench-ctr.sh); checked in guests.rs",
     ),
