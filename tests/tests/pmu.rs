@@ -83,7 +83,52 @@ const HVIP_ALIAS: &str = "AIA 6.3.2 (and Smcdeleg chapter 6): while hideleg bit 
      hvien bit 13 = 1, vsip bit 13 is an alias of hvip bit 13; QEMU 10.0 reads 0 (yet takes \
      the interrupt in VS)";
 
+const CFG_MINH: &str = "Smcdeleg chapter 3: through sireg2, bit 62 (MINH) of mcyclecfg and \
+     minstretcfg is read-only 0; QEMU 10.0 shows it";
+
+const CFG_OF: &str = "Smcntrpmf 2.1: bit 63 of mcyclecfg and minstretcfg (the OF position \
+     of Sscofpmf's format) is read-only 0; QEMU 10.0 keeps it";
+const SCOUNTINHIBIT_RO: &str = "Smcdeleg chapter 4: scountinhibit bits of counters not \
+     delegated to S-mode are read-only zero, so an S-mode write leaves their mcountinhibit \
+     bits alone; QEMU 10.0 clears mcountinhibit bit 4 of an undelegated counter";
+
 const DEPARTURES: &[Departure] = &[
+    Departure {
+        guest: "pmu_m",
+        qemu: "M: mcyclecfg after writing ones, bits 63:58: 0xfc00000000000000",
+        spec: "M: mcyclecfg after writing ones, bits 63:58: 0x7c00000000000000",
+        why: CFG_OF,
+    },
+    Departure {
+        guest: "pmu_m",
+        qemu: "M: minstretcfg after writing ones, bits 63:58: 0xfc00000000000000",
+        spec: "M: minstretcfg after writing ones, bits 63:58: 0x7c00000000000000",
+        why: CFG_OF,
+    },
+    Departure {
+        guest: "pmu_deleg",
+        qemu: "S, CDE=1: mcountinhibit after scountinhibit = 0: 0x0",
+        spec: "S, CDE=1: mcountinhibit after scountinhibit = 0: 0x10",
+        why: SCOUNTINHIBIT_RO,
+    },
+    Departure {
+        guest: "pmu_m",
+        qemu: "M:   scountovf read in M: 0x0",
+        spec: "M:   scountovf read in M: 0x8",
+        why: SCOUNTOVF_M,
+    },
+    Departure {
+        guest: "pmu_deleg",
+        qemu: "S, CDE=1: sireg2 (0x40) with mcyclecfg = MINH|UINH: 0x5000000000000000",
+        spec: "S, CDE=1: sireg2 (0x40) with mcyclecfg = MINH|UINH: 0x1000000000000000",
+        why: CFG_MINH,
+    },
+    Departure {
+        guest: "pmu_deleg",
+        qemu: "S, CDE=1: sireg2 (0x42) with minstretcfg = MINH|SINH: 0x6000000000000000",
+        spec: "S, CDE=1: sireg2 (0x42) with minstretcfg = MINH|SINH: 0x2000000000000000",
+        why: CFG_MINH,
+    },
     Departure {
         guest: "pmu_deleg",
         qemu: "M, mcounteren=0: scountovf: 0x0",

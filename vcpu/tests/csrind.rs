@@ -156,9 +156,19 @@ fn indirect_register_table() {
         assert_eq!(lookup_ireg(w, 0x30, 1).map(|d| d.name), Some("iprio"));
         assert_eq!(lookup_ireg(w, 0x3f, 1).map(|d| d.name), Some("iprio"));
         assert!(lookup_ireg(w, 0x2f, 1).is_none());
-        assert!(lookup_ireg(w, 0x40, 1).is_none());
         for i in 2..=6 {
             assert!(lookup_ireg(w, 0x30, i).is_none());
         }
     }
+    // Counter delegation (0x40-0x5F) and the PDIS record (0x60/0x61) are S-level only.
+    assert!(lookup_ireg(Window::Machine, 0x40, 1).is_none());
+    assert_eq!(
+        lookup_ireg(Window::Supervisor, 0x5f, 2).map(|d| d.name),
+        Some("delegated event selector")
+    );
+    assert_eq!(
+        lookup_ireg(Window::VirtualSupervisor, 0x61, 6).map(|d| d.name),
+        Some("pdisadr2")
+    );
+    assert!(lookup_ireg(Window::Supervisor, 0x62, 1).is_none());
 }
