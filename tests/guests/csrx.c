@@ -85,7 +85,8 @@ static void test_stateen(void)
 	section("mstateen writable bits");
 	csr_write(0x30c, ~0UL);
 	rt_check("  mstateen0", csr_read(0x30c),
-		 SE0 | ST_ENVCFG | ST_CSRIND | ST_AIA | (1UL << 54) /* CTR */);
+		 SE0 | ST_ENVCFG | ST_CSRIND | ST_AIA | (1UL << 54) /* CTR */ |
+			 (1UL << 53) /* PDIS, provisional */);
 	csr_write(0x30f, ~0UL);
 	rt_check("  mstateen3", csr_read(0x30f), SE0);
 	csr_write(0x10c, ~0UL);
@@ -222,7 +223,8 @@ static void test_aia(void)
 {
 	section("mvien/mvip/mtopi");
 	csr_write(0x308, ~0UL);
-	rt_check("  mvien", csr_read(0x308), MIP(IRQ_SSI) | MIP(IRQ_SEI));
+	rt_check("  mvien", csr_read(0x308),
+		 MIP(IRQ_SSI) | MIP(IRQ_SEI) | MIP(13) /* LCOFI */);
 	csr_write(0x308, 0);
 	csr_write(0x309, MIP(IRQ_SSI));
 	rt_check("  mvip.SSIP aliases mip.SSIP", csr_read(mip) & MIP(IRQ_SSI),

@@ -75,7 +75,7 @@ static void test_stateen(void)
 	rt_puts("-- hstateen0\n");
 	stateen(~0UL, ~0UL);
 	rt_check("hstateen0 with mstateen0 = ~0", csrr_n(CSR_HSTATEEN0),
-		 ALL | (1UL << 54));
+		 ALL | (1UL << 54) /* CTR */ | (1UL << 53) /* PDIS */);
 	csrw_n(CSR_MSTATEEN0, ALL & ~ENVCFG);
 	rt_check("hstateen0.ENVCFG hidden by mstateen0",
 		 csrr_n(CSR_HSTATEEN0), ALL & ~ENVCFG);

@@ -8,8 +8,10 @@ mod common;
 use common::*;
 use vcpu::PrivilegeMode::{Supervisor, User};
 
-const ALL: u64 = SE0 | ST_ENVCFG | ST_CSRIND | ST_AIA | CTR;
+const ALL: u64 = SE0 | ST_ENVCFG | ST_CSRIND | ST_AIA | CTR | PDIS;
 const CTR: u64 = 1 << 54;
+/// Smpdis (draft): the provisional bit.
+const PDIS: u64 = 1 << 53;
 
 /// Run `body` in `mode` with V = `virt` after setting `mstateen0` = `m0`, `hstateen0` = `h0`
 /// (and `mstateen1-3`/`hstateen1-3` = the SE0 bit of `m0`/`h0`); `None` expects a clean finish, `Some(c)` a trap
@@ -85,7 +87,7 @@ fn hstateen_bits_exist_where_mstateen_bits_are_one() {
     assert_eq!(
         vm.x(10),
         ALL,
-        "SE0, ENVCFG, CSRIND, AIA, CTR (54); the rest read 0"
+        "SE0, ENVCFG, CSRIND, AIA, CTR (54), PDIS (53, provisional); the rest read 0"
     );
     for i in 11..14 {
         assert_eq!(vm.x(i), SE0, "hstateen{}", i - 10);

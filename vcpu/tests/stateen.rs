@@ -32,9 +32,12 @@ fn mstateen_writable_bits() {
         body.push(csrr(10 + i as u32, m));
     }
     vm.exec(&body);
-    // SE0, ENVCFG, CSRIND, AIA, CTR (the default hart has Smctr); IMSIC, CONTEXT, P1P13,
-    // P1P14, JVT, FCSR, C read 0.
-    assert_eq!(vm.x(10), SE0 | ST_ENVCFG | ST_CSRIND | ST_AIA | (1 << 54));
+    // SE0, ENVCFG, CSRIND, AIA, CTR (the default hart has Smctr), PDIS (Smpdis, provisional
+    // bit 53); IMSIC, CONTEXT, P1P13, P1P14, JVT, FCSR, C read 0.
+    assert_eq!(
+        vm.x(10),
+        SE0 | ST_ENVCFG | ST_CSRIND | ST_AIA | (1 << 54) | (1 << 53)
+    );
     for i in 11..14 {
         assert_eq!(vm.x(i), SE0, "mstateen{}", i - 10);
     }
