@@ -144,9 +144,19 @@ struct RunArgs {
     #[arg(long, value_name = "FILE")]
     snapshot_on_stop: Option<PathBuf>,
 
-    /// Number of vCPUs (1-64), one host thread each.
+    /// Number of vCPUs (1-64).
     #[arg(long, value_name = "N", default_value_t = 1)]
     vcpus: u64,
+
+    /// Number of hart instances (host threads) the vCPUs run on, 1 to --vcpus (default: one
+    /// per vCPU). With fewer, each hart runs its vCPUs in turn, saving and loading the whole
+    /// guest state (CTR included) on every switch.
+    #[arg(long, value_name = "N")]
+    pcpus: Option<u64>,
+
+    /// The time slice of a vCPU on a shared hart (--pcpus), in instructions.
+    #[arg(long, value_name = "N", default_value_t = runner::DEFAULT_SLICE_INSNS)]
+    slice_insns: u64,
 
     /// Print instructions, wall time, MIPS and a table of exits by reason on stderr
     /// (summed over all vCPUs).
@@ -265,6 +275,8 @@ fn run_kernel(args: RunArgs) -> ExitCode {
         timeout: args.timeout,
         trace: args.trace,
         vcpus: args.vcpus,
+        pcpus: args.pcpus,
+        slice_insns: args.slice_insns,
         ctr: args.ctr,
         ctr_depths: args.ctr_depths,
         host_ctr_depths: args.host_ctr_depths,
@@ -296,6 +308,13 @@ fn report(result: Result<(RunExit, runner::RunStats), vmm::Error>, stats_wanted:
                     stats.mips()
                 );
                 eprint!("{}", stats.exits.table());
+                if !stats.switches.is_empty() {
+                    let per_hart: Vec<String> = (0..)
+                        .zip(&stats.switches)
+                        .map(|(h, n)| format!("hart {h}: {n}"))
+                        .collect();
+                    eprintln!("vmm: vCPU switches per hart: {}", per_hart.join(", "));
+                }
             }
             ExitCode::from(exit.exit_code())
         }

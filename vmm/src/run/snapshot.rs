@@ -198,6 +198,8 @@ impl GuestVm {
             smp: None,
             secondaries: Vec::new(),
             secondary_insns: 0,
+            sched: None,
+            switch_counts: Vec::new(),
         })
     }
 }
