@@ -1,8 +1,9 @@
 //! `vmm run --pcpus`: vCPUs multiplexed on fewer hart instances see exactly the CTR history
 //! they see on a hart each, and IPIs, remote fences, HSM and WFI idling work while a vCPU
-//! is off its hart.
+//! is off its hart; multi-vCPU VMs are snapshotted and restored on any number of harts.
 
-use vmm::run::{run_kernel, ConsoleInput, RunConfig, RunStats};
+use vmm::run::snapshot::{restore_and_run, RestoreConfig};
+use vmm::run::{run_kernel, ConsoleInput, RunConfig, RunExit, RunStats};
 use vmm_tests::{guest, SharedBuf, BUDGET};
 
 fn config(vcpus: u64, pcpus: Option<u64>, slice: u64) -> RunConfig {
@@ -141,4 +142,69 @@ fn pcpus_and_slices_out_of_range_are_refused() {
 
 fn vcpu_slice() -> u64 {
     vmm::run::DEFAULT_SLICE_INSNS
+}
+
+fn temp(name: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("vmm-smp-test-{}-{name}", std::process::id()))
+}
+
+/// Multi-vCPU snapshots: stopped mid-recording (both vCPUs started, their CTR contexts
+/// loaded), written, and restored on one hart instance or two: the output goes on exactly
+/// as in a run straight through.
+#[test]
+fn two_vcpu_snapshot_mid_recording_restores_on_any_number_of_harts() {
+    let (straight, _) = run(2, Some(1), 1000);
+    let path = temp("mid");
+    let out = SharedBuf::default();
+    let mut c = config(2, Some(1), 1000);
+    // vCPU 0 stops the VM after 12 000 instructions: both loops are running.
+    c.max_insns = Some(12_000);
+    c.snapshot_on_stop = Some(path.clone());
+    let (exit, _) = run_kernel(&c, Box::new(out.clone()), ConsoleInput::None).unwrap();
+    assert!(matches!(exit, RunExit::BudgetExhausted { .. }), "{exit:?}");
+    let before = out.text();
+    assert!(!before.contains("hart 0:"), "snapshot too late:\n{before}");
+    let snap = vmm::snapshot::read(&path).unwrap();
+    assert_eq!(snap.state.vcpus.len(), 2);
+    for (i, v) in snap.state.vcpus.iter().enumerate() {
+        assert_eq!(v.hsm, 0, "vCPU {i} is started");
+        assert!(v.ctr.loaded, "vCPU {i} has its CTR context loaded");
+    }
+    for (pcpus, slice) in [(Some(1), 1000), (Some(1), 777), (None, 100_000)] {
+        let out = SharedBuf::default();
+        let options = RestoreConfig {
+            max_insns: Some(BUDGET),
+            pcpus,
+            slice_insns: slice,
+            ..RestoreConfig::default()
+        };
+        let (exit, _) = restore_and_run(&path, &options, Box::new(out.clone()), ConsoleInput::None)
+            .unwrap_or_else(|e| panic!("pcpus {pcpus:?}: {e}"));
+        assert_eq!(exit.exit_code(), 0, "pcpus {pcpus:?}:\n{}", out.text());
+        let whole = format!("{before}{}", out.text());
+        if pcpus == Some(1) {
+            assert_eq!(whole, straight, "pcpus {pcpus:?} slice {slice}");
+        } else {
+            assert_eq!(without_cycles(&whole), without_cycles(&straight));
+        }
+    }
+    // Out of range for the snapshot's two vCPUs.
+    let options = RestoreConfig {
+        pcpus: Some(3),
+        ..RestoreConfig::default()
+    };
+    let err = restore_and_run(
+        &path,
+        &options,
+        Box::new(SharedBuf::default()),
+        ConsoleInput::None,
+    )
+    .map(|_| ())
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("invalid number of harts (--pcpus) 3: must be 1..=2"),
+        "{err}"
+    );
+    let _ = std::fs::remove_file(&path);
 }

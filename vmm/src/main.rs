@@ -80,6 +80,14 @@ struct RestoreArgs {
     #[arg(long)]
     paused: bool,
 
+    /// Hart instances for the snapshot's vCPUs, 1 to their number (default: one per vCPU).
+    #[arg(long, value_name = "N")]
+    pcpus: Option<u64>,
+
+    /// The time slice of a vCPU on a shared hart (--pcpus), in instructions.
+    #[arg(long, value_name = "N", default_value_t = runner::DEFAULT_SLICE_INSNS)]
+    slice_insns: u64,
+
     /// Print instructions, wall time, MIPS and the exit table on stderr.
     #[arg(long)]
     stats: bool,
@@ -334,6 +342,8 @@ fn restore(args: RestoreArgs) -> ExitCode {
         api_sock: args.api_sock,
         snapshot_on_stop: args.snapshot_on_stop,
         paused: args.paused,
+        pcpus: args.pcpus,
+        slice_insns: args.slice_insns,
     };
     let console = Box::new(std::io::stdout());
     report(

@@ -331,8 +331,6 @@ pub struct GuestVm {
     /// harts' VMs.
     smp: Option<Arc<Smp>>,
     secondaries: Vec<GuestVm>,
-    /// Instructions executed by the other harts (after `run`).
-    secondary_insns: u64,
     /// With more vCPUs than harts on this hart (`--pcpus`): the others and the time slice.
     sched: Option<Sched>,
     /// vCPU switches per hart (after `run`, on hart 0; empty with one vCPU).
@@ -535,33 +533,18 @@ impl GuestVm {
             stats: ExitStats::default(),
             smp: smp.clone(),
             secondaries: Vec::new(),
-            secondary_insns: 0,
             sched: None,
             switch_counts: Vec::new(),
         };
-        let mut instances: Vec<GuestVm> = Vec::new();
-        for (id, mut hart) in (0..).zip(harts) {
-            let ctr = ctr_virt::GuestCtr::new(ctr_policy);
-            ctr.prepare(&mut hart);
-            if id < pcpus {
-                instances.push(vm(hart, id, ctr));
-                continue;
-            }
-            let mut state = hart.save_state();
-            state.hart_id = id;
-            let instance = &mut instances[(id % pcpus) as usize];
-            let sched = instance
-                .sched
-                .get_or_insert_with(|| Sched::new(config.slice_insns));
-            sched.parked.push_back(ParkedVcpu {
-                id,
-                state,
-                ctr,
-                mailbox: hart.mailbox(),
-                preempted: true,
-            });
-        }
-        let mut instances = instances.into_iter();
+        let vcpus = (0..)
+            .zip(harts)
+            .map(|(id, mut hart)| {
+                let ctr = ctr_virt::GuestCtr::new(ctr_policy);
+                ctr.prepare(&mut hart);
+                (id, hart, ctr)
+            })
+            .collect();
+        let mut instances = place_vcpus(vcpus, pcpus, config.slice_insns, |_| true, vm).into_iter();
         let Some(mut boot) = instances.next() else {
             return Err(Error::InvalidVcpus {
                 vcpus: config.vcpus,
@@ -587,7 +570,9 @@ impl GuestVm {
 
     /// Instructions executed by all vCPUs.
     pub fn executed(&self) -> u64 {
-        self.hart.executed() + self.parked_executed() + self.secondary_insns
+        self.hart.executed()
+            + self.parked_executed()
+            + self.secondaries.iter().map(GuestVm::executed).sum::<u64>()
     }
 
     /// Where the kernel, initrd and device tree were put.
@@ -633,10 +618,12 @@ impl GuestVm {
         let mut switches = vec![self.switches()];
         for t in threads {
             match t.join() {
-                Ok(vm) => {
+                Ok(mut vm) => {
                     self.stats.merge(&vm.stats);
-                    self.secondary_insns += vm.executed();
+                    vm.stats = ExitStats::default();
                     switches.push(vm.switches());
+                    // Kept for `executed` and snapshots.
+                    self.secondaries.push(vm);
                 }
                 Err(_) => smp.finish(Err(Error::VcpuThread("it panicked".into()))),
             }
@@ -651,13 +638,20 @@ impl GuestVm {
         let Some(smp) = self.smp.clone() else {
             return;
         };
-        if self.hart_id != HART_ID {
-            if let Some(sched) = self.sched.as_mut() {
-                // The hart's scheduler waits for any of its vCPUs.
-                sched.leave = Some(Leave::Stopped);
-            } else if !self.wait_for_start(&smp) {
+        if let Some(sched) = self.sched.as_mut() {
+            // The hart's scheduler takes the first of its vCPUs that can run.
+            sched.leave = Some(Leave::Stopped);
+        } else if smp.hart_status(self.hart_id) != sbi::hsm::STATE_STARTED {
+            if !self.wait_for_start(&smp) {
                 return;
             }
+        } else if smp.is_idle(self.hart_id) && !self.idle() {
+            // Restored while waiting in WFI.
+            smp.finish(Err(Error::WaitForever {
+                hart: self.hart_id,
+                pc: Vcpu::pc(&self.hart),
+            }));
+            return;
         }
         let result = self.run_hart();
         smp.finish(result);
@@ -1112,3 +1106,35 @@ impl SbiEnv for PlatformEnv<'_> {
 
 #[cfg(test)]
 mod tests;
+
+/// Puts vCPUs (`(id, hart, ctr)`, by id) on `pcpus` hart instances: vCPU `v` runs on
+/// instance `v % pcpus`, whose hart is vCPU `v % pcpus`'s; the others' states are parked
+/// there (`preempted(id)`: whether the vCPU could run when parked). `make` builds an
+/// instance from a hart, the id of the vCPU on it and its CTR.
+fn place_vcpus(
+    vcpus: Vec<(u64, Hart, ctr_virt::GuestCtr)>,
+    pcpus: u64,
+    slice: u64,
+    preempted: impl Fn(u64) -> bool,
+    make: impl Fn(Hart, u64, ctr_virt::GuestCtr) -> GuestVm,
+) -> Vec<GuestVm> {
+    let mut instances: Vec<GuestVm> = Vec::new();
+    for (id, hart, ctr) in vcpus {
+        if id < pcpus {
+            instances.push(make(hart, id, ctr));
+            continue;
+        }
+        let mut state = hart.save_state();
+        state.hart_id = id;
+        let instance = &mut instances[(id % pcpus) as usize];
+        let sched = instance.sched.get_or_insert_with(|| Sched::new(slice));
+        sched.parked.push_back(ParkedVcpu {
+            id,
+            state,
+            ctr,
+            mailbox: hart.mailbox(),
+            preempted: preempted(id),
+        });
+    }
+    instances
+}

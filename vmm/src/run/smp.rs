@@ -221,7 +221,11 @@ impl Smp {
         let i = id as usize;
         let mut st = self.lock();
         let result = loop {
-            if self.ended() || hart.wakeup_pending() || quit() {
+            if self.ended() {
+                // Still waiting: a snapshot taken at the end records it.
+                return Ok(());
+            }
+            if hart.wakeup_pending() || quit() {
                 break Ok(());
             }
             let deadline = hart.timer_deadline_slots().unwrap_or(u64::MAX);
@@ -341,5 +345,44 @@ impl Smp {
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
         }
+    }
+
+    /// vCPU `id` for a snapshot: HSM state, pending start, WFI deadline while waiting, and
+    /// whether an IPI waits in its mailbox.
+    pub(crate) fn vcpu_state(&self, id: u64) -> (u64, (u64, u64), Option<u64>, bool) {
+        let st = self.lock();
+        let h = st.harts[id as usize];
+        (
+            h.status,
+            h.start,
+            h.idle,
+            self.mailboxes[id as usize].has_pending(),
+        )
+    }
+
+    /// vCPU `id` as a snapshot has it (before any thread runs): see [`Smp::vcpu_state`].
+    pub(crate) fn restore_vcpu_state(
+        &self,
+        id: u64,
+        status: u64,
+        start: (u64, u64),
+        idle: Option<u64>,
+        ipi: u64,
+    ) {
+        let mut st = self.lock();
+        st.harts[id as usize] = HartSlot {
+            status,
+            start,
+            idle,
+        };
+        self.update_earliest(&st);
+        if ipi != 0 {
+            self.mailboxes[id as usize].post_interrupts(ipi);
+        }
+    }
+
+    /// Whether vCPU `id` waits in WFI.
+    pub(crate) fn is_idle(&self, id: u64) -> bool {
+        self.lock().harts[id as usize].idle.is_some()
     }
 }
