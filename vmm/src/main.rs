@@ -148,7 +148,7 @@ struct RunArgs {
     api_sock: Option<PathBuf>,
 
     /// When --max-insns or --timeout ends the run, write a snapshot to FILE (for
-    /// `vmm restore`; single-vCPU VMs).
+    /// `vmm restore`), of every vCPU.
     #[arg(long, value_name = "FILE")]
     snapshot_on_stop: Option<PathBuf>,
 
