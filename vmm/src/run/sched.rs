@@ -37,8 +37,8 @@ use super::GuestVm;
 use crate::error::Error;
 
 /// The default time slice of a vCPU on a shared hart, in instructions (`--slice-insns`):
-/// 1 ms of the guest's virtual time at the nominal 100 MIPS. A switch costs about 10 µs
-/// (README, performance), about 2% of a slice run at 200 MIPS.
+/// 1 ms of the guest's virtual time at the nominal 100 MIPS. A switch costs 4-10 µs
+/// (README, performance), about 1% of a slice run at 200 MIPS.
 pub const DEFAULT_SLICE_INSNS: u64 = 100_000;
 
 /// A vCPU off its hart.
