@@ -106,11 +106,11 @@ fn fetch_linux_guest() -> Result<LinuxGuest, String> {
 /// Boots the Linux guest with `vmmcmd` as its workload; returns how the run ended, its
 /// statistics and the console output with `\r\n` turned into `\n`.
 fn boot(vmmcmd: &str) -> (RunExit, RunStats, String) {
-    boot_vcpus(vmmcmd, 1)
+    boot_vcpus(vmmcmd, 1, None)
 }
 
-/// [`boot`] with `vcpus` vCPUs.
-fn boot_vcpus(vmmcmd: &str, vcpus: u64) -> (RunExit, RunStats, String) {
+/// [`boot`] with `vcpus` vCPUs on `pcpus` hart instances (`None`: one each).
+fn boot_vcpus(vmmcmd: &str, vcpus: u64, pcpus: Option<u64>) -> (RunExit, RunStats, String) {
     let guest = linux_guest();
     let mut config = RunConfig::new(&guest.kernel);
     config.initrd = Some(guest.initrd.clone());
@@ -118,6 +118,7 @@ fn boot_vcpus(vmmcmd: &str, vcpus: u64) -> (RunExit, RunStats, String) {
     config.memory_mib = LINUX_MEMORY_MIB;
     config.max_insns = Some(LINUX_BUDGET);
     config.vcpus = vcpus;
+    config.pcpus = pcpus;
     let out = SharedBuf::default();
     let r = run_kernel(&config, Box::new(out.clone()), ConsoleInput::None);
     let text = out.text().replace("\r\n", "\n");
@@ -254,10 +255,11 @@ fn linux_panic_is_a_reboot_and_a_failure() {
 }
 
 /// SMP: Linux brings up every hart through SBI HSM and reports them all online.
-fn linux_smp_boot(vcpus: u64) {
+fn linux_smp_boot(vcpus: u64, pcpus: Option<u64>) -> RunStats {
     let (exit, stats, out) = boot_vcpus(
         "cat /proc/cpuinfo; cat /sys/devices/system/cpu/online; nproc; echo done",
         vcpus,
+        pcpus,
     );
     let last = vcpus - 1;
     find(&out, &format!("smp: Brought up 1 node, {vcpus} CPUs"));
@@ -286,14 +288,24 @@ fn linux_smp_boot(vcpus: u64) {
         stats.exits.table()
     );
     assert!(stats.exits.get("sbi IPI") > 0, "{}", stats.exits.table());
+    stats
 }
 
 #[test]
 fn linux_boots_with_2_vcpus() {
-    linux_smp_boot(2);
+    linux_smp_boot(2, None);
 }
 
 #[test]
 fn linux_boots_with_4_vcpus() {
-    linux_smp_boot(4);
+    linux_smp_boot(4, None);
+}
+
+/// `--pcpus 1`: both vCPUs take turns on one hart instance (IPIs, remote fences, HSM and
+/// WFI idling with one vCPU off the hart).
+#[test]
+fn linux_boots_with_2_vcpus_on_1_hart() {
+    let stats = linux_smp_boot(2, Some(1));
+    assert_eq!(stats.switches.len(), 1);
+    assert!(stats.switches[0] > 100, "{:?}", stats.switches);
 }

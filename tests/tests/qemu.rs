@@ -185,6 +185,10 @@ const NOT_COMPARED: &[(&str, &str)] = &[
         "a `vmm run` guest kernel snapshotted mid-recording (tests/snapshot.rs)",
     ),
     (
+        "sbi_ctr_smp",
+        "a two-vCPU `vmm run` guest kernel for --pcpus and multi-vCPU snapshots (tests/smp.rs)",
+    ),
+    (
         "sbi_ctr_spin",
         "a `vmm run` guest kernel that never ends (control-socket tests, tests/api.rs)",
     ),

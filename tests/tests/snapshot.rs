@@ -77,7 +77,7 @@ fn ctr_history_is_bit_identical_after_restore_on_another_host() {
 }
 
 #[test]
-fn corrupted_and_multi_vcpu_snapshots_are_refused() {
+fn corrupted_old_and_inconsistent_snapshots_are_refused() {
     let path = temp("corrupt");
     run_then_snapshot(5_000, &path);
     let mut bytes = std::fs::read(&path).unwrap();
@@ -98,9 +98,45 @@ fn corrupted_and_multi_vcpu_snapshots_are_refused() {
     assert!(e.contains("truncated"), "{e}");
     let _ = std::fs::remove_file(&path);
 
+    // A file of format version 1 (single-vCPU snapshots, before multi-vCPU ones).
+    let path = temp("v1");
+    run_then_snapshot(5_000, &path);
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[8..12].copy_from_slice(&1u32.to_le_bytes());
+    std::fs::write(&path, &bytes).unwrap();
+    let e = vmm::snapshot::read(&path).unwrap_err().to_string();
+    assert!(
+        e.contains("snapshot format version 1 is not supported (this vmm reads version 2)"),
+        "{e}"
+    );
+
+    // Well-formed files whose vCPUs are inconsistent (as a hostile file may be).
     let mut c = config();
     c.vcpus = 2;
     let vm = GuestVm::new(&c, Box::new(SharedBuf::default())).unwrap();
-    let e = vm.write_snapshot(&temp("smp")).unwrap_err().to_string();
-    assert!(e.contains("more than one vCPU"), "{e}");
+    let (state, memory) = vm.snapshot().unwrap();
+    assert_eq!(state.vcpus.len(), 2);
+    let refused = |edit: &dyn Fn(&mut vmm::snapshot::VmState), want: &str| {
+        let mut s = state.clone();
+        edit(&mut s);
+        vmm::snapshot::write(&path, &s, &memory).unwrap();
+        let e = restore_and_run(
+            &path,
+            &RestoreConfig::default(),
+            Box::new(SharedBuf::default()),
+            ConsoleInput::None,
+        )
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains(want), "{e}");
+    };
+    refused(&|s| s.vcpus[1].hsm = 7, "vCPU 1: HSM state 7");
+    refused(
+        &|s| s.vcpus[1].idle = Some(5),
+        "vCPU 1: HSM state 1 with WFI wait",
+    );
+    refused(&|s| s.vcpus[1].hart.hart_id = 0, "vCPU 1 has hart id 0");
+    refused(&|s| s.vcpus.truncate(0), "no vCPU");
+    let _ = std::fs::remove_file(&path);
 }

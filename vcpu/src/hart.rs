@@ -428,6 +428,14 @@ impl Hart {
         self.mailbox.clone()
     }
 
+    /// Replace the mailbox (outside [`Hart::run`]): a VMM that multiplexes several vCPUs on
+    /// this hart gives each vCPU a mailbox of its own and installs it with the vCPU's state,
+    /// so interrupts and fences posted to a vCPU that is not on a hart wait in its mailbox
+    /// until it is loaded again.
+    pub fn set_mailbox(&mut self, mailbox: Arc<HartMailbox>) {
+        self.mailbox = mailbox;
+    }
+
     /// Whether an enabled interrupt is pending at any level (what ends a WFI), counting
     /// interrupts posted to the mailbox.
     pub fn wakeup_pending(&self) -> bool {

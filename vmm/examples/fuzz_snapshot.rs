@@ -28,7 +28,12 @@ fn seed() -> Vec<u8> {
         vcpus: vec![vmm::snapshot::VcpuState {
             hart: hart.save_state(),
             ctr: ctr_virt::GuestCtr::new(policy).snapshot(),
+            hsm: 0,
+            start: (0, 0),
+            idle: None,
+            ipi_posted: false,
         }],
+        clock: 0,
         uart: vmm::devices::uart::UartState {
             registers: [1, 0, 0, 1, 3, 0x60, 8, 0, 0],
             in_buffer: vec![],

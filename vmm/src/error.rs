@@ -162,6 +162,21 @@ pub enum Error {
         max: u64,
     },
 
+    /// `vmm run --pcpus`: the number of harts is out of range.
+    #[error(
+        "invalid number of harts (--pcpus) {pcpus}: must be 1..={vcpus} (the number of vCPUs)"
+    )]
+    InvalidPcpus {
+        /// The requested number.
+        pcpus: u64,
+        /// The number of vCPUs.
+        vcpus: u64,
+    },
+
+    /// `vmm run --slice-insns`: a time slice of 0 instructions.
+    #[error("invalid time slice (--slice-insns) 0: must be at least 1 instruction")]
+    InvalidSlice,
+
     /// `vmm run --vcpus`: a vCPU thread could not be started or panicked.
     #[error("vCPU thread: {0}")]
     VcpuThread(String),

@@ -80,6 +80,14 @@ struct RestoreArgs {
     #[arg(long)]
     paused: bool,
 
+    /// Hart instances for the snapshot's vCPUs, 1 to their number (default: one per vCPU).
+    #[arg(long, value_name = "N")]
+    pcpus: Option<u64>,
+
+    /// The time slice of a vCPU on a shared hart (--pcpus), in instructions.
+    #[arg(long, value_name = "N", default_value_t = runner::DEFAULT_SLICE_INSNS)]
+    slice_insns: u64,
+
     /// Print instructions, wall time, MIPS and the exit table on stderr.
     #[arg(long)]
     stats: bool,
@@ -140,13 +148,23 @@ struct RunArgs {
     api_sock: Option<PathBuf>,
 
     /// When --max-insns or --timeout ends the run, write a snapshot to FILE (for
-    /// `vmm restore`; single-vCPU VMs).
+    /// `vmm restore`), of every vCPU.
     #[arg(long, value_name = "FILE")]
     snapshot_on_stop: Option<PathBuf>,
 
-    /// Number of vCPUs (1-64), one host thread each.
+    /// Number of vCPUs (1-64).
     #[arg(long, value_name = "N", default_value_t = 1)]
     vcpus: u64,
+
+    /// Number of hart instances (host threads) the vCPUs run on, 1 to --vcpus (default: one
+    /// per vCPU). With fewer, each hart runs its vCPUs in turn, saving and loading the whole
+    /// guest state (CTR included) on every switch.
+    #[arg(long, value_name = "N")]
+    pcpus: Option<u64>,
+
+    /// The time slice of a vCPU on a shared hart (--pcpus), in instructions.
+    #[arg(long, value_name = "N", default_value_t = runner::DEFAULT_SLICE_INSNS)]
+    slice_insns: u64,
 
     /// Print instructions, wall time, MIPS and a table of exits by reason on stderr
     /// (summed over all vCPUs).
@@ -265,6 +283,8 @@ fn run_kernel(args: RunArgs) -> ExitCode {
         timeout: args.timeout,
         trace: args.trace,
         vcpus: args.vcpus,
+        pcpus: args.pcpus,
+        slice_insns: args.slice_insns,
         ctr: args.ctr,
         ctr_depths: args.ctr_depths,
         host_ctr_depths: args.host_ctr_depths,
@@ -296,6 +316,13 @@ fn report(result: Result<(RunExit, runner::RunStats), vmm::Error>, stats_wanted:
                     stats.mips()
                 );
                 eprint!("{}", stats.exits.table());
+                if !stats.switches.is_empty() {
+                    let per_hart: Vec<String> = (0..)
+                        .zip(&stats.switches)
+                        .map(|(h, n)| format!("hart {h}: {n}"))
+                        .collect();
+                    eprintln!("vmm: vCPU switches per hart: {}", per_hart.join(", "));
+                }
             }
             ExitCode::from(exit.exit_code())
         }
@@ -315,6 +342,8 @@ fn restore(args: RestoreArgs) -> ExitCode {
         api_sock: args.api_sock,
         snapshot_on_stop: args.snapshot_on_stop,
         paused: args.paused,
+        pcpus: args.pcpus,
+        slice_insns: args.slice_insns,
     };
     let console = Box::new(std::io::stdout());
     report(

@@ -51,13 +51,22 @@ pub struct LayoutState {
     pub fdt: u64,
 }
 
-/// One vCPU.
+/// One vCPU (vCPU `i` is `VmState::vcpus[i]`, with hart id `i`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VcpuState {
     /// The hart's architectural state.
     pub hart: vcpu::state::HartState,
     /// The VMM's CTR management of this vCPU.
     pub ctr: ctr_virt::GuestCtrState,
+    /// Its SBI HSM state: 0 STARTED, 1 STOPPED, 2 START_PENDING.
+    pub hsm: u64,
+    /// `(start_addr, opaque)` of a pending `hart_start`.
+    pub start: (u64, u64),
+    /// Waiting in WFI until the global clock reaches this deadline (`u64::MAX`: no timer)
+    /// or an interrupt arrives.
+    pub idle: Option<u64>,
+    /// An IPI posted to its mailbox and not yet taken in (the only interrupt the VMM posts).
+    pub ipi_posted: bool,
 }
 
 /// Everything but guest RAM.
@@ -73,6 +82,8 @@ pub struct VmState {
     pub trap_time: bool,
     /// The vCPUs.
     pub vcpus: Vec<VcpuState>,
+    /// The virtual clock the vCPUs share (instruction slots; with one vCPU, its own).
+    pub clock: u64,
     /// The UART.
     pub uart: UartState,
     /// Console input not yet given to the guest.
@@ -282,7 +293,12 @@ mod tests {
             vcpus: vec![VcpuState {
                 hart: hart.save_state(),
                 ctr: ctr_virt::GuestCtr::new(policy).snapshot(),
+                hsm: 0,
+                start: (0, 0),
+                idle: None,
+                ipi_posted: false,
             }],
+            clock: 0,
             uart: UartState {
                 registers: [1, 0, 0, 1, 3, 0x60, 8, 0, 0],
                 in_buffer: b"hi".to_vec(),

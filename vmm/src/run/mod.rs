@@ -39,6 +39,7 @@ pub mod api;
 pub mod console;
 pub mod fdt;
 pub mod kernel;
+mod sched;
 mod smp;
 pub mod snapshot;
 pub mod stats;
@@ -58,7 +59,10 @@ use crate::devices::Console;
 use crate::error::Error;
 use crate::machine::{HART_ID, MAX_MEMORY_MIB, RAM_BASE, UART_BASE, UART_SIZE};
 use crate::sbi::{self, srst::ResetRequest, SbiCall, SbiEnv, SbiOutcome, SbiRet};
+use sched::{Leave, ParkedVcpu, Sched};
 use smp::Smp;
+
+pub use sched::DEFAULT_SLICE_INSNS;
 
 pub use crate::sbi::srst::EXIT_REBOOT;
 
@@ -118,8 +122,15 @@ pub struct RunConfig {
     pub timeout: Option<std::time::Duration>,
     /// Log every instruction at trace level.
     pub trace: bool,
-    /// Number of vCPUs (1..=[`MAX_VCPUS`]), one host thread each.
+    /// Number of vCPUs (1..=[`MAX_VCPUS`]).
     pub vcpus: u64,
+    /// `--pcpus`: the number of hart instances (host threads) the vCPUs run on,
+    /// 1..=`vcpus`; `None`: one per vCPU. With fewer harts than vCPUs each hart runs its
+    /// vCPUs in turn, `slice_insns` instructions at a time (see `run/sched.rs`).
+    pub pcpus: Option<u64>,
+    /// `--slice-insns`: the time slice of a vCPU on a shared hart, in instructions
+    /// (default [`DEFAULT_SLICE_INSNS`]).
+    pub slice_insns: u64,
     /// `--ctr on|off`: whether the guest has Control Transfer Records.
     pub ctr: bool,
     /// `--ctr-depths`: the CTR depths the guest may select (`None`: the migration-safe
@@ -161,6 +172,8 @@ impl RunConfig {
             timeout: None,
             trace: false,
             vcpus: 1,
+            pcpus: None,
+            slice_insns: DEFAULT_SLICE_INSNS,
             ctr: true,
             ctr_depths: None,
             host_ctr_depths: ctr_virt::DepthSet::ALL,
@@ -288,6 +301,7 @@ pub(crate) fn run_vm(mut vm: GuestVm, input: ConsoleInput) -> Result<(RunExit, R
         instructions: vm.executed(),
         wall: start.elapsed(),
         exits: vm.stats.clone(),
+        switches: vm.switch_counts.clone(),
     };
     Ok((exit?, stats))
 }
@@ -317,8 +331,10 @@ pub struct GuestVm {
     /// harts' VMs.
     smp: Option<Arc<Smp>>,
     secondaries: Vec<GuestVm>,
-    /// Instructions executed by the other harts (after `run`).
-    secondary_insns: u64,
+    /// With more vCPUs than harts on this hart (`--pcpus`): the others and the time slice.
+    sched: Option<Sched>,
+    /// vCPU switches per hart (after `run`, on hart 0; empty with one vCPU).
+    switch_counts: Vec<u64>,
 }
 
 /// Instructions per call to [`Vcpu::run`] when there is no budget to respect (short enough
@@ -458,13 +474,13 @@ impl GuestVm {
             vinsn::apply(&mut hart, &policy);
             Ok(hart)
         };
-        let mut hart = new_hart(HART_ID)?;
-        let others = (1..config.vcpus)
+        let mut harts = (0..config.vcpus)
             .map(new_hart)
             .collect::<Result<Vec<_>, _>>()?;
-        Vcpu::set_pc(&mut hart, kernel.entry);
-        Vcpu::set_xreg(&mut hart, 10, HART_ID);
-        Vcpu::set_xreg(&mut hart, 11, fdt_addr);
+        let hart = &mut harts[0];
+        Vcpu::set_pc(hart, kernel.entry);
+        Vcpu::set_xreg(hart, 10, HART_ID);
+        Vcpu::set_xreg(hart, 11, fdt_addr);
         log::debug!(
             "run: {:?} kernel at {:#x?}, entry {:#x}, initrd {:#x?}, fdt at {fdt_addr:#x}",
             kernel.format,
@@ -479,42 +495,63 @@ impl GuestVm {
             initrd,
             fdt: fdt_addr,
         };
+        // vCPU v runs on hart instance v % pcpus; the first pcpus harts are the instances.
+        let pcpus = config.pcpus.unwrap_or(config.vcpus);
+        if pcpus == 0 || pcpus > config.vcpus {
+            return Err(Error::InvalidPcpus {
+                pcpus,
+                vcpus: config.vcpus,
+            });
+        }
+        if config.slice_insns == 0 {
+            return Err(Error::InvalidSlice);
+        }
         let smp = clock.map(|clock| {
-            let all: Vec<&Hart> = std::iter::once(&hart).chain(others.iter()).collect();
-            Arc::new(Smp::new(clock, &all))
+            let mailboxes = harts.iter().map(|h| h.mailbox()).collect();
+            let stops = harts[..pcpus as usize]
+                .iter()
+                .map(|h| h.stop_handle())
+                .collect();
+            Arc::new(Smp::new(clock, mailboxes, stops))
         });
         let uart = Arc::new(Mutex::new(Uart::new(console)));
         let input = InputQueue::default();
-        let vm = |mut hart: Hart, hart_id: u64| {
-            let ctr = ctr_virt::GuestCtr::new(ctr_policy);
-            ctr.prepare(&mut hart);
-            GuestVm {
-                hart,
-                memory_mib: config.memory_mib,
-                hart_id,
-                mem: mem.clone(),
-                uart: uart.clone(),
-                input: input.clone(),
-                layout: layout.clone(),
-                max_insns: config.max_insns,
-                timeout: config.timeout,
-                policy,
-                ctr,
-                api: None,
-                snapshot_on_stop: config.snapshot_on_stop.clone(),
-                stats: ExitStats::default(),
-                smp: smp.clone(),
-                secondaries: Vec::new(),
-                secondary_insns: 0,
-            }
+        let vm = |hart: Hart, hart_id: u64, ctr: ctr_virt::GuestCtr| GuestVm {
+            hart,
+            memory_mib: config.memory_mib,
+            hart_id,
+            mem: mem.clone(),
+            uart: uart.clone(),
+            input: input.clone(),
+            layout: layout.clone(),
+            max_insns: config.max_insns,
+            timeout: config.timeout,
+            policy,
+            ctr,
+            api: None,
+            snapshot_on_stop: config.snapshot_on_stop.clone(),
+            stats: ExitStats::default(),
+            smp: smp.clone(),
+            secondaries: Vec::new(),
+            sched: None,
+            switch_counts: Vec::new(),
         };
-        let secondaries = others
-            .into_iter()
-            .zip(1..)
-            .map(|(h, id)| vm(h, id))
+        let vcpus = (0..)
+            .zip(harts)
+            .map(|(id, mut hart)| {
+                let ctr = ctr_virt::GuestCtr::new(ctr_policy);
+                ctr.prepare(&mut hart);
+                (id, hart, ctr)
+            })
             .collect();
-        let mut boot = vm(hart, HART_ID);
-        boot.secondaries = secondaries;
+        let mut instances = place_vcpus(vcpus, pcpus, config.slice_insns, |_| true, vm).into_iter();
+        let Some(mut boot) = instances.next() else {
+            return Err(Error::InvalidVcpus {
+                vcpus: config.vcpus,
+                max: MAX_VCPUS,
+            });
+        };
+        boot.secondaries = instances.collect();
         if let Some(path) = &config.api_sock {
             if config.vcpus > 1 {
                 return Err(Error::Api(
@@ -531,9 +568,11 @@ impl GuestVm {
         self.uart.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Instructions executed by all harts.
+    /// Instructions executed by all vCPUs.
     pub fn executed(&self) -> u64 {
-        self.hart.executed() + self.secondary_insns
+        self.hart.executed()
+            + self.parked_executed()
+            + self.secondaries.iter().map(GuestVm::executed).sum::<u64>()
     }
 
     /// Where the kernel, initrd and device tree were put.
@@ -576,15 +615,20 @@ impl GuestVm {
             }
         }
         self.run_smp_hart();
+        let mut switches = vec![self.switches()];
         for t in threads {
             match t.join() {
-                Ok(vm) => {
+                Ok(mut vm) => {
                     self.stats.merge(&vm.stats);
-                    self.secondary_insns += vm.hart.executed();
+                    vm.stats = ExitStats::default();
+                    switches.push(vm.switches());
+                    // Kept for `executed` and snapshots.
+                    self.secondaries.push(vm);
                 }
                 Err(_) => smp.finish(Err(Error::VcpuThread("it panicked".into()))),
             }
         }
+        self.switch_counts = switches;
         smp.take_end()
     }
 
@@ -594,7 +638,19 @@ impl GuestVm {
         let Some(smp) = self.smp.clone() else {
             return;
         };
-        if self.hart_id != HART_ID && !self.wait_for_start(&smp) {
+        if let Some(sched) = self.sched.as_mut() {
+            // The hart's scheduler takes the first of its vCPUs that can run.
+            sched.leave = Some(Leave::Stopped);
+        } else if smp.hart_status(self.hart_id) != sbi::hsm::STATE_STARTED {
+            if !self.wait_for_start(&smp) {
+                return;
+            }
+        } else if smp.is_idle(self.hart_id) && !self.idle() {
+            // Restored while waiting in WFI.
+            smp.finish(Err(Error::WaitForever {
+                hart: self.hart_id,
+                pc: Vcpu::pc(&self.hart),
+            }));
             return;
         }
         let result = self.run_hart();
@@ -644,6 +700,9 @@ impl GuestVm {
                     });
                 }
             }
+            if !self.reschedule()? {
+                continue;
+            }
             let chunk = match self.max_insns {
                 Some(max) => {
                     let executed = self.hart.executed();
@@ -658,10 +717,19 @@ impl GuestVm {
                 }
                 None => run_chunk,
             };
+            let chunk = match &self.sched {
+                Some(s) => chunk.min(s.slice_left),
+                None => chunk,
+            };
             self.feed_uart();
+            let before = self.hart.executed();
             let exit = Vcpu::run(&mut self.hart, chunk);
             if let Some(smp) = &self.smp {
                 smp.wake_due();
+            }
+            if let Some(s) = self.sched.as_mut() {
+                let ran = self.hart.executed().saturating_sub(before);
+                s.slice_left = s.slice_left.saturating_sub(ran);
             }
             if let Some(end) = self.handle_exit(exit)? {
                 return Ok(end);
@@ -724,6 +792,22 @@ impl GuestVm {
     fn idle(&mut self) -> bool {
         match &self.smp {
             None => self.hart.skip_to_timer(),
+            Some(smp) if self.sched.is_some() => {
+                // Off the hart until something wakes it (`reschedule`), unless something
+                // already has.
+                if self.hart.wakeup_pending() {
+                    return true;
+                }
+                let deadline = self.hart.timer_deadline_slots().unwrap_or(u64::MAX);
+                if deadline <= smp.clock.now() {
+                    return true;
+                }
+                smp.set_idle(self.hart_id, deadline);
+                if let Some(s) = self.sched.as_mut() {
+                    s.leave = Some(Leave::Idle);
+                }
+                true
+            }
             Some(smp) => {
                 let input = &self.input;
                 smp.idle(self.hart_id, &self.hart, &|| input.quit_requested())
@@ -924,8 +1008,14 @@ impl GuestVm {
                 None => Err(Error::AllHartsStopped { hart: HART_ID }),
                 Some(smp) => {
                     smp.hart_stopped(self.hart_id);
-                    // The loop notices the end if the VM ends meanwhile.
-                    self.wait_for_start(&smp);
+                    match self.sched.as_mut() {
+                        // The hart's scheduler runs another vCPU meanwhile.
+                        Some(sched) => sched.leave = Some(Leave::Stopped),
+                        // The loop notices the end if the VM ends meanwhile.
+                        None => {
+                            self.wait_for_start(&smp);
+                        }
+                    }
                     Ok(None)
                 }
             },
@@ -1016,3 +1106,35 @@ impl SbiEnv for PlatformEnv<'_> {
 
 #[cfg(test)]
 mod tests;
+
+/// Puts vCPUs (`(id, hart, ctr)`, by id) on `pcpus` hart instances: vCPU `v` runs on
+/// instance `v % pcpus`, whose hart is vCPU `v % pcpus`'s; the others' states are parked
+/// there (`preempted(id)`: whether the vCPU could run when parked). `make` builds an
+/// instance from a hart, the id of the vCPU on it and its CTR.
+fn place_vcpus(
+    vcpus: Vec<(u64, Hart, ctr_virt::GuestCtr)>,
+    pcpus: u64,
+    slice: u64,
+    preempted: impl Fn(u64) -> bool,
+    make: impl Fn(Hart, u64, ctr_virt::GuestCtr) -> GuestVm,
+) -> Vec<GuestVm> {
+    let mut instances: Vec<GuestVm> = Vec::new();
+    for (id, hart, ctr) in vcpus {
+        if id < pcpus {
+            instances.push(make(hart, id, ctr));
+            continue;
+        }
+        let mut state = hart.save_state();
+        state.hart_id = id;
+        let instance = &mut instances[(id % pcpus) as usize];
+        let sched = instance.sched.get_or_insert_with(|| Sched::new(slice));
+        sched.parked.push_back(ParkedVcpu {
+            id,
+            state,
+            ctr,
+            mailbox: hart.mailbox(),
+            preempted: preempted(id),
+        });
+    }
+    instances
+}

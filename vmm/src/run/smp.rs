@@ -18,6 +18,10 @@ use std::time::Duration;
 
 use vcpu::{Hart, HartMailbox, SharedClock, StopHandle};
 
+/// A vCPU a hart may load: its id, and `(start_addr, opaque)` when it is starting (HSM
+/// `hart_start`, now STARTED).
+pub(crate) type Pick = (u64, Option<(u64, u64)>);
+
 use super::RunExit;
 use crate::error::Error;
 use crate::sbi::hsm::{STATE_STARTED, STATE_START_PENDING, STATE_STOPPED};
@@ -47,7 +51,9 @@ struct State {
 /// The shared part of a multiprocessor VM.
 pub(crate) struct Smp {
     pub(crate) clock: Arc<SharedClock>,
+    /// One per vCPU (a vCPU keeps its mailbox when it moves on or off a hart).
     mailboxes: Vec<Arc<HartMailbox>>,
+    /// One per hart instance (`--pcpus`).
     stops: Vec<StopHandle>,
     state: Mutex<State>,
     cv: Condvar,
@@ -57,14 +63,20 @@ pub(crate) struct Smp {
 }
 
 impl Smp {
-    /// State for `harts` (hart `i` is `harts[i]`); hart 0 is started, the others stopped.
-    pub(crate) fn new(clock: Arc<SharedClock>, harts: &[&Hart]) -> Smp {
+    /// State for vCPUs with these mailboxes (vCPU `i` has `mailboxes[i]`) on harts with these
+    /// stop handles; vCPU 0 is started, the others stopped.
+    pub(crate) fn new(
+        clock: Arc<SharedClock>,
+        mailboxes: Vec<Arc<HartMailbox>>,
+        stops: Vec<StopHandle>,
+    ) -> Smp {
+        let n = mailboxes.len();
         Smp {
             clock,
-            mailboxes: harts.iter().map(|h| h.mailbox()).collect(),
-            stops: harts.iter().map(|h| h.stop_handle()).collect(),
+            mailboxes,
+            stops,
             state: Mutex::new(State {
-                harts: (0..harts.len())
+                harts: (0..n)
                     .map(|i| HartSlot {
                         status: if i == 0 { STATE_STARTED } else { STATE_STOPPED },
                         start: (0, 0),
@@ -209,7 +221,11 @@ impl Smp {
         let i = id as usize;
         let mut st = self.lock();
         let result = loop {
-            if self.ended() || hart.wakeup_pending() || quit() {
+            if self.ended() {
+                // Still waiting: a snapshot taken at the end records it.
+                return Ok(());
+            }
+            if hart.wakeup_pending() || quit() {
                 break Ok(());
             }
             let deadline = hart.timer_deadline_slots().unwrap_or(u64::MAX);
@@ -244,5 +260,129 @@ impl Smp {
         st.harts[i].idle = None;
         self.update_earliest(&st);
         result
+    }
+
+    /// Whether vCPU `id` can run now (for a hart that multiplexes vCPUs): START_PENDING,
+    /// STARTED and not waiting in WFI, or waiting with an interrupt posted to its mailbox or
+    /// its timer deadline reached on the global clock.
+    fn can_run(&self, st: &State, id: usize) -> bool {
+        let h = &st.harts[id];
+        match h.status {
+            STATE_START_PENDING => true,
+            STATE_STARTED => match h.idle {
+                None => true,
+                Some(deadline) => self.mailboxes[id].has_pending() || deadline <= self.clock.now(),
+            },
+            _ => false,
+        }
+    }
+
+    /// Takes the first vCPU of `order` that can run: a START_PENDING one becomes STARTED (its
+    /// start is returned), a waiting one stops waiting.
+    fn take_runnable(&self, st: &mut State, order: &[u64]) -> Option<Pick> {
+        let id = *order.iter().find(|&&id| self.can_run(st, id as usize))?;
+        let slot = &mut st.harts[id as usize];
+        let start = (slot.status == STATE_START_PENDING).then(|| {
+            slot.status = STATE_STARTED;
+            slot.start
+        });
+        slot.idle = None;
+        self.update_earliest(st);
+        Some((id, start))
+    }
+
+    /// [`Smp::take_runnable`] without waiting: `None` when none of `order` can run now.
+    pub(crate) fn pick(&self, order: &[u64]) -> Option<Pick> {
+        let mut st = self.lock();
+        self.take_runnable(&mut st, order)
+    }
+
+    /// vCPU `id` waits in WFI (on a hart or off it) until the global clock reaches
+    /// `deadline` (`u64::MAX`: no timer) or an interrupt is posted to it.
+    pub(crate) fn set_idle(&self, id: u64, deadline: u64) {
+        let mut st = self.lock();
+        st.harts[id as usize].idle = Some(deadline);
+        self.update_earliest(&st);
+        // This may make every started vCPU idle: a hart waiting in `wait_pick` moves time.
+        self.cv.notify_all();
+    }
+
+    /// Blocks a hart until one of its vCPUs (`order`, in the order to prefer) can run, and
+    /// takes it as [`Smp::pick`] does. When every started vCPU of the VM waits in WFI, moves
+    /// global time to the earliest deadline among them (as [`Smp::idle`]). `Ok(None)` when the
+    /// VM ends or `quit` says so first; `Err(())` when every started vCPU waits with no timer.
+    pub(crate) fn wait_pick(
+        &self,
+        order: &[u64],
+        quit: &dyn Fn() -> bool,
+    ) -> Result<Option<Pick>, ()> {
+        let mut st = self.lock();
+        loop {
+            if self.ended() || quit() {
+                return Ok(None);
+            }
+            if let Some(pick) = self.take_runnable(&mut st, order) {
+                return Ok(Some(pick));
+            }
+            let all_idle = st.harts.iter().all(|h| {
+                h.status == STATE_STOPPED || (h.status == STATE_STARTED && h.idle.is_some())
+            });
+            if all_idle {
+                match st.harts.iter().filter_map(|h| h.idle).min() {
+                    Some(t) if t != u64::MAX => {
+                        self.cv.notify_all();
+                        if t > self.clock.now() {
+                            self.clock.advance_to(t);
+                            continue;
+                        }
+                    }
+                    _ => return Err(()),
+                }
+            }
+            st = self
+                .cv
+                .wait_timeout(st, IDLE_POLL)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    /// vCPU `id` for a snapshot: HSM state, pending start, WFI deadline while waiting, and
+    /// whether an IPI waits in its mailbox.
+    pub(crate) fn vcpu_state(&self, id: u64) -> (u64, (u64, u64), Option<u64>, bool) {
+        let st = self.lock();
+        let h = st.harts[id as usize];
+        (
+            h.status,
+            h.start,
+            h.idle,
+            self.mailboxes[id as usize].has_pending(),
+        )
+    }
+
+    /// vCPU `id` as a snapshot has it (before any thread runs): see [`Smp::vcpu_state`].
+    pub(crate) fn restore_vcpu_state(
+        &self,
+        id: u64,
+        status: u64,
+        start: (u64, u64),
+        idle: Option<u64>,
+        ipi: u64,
+    ) {
+        let mut st = self.lock();
+        st.harts[id as usize] = HartSlot {
+            status,
+            start,
+            idle,
+        };
+        self.update_earliest(&st);
+        if ipi != 0 {
+            self.mailboxes[id as usize].post_interrupts(ipi);
+        }
+    }
+
+    /// Whether vCPU `id` waits in WFI.
+    pub(crate) fn is_idle(&self, id: u64) -> bool {
+        self.lock().harts[id as usize].idle.is_some()
     }
 }

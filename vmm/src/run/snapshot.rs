@@ -6,22 +6,29 @@
 //! check (format, checksum, RAM size, the hart state against the destination hart, the
 //! guest's CTR depth against the destination's depths) happens before the guest runs.
 //!
-//! Only single-vCPU VMs can be snapshotted so far; a VM with more vCPUs is refused with a
-//! message saying so.
+//! A VM of several vCPUs is snapshotted while no vCPU thread runs (`--snapshot-on-stop`:
+//! after the budget or the timeout stopped every thread): every vCPU's state (on its hart
+//! instance or parked, see `run/sched.rs`), its SBI HSM state, whether it waits in WFI and
+//! until when, an IPI waiting in its mailbox, and the shared virtual clock. It can be
+//! restored on any number of hart instances (`--pcpus`). The control socket is for
+//! single-vCPU VMs so far.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use vcpu::{Hart, HartConfig, MmioRange};
+use vcpu::{Hart, HartConfig, MmioRange, SharedClock};
 use vm_memory::{Bytes, GuestAddress, GuestMemoryMmap};
 
+use super::smp::Smp;
 use super::{
-    run_vm, BootLayout, ConsoleInput, GuestPolicy, GuestVm, InputQueue, RunExit, RunStats,
+    place_vcpus, run_vm, BootLayout, ConsoleInput, GuestPolicy, GuestVm, InputQueue, RunExit,
+    RunStats, MAX_VCPUS,
 };
 use crate::devices::uart::Uart;
 use crate::devices::Console;
 use crate::error::Error;
-use crate::machine::{HART_ID, MAX_MEMORY_MIB, RAM_BASE, UART_BASE, UART_SIZE};
+use crate::machine::{MAX_MEMORY_MIB, RAM_BASE, UART_BASE, UART_SIZE};
+use crate::sbi::hsm::{STATE_STARTED, STATE_START_PENDING, STATE_STOPPED};
 use crate::snapshot::{LayoutState, Snapshot, SnapshotError, VcpuState, VmState};
 
 /// `vmm restore` options: the destination host and the run's limits.
@@ -42,6 +49,10 @@ pub struct RestoreConfig {
     /// `--paused`: start paused, before the first instruction, until `resume` arrives on the
     /// control socket (which it needs).
     pub paused: bool,
+    /// `--pcpus`: hart instances for the vCPUs (`None`: one each), as for `vmm run`.
+    pub pcpus: Option<u64>,
+    /// `--slice-insns`, as for `vmm run`.
+    pub slice_insns: u64,
 }
 
 impl Default for RestoreConfig {
@@ -54,22 +65,53 @@ impl Default for RestoreConfig {
             api_sock: None,
             snapshot_on_stop: None,
             paused: false,
+            pcpus: None,
+            slice_insns: super::DEFAULT_SLICE_INSNS,
         }
     }
 }
 
 impl GuestVm {
-    /// The VM's state and RAM.
+    /// The VM's state and RAM. With several vCPUs only while no vCPU thread runs: before
+    /// [`GuestVm::run`] or after it (`--snapshot-on-stop`).
     pub fn snapshot(&self) -> Result<(VmState, Vec<u8>), SnapshotError> {
-        if self.smp.is_some() {
-            return Err(SnapshotError::Unsupported(
-                "snapshots of VMs with more than one vCPU are not implemented yet".into(),
-            ));
-        }
         let mut memory = vec![0u8; (self.memory_mib << 20) as usize];
         self.mem
             .read_slice(&mut memory, GuestAddress(RAM_BASE))
             .map_err(|e| SnapshotError::Unsupported(format!("cannot read guest RAM: {e}")))?;
+        // Every vCPU: the one on each hart instance and the parked ones.
+        let mut all = Vec::new();
+        for vm in std::iter::once(self).chain(&self.secondaries) {
+            let mut hart = vm.hart.save_state();
+            hart.hart_id = vm.hart_id;
+            all.push((hart, vm.ctr.snapshot()));
+            if let Some(sched) = &vm.sched {
+                all.extend(
+                    sched
+                        .parked
+                        .iter()
+                        .map(|p| (p.state.clone(), p.ctr.snapshot())),
+                );
+            }
+        }
+        all.sort_by_key(|(h, _)| h.hart_id);
+        let vcpus = all
+            .into_iter()
+            .map(|(hart, ctr)| {
+                let (hsm, start, idle, ipi_posted) = match &self.smp {
+                    Some(smp) => smp.vcpu_state(hart.hart_id),
+                    None => (STATE_STARTED, (0, 0), None, false),
+                };
+                VcpuState {
+                    hart,
+                    ctr,
+                    hsm,
+                    start,
+                    idle,
+                    ipi_posted,
+                }
+            })
+            .collect();
         let l = &self.layout;
         let state = VmState {
             memory_mib: self.memory_mib,
@@ -81,10 +123,11 @@ impl GuestVm {
             },
             trap_wfi: self.policy.trap_wfi,
             trap_time: self.policy.trap_time,
-            vcpus: vec![VcpuState {
-                hart: self.hart.save_state(),
-                ctr: self.ctr.snapshot(),
-            }],
+            vcpus,
+            clock: match &self.smp {
+                Some(smp) => smp.clock.now(),
+                None => self.hart.clock_slots(),
+            },
             uart: self.uart().state(),
             input: self.input.peek_all(),
         };
@@ -105,11 +148,12 @@ impl GuestVm {
         console: Console,
     ) -> Result<GuestVm, Error> {
         let s = &snap.state;
-        if s.vcpus.len() != 1 {
-            return Err(Error::Restore(format!(
-                "{} vCPUs: only single-vCPU snapshots are supported",
-                s.vcpus.len()
-            )));
+        let n = s.vcpus.len() as u64;
+        if n == 0 || n > MAX_VCPUS {
+            return Err(Error::InvalidVcpus {
+                vcpus: n,
+                max: MAX_VCPUS,
+            });
         }
         if s.memory_mib == 0 || s.memory_mib > MAX_MEMORY_MIB {
             return Err(Error::InvalidMemorySize {
@@ -117,48 +161,104 @@ impl GuestVm {
                 max: MAX_MEMORY_MIB,
             });
         }
-        let v = &s.vcpus[0];
-        if v.hart.hart_id != HART_ID {
-            return Err(Error::Restore(format!(
-                "vCPU with hart id {} (expected {HART_ID})",
-                v.hart.hart_id
-            )));
+        for (id, v) in (0..).zip(&s.vcpus) {
+            if v.hart.hart_id != id {
+                return Err(Error::Restore(format!(
+                    "vCPU {id} has hart id {} (expected {id})",
+                    v.hart.hart_id
+                )));
+            }
+            let started = v.hsm == STATE_STARTED;
+            if !(started || v.hsm == STATE_STOPPED || v.hsm == STATE_START_PENDING)
+                || (v.idle.is_some() && !started)
+                || (n == 1 && (!started || v.idle.is_some() || v.ipi_posted))
+            {
+                return Err(Error::Restore(format!(
+                    "vCPU {id}: HSM state {} with WFI wait {:?} is not a state a VM of {n} \
+                     vCPUs can be in",
+                    v.hsm, v.idle
+                )));
+            }
+        }
+        let pcpus = options.pcpus.unwrap_or(n);
+        if pcpus == 0 || pcpus > n {
+            return Err(Error::InvalidPcpus { pcpus, vcpus: n });
+        }
+        if options.slice_insns == 0 {
+            return Err(Error::InvalidSlice);
         }
         // The destination hart model, and what the guest keeps of its CTR policy there.
         let host_ctr = (!options.host_ctr_depths.is_empty()).then(|| vcpu::ctr::CtrConfig {
             depths: options.host_ctr_depths.bits(),
             ..vcpu::ctr::CtrConfig::full()
         });
-        let ctr = ctr_virt::GuestCtr::restore(&v.ctr, v.hart.ctr.depth, options.host_ctr_depths)?;
+        let ctrs = s
+            .vcpus
+            .iter()
+            .map(|v| ctr_virt::GuestCtr::restore(&v.ctr, v.hart.ctr.depth, options.host_ctr_depths))
+            .collect::<Result<Vec<_>, _>>()?;
         let ram_size = s.memory_mib << 20;
         let mem = GuestMemoryMmap::from_ranges(&[(GuestAddress(RAM_BASE), ram_size as usize)])
             .map_err(|source| Error::GuestMemory {
                 mib: s.memory_mib,
                 source,
             })?;
-        let hart_config = HartConfig {
-            hart_id: HART_ID,
-            mmio: vec![MmioRange {
-                base: UART_BASE,
-                size: UART_SIZE,
-            }],
-            ctr: host_ctr,
-            ..HartConfig::default()
-        };
-        let mut hart = Hart::new_guest(hart_config, mem.clone())?;
-        hart.restore_state(&v.hart)
-            .map_err(|e| Error::Restore(e.to_string()))?;
-        hart.set_trace(options.trace);
+        let clock = (n > 1).then(|| {
+            let clock = SharedClock::new();
+            clock.advance_to(s.clock);
+            Arc::new(clock)
+        });
+        let mut harts = Vec::new();
+        for (id, v) in (0..).zip(&s.vcpus) {
+            let hart_config = HartConfig {
+                hart_id: id,
+                mmio: vec![MmioRange {
+                    base: UART_BASE,
+                    size: UART_SIZE,
+                }],
+                shared_clock: clock.clone(),
+                ctr: host_ctr.clone(),
+                ..HartConfig::default()
+            };
+            let mut hart = Hart::new_guest(hart_config, mem.clone())?;
+            hart.restore_state(&v.hart).map_err(|e| {
+                Error::Restore(if n == 1 {
+                    e.to_string()
+                } else {
+                    format!("vCPU {id}: {e}")
+                })
+            })?;
+            hart.set_trace(options.trace);
+            harts.push(hart);
+        }
         mem.write_slice(&snap.memory, GuestAddress(RAM_BASE))
             .map_err(|e| Error::Restore(format!("cannot write guest RAM: {e}")))?;
         let uart = Uart::from_state(&s.uart, console)
             .ok_or_else(|| Error::Restore("the UART state is invalid".into()))?;
+        let uart = Arc::new(Mutex::new(uart));
         let input = InputQueue::default();
         input.push(&s.input);
-        let l = &s.layout;
+        let smp = clock.map(|clock| {
+            let mailboxes = harts.iter().map(|h| h.mailbox()).collect();
+            let stops = harts[..pcpus as usize]
+                .iter()
+                .map(|h| h.stop_handle())
+                .collect();
+            let smp = Smp::new(clock, mailboxes, stops);
+            for (id, v) in (0..).zip(&s.vcpus) {
+                let ipi = if v.ipi_posted { super::VSSIP } else { 0 };
+                smp.restore_vcpu_state(id, v.hsm, v.start, v.idle, ipi);
+            }
+            Arc::new(smp)
+        });
         let api = match &options.api_sock {
+            Some(_) if n > 1 => {
+                return Err(Error::Api(
+                    "--api-sock with more than one vCPU is not implemented yet".into(),
+                ))
+            }
             Some(path) => {
-                let mut api = super::api::VmApi::spawn(path, hart.stop_handle())?;
+                let mut api = super::api::VmApi::spawn(path, harts[0].stop_handle())?;
                 api.paused = options.paused;
                 Some(api)
             }
@@ -169,36 +269,63 @@ impl GuestVm {
             }
             None => None,
         };
-        Ok(GuestVm {
+        let l = &s.layout;
+        // The instruction budget counts from the restore (with several vCPUs, from the
+        // largest count among them).
+        let done = s
+            .vcpus
+            .iter()
+            .map(|v| v.hart.vclock.saturating_sub(v.hart.skipped))
+            .max()
+            .unwrap_or(0);
+        let make = |hart: Hart, hart_id: u64, ctr: ctr_virt::GuestCtr| GuestVm {
             hart,
             memory_mib: s.memory_mib,
-            hart_id: HART_ID,
-            mem,
-            uart: Arc::new(Mutex::new(uart)),
-            input,
+            hart_id,
+            mem: mem.clone(),
+            uart: uart.clone(),
+            input: input.clone(),
             layout: BootLayout {
                 entry: l.entry,
                 kernel: l.kernel.0..l.kernel.1,
                 initrd: l.initrd.map(|(a, b)| a..b),
                 fdt: l.fdt,
             },
-            // The instruction budget counts from the restore.
-            max_insns: options
-                .max_insns
-                .map(|n| n.saturating_add(v.hart.vclock - v.hart.skipped)),
+            max_insns: options.max_insns.map(|m| m.saturating_add(done)),
             timeout: options.timeout,
             policy: GuestPolicy {
                 trap_wfi: s.trap_wfi,
                 trap_time: s.trap_time,
             },
             ctr,
-            api,
+            api: None,
             snapshot_on_stop: options.snapshot_on_stop.clone(),
             stats: Default::default(),
-            smp: None,
+            smp: smp.clone(),
             secondaries: Vec::new(),
-            secondary_insns: 0,
-        })
+            sched: None,
+            switch_counts: Vec::new(),
+        };
+        let vcpus = (0..)
+            .zip(harts)
+            .zip(ctrs)
+            .map(|((id, h), c)| (id, h, c))
+            .collect();
+        let can_run = |id: u64| {
+            let v = &s.vcpus[id as usize];
+            v.hsm == STATE_STARTED && v.idle.is_none()
+        };
+        let mut instances =
+            place_vcpus(vcpus, pcpus, options.slice_insns, can_run, make).into_iter();
+        let Some(mut boot) = instances.next() else {
+            return Err(Error::InvalidVcpus {
+                vcpus: n,
+                max: MAX_VCPUS,
+            });
+        };
+        boot.secondaries = instances.collect();
+        boot.api = api;
+        Ok(boot)
     }
 }
 

@@ -156,6 +156,8 @@ pub struct RunStats {
     pub wall: Duration,
     /// Exits by reason.
     pub exits: ExitStats,
+    /// vCPU switches per hart instance (`--pcpus`), hart 0 first; empty with one vCPU.
+    pub switches: Vec<u64>,
 }
 
 impl RunStats {
