@@ -366,3 +366,63 @@ fn ctr_benchmark_workload_is_the_same_with_recording_on() {
     assert_eq!(off.text(), on.text());
     assert_line(&on.text(), "fib=0x0000000000213d05");
 }
+
+/// The count `bench_pmu` printed for the counter given `event` first.
+fn pmu_count(text: &str, event: u32) -> u64 {
+    let key = format!(" event {event:#010x}: ");
+    let line = text
+        .lines()
+        .find(|l| l.contains(&key))
+        .unwrap_or_else(|| panic!("no count for event {event:#x} in:\n{text}"));
+    line.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn pmu_benchmark_counts_are_consistent() {
+    let plain = run_guest("bench", BENCH_BUDGET);
+    let pmu = run_guest("bench_pmu", BENCH_BUDGET);
+    assert_eq!(
+        pmu.exit,
+        MachineExit::Finished { code: 0 },
+        "{}",
+        pmu.text()
+    );
+    let text = pmu.text();
+    // The workload is the same: its output is a prefix of bench_pmu's.
+    assert!(text.starts_with(&plain.text()), "{text}");
+    let c = |e| pmu_count(&text, e);
+    let instret = c(0x2);
+    assert!((482_000_000..483_000_000).contains(&instret), "{instret}");
+    // No trap: every decoded instruction retired.
+    assert_eq!(c(0x110), instret);
+    assert_eq!((c(0x103), c(0x104)), (0, 0));
+    // Cycles: the cost model adds penalties to one cycle per instruction.
+    // Cycles: the cost model adds penalties to one cycle per instruction (docs/pmu.md):
+    // 20 per L1D miss, 6 per misprediction, and 2 per multiply and 19 per divide, which are
+    // not events (so only a lower bound).
+    assert!(c(0x1) >= instret + 20 * c(0x4) + 6 * c(0x6), "{text}");
+    assert!(c(0x1) < 2 * instret, "{text}");
+    let last = text
+        .lines()
+        .find(|l| l.starts_with("mhpmcounter31 "))
+        .unwrap();
+    assert!(
+        last.ends_with(&format!(": {}", c(0x1))),
+        "counter 31 counts cycles too: {last}"
+    );
+    // L1D: accesses are the loads and stores to RAM (the console's device accesses are
+    // loads and stores, not cache accesses); misses are read plus write misses.
+    assert_eq!(c(0x3), c(0x10000) + c(0x10002));
+    let device = c(0x101) + c(0x102) - c(0x3);
+    assert!(device > 0 && device < 2000, "{device} device accesses");
+    assert_eq!(c(0x4), c(0x10001) + c(0x10003));
+    assert!(c(0x4) < c(0x3) / 2);
+    // Decoded loads and stores retire; branches: taken ones and misses are a part.
+    assert_eq!((c(0x112), c(0x113)), (c(0x101), c(0x102)));
+    assert_eq!(c(0x114), c(0x101) + c(0x102));
+    assert_eq!(c(0x111), c(0x5) + c(0x105));
+    assert!(c(0x100) < c(0x5) && c(0x6) < c(0x5));
+    // M-mode: no translation, so no TLB misses; PDIS is off.
+    assert_eq!((c(0x10019), c(0x1001b), c(0x10021)), (0, 0, 0));
+    assert_eq!(c(0x118) + c(0x119) + c(0x11a) + c(0x11b), 0);
+}

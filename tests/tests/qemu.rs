@@ -132,6 +132,11 @@ const NOT_COMPARED: &[(&str, &str)] = &[
         "CTR benchmark workload with recording on; checked in guests.rs",
     ),
     (
+        "bench_pmu",
+        "bench with every hpm counter counting: prints the hart's model counts; checked in \
+         guests.rs",
+    ),
+    (
         "ctr_strict",
         "CTR cycle counting, which QEMU 10.0 does not implement",
     ),

@@ -8,6 +8,7 @@ use crate::decode::{self, Insn, Op};
 use crate::exit::{MmioAccess, StopHandle, VcpuExit};
 use crate::memory::Ram;
 use crate::mmu::Tlb;
+use crate::pmu::{PMU_FULL, PMU_OFF};
 use crate::smp::{HartMailbox, SharedClock};
 use crate::trap::Exception;
 use crate::{INSNS_PER_TICK, TIMEBASE_HZ};
@@ -518,7 +519,7 @@ impl Hart {
                 return VcpuExit::StopRequested;
             }
             // Cycles skipped while idle may have wrapped a counter.
-            if self.pmu.active {
+            if self.pmu.active && self.vclock >= self.pmu.check_at {
                 self.pmu_check(self.pc);
             }
             if let Some((i, to_s)) = self.pending_interrupt() {
@@ -538,11 +539,21 @@ impl Hart {
             // for jumps and branches, by whether the current mode records any (the mask
             // changes only on mode changes and CSR writes, which end the chunk).
             // The performance monitor likewise: its variant tallies events and runs the models.
-            let (done, exit) = match (self.ctr_mask != 0, self.pmu.active) {
-                (false, false) => self.run_chunk::<TRACE, false, false>(n),
-                (true, false) => self.run_chunk::<TRACE, true, false>(n),
-                (false, true) => self.run_chunk::<TRACE, false, true>(n),
-                (true, true) => self.run_chunk::<TRACE, true, true>(n),
+            // No counter can wrap before `check_at`: the chunk stops one instruction short
+            // of it, and the next chunk is that one instruction alone (so an overflow found
+            // at its end is attributed to it).
+            if self.pmu.active {
+                let until = self.pmu.check_at.saturating_sub(self.vclock);
+                n = n.min(if until > 1 { until - 1 } else { 1 });
+            }
+            use crate::pmu::{PMU_ARMS, PMU_FULL, PMU_OFF};
+            let (done, exit) = match (self.ctr_mask != 0, self.pmu_variant()) {
+                (false, PMU_OFF) => self.run_chunk::<TRACE, false, PMU_OFF>(n),
+                (true, PMU_OFF) => self.run_chunk::<TRACE, true, PMU_OFF>(n),
+                (false, PMU_ARMS) => self.run_chunk::<TRACE, false, PMU_ARMS>(n),
+                (true, PMU_ARMS) => self.run_chunk::<TRACE, true, PMU_ARMS>(n),
+                (false, _) => self.run_chunk::<TRACE, false, PMU_FULL>(n),
+                (true, _) => self.run_chunk::<TRACE, true, PMU_FULL>(n),
             };
             left -= done;
             if let Some(e) = exit {
@@ -552,12 +563,14 @@ impl Hart {
     }
 
     /// Execute up to `n` instructions; returns how many were executed and an exit, if any.
-    fn run_chunk<const TRACE: bool, const CTR: bool, const PMU: bool>(
+    fn run_chunk<const TRACE: bool, const CTR: bool, const PMU: u8>(
         &mut self,
         n: u64,
     ) -> (u64, Option<VcpuExit>) {
         let start = self.vclock;
         let end = start + n;
+        // PMU: an overflow found at the end of a one-instruction chunk is that instruction's.
+        let first_pc = self.pc;
         while self.vclock < end {
             self.vclock += 1;
             // A fetch fault has already been taken (in the cold path) when this is None.
@@ -585,16 +598,19 @@ impl Hart {
             }
             // The monitor needs the instruction's address and data address (computed before
             // execution, which may overwrite rs1).
-            let (pc, addr) = if PMU {
+            // PMU_FULL: the instruction's address and data address (before execution, which
+            // may overwrite rs1).
+            let (pc, addr) = if PMU == PMU_FULL {
                 let base = self.x[insn.rs1 as usize & 63];
                 (self.pc, base.wrapping_add(insn.imm as i64 as u64))
             } else {
                 (0, 0)
             };
-            match self.execute::<CTR>(insn) {
+            match self.execute::<CTR, PMU>(insn) {
                 Ok(()) => {
                     self.retired += 1;
-                    if PMU && self.pmu_retire(&insn, pc, addr) {
+                    if PMU == PMU_FULL && self.pmu_events(&insn, pc, addr) {
+                        self.pmu_check(pc);
                         break;
                     }
                 }
@@ -604,7 +620,7 @@ impl Hart {
                         exit.insn = insn.bits();
                         return (self.vclock - start, Some(VcpuExit::GuestTrap(exit)));
                     }
-                    if PMU && self.pmu_trapped(&insn, pc) {
+                    if PMU != PMU_OFF && self.pmu_trapped(&insn, pc) {
                         break;
                     }
                     // The trap may have switched CTR recording on or off.
@@ -614,15 +630,15 @@ impl Hart {
                 }
                 Err(Ctl::Break) => {
                     self.retired += 1;
-                    if PMU {
-                        self.pmu_retire(&insn, pc, addr);
+                    if PMU == PMU_FULL {
+                        self.pmu_events(&insn, pc, addr);
                     }
                     break;
                 }
                 Err(Ctl::Wfi) => {
                     self.retired += 1;
-                    if PMU {
-                        self.pmu_retire(&insn, pc, addr);
+                    if PMU == PMU_FULL {
+                        self.pmu_events(&insn, pc, addr);
                     }
                     return (self.vclock - start, Some(VcpuExit::Wfi));
                 }
@@ -630,7 +646,7 @@ impl Hart {
                     if acc.write.is_some() {
                         self.pc = self.pc.wrapping_add(insn.len as u64);
                         self.retired += 1;
-                        if PMU {
+                        if PMU != PMU_OFF {
                             self.pmu_device_access(false);
                         }
                     } else {
@@ -641,6 +657,14 @@ impl Hart {
                     return (self.vclock - start + 1, Some(VcpuExit::Mmio(acc)));
                 }
             }
+        }
+        if PMU != PMU_OFF && self.vclock >= self.pmu.check_at {
+            let pc = if self.vclock - start == 1 {
+                first_pc
+            } else {
+                self.pc
+            };
+            self.pmu_check(pc);
         }
         (self.vclock - start, None)
     }

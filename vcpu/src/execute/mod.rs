@@ -11,6 +11,8 @@ mod system;
 
 use crate::decode::{Insn, Op};
 use crate::hart::{Ctl, Hart};
+use crate::pmu::model::Cost;
+use crate::pmu::PMU_ARMS;
 use crate::trap::Exception;
 
 /// A conditional branch arm of [`Hart::execute`]: taken, the pc moves by the offset; not
@@ -19,14 +21,20 @@ use crate::trap::Exception;
 /// line. Without it the code is exactly the plain branch: the helper function this replaced
 /// cost the interpreter about 10% of wall time on a compute-bound guest (code layout).
 macro_rules! branch {
-    ($h:ident, $i:ident, $ctr:ident, $taken:expr) => {{
+    ($h:ident, $i:ident, $ctr:ident, $pmu:ident, $taken:expr) => {{
         use crate::ctr::ty;
         if $taken {
+            if $pmu == PMU_ARMS {
+                $h.pmu_branch($h.pc, true);
+            }
             $h.pc = $h.pc.wrapping_add($i.imm as i64 as u64);
             if $ctr && $h.ctr_mask & (1 << ty::TAKEN_BRANCH) != 0 {
                 $h.ctr_taken_branch($i.imm as i64 as u64);
             }
             return Ok(());
+        }
+        if $pmu == PMU_ARMS {
+            $h.pmu_branch($h.pc, false);
         }
         if $ctr && $h.ctr_mask & (1 << ty::NOT_TAKEN_BRANCH) != 0 {
             $h.pc = $h.pc.wrapping_add($i.len as u64);
@@ -37,6 +45,26 @@ macro_rules! branch {
 }
 
 impl Hart {
+    /// A SYSTEM instruction with the performance monitor's hooks (xRET, HLV, HSV).
+    #[inline(never)]
+    fn exec_system_observed(&mut self, i: &Insn) -> Result<(), Ctl> {
+        let addr = self.rs1(i);
+        let r = self.exec_system(i);
+        if matches!(r, Ok(()) | Err(Ctl::Break)) {
+            match crate::pmu::events::CLASS[i.op as usize] {
+                crate::pmu::events::class::XRET => self.pmu_xret(),
+                crate::pmu::events::class::LOAD => {
+                    self.pmu_load(addr);
+                }
+                crate::pmu::events::class::STORE => {
+                    self.pmu_store(addr);
+                }
+                _ => {}
+            }
+        }
+        r
+    }
+
     #[inline(always)]
     fn rs1(&self, i: &Insn) -> u64 {
         // Register numbers are < 33 by construction; the mask lets the compiler drop the
@@ -57,10 +85,11 @@ impl Hart {
     }
 
     /// Execute one decoded instruction at `self.pc`. `CTR`: whether to check for CTR records
-    /// of jumps and branches (the loop is instantiated twice, so that a mode that records
-    /// nothing pays nothing).
+    /// of jumps and branches; `PMU`: with [`PMU_ARMS`], report loads, stores, control
+    /// transfers, multiplies and divides to the performance monitor (the loop is instantiated
+    /// per combination, so that what is off costs nothing).
     #[inline(always)]
-    pub(crate) fn execute<const CTR: bool>(&mut self, i: Insn) -> Result<(), Ctl> {
+    pub(crate) fn execute<const CTR: bool, const PMU: u8>(&mut self, i: Insn) -> Result<(), Ctl> {
         use Op::*;
         match i.op {
             Illegal => return Err(Exception::illegal(i.bits()).into()),
@@ -68,9 +97,13 @@ impl Hart {
             Lui => self.set_rd(&i, i.imm as i64 as u64),
             Auipc => self.set_rd(&i, self.pc.wrapping_add(i.imm as i64 as u64)),
             Jal => {
-                let link = self.pc.wrapping_add(i.len as u64);
-                self.pc = self.pc.wrapping_add(i.imm as i64 as u64);
+                let pc = self.pc;
+                let link = pc.wrapping_add(i.len as u64);
+                self.pc = pc.wrapping_add(i.imm as i64 as u64);
                 self.set_rd(&i, link);
+                if PMU == PMU_ARMS {
+                    self.pmu_jump(pc, false);
+                }
                 // CTR: `fmt` holds the transfer type (table 10).
                 if CTR && (self.ctr_mask >> i.fmt) & 1 != 0 {
                     self.ctr_jump(i.rd, i.len, i.fmt);
@@ -78,9 +111,13 @@ impl Hart {
                 return Ok(());
             }
             Jalr => {
-                let link = self.pc.wrapping_add(i.len as u64);
+                let pc = self.pc;
+                let link = pc.wrapping_add(i.len as u64);
                 self.pc = self.rs1(&i).wrapping_add(i.imm as i64 as u64) & !1;
                 self.set_rd(&i, link);
+                if PMU == PMU_ARMS {
+                    self.pmu_jump(pc, true);
+                }
                 if CTR && (self.ctr_mask >> i.fmt) & 1 != 0 {
                     self.ctr_jump(i.rd, i.len, i.fmt);
                 }
@@ -88,78 +125,111 @@ impl Hart {
             }
             Beq => {
                 let (a, b) = (self.rs1(&i), self.rs2(&i));
-                branch!(self, i, CTR, a == b);
+                branch!(self, i, CTR, PMU, a == b);
             }
             Bne => {
                 let (a, b) = (self.rs1(&i), self.rs2(&i));
-                branch!(self, i, CTR, a != b);
+                branch!(self, i, CTR, PMU, a != b);
             }
             Blt => {
                 let (a, b) = (self.rs1(&i), self.rs2(&i));
-                branch!(self, i, CTR, (a as i64) < (b as i64));
+                branch!(self, i, CTR, PMU, (a as i64) < (b as i64));
             }
             Bge => {
                 let (a, b) = (self.rs1(&i), self.rs2(&i));
-                branch!(self, i, CTR, (a as i64) >= (b as i64));
+                branch!(self, i, CTR, PMU, (a as i64) >= (b as i64));
             }
             Bltu => {
                 let (a, b) = (self.rs1(&i), self.rs2(&i));
-                branch!(self, i, CTR, a < b);
+                branch!(self, i, CTR, PMU, a < b);
             }
             Bgeu => {
                 let (a, b) = (self.rs1(&i), self.rs2(&i));
-                branch!(self, i, CTR, a >= b);
+                branch!(self, i, CTR, PMU, a >= b);
             }
             Lb => {
                 let addr = self.rs1(&i).wrapping_add(i.imm as i64 as u64);
                 let v = self.load(addr, 1)? as i8 as u64;
+                if PMU == PMU_ARMS {
+                    self.pmu_load(addr);
+                }
                 self.set_rd(&i, v);
             }
             Lh => {
                 let addr = self.rs1(&i).wrapping_add(i.imm as i64 as u64);
                 let v = self.load(addr, 2)? as i16 as u64;
+                if PMU == PMU_ARMS {
+                    self.pmu_load(addr);
+                }
                 self.set_rd(&i, v);
             }
             Lw => {
                 let addr = self.rs1(&i).wrapping_add(i.imm as i64 as u64);
                 let v = self.load(addr, 4)? as i32 as u64;
+                if PMU == PMU_ARMS {
+                    self.pmu_load(addr);
+                }
                 self.set_rd(&i, v);
             }
             Ld => {
                 let addr = self.rs1(&i).wrapping_add(i.imm as i64 as u64);
                 let v = self.load(addr, 8)?;
+                if PMU == PMU_ARMS {
+                    self.pmu_load(addr);
+                }
                 self.set_rd(&i, v);
             }
             Lbu => {
                 let addr = self.rs1(&i).wrapping_add(i.imm as i64 as u64);
                 let v = self.load(addr, 1)?;
+                if PMU == PMU_ARMS {
+                    self.pmu_load(addr);
+                }
                 self.set_rd(&i, v);
             }
             Lhu => {
                 let addr = self.rs1(&i).wrapping_add(i.imm as i64 as u64);
                 let v = self.load(addr, 2)?;
+                if PMU == PMU_ARMS {
+                    self.pmu_load(addr);
+                }
                 self.set_rd(&i, v);
             }
             Lwu => {
                 let addr = self.rs1(&i).wrapping_add(i.imm as i64 as u64);
                 let v = self.load(addr, 4)?;
+                if PMU == PMU_ARMS {
+                    self.pmu_load(addr);
+                }
                 self.set_rd(&i, v);
             }
             Sb => {
                 let addr = self.rs1(&i).wrapping_add(i.imm as i64 as u64);
                 self.store(addr, 1, self.rs2(&i))?;
+                if PMU == PMU_ARMS {
+                    self.pmu_store(addr);
+                }
             }
             Sh => {
                 let addr = self.rs1(&i).wrapping_add(i.imm as i64 as u64);
                 self.store(addr, 2, self.rs2(&i))?;
+                if PMU == PMU_ARMS {
+                    self.pmu_store(addr);
+                }
             }
             Sw => {
                 let addr = self.rs1(&i).wrapping_add(i.imm as i64 as u64);
                 self.store(addr, 4, self.rs2(&i))?;
+                if PMU == PMU_ARMS {
+                    self.pmu_store(addr);
+                }
             }
             Sd => {
                 let addr = self.rs1(&i).wrapping_add(i.imm as i64 as u64);
                 self.store(addr, 8, self.rs2(&i))?;
+                if PMU == PMU_ARMS {
+                    self.pmu_store(addr);
+                }
             }
             Addi => self.set_rd(&i, base::op_imm(Addi, self.rs1(&i), i.imm)),
             Slti => self.set_rd(&i, base::op_imm(Slti, self.rs1(&i), i.imm)),
@@ -194,21 +264,48 @@ impl Hart {
             | Remuw => {
                 let v = base::op_muldiv(i.op, self.rs1(&i), self.rs2(&i));
                 self.set_rd(&i, v);
+                if PMU == PMU_ARMS {
+                    let div = !matches!(i.op, Mul | Mulh | Mulhsu | Mulhu | Mulw);
+                    self.pmu_cycles(if div { Cost::DIV } else { Cost::MUL });
+                }
             }
             Fence => {}
             Lr | Sc | AmoSwap | AmoAdd | AmoXor | AmoAnd | AmoOr | AmoMin | AmoMax | AmoMinu
             | AmoMaxu => {
+                let addr = self.rs1(&i);
                 self.exec_atomic(&i)?;
+                if PMU == PMU_ARMS {
+                    match i.op {
+                        Lr => self.pmu_load(addr),
+                        Sc => self.pmu_store(addr),
+                        _ => self.pmu_amo(addr),
+                    };
+                }
             }
-            Flw | Fld | Fsw | Fsd | Fmadd | Fmsub | Fnmsub | Fnmadd | Fadd | Fsub | Fmul | Fdiv
-            | Fsqrt | Fsgnj | Fsgnjn | Fsgnjx | Fmin | Fmax | FcvtFF | Feq | Flt | Fle | Fclass
-            | FcvtIF | FcvtFI | FmvXF | FmvFX => {
+            Flw | Fld | Fsw | Fsd => {
+                let addr = self.rs1(&i).wrapping_add(i.imm as i64 as u64);
+                self.exec_float(&i)?;
+                if PMU == PMU_ARMS {
+                    if matches!(i.op, Flw | Fld) {
+                        self.pmu_load(addr);
+                    } else {
+                        self.pmu_store(addr);
+                    }
+                }
+            }
+            Fmadd | Fmsub | Fnmsub | Fnmadd | Fadd | Fsub | Fmul | Fdiv | Fsqrt | Fsgnj
+            | Fsgnjn | Fsgnjx | Fmin | Fmax | FcvtFF | Feq | Flt | Fle | Fclass | FcvtIF
+            | FcvtFI | FmvXF | FmvFX => {
                 self.exec_float(&i)?;
             }
             FenceI | Ecall | Ebreak | Mret | Sret | Wfi | SfenceVma | Csrrw | Csrrs | Csrrc
             | Csrrwi | Csrrsi | Csrrci | HlvB | HlvBu | HlvH | HlvHu | HlvxHu | HlvW | HlvWu
             | HlvxWu | HlvD | HsvB | HsvH | HsvW | HsvD | HfenceVvma | HfenceGvma => {
-                return self.exec_system(&i)
+                return if PMU == PMU_ARMS {
+                    self.exec_system_observed(&i)
+                } else {
+                    self.exec_system(&i)
+                };
             }
         }
         self.next(&i);

@@ -146,6 +146,8 @@ pub mod class {
     pub const LOAD: u8 = 1;
     /// Performs an explicit store.
     pub const STORE: u8 = 2;
+    /// Performs an explicit load or store.
+    pub const MEMORY: u8 = LOAD | STORE;
     /// A conditional branch.
     pub const BRANCH: u8 = 4;
     /// JAL or JALR.
@@ -178,7 +180,11 @@ pub const fn op_class(op: Op) -> u8 {
     }
 }
 
-/// [`op_class`] for every operation, indexed by `Op as u8` (the hot path's lookup).
+/// Operations numbered below this one are the ones with a [`class`] (the decoder's `Op` lists
+/// them first), so the interpreter's monitoring variant tells them apart with one comparison.
+pub const FIRST_QUIET: u8 = Op::Lui as u8;
+
+/// [`op_class`] for every operation, indexed by `Op as u8`.
 pub static CLASS: [u8; 256] = {
     let mut t = [0u8; 256];
     let mut i = 0;
@@ -212,5 +218,13 @@ mod tests {
         assert_eq!(CLASS[Op::AmoAdd as usize], class::LOAD | class::STORE);
         assert_eq!(CLASS[Op::Jalr as usize], class::JUMP);
         assert_eq!(CLASS[Op::Sctrclr as usize], 0);
+        for (i, &c) in CLASS
+            .iter()
+            .enumerate()
+            .take(Op::Sctrclr as usize + 1)
+            .skip(1)
+        {
+            assert_eq!(c != 0, i < FIRST_QUIET as usize, "op {i}");
+        }
     }
 }

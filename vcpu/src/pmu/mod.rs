@@ -58,6 +58,37 @@ pub const LCOFIP: u64 = 1 << irq::LCOFI;
 /// `menvcfg.CDE` (Smcdeleg chapter 2).
 pub const MENVCFG_CDE: u64 = 1 << 60;
 
+/// Tallies kept beside the catalog's events (from which other events are derived), indices
+/// into `PmuState::extra`.
+pub mod tally {
+    /// AMOs retired (counted as both a load and a store).
+    pub const AMOS: usize = 0;
+    /// MRET/SRET retired.
+    pub const XRETS: usize = 1;
+    /// Loads from devices (not L1D accesses).
+    pub const DEVICE_LOADS: usize = 2;
+    /// Stores to devices.
+    pub const DEVICE_STORES: usize = 3;
+    /// Loads (AMOs included) that trapped: decoded, not retired.
+    pub const TRAPPED_LOADS: usize = 4;
+    /// Stores (AMOs included) that trapped.
+    pub const TRAPPED_STORES: usize = 5;
+    /// AMOs that trapped.
+    pub const TRAPPED_AMOS: usize = 6;
+    /// Control transfers that trapped.
+    pub const TRAPPED_BRJMP: usize = 7;
+    /// Length of the tally array.
+    pub const LEN: usize = 8;
+}
+
+/// Interpreter variant: the monitor is inactive, nothing is observed.
+pub const PMU_OFF: u8 = 0;
+/// Interpreter variant: the execute arms of loads, stores, control transfers, multiplies and
+/// divides report to the monitor.
+pub const PMU_ARMS: u8 = 1;
+/// Interpreter variant: every instruction is reported (ITLB model, PDIS).
+pub const PMU_FULL: u8 = 2;
+
 /// Counter index of `cycle`.
 pub const CY: usize = 0;
 /// Counter index of `instret`.
@@ -190,8 +221,11 @@ pub struct PmuState {
     pub value: [u64; 32],
     /// The tally of each counter's event at the last settle.
     pub snap: [u64; 32],
-    /// Event tallies since reset (cycles: the model's penalties only; instret unused).
+    /// Event tallies since reset, indexed by [`Event`] (cycles: the model's penalties only;
+    /// the events derived from others are unused).
     pub tally: [u64; NUM_EVENTS],
+    /// The other tallies, indexed by [`tally`].
+    pub extra: [u64; tally::LEN],
     /// `shpmspc` (Sspesa).
     pub shpmspc: u64,
     /// `shpmsdata` (Sspesa): CNTRID in bits 4:0, the rest hardwired 0.
@@ -212,6 +246,7 @@ impl Default for PmuState {
             value: [0; 32],
             snap: [0; 32],
             tally: [0; NUM_EVENTS],
+            extra: [0; tally::LEN],
             shpmspc: 0,
             shpmsdata: 0,
             models: Models::default(),
@@ -234,8 +269,12 @@ pub(crate) struct Pmu {
     pub(crate) active: bool,
     /// Whether some counter's counting depends on the mode (settle on mode changes).
     filtering: bool,
-    /// Instructions until the next overflow check.
-    pub(crate) countdown: u64,
+    /// The virtual clock (instruction slots) at which to check for overflow next: no
+    /// counter can wrap in fewer instructions.
+    pub(crate) check_at: u64,
+    /// Work is due on every instruction, not only on loads, stores and control transfers
+    /// (the ITLB model while fetches are translated, or PDIS counting in this mode).
+    every_insn: bool,
     /// An overflow or a PDIS sample requested an LCOFI: the chunk ends.
     pub(crate) brk: bool,
     /// The fetch and data translation of the current mode are active (TLB models), with the
@@ -255,7 +294,8 @@ impl Pmu {
             counting: 0,
             active: false,
             filtering: false,
-            countdown: u64::MAX,
+            check_at: u64::MAX,
+            every_insn: false,
             brk: false,
             fetch_tag: None,
             data_tag: None,
@@ -307,16 +347,30 @@ impl Hart {
     #[inline]
     fn tally(&self, ev: Event) -> u64 {
         let t = &self.pmu.state.tally;
+        let x = &self.pmu.state.extra;
         match ev {
             Event::Cycles => self.vclock.wrapping_add(t[Event::Cycles as usize]),
             Event::Instret => self.retired,
+            Event::L1dReadAccess => t[Event::Loads as usize] - x[tally::DEVICE_LOADS],
+            Event::L1dWriteAccess => t[Event::Stores as usize] - x[tally::DEVICE_STORES],
             Event::L1dAccess => {
-                t[Event::L1dReadAccess as usize].wrapping_add(t[Event::L1dWriteAccess as usize])
+                self.tally(Event::L1dReadAccess) + self.tally(Event::L1dWriteAccess)
             }
-            Event::L1dMiss => {
-                t[Event::L1dReadMiss as usize].wrapping_add(t[Event::L1dWriteMiss as usize])
-            }
+            Event::L1dMiss => t[Event::L1dReadMiss as usize] + t[Event::L1dWriteMiss as usize],
             Event::InstDec => self.vclock.wrapping_sub(self.skipped_slots()),
+            Event::InstDecLoad => t[Event::Loads as usize] + x[tally::TRAPPED_LOADS],
+            Event::InstDecStore => t[Event::Stores as usize] + x[tally::TRAPPED_STORES],
+            Event::InstDecLdst => {
+                self.tally(Event::InstDecLoad) + self.tally(Event::InstDecStore)
+                    - x[tally::AMOS]
+                    - x[tally::TRAPPED_AMOS]
+            }
+            Event::InstDecBrjmp => {
+                t[Event::Branches as usize]
+                    + t[Event::Jumps as usize]
+                    + x[tally::XRETS]
+                    + x[tally::TRAPPED_BRJMP]
+            }
             e => t[e as usize],
         }
     }
@@ -415,6 +469,7 @@ impl Hart {
         p.counting = counting;
         p.filtering = filtering;
         p.pdis_here = pdis_here;
+        p.every_insn = pdis_here || p.fetch_tag.is_some();
         p.active = active || pdis_anywhere;
         self.pmu_recount();
     }
@@ -433,7 +488,7 @@ impl Hart {
             let left = if left == 0 { u64::MAX } else { left };
             cd = cd.min((left / max_rate(ev)).max(1));
         }
-        self.pmu.countdown = cd;
+        self.pmu.check_at = self.vclock.saturating_add(cd);
     }
 
     /// Settle, detect overflows and recompute the countdown; returns whether an LCOFI was
@@ -470,12 +525,12 @@ impl Hart {
         let data = self.data_mode();
         let fetch = self.fetch_mode();
         let on = |prv: PrivilegeMode, virt: bool| {
-            prv != PrivilegeMode::Machine
-                && (virt || self.csr.satp >> 60 != 0)
+            prv != PrivilegeMode::Machine && (virt || self.csr.satp >> 60 != 0)
         };
         let tag = |prv: PrivilegeMode, virt: bool| ((prv as u64) << 60) | ((virt as u64) << 62);
         self.pmu.fetch_tag = on(fetch.prv, fetch.virt).then(|| tag(fetch.prv, fetch.virt));
         self.pmu.data_tag = on(data.prv, data.virt).then(|| tag(data.prv, data.virt));
+        self.pmu.every_insn = self.pmu.pdis_here || self.pmu.fetch_tag.is_some();
     }
 
     /// A trap is being taken (from `enter_trap`, before the mode changes): count it.
@@ -492,107 +547,171 @@ impl Hart {
         t[Event::Cycles as usize] += Cost::TRAP;
     }
 
-    /// An instruction retired (monitoring variant of the interpreter loop): tally its events,
-    /// run the models, step PDIS, and check for overflow when the countdown says a counter
-    /// may wrap. `pc`: its address; `addr`: its data address (loads and stores). Returns
-    /// whether the chunk must end (an LCOFI was requested).
+    // The hooks of the monitoring variants of the interpreter. With `PMU_ARMS` the execute
+    // arms of loads, stores, branches, jumps, multiplies and divides call them directly (so
+    // other instructions pay nothing); with `PMU_FULL` (the ITLB model or PDIS needs every
+    // instruction) the loop calls `pmu_events`, which dispatches on the operation's class.
+    // Each returns the events it saw as a bit set (for PDIS's record).
+
+    /// A load from RAM at `addr` completed.
     #[inline(always)]
-    pub(crate) fn pmu_retire(&mut self, insn: &crate::decode::Insn, pc: u64, addr: u64) -> bool {
-        let c = CLASS[insn.op as usize];
+    pub(crate) fn pmu_load(&mut self, addr: u64) -> u32 {
         let p = &mut self.pmu;
         let t = &mut p.state.tally;
-        let m = &mut p.state.models;
-        let mut pen = 0;
-        let mut inc = 0u32;
-        if let Some(tag) = p.fetch_tag {
-            if m.itlb_miss(tag | (pc >> 12)) {
+        t[Event::Loads as usize] += 1;
+        let mut inc = 1 << Event::Loads as u32;
+        if p.state.models.l1d_miss(addr) {
+            t[Event::L1dReadMiss as usize] += 1;
+            t[Event::Cycles as usize] += Cost::L1D_MISS;
+            inc |= 1 << Event::L1dReadMiss as u32;
+        }
+        if let Some(tag) = p.data_tag {
+            if p.state.models.dtlb_miss(tag | (addr >> 12)) {
+                t[Event::DtlbReadMiss as usize] += 1;
+                t[Event::Cycles as usize] += Cost::DTLB_MISS;
+                inc |= 1 << Event::DtlbReadMiss as u32;
+            }
+        }
+        inc
+    }
+
+    /// A store to RAM at `addr` completed.
+    #[inline(always)]
+    pub(crate) fn pmu_store(&mut self, addr: u64) -> u32 {
+        let p = &mut self.pmu;
+        let t = &mut p.state.tally;
+        t[Event::Stores as usize] += 1;
+        let mut inc = 1 << Event::Stores as u32;
+        if p.state.models.l1d_miss(addr) {
+            t[Event::L1dWriteMiss as usize] += 1;
+            t[Event::Cycles as usize] += Cost::L1D_MISS;
+            inc |= 1 << Event::L1dWriteMiss as u32;
+        }
+        if let Some(tag) = p.data_tag {
+            if p.state.models.dtlb_miss(tag | (addr >> 12)) {
+                t[Event::DtlbWriteMiss as usize] += 1;
+                t[Event::Cycles as usize] += Cost::DTLB_MISS;
+                inc |= 1 << Event::DtlbWriteMiss as u32;
+            }
+        }
+        inc
+    }
+
+    /// An AMO at `addr` completed: one read and one write access of the same line.
+    #[inline(always)]
+    pub(crate) fn pmu_amo(&mut self, addr: u64) -> u32 {
+        self.pmu.state.extra[tally::AMOS] += 1;
+        self.pmu_load(addr) | self.pmu_store(addr)
+    }
+
+    /// A conditional branch at `pc` retired (`taken`: the pc moved by its offset).
+    #[inline(always)]
+    pub(crate) fn pmu_branch(&mut self, pc: u64, taken: bool) -> u32 {
+        let p = &mut self.pmu;
+        let t = &mut p.state.tally;
+        t[Event::Branches as usize] += 1;
+        t[Event::TakenBranches as usize] += taken as u64;
+        let mut inc =
+            (1 << Event::Branches as u32) | ((taken as u32) << Event::TakenBranches as u32);
+        if p.state.models.branch_mispredicted(pc, taken) {
+            t[Event::BranchMisses as usize] += 1;
+            t[Event::Cycles as usize] += Cost::MISPREDICT;
+            inc |= 1 << Event::BranchMisses as u32;
+        }
+        inc
+    }
+
+    /// A JAL (`indirect` false) or JALR at `pc` retired; the pc is its target now.
+    #[inline(always)]
+    pub(crate) fn pmu_jump(&mut self, pc: u64, indirect: bool) -> u32 {
+        let target = self.pc;
+        let p = &mut self.pmu;
+        let t = &mut p.state.tally;
+        t[Event::Jumps as usize] += 1;
+        let mut inc = 1 << Event::Jumps as u32;
+        if indirect && p.state.models.indirect_mispredicted(pc, target) {
+            t[Event::BranchMisses as usize] += 1;
+            t[Event::Cycles as usize] += Cost::MISPREDICT;
+            inc |= 1 << Event::BranchMisses as u32;
+        }
+        inc
+    }
+
+    /// Extra cycles of a long-latency operation (multiply, divide).
+    #[inline(always)]
+    pub(crate) fn pmu_cycles(&mut self, n: u64) {
+        self.pmu.state.tally[Event::Cycles as usize] += n;
+    }
+
+    /// An MRET or SRET retired.
+    #[inline(always)]
+    pub(crate) fn pmu_xret(&mut self) {
+        self.pmu.state.extra[tally::XRETS] += 1;
+    }
+
+    /// `PMU_FULL`: an instruction retired; tally its events by class, run the ITLB model and
+    /// step PDIS. `pc`: its address; `addr`: its data address. Returns whether the chunk must
+    /// end (an LCOFI was requested).
+    #[inline(never)]
+    pub(crate) fn pmu_events(&mut self, insn: &crate::decode::Insn, pc: u64, addr: u64) -> bool {
+        use crate::decode::Op;
+        let c = CLASS[insn.op as usize];
+        let before = self.pmu.state.tally[Event::Cycles as usize];
+        let mut inc = 0;
+        if let Some(tag) = self.pmu.fetch_tag {
+            if self.pmu.state.models.itlb_miss(tag | (pc >> 12)) {
+                let t = &mut self.pmu.state.tally;
                 t[Event::ItlbMiss as usize] += 1;
+                t[Event::Cycles as usize] += Cost::ITLB_MISS;
                 inc |= 1 << Event::ItlbMiss as u32;
-                pen += Cost::ITLB_MISS;
             }
         }
-        if c != 0 {
-            if c & (class::LOAD | class::STORE) != 0 {
-                let tlb_miss = p.data_tag.is_some_and(|tag| m.dtlb_miss(tag | (addr >> 12)));
-                let miss = m.l1d_miss(addr);
-                t[Event::InstDecLdst as usize] += 1;
-                if c & class::LOAD != 0 {
-                    t[Event::Loads as usize] += 1;
-                    t[Event::InstDecLoad as usize] += 1;
-                    t[Event::L1dReadAccess as usize] += 1;
-                    inc |= 1 << Event::Loads as u32;
-                    if miss {
-                        t[Event::L1dReadMiss as usize] += 1;
-                        inc |= 1 << Event::L1dReadMiss as u32;
-                    }
-                    if tlb_miss {
-                        t[Event::DtlbReadMiss as usize] += 1;
-                        inc |= 1 << Event::DtlbReadMiss as u32;
-                    }
-                }
-                if c & class::STORE != 0 {
-                    t[Event::Stores as usize] += 1;
-                    t[Event::InstDecStore as usize] += 1;
-                    t[Event::L1dWriteAccess as usize] += 1;
-                    inc |= 1 << Event::Stores as u32;
-                    if miss {
-                        t[Event::L1dWriteMiss as usize] += 1;
-                        inc |= 1 << Event::L1dWriteMiss as u32;
-                    }
-                    if tlb_miss {
-                        t[Event::DtlbWriteMiss as usize] += 1;
-                        inc |= 1 << Event::DtlbWriteMiss as u32;
-                    }
-                }
-                pen += if miss { Cost::L1D_MISS } else { 0 } + if tlb_miss { Cost::DTLB_MISS } else { 0 };
-            } else if c & class::BRANCH != 0 {
-                let taken = self.pc != pc.wrapping_add(insn.len as u64);
-                t[Event::Branches as usize] += 1;
-                t[Event::InstDecBrjmp as usize] += 1;
-                inc |= 1 << Event::Branches as u32;
-                if taken {
-                    t[Event::TakenBranches as usize] += 1;
-                    inc |= 1 << Event::TakenBranches as u32;
-                }
-                if m.branch_mispredicted(pc, taken) {
-                    t[Event::BranchMisses as usize] += 1;
-                    inc |= 1 << Event::BranchMisses as u32;
-                    pen += Cost::MISPREDICT;
-                }
-            } else if c & class::JUMP != 0 {
-                t[Event::Jumps as usize] += 1;
-                t[Event::InstDecBrjmp as usize] += 1;
-                inc |= 1 << Event::Jumps as u32;
-                if insn.op == crate::decode::Op::Jalr && m.indirect_mispredicted(pc, self.pc) {
-                    t[Event::BranchMisses as usize] += 1;
-                    inc |= 1 << Event::BranchMisses as u32;
-                    pen += Cost::MISPREDICT;
-                }
-            } else if c & class::XRET != 0 {
-                t[Event::InstDecBrjmp as usize] += 1;
-            } else if c & class::MUL != 0 {
-                pen += Cost::MUL;
-            } else if c & class::DIV != 0 {
-                pen += Cost::DIV;
+        // Only RAM accesses reach here (a device access leaves the chunk as an exit).
+        inc |= match c {
+            0 => 0,
+            class::LOAD => self.pmu_load(addr),
+            class::STORE => self.pmu_store(addr),
+            class::MEMORY => self.pmu_amo(addr),
+            class::BRANCH => self.pmu_branch(pc, self.pc != pc.wrapping_add(insn.len as u64)),
+            class::JUMP => self.pmu_jump(pc, insn.op == Op::Jalr),
+            class::XRET => {
+                self.pmu_xret();
+                0
             }
-        }
-        t[Event::Cycles as usize] += pen;
-        if p.pdis_here {
+            class::MUL => {
+                self.pmu_cycles(Cost::MUL);
+                0
+            }
+            _ => {
+                self.pmu_cycles(Cost::DIV);
+                0
+            }
+        };
+        if self.pmu.pdis_here {
+            let pen = self.pmu.state.tally[Event::Cycles as usize] - before;
             self.pdis_step(insn, c, pc, addr, pen, inc, false);
         }
-        let p = &mut self.pmu;
-        p.countdown -= 1;
-        if p.countdown == 0 || p.brk {
-            return self.pmu_check(pc);
-        }
-        false
+        self.pmu.brk
     }
 
     /// An instruction trapped (monitoring variant): PDIS still saw it decoded.
     #[cold]
     pub(crate) fn pmu_trapped(&mut self, insn: &crate::decode::Insn, pc: u64) -> bool {
+        let c = CLASS[insn.op as usize];
+        let t = &mut self.pmu.state.extra;
+        if c & class::LOAD != 0 {
+            t[tally::TRAPPED_LOADS] += 1;
+        }
+        if c & class::STORE != 0 {
+            t[tally::TRAPPED_STORES] += 1;
+        }
+        if c & class::MEMORY == class::MEMORY {
+            t[tally::TRAPPED_AMOS] += 1;
+        }
+        if c & (class::BRANCH | class::JUMP | class::XRET) != 0 {
+            t[tally::TRAPPED_BRJMP] += 1;
+        }
         if self.pmu.pdis_here {
-            let c = CLASS[insn.op as usize];
             self.pdis_step(insn, c, pc, 0, 0, 0, true);
         }
         if self.pmu.brk {
@@ -606,14 +725,13 @@ impl Hart {
         if !self.pmu.active {
             return;
         }
-        let t = &mut self.pmu.state.tally;
-        t[Event::InstDecLdst as usize] += 1;
+        let st = &mut self.pmu.state;
         if load {
-            t[Event::Loads as usize] += 1;
-            t[Event::InstDecLoad as usize] += 1;
+            st.tally[Event::Loads as usize] += 1;
+            st.extra[tally::DEVICE_LOADS] += 1;
         } else {
-            t[Event::Stores as usize] += 1;
-            t[Event::InstDecStore as usize] += 1;
+            st.tally[Event::Stores as usize] += 1;
+            st.extra[tally::DEVICE_STORES] += 1;
         }
     }
 
@@ -644,6 +762,16 @@ impl Hart {
             0
         };
         self.pmu_reconfigure(|s| s.mhpmevent[i] = (v & (OF | INH)) | sel);
+    }
+
+    /// Which interpreter variant the monitor needs: [`PMU_OFF`], [`PMU_ARMS`] or [`PMU_FULL`].
+    #[inline]
+    pub(crate) fn pmu_variant(&self) -> u8 {
+        match (self.pmu.active, self.pmu.every_insn) {
+            (false, _) => PMU_OFF,
+            (true, false) => PMU_ARMS,
+            (true, true) => PMU_FULL,
+        }
     }
 
     /// Restore monitor state (from a snapshot) and derive the rest.
