@@ -470,3 +470,16 @@ fn pmu_strict_passes_on_vmm() {
         run.text()
     );
 }
+
+/// Sspesa/Ssplcofi (draft; QEMU has neither): `shpmspc`, `shpmsdata.CNTRID` and the precise
+/// LCOFI in M, S and VS, capture only on the LCOFIP 0 -> 1 transition and only for delegated
+/// counters while CDE = 1, and the access rules.
+#[test]
+fn pmu_sample_passes_on_vmm() {
+    let run = check_guest("pmu_sample", BUDGET);
+    assert!(
+        run.text().lines().any(|l| l == "pmu_sample: PASS"),
+        "{}",
+        run.text()
+    );
+}

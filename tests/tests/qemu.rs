@@ -124,6 +124,10 @@ const NOT_COMPARED: &[(&str, &str)] = &[
         "PMU rules QEMU 10.0 cannot arbitrate (exact event counts, precise LCOFI); vmm only",
     ),
     (
+        "pmu_sample",
+        "Sspesa/Ssplcofi (draft, no QEMU implementation): shpmspc, CNTRID, precise LCOFI; vmm only (tests/pmu.rs)",
+    ),
+    (
         "bench_ctr_off",
         "CTR benchmark workload (scripts/bench-ctr.sh); checked in guests.rs",
     ),
