@@ -483,3 +483,16 @@ fn pmu_sample_passes_on_vmm() {
         run.text()
     );
 }
+
+/// Smctr section 6.5 with a real overflow: the LCOFI of a counter counting taken branches
+/// freezes CTR (LCOFIFRZ of the register governing the trap, in M, S and VS) without being
+/// recorded, and the newest entry is the overflowing branch (source = `shpmspc`).
+#[test]
+fn pmu_ctr_passes_on_vmm() {
+    let run = check_guest("pmu_ctr", BUDGET);
+    assert!(
+        run.text().lines().any(|l| l == "pmu_ctr: PASS"),
+        "{}",
+        run.text()
+    );
+}
