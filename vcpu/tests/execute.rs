@@ -1089,6 +1089,25 @@ fn minstret_write_replaces_increment() {
     assert_eq!(vm.x(8), 1003);
 }
 
+/// Smpdis (draft) with Zicsr's rule for CSRs that instructions modify as a side effect: a
+/// write to `spdiscounter` is done instead of the writing instruction's increment (SEL = 0
+/// counts every decoded instruction, the CSR write included).
+#[test]
+fn spdiscounter_write_replaces_increment() {
+    let vm = run(
+        &[(5, 1000), (6, 1 << 62)],
+        &[
+            csrw(0x7c0, 6), // mpdisctl: M = 1, SEL = 0 (all)
+            csrw(0x5c3, 5), // spdiscounter = 1000
+            csrr(7, 0x5c3),
+            nop(),
+            csrr(8, 0x5c3),
+        ],
+    );
+    assert_eq!(vm.x(7), 1000, "the writing instruction does not also count");
+    assert_eq!(vm.x(8), 1002);
+}
+
 #[test]
 fn mcountinhibit_ir_freezes_minstret() {
     let vm = run(

@@ -244,6 +244,8 @@ pub(crate) struct Pmu {
     pub(crate) data_tag: Option<u64>,
     /// PDIS counts in the current mode.
     pub(crate) pdis_here: bool,
+    /// The instruction being executed wrote `spdiscounter`: it does not also count.
+    pub(crate) pdis_skip: bool,
 }
 
 impl Pmu {
@@ -260,6 +262,7 @@ impl Pmu {
             fetch_tag: None,
             data_tag: None,
             pdis_here: false,
+            pdis_skip: false,
         };
         p.derive_events();
         p
@@ -470,8 +473,7 @@ impl Hart {
         let data = self.data_mode();
         let fetch = self.fetch_mode();
         let on = |prv: PrivilegeMode, virt: bool| {
-            prv != PrivilegeMode::Machine
-                && (virt || self.csr.satp >> 60 != 0)
+            prv != PrivilegeMode::Machine && (virt || self.csr.satp >> 60 != 0)
         };
         let tag = |prv: PrivilegeMode, virt: bool| ((prv as u64) << 60) | ((virt as u64) << 62);
         self.pmu.fetch_tag = on(fetch.prv, fetch.virt).then(|| tag(fetch.prv, fetch.virt));
@@ -513,7 +515,9 @@ impl Hart {
         }
         if c != 0 {
             if c & (class::LOAD | class::STORE) != 0 {
-                let tlb_miss = p.data_tag.is_some_and(|tag| m.dtlb_miss(tag | (addr >> 12)));
+                let tlb_miss = p
+                    .data_tag
+                    .is_some_and(|tag| m.dtlb_miss(tag | (addr >> 12)));
                 let miss = m.l1d_miss(addr);
                 t[Event::InstDecLdst as usize] += 1;
                 if c & class::LOAD != 0 {
@@ -544,7 +548,8 @@ impl Hart {
                         inc |= 1 << Event::DtlbWriteMiss as u32;
                     }
                 }
-                pen += if miss { Cost::L1D_MISS } else { 0 } + if tlb_miss { Cost::DTLB_MISS } else { 0 };
+                pen += if miss { Cost::L1D_MISS } else { 0 }
+                    + if tlb_miss { Cost::DTLB_MISS } else { 0 };
             } else if c & class::BRANCH != 0 {
                 let taken = self.pc != pc.wrapping_add(insn.len as u64);
                 t[Event::Branches as usize] += 1;
@@ -650,6 +655,7 @@ impl Hart {
     pub(crate) fn pmu_restore(&mut self, s: &PmuState) {
         self.pmu.state = s.clone();
         self.pmu.brk = false;
+        self.pmu.pdis_skip = false;
         self.pmu_refresh();
         self.pmu_translation_tags();
     }
