@@ -299,7 +299,10 @@ impl Hart {
                 hdr |= HDR_L1TLBMISS | HDR_LLTLBMISS;
             }
             adr1 = addr;
-            if ctl & PA != 0 && !self.virt {
+            // pdisadr2: the guest physical address with V = 1 and vspdisctl.PA = 1 (hardwired
+            // 0 here), otherwise with mpdisctl.PA = 1 the physical address, also with V = 1
+            // (draft, "PDIS Address2").
+            if ctl & PA != 0 {
                 adr2 = self.probe_physical(addr, c & class::STORE != 0);
             }
         } else if c & (class::BRANCH | class::JUMP | class::XRET) != 0 && !trapped {
