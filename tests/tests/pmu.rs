@@ -17,6 +17,11 @@
 //!   LCOFI delegated to VS through `hideleg` bit 13, which QEMU 10.0 does not implement)
 //!   passes.
 //!
+//! - `pmu_sample_passes_on_vmm`, `pmu_ctr_passes_on_vmm`, `pmu_pdis_passes_on_vmm`: the
+//!   vmm-only guests of the draft extensions, which QEMU does not implement: `pmu_sample`
+//!   (Sspesa/Ssplcofi), `pmu_ctr` (the Smctr 6.5 LCOFI freeze with a precise overflow and
+//!   `shpmspc`) and `pmu_pdis` (Smpdis/Sspdis).
+//!
 //! The guests print no counter values that depend on timing (the hart's cycle count is a
 //! cost model, QEMU's follows the host or icount), only facts such as "advanced"/"stopped",
 //! OF bits, `scountovf`, trap causes.
@@ -492,6 +497,20 @@ fn pmu_ctr_passes_on_vmm() {
     let run = check_guest("pmu_ctr", BUDGET);
     assert!(
         run.text().lines().any(|l| l == "pmu_ctr: PASS"),
+        "{}",
+        run.text()
+    );
+}
+
+/// Smpdis/Sspdis (draft; QEMU has none): COUNT per SEL and mode, INITVAL reload, the sample
+/// record of loads, stores and control transfers (TYPE, pdispc, addresses, L1MISS, transfer
+/// type, EPT, PA also with V = 1), OF/LCOFIP/`scountovf` bit 1, the PDIS.* events, event and
+/// latency filtering, ACC, stateen gating and the WARL fields.
+#[test]
+fn pmu_pdis_passes_on_vmm() {
+    let run = check_guest("pmu_pdis", BUDGET);
+    assert!(
+        run.text().lines().any(|l| l == "pmu_pdis: PASS"),
         "{}",
         run.text()
     );

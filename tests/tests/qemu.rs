@@ -132,6 +132,10 @@ const NOT_COMPARED: &[(&str, &str)] = &[
         "Smctr 6.5 LCOFI freeze with a precise counter overflow and Sspesa's shpmspc (draft); vmm only (tests/pmu.rs)",
     ),
     (
+        "pmu_pdis",
+        "Smpdis/Sspdis (draft, no QEMU implementation): counting, sample records, filters, CSRs; vmm only (tests/pmu.rs)",
+    ),
+    (
         "bench_ctr_off",
         "CTR benchmark workload (scripts/bench-ctr.sh); checked in guests.rs",
     ),
