@@ -17,6 +17,11 @@
 //!   LCOFI delegated to VS through `hideleg` bit 13, which QEMU 10.0 does not implement)
 //!   passes.
 //!
+//! - `pmu_sample_passes_on_vmm`, `pmu_ctr_passes_on_vmm`, `pmu_pdis_passes_on_vmm`: the
+//!   vmm-only guests of the draft extensions, which QEMU does not implement: `pmu_sample`
+//!   (Sspesa/Ssplcofi), `pmu_ctr` (the Smctr 6.5 LCOFI freeze with a precise overflow and
+//!   `shpmspc`) and `pmu_pdis` (Smpdis/Sspdis).
+//!
 //! The guests print no counter values that depend on timing (the hart's cycle count is a
 //! cost model, QEMU's follows the host or icount), only facts such as "advanced"/"stopped",
 //! OF bits, `scountovf`, trap causes.
@@ -466,6 +471,46 @@ fn pmu_strict_passes_on_vmm() {
     let run = check_guest("pmu_strict", BUDGET);
     assert!(
         run.text().lines().any(|l| l == "pmu_strict: PASS"),
+        "{}",
+        run.text()
+    );
+}
+
+/// Sspesa/Ssplcofi (draft; QEMU has neither): `shpmspc`, `shpmsdata.CNTRID` and the precise
+/// LCOFI in M, S and VS, capture only on the LCOFIP 0 -> 1 transition and only for delegated
+/// counters while CDE = 1, and the access rules.
+#[test]
+fn pmu_sample_passes_on_vmm() {
+    let run = check_guest("pmu_sample", BUDGET);
+    assert!(
+        run.text().lines().any(|l| l == "pmu_sample: PASS"),
+        "{}",
+        run.text()
+    );
+}
+
+/// Smctr section 6.5 with a real overflow: the LCOFI of a counter counting taken branches
+/// freezes CTR (LCOFIFRZ of the register governing the trap, in M, S and VS) without being
+/// recorded, and the newest entry is the overflowing branch (source = `shpmspc`).
+#[test]
+fn pmu_ctr_passes_on_vmm() {
+    let run = check_guest("pmu_ctr", BUDGET);
+    assert!(
+        run.text().lines().any(|l| l == "pmu_ctr: PASS"),
+        "{}",
+        run.text()
+    );
+}
+
+/// Smpdis/Sspdis (draft; QEMU has none): COUNT per SEL and mode, INITVAL reload, the sample
+/// record of loads, stores and control transfers (TYPE, pdispc, addresses, L1MISS, transfer
+/// type, EPT, PA also with V = 1), OF/LCOFIP/`scountovf` bit 1, the PDIS.* events, event and
+/// latency filtering, ACC, stateen gating and the WARL fields.
+#[test]
+fn pmu_pdis_passes_on_vmm() {
+    let run = check_guest("pmu_pdis", BUDGET);
+    assert!(
+        run.text().lines().any(|l| l == "pmu_pdis: PASS"),
         "{}",
         run.text()
     );

@@ -124,6 +124,18 @@ const NOT_COMPARED: &[(&str, &str)] = &[
         "PMU rules QEMU 10.0 cannot arbitrate (exact event counts, precise LCOFI); vmm only",
     ),
     (
+        "pmu_sample",
+        "Sspesa/Ssplcofi (draft, no QEMU implementation): shpmspc, CNTRID, precise LCOFI; vmm only (tests/pmu.rs)",
+    ),
+    (
+        "pmu_ctr",
+        "Smctr 6.5 LCOFI freeze with a precise counter overflow and Sspesa's shpmspc (draft); vmm only (tests/pmu.rs)",
+    ),
+    (
+        "pmu_pdis",
+        "Smpdis/Sspdis (draft, no QEMU implementation): counting, sample records, filters, CSRs; vmm only (tests/pmu.rs)",
+    ),
+    (
         "bench_ctr_off",
         "CTR benchmark workload (scripts/bench-ctr.sh); checked in guests.rs",
     ),

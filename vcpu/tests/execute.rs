@@ -1089,6 +1089,47 @@ fn minstret_write_replaces_increment() {
     assert_eq!(vm.x(8), 1003);
 }
 
+/// Smpdis (draft) with Zicsr's rule for CSRs that instructions modify as a side effect: a
+/// write to `spdiscounter` is done instead of the writing instruction's increment (SEL = 0
+/// counts every decoded instruction, the CSR write included).
+#[test]
+fn spdiscounter_write_replaces_increment() {
+    let vm = run(
+        &[(5, 1000), (6, 1 << 62)],
+        &[
+            csrw(0x7c0, 6), // mpdisctl: M = 1, SEL = 0 (all)
+            csrw(0x5c3, 5), // spdiscounter = 1000
+            csrr(7, 0x5c3),
+            nop(),
+            csrr(8, 0x5c3),
+        ],
+    );
+    assert_eq!(vm.x(7), 1000, "the writing instruction does not also count");
+    assert_eq!(vm.x(8), 1002);
+}
+
+/// Smpdis (draft), "PDIS Address2": a sampled load executed with V = 1 records in pdisadr2
+/// the guest physical address when `vspdisctl.PA` = 1 (hardwired 0 here), "otherwise, if
+/// `mpdisctl.PA` = 1, ... the data physical address" (hgatp Bare: the address itself).
+#[test]
+fn pdis_pa_records_the_physical_address_in_vs() {
+    let mut vm = Vm::new();
+    vm.set_x(9, DATA);
+    let setup = set_csrs(
+        &mut vm,
+        &[
+            (0x7c0, (1 << 35) | 1), // mpdisctl: PA, SEL = loads
+            (0x6c0, (1 << 61) | 1), // vspdisctl: S (VS counts)
+            (0x5c3, 0xffff_ffff),   // spdiscounter: wraps on the first load
+            (0x150, 0x60),          // siselect: the sample record
+        ],
+    );
+    let out = vm.run_in_vmode(&setup, PrivilegeMode::Supervisor, &[ld(10, 9, 8)]);
+    assert_eq!(out, Outcome::Clean);
+    assert_eq!(vm.hart.csr(0x156), Some(DATA + 8), "pdisadr1");
+    assert_eq!(vm.hart.csr(0x157), Some(DATA + 8), "pdisadr2");
+}
+
 #[test]
 fn mcountinhibit_ir_freezes_minstret() {
     let vm = run(

@@ -193,7 +193,7 @@ macro_rules! pmu_table {
                 "spdiscounter",
                 pdis_check,
                 |h| h.pmu.state.pdis.counter,
-                Some(|h, v| h.pmu.state.pdis.counter = v)
+                Some(|h, v| h.write_spdiscounter(v))
             ),
             csr!(
                 0x5c4,

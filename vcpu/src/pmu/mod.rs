@@ -283,6 +283,8 @@ pub(crate) struct Pmu {
     pub(crate) data_tag: Option<u64>,
     /// PDIS counts in the current mode.
     pub(crate) pdis_here: bool,
+    /// The instruction being executed wrote `spdiscounter`: it does not also count.
+    pub(crate) pdis_skip: bool,
 }
 
 impl Pmu {
@@ -300,6 +302,7 @@ impl Pmu {
             fetch_tag: None,
             data_tag: None,
             pdis_here: false,
+            pdis_skip: false,
         };
         p.derive_events();
         p
@@ -778,6 +781,7 @@ impl Hart {
     pub(crate) fn pmu_restore(&mut self, s: &PmuState) {
         self.pmu.state = s.clone();
         self.pmu.brk = false;
+        self.pmu.pdis_skip = false;
         self.pmu_refresh();
         self.pmu_translation_tags();
     }

@@ -198,6 +198,14 @@ impl Hart {
         self.write_pdisctl(VS_OWN | M, v);
     }
 
+    /// Write `spdiscounter`. Zicsr: for a CSR that instructions modify as a side effect, "the
+    /// write is done instead of the increment", so the writing instruction (a decoded
+    /// instruction of the `SEL` type only with SEL = 0) does not add to COUNT.
+    pub(crate) fn write_spdiscounter(&mut self, v: u64) {
+        self.pmu.state.pdis.counter = v;
+        self.pmu.pdis_skip = self.pmu.pdis_here && self.pmu.state.pdis.mpdisctl & SEL == 0;
+    }
+
     /// Write `spdisfilter`: LATSEL keeps 0 (total) or 3 (execution); other values become 0.
     pub(crate) fn write_spdisfilter(&mut self, v: u64) {
         let latsel = match (v & LATSEL) >> 13 {
@@ -232,6 +240,11 @@ impl Hart {
         if !sel_matches(p.mpdisctl & SEL, c) {
             return;
         }
+        if std::mem::take(&mut self.pmu.pdis_skip) {
+            // This instruction wrote spdiscounter (see `write_spdiscounter`).
+            return;
+        }
+        let p = &mut self.pmu.state.pdis;
         let count = (p.counter as u32).wrapping_add(1);
         let wrapped = count == 0;
         let initval = p.counter >> 32;
@@ -286,7 +299,10 @@ impl Hart {
                 hdr |= HDR_L1TLBMISS | HDR_LLTLBMISS;
             }
             adr1 = addr;
-            if ctl & PA != 0 && !self.virt {
+            // pdisadr2: the guest physical address with V = 1 and vspdisctl.PA = 1 (hardwired
+            // 0 here), otherwise with mpdisctl.PA = 1 the physical address, also with V = 1
+            // (draft, "PDIS Address2").
+            if ctl & PA != 0 {
                 adr2 = self.probe_physical(addr, c & class::STORE != 0);
             }
         } else if c & (class::BRANCH | class::JUMP | class::XRET) != 0 && !trapped {
