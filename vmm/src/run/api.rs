@@ -214,10 +214,13 @@ impl Server {
     /// after).
     fn while_paused(&self, f: impl FnOnce(&[&InstanceView]) -> Value) -> Value {
         let was_paused = self.ctl.is_paused();
-        if !was_paused {
-            if let Err(e) = self.ctl.pause() {
-                return error(e);
-            }
+        let parked = if was_paused {
+            self.ctl.wait_parked(false)
+        } else {
+            self.ctl.pause()
+        };
+        if let Err(e) = parked {
+            return error(e);
         }
         let answer = self
             .ctl

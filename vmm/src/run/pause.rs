@@ -140,6 +140,13 @@ impl PauseCtl {
         if let Some(smp) = &self.smp {
             smp.wake_all();
         }
+        self.wait_parked(true)
+    }
+
+    /// While paused: waits until every instance has parked (they may still be on their way,
+    /// e.g. just after `vmm restore --paused`). `Err` when the VM ends first or an instance
+    /// does not park within [`PAUSE_LIMIT`]; then the pause ends too if `release`.
+    pub(crate) fn wait_parked(&self, release: bool) -> Result<(), String> {
         let limit = Instant::now() + PAUSE_LIMIT;
         let mut st = self.lock();
         loop {
@@ -160,7 +167,9 @@ impl PauseCtl {
                     .0;
                 continue;
             };
-            self.release(&mut st);
+            if release || st.ended() {
+                self.release(&mut st);
+            }
             return Err(error);
         }
     }

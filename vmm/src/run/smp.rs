@@ -275,9 +275,7 @@ impl Smp {
                 // Still waiting, as at the end.
                 return Ok(IdleEnd::Paused);
             }
-            let all_idle = st.harts.iter().all(|h| {
-                h.status == STATE_STOPPED || (h.status == STATE_STARTED && h.idle.is_some())
-            });
+            let all_idle = self.all_waiting(&st);
             if all_idle {
                 let min = st.harts.iter().filter_map(|h| h.idle).min();
                 match min {
@@ -301,6 +299,15 @@ impl Smp {
         st.harts[i].idle = None;
         self.update_earliest(&st);
         result
+    }
+
+    /// Whether every vCPU is stopped or waits in WFI with nothing posted to it (an IPI
+    /// posted to a waiting vCPU is about to wake it: it is not waiting any more).
+    fn all_waiting(&self, st: &State) -> bool {
+        st.harts.iter().zip(&self.mailboxes).all(|(h, mailbox)| {
+            h.status == STATE_STOPPED
+                || (h.status == STATE_STARTED && h.idle.is_some() && !mailbox.has_pending())
+        })
     }
 
     /// Whether vCPU `id` can run now (for a hart that multiplexes vCPUs): START_PENDING,
@@ -366,9 +373,7 @@ impl Smp {
             if let Some(pick) = self.take_runnable(&mut st, order) {
                 return Ok(Some(pick));
             }
-            let all_idle = st.harts.iter().all(|h| {
-                h.status == STATE_STOPPED || (h.status == STATE_STARTED && h.idle.is_some())
-            });
+            let all_idle = self.all_waiting(&st);
             if all_idle {
                 match st.harts.iter().filter_map(|h| h.idle).min() {
                     Some(t) if t != u64::MAX => {
