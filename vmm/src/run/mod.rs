@@ -140,7 +140,7 @@ pub struct RunConfig {
     pub ctr_depths: Option<ctr_virt::DepthSet>,
     /// `--host-ctr-depths`: the depths the host hart model supports (default all).
     pub host_ctr_depths: ctr_virt::DepthSet,
-    /// `--api-sock`: the control socket's path (single-vCPU VMs).
+    /// `--api-sock`: the control socket's path (`run/api.rs`).
     pub api_sock: Option<PathBuf>,
     /// `--snapshot-on-stop`: when the instruction budget or the timeout ends the run, write a
     /// snapshot here (for `vmm restore`).

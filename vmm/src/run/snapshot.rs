@@ -10,8 +10,9 @@
 //! after the budget or the timeout stopped every thread): every vCPU's state (on its hart
 //! instance or parked, see `run/sched.rs`), its SBI HSM state, whether it waits in WFI and
 //! until when, an IPI waiting in its mailbox, and the shared virtual clock. It can be
-//! restored on any number of hart instances (`--pcpus`). The control socket is for
-//! single-vCPU VMs so far.
+//! restored on any number of hart instances (`--pcpus`). The control socket snapshots a VM
+//! of any number of vCPUs from the states its paused hart instances hand over
+//! (`run/pause.rs`), with the same [`VmCommon::snapshot`].
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
