@@ -242,12 +242,13 @@ impl GuestVm {
     /// A pause point: when a pause is wanted, park (handing over this instance's vCPUs)
     /// until it ends. The hart is between two runs.
     pub(crate) fn pause_point(&self) {
-        let Some(link) = self.pause.clone() else {
+        let Some(link) = &self.pause else {
             return;
         };
         if !link.ctl.requested() {
             return;
         }
+        let link = link.clone();
         let view = self.instance_view();
         let input = self.input.clone();
         link.ctl
@@ -285,5 +286,71 @@ impl GuestVm {
             vcpus,
             stats: self.stats.clone(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sbi::hsm::STATE_STOPPED;
+    use std::sync::atomic::AtomicBool;
+    use vcpu::{HartMailbox, SharedClock};
+
+    fn empty_view() -> InstanceView {
+        InstanceView {
+            vcpus: Vec::new(),
+            stats: ExitStats::default(),
+        }
+    }
+
+    /// Two stand-in hart threads that park at their pause points: `pause` returns once both
+    /// have parked, `resume` lets them go, and once they have ended a pause is refused and
+    /// leaves nothing paused.
+    #[test]
+    fn pause_waits_for_every_instance_and_refuses_an_ended_vm() {
+        let stops = vec![StopHandle::default(), StopHandle::default()];
+        let ctl = Arc::new(PauseCtl::new(stops, None, false));
+        let done = Arc::new(AtomicBool::new(false));
+        let threads: Vec<_> = (0..2)
+            .map(|i| {
+                let (ctl, done) = (ctl.clone(), done.clone());
+                std::thread::spawn(move || {
+                    while !done.load(Ordering::SeqCst) {
+                        if ctl.requested() {
+                            ctl.park(i, empty_view(), &|| false);
+                        }
+                        std::thread::yield_now();
+                    }
+                    ctl.exited(i);
+                })
+            })
+            .collect();
+        for _ in 0..3 {
+            ctl.pause().unwrap();
+            assert!(ctl.is_paused());
+            assert_eq!(ctl.with_views(|v| v.len()), Some(2));
+            ctl.resume();
+            assert!(!ctl.is_paused());
+        }
+        done.store(true, Ordering::SeqCst);
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(ctl.pause(), Err("the VM has ended".to_string()));
+        assert!(!ctl.is_paused());
+        assert!(ctl.with_views(|v| v.len()).is_none());
+    }
+
+    /// An HSM-stopped vCPU's wait for `hart_start` gives way to a pause and leaves it
+    /// STOPPED.
+    #[test]
+    fn a_stopped_vcpu_waiting_for_start_parks() {
+        let mailboxes = (0..2).map(|_| Arc::new(HartMailbox::default())).collect();
+        let smp = Smp::new(Arc::new(SharedClock::new()), mailboxes, Vec::new());
+        assert_eq!(
+            smp.wait_for_start(1, &|| true),
+            super::super::smp::StartWait::Paused
+        );
+        assert_eq!(smp.hart_status(1), STATE_STOPPED);
     }
 }
