@@ -202,6 +202,10 @@ const NOT_COMPARED: &[(&str, &str)] = &[
         "a `vmm run` guest kernel snapshotted mid-recording (tests/snapshot.rs)",
     ),
     (
+        "sbi_ctr_pause",
+        "a two-vCPU `vmm run` guest kernel that waits for console input, for the control socket (tests/api.rs)",
+    ),
+    (
         "sbi_ctr_smp",
         "a two-vCPU `vmm run` guest kernel for --pcpus and multi-vCPU snapshots (tests/smp.rs)",
     ),

@@ -4,7 +4,7 @@
 
 use vmm::run::snapshot::{restore_and_run, RestoreConfig};
 use vmm::run::{run_kernel, ConsoleInput, RunConfig, RunExit, RunStats};
-use vmm_tests::{guest, SharedBuf, BUDGET};
+use vmm_tests::{guest, without_cycles, SharedBuf, BUDGET};
 
 fn config(vcpus: u64, pcpus: Option<u64>, slice: u64) -> RunConfig {
     let mut c = RunConfig::new(guest("sbi_ctr_smp"));
@@ -30,35 +30,6 @@ fn run(vcpus: u64, pcpus: Option<u64>, slice: u64) -> (String, RunStats) {
     );
     assert!(text.contains("sbi_ctr_smp: PASS"), "{text}");
     (text, stats)
-}
-
-/// The output without cycle counts (which only a single host thread makes reproducible:
-/// 1:1 vCPUs adopt each other's clock at host-scheduled moments): the `hash` of every bit
-/// is dropped (`nocc` stays), and entries keep `ctrdata`'s TYPE only.
-fn without_cycles(out: &str) -> String {
-    out.lines()
-        .map(|l| {
-            let words: Vec<&str> = l.split(' ').collect();
-            let mut kept = Vec::new();
-            let mut i = 0;
-            while i < words.len() {
-                match words[i] {
-                    "hash" => i += 2,
-                    "data" if i + 1 < words.len() => {
-                        let d = u64::from_str_radix(words[i + 1].trim_start_matches("0x"), 16)
-                            .unwrap_or_else(|_| panic!("bad data in {l:?}"));
-                        kept.push(format!("data-type {:#x}", d & 0xf));
-                        i += 2;
-                    }
-                    w => {
-                        kept.push(w.to_string());
-                        i += 1;
-                    }
-                }
-            }
-            kept.join(" ") + "\n"
-        })
-        .collect()
 }
 
 #[test]

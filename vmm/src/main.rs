@@ -142,8 +142,8 @@ struct RunArgs {
     #[arg(long, value_name = "LIST", value_parser = parse_depths, default_value = "16,32,64,128,256")]
     host_ctr_depths: ctr_virt::DepthSet,
 
-    /// A control socket: line-delimited JSON requests pause, resume, snapshot (to a file
-    /// for `vmm restore`), stats and ctr-dump (single-vCPU VMs).
+    /// A control socket: line-delimited JSON requests pause, resume, snapshot (of the whole
+    /// VM, to a file for `vmm restore`), stats and ctr-dump (of any vCPU).
     #[arg(long, value_name = "PATH")]
     api_sock: Option<PathBuf>,
 

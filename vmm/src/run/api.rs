@@ -2,57 +2,64 @@
 //!
 //! Each request is one line, a JSON object with a `cmd` field; each answer is one line, a
 //! JSON object with `"ok": true` and the command's results, or `"ok": false` and an `error`
-//! naming what was wrong (malformed JSON, an unknown command, a missing argument, a command
-//! in the wrong state): a refused command changes nothing.
+//! naming what was wrong (malformed JSON, an unknown command, a missing or bad argument, a
+//! vCPU out of range, a command in the wrong state, a VM that has ended): a refused command
+//! changes nothing.
 //!
 //! | request | answer |
 //! | --- | --- |
-//! | `{"cmd":"pause"}` | the vCPU stops between two instructions (refused when paused) |
-//! | `{"cmd":"resume"}` | it runs again (refused when not paused) |
-//! | `{"cmd":"snapshot","path":"FILE"}` | a snapshot written to FILE (`vmm restore --snapshot FILE`); `bytes`: its size |
-//! | `{"cmd":"stats"}` | `instructions` executed and the exit counts (`exits`) |
-//! | `{"cmd":"ctr-dump","vcpu":0}` | the vCPU's CTR: `depth`, `wrptr`, `frozen`, `loaded`, and `records` youngest first (`source`, `target`, `type`, `cycles` or null) |
+//! | `{"cmd":"pause"}` | every vCPU stops between two instructions (refused when paused) |
+//! | `{"cmd":"resume"}` | they run again (refused when not paused) |
+//! | `{"cmd":"snapshot","path":"FILE"}` | a snapshot of the whole VM written to FILE (`vmm restore --snapshot FILE`); `bytes`: its size |
+//! | `{"cmd":"stats"}` | `instructions` executed by all vCPUs, the exit counts summed over them (`exits`), and per vCPU (`vcpus`): `instructions`, `pc`, `hsm` (`started`, `stopped`, `start-pending`), `wfi` (waits in WFI), `on_hart` (`false`: parked by `--pcpus`) |
+//! | `{"cmd":"ctr-dump","vcpu":N}` | vCPU N's CTR (default 0, wherever it is): `depth`, `wrptr`, `frozen`, `loaded`, and `records` youngest first (`source`, `target`, `type`, `cycles` or null) |
 //!
-//! The socket's thread hands each request to the vCPU's thread, which answers between two
-//! runs of the hart (a request interrupts a run through the hart's stop handle).
+//! The socket's thread serves one connection at a time. `pause` parks every hart instance
+//! (host thread) at an instruction boundary, each handing over copies of its vCPUs' states
+//! (`run/pause.rs`); `snapshot`, `stats` and `ctr-dump` are answered from those copies, on a
+//! running VM by pausing it for the request and resuming it after (a snapshot of a running
+//! VM is consistent: every vCPU stopped first).
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{channel, Receiver, Sender};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use serde_json::{json, Value};
-use vcpu::StopHandle;
+use vcpu::{Hart, HartConfig};
 
+use super::pause::{InstanceView, PauseCtl, VcpuView};
+use super::snapshot::VmCommon;
+use super::ExitStats;
 use crate::error::Error;
+use crate::sbi::hsm::{STATE_STARTED, STATE_START_PENDING, STATE_STOPPED};
 
-/// A request handed to the vCPU thread, with where to send the answer.
-pub struct ApiRequest {
-    /// The parsed request.
-    pub body: Value,
-    /// The answer goes here.
-    pub reply: Sender<Value>,
-}
-
-/// The vCPU side: requests arrive here.
+/// The control socket of a VM: its thread serves until the VM is dropped.
 pub struct VmApi {
-    requests: Receiver<ApiRequest>,
-    /// Whether the guest is paused.
-    pub paused: bool,
     path: PathBuf,
+    /// Set when the VM is dropped: the thread stops listening.
+    closed: Arc<AtomicBool>,
 }
 
 impl Drop for VmApi {
     fn drop(&mut self) {
+        self.closed.store(true, Ordering::SeqCst);
+        // Wake the thread from `accept`; it sees `closed` and ends.
+        let _ = UnixStream::connect(&self.path);
         let _ = std::fs::remove_file(&self.path);
     }
 }
 
 impl VmApi {
-    /// Listen on `path` (which must not exist, or be a stale socket) in a thread of its own;
-    /// requests interrupt the hart through `stop`.
-    pub fn spawn(path: &Path, stop: StopHandle) -> Result<VmApi, Error> {
+    /// Listen on `path` (which must not exist, or be a stale socket) in a thread of its own,
+    /// for a VM of `vcpus` vCPUs paused through `ctl`.
+    pub(crate) fn spawn(
+        path: &Path,
+        ctl: Arc<PauseCtl>,
+        common: VmCommon,
+        vcpus: u64,
+    ) -> Result<VmApi, Error> {
         use std::os::unix::fs::FileTypeExt;
         if let Ok(meta) = std::fs::symlink_metadata(path) {
             if meta.file_type().is_socket() {
@@ -66,25 +73,21 @@ impl VmApi {
         }
         let listener = UnixListener::bind(path)
             .map_err(|e| Error::Api(format!("cannot listen on {}: {e}", path.display())))?;
-        let (tx, rx) = channel();
+        let closed = Arc::new(AtomicBool::new(false));
+        let server = Server {
+            ctl,
+            common,
+            vcpus,
+            closed: closed.clone(),
+        };
         std::thread::Builder::new()
             .name("api-sock".into())
-            .spawn(move || serve(listener, tx, stop))
+            .spawn(move || server.serve(listener))
             .map_err(|e| Error::Api(format!("cannot start the control socket thread: {e}")))?;
         Ok(VmApi {
-            requests: rx,
-            paused: false,
             path: path.to_path_buf(),
+            closed,
         })
-    }
-
-    /// The next request: waiting for one while paused, else only if one is there.
-    pub fn next(&self) -> Option<ApiRequest> {
-        if self.paused {
-            self.requests.recv().ok()
-        } else {
-            self.requests.try_recv().ok()
-        }
     }
 }
 
@@ -93,118 +96,112 @@ pub fn error(msg: impl Into<String>) -> Value {
     json!({ "ok": false, "error": msg.into() })
 }
 
-fn serve(listener: UnixListener, tx: Sender<ApiRequest>, stop: StopHandle) {
-    for conn in listener.incoming() {
-        let Ok(conn) = conn else { continue };
-        if handle_connection(conn, &tx, &stop).is_err() {
-            continue;
-        }
-    }
+/// The socket's thread.
+struct Server {
+    ctl: Arc<PauseCtl>,
+    common: VmCommon,
+    vcpus: u64,
+    closed: Arc<AtomicBool>,
 }
 
-fn handle_connection(
-    conn: UnixStream,
-    tx: &Sender<ApiRequest>,
-    stop: &StopHandle,
-) -> std::io::Result<()> {
-    let mut out = conn.try_clone()?;
-    // A line longer than this is refused (and the connection closed).
-    const MAX_LINE: u64 = 64 * 1024;
-    let mut reader = BufReader::new(conn);
-    loop {
-        let mut line = String::new();
-        let n = std::io::Read::take(&mut reader, MAX_LINE).read_line(&mut line)?;
-        if n == 0 {
-            return Ok(());
-        }
-        if !line.ends_with('\n') && n as u64 == MAX_LINE {
-            writeln!(
-                out,
-                "{}",
-                error(format!("request longer than {MAX_LINE} bytes"))
-            )?;
-            return Ok(());
-        }
-        let answer = match serde_json::from_str::<Value>(line.trim()) {
-            Ok(body) if body.get("cmd").and_then(Value::as_str).is_some() => {
-                let (reply_tx, reply_rx) = channel();
-                if tx
-                    .send(ApiRequest {
-                        body,
-                        reply: reply_tx,
-                    })
-                    .is_err()
-                {
-                    error("the VM has ended")
-                } else {
-                    stop.stop();
-                    reply_rx
-                        .recv_timeout(Duration::from_secs(30))
-                        .unwrap_or_else(|_| error("the VM did not answer"))
-                }
+impl Server {
+    fn serve(self, listener: UnixListener) {
+        for conn in listener.incoming() {
+            if self.closed.load(Ordering::SeqCst) {
+                return;
             }
-            Ok(_) => error("a request is a JSON object with a \"cmd\" string"),
-            Err(e) => error(format!("malformed JSON: {e}")),
-        };
-        writeln!(out, "{answer}")?;
-    }
-}
-
-impl super::GuestVm {
-    /// Answer every control-socket request waiting (all of them, until `resume`, while
-    /// paused).
-    pub(crate) fn serve_api(&mut self) {
-        while let Some(req) = self.api.as_ref().and_then(VmApi::next) {
-            let answer = self.api_answer(&req.body);
-            let _ = req.reply.send(answer);
+            let Ok(conn) = conn else { continue };
+            if self.handle_connection(conn).is_err() {
+                continue;
+            }
         }
     }
 
-    fn api_answer(&mut self, body: &Value) -> Value {
+    fn handle_connection(&self, conn: UnixStream) -> std::io::Result<()> {
+        let mut out = conn.try_clone()?;
+        // A line longer than this is refused (and the connection closed).
+        const MAX_LINE: u64 = 64 * 1024;
+        let mut reader = BufReader::new(conn);
+        loop {
+            let mut line = String::new();
+            let n = std::io::Read::take(&mut reader, MAX_LINE).read_line(&mut line)?;
+            if n == 0 || self.closed.load(Ordering::SeqCst) {
+                return Ok(());
+            }
+            if !line.ends_with('\n') && n as u64 == MAX_LINE {
+                writeln!(
+                    out,
+                    "{}",
+                    error(format!("request longer than {MAX_LINE} bytes"))
+                )?;
+                return Ok(());
+            }
+            let answer = match serde_json::from_str::<Value>(line.trim()) {
+                Ok(body) if body.get("cmd").and_then(Value::as_str).is_some() => self.answer(&body),
+                Ok(_) => error("a request is a JSON object with a \"cmd\" string"),
+                Err(e) => error(format!("malformed JSON: {e}")),
+            };
+            writeln!(out, "{answer}")?;
+        }
+    }
+
+    /// The answer to one request (arguments are checked before anything is paused).
+    fn answer(&self, body: &Value) -> Value {
         let cmd = body.get("cmd").and_then(Value::as_str).unwrap_or("");
-        let paused = self.api.as_ref().is_some_and(|a| a.paused);
-        let set_paused = |vm: &mut Self, p: bool| {
-            if let Some(a) = vm.api.as_mut() {
-                a.paused = p;
-            }
-        };
+        let paused = self.ctl.is_paused();
         match cmd {
             "pause" if paused => error("already paused"),
-            "pause" => {
-                set_paused(self, true);
-                json!({ "ok": true })
-            }
+            "pause" => match self.ctl.pause() {
+                Ok(()) => json!({ "ok": true }),
+                Err(e) => error(e),
+            },
             "resume" if !paused => error("not paused"),
             "resume" => {
-                set_paused(self, false);
+                self.ctl.resume();
                 json!({ "ok": true })
             }
             "snapshot" => {
                 let Some(path) = body.get("path").and_then(Value::as_str) else {
                     return error("snapshot needs a \"path\" string");
                 };
-                match self.write_snapshot(Path::new(path)) {
-                    Ok(()) => {
-                        let bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-                        json!({ "ok": true, "path": path, "bytes": bytes })
+                self.while_paused(|views| {
+                    let vcpus = all_vcpus(views)
+                        .map(|v| (v.state.clone(), v.ctr.snapshot()))
+                        .collect();
+                    match self.common.write_snapshot(Path::new(path), vcpus) {
+                        Ok(()) => {
+                            let bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+                            json!({ "ok": true, "path": path, "bytes": bytes })
+                        }
+                        Err(e) => error(e.to_string()),
                     }
-                    Err(e) => error(e.to_string()),
-                }
+                })
             }
-            "stats" => {
-                let exits: serde_json::Map<String, Value> = self
-                    .stats
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), json!(v)))
-                    .collect();
-                json!({ "ok": true, "paused": paused, "instructions": self.executed(), "exits": exits })
-            }
+            "stats" => self.while_paused(|views| self.stats(views, paused)),
             "ctr-dump" => {
-                let vcpu = body.get("vcpu").and_then(Value::as_u64).unwrap_or(0);
-                if vcpu != 0 {
-                    return error(format!("no vCPU {vcpu} (this VM has 1)"));
+                let vcpu = match body.get("vcpu") {
+                    None => 0,
+                    Some(v) => match v.as_u64() {
+                        Some(v) => v,
+                        None => {
+                            return error(format!(
+                                "\"vcpu\" must be a vCPU index (0 to {}), not {v}",
+                                self.vcpus - 1
+                            ))
+                        }
+                    },
+                };
+                if vcpu >= self.vcpus {
+                    return error(format!(
+                        "no vCPU {vcpu}: this VM has {} (0 to {})",
+                        self.vcpus,
+                        self.vcpus - 1
+                    ));
                 }
-                self.ctr_dump()
+                self.while_paused(|views| match all_vcpus(views).find(|v| v.id == vcpu) {
+                    Some(v) => self.ctr_dump(v),
+                    None => error(format!("vCPU {vcpu} was not found on any hart instance")),
+                })
             }
             "" => error("a request is a JSON object with a \"cmd\" string"),
             other => error(format!(
@@ -213,8 +210,78 @@ impl super::GuestVm {
         }
     }
 
-    /// The vCPU's CTR, decoded (youngest record first).
-    fn ctr_dump(&self) -> Value {
+    /// `f` of every hart instance's vCPUs, pausing a running VM for it (and resuming it
+    /// after).
+    fn while_paused(&self, f: impl FnOnce(&[&InstanceView]) -> Value) -> Value {
+        let was_paused = self.ctl.is_paused();
+        let parked = if was_paused {
+            self.ctl.wait_parked(false)
+        } else {
+            self.ctl.pause()
+        };
+        if let Err(e) = parked {
+            return error(e);
+        }
+        let answer = self
+            .ctl
+            .with_views(f)
+            .unwrap_or_else(|| error("the VM has ended"));
+        if !was_paused {
+            self.ctl.resume();
+        }
+        answer
+    }
+
+    fn stats(&self, views: &[&InstanceView], paused: bool) -> Value {
+        let mut stats = ExitStats::default();
+        for v in views {
+            stats.merge(&v.stats);
+        }
+        let exits: serde_json::Map<String, Value> = stats
+            .iter()
+            .map(|(k, v)| (k.to_string(), json!(v)))
+            .collect();
+        let mut vcpus: Vec<&VcpuView> = all_vcpus(views).collect();
+        vcpus.sort_by_key(|v| v.id);
+        let per_vcpu: Vec<Value> = vcpus
+            .iter()
+            .map(|v| {
+                let (hsm, wfi) = match &self.common.smp {
+                    Some(smp) => {
+                        let (hsm, _, idle, _) = smp.vcpu_state(v.id);
+                        (hsm, idle.is_some())
+                    }
+                    None => (STATE_STARTED, false),
+                };
+                let hsm = match hsm {
+                    STATE_STARTED => "started",
+                    STATE_STOPPED => "stopped",
+                    STATE_START_PENDING => "start-pending",
+                    _ => "unknown",
+                };
+                json!({
+                    "vcpu": v.id,
+                    "instructions": v.executed,
+                    "pc": format!("{:#x}", v.state.pc),
+                    "hsm": hsm,
+                    "wfi": wfi,
+                    "on_hart": v.on_hart,
+                })
+            })
+            .collect();
+        json!({
+            "ok": true,
+            "paused": paused,
+            "instructions": vcpus.iter().map(|v| v.executed).sum::<u64>(),
+            "exits": exits,
+            "vcpus": per_vcpu,
+        })
+    }
+
+    /// A vCPU's CTR, decoded (youngest record first): its state is put on a scratch hart of
+    /// the VM's host model, wherever the vCPU was (on its hart or parked by `--pcpus`), and
+    /// read as the hypervisor reads a guest's CTR.
+    fn ctr_dump(&self, v: &VcpuView) -> Value {
         const TYPES: [&str; 16] = [
             "none",
             "exception",
@@ -233,7 +300,23 @@ impl super::GuestVm {
             "other indirect jump",
             "other direct jump",
         ];
-        let ctx = self.ctr.context(&self.hart);
+        let config = HartConfig {
+            hart_id: v.id,
+            ctr: self.common.host_ctr.clone(),
+            ..HartConfig::default()
+        };
+        let scratch = Hart::new_guest(config, self.common.mem.clone())
+            .map_err(|e| e.to_string())
+            .and_then(|mut h| {
+                h.restore_state(&v.state)
+                    .map(|()| h)
+                    .map_err(|e| e.to_string())
+            });
+        let hart = match scratch {
+            Ok(h) => h,
+            Err(e) => return error(format!("cannot read vCPU {}'s CTR: {e}", v.id)),
+        };
+        let ctx = v.ctr.context(&hart);
         let records: Vec<Value> = ctx
             .entries
             .iter()
@@ -251,8 +334,9 @@ impl super::GuestVm {
             .collect();
         json!({
             "ok": true,
-            "enabled": self.ctr.policy().enabled,
-            "loaded": self.ctr.is_loaded(),
+            "vcpu": v.id,
+            "enabled": v.ctr.policy().enabled,
+            "loaded": v.ctr.is_loaded(),
             "depth": 16u64 << ctx.depth,
             "wrptr": ctx.sctrstatus & 0xff,
             "frozen": ctx.sctrstatus >> 31 & 1 == 1,
@@ -260,4 +344,9 @@ impl super::GuestVm {
             "records": records,
         })
     }
+}
+
+/// Every vCPU the parked hart instances handed over.
+fn all_vcpus<'a>(views: &'a [&'a InstanceView]) -> impl Iterator<Item = &'a VcpuView> {
+    views.iter().flat_map(|v| v.vcpus.iter())
 }

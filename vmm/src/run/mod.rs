@@ -39,6 +39,7 @@ pub mod api;
 pub mod console;
 pub mod fdt;
 pub mod kernel;
+mod pause;
 mod sched;
 mod smp;
 pub mod snapshot;
@@ -59,8 +60,9 @@ use crate::devices::Console;
 use crate::error::Error;
 use crate::machine::{HART_ID, MAX_MEMORY_MIB, RAM_BASE, UART_BASE, UART_SIZE};
 use crate::sbi::{self, srst::ResetRequest, SbiCall, SbiEnv, SbiOutcome, SbiRet};
+use pause::{PauseCtl, PauseLink};
 use sched::{Leave, ParkedVcpu, Sched};
-use smp::Smp;
+use smp::{IdleEnd, Smp, StartWait};
 
 pub use sched::DEFAULT_SLICE_INSNS;
 
@@ -138,7 +140,7 @@ pub struct RunConfig {
     pub ctr_depths: Option<ctr_virt::DepthSet>,
     /// `--host-ctr-depths`: the depths the host hart model supports (default all).
     pub host_ctr_depths: ctr_virt::DepthSet,
-    /// `--api-sock`: the control socket's path (single-vCPU VMs).
+    /// `--api-sock`: the control socket's path (`run/api.rs`).
     pub api_sock: Option<PathBuf>,
     /// `--snapshot-on-stop`: when the instruction budget or the timeout ends the run, write a
     /// snapshot here (for `vmm restore`).
@@ -322,8 +324,12 @@ pub struct GuestVm {
     policy: GuestPolicy,
     /// This vCPU's CTR as the hypervisor manages it (lazy loading, `sctrdepth`).
     ctr: ctr_virt::GuestCtr,
-    /// The control socket (`--api-sock`).
+    /// The control socket (`--api-sock`; on the first hart instance).
     api: Option<api::VmApi>,
+    /// With a control socket: how this hart instance parks when the VM is paused.
+    pause: Option<PauseLink>,
+    /// The host hart model's CTR (for the control socket's `ctr-dump`).
+    host_ctr: Option<vcpu::ctr::CtrConfig>,
     /// Where to write a snapshot when the budget or the timeout ends the run.
     snapshot_on_stop: Option<PathBuf>,
     stats: ExitStats,
@@ -529,6 +535,8 @@ impl GuestVm {
             policy,
             ctr,
             api: None,
+            pause: None,
+            host_ctr: host_ctr.clone(),
             snapshot_on_stop: config.snapshot_on_stop.clone(),
             stats: ExitStats::default(),
             smp: smp.clone(),
@@ -553,14 +561,32 @@ impl GuestVm {
         };
         boot.secondaries = instances.collect();
         if let Some(path) = &config.api_sock {
-            if config.vcpus > 1 {
-                return Err(Error::Api(
-                    "--api-sock with more than one vCPU is not implemented yet".into(),
-                ));
-            }
-            boot.api = Some(api::VmApi::spawn(path, boot.hart.stop_handle())?);
+            boot.attach_api(path, false)?;
         }
         Ok(boot)
+    }
+
+    /// Opens the control socket at `path` for this VM (the first hart instance, with the
+    /// others in `secondaries`): every instance gets its link to the pause state.
+    /// `paused`: every instance parks before its first instruction.
+    pub(crate) fn attach_api(&mut self, path: &std::path::Path, paused: bool) -> Result<(), Error> {
+        let instances = std::iter::once(&*self).chain(&self.secondaries);
+        let stops = instances.map(|vm| vm.hart.stop_handle()).collect();
+        let ctl = Arc::new(PauseCtl::new(stops, self.smp.clone(), paused));
+        let vcpus = self.smp.as_ref().map_or(1, |s| s.hart_count());
+        let api = api::VmApi::spawn(path, ctl.clone(), self.common(), vcpus)?;
+        self.pause = Some(PauseLink {
+            ctl: ctl.clone(),
+            instance: 0,
+        });
+        for (instance, vm) in (1..).zip(&mut self.secondaries) {
+            vm.pause = Some(PauseLink {
+                ctl: ctl.clone(),
+                instance,
+            });
+        }
+        self.api = Some(api);
+        Ok(())
     }
 
     /// The UART (shared by all vCPUs).
@@ -599,7 +625,9 @@ impl GuestVm {
     /// than one vCPU, every other hart runs on a thread of its own meanwhile.
     pub fn run(&mut self) -> Result<RunExit, Error> {
         let Some(smp) = self.smp.clone() else {
-            return self.run_hart();
+            let end = self.run_hart();
+            self.pause_exited();
+            return end;
         };
         let mut threads = Vec::new();
         for mut vm in std::mem::take(&mut self.secondaries) {
@@ -607,6 +635,7 @@ impl GuestVm {
                 .name(format!("vcpu{}", vm.hart_id))
                 .spawn(move || {
                     vm.run_smp_hart();
+                    vm.pause_exited();
                     vm
                 });
             match spawned {
@@ -615,6 +644,7 @@ impl GuestVm {
             }
         }
         self.run_smp_hart();
+        self.pause_exited();
         let mut switches = vec![self.switches()];
         for t in threads {
             match t.join() {
@@ -657,14 +687,18 @@ impl GuestVm {
         smp.finish(result);
     }
 
-    /// A stopped hart waits until it is started; `false` when the VM ends first.
+    /// A stopped hart waits until it is started (parking meanwhile when the VM is paused);
+    /// `false` when the VM ends first.
     fn wait_for_start(&mut self, smp: &Smp) -> bool {
-        match smp.wait_for_start(self.hart_id) {
-            Some((pc, opaque)) => {
-                self.hart.guest_start(pc, self.hart_id, opaque);
-                true
+        loop {
+            match smp.wait_for_start(self.hart_id, &|| self.pause_requested()) {
+                StartWait::Start((pc, opaque)) => {
+                    self.hart.guest_start(pc, self.hart_id, opaque);
+                    return true;
+                }
+                StartWait::Ended => return false,
+                StartWait::Paused => self.pause_point(),
             }
-            None => false,
         }
     }
 
@@ -677,7 +711,7 @@ impl GuestVm {
         };
         let deadline = self.timeout.map(|t| (t, Instant::now() + t));
         loop {
-            self.serve_api();
+            self.pause_point();
             if let Some((limit, at)) = deadline {
                 if Instant::now() >= at {
                     return Ok(RunExit::TimedOut {
@@ -772,9 +806,9 @@ impl GuestVm {
             VcpuExit::StopRequested => {
                 if self.input.quit_requested() {
                     Ok(Some(RunExit::Quit))
-                } else if self.smp.is_some() || self.api.is_some() {
-                    // Another hart ended the VM (the loop sees it), a control-socket
-                    // request (served at the top of the loop), or a stale request.
+                } else if self.smp.is_some() || self.pause.is_some() {
+                    // Another hart ended the VM (the loop sees it), a pause of the control
+                    // socket (the loop parks at its top), or a stale request.
                     Ok(None)
                 } else {
                     Err(Error::Stopped {
@@ -808,11 +842,21 @@ impl GuestVm {
                 }
                 true
             }
-            Some(smp) => {
+            Some(smp) => loop {
                 let input = &self.input;
-                smp.idle(self.hart_id, &self.hart, &|| input.quit_requested())
-                    .is_ok()
-            }
+                let end = smp.idle(
+                    self.hart_id,
+                    &self.hart,
+                    &|| input.quit_requested(),
+                    &|| self.pause_requested(),
+                );
+                match end {
+                    Ok(IdleEnd::Woke) => return true,
+                    // Parks (still waiting), then waits on.
+                    Ok(IdleEnd::Paused) => self.pause_point(),
+                    Err(()) => return false,
+                }
+            },
         }
     }
 

@@ -115,7 +115,12 @@ impl GuestVm {
             Some(leave) => {
                 order.push(self.hart_id);
                 let input = self.input.clone();
-                match smp.wait_pick(&order, &|| input.quit_requested()) {
+                let pause = self.pause.clone();
+                // A pause of the control socket: the run loop parks at its top, then comes
+                // back here.
+                let stop =
+                    || input.quit_requested() || pause.as_ref().is_some_and(|p| p.ctl.requested());
+                match smp.wait_pick(&order, &stop) {
                     Ok(Some(pick)) => {
                         self.switch_to(pick, false)?;
                         if let Some(s) = self.sched.as_mut() {

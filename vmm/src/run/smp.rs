@@ -18,6 +18,26 @@ use std::time::Duration;
 
 use vcpu::{Hart, HartMailbox, SharedClock, StopHandle};
 
+/// How [`Smp::wait_for_start`] ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StartWait {
+    /// Started: `(start_addr, opaque)`.
+    Start((u64, u64)),
+    /// The VM ended.
+    Ended,
+    /// The VM is being paused; the hart is still STOPPED.
+    Paused,
+}
+
+/// How [`Smp::idle`] ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum IdleEnd {
+    /// The hart can go on (or the VM ended).
+    Woke,
+    /// The VM is being paused; the hart still waits.
+    Paused,
+}
+
 /// A vCPU a hart may load: its id, and `(start_addr, opaque)` when it is starting (HSM
 /// `hart_start`, now STARTED).
 pub(crate) type Pick = (u64, Option<(u64, u64)>);
@@ -160,21 +180,30 @@ impl Smp {
         }
     }
 
-    /// Blocks a STOPPED hart until a `hart_start` names it: returns `(start_addr, opaque)`,
-    /// or `None` when the VM ends first.
-    pub(crate) fn wait_for_start(&self, hart: u64) -> Option<(u64, u64)> {
+    /// Blocks a STOPPED hart until a `hart_start` names it ([`StartWait::Start`]), the VM
+    /// ends, or `pause` says the control socket pauses the VM (the hart stays STOPPED).
+    pub(crate) fn wait_for_start(&self, hart: u64, pause: &dyn Fn() -> bool) -> StartWait {
         let mut st = self.lock();
         loop {
             if self.ended() {
-                return None;
+                return StartWait::Ended;
+            }
+            if pause() {
+                return StartWait::Paused;
             }
             let slot = &mut st.harts[hart as usize];
             if slot.status == STATE_START_PENDING {
                 slot.status = STATE_STARTED;
-                return Some(slot.start);
+                return StartWait::Start(slot.start);
             }
             st = self.cv.wait(st).unwrap_or_else(|e| e.into_inner());
         }
+    }
+
+    /// Wakes every thread waiting here (to see a pause request).
+    pub(crate) fn wake_all(&self) {
+        let _st = self.lock();
+        self.cv.notify_all();
     }
 
     /// Posts a supervisor software interrupt (VSSIP) to `hart` and wakes it if it idles.
@@ -217,26 +246,36 @@ impl Smp {
     /// (an interrupt posted to it, its timer deadline on the global clock, the end of the VM).
     /// `Err(())` when every started hart idles and none has a timer.
     /// `quit` is polled too: a user's quit request must not wait for the guest to wake.
-    pub(crate) fn idle(&self, id: u64, hart: &Hart, quit: &dyn Fn() -> bool) -> Result<(), ()> {
+    /// `Ok(IdleEnd::Paused)` when `pause` says the control socket pauses the VM: the hart
+    /// is still waiting (a snapshot records it so) and calls this again after the pause.
+    pub(crate) fn idle(
+        &self,
+        id: u64,
+        hart: &Hart,
+        quit: &dyn Fn() -> bool,
+        pause: &dyn Fn() -> bool,
+    ) -> Result<IdleEnd, ()> {
         let i = id as usize;
         let mut st = self.lock();
         let result = loop {
             if self.ended() {
                 // Still waiting: a snapshot taken at the end records it.
-                return Ok(());
+                return Ok(IdleEnd::Woke);
             }
             if hart.wakeup_pending() || quit() {
-                break Ok(());
+                break Ok(IdleEnd::Woke);
             }
             let deadline = hart.timer_deadline_slots().unwrap_or(u64::MAX);
             if deadline <= self.clock.now() {
-                break Ok(());
+                break Ok(IdleEnd::Woke);
             }
             st.harts[i].idle = Some(deadline);
             self.update_earliest(&st);
-            let all_idle = st.harts.iter().all(|h| {
-                h.status == STATE_STOPPED || (h.status == STATE_STARTED && h.idle.is_some())
-            });
+            if pause() {
+                // Still waiting, as at the end.
+                return Ok(IdleEnd::Paused);
+            }
+            let all_idle = self.all_waiting(&st);
             if all_idle {
                 let min = st.harts.iter().filter_map(|h| h.idle).min();
                 match min {
@@ -260,6 +299,15 @@ impl Smp {
         st.harts[i].idle = None;
         self.update_earliest(&st);
         result
+    }
+
+    /// Whether every vCPU is stopped or waits in WFI with nothing posted to it (an IPI
+    /// posted to a waiting vCPU is about to wake it: it is not waiting any more).
+    fn all_waiting(&self, st: &State) -> bool {
+        st.harts.iter().zip(&self.mailboxes).all(|(h, mailbox)| {
+            h.status == STATE_STOPPED
+                || (h.status == STATE_STARTED && h.idle.is_some() && !mailbox.has_pending())
+        })
     }
 
     /// Whether vCPU `id` can run now (for a hart that multiplexes vCPUs): START_PENDING,
@@ -310,7 +358,8 @@ impl Smp {
     /// Blocks a hart until one of its vCPUs (`order`, in the order to prefer) can run, and
     /// takes it as [`Smp::pick`] does. When every started vCPU of the VM waits in WFI, moves
     /// global time to the earliest deadline among them (as [`Smp::idle`]). `Ok(None)` when the
-    /// VM ends or `quit` says so first; `Err(())` when every started vCPU waits with no timer.
+    /// VM ends or `quit` says so first (the user's quit, or a pause of the control socket);
+    /// `Err(())` when every started vCPU waits with no timer.
     pub(crate) fn wait_pick(
         &self,
         order: &[u64],
@@ -324,9 +373,7 @@ impl Smp {
             if let Some(pick) = self.take_runnable(&mut st, order) {
                 return Ok(Some(pick));
             }
-            let all_idle = st.harts.iter().all(|h| {
-                h.status == STATE_STOPPED || (h.status == STATE_STARTED && h.idle.is_some())
-            });
+            let all_idle = self.all_waiting(&st);
             if all_idle {
                 match st.harts.iter().filter_map(|h| h.idle).min() {
                     Some(t) if t != u64::MAX => {

@@ -10,12 +10,14 @@
 //! after the budget or the timeout stopped every thread): every vCPU's state (on its hart
 //! instance or parked, see `run/sched.rs`), its SBI HSM state, whether it waits in WFI and
 //! until when, an IPI waiting in its mailbox, and the shared virtual clock. It can be
-//! restored on any number of hart instances (`--pcpus`). The control socket is for
-//! single-vCPU VMs so far.
+//! restored on any number of hart instances (`--pcpus`). The control socket snapshots a VM
+//! of any number of vCPUs from the states its paused hart instances hand over
+//! (`run/pause.rs`), with the same [`VmCommon::snapshot`].
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use vcpu::state::HartState;
 use vcpu::{Hart, HartConfig, MmioRange, SharedClock};
 use vm_memory::{Bytes, GuestAddress, GuestMemoryMmap};
 
@@ -71,30 +73,37 @@ impl Default for RestoreConfig {
     }
 }
 
-impl GuestVm {
-    /// The VM's state and RAM. With several vCPUs only while no vCPU thread runs: before
-    /// [`GuestVm::run`] or after it (`--snapshot-on-stop`).
-    pub fn snapshot(&self) -> Result<(VmState, Vec<u8>), SnapshotError> {
+/// What a snapshot takes of a VM besides its vCPUs: the parts its hart instances share
+/// (the control socket's thread holds a copy, to snapshot a paused VM).
+#[derive(Clone)]
+pub(crate) struct VmCommon {
+    pub(crate) memory_mib: u64,
+    pub(crate) mem: GuestMemoryMmap,
+    pub(crate) uart: Arc<Mutex<Uart>>,
+    pub(crate) input: InputQueue,
+    pub(crate) layout: BootLayout,
+    pub(crate) policy: GuestPolicy,
+    pub(crate) smp: Option<Arc<Smp>>,
+    /// The host hart model's CTR.
+    pub(crate) host_ctr: Option<vcpu::ctr::CtrConfig>,
+}
+
+impl VmCommon {
+    /// The VM's state and RAM, with these vCPUs (each `hart.hart_id` set, any order), while
+    /// none of them runs.
+    pub(crate) fn snapshot(
+        &self,
+        mut all: Vec<(HartState, ctr_virt::GuestCtrState)>,
+    ) -> Result<(VmState, Vec<u8>), SnapshotError> {
         let mut memory = vec![0u8; (self.memory_mib << 20) as usize];
         self.mem
             .read_slice(&mut memory, GuestAddress(RAM_BASE))
             .map_err(|e| SnapshotError::Unsupported(format!("cannot read guest RAM: {e}")))?;
-        // Every vCPU: the one on each hart instance and the parked ones.
-        let mut all = Vec::new();
-        for vm in std::iter::once(self).chain(&self.secondaries) {
-            let mut hart = vm.hart.save_state();
-            hart.hart_id = vm.hart_id;
-            all.push((hart, vm.ctr.snapshot()));
-            if let Some(sched) = &vm.sched {
-                all.extend(
-                    sched
-                        .parked
-                        .iter()
-                        .map(|p| (p.state.clone(), p.ctr.snapshot())),
-                );
-            }
-        }
         all.sort_by_key(|(h, _)| h.hart_id);
+        let clock = match &self.smp {
+            Some(smp) => smp.clock.now(),
+            None => all.first().map_or(0, |(h, _)| h.vclock),
+        };
         let vcpus = all
             .into_iter()
             .map(|(hart, ctr)| {
@@ -124,14 +133,59 @@ impl GuestVm {
             trap_wfi: self.policy.trap_wfi,
             trap_time: self.policy.trap_time,
             vcpus,
-            clock: match &self.smp {
-                Some(smp) => smp.clock.now(),
-                None => self.hart.clock_slots(),
-            },
-            uart: self.uart().state(),
+            clock,
+            uart: self.uart.lock().unwrap_or_else(|e| e.into_inner()).state(),
             input: self.input.peek_all(),
         };
         Ok((state, memory))
+    }
+
+    /// A VM snapshot written to `path`: see [`VmCommon::snapshot`].
+    pub(crate) fn write_snapshot(
+        &self,
+        path: &Path,
+        vcpus: Vec<(HartState, ctr_virt::GuestCtrState)>,
+    ) -> Result<(), SnapshotError> {
+        let (state, memory) = self.snapshot(vcpus)?;
+        crate::snapshot::write(path, &state, &memory)
+    }
+}
+
+impl GuestVm {
+    /// What a snapshot takes of this VM besides its vCPUs.
+    pub(crate) fn common(&self) -> VmCommon {
+        VmCommon {
+            memory_mib: self.memory_mib,
+            mem: self.mem.clone(),
+            uart: self.uart.clone(),
+            input: self.input.clone(),
+            layout: self.layout.clone(),
+            policy: self.policy,
+            smp: self.smp.clone(),
+            host_ctr: self.host_ctr.clone(),
+        }
+    }
+
+    /// The VM's state and RAM. With several vCPUs only while no vCPU thread runs: before
+    /// [`GuestVm::run`] or after it (`--snapshot-on-stop`); while it runs, through the
+    /// control socket (which pauses it first).
+    pub fn snapshot(&self) -> Result<(VmState, Vec<u8>), SnapshotError> {
+        // Every vCPU: the one on each hart instance and the parked ones.
+        let mut all = Vec::new();
+        for vm in std::iter::once(self).chain(&self.secondaries) {
+            let mut hart = vm.hart.save_state();
+            hart.hart_id = vm.hart_id;
+            all.push((hart, vm.ctr.snapshot()));
+            if let Some(sched) = &vm.sched {
+                all.extend(
+                    sched
+                        .parked
+                        .iter()
+                        .map(|p| (p.state.clone(), p.ctr.snapshot())),
+                );
+            }
+        }
+        self.common().snapshot(all)
     }
 
     /// Write a snapshot of the VM to `path`.
@@ -251,24 +305,11 @@ impl GuestVm {
             }
             Arc::new(smp)
         });
-        let api = match &options.api_sock {
-            Some(_) if n > 1 => {
-                return Err(Error::Api(
-                    "--api-sock with more than one vCPU is not implemented yet".into(),
-                ))
-            }
-            Some(path) => {
-                let mut api = super::api::VmApi::spawn(path, harts[0].stop_handle())?;
-                api.paused = options.paused;
-                Some(api)
-            }
-            None if options.paused => {
-                return Err(Error::Api(
-                    "--paused needs --api-sock (to resume the guest)".into(),
-                ))
-            }
-            None => None,
-        };
+        if options.paused && options.api_sock.is_none() {
+            return Err(Error::Api(
+                "--paused needs --api-sock (to resume the guest)".into(),
+            ));
+        }
         let l = &s.layout;
         // The instruction budget counts from the restore (with several vCPUs, from the
         // largest count among them).
@@ -299,6 +340,8 @@ impl GuestVm {
             },
             ctr,
             api: None,
+            pause: None,
+            host_ctr: host_ctr.clone(),
             snapshot_on_stop: options.snapshot_on_stop.clone(),
             stats: Default::default(),
             smp: smp.clone(),
@@ -324,7 +367,9 @@ impl GuestVm {
             });
         };
         boot.secondaries = instances.collect();
-        boot.api = api;
+        if let Some(path) = &options.api_sock {
+            boot.attach_api(path, options.paused)?;
+        }
         Ok(boot)
     }
 }
