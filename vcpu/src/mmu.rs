@@ -261,6 +261,9 @@ impl Hart {
             | (bit(data.virt) << 60)
             | (bit(vs & MSTATUS_SUM != 0) << 61)
             | (bit(vs & MSTATUS_MXR != 0) << 62);
+        if self.pmu.active {
+            self.pmu_translation_tags();
+        }
     }
 
     /// After a change of privilege or virtualization mode: the translation context and
@@ -644,7 +647,10 @@ impl Hart {
     /// SFENCE.VMA and `satp` writes.
     pub(crate) fn flush_tlb(&mut self) {
         self.tlb.flush();
-        self.pmu.state.models.flush_tlbs();
-        self.pmu_translation_tags();
+        // The TLB models follow only while someone can observe them.
+        if self.pmu.active {
+            self.pmu.state.models.flush_tlbs();
+            self.pmu_translation_tags();
+        }
     }
 }

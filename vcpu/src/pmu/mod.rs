@@ -446,6 +446,7 @@ impl Hart {
     /// Recompute what counts in the current mode, whether the monitor is active, and the
     /// overflow countdown. Call after settling.
     pub(crate) fn pmu_refresh(&mut self) {
+        self.pmu_translation_tags();
         let pdis_here = self.pdis_counts_here();
         let pdis_anywhere = self.pdis_enabled_anywhere();
         let p = &mut self.pmu;
@@ -519,7 +520,6 @@ impl Hart {
         if self.pmu.filtering || self.pmu.active {
             self.pmu_refresh();
         }
-        self.pmu_translation_tags();
     }
 
     /// Which translations are active for the TLB models (tags carry the mode so that S, U,
@@ -559,42 +559,37 @@ impl Hart {
     /// A load from RAM at `addr` completed.
     #[inline(always)]
     pub(crate) fn pmu_load(&mut self, addr: u64) -> u32 {
-        let p = &mut self.pmu;
-        let t = &mut p.state.tally;
-        t[Event::Loads as usize] += 1;
-        let mut inc = 1 << Event::Loads as u32;
-        if p.state.models.l1d_miss(addr) {
-            t[Event::L1dReadMiss as usize] += 1;
-            t[Event::Cycles as usize] += Cost::L1D_MISS;
-            inc |= 1 << Event::L1dReadMiss as u32;
-        }
-        if let Some(tag) = p.data_tag {
-            if p.state.models.dtlb_miss(tag | (addr >> 12)) {
-                t[Event::DtlbReadMiss as usize] += 1;
-                t[Event::Cycles as usize] += Cost::DTLB_MISS;
-                inc |= 1 << Event::DtlbReadMiss as u32;
-            }
-        }
-        inc
+        self.pmu_access::<false>(addr)
     }
 
     /// A store to RAM at `addr` completed.
     #[inline(always)]
     pub(crate) fn pmu_store(&mut self, addr: u64) -> u32 {
+        self.pmu_access::<true>(addr)
+    }
+
+    /// A data access to RAM: the L1D and DTLB models, and the load or store events.
+    #[inline(always)]
+    fn pmu_access<const STORE: bool>(&mut self, addr: u64) -> u32 {
+        let (count, miss, tlb_miss) = if STORE {
+            (Event::Stores, Event::L1dWriteMiss, Event::DtlbWriteMiss)
+        } else {
+            (Event::Loads, Event::L1dReadMiss, Event::DtlbReadMiss)
+        };
         let p = &mut self.pmu;
         let t = &mut p.state.tally;
-        t[Event::Stores as usize] += 1;
-        let mut inc = 1 << Event::Stores as u32;
+        t[count as usize] += 1;
+        let mut inc = 1 << count as u32;
         if p.state.models.l1d_miss(addr) {
-            t[Event::L1dWriteMiss as usize] += 1;
+            t[miss as usize] += 1;
             t[Event::Cycles as usize] += Cost::L1D_MISS;
-            inc |= 1 << Event::L1dWriteMiss as u32;
+            inc |= 1 << miss as u32;
         }
         if let Some(tag) = p.data_tag {
             if p.state.models.dtlb_miss(tag | (addr >> 12)) {
-                t[Event::DtlbWriteMiss as usize] += 1;
+                t[tlb_miss as usize] += 1;
                 t[Event::Cycles as usize] += Cost::DTLB_MISS;
-                inc |= 1 << Event::DtlbWriteMiss as u32;
+                inc |= 1 << tlb_miss as u32;
             }
         }
         inc
