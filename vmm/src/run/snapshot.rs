@@ -84,20 +84,20 @@ impl GuestVm {
         for vm in std::iter::once(self).chain(&self.secondaries) {
             let mut hart = vm.hart.save_state();
             hart.hart_id = vm.hart_id;
-            all.push((hart, vm.ctr.snapshot()));
+            all.push((hart, vm.ctr.snapshot(), vm.pmu.snapshot()));
             if let Some(sched) = &vm.sched {
                 all.extend(
                     sched
                         .parked
                         .iter()
-                        .map(|p| (p.state.clone(), p.ctr.snapshot())),
+                        .map(|p| (p.state.clone(), p.ctr.snapshot(), p.pmu.snapshot())),
                 );
             }
         }
-        all.sort_by_key(|(h, _)| h.hart_id);
+        all.sort_by_key(|(h, _, _)| h.hart_id);
         let vcpus = all
             .into_iter()
-            .map(|(hart, ctr)| {
+            .map(|(hart, ctr, pmu)| {
                 let (hsm, start, idle, ipi_posted) = match &self.smp {
                     Some(smp) => smp.vcpu_state(hart.hart_id),
                     None => (STATE_STARTED, (0, 0), None, false),
@@ -105,6 +105,7 @@ impl GuestVm {
                 VcpuState {
                     hart,
                     ctr,
+                    pmu,
                     hsm,
                     start,
                     idle,
@@ -197,6 +198,15 @@ impl GuestVm {
             .iter()
             .map(|v| ctr_virt::GuestCtr::restore(&v.ctr, v.hart.ctr.depth, options.host_ctr_depths))
             .collect::<Result<Vec<_>, _>>()?;
+        let fw = pmu_virt::FwTallies::new(s.vcpus.len());
+        let pmus = (0..)
+            .zip(&s.vcpus)
+            .map(|(id, v)| {
+                pmu_virt::GuestPmu::restore(&v.pmu, id, fw.clone()).ok_or_else(|| {
+                    Error::Restore(format!("vCPU {id}: the virtual PMU state is invalid"))
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let ram_size = s.memory_mib << 20;
         let mem = GuestMemoryMmap::from_ranges(&[(GuestAddress(RAM_BASE), ram_size as usize)])
             .map_err(|source| Error::GuestMemory {
@@ -278,7 +288,7 @@ impl GuestVm {
             .map(|v| v.hart.vclock.saturating_sub(v.hart.skipped))
             .max()
             .unwrap_or(0);
-        let make = |hart: Hart, hart_id: u64, ctr: ctr_virt::GuestCtr| GuestVm {
+        let make = |hart: Hart, hart_id: u64, (ctr, pmu): super::VcpuVirt| GuestVm {
             hart,
             memory_mib: s.memory_mib,
             hart_id,
@@ -298,6 +308,8 @@ impl GuestVm {
                 trap_time: s.trap_time,
             },
             ctr,
+            pmu,
+            fw: fw.clone(),
             api: None,
             snapshot_on_stop: options.snapshot_on_stop.clone(),
             stats: Default::default(),
@@ -308,8 +320,8 @@ impl GuestVm {
         };
         let vcpus = (0..)
             .zip(harts)
-            .zip(ctrs)
-            .map(|((id, h), c)| (id, h, c))
+            .zip(ctrs.into_iter().zip(pmus))
+            .map(|((id, h), v)| (id, h, v))
             .collect();
         let can_run = |id: u64| {
             let v = &s.vcpus[id as usize];
