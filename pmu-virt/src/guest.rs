@@ -250,13 +250,11 @@ impl GuestPmu {
         let set = self.counter_set(base, mask)?;
         let target = event::decode(event_idx, event_data)?;
         let chosen = if flags & CFG_SKIP_MATCH != 0 {
-            set.first()
-                .copied()
-                .filter(|&i| Self::can_count(i, target))
+            set.first().copied().filter(|&i| Self::can_count(i, target))
         } else {
             set.iter()
                 .copied()
-                .find(|&i| !self.counters[i].started && Self::can_count(i, target))
+                .find(|&i| self.free(i) && Self::can_count(i, target))
         }
         .ok_or(PmuError::NoMatchingCounter(event_idx))?;
 
@@ -285,6 +283,13 @@ impl GuestPmu {
             self.start_one(vcpu, chosen);
         }
         Ok(chosen as u64)
+    }
+
+    /// Whether counter `i` may be matched: stopped, and not configured for an event since
+    /// its last reset (the fixed counters always have theirs).
+    fn free(&self, i: usize) -> bool {
+        let c = &self.counters[i];
+        !c.started && (c.event.is_none() || i == CY || i == IR)
     }
 
     /// Writes hardware counter `i`'s event and filter to the hart (OF cleared).

@@ -35,6 +35,14 @@
 //! `VUINH`; `SET_MINH`, `SET_VSINH` and `SET_VUINH` name modes the guest does not have (no M
 //! access, no H extension) and are ignored, as the spec allows for these hints.
 //!
+//! # Matching
+//! `counter_config_matching` picks the lowest counter of the set that can count the event
+//! and is *free*: stopped, and not configured since its last `counter_stop` with
+//! `SBI_PMU_STOP_FLAG_RESET` (the fixed counters are free whenever stopped). A configured
+//! but stopped counter keeps its event until the guest resets it, so configuring several
+//! events before starting them gives each its own counter. `SKIP_MATCH` takes the first
+//! counter of the set whatever its state, if it can count the event.
+//!
 //! # Start and stop
 //! Counters 0 and 2 start out running (so `rdcycle`/`rdinstret` behave as before the guest
 //! touches the PMU) and counters 3-31 stopped, with no event. `counter_start` and

@@ -18,7 +18,11 @@ fn menvcfg_writable_bits() {
     let mut vm = Vm::new();
     vm.set_x(5, u64::MAX);
     vm.exec(&[csrw(MENVCFG, 5), csrr(10, MENVCFG)]);
-    assert_eq!(vm.x(10), STCE | (1 << 60) | 1, "STCE, CDE (Smcdeleg) and FIOM");
+    assert_eq!(
+        vm.x(10),
+        STCE | (1 << 60) | 1,
+        "STCE, CDE (Smcdeleg) and FIOM"
+    );
 }
 
 #[test]

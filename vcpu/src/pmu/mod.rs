@@ -474,8 +474,7 @@ impl Hart {
         let data = self.data_mode();
         let fetch = self.fetch_mode();
         let on = |prv: PrivilegeMode, virt: bool| {
-            prv != PrivilegeMode::Machine
-                && (virt || self.csr.satp >> 60 != 0)
+            prv != PrivilegeMode::Machine && (virt || self.csr.satp >> 60 != 0)
         };
         let tag = |prv: PrivilegeMode, virt: bool| ((prv as u64) << 60) | ((virt as u64) << 62);
         self.pmu.fetch_tag = on(fetch.prv, fetch.virt).then(|| tag(fetch.prv, fetch.virt));
@@ -517,7 +516,9 @@ impl Hart {
         }
         if c != 0 {
             if c & (class::LOAD | class::STORE) != 0 {
-                let tlb_miss = p.data_tag.is_some_and(|tag| m.dtlb_miss(tag | (addr >> 12)));
+                let tlb_miss = p
+                    .data_tag
+                    .is_some_and(|tag| m.dtlb_miss(tag | (addr >> 12)));
                 let miss = m.l1d_miss(addr);
                 t[Event::InstDecLdst as usize] += 1;
                 if c & class::LOAD != 0 {
@@ -548,7 +549,8 @@ impl Hart {
                         inc |= 1 << Event::DtlbWriteMiss as u32;
                     }
                 }
-                pen += if miss { Cost::L1D_MISS } else { 0 } + if tlb_miss { Cost::DTLB_MISS } else { 0 };
+                pen += if miss { Cost::L1D_MISS } else { 0 }
+                    + if tlb_miss { Cost::DTLB_MISS } else { 0 };
             } else if c & class::BRANCH != 0 {
                 let taken = self.pc != pc.wrapping_add(insn.len as u64);
                 t[Event::Branches as usize] += 1;
