@@ -523,7 +523,7 @@ impl GuestPmu {
             self.shmem = None;
             return Ok(0);
         }
-        if lo % SHMEM_SIZE != 0 {
+        if !lo.is_multiple_of(SHMEM_SIZE) {
             return Err(PmuError::ShmemMisaligned(lo));
         }
         let in_ram = hi == 0
