@@ -16,7 +16,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use vmm::run::fdt::{ISA_EXTENSIONS, MMU_TYPE};
+use vmm::run::fdt::{ISA_EXTENSIONS, MMU_TYPE, PMU_EXTENSIONS};
 use vmm::run::{run_kernel, ConsoleInput, RunConfig, RunExit, RunStats};
 use vmm::sbi::srst::{ResetRequest, ResetType};
 use vmm_tests::SharedBuf;
@@ -189,12 +189,14 @@ fn linux_boots_runs_a_command_and_powers_off() {
         "isa {isa}"
     );
     let multi: Vec<&str> = parts.collect();
-    for ext in ISA_EXTENSIONS.iter().filter(|e| e.len() > 1) {
+    // With the PMU (the default): Zihpm and Sscofpmf too.
+    let listed = || ISA_EXTENSIONS.iter().chain(PMU_EXTENSIONS);
+    for ext in listed().filter(|e| e.len() > 1) {
         assert!(multi.contains(ext), "isa {isa} lacks {ext}");
     }
     for ext in &multi {
         assert!(
-            ISA_EXTENSIONS.contains(ext) || IMPLIED_EXTENSIONS.contains(ext),
+            listed().any(|e| e == ext) || IMPLIED_EXTENSIONS.contains(ext),
             "isa {isa}: {ext} is not in the device tree ({ISA_EXTENSIONS:?})"
         );
     }
@@ -225,6 +227,23 @@ fn linux_boots_runs_a_command_and_powers_off() {
     assert!(stats.instructions < LINUX_BUDGET);
     assert_eq!(stats.exits.get("sbi SRST"), 1, "{}", stats.exits.table());
     assert!(stats.exits.get("sbi TIME") > 0, "{}", stats.exits.table());
+
+    // The riscv_pmu_sbi driver probes the SBI PMU extension (pmu-virt): every counter, the
+    // snapshot shared memory, and (Sscofpmf in the device tree) no complaint about sampling.
+    assert!(
+        out.contains("riscv-pmu-sbi: SBI PMU extension is available"),
+        "{out}"
+    );
+    assert!(
+        out.contains("riscv-pmu-sbi: 16 firmware and 31 hardware counters"),
+        "{out}"
+    );
+    assert!(
+        out.contains("riscv-pmu-sbi: SBI PMU snapshot detected"),
+        "{out}"
+    );
+    assert!(!out.contains("sampling"), "{out}");
+    assert!(stats.exits.get("sbi PMU") > 40, "{}", stats.exits.table());
 }
 
 #[test]

@@ -214,6 +214,10 @@ const NOT_COMPARED: &[(&str, &str)] = &[
         "a `vmm run` guest kernel that never ends (control-socket tests, tests/api.rs)",
     ),
     (
+        "sbi_pmu",
+        "a `vmm run` guest kernel (the SBI PMU extension of the VMM's pmu-virt, tests/sbi_pmu.rs)",
+    ),
+    (
         "sbi_vinst",
         "a `vmm run` guest kernel (VS-mode, SBI calls, VMM exit log)",
     ),

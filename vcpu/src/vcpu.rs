@@ -223,7 +223,10 @@ impl Vcpu for Hart {
     fn set_host_csr(&mut self, num: u16, value: u64) -> bool {
         match crate::csr::lookup(num).and_then(|d| d.write) {
             Some(write) if (num >> 10) & 3 != 3 => {
+                // No instruction of the hart retires with this write (counters of instret).
+                self.pmu.host_write = true;
                 write(self, value);
+                self.pmu.host_write = false;
                 true
             }
             _ => false,

@@ -28,6 +28,8 @@ fn seed() -> Vec<u8> {
         vcpus: vec![vmm::snapshot::VcpuState {
             hart: hart.save_state(),
             ctr: ctr_virt::GuestCtr::new(policy).snapshot(),
+            pmu: pmu_virt::GuestPmu::new(pmu_virt::PmuPolicy::on(), 0, pmu_virt::FwTallies::new(1))
+                .snapshot(),
             hsm: 0,
             start: (0, 0),
             idle: None,

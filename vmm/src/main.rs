@@ -132,6 +132,12 @@ struct RunArgs {
     #[arg(long, value_name = "on|off", default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
     ctr: bool,
 
+    /// Performance monitoring for the guest: `on` (the SBI PMU extension, the hart's
+    /// counters and Sscofpmf overflow interrupts; sscofpmf and zihpm in the device tree) or
+    /// `off` (no PMU extension).
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
+    pmu: bool,
+
     /// The CTR depths the guest may select, e.g. `16,64` (default: the migration-safe
     /// 16,32,64), intersected with the host's; refused when nothing is left.
     #[arg(long, value_name = "LIST", value_parser = parse_depths)]
@@ -286,6 +292,7 @@ fn run_kernel(args: RunArgs) -> ExitCode {
         pcpus: args.pcpus,
         slice_insns: args.slice_insns,
         ctr: args.ctr,
+        pmu: args.pmu,
         ctr_depths: args.ctr_depths,
         host_ctr_depths: args.host_ctr_depths,
         api_sock: args.api_sock,

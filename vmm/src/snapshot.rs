@@ -34,7 +34,7 @@ use crate::devices::uart::UartState;
 /// The file's first bytes.
 pub const MAGIC: [u8; 8] = *b"RVCTRSNP";
 /// The format version this VMM writes and reads.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 /// The largest encoded state accepted (the state is a few KiB per vCPU).
 pub const MAX_STATE_BYTES: u64 = 16 << 20;
 
@@ -58,6 +58,9 @@ pub struct VcpuState {
     pub hart: vcpu::state::HartState,
     /// The VMM's CTR management of this vCPU.
     pub ctr: ctr_virt::GuestCtrState,
+    /// Its virtual PMU (`pmu-virt`: counter events, started state, firmware counters and
+    /// tallies, snapshot shared memory; the hardware counters are in `hart`).
+    pub pmu: pmu_virt::GuestPmuState,
     /// Its SBI HSM state: 0 STARTED, 1 STOPPED, 2 START_PENDING.
     pub hsm: u64,
     /// `(start_addr, opaque)` of a pending `hart_start`.
@@ -293,6 +296,12 @@ mod tests {
             vcpus: vec![VcpuState {
                 hart: hart.save_state(),
                 ctr: ctr_virt::GuestCtr::new(policy).snapshot(),
+                pmu: pmu_virt::GuestPmu::new(
+                    pmu_virt::PmuPolicy::on(),
+                    0,
+                    pmu_virt::FwTallies::new(1),
+                )
+                .snapshot(),
                 hsm: 0,
                 start: (0, 0),
                 idle: None,

@@ -285,6 +285,9 @@ pub(crate) struct Pmu {
     pub(crate) pdis_here: bool,
     /// The instruction being executed wrote `spdiscounter`: it does not also count.
     pub(crate) pdis_skip: bool,
+    /// A CSR write by the hypervisor (`Vcpu::set_host_csr`) is in progress: no instruction
+    /// of the hart retires with it.
+    pub(crate) host_write: bool,
 }
 
 impl Pmu {
@@ -303,6 +306,7 @@ impl Pmu {
             data_tag: None,
             pdis_here: false,
             pdis_skip: false,
+            host_write: false,
         };
         p.derive_events();
         p
@@ -737,15 +741,23 @@ impl Hart {
     pub(crate) fn write_counter(&mut self, i: usize, v: u64) {
         // Settling with the writing instruction's retirement included makes the counters
         // of instret skip it (Zicsr: "the write is done instead of the increment").
-        self.pmu_settle(1, self.pc);
+        self.pmu_settle(self.writer_retires(), self.pc);
         self.pmu.state.value[i] = v;
         self.pmu_refresh();
+    }
+
+    /// 1 when a CSR instruction of the hart writes the monitor (it retires under the old
+    /// setting), 0 for a write by the hypervisor (`Vcpu::set_host_csr`), which retires
+    /// nothing: counting it would make a stopped counter start one instruction behind and
+    /// a running one gain one per write.
+    fn writer_retires(&self) -> u64 {
+        u64::from(!self.pmu.host_write)
     }
 
     /// Change monitor configuration through `f` (settle before, refresh after).
     /// The writing instruction itself retires under the old setting.
     pub(crate) fn pmu_reconfigure(&mut self, f: impl FnOnce(&mut PmuState)) {
-        self.pmu_settle(1, self.pc);
+        self.pmu_settle(self.writer_retires(), self.pc);
         f(&mut self.pmu.state);
         self.pmu_refresh();
     }

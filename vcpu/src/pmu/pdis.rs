@@ -203,7 +203,8 @@ impl Hart {
     /// instruction of the `SEL` type only with SEL = 0) does not add to COUNT.
     pub(crate) fn write_spdiscounter(&mut self, v: u64) {
         self.pmu.state.pdis.counter = v;
-        self.pmu.pdis_skip = self.pmu.pdis_here && self.pmu.state.pdis.mpdisctl & SEL == 0;
+        self.pmu.pdis_skip =
+            self.pmu.pdis_here && !self.pmu.host_write && self.pmu.state.pdis.mpdisctl & SEL == 0;
     }
 
     /// Write `spdisfilter`: LATSEL keeps 0 (total) or 3 (execution); other values become 0.

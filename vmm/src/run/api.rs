@@ -166,7 +166,7 @@ impl Server {
                 };
                 self.while_paused(|views| {
                     let vcpus = all_vcpus(views)
-                        .map(|v| (v.state.clone(), v.ctr.snapshot()))
+                        .map(|v| (v.state.clone(), v.ctr.snapshot(), v.pmu.clone()))
                         .collect();
                     match self.common.write_snapshot(Path::new(path), vcpus) {
                         Ok(()) => {

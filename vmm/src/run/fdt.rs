@@ -17,7 +17,11 @@
 //!
 //! The UART has no `interrupts`: there is no interrupt controller, so drivers poll it.
 //! The ISA lists exactly what the guest may use: not H (the VMM does not offer nested
-//! virtualization) and not Sstc (the timer is the SBI TIME extension).
+//! virtualization) and not Sstc (the timer is the SBI TIME extension). With a PMU
+//! (`--pmu on`) it lists Zihpm (the hpm counters the SBI PMU extension gives the guest are
+//! read directly) and Sscofpmf (counter-overflow interrupts, which Linux's `riscv_pmu_sbi`
+//! driver needs for sampling). There is no `riscv,pmu` node: that binding describes the
+//! hardware to M-mode firmware, and this VMM is the guest's firmware.
 
 use vm_fdt::FdtWriter;
 
@@ -30,6 +34,9 @@ pub const ISA_EXTENSIONS: &[&str] = &["i", "m", "a", "f", "d", "c", "zicntr", "z
 /// Added to `riscv,isa-extensions` when the guest has CTR (`--ctr on`): Ssctr and the
 /// Sscsrind it depends on.
 pub const CTR_EXTENSIONS: &[&str] = &["sscsrind", "ssctr"];
+/// Added to `riscv,isa-extensions` when the guest has a PMU with overflow interrupts
+/// (`--pmu on`).
+pub const PMU_EXTENSIONS: &[&str] = &["sscofpmf", "zihpm"];
 /// `mmu-type`: the largest translation mode the hart supports (it also has Sv39 and Sv48).
 pub const MMU_TYPE: &str = "riscv,sv57";
 /// The UART's input clock (the usual 1.8432 MHz * 2 of the ns16550a binding examples).
@@ -53,6 +60,8 @@ pub struct FdtConfig {
     pub cmdline: String,
     /// Whether the guest has CTR (`sscsrind` and `ssctr` in `riscv,isa-extensions`).
     pub ctr: bool,
+    /// The guest's PMU (`sscofpmf` and `zihpm` in `riscv,isa-extensions`).
+    pub pmu: pmu_virt::PmuPolicy,
     /// Guest-physical `[start, end)` of the initrd, if any.
     pub initrd: Option<(u64, u64)>,
 }
@@ -80,7 +89,7 @@ pub fn build(config: &FdtConfig) -> Result<Vec<u8>, vm_fdt::Error> {
     fdt.property_u32("#size-cells", 0)?;
     fdt.property_u32("timebase-frequency", vcpu::TIMEBASE_HZ as u32)?;
     for id in 0..config.cpus.max(1) as u32 {
-        cpu_node(&mut fdt, id, config.ctr)?;
+        cpu_node(&mut fdt, id, config)?;
     }
     fdt.end_node(cpus)?;
 
@@ -106,7 +115,12 @@ pub fn build(config: &FdtConfig) -> Result<Vec<u8>, vm_fdt::Error> {
 }
 
 /// The node of hart `id` with its interrupt controller.
-fn cpu_node(fdt: &mut FdtWriter, id: u32, ctr: bool) -> Result<(), vm_fdt::Error> {
+fn cpu_node(fdt: &mut FdtWriter, id: u32, config: &FdtConfig) -> Result<(), vm_fdt::Error> {
+    let pmu: &[&str] = match config.pmu {
+        p if p.enabled && p.sscofpmf => PMU_EXTENSIONS,
+        p if p.enabled => &["zihpm"],
+        _ => &[],
+    };
     let cpu = fdt.begin_node(&format!("cpu@{id:x}"))?;
     fdt.property_string("device_type", "cpu")?;
     fdt.property_u32("reg", id)?;
@@ -118,7 +132,8 @@ fn cpu_node(fdt: &mut FdtWriter, id: u32, ctr: bool) -> Result<(), vm_fdt::Error
         "riscv,isa-extensions",
         ISA_EXTENSIONS
             .iter()
-            .chain(if ctr { CTR_EXTENSIONS } else { &[] })
+            .chain(if config.ctr { CTR_EXTENSIONS } else { &[] })
+            .chain(pmu)
             .map(|s| s.to_string())
             .collect(),
     )?;
@@ -150,6 +165,7 @@ mod tests {
             cmdline: "console=ttyS0 earlycon=sbi".into(),
             initrd: Some((0x8f00_0000, 0x8f10_0000)),
             ctr: true,
+            pmu: pmu_virt::PmuPolicy::on(),
         })
         .unwrap();
         assert_eq!(&blob[..4], &0xd00d_feedu32.to_be_bytes());
@@ -169,6 +185,8 @@ mod tests {
             b"zifencei\0",
             b"ssctr\0",
             b"sscsrind\0",
+            b"sscofpmf\0",
+            b"zihpm\0",
         ] {
             assert!(
                 contains(&blob, s),
@@ -195,10 +213,14 @@ mod tests {
             cmdline: String::new(),
             initrd: None,
             ctr: false,
+            pmu: pmu_virt::PmuPolicy::off(),
         })
         .unwrap();
         assert!(!contains(&blob, b"linux,initrd"));
         // --ctr off: the device tree does not list Ssctr.
         assert!(!contains(&blob, b"ssctr"));
+        // --pmu off: no Sscofpmf, no Zihpm.
+        assert!(!contains(&blob, b"sscofpmf"));
+        assert!(!contains(&blob, b"zihpm"));
     }
 }

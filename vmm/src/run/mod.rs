@@ -140,6 +140,9 @@ pub struct RunConfig {
     pub ctr_depths: Option<ctr_virt::DepthSet>,
     /// `--host-ctr-depths`: the depths the host hart model supports (default all).
     pub host_ctr_depths: ctr_virt::DepthSet,
+    /// `--pmu on|off`: whether the guest has a PMU (the SBI PMU extension, the hart's
+    /// counters through `pmu-virt`, Sscofpmf overflow interrupts).
+    pub pmu: bool,
     /// `--api-sock`: the control socket's path (`run/api.rs`).
     pub api_sock: Option<PathBuf>,
     /// `--snapshot-on-stop`: when the instruction budget or the timeout ends the run, write a
@@ -179,6 +182,7 @@ impl RunConfig {
             ctr: true,
             ctr_depths: None,
             host_ctr_depths: ctr_virt::DepthSet::ALL,
+            pmu: true,
             api_sock: None,
             snapshot_on_stop: None,
         }
@@ -324,6 +328,10 @@ pub struct GuestVm {
     policy: GuestPolicy,
     /// This vCPU's CTR as the hypervisor manages it (lazy loading, `sctrdepth`).
     ctr: ctr_virt::GuestCtr,
+    /// This vCPU's virtual PMU (`pmu-virt`).
+    pmu: pmu_virt::GuestPmu,
+    /// The VM's firmware-event tallies (every vCPU's).
+    fw: pmu_virt::FwTallies,
     /// The control socket (`--api-sock`; on the first hart instance).
     api: Option<api::VmApi>,
     /// With a control socket: how this hart instance parks when the VM is paused.
@@ -444,6 +452,12 @@ impl GuestVm {
         } else {
             ctr_virt::CtrPolicy::off()
         };
+        let pmu_policy = if config.pmu {
+            pmu_virt::PmuPolicy::on()
+        } else {
+            pmu_virt::PmuPolicy::off()
+        };
+        let fw = pmu_virt::FwTallies::new(config.vcpus as usize);
         let blob = fdt::build(&fdt::FdtConfig {
             cpus: config.vcpus,
             ram_base: RAM_BASE,
@@ -451,6 +465,7 @@ impl GuestVm {
             cmdline: config.cmdline.clone(),
             initrd: initrd.as_ref().map(|r| (r.start, r.end)),
             ctr: ctr_policy.enabled,
+            pmu: pmu_policy,
         })
         .map_err(|e| Error::Fdt(e.to_string()))?;
         if blob.len() as u64 > FDT_MAX {
@@ -522,7 +537,7 @@ impl GuestVm {
         });
         let uart = Arc::new(Mutex::new(Uart::new(console)));
         let input = InputQueue::default();
-        let vm = |hart: Hart, hart_id: u64, ctr: ctr_virt::GuestCtr| GuestVm {
+        let vm = |hart: Hart, hart_id: u64, (ctr, pmu): VcpuVirt| GuestVm {
             hart,
             memory_mib: config.memory_mib,
             hart_id,
@@ -534,6 +549,8 @@ impl GuestVm {
             timeout: config.timeout,
             policy,
             ctr,
+            pmu,
+            fw: fw.clone(),
             api: None,
             pause: None,
             host_ctr: host_ctr.clone(),
@@ -549,7 +566,9 @@ impl GuestVm {
             .map(|(id, mut hart)| {
                 let ctr = ctr_virt::GuestCtr::new(ctr_policy);
                 ctr.prepare(&mut hart);
-                (id, hart, ctr)
+                let pmu = pmu_virt::GuestPmu::new(pmu_policy, id as usize, fw.clone());
+                pmu.prepare(&mut hart);
+                (id, hart, (ctr, pmu))
             })
             .collect();
         let mut instances = place_vcpus(vcpus, pcpus, config.slice_insns, |_| true, vm).into_iter();
@@ -903,6 +922,9 @@ impl GuestVm {
                 return self.virtual_insn(trap);
             }
             cause::FETCH_ACCESS | cause::LOAD_ACCESS | cause::STORE_ACCESS => {
+                if let Some(ev) = firmware_event_of(trap.cause) {
+                    self.fw.record(self.hart_id, ev);
+                }
                 self.stats.count(format!("access-fault {}", trap.cause));
                 self.inject(trap.cause, trap.tval);
             }
@@ -919,6 +941,9 @@ impl GuestVm {
             }
             other => {
                 self.stats.count(format!("trap {other}"));
+                if let Some(ev) = firmware_event_of(other) {
+                    self.fw.record(self.hart_id, ev);
+                }
                 log::warn!(
                     "guest trap {other} at pc={:#x} (tval {:#x}, insn {:#x}) injected into the guest",
                     trap.pc,
@@ -949,6 +974,7 @@ impl GuestVm {
                 Some(VirtualInsnAction::CtrLoaded)
             }
             ctr_virt::Outcome::InjectIllegal => {
+                self.fw.record(self.hart_id, pmu_virt::FwEvent::IllegalInsn);
                 self.inject(cause::ILLEGAL_INSN, u64::from(trap.insn));
                 Some(VirtualInsnAction::InjectedIllegal)
             }
@@ -976,6 +1002,7 @@ impl GuestVm {
             Vcpu::set_pc(&mut self.hart, next);
             (VirtualInsnAction::EmulatedTime, Ok(None))
         } else {
+            self.fw.record(self.hart_id, pmu_virt::FwEvent::IllegalInsn);
             self.inject(cause::ILLEGAL_INSN, u64::from(trap.insn));
             (VirtualInsnAction::InjectedIllegal, Ok(None))
         };
@@ -1025,6 +1052,8 @@ impl GuestVm {
                 mem: &self.mem,
                 uart: &self.uart,
                 input: &self.input,
+                pmu: &mut self.pmu,
+                fw: &self.fw,
             };
             sbi::handle(&call, &mut env)
         };
@@ -1075,6 +1104,8 @@ struct PlatformEnv<'a> {
     mem: &'a GuestMemoryMmap,
     uart: &'a Mutex<Uart>,
     input: &'a InputQueue,
+    pmu: &'a mut pmu_virt::GuestPmu,
+    fw: &'a pmu_virt::FwTallies,
 }
 
 impl PlatformEnv<'_> {
@@ -1146,26 +1177,59 @@ impl SbiEnv for PlatformEnv<'_> {
         let n = self.uart().take_input(buf);
         n + self.input.pop_into(&mut buf[n..])
     }
+
+    fn has_pmu(&self) -> bool {
+        self.pmu.policy().enabled
+    }
+
+    fn pmu_call(&mut self, fid: u64, args: [u64; 6]) -> SbiRet {
+        match self.pmu.sbi_call(self.hart, self.mem, fid, args) {
+            Ok(value) => SbiRet::ok(value),
+            Err(e) => {
+                log::debug!("sbi: PMU fid {fid} {args:#x?}: {e}");
+                SbiRet::err(e.sbi_error())
+            }
+        }
+    }
+
+    fn firmware_event(&mut self, hart: u64, event: pmu_virt::FwEvent) {
+        self.fw.record(hart, event);
+    }
 }
+
+/// The firmware event of a trap the VMM redirects into the guest (SBI PMU firmware events
+/// 0-3: misaligned and access-fault loads and stores).
+fn firmware_event_of(cause: u64) -> Option<pmu_virt::FwEvent> {
+    match cause {
+        4 => Some(pmu_virt::FwEvent::MisalignedLoad),
+        6 => Some(pmu_virt::FwEvent::MisalignedStore),
+        cause::LOAD_ACCESS => Some(pmu_virt::FwEvent::AccessLoad),
+        cause::STORE_ACCESS => Some(pmu_virt::FwEvent::AccessStore),
+        _ => None,
+    }
+}
+
+/// A vCPU's hypervisor-side state besides its hart: its CTR and its PMU.
+pub(crate) type VcpuVirt = (ctr_virt::GuestCtr, pmu_virt::GuestPmu);
 
 #[cfg(test)]
 mod tests;
 
-/// Puts vCPUs (`(id, hart, ctr)`, by id) on `pcpus` hart instances: vCPU `v` runs on
+/// Puts vCPUs (`(id, hart, (ctr, pmu))`, by id) on `pcpus` hart instances: vCPU `v` runs on
 /// instance `v % pcpus`, whose hart is vCPU `v % pcpus`'s; the others' states are parked
 /// there (`preempted(id)`: whether the vCPU could run when parked). `make` builds an
 /// instance from a hart, the id of the vCPU on it and its CTR.
 fn place_vcpus(
-    vcpus: Vec<(u64, Hart, ctr_virt::GuestCtr)>,
+    vcpus: Vec<(u64, Hart, VcpuVirt)>,
     pcpus: u64,
     slice: u64,
     preempted: impl Fn(u64) -> bool,
-    make: impl Fn(Hart, u64, ctr_virt::GuestCtr) -> GuestVm,
+    make: impl Fn(Hart, u64, VcpuVirt) -> GuestVm,
 ) -> Vec<GuestVm> {
     let mut instances: Vec<GuestVm> = Vec::new();
-    for (id, hart, ctr) in vcpus {
+    for (id, hart, (ctr, pmu)) in vcpus {
         if id < pcpus {
-            instances.push(make(hart, id, ctr));
+            instances.push(make(hart, id, (ctr, pmu)));
             continue;
         }
         let mut state = hart.save_state();
@@ -1176,6 +1240,7 @@ fn place_vcpus(
             id,
             state,
             ctr,
+            pmu,
             mailbox: hart.mailbox(),
             preempted: preempted(id),
         });

@@ -44,6 +44,8 @@ pub(crate) struct VcpuView {
     pub(crate) state: HartState,
     /// Its CTR as `ctr-virt` manages it.
     pub(crate) ctr: ctr_virt::GuestCtr,
+    /// Its PMU as `pmu-virt` manages it.
+    pub(crate) pmu: pmu_virt::GuestPmuState,
     /// Instructions it has executed.
     pub(crate) executed: u64,
     /// Whether it is the one on its instance's hart (else parked by `--pcpus`).
@@ -270,6 +272,7 @@ impl GuestVm {
             id: self.hart_id,
             state,
             ctr: self.ctr.clone(),
+            pmu: self.pmu.snapshot(),
             executed: self.hart.executed(),
             on_hart: true,
         }];
@@ -278,6 +281,7 @@ impl GuestVm {
                 id: p.id,
                 state: p.state.clone(),
                 ctr: p.ctr.clone(),
+                pmu: p.pmu.snapshot(),
                 executed: p.state.vclock.saturating_sub(p.state.skipped),
                 on_hart: false,
             }));

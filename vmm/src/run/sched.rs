@@ -50,6 +50,8 @@ pub(crate) struct ParkedVcpu {
     pub(crate) state: HartState,
     /// Its CTR as `ctr-virt` manages it.
     pub(crate) ctr: ctr_virt::GuestCtr,
+    /// Its virtual PMU (the counters themselves are in `state`).
+    pub(crate) pmu: pmu_virt::GuestPmu,
     /// Its mailbox.
     pub(crate) mailbox: Arc<HartMailbox>,
     /// It left the hart while it could have run on (end of its slice, or never started):
@@ -178,6 +180,7 @@ impl GuestVm {
                 id: self.hart_id,
                 state,
                 ctr: std::mem::replace(&mut self.ctr, next.ctr),
+                pmu: std::mem::replace(&mut self.pmu, next.pmu),
                 mailbox: self.hart.mailbox(),
                 preempted,
             };

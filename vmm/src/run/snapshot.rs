@@ -73,6 +73,10 @@ impl Default for RestoreConfig {
     }
 }
 
+/// What a snapshot takes of one vCPU: its hart state, its CTR and its PMU as the hypervisor
+/// manages them.
+pub(crate) type VcpuSaved = (HartState, ctr_virt::GuestCtrState, pmu_virt::GuestPmuState);
+
 /// What a snapshot takes of a VM besides its vCPUs: the parts its hart instances share
 /// (the control socket's thread holds a copy, to snapshot a paused VM).
 #[derive(Clone)]
@@ -93,20 +97,20 @@ impl VmCommon {
     /// none of them runs.
     pub(crate) fn snapshot(
         &self,
-        mut all: Vec<(HartState, ctr_virt::GuestCtrState)>,
+        mut all: Vec<VcpuSaved>,
     ) -> Result<(VmState, Vec<u8>), SnapshotError> {
         let mut memory = vec![0u8; (self.memory_mib << 20) as usize];
         self.mem
             .read_slice(&mut memory, GuestAddress(RAM_BASE))
             .map_err(|e| SnapshotError::Unsupported(format!("cannot read guest RAM: {e}")))?;
-        all.sort_by_key(|(h, _)| h.hart_id);
+        all.sort_by_key(|(h, _, _)| h.hart_id);
         let clock = match &self.smp {
             Some(smp) => smp.clock.now(),
-            None => all.first().map_or(0, |(h, _)| h.vclock),
+            None => all.first().map_or(0, |(h, _, _)| h.vclock),
         };
         let vcpus = all
             .into_iter()
-            .map(|(hart, ctr)| {
+            .map(|(hart, ctr, pmu)| {
                 let (hsm, start, idle, ipi_posted) = match &self.smp {
                     Some(smp) => smp.vcpu_state(hart.hart_id),
                     None => (STATE_STARTED, (0, 0), None, false),
@@ -114,6 +118,7 @@ impl VmCommon {
                 VcpuState {
                     hart,
                     ctr,
+                    pmu,
                     hsm,
                     start,
                     idle,
@@ -144,7 +149,7 @@ impl VmCommon {
     pub(crate) fn write_snapshot(
         &self,
         path: &Path,
-        vcpus: Vec<(HartState, ctr_virt::GuestCtrState)>,
+        vcpus: Vec<VcpuSaved>,
     ) -> Result<(), SnapshotError> {
         let (state, memory) = self.snapshot(vcpus)?;
         crate::snapshot::write(path, &state, &memory)
@@ -175,13 +180,13 @@ impl GuestVm {
         for vm in std::iter::once(self).chain(&self.secondaries) {
             let mut hart = vm.hart.save_state();
             hart.hart_id = vm.hart_id;
-            all.push((hart, vm.ctr.snapshot()));
+            all.push((hart, vm.ctr.snapshot(), vm.pmu.snapshot()));
             if let Some(sched) = &vm.sched {
                 all.extend(
                     sched
                         .parked
                         .iter()
-                        .map(|p| (p.state.clone(), p.ctr.snapshot())),
+                        .map(|p| (p.state.clone(), p.ctr.snapshot(), p.pmu.snapshot())),
                 );
             }
         }
@@ -251,6 +256,15 @@ impl GuestVm {
             .iter()
             .map(|v| ctr_virt::GuestCtr::restore(&v.ctr, v.hart.ctr.depth, options.host_ctr_depths))
             .collect::<Result<Vec<_>, _>>()?;
+        let fw = pmu_virt::FwTallies::new(s.vcpus.len());
+        let pmus = (0..)
+            .zip(&s.vcpus)
+            .map(|(id, v)| {
+                pmu_virt::GuestPmu::restore(&v.pmu, id, fw.clone()).ok_or_else(|| {
+                    Error::Restore(format!("vCPU {id}: the virtual PMU state is invalid"))
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let ram_size = s.memory_mib << 20;
         let mem = GuestMemoryMmap::from_ranges(&[(GuestAddress(RAM_BASE), ram_size as usize)])
             .map_err(|source| Error::GuestMemory {
@@ -319,7 +333,7 @@ impl GuestVm {
             .map(|v| v.hart.vclock.saturating_sub(v.hart.skipped))
             .max()
             .unwrap_or(0);
-        let make = |hart: Hart, hart_id: u64, ctr: ctr_virt::GuestCtr| GuestVm {
+        let make = |hart: Hart, hart_id: u64, (ctr, pmu): super::VcpuVirt| GuestVm {
             hart,
             memory_mib: s.memory_mib,
             hart_id,
@@ -339,6 +353,8 @@ impl GuestVm {
                 trap_time: s.trap_time,
             },
             ctr,
+            pmu,
+            fw: fw.clone(),
             api: None,
             pause: None,
             host_ctr: host_ctr.clone(),
@@ -351,8 +367,8 @@ impl GuestVm {
         };
         let vcpus = (0..)
             .zip(harts)
-            .zip(ctrs)
-            .map(|((id, h), c)| (id, h, c))
+            .zip(ctrs.into_iter().zip(pmus))
+            .map(|((id, h), v)| (id, h, v))
             .collect();
         let can_run = |id: u64| {
             let v = &s.vcpus[id as usize];

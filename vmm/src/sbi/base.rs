@@ -1,6 +1,6 @@
 //! Base extension (EID 0x10, SBI v2.0 chapter 4).
 
-use super::{SbiCall, SbiEnv, SbiOutcome, SbiRet, EXTENSIONS, SBI_ERR_NOT_SUPPORTED};
+use super::{eid, SbiCall, SbiEnv, SbiOutcome, SbiRet, EXTENSIONS, SBI_ERR_NOT_SUPPORTED};
 
 /// `sbi_get_spec_version` result: major 2 (bits 30:24), minor 0 (bits 23:0).
 pub const SPEC_VERSION: u64 = 2 << 24;
@@ -19,13 +19,15 @@ pub fn impl_version() -> u64 {
 }
 
 /// Handles a Base call.
-pub fn handle(call: &SbiCall, _env: &mut dyn SbiEnv) -> SbiOutcome {
+pub fn handle(call: &SbiCall, env: &mut dyn SbiEnv) -> SbiOutcome {
     let value = match call.fid {
         0 => SPEC_VERSION,
         1 => IMPL_ID,
         2 => impl_version(),
         // sbi_probe_extension: 1 when available, 0 when not.
-        3 => u64::from(EXTENSIONS.contains(&call.args[0])),
+        3 => u64::from(
+            EXTENSIONS.contains(&call.args[0]) || (call.args[0] == eid::PMU && env.has_pmu()),
+        ),
         // mvendorid, marchid, mimpid: the hart reports 0 for all three.
         4..=6 => 0,
         _ => return SbiRet::err(SBI_ERR_NOT_SUPPORTED).into(),

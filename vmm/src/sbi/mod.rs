@@ -17,6 +17,7 @@
 //! | `0x48534D` | Hart state management (`HSM`) | [`hsm`] |
 //! | `0x53525354` | System reset (`SRST`) | [`srst`] |
 //! | `0x4442434E` | Debug console (`DBCN`) | [`dbcn`] |
+//! | `0x504D55` | Performance monitoring (`PMU`), when the VM has a PMU | [`pmu`] |
 //!
 //! Choices where the specification leaves room:
 //! - The legacy extensions (EID 0x00-0x0F) are not provided: every legacy call returns
@@ -26,17 +27,22 @@
 //! - The implementation ID is [`base::IMPL_ID`] (`0x564D4D`, ASCII "VMM"), which is not in
 //!   the spec's list of registered implementation IDs.
 //!
-//! The platform side (the hart's timer and interrupt lines, guest memory and the console)
-//! is reached through [`SbiEnv`], so the dispatch can be tested without a hart.
+//! The platform side (the hart's timer and interrupt lines, guest memory, the console and
+//! the virtual PMU) is reached through [`SbiEnv`], so the dispatch can be tested without a
+//! hart. Every call is reported to the platform as firmware events for the PMU's firmware
+//! counters ([`SbiEnv::firmware_event`]): the call itself, and the timers, IPIs and remote
+//! fences it makes.
 
 pub mod base;
 pub mod dbcn;
 pub mod hsm;
 pub mod ipi;
+pub mod pmu;
 pub mod rfence;
 pub mod srst;
 pub mod time;
 
+pub use pmu_virt::FwEvent;
 use vm_memory::GuestMemoryMmap;
 
 /// `SBI_SUCCESS`.
@@ -53,6 +59,12 @@ pub const SBI_ERR_DENIED: i64 = -4;
 pub const SBI_ERR_INVALID_ADDRESS: i64 = -5;
 /// `SBI_ERR_ALREADY_AVAILABLE`.
 pub const SBI_ERR_ALREADY_AVAILABLE: i64 = -6;
+/// `SBI_ERR_ALREADY_STARTED`.
+pub const SBI_ERR_ALREADY_STARTED: i64 = pmu_virt::sbi::ERR_ALREADY_STARTED;
+/// `SBI_ERR_ALREADY_STOPPED`.
+pub const SBI_ERR_ALREADY_STOPPED: i64 = pmu_virt::sbi::ERR_ALREADY_STOPPED;
+/// `SBI_ERR_NO_SHMEM`.
+pub const SBI_ERR_NO_SHMEM: i64 = pmu_virt::sbi::ERR_NO_SHMEM;
 
 /// Extension IDs.
 pub mod eid {
@@ -70,11 +82,14 @@ pub mod eid {
     pub const SRST: u64 = 0x5352_5354;
     /// Debug console ("DBCN").
     pub const DBCN: u64 = 0x4442_434E;
+    /// Performance monitoring unit ("PMU").
+    pub const PMU: u64 = pmu_virt::sbi::EID;
     /// Last legacy extension ID (0x00-0x0F).
     pub const LEGACY_LAST: u64 = 0x0F;
 }
 
-/// Every extension this SBI implementation provides.
+/// Every extension this SBI implementation always provides (PMU too when the VM has a PMU:
+/// [`SbiEnv::has_pmu`]).
 pub const EXTENSIONS: &[u64] = &[
     eid::BASE,
     eid::TIME,
@@ -95,6 +110,7 @@ pub fn extension_name(eid: u64) -> &'static str {
         eid::HSM => "HSM",
         eid::SRST => "SRST",
         eid::DBCN => "DBCN",
+        eid::PMU => "PMU",
         0..=eid::LEGACY_LAST => "legacy",
         _ => "unknown",
     }
@@ -196,10 +212,22 @@ pub trait SbiEnv {
     fn console_write(&mut self, bytes: &[u8]) -> std::io::Result<usize>;
     /// Take up to `buf.len()` bytes of console input without waiting; returns how many.
     fn console_read(&mut self, buf: &mut [u8]) -> usize;
+    /// Whether the VM has a PMU (the PMU extension is available). Default: no.
+    fn has_pmu(&self) -> bool {
+        false
+    }
+    /// A PMU call of the calling hart (only made when [`SbiEnv::has_pmu`]).
+    fn pmu_call(&mut self, _fid: u64, _args: [u64; 6]) -> SbiRet {
+        SbiRet::err(SBI_ERR_NOT_SUPPORTED)
+    }
+    /// Counts a firmware event on `hart` (for the PMU's firmware counters). Default: none.
+    fn firmware_event(&mut self, _hart: u64, _event: FwEvent) {}
 }
 
 /// Handles one SBI call.
 pub fn handle(call: &SbiCall, env: &mut dyn SbiEnv) -> SbiOutcome {
+    let hart = env.current_hart();
+    env.firmware_event(hart, FwEvent::SbiCalls);
     match call.eid {
         eid::BASE => base::handle(call, env),
         eid::TIME => time::handle(call, env),
@@ -208,6 +236,7 @@ pub fn handle(call: &SbiCall, env: &mut dyn SbiEnv) -> SbiOutcome {
         eid::HSM => hsm::handle(call, env),
         eid::SRST => srst::handle(call, env),
         eid::DBCN => dbcn::handle(call, env),
+        eid::PMU => pmu::handle(call, env),
         _ => {
             log::debug!(
                 "sbi: unsupported extension {:#x} (fid {:#x})",

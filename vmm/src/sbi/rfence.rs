@@ -5,10 +5,11 @@
 //! ASIDs are not tracked) before the call returns, or before it executes another instruction
 //! ([`SbiEnv::remote_fence`]). The calling hart needs no fence: its decode cache re-checks
 //! instruction bits on every hit, and the guest's own `SFENCE.VMA` (which a kernel executes
-//! locally anyway) flushes its TLB. The hypervisor fences (FIDs 3-6) are not
+//! locally anyway) flushes its TLB. Each selected hart counts as one request sent by the
+//! caller and one received by that hart (the PMU's firmware events). The hypervisor fences (FIDs 3-6) are not
 //! supported: the guest has no H extension.
 
-use super::{selected_harts, SbiCall, SbiEnv, SbiOutcome, SbiRet};
+use super::{selected_harts, FwEvent, SbiCall, SbiEnv, SbiOutcome, SbiRet};
 use super::{SBI_ERR_INVALID_PARAM, SBI_ERR_NOT_SUPPORTED};
 
 /// Handles an RFENCE call.
@@ -17,6 +18,16 @@ pub fn handle(call: &SbiCall, env: &mut dyn SbiEnv) -> SbiOutcome {
         0..=2 => match selected_harts(call.args[0], call.args[1], env.hart_count()) {
             Some(harts) => {
                 env.remote_fence(&harts);
+                let (sent, received) = match call.fid {
+                    0 => (FwEvent::FenceISent, FwEvent::FenceIReceived),
+                    1 => (FwEvent::SfenceVmaSent, FwEvent::SfenceVmaReceived),
+                    _ => (FwEvent::SfenceVmaAsidSent, FwEvent::SfenceVmaAsidReceived),
+                };
+                let me = env.current_hart();
+                for hart in harts {
+                    env.firmware_event(me, sent);
+                    env.firmware_event(hart, received);
+                }
                 SbiRet::ok(0).into()
             }
             None => SbiRet::err(SBI_ERR_INVALID_PARAM).into(),

@@ -1,0 +1,216 @@
+//! pmu-virt on a hosted-mode hart: what the SBI PMU functions program into the hart's
+//! counters, and what the guest then counts.
+
+use pmu_virt::sbi::*;
+use pmu_virt::{FwEvent, FwTallies, GuestPmu, PmuError, PmuPolicy};
+use vcpu::{Hart, HartConfig, Vcpu};
+use vm_memory::{Bytes, GuestAddress, GuestMemoryMmap};
+
+const RAM: u64 = 0x8000_0000;
+const NOP: u32 = 0x13;
+
+/// A guest hart at the start of 64 KiB of NOPs.
+fn setup(policy: PmuPolicy) -> (Hart, GuestMemoryMmap, GuestPmu, FwTallies) {
+    let mem = GuestMemoryMmap::<()>::from_ranges(&[(GuestAddress(RAM), 1 << 16)]).unwrap();
+    for i in 0..(1 << 14) {
+        mem.write_obj(NOP, GuestAddress(RAM + 4 * i)).unwrap();
+    }
+    let mut hart = Hart::new_guest(HartConfig::default(), mem.clone()).unwrap();
+    Vcpu::set_pc(&mut hart, RAM);
+    let tallies = FwTallies::new(1);
+    let pmu = GuestPmu::new(policy, 0, tallies.clone());
+    pmu.prepare(&mut hart);
+    (hart, mem, pmu, tallies)
+}
+
+fn call(
+    pmu: &mut GuestPmu,
+    hart: &mut Hart,
+    mem: &GuestMemoryMmap,
+    fid: u64,
+    args: &[u64],
+) -> Result<u64, PmuError> {
+    let mut a = [0; 6];
+    a[..args.len()].copy_from_slice(args);
+    pmu.sbi_call(hart, mem, fid, a)
+}
+
+const HW: u64 = 0xffff_fffd;
+
+#[test]
+fn prepare_stops_hpm_counters_and_delegates_lcofi() {
+    let (hart, _, _, _) = setup(PmuPolicy::on());
+    assert_eq!(hart.host_csr(0x320), Some(0xffff_fff8));
+    assert_eq!(
+        hart.host_csr(0x321),
+        Some(vcpu::pmu::MINH | vcpu::pmu::SINH | vcpu::pmu::UINH)
+    );
+    assert_ne!(hart.host_csr(0x603).unwrap() & 1 << 13, 0);
+    let (hart, _, _, _) = setup(PmuPolicy::off());
+    assert_eq!(hart.host_csr(0x320), Some(0));
+    assert_eq!(hart.host_csr(0x603).unwrap() & 1 << 13, 0);
+}
+
+#[test]
+fn a_matched_counter_counts_the_guest_and_is_readable_by_it() {
+    let (mut hart, mem, mut pmu, _) = setup(PmuPolicy::on());
+    let flags = CFG_CLEAR_VALUE | CFG_AUTO_START;
+    // cycle and instret run: the first free counter is 3.
+    let idx = call(
+        &mut pmu,
+        &mut hart,
+        &mem,
+        COUNTER_CONFIG_MATCHING,
+        &[0, HW, flags, 2],
+    );
+    assert_eq!(idx, Ok(3));
+    assert_ne!(hart.host_csr(0x306).unwrap() & 8, 0, "mcounteren.HPM3");
+    assert_ne!(hart.host_csr(0x606).unwrap() & 8, 0, "hcounteren.HPM3");
+    Vcpu::run(&mut hart, 100);
+    assert_eq!(hart.host_csr(0xb03), Some(100));
+    assert_eq!(
+        call(&mut pmu, &mut hart, &mem, COUNTER_STOP, &[3, 1, STOP_RESET]),
+        Ok(0)
+    );
+    Vcpu::run(&mut hart, 100);
+    assert_eq!(hart.host_csr(0xb03), Some(100));
+    assert_eq!(
+        hart.host_csr(0x606).unwrap() & 8,
+        0,
+        "reset revokes direct access"
+    );
+    // Configured counters are not matched again until reset.
+    for want in [3, 4] {
+        let idx = call(
+            &mut pmu,
+            &mut hart,
+            &mem,
+            COUNTER_CONFIG_MATCHING,
+            &[3, 3, 0, 5],
+        );
+        assert_eq!(idx, Ok(want));
+    }
+    assert_eq!(
+        call(
+            &mut pmu,
+            &mut hart,
+            &mem,
+            COUNTER_CONFIG_MATCHING,
+            &[3, 3, 0, 5]
+        ),
+        Err(PmuError::NoMatchingCounter(5))
+    );
+}
+
+#[test]
+fn overflow_sets_of_and_start_clears_it() {
+    let (mut hart, mem, mut pmu, _) = setup(PmuPolicy::on());
+    call(
+        &mut pmu,
+        &mut hart,
+        &mem,
+        COUNTER_CONFIG_MATCHING,
+        &[8, 1, 0, 2],
+    )
+    .unwrap();
+    let start = [8, 1, START_SET_INIT_VALUE, u64::MAX - 9];
+    call(&mut pmu, &mut hart, &mem, COUNTER_START, &start).unwrap();
+    Vcpu::run(&mut hart, 20);
+    call(&mut pmu, &mut hart, &mem, COUNTER_STOP, &[8, 1, 0]).unwrap();
+    assert_ne!(hart.host_csr(0x328).unwrap() & vcpu::pmu::OF, 0);
+    assert_ne!(hart.host_csr(0x344).unwrap() & 1 << 13, 0, "LCOFIP");
+    let start = [8, 1, START_SET_INIT_VALUE, 1000];
+    call(&mut pmu, &mut hart, &mem, COUNTER_START, &start).unwrap();
+    assert_eq!(hart.host_csr(0x328).unwrap() & vcpu::pmu::OF, 0);
+    Vcpu::run(&mut hart, 5);
+    assert_eq!(hart.host_csr(0x328).unwrap() & vcpu::pmu::OF, 0);
+    assert_eq!(hart.host_csr(0xb08), Some(1005));
+}
+
+#[test]
+fn firmware_counters_follow_the_tallies() {
+    let (mut hart, mem, mut pmu, tallies) = setup(PmuPolicy::on());
+    tallies.record(0, FwEvent::SetTimer);
+    let flags = CFG_CLEAR_VALUE | CFG_AUTO_START;
+    let idx = call(
+        &mut pmu,
+        &mut hart,
+        &mem,
+        COUNTER_CONFIG_MATCHING,
+        &[32, 0xffff, flags, 0xf0005],
+    );
+    assert_eq!(idx, Ok(32));
+    tallies.record(0, FwEvent::SetTimer);
+    tallies.record(0, FwEvent::SetTimer);
+    assert_eq!(
+        call(&mut pmu, &mut hart, &mem, COUNTER_FW_READ, &[32]),
+        Ok(2)
+    );
+    call(&mut pmu, &mut hart, &mem, COUNTER_STOP, &[32, 1, 0]).unwrap();
+    tallies.record(0, FwEvent::SetTimer);
+    assert_eq!(
+        call(&mut pmu, &mut hart, &mem, COUNTER_FW_READ, &[32]),
+        Ok(2)
+    );
+    // A snapshot keeps counters and tallies.
+    let state = pmu.snapshot();
+    let other = FwTallies::new(1);
+    let mut restored = GuestPmu::restore(&state, 0, other.clone()).unwrap();
+    assert_eq!(restored.snapshot(), state);
+    assert_eq!(other.get(0, FwEvent::SetTimer), 4);
+    assert_eq!(
+        call(&mut restored, &mut hart, &mem, COUNTER_FW_READ, &[32]),
+        Ok(2)
+    );
+    let mut bad = state.clone();
+    bad.counters.pop();
+    assert!(GuestPmu::restore(&bad, 0, other).is_none());
+}
+
+#[test]
+fn shared_memory_must_be_a_page_of_guest_ram() {
+    let (mut hart, mem, mut pmu, _) = setup(PmuPolicy::on());
+    let set = |pmu: &mut GuestPmu, hart: &mut Hart, lo: u64, hi: u64| {
+        call(pmu, hart, &mem, SNAPSHOT_SET_SHMEM, &[lo, hi, 0]).map_err(|e| e.sbi_error())
+    };
+    assert_eq!(set(&mut pmu, &mut hart, RAM + 8, 0), Err(ERR_INVALID_PARAM));
+    assert_eq!(set(&mut pmu, &mut hart, RAM, 1), Err(ERR_INVALID_ADDRESS));
+    assert_eq!(
+        set(&mut pmu, &mut hart, 0x1000, 0),
+        Err(ERR_INVALID_ADDRESS)
+    );
+    // The last page of RAM fits; the page after it does not; nor does the top of memory.
+    assert_eq!(set(&mut pmu, &mut hart, RAM + 0xf000, 0), Ok(0));
+    assert_eq!(
+        set(&mut pmu, &mut hart, RAM + 0x10000, 0),
+        Err(ERR_INVALID_ADDRESS)
+    );
+    assert_eq!(
+        set(&mut pmu, &mut hart, !0xfff, 0),
+        Err(ERR_INVALID_ADDRESS)
+    );
+    assert_eq!(set(&mut pmu, &mut hart, u64::MAX, u64::MAX), Ok(0));
+    assert_eq!(
+        call(
+            &mut pmu,
+            &mut hart,
+            &mem,
+            COUNTER_STOP,
+            &[0, 1, STOP_TAKE_SNAPSHOT]
+        ),
+        Err(PmuError::NoShmem)
+    );
+}
+
+#[test]
+fn without_a_pmu_no_counter_exists() {
+    let (mut hart, mem, mut pmu, _) = setup(PmuPolicy::off());
+    assert_eq!(
+        call(&mut pmu, &mut hart, &mem, COUNTER_GET_INFO, &[0]),
+        Err(PmuError::InvalidCounter(0))
+    );
+    assert_eq!(
+        call(&mut pmu, &mut hart, &mem, COUNTER_GET_INFO, &[32]),
+        Err(PmuError::InvalidCounter(32))
+    );
+}
