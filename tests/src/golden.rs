@@ -14,6 +14,9 @@
 //! - [`GoldenSuite::check_departures`]: every departure names a compared guest and changes
 //!   its line.
 //!
+//! [`golden_tests!`](crate::golden_tests) makes the three the `#[test]` functions of a test
+//! file.
+//!
 //! ```no_run
 //! use vmm_tests::golden::{Departure, GoldenSuite};
 //!
@@ -187,6 +190,30 @@ impl GoldenSuite {
         }
         Ok(lines.iter().map(|l| format!("{l}\n")).collect())
     }
+}
+
+/// The three tests of a [`GoldenSuite`], as `#[test]` functions of the calling test file:
+/// `vmm_matches_golden_files` ([`GoldenSuite::check_vmm`]), `golden_files_are_qemu_output`
+/// ([`GoldenSuite::check_qemu`]) and `departures_name_known_guests`
+/// ([`GoldenSuite::check_departures`]).
+#[macro_export]
+macro_rules! golden_tests {
+    ($suite:expr) => {
+        #[test]
+        fn vmm_matches_golden_files() {
+            $suite.check_vmm();
+        }
+
+        #[test]
+        fn golden_files_are_qemu_output() {
+            $suite.check_qemu();
+        }
+
+        #[test]
+        fn departures_name_known_guests() {
+            $suite.check_departures();
+        }
+    };
 }
 
 /// The golden file of guest `name`: `tests/golden/<name>.out`.

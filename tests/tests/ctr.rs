@@ -154,17 +154,4 @@ const SUITE: GoldenSuite = GoldenSuite {
     departures_file: file!(),
 };
 
-#[test]
-fn vmm_matches_golden_files() {
-    SUITE.check_vmm();
-}
-
-#[test]
-fn golden_files_are_qemu_output() {
-    SUITE.check_qemu();
-}
-
-#[test]
-fn departures_name_known_guests() {
-    SUITE.check_departures();
-}
+vmm_tests::golden_tests!(SUITE);
