@@ -465,17 +465,7 @@ impl GuestVm {
 
         let clock = (config.vcpus > 1).then(|| Arc::new(SharedClock::new()));
         let new_hart = |hart_id: u64| -> Result<Hart, Error> {
-            let hart_config = HartConfig {
-                hart_id,
-                mmio: vec![MmioRange {
-                    base: UART_BASE,
-                    size: UART_SIZE,
-                }],
-                shared_clock: clock.clone(),
-                ctr: host_ctr.clone(),
-                ..HartConfig::default()
-            };
-            let mut hart = Hart::new_guest(hart_config, mem.clone())?;
+            let mut hart = new_vcpu_hart(hart_id, &mem, &clock, &host_ctr)?;
             hart.set_trace(config.trace);
             vinsn::apply(&mut hart, &policy);
             Ok(hart)
@@ -512,14 +502,7 @@ impl GuestVm {
         if config.slice_insns == 0 {
             return Err(Error::InvalidSlice);
         }
-        let smp = clock.map(|clock| {
-            let mailboxes = harts.iter().map(|h| h.mailbox()).collect();
-            let stops = harts[..pcpus as usize]
-                .iter()
-                .map(|h| h.stop_handle())
-                .collect();
-            Arc::new(Smp::new(clock, mailboxes, stops))
-        });
+        let smp = clock.map(|clock| Arc::new(new_smp(clock, &harts, pcpus)));
         let uart = Arc::new(Mutex::new(Uart::new(console)));
         let input = InputQueue::default();
         let vm = |hart: Hart, hart_id: u64, ctr: ctr_virt::GuestCtr| GuestVm {
@@ -552,14 +535,7 @@ impl GuestVm {
                 (id, hart, ctr)
             })
             .collect();
-        let mut instances = place_vcpus(vcpus, pcpus, config.slice_insns, |_| true, vm).into_iter();
-        let Some(mut boot) = instances.next() else {
-            return Err(Error::InvalidVcpus {
-                vcpus: config.vcpus,
-                max: MAX_VCPUS,
-            });
-        };
-        boot.secondaries = instances.collect();
+        let mut boot = place_vcpus(vcpus, pcpus, config.slice_insns, |_| true, vm)?;
         if let Some(path) = &config.api_sock {
             boot.attach_api(path, false)?;
         }
@@ -1151,17 +1127,51 @@ impl SbiEnv for PlatformEnv<'_> {
 #[cfg(test)]
 mod tests;
 
+/// The hart of vCPU `hart_id` of a `vmm run` VM in `mem`: the UART is its MMIO range, `clock`
+/// the VM's shared clock (with several vCPUs) and `host_ctr` the host hart model's CTR.
+fn new_vcpu_hart(
+    hart_id: u64,
+    mem: &GuestMemoryMmap,
+    clock: &Option<Arc<SharedClock>>,
+    host_ctr: &Option<vcpu::ctr::CtrConfig>,
+) -> Result<Hart, Error> {
+    let hart_config = HartConfig {
+        hart_id,
+        mmio: vec![MmioRange {
+            base: UART_BASE,
+            size: UART_SIZE,
+        }],
+        shared_clock: clock.clone(),
+        ctr: host_ctr.clone(),
+        ..HartConfig::default()
+    };
+    Ok(Hart::new_guest(hart_config, mem.clone())?)
+}
+
+/// The SMP state of a VM of several vCPUs (`harts`, by id) on `pcpus` hart instances (the
+/// first `pcpus` harts): every vCPU's mailbox and every instance's stop handle.
+fn new_smp(clock: Arc<SharedClock>, harts: &[Hart], pcpus: u64) -> Smp {
+    let mailboxes = harts.iter().map(|h| h.mailbox()).collect();
+    let stops = harts[..pcpus as usize]
+        .iter()
+        .map(|h| h.stop_handle())
+        .collect();
+    Smp::new(clock, mailboxes, stops)
+}
+
 /// Puts vCPUs (`(id, hart, ctr)`, by id) on `pcpus` hart instances: vCPU `v` runs on
 /// instance `v % pcpus`, whose hart is vCPU `v % pcpus`'s; the others' states are parked
 /// there (`preempted(id)`: whether the vCPU could run when parked). `make` builds an
-/// instance from a hart, the id of the vCPU on it and its CTR.
+/// instance from a hart, the id of the vCPU on it and its CTR. Returns the first instance,
+/// with the others in its `secondaries`.
 fn place_vcpus(
     vcpus: Vec<(u64, Hart, ctr_virt::GuestCtr)>,
     pcpus: u64,
     slice: u64,
     preempted: impl Fn(u64) -> bool,
     make: impl Fn(Hart, u64, ctr_virt::GuestCtr) -> GuestVm,
-) -> Vec<GuestVm> {
+) -> Result<GuestVm, Error> {
+    let count = vcpus.len() as u64;
     let mut instances: Vec<GuestVm> = Vec::new();
     for (id, hart, ctr) in vcpus {
         if id < pcpus {
@@ -1180,5 +1190,13 @@ fn place_vcpus(
             preempted: preempted(id),
         });
     }
-    instances
+    let mut instances = instances.into_iter();
+    let Some(mut boot) = instances.next() else {
+        return Err(Error::InvalidVcpus {
+            vcpus: count,
+            max: MAX_VCPUS,
+        });
+    };
+    boot.secondaries = instances.collect();
+    Ok(boot)
 }

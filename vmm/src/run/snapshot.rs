@@ -18,18 +18,18 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use vcpu::state::HartState;
-use vcpu::{Hart, HartConfig, MmioRange, SharedClock};
+use vcpu::{Hart, SharedClock};
 use vm_memory::{Bytes, GuestAddress, GuestMemoryMmap};
 
 use super::smp::Smp;
 use super::{
-    place_vcpus, run_vm, BootLayout, ConsoleInput, GuestPolicy, GuestVm, InputQueue, RunExit,
-    RunStats, MAX_VCPUS,
+    new_smp, new_vcpu_hart, place_vcpus, run_vm, BootLayout, ConsoleInput, GuestPolicy, GuestVm,
+    InputQueue, RunExit, RunStats, MAX_VCPUS,
 };
 use crate::devices::uart::Uart;
 use crate::devices::Console;
 use crate::error::Error;
-use crate::machine::{MAX_MEMORY_MIB, RAM_BASE, UART_BASE, UART_SIZE};
+use crate::machine::{MAX_MEMORY_MIB, RAM_BASE};
 use crate::sbi::hsm::{STATE_STARTED, STATE_START_PENDING, STATE_STOPPED};
 use crate::snapshot::{LayoutState, Snapshot, SnapshotError, VcpuState, VmState};
 
@@ -264,17 +264,7 @@ impl GuestVm {
         });
         let mut harts = Vec::new();
         for (id, v) in (0..).zip(&s.vcpus) {
-            let hart_config = HartConfig {
-                hart_id: id,
-                mmio: vec![MmioRange {
-                    base: UART_BASE,
-                    size: UART_SIZE,
-                }],
-                shared_clock: clock.clone(),
-                ctr: host_ctr.clone(),
-                ..HartConfig::default()
-            };
-            let mut hart = Hart::new_guest(hart_config, mem.clone())?;
+            let mut hart = new_vcpu_hart(id, &mem, &clock, &host_ctr)?;
             hart.restore_state(&v.hart).map_err(|e| {
                 Error::Restore(if n == 1 {
                     e.to_string()
@@ -293,12 +283,7 @@ impl GuestVm {
         let input = InputQueue::default();
         input.push(&s.input);
         let smp = clock.map(|clock| {
-            let mailboxes = harts.iter().map(|h| h.mailbox()).collect();
-            let stops = harts[..pcpus as usize]
-                .iter()
-                .map(|h| h.stop_handle())
-                .collect();
-            let smp = Smp::new(clock, mailboxes, stops);
+            let smp = new_smp(clock, &harts, pcpus);
             for (id, v) in (0..).zip(&s.vcpus) {
                 let ipi = if v.ipi_posted { super::VSSIP } else { 0 };
                 smp.restore_vcpu_state(id, v.hsm, v.start, v.idle, ipi);
@@ -358,15 +343,7 @@ impl GuestVm {
             let v = &s.vcpus[id as usize];
             v.hsm == STATE_STARTED && v.idle.is_none()
         };
-        let mut instances =
-            place_vcpus(vcpus, pcpus, options.slice_insns, can_run, make).into_iter();
-        let Some(mut boot) = instances.next() else {
-            return Err(Error::InvalidVcpus {
-                vcpus: n,
-                max: MAX_VCPUS,
-            });
-        };
-        boot.secondaries = instances.collect();
+        let mut boot = place_vcpus(vcpus, pcpus, options.slice_insns, can_run, make)?;
         if let Some(path) = &options.api_sock {
             boot.attach_api(path, options.paused)?;
         }
