@@ -505,27 +505,18 @@ impl GuestVm {
         let smp = clock.map(|clock| Arc::new(new_smp(clock, &harts, pcpus)));
         let uart = Arc::new(Mutex::new(Uart::new(console)));
         let input = InputQueue::default();
-        let vm = |hart: Hart, hart_id: u64, ctr: ctr_virt::GuestCtr| GuestVm {
-            hart,
+        let vm = VmShared {
             memory_mib: config.memory_mib,
-            hart_id,
-            mem: mem.clone(),
-            uart: uart.clone(),
-            input: input.clone(),
-            layout: layout.clone(),
+            mem,
+            uart,
+            input,
+            layout,
             max_insns: config.max_insns,
             timeout: config.timeout,
             policy,
-            ctr,
-            api: None,
-            pause: None,
-            host_ctr: host_ctr.clone(),
+            host_ctr,
             snapshot_on_stop: config.snapshot_on_stop.clone(),
-            stats: ExitStats::default(),
-            smp: smp.clone(),
-            secondaries: Vec::new(),
-            sched: None,
-            switch_counts: Vec::new(),
+            smp,
         };
         let vcpus = (0..)
             .zip(harts)
@@ -535,7 +526,7 @@ impl GuestVm {
                 (id, hart, ctr)
             })
             .collect();
-        let mut boot = place_vcpus(vcpus, pcpus, config.slice_insns, |_| true, vm)?;
+        let mut boot = place_vcpus(vcpus, pcpus, config.slice_insns, |_| true, &vm)?;
         if let Some(path) = &config.api_sock {
             boot.attach_api(path, false)?;
         }
@@ -1159,23 +1150,67 @@ fn new_smp(clock: Arc<SharedClock>, harts: &[Hart], pcpus: u64) -> Smp {
     Smp::new(clock, mailboxes, stops)
 }
 
-/// Puts vCPUs (`(id, hart, ctr)`, by id) on `pcpus` hart instances: vCPU `v` runs on
-/// instance `v % pcpus`, whose hart is vCPU `v % pcpus`'s; the others' states are parked
-/// there (`preempted(id)`: whether the vCPU could run when parked). `make` builds an
-/// instance from a hart, the id of the vCPU on it and its CTR. Returns the first instance,
-/// with the others in its `secondaries`.
+/// What every hart instance of a VM shares or starts with, for [`place_vcpus`] (the fields
+/// of [`GuestVm`] of the same names).
+struct VmShared {
+    memory_mib: u64,
+    mem: GuestMemoryMmap,
+    uart: Arc<Mutex<Uart>>,
+    input: InputQueue,
+    layout: BootLayout,
+    max_insns: Option<u64>,
+    timeout: Option<std::time::Duration>,
+    policy: GuestPolicy,
+    host_ctr: Option<vcpu::ctr::CtrConfig>,
+    snapshot_on_stop: Option<PathBuf>,
+    smp: Option<Arc<Smp>>,
+}
+
+impl VmShared {
+    /// A hart instance of the VM running vCPU `hart_id` (with its CTR) on `hart`, with no
+    /// control socket, no other vCPU and no statistics yet.
+    fn instance(&self, hart: Hart, hart_id: u64, ctr: ctr_virt::GuestCtr) -> GuestVm {
+        GuestVm {
+            hart,
+            memory_mib: self.memory_mib,
+            hart_id,
+            mem: self.mem.clone(),
+            uart: self.uart.clone(),
+            input: self.input.clone(),
+            layout: self.layout.clone(),
+            max_insns: self.max_insns,
+            timeout: self.timeout,
+            policy: self.policy,
+            ctr,
+            api: None,
+            pause: None,
+            host_ctr: self.host_ctr.clone(),
+            snapshot_on_stop: self.snapshot_on_stop.clone(),
+            stats: ExitStats::default(),
+            smp: self.smp.clone(),
+            secondaries: Vec::new(),
+            sched: None,
+            switch_counts: Vec::new(),
+        }
+    }
+}
+
+/// Puts vCPUs (`(id, hart, ctr)`, by id) on `pcpus` hart instances of `vm`: vCPU `v` runs
+/// on instance `v % pcpus`, whose hart is vCPU `v % pcpus`'s; the others' states are parked
+/// there (`preempted(id)`: whether the vCPU could run when parked). Returns the first
+/// instance, with the others in its `secondaries`.
 fn place_vcpus(
     vcpus: Vec<(u64, Hart, ctr_virt::GuestCtr)>,
     pcpus: u64,
     slice: u64,
     preempted: impl Fn(u64) -> bool,
-    make: impl Fn(Hart, u64, ctr_virt::GuestCtr) -> GuestVm,
+    vm: &VmShared,
 ) -> Result<GuestVm, Error> {
     let count = vcpus.len() as u64;
     let mut instances: Vec<GuestVm> = Vec::new();
     for (id, hart, ctr) in vcpus {
         if id < pcpus {
-            instances.push(make(hart, id, ctr));
+            instances.push(vm.instance(hart, id, ctr));
             continue;
         }
         let mut state = hart.save_state();

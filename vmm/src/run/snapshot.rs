@@ -18,13 +18,13 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use vcpu::state::HartState;
-use vcpu::{Hart, SharedClock};
+use vcpu::SharedClock;
 use vm_memory::{Bytes, GuestAddress, GuestMemoryMmap};
 
 use super::smp::Smp;
 use super::{
     new_smp, new_vcpu_hart, place_vcpus, run_vm, BootLayout, ConsoleInput, GuestPolicy, GuestVm,
-    InputQueue, RunExit, RunStats, MAX_VCPUS,
+    InputQueue, RunExit, RunStats, VmShared, MAX_VCPUS,
 };
 use crate::devices::uart::Uart;
 use crate::devices::Console;
@@ -304,13 +304,11 @@ impl GuestVm {
             .map(|v| v.hart.vclock.saturating_sub(v.hart.skipped))
             .max()
             .unwrap_or(0);
-        let make = |hart: Hart, hart_id: u64, ctr: ctr_virt::GuestCtr| GuestVm {
-            hart,
+        let vm = VmShared {
             memory_mib: s.memory_mib,
-            hart_id,
-            mem: mem.clone(),
-            uart: uart.clone(),
-            input: input.clone(),
+            mem,
+            uart,
+            input,
             layout: BootLayout {
                 entry: l.entry,
                 kernel: l.kernel.0..l.kernel.1,
@@ -323,16 +321,9 @@ impl GuestVm {
                 trap_wfi: s.trap_wfi,
                 trap_time: s.trap_time,
             },
-            ctr,
-            api: None,
-            pause: None,
-            host_ctr: host_ctr.clone(),
+            host_ctr,
             snapshot_on_stop: options.snapshot_on_stop.clone(),
-            stats: Default::default(),
-            smp: smp.clone(),
-            secondaries: Vec::new(),
-            sched: None,
-            switch_counts: Vec::new(),
+            smp,
         };
         let vcpus = (0..)
             .zip(harts)
@@ -343,7 +334,7 @@ impl GuestVm {
             let v = &s.vcpus[id as usize];
             v.hsm == STATE_STARTED && v.idle.is_none()
         };
-        let mut boot = place_vcpus(vcpus, pcpus, options.slice_insns, can_run, make)?;
+        let mut boot = place_vcpus(vcpus, pcpus, options.slice_insns, can_run, &vm)?;
         if let Some(path) = &options.api_sock {
             boot.attach_api(path, options.paused)?;
         }
