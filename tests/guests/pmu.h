@@ -82,6 +82,20 @@
 #define PM_VU 0x100
 
 /*
+ * The start of every PMU guest: prints "<name>: start", sets up h.h's trap
+ * handlers (h_init) and keeps every exception and interrupt in M
+ * (medeleg = mideleg = 0).
+ */
+static __attribute__((unused)) void pmu_start(const char *name)
+{
+	rt_puts(name);
+	rt_puts(": start\n");
+	h_init();
+	csrw_n(CSR_MEDELEG, 0);
+	csrw_n(CSR_MIDELEG, 0);
+}
+
+/*
  * Accessors for the per-counter CSRs by index: the CSR number is an
  * immediate, so each index has its own instruction in a jump table made
  * by the assembler (`.rept`), 8 bytes per entry (csrr/csrw + ret).

@@ -244,11 +244,8 @@ static void not_frozen(const char *name, enum where w, u64 i, u64 mctrctl,
 
 int main(void)
 {
-	rt_puts("pmu_ctr: start\n");
-	h_init();
+	pmu_start("pmu_ctr");
 	rt_trap_ok = 1;
-	csrw_n(CSR_MEDELEG, 0);
-	csrw_n(CSR_MIDELEG, 0);
 	csrw_n(CSR_MSTATEEN0, STATEEN_CSRIND | STATEEN_SE0 | STATEEN_CTR);
 	csrw_n(CSR_HSTATEEN0, STATEEN_CSRIND | STATEEN_SE0 | STATEEN_CTR);
 	frozen("M: mctrctl = M | LCOFIFRZ, counter 3", IN_M, 3, CTL_M | CTL_LCOFIFRZ,

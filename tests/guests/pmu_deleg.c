@@ -335,10 +335,7 @@ static void mvien(void)
 
 int main(void)
 {
-	rt_puts("pmu_deleg: start\n");
-	h_init();
-	csrw_n(CSR_MEDELEG, 0);
-	csrw_n(CSR_MIDELEG, 0);
+	pmu_start("pmu_deleg");
 	csrw_n(CSR_MSTATEEN0, STATEEN_CSRIND | STATEEN_SE0);
 	gating();
 	scountovf();

@@ -308,10 +308,7 @@ static void hvien(void)
 
 int main(void)
 {
-	rt_puts("pmu_h: start\n");
-	h_init();
-	csrw_n(CSR_MEDELEG, 0);
-	csrw_n(CSR_MIDELEG, 0);
+	pmu_start("pmu_h");
 	csrw_n(CSR_MSTATEEN0, STATEEN_ON);
 	csrw_n(CSR_HSTATEEN0, STATEEN_ON);
 	gating();

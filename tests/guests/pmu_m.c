@@ -327,10 +327,7 @@ static void smcntrpmf(void)
 
 int main(void)
 {
-	rt_puts("pmu_m: start\n");
-	h_init();
-	csrw_n(CSR_MEDELEG, 0);
-	csrw_n(CSR_MIDELEG, 0);
+	pmu_start("pmu_m");
 	counters();
 	events();
 	inhibit();

@@ -721,11 +721,8 @@ static void csrs(void)
 
 int main(void)
 {
-	rt_puts("pmu_pdis: start\n");
-	h_init();
+	pmu_start("pmu_pdis");
 	rt_trap_ok = 1;
-	csrw_n(CSR_MEDELEG, 0);
-	csrw_n(CSR_MIDELEG, 0);
 	csrw_n(CSR_MSTATEEN0, STATEEN_CSRIND | STATEEN_SE0);
 	csrw_n(CSR_HSTATEEN0, STATEEN_CSRIND | STATEEN_SE0);
 	counting_by_sel();

@@ -409,11 +409,8 @@ static void access(void)
 
 int main(void)
 {
-	rt_puts("pmu_sample: start\n");
-	h_init();
+	pmu_start("pmu_sample");
 	rt_trap_ok = 1;
-	csrw_n(CSR_MEDELEG, 0);
-	csrw_n(CSR_MIDELEG, 0);
 	csrw_n(CSR_MSTATEEN0, STATEEN_CSRIND | STATEEN_SE0);
 	csrw_n(CSR_HSTATEEN0, STATEEN_CSRIND | STATEEN_SE0);
 	precise();

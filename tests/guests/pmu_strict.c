@@ -274,11 +274,8 @@ static void hideleg_lcofi(void)
 
 int main(void)
 {
-	rt_puts("pmu_strict: start\n");
-	h_init();
+	pmu_start("pmu_strict");
 	rt_trap_ok = 1;
-	csrw_n(CSR_MEDELEG, 0);
-	csrw_n(CSR_MIDELEG, 0);
 	csrw_n(CSR_MSTATEEN0, STATEEN_CSRIND | STATEEN_SE0);
 	catalog_counts();
 	precise("LCOFI on the 3rd load (event 0x101 from 2^64-3)", EV_LOADS, 3,

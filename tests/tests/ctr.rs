@@ -17,11 +17,7 @@
 //! Spec rules QEMU cannot arbitrate (cycle counting, which QEMU does not implement, and the
 //! departures above) are checked by the vmm-only guest `ctr_strict` and by `vcpu/tests/ctr.rs`.
 
-use std::path::PathBuf;
-use std::time::Duration;
-
-use vmm::machine::MachineExit;
-use vmm_tests::{first_difference, guest, qemu, run_vmm, BUDGET};
+use vmm_tests::golden::{Departure, GoldenSuite};
 
 /// The QEMU CPU for the CTR guests: QEMU 10's `rv64` (which has H) with Smctr/Ssctr and what
 /// they depend on.
@@ -30,15 +26,6 @@ pub const CTR_QEMU_CPU: &str =
 
 /// The guests compared through golden files.
 pub const GOLDEN_GUESTS: &[&str] = &["ctr_m", "ctr_modes", "ctr_h"];
-
-/// A line where QEMU 10.0 departs from the Smctr spec: the golden file has `qemu`, vmm prints
-/// `spec`.
-struct Departure {
-    guest: &'static str,
-    qemu: &'static str,
-    spec: &'static str,
-    why: &'static str,
-}
 
 const STATEEN_SIREG: &str = "Smctr chapter 5: with mstateen0.CTR = 0, accesses below M-mode \
      to sireg* with siselect in 0x200..0x2FF (and vsireg* with vsiselect there) raise \
@@ -155,117 +142,16 @@ const DEPARTURES: &[Departure] = &[
     },
 ];
 
-const QEMU_TIMEOUT: Duration = Duration::from_secs(30);
+/// The golden-file comparison of [`GOLDEN_GUESTS`] with [`DEPARTURES`].
+const SUITE: GoldenSuite = GoldenSuite {
+    guests: GOLDEN_GUESTS,
+    departures: DEPARTURES,
+    qemu_cpu: CTR_QEMU_CPU,
+    qemu_args: &[],
+    qemu_needs: "QEMU >= 10.0 for Smctr",
+    update_var: "CTR_GOLDEN_UPDATE",
+    script: "scripts/ctr-golden.sh",
+    departures_file: file!(),
+};
 
-fn golden_path(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("golden")
-        .join(format!("{name}.out"))
-}
-
-/// The output without `info ` lines (implementation choices, for reading).
-fn comparable(text: &str) -> String {
-    text.lines()
-        .filter(|l| !l.starts_with("info "))
-        .map(|l| format!("{l}\n"))
-        .collect()
-}
-
-fn read_golden(name: &str) -> String {
-    let path = golden_path(name);
-    std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!(
-            "cannot read the golden file {}: {e}; run scripts/ctr-golden.sh",
-            path.display()
-        )
-    })
-}
-
-/// The golden file with the spec's line substituted for each departure.
-fn expected(name: &str, golden: &str) -> Result<String, String> {
-    let mut lines: Vec<String> = golden.lines().map(str::to_string).collect();
-    for d in DEPARTURES.iter().filter(|d| d.guest == name) {
-        let n = lines.iter().filter(|l| *l == d.qemu).count();
-        if n != 1 {
-            return Err(format!(
-                "{name}: the departure line {:?} occurs {n} times in the golden file \
-                 (expected once); update DEPARTURES in {} ({})",
-                d.qemu,
-                file!(),
-                d.why
-            ));
-        }
-        for l in lines.iter_mut().filter(|l| *l == d.qemu) {
-            *l = d.spec.to_string();
-        }
-    }
-    Ok(lines.iter().map(|l| format!("{l}\n")).collect())
-}
-
-#[test]
-fn vmm_matches_golden_files() {
-    let mut problems = Vec::new();
-    for name in GOLDEN_GUESTS {
-        let golden = read_golden(name);
-        let want = match expected(name, &golden) {
-            Ok(w) => comparable(&w),
-            Err(e) => {
-                problems.push(e);
-                continue;
-            }
-        };
-        let v = run_vmm(&guest(name), BUDGET).unwrap_or_else(|e| panic!("{name}: {e}"));
-        if v.exit != (MachineExit::Finished { code: 0 }) {
-            problems.push(format!("{name}: on vmm: {:?}\n{}", v.exit, v.text()));
-            continue;
-        }
-        if let Some(diff) = first_difference(&want, &comparable(&v.text()), "golden", "vmm") {
-            problems.push(format!("{name}: {diff}"));
-        }
-    }
-    assert!(problems.is_empty(), "{}", problems.join("\n\n"));
-}
-
-#[test]
-fn golden_files_are_qemu_output() {
-    if let Err(e) = qemu::check_available() {
-        panic!("{e}");
-    }
-    let update = std::env::var_os("CTR_GOLDEN_UPDATE").is_some();
-    let mut problems = Vec::new();
-    for name in GOLDEN_GUESTS {
-        let q = qemu::run_with_cpu(&guest(name), QEMU_TIMEOUT, Some(CTR_QEMU_CPU))
-            .unwrap_or_else(|e| panic!("cannot start QEMU: {e}"));
-        let text = String::from_utf8_lossy(&q.output).into_owned();
-        if q.timed_out || q.status != Some(0) {
-            problems.push(format!(
-                "{name}: under QEMU (needs QEMU >= 10.0 for Smctr: Debian's qemu-system-misc \
-                 from bookworm-backports): status {:?}, timed out {}\nstderr: {}\n{text}",
-                q.status, q.timed_out, q.stderr
-            ));
-            continue;
-        }
-        if update {
-            std::fs::create_dir_all(golden_path(name).parent().unwrap()).unwrap();
-            std::fs::write(golden_path(name), &text).unwrap();
-            eprintln!("wrote {}", golden_path(name).display());
-            continue;
-        }
-        let golden = read_golden(name);
-        if let Some(diff) = first_difference(&golden, &text, "golden file", "QEMU now") {
-            problems.push(format!(
-                "{name}: the golden file is not QEMU's output (edited guest? run \
-                 scripts/ctr-golden.sh): {diff}"
-            ));
-        }
-    }
-    assert!(problems.is_empty(), "{}", problems.join("\n\n"));
-}
-
-#[test]
-fn departures_name_known_guests() {
-    for d in DEPARTURES {
-        assert!(GOLDEN_GUESTS.contains(&d.guest), "{}", d.guest);
-        assert_ne!(d.qemu, d.spec, "{}", d.why);
-    }
-}
+vmm_tests::golden_tests!(SUITE);

@@ -56,7 +56,7 @@
 use std::time::Duration;
 
 use vmm::machine::MachineExit;
-use vmm_tests::{first_difference, guest, qemu, run_vmm, BENCH_BUDGET, BUDGET};
+use vmm_tests::{comparable, first_difference, guest, qemu, run_vmm, BENCH_BUDGET, BUDGET};
 
 /// Guests whose console output must be identical on vmm and QEMU.
 const COMPARED: &[&str] = &[
@@ -224,16 +224,6 @@ const NOT_COMPARED: &[(&str, &str)] = &[
 ];
 
 const QEMU_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// The output without `info ` lines: guests print implementation-specific choices the
-/// specifications leave open (for example which `hedeleg` bits are writable) as `info`
-/// lines, which are for reading, not for comparing.
-fn comparable(text: &str) -> String {
-    text.lines()
-        .filter(|l| !l.starts_with("info "))
-        .map(|l| format!("{l}\n"))
-        .collect()
-}
 
 fn require_qemu() {
     if let Err(e) = qemu::check_available() {
