@@ -18,16 +18,12 @@ mod csr {
     pub const MINSTRETCFG: u16 = 0x322;
     pub const MHPMEVENT: u16 = 0x320; // + counter index 3-31
     pub const MHPMCOUNTER: u16 = 0xb00; // + counter index (mcycle 0, minstret 2)
-    pub const HIDELEG: u16 = 0x603;
     pub const HCOUNTEREN: u16 = 0x606;
     pub const CYCLE: u64 = 0xc00;
 }
 
 /// The inhibit bits that keep everything but the guest (VS and VU) from being counted.
 pub const HOST_INH: u64 = MINH | SINH | UINH;
-/// `hideleg` bit 13 (LCOFI).
-const LCOFI: u64 = 1 << 13;
-
 /// One logical counter.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CounterState {
@@ -104,7 +100,7 @@ impl GuestPmu {
     }
 
     /// Programs a fresh hart for this PMU: counters 3-31 stopped with no event, the fixed
-    /// counters running, every counter filtered to the guest's modes, and LCOFI delegated
+    /// counters running, every counter filtered to the guest's modes, and LCOFI delivered
     /// to the guest with Sscofpmf. Does nothing without a PMU.
     pub fn prepare(&self, vcpu: &mut dyn Vcpu) {
         if !self.policy.enabled {
@@ -122,9 +118,14 @@ impl GuestPmu {
             }
         }
         if self.policy.sscofpmf {
-            let hideleg = vcpu.host_csr(csr::HIDELEG).unwrap_or(0);
-            vcpu.set_host_csr(csr::HIDELEG, hideleg | LCOFI);
+            crate::lcofi::prepare(vcpu, self.policy.lcofi);
         }
+    }
+
+    /// An HS-level LCOFI reached the VMM (selective delivery, [`crate::lcofi`]): passes it
+    /// to the guest through `hvip` if one of its counters overflowed.
+    pub fn take_lcofi(&mut self, vcpu: &mut dyn Vcpu) -> crate::LcofiOutcome {
+        crate::lcofi::take(vcpu, self.policy.hw_mask())
     }
 
     /// What a snapshot keeps.

@@ -54,10 +54,12 @@
 pub mod event;
 pub mod fw;
 mod guest;
+pub mod lcofi;
 
 pub use event::EventTarget;
 pub use fw::{FwEvent, FwTallies, NUM_FW_EVENTS};
 pub use guest::{CounterState, GuestPmu, GuestPmuState};
+pub use lcofi::{LcofiDelivery, LcofiOutcome};
 
 use thiserror::Error;
 
@@ -149,6 +151,8 @@ pub struct PmuPolicy {
     /// Counter-overflow interrupts (Sscofpmf): LCOFI delegated to the guest (`hideleg`
     /// bit 13), `scountovf` readable, `sscofpmf` in the device tree.
     pub sscofpmf: bool,
+    /// How the guest's LCOFIs reach it (with `sscofpmf`; [`lcofi`]).
+    pub lcofi: LcofiDelivery,
 }
 
 impl PmuPolicy {
@@ -158,6 +162,7 @@ impl PmuPolicy {
             enabled: true,
             hw_counters: !0b10,
             sscofpmf: true,
+            lcofi: LcofiDelivery::Direct,
         }
     }
 
@@ -167,6 +172,7 @@ impl PmuPolicy {
             enabled: false,
             hw_counters: 0,
             sscofpmf: false,
+            lcofi: LcofiDelivery::Direct,
         }
     }
 

@@ -214,3 +214,63 @@ fn without_a_pmu_no_counter_exists() {
         Err(PmuError::InvalidCounter(32))
     );
 }
+
+#[test]
+fn selective_lcofi_delivery_exits_and_is_passed_on_through_hvip() {
+    use pmu_virt::{LcofiDelivery, LcofiOutcome};
+    use vcpu::VcpuExit;
+    assert_eq!("selective".parse(), Ok(LcofiDelivery::Selective));
+    assert!("hvip"
+        .parse::<LcofiDelivery>()
+        .unwrap_err()
+        .contains("direct or selective"));
+    let policy = PmuPolicy {
+        lcofi: LcofiDelivery::Selective,
+        ..PmuPolicy::on()
+    };
+    let (mut hart, mem, mut pmu, _) = setup(policy);
+    let lcofi = 1u64 << 13;
+    assert_eq!(hart.host_csr(0x603).unwrap() & lcofi, 0, "hideleg");
+    assert_eq!(hart.host_csr(0x608).unwrap() & lcofi, lcofi, "hvien");
+    assert_eq!(hart.host_csr(0x104).unwrap() & lcofi, lcofi, "sie");
+    // Nothing overflowed: a stray LCOFI is dropped.
+    assert_eq!(pmu.take_lcofi(&mut hart), LcofiOutcome::Spurious);
+    // Counter 3 counts instructions from 2^64 - 10: the 10th NOP wraps it.
+    let idx = call(
+        &mut pmu,
+        &mut hart,
+        &mem,
+        COUNTER_CONFIG_MATCHING,
+        &[3, 1, CFG_CLEAR_VALUE, 0x2, 0],
+    )
+    .unwrap();
+    assert_eq!(idx, 3);
+    call(
+        &mut pmu,
+        &mut hart,
+        &mem,
+        COUNTER_START,
+        &[3, 1, START_SET_INIT_VALUE, u64::MAX - 9],
+    )
+    .unwrap();
+    let exit = hart.run(1000);
+    assert_eq!(exit, VcpuExit::HostInterrupt(13));
+    assert_eq!(
+        Vcpu::pc(&hart),
+        RAM + 40,
+        "the exit comes right after the 10th NOP"
+    );
+    assert_eq!(pmu.take_lcofi(&mut hart), LcofiOutcome::Injected);
+    assert_eq!(
+        hart.host_csr(0x144).unwrap() & lcofi,
+        0,
+        "sip.LCOFI cleared"
+    );
+    assert_eq!(
+        hart.host_csr(0x645).unwrap() & lcofi,
+        lcofi,
+        "hvip.LCOFI set"
+    );
+    // The guest (vsstatus.SIE = 0) does not take it; the hart runs on without exiting.
+    assert_eq!(hart.run(100), VcpuExit::BudgetExhausted);
+}

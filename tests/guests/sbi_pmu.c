@@ -311,6 +311,115 @@ static void overflow_and_snapshot(void)
 		  pmu(STOP, 8, 1, STOP_TAKE_SNAPSHOT, 0, 0), SBI_ERR_NO_SHMEM);
 }
 
+/*
+ * A handler for the precise-overflow check: its first instruction saves t0, its second
+ * reads hpmcounter9 (counting instructions), so it reads exactly 1 if the LCOFI was taken
+ * right after the instruction that wrapped the counter.
+ */
+volatile u64 ovf_value, ovf_epc;
+void ovf_entry(void);
+__asm__(".text\n.align 2\n.globl ovf_entry\novf_entry:\n"
+	" csrw sscratch, t0\n csrr t0, 0xc09\n"
+	" addi sp, sp, -16\n sd t1, 0(sp)\n"
+	" la t1, ovf_value\n sd t0, 0(t1)\n"
+	" csrr t0, sepc\n la t1, ovf_epc\n sd t0, 0(t1)\n"
+	" la t1, trap_count\n ld t0, 0(t1)\n addi t0, t0, 1\n sd t0, 0(t1)\n"
+	" csrr t0, scause\n la t1, trap_cause\n sd t0, 0(t1)\n"
+	" li t0, 1 << 13\n csrc sip, t0\n"
+	" ld t1, 0(sp)\n addi sp, sp, 16\n csrr t0, sscratch\n sret\n");
+
+/* `work`, kept out of line so that the LCOFI's sepc can be checked against it. */
+__attribute__((noinline)) static void ovf_work(u64 n)
+{
+	__asm__ volatile("1: ld t1, 0(%1)\n addi %0, %0, -1\n bnez %0, 1b\n"
+			 : "+r"(n)
+			 : "r"(data)
+			 : "t1", "memory");
+}
+
+#define CSR_SCTRCTL 0x14e
+#define CSR_SCTRSTATUS 0x14f
+#define CTL_S (1UL << 1)
+#define CTL_LCOFIFRZ (1UL << 12)
+#define STATUS_FROZEN (1UL << 31)
+
+/*
+ * One LCOFI from counter 9 counting instructions with period `period` (started at
+ * 2^64 - period), taken with ovf_entry while `work` runs; sctrctl as given around it.
+ */
+static void overflow_once(u64 period, u64 sctrctl)
+{
+	check("overflow counter 9",
+	      (u64)pmu(CONFIG_MATCHING, 9, 1, CFG_CLEAR_VALUE, EV_INSTRUCTIONS, 0).value, 9);
+	__asm__ volatile("csrw stvec, %0" ::"r"(ovf_entry));
+	__asm__ volatile("csrs sie, %0" ::"r"(SIE_LCOFIE));
+	__asm__ volatile("csrw 0x14e, %0" ::"r"(sctrctl));
+	ovf_value = ovf_epc = 0xdead;
+	__asm__ volatile("csrs sstatus, %0" ::"r"(SSTATUS_SIE));
+	check_err("start with period", pmu(START, 9, 1, START_SET_INIT_VALUE, -period, 0), 0);
+	ovf_work(LOOPS);
+	__asm__ volatile("csrc sstatus, %0" ::"r"(SSTATUS_SIE));
+	__asm__ volatile("csrw 0x14e, zero");
+	check_err("stop 9", pmu(STOP, 9, 1, STOP_RESET, 0, 0), 0);
+	__asm__ volatile("csrw stvec, %0" ::"r"(trap_entry));
+}
+
+/*
+ * The overflow comes exactly at the programmed period (whichever way the VMM delivers the
+ * LCOFI: tests/tests/sbi_pmu.rs runs this guest with both), the guest acknowledges it by
+ * clearing sip.LCOFI, and vsctrctl.LCOFIFRZ freezes CTR on it.
+ */
+static void overflow_period_and_freeze(void)
+{
+	u64 before = trap_count;
+	overflow_once(700, 0);
+	check("period: one LCOFI", trap_count - before, 1);
+	check("period: cause", trap_cause, IRQ_LCOFI);
+	check("period: counter at the handler's 2nd instruction", ovf_value, 1);
+	check_range("period: taken inside the loop", ovf_epc, (u64)ovf_work, (u64)ovf_work + 32);
+	check("period: acknowledged (sip.LCOFI clear)", CSR_READ(sip) & SIE_LCOFIE, 0);
+
+	__asm__ volatile("csrw 0x14f, zero");
+	before = trap_count;
+	overflow_once(900, CTL_S | CTL_LCOFIFRZ);
+	check("LCOFIFRZ: one LCOFI", trap_count - before, 1);
+	check("LCOFIFRZ: sctrstatus.FROZEN", CSR_READ(0x14f) & STATUS_FROZEN, STATUS_FROZEN);
+
+	__asm__ volatile("csrw 0x14f, zero");
+	before = trap_count;
+	overflow_once(900, CTL_S);
+	check("no LCOFIFRZ: one LCOFI", trap_count - before, 1);
+	check("no LCOFIFRZ: not frozen", CSR_READ(0x14f) & STATUS_FROZEN, 0);
+}
+
+/*
+ * An LCOFI that stays pending while the guest has interrupts off, for a long spin (600 000
+ * instructions: tests/tests/sbi_pmu.rs snapshots the VM inside it and restores it), and is
+ * taken once they are back on.
+ */
+#define SPIN_LOOPS 200000
+static void pending_lcofi(void)
+{
+	check("pending: counter 10",
+	      (u64)pmu(CONFIG_MATCHING, 10, 1, CFG_CLEAR_VALUE, EV_INSTRUCTIONS, 0).value, 10);
+	__asm__ volatile("csrw stvec, %0" ::"r"(trap_entry));
+	__asm__ volatile("csrs sie, %0" ::"r"(SIE_LCOFIE));
+	u64 before = trap_count;
+	check_err("pending: start", pmu(START, 10, 1, START_SET_INIT_VALUE, -100UL, 0), 0);
+	dbcn_puts("pending LCOFI: spinning\n");
+	work(SPIN_LOOPS);
+	u64 pending = CSR_READ(sip) & SIE_LCOFIE;
+	u64 taken_masked = trap_count - before;
+	__asm__ volatile("csrs sstatus, %0" ::"r"(SSTATUS_SIE));
+	__asm__ volatile("nop");
+	__asm__ volatile("csrc sstatus, %0" ::"r"(SSTATUS_SIE));
+	check("pending: in sip while masked", pending, SIE_LCOFIE);
+	check("pending: not taken while masked", taken_masked, 0);
+	check("pending: taken once unmasked", trap_count - before, 1);
+	check("pending: cause", trap_cause, IRQ_LCOFI);
+	check_err("pending: stop", pmu(STOP, 10, 1, STOP_RESET, 0, 0), 0);
+}
+
 static void firmware_counters(void)
 {
 	struct sbiret r;
@@ -414,8 +523,10 @@ int main(void)
 	probe_and_info();
 	hardware_counters();
 	overflow_and_snapshot();
+	overflow_period_and_freeze();
 	firmware_counters();
 	error_paths();
+	pending_lcofi();
 	printk("sbi_pmu: %d checks, %d failures\n", (u64)checks, (u64)failures);
 	if (failures)
 		return 1;

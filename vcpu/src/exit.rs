@@ -36,6 +36,14 @@ pub enum VcpuExit {
     /// the VMM emulates and resumes past it, or redirects the trap into the guest with
     /// [`crate::Vcpu::inject_exception`].
     GuestTrap(GuestTrap),
+    /// Hosted mode: an HS-level interrupt is pending and enabled (in `sip` and `sie`, not
+    /// delegated by `hideleg`), with the interrupt code. While V=1, HS-level interrupts are
+    /// always enabled (privileged spec, H extension, "Trap Entry"), so the hart leaves the
+    /// guest before its next instruction; the guest's state is unchanged. The only such
+    /// interrupt the hart raises by itself is the local counter-overflow interrupt (13,
+    /// Sscofpmf) when the VMM keeps it (`hideleg` bit 13 = 0, "selective delivery"): the VMM
+    /// clears `sip.LCOFI` and may pass it on through `hvien`/`hvip` (AIA).
+    HostInterrupt(u64),
 }
 
 /// A guest trap reported to the VMM (hosted mode), with what HS-mode would have been told

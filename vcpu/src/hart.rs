@@ -10,7 +10,7 @@ use crate::memory::Ram;
 use crate::mmu::Tlb;
 use crate::pmu::{PMU_FULL, PMU_OFF};
 use crate::smp::{HartMailbox, SharedClock};
-use crate::trap::Exception;
+use crate::trap::{Exception, TrapTarget};
 use crate::{INSNS_PER_TICK, TIMEBASE_HZ};
 use std::sync::Arc;
 
@@ -523,6 +523,9 @@ impl Hart {
                 self.pmu_check(self.pc);
             }
             if let Some((i, to_s)) = self.pending_interrupt() {
+                if self.hosted && to_s != TrapTarget::Vs {
+                    return VcpuExit::HostInterrupt(i);
+                }
                 self.take_interrupt(i, to_s);
             }
             if left == 0 {

@@ -176,7 +176,15 @@ impl Hart {
         use crate::hypervisor::VS_INTERRUPTS;
         let mip = self.mip();
         if self.hosted {
-            // Hosted mode: only VS-level interrupts exist (the VMM owns HS and M).
+            // Hosted mode: the VMM owns HS and M. An HS-level interrupt (always enabled while
+            // V=1) is reported to it ([`crate::VcpuExit::HostInterrupt`]); VS-level ones go
+            // to the guest.
+            let hideleg = self.csr.h.hideleg;
+            let hs = (self.s_pending_from(mip) & !(hideleg & !0x1fff))
+                | (mip & self.csr.mie & VS_INTERRUPTS & !hideleg);
+            if let Some(i) = highest_priority(hs) {
+                return Some((i, TrapTarget::Hs));
+            }
             let enabled = self.prv == PrivilegeMode::User
                 || self.csr.h.vsstatus & crate::csr::MSTATUS_SIE != 0;
             return if enabled { self.vs_interrupt() } else { None };

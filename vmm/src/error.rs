@@ -76,6 +76,16 @@ pub enum Error {
         pc: u64,
     },
 
+    /// The hart reported an HS-level interrupt the VMM never enables (only the LCOFI of
+    /// selective delivery is expected).
+    #[error("hart {hart}: unexpected HS-level interrupt {irq} while running the guest")]
+    UnexpectedInterrupt {
+        /// The hart's id.
+        hart: u64,
+        /// The interrupt code.
+        irq: u64,
+    },
+
     /// The guest asked the SiFive test device for a reset.
     #[error("guest requested reset, unsupported in machine mode")]
     ResetRequested,

@@ -138,6 +138,12 @@ struct RunArgs {
     #[arg(long, value_name = "on|off", default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
     pmu: bool,
 
+    /// How the guest's counter-overflow interrupts (LCOFI) reach it: `direct` (hideleg bit
+    /// 13 = 1, straight to the guest) or `selective` (hideleg bit 13 = 0: the LCOFI exits to
+    /// the VMM, which passes it on through hvien/hvip bit 13).
+    #[arg(long, value_name = "direct|selective", default_value = "direct")]
+    lcofi_delivery: pmu_virt::LcofiDelivery,
+
     /// The CTR depths the guest may select, e.g. `16,64` (default: the migration-safe
     /// 16,32,64), intersected with the host's; refused when nothing is left.
     #[arg(long, value_name = "LIST", value_parser = parse_depths)]
@@ -293,6 +299,7 @@ fn run_kernel(args: RunArgs) -> ExitCode {
         slice_insns: args.slice_insns,
         ctr: args.ctr,
         pmu: args.pmu,
+        lcofi_delivery: args.lcofi_delivery,
         ctr_depths: args.ctr_depths,
         host_ctr_depths: args.host_ctr_depths,
         api_sock: args.api_sock,

@@ -271,6 +271,7 @@ impl Machine {
                 cause: trap.cause,
                 pc: trap.pc,
             }),
+            VcpuExit::HostInterrupt(irq) => Err(Error::UnexpectedInterrupt { hart: HART_ID, irq }),
         }
     }
 

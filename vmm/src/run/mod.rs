@@ -143,6 +143,9 @@ pub struct RunConfig {
     /// `--pmu on|off`: whether the guest has a PMU (the SBI PMU extension, the hart's
     /// counters through `pmu-virt`, Sscofpmf overflow interrupts).
     pub pmu: bool,
+    /// `--lcofi-delivery direct|selective`: how the guest's counter-overflow interrupts
+    /// reach it ([`pmu_virt::lcofi`]).
+    pub lcofi_delivery: pmu_virt::LcofiDelivery,
     /// `--api-sock`: the control socket's path (`run/api.rs`).
     pub api_sock: Option<PathBuf>,
     /// `--snapshot-on-stop`: when the instruction budget or the timeout ends the run, write a
@@ -183,6 +186,7 @@ impl RunConfig {
             ctr_depths: None,
             host_ctr_depths: ctr_virt::DepthSet::ALL,
             pmu: true,
+            lcofi_delivery: pmu_virt::LcofiDelivery::Direct,
             api_sock: None,
             snapshot_on_stop: None,
         }
@@ -453,7 +457,10 @@ impl GuestVm {
             ctr_virt::CtrPolicy::off()
         };
         let pmu_policy = if config.pmu {
-            pmu_virt::PmuPolicy::on()
+            pmu_virt::PmuPolicy {
+                lcofi: config.lcofi_delivery,
+                ..pmu_virt::PmuPolicy::on()
+            }
         } else {
             pmu_virt::PmuPolicy::off()
         };
@@ -837,7 +844,25 @@ impl GuestVm {
                 }
             }
             VcpuExit::GuestTrap(trap) => self.guest_trap(trap),
+            VcpuExit::HostInterrupt(irq) => self.host_interrupt(irq),
         }
+    }
+
+    /// An HS-level interrupt left the guest. The only one the hart raises in hosted mode is
+    /// the LCOFI of selective delivery ([`pmu_virt::lcofi`]): passed on to the guest
+    /// through `hvip` when one of its counters overflowed.
+    fn host_interrupt(&mut self, irq: u64) -> Result<Option<RunExit>, Error> {
+        if irq != pmu_virt::lcofi::LCOFIP.trailing_zeros() as u64 {
+            return Err(Error::UnexpectedInterrupt {
+                hart: self.hart_id,
+                irq,
+            });
+        }
+        match self.pmu.take_lcofi(&mut self.hart) {
+            pmu_virt::LcofiOutcome::Injected => self.stats.count("interrupt LCOFI to guest (hvip)"),
+            pmu_virt::LcofiOutcome::Spurious => self.stats.count("interrupt LCOFI spurious"),
+        }
+        Ok(None)
     }
 
     /// After a WFI: waits (in virtual time) until the hart can wake; `false` when nothing can
