@@ -140,6 +140,8 @@ pub const NUM_COUNTERS: usize = HW_COUNTERS + FW_COUNTERS;
 pub const CY: usize = 0;
 /// Hart counter index of `minstret`.
 pub const IR: usize = 2;
+/// The hart's programmable counters (`mhpmcounter3-31`).
+pub const HPM_COUNTERS: u32 = 29;
 
 /// What a VM gets of performance monitoring.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -174,6 +176,16 @@ impl PmuPolicy {
             sscofpmf: false,
             lcofi: LcofiDelivery::Direct,
         }
+    }
+
+    /// The default PMU with only `n` hpm counters (3 to 2 + `n`) besides `cycle` and
+    /// `instret`, as a host that keeps the others for itself would give; `None` if `n` is
+    /// more than [`HPM_COUNTERS`].
+    pub fn with_hpm_counters(n: u32) -> Option<PmuPolicy> {
+        (n <= HPM_COUNTERS).then(|| PmuPolicy {
+            hw_counters: (1 << CY | 1 << IR | ((1u64 << n) - 1) << 3) as u32,
+            ..PmuPolicy::on()
+        })
     }
 
     /// The hart counters given to the guest.

@@ -132,3 +132,31 @@ fn without_a_pmu_the_extension_is_absent() {
     );
     assert_eq!(exit.exit_code(), 1, "{exit:?}");
 }
+
+/// `--pmu-counters 2`: the guest has hpm counters 3 and 4 only and multiplexes four events
+/// over them (`sbi_pmu_mux`); with all 29 its counter 5 exists.
+#[test]
+fn a_guest_multiplexes_events_over_the_counters_it_is_given() {
+    let mut c = RunConfig::new(guest("sbi_pmu_mux"));
+    c.memory_mib = 64;
+    c.max_insns = Some(BUDGET);
+    c.pmu_counters = 2;
+    let (r, out) = run(&c);
+    let (exit, _) = r.unwrap_or_else(|e| panic!("vmm: {e}\n{out}"));
+    assert!(!out.contains("FAIL"), "failures:\n{out}");
+    assert!(out.ends_with("sbi_pmu_mux: PASS\n"), "{out}");
+    assert_eq!(exit.exit_code(), 0);
+
+    c.pmu_counters = 29;
+    let (r, out) = run(&c);
+    let (exit, _) = r.unwrap_or_else(|e| panic!("vmm: {e}\n{out}"));
+    assert!(
+        out.contains("FAIL get_info 5 = 0x0, want 0xfffffffffffffffd"),
+        "{out}"
+    );
+    assert_eq!(exit.exit_code(), 1);
+
+    c.pmu_counters = 30;
+    let e = run(&c).0.unwrap_err().to_string();
+    assert!(e.contains("--pmu-counters 30"), "{e}");
+}

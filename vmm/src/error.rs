@@ -76,6 +76,10 @@ pub enum Error {
         pc: u64,
     },
 
+    /// `--pmu-counters` asks for more hpm counters than the hart has.
+    #[error("--pmu-counters {0}: the hart has 29 hpm counters (mhpmcounter3-31)")]
+    PmuCounters(u32),
+
     /// The hart reported an HS-level interrupt the VMM never enables (only the LCOFI of
     /// selective delivery is expected).
     #[error("hart {hart}: unexpected HS-level interrupt {irq} while running the guest")]

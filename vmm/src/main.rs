@@ -144,6 +144,12 @@ struct RunArgs {
     #[arg(long, value_name = "direct|selective", default_value = "direct")]
     lcofi_delivery: pmu_virt::LcofiDelivery,
 
+    /// How many of the hart's 29 hpm counters (mhpmcounter3 upwards) the guest gets, 0-29,
+    /// besides cycle and instret: fewer models a host that keeps counters for itself (the
+    /// guest's perf then multiplexes its events).
+    #[arg(long, value_name = "N", default_value_t = 29, value_parser = clap::value_parser!(u32).range(0..=29))]
+    pmu_counters: u32,
+
     /// The CTR depths the guest may select, e.g. `16,64` (default: the migration-safe
     /// 16,32,64), intersected with the host's; refused when nothing is left.
     #[arg(long, value_name = "LIST", value_parser = parse_depths)]
@@ -300,6 +306,7 @@ fn run_kernel(args: RunArgs) -> ExitCode {
         ctr: args.ctr,
         pmu: args.pmu,
         lcofi_delivery: args.lcofi_delivery,
+        pmu_counters: args.pmu_counters,
         ctr_depths: args.ctr_depths,
         host_ctr_depths: args.host_ctr_depths,
         api_sock: args.api_sock,

@@ -146,6 +146,9 @@ pub struct RunConfig {
     /// `--lcofi-delivery direct|selective`: how the guest's counter-overflow interrupts
     /// reach it ([`pmu_virt::lcofi`]).
     pub lcofi_delivery: pmu_virt::LcofiDelivery,
+    /// `--pmu-counters N`: the guest gets `cycle`, `instret` and the hpm counters 3 to
+    /// 2 + N (N <= 29; more is refused before the guest starts).
+    pub pmu_counters: u32,
     /// `--api-sock`: the control socket's path (`run/api.rs`).
     pub api_sock: Option<PathBuf>,
     /// `--snapshot-on-stop`: when the instruction budget or the timeout ends the run, write a
@@ -187,6 +190,7 @@ impl RunConfig {
             host_ctr_depths: ctr_virt::DepthSet::ALL,
             pmu: true,
             lcofi_delivery: pmu_virt::LcofiDelivery::Direct,
+            pmu_counters: pmu_virt::HPM_COUNTERS,
             api_sock: None,
             snapshot_on_stop: None,
         }
@@ -459,7 +463,8 @@ impl GuestVm {
         let pmu_policy = if config.pmu {
             pmu_virt::PmuPolicy {
                 lcofi: config.lcofi_delivery,
-                ..pmu_virt::PmuPolicy::on()
+                ..pmu_virt::PmuPolicy::with_hpm_counters(config.pmu_counters)
+                    .ok_or(Error::PmuCounters(config.pmu_counters))?
             }
         } else {
             pmu_virt::PmuPolicy::off()
