@@ -160,3 +160,21 @@ fn a_guest_multiplexes_events_over_the_counters_it_is_given() {
     let e = run(&c).0.unwrap_err().to_string();
     assert!(e.contains("--pmu-counters 30"), "{e}");
 }
+
+/// Firmware counters are per vCPU (`sbi_pmu_smp`, two vCPUs sending each other IPIs and
+/// remote FENCE.I requests), also when both vCPUs share one hart instance (`--pcpus 1`).
+#[test]
+fn firmware_counters_count_per_vcpu() {
+    for pcpus in [None, Some(1)] {
+        let mut c = RunConfig::new(guest("sbi_pmu_smp"));
+        c.memory_mib = 64;
+        c.max_insns = Some(BUDGET);
+        c.vcpus = 2;
+        c.pcpus = pcpus;
+        let (r, out) = run(&c);
+        let (exit, _) = r.unwrap_or_else(|e| panic!("vmm: {e}\n{out}"));
+        assert!(!out.contains("FAIL"), "pcpus {pcpus:?}: failures:\n{out}");
+        assert!(out.ends_with("sbi_pmu_smp: PASS\n"), "{out}");
+        assert_eq!(exit.exit_code(), 0);
+    }
+}
