@@ -51,10 +51,12 @@
 //! state (a kernel stopping "all counters" at boot stops, and with RESET resets, them all).
 //! Starting a hardware counter clears its `mhpmevent.OF`, so it can overflow again.
 
+pub mod deleg;
 pub mod event;
 pub mod fw;
 mod guest;
 
+pub use deleg::DelegOutcome;
 pub use event::EventTarget;
 pub use fw::{FwEvent, FwTallies, NUM_FW_EVENTS};
 pub use guest::{CounterState, GuestPmu, GuestPmuState};
@@ -149,6 +151,12 @@ pub struct PmuPolicy {
     /// Counter-overflow interrupts (Sscofpmf): LCOFI delegated to the guest (`hideleg`
     /// bit 13), `scountovf` readable, `sscofpmf` in the device tree.
     pub sscofpmf: bool,
+    /// Counter delegation for the guest (Ssccfg, `--pmu-deleg on`): `menvcfg.CDE` = 1, the
+    /// guest's `sireg*` accesses at `vsiselect` 0x40-0x5F, `scountinhibit` and `scountovf`
+    /// trap and are emulated on its virtual counters ([`deleg`]), which are backed by other
+    /// hart counters ([`deleg::deleg_map`]); `ssccfg`, `sscsrind` and `smcntrpmf` in the
+    /// device tree. Needs `enabled`.
+    pub deleg: bool,
 }
 
 impl PmuPolicy {
@@ -158,6 +166,7 @@ impl PmuPolicy {
             enabled: true,
             hw_counters: !0b10,
             sscofpmf: true,
+            deleg: false,
         }
     }
 
@@ -167,7 +176,21 @@ impl PmuPolicy {
             enabled: false,
             hw_counters: 0,
             sscofpmf: false,
+            deleg: false,
         }
+    }
+
+    /// This policy with counter delegation for the guest on or off (on only with a PMU).
+    pub fn with_deleg(self, deleg: bool) -> PmuPolicy {
+        PmuPolicy {
+            deleg: deleg && self.enabled,
+            ..self
+        }
+    }
+
+    /// Whether the guest has counter delegation (Ssccfg).
+    pub fn deleg_on(&self) -> bool {
+        self.enabled && self.deleg
     }
 
     /// The hart counters given to the guest.

@@ -40,6 +40,7 @@ pub mod console;
 pub mod fdt;
 pub mod kernel;
 mod pause;
+mod pmu_deleg;
 mod sched;
 mod smp;
 pub mod snapshot;
@@ -143,6 +144,10 @@ pub struct RunConfig {
     /// `--pmu on|off`: whether the guest has a PMU (the SBI PMU extension, the hart's
     /// counters through `pmu-virt`, Sscofpmf overflow interrupts).
     pub pmu: bool,
+    /// `--pmu-deleg on|off`: counter delegation for the guest (Ssccfg: `ssccfg` in the device
+    /// tree, `menvcfg.CDE` = 1, the guest's delegated-counter accesses emulated by
+    /// `pmu-virt` on virtual counters backed by other hart counters). Needs `pmu`.
+    pub pmu_deleg: bool,
     /// `--api-sock`: the control socket's path (`run/api.rs`).
     pub api_sock: Option<PathBuf>,
     /// `--snapshot-on-stop`: when the instruction budget or the timeout ends the run, write a
@@ -183,6 +188,7 @@ impl RunConfig {
             ctr_depths: None,
             host_ctr_depths: ctr_virt::DepthSet::ALL,
             pmu: true,
+            pmu_deleg: false,
             api_sock: None,
             snapshot_on_stop: None,
         }
@@ -452,10 +458,10 @@ impl GuestVm {
         } else {
             ctr_virt::CtrPolicy::off()
         };
-        let pmu_policy = if config.pmu {
-            pmu_virt::PmuPolicy::on()
-        } else {
-            pmu_virt::PmuPolicy::off()
+        let pmu_policy = match (config.pmu, config.pmu_deleg) {
+            (true, deleg) => pmu_virt::PmuPolicy::on().with_deleg(deleg),
+            (false, false) => pmu_virt::PmuPolicy::off(),
+            (false, true) => return Err(Error::PmuDelegWithoutPmu),
         };
         let fw = pmu_virt::FwTallies::new(config.vcpus as usize);
         let blob = fdt::build(&fdt::FdtConfig {
@@ -980,6 +986,10 @@ impl GuestVm {
             }
         };
         if let Some(action) = ctr {
+            self.record_virtual_insn(&trap, action);
+            return Ok(None);
+        }
+        if let Some(action) = self.pmu_deleg(&trap) {
             self.record_virtual_insn(&trap, action);
             return Ok(None);
         }
