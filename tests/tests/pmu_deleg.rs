@@ -6,7 +6,9 @@
 //! OF bit are live restores them exactly.
 
 use vmm::run::snapshot::{restore_and_run, RestoreConfig};
-use vmm::run::{run_kernel, ConsoleInput, GuestVm, RunConfig, RunExit, RunStats, VirtualInsnAction};
+use vmm::run::{
+    run_kernel, ConsoleInput, GuestVm, RunConfig, RunExit, RunStats, VirtualInsnAction,
+};
 use vmm_tests::{guest, SharedBuf, BUDGET};
 
 fn run(config: &RunConfig) -> (Result<(RunExit, RunStats), vmm::Error>, String) {
@@ -32,8 +34,145 @@ fn passes(out: &str) {
 fn delegated_counters_are_emulated_on_other_hart_counters() {
     let (r, out) = run(&config(true));
     let (exit, stats) = r.unwrap_or_else(|e| panic!("vmm: {e}\n{out}"));
-    println!("{out}\n{}", stats.exits.table());
     passes(&out);
     assert!(out.contains("mode: deleg on\n"), "{out}");
+    assert!(
+        out.contains("ok   device tree: sscsrind with ssccfg = 0x1\n"),
+        "{out}"
+    );
     assert_eq!(exit.exit_code(), 0, "{exit:?}");
+    let table = stats.exits.table();
+    // The guest's counters 3 and 31 are the hart's 31 and 3 (it cannot tell: the counts it
+    // checks stay apart); 0, 2 and 17 are themselves.
+    for (v, h) in [
+        (3, 31),
+        (31, 3),
+        (4, 30),
+        (5, 29),
+        (10, 24),
+        (0, 0),
+        (2, 2),
+        (17, 17),
+    ] {
+        assert!(
+            stats
+                .exits
+                .get(&format!("pmu-deleg counter {v} on hart counter {h}"))
+                > 0,
+            "counter {v} on {h}:\n{table}"
+        );
+    }
+    for access in [
+        "sireg",
+        "sireg write",
+        "sireg2",
+        "sireg2 write",
+        "scountinhibit",
+        "scountinhibit write",
+        "scountovf",
+        "hpmcounter read",
+    ] {
+        assert!(
+            stats.exits.get(&format!("pmu-deleg {access}")) > 0,
+            "{access}:\n{table}"
+        );
+    }
+    // Injected by pmu-virt: siselect 0x41 (4 accesses), sireg3-6 at four select values
+    // (24), and six VU-mode accesses. Writes of the read-only scountovf and hpmcounter3 are
+    // the hart's own illegal-instruction (no exit).
+    assert_eq!(stats.exits.get("pmu-deleg injected illegal"), 34, "{table}");
+    let exits = stats.exits.virtual_insn_exits();
+    assert!(
+        exits
+            .iter()
+            .any(|e| e.action == VirtualInsnAction::EmulatedPmuDeleg && !e.from_vu),
+        "{exits:?}"
+    );
+    assert!(exits
+        .iter()
+        .filter(|e| e.from_vu)
+        .all(|e| e.action == VirtualInsnAction::InjectedIllegal || (e.insn >> 20) == 0xc03));
+}
+
+#[test]
+fn without_delegation_the_accesses_are_illegal_and_ssccfg_is_not_listed() {
+    let (r, out) = run(&config(false));
+    let (exit, stats) = r.unwrap_or_else(|e| panic!("vmm: {e}\n{out}"));
+    passes(&out);
+    assert!(out.contains("mode: deleg off\n"), "{out}");
+    assert!(
+        out.contains("ok   no Ssccfg: sireg: illegal = 0x2\n"),
+        "{out}"
+    );
+    assert_eq!(exit.exit_code(), 0, "{exit:?}");
+    // The hart raised them itself (menvcfg.CDE = 0): nothing reached pmu-virt.
+    let table = stats.exits.table();
+    assert!(!table.contains("pmu-deleg"), "{table}");
+    assert!(
+        stats
+            .exits
+            .virtual_insn_exits()
+            .iter()
+            .all(|e| e.action != VirtualInsnAction::EmulatedPmuDeleg),
+        "{table}"
+    );
+}
+
+#[test]
+fn delegation_without_a_pmu_is_refused() {
+    let mut c = config(true);
+    c.pmu = false;
+    let (r, out) = run(&c);
+    let e = r.unwrap_err();
+    assert!(matches!(e, vmm::Error::PmuDelegWithoutPmu), "{e}");
+    assert!(e.to_string().contains("--pmu-deleg on"), "{e}");
+    assert!(out.is_empty(), "{out}");
+}
+
+fn temp(name: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("vmm-pmu-deleg-{}-{name}", std::process::id()))
+}
+
+#[test]
+fn counters_events_and_of_survive_a_snapshot_exactly() {
+    let (r, want) = run(&config(true));
+    r.unwrap_or_else(|e| panic!("vmm: {e}\n{want}"));
+    passes(&want);
+    // Inside the guest's "snapshot window": counters 7-9 count, counter 9 has overflowed
+    // (OF), cyclecfg has SINH, counter 8 counts with UINH.
+    for (i, insns) in [230_000u64, 260_000].into_iter().enumerate() {
+        let path = temp(&format!("w{i}"));
+        let out = SharedBuf::default();
+        let mut c = config(true);
+        c.max_insns = Some(insns);
+        let mut vm = GuestVm::new(&c, Box::new(out.clone())).unwrap();
+        let exit = vm.run().unwrap();
+        assert!(matches!(exit, RunExit::BudgetExhausted { .. }), "{exit:?}");
+        vm.write_snapshot(&path).unwrap();
+        let before = out.text();
+        assert!(
+            before.contains("snapshot window: begin") && !before.contains("snapshot window: end"),
+            "snapshot outside the window at {insns}:\n{before}"
+        );
+        // The snapshot holds the policy and the mapping.
+        let snap = vmm::snapshot::read(&path).unwrap();
+        let pmu = &snap.state.vcpus[0].pmu;
+        assert!(pmu.policy.deleg);
+        assert_eq!((pmu.map[3], pmu.map[31], pmu.map[17]), (31, 3, 17));
+        let rest = SharedBuf::default();
+        let options = RestoreConfig {
+            max_insns: Some(BUDGET),
+            ..RestoreConfig::default()
+        };
+        let (exit, _) =
+            restore_and_run(&path, &options, Box::new(rest.clone()), ConsoleInput::None)
+                .unwrap_or_else(|e| panic!("restore at {insns}: {e}"));
+        assert_eq!(exit.exit_code(), 0, "{}", rest.text());
+        assert_eq!(
+            format!("{before}{}", rest.text()),
+            want,
+            "restored at {insns}"
+        );
+        let _ = std::fs::remove_file(&path);
+    }
 }
