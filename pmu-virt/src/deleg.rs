@@ -116,7 +116,7 @@ pub fn valid_map(map: &[u8; HW_COUNTERS], mask: u32) -> bool {
     let mut seen = 0u32;
     for (i, &p) in map.iter().enumerate() {
         let p = usize::from(p);
-        let hpm = |x: usize| x >= 3 && x < HW_COUNTERS && mask >> x & 1 != 0;
+        let hpm = |x: usize| (3..HW_COUNTERS).contains(&x) && mask >> x & 1 != 0;
         let ok = if hpm(i) { hpm(p) } else { p == i };
         if !ok || seen >> p & 1 != 0 {
             return false;
