@@ -22,6 +22,12 @@
 //! them. Index 1 (`time`) is not a performance counter (`SBI_ERR_INVALID_PARAM`). Logical
 //! counters 32-47 ([`FW_COUNTERS`]) are firmware counters.
 //!
+//! With counter delegation ([`PmuPolicy::deleg`], [`deleg`]) the hpm counters are handed out
+//! from the top instead (the guest's 3 is the hart's 31): the SBI functions and the trapped
+//! Ssccfg accesses share that mapping, every counter is readable by the guest all along, and
+//! `hcounteren` lets only identity-mapped counters be read directly; the VMM emulates reads
+//! of the others.
+//!
 //! The fixed counters are not moved to hpm counters: counter 0 counts cycles and counter 2
 //! instructions in `mcycle`/`minstret` themselves, mode-filtered by Smcntrpmf
 //! (`mcyclecfg`/`minstretcfg`), started and stopped with `mcountinhibit`; they can count
