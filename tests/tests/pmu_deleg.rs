@@ -176,3 +176,61 @@ fn counters_events_and_of_survive_a_snapshot_exactly() {
         let _ = std::fs::remove_file(&path);
     }
 }
+
+/// The `vmm` binary, which `cargo test --workspace` builds next to the test executables.
+fn vmm_binary() -> std::path::PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let bin = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .map(|dir| dir.join("vmm"))
+        .unwrap();
+    assert!(
+        bin.exists(),
+        "{} does not exist: build it first (cargo build --release -p vmm)",
+        bin.display()
+    );
+    bin
+}
+
+#[test]
+fn the_command_line_flag_and_its_statistics() {
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(vmm_binary())
+            .arg("run")
+            .arg("--kernel")
+            .arg(guest("sbi_pmu_deleg"))
+            .args([
+                "--memory",
+                "32",
+                "--max-insns",
+                &BUDGET.to_string(),
+                "--stats",
+            ])
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.code(), text)
+    };
+    let (code, text) = run(&["--pmu-deleg", "on"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("mode: deleg on"), "{text}");
+    assert!(
+        text.contains("pmu-deleg counter 3 on hart counter 31"),
+        "{text}"
+    );
+    // The default is off.
+    let (code, text) = run(&[]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("mode: deleg off"), "{text}");
+    assert!(!text.contains("pmu-deleg"), "{text}");
+    let (code, text) = run(&["--pmu", "off", "--pmu-deleg", "on"]);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("needs a PMU (--pmu on)"), "{text}");
+}
