@@ -441,14 +441,16 @@ impl GuestPmu {
         }
         let hw = match i {
             CY | IR => HOST_INH | inhibit,
-            _ => {
-                let sel = v & EVENT_SELECT;
-                self.counters[i].event = (sel != 0).then_some(EventTarget::Hardware(sel));
-                HOST_INH | inhibit | sel | (v & OF)
-            }
+            _ => HOST_INH | inhibit | (v & (EVENT_SELECT | OF)),
         };
         self.counters[i].inhibit = inhibit;
-        vcpu.set_host_csr(self.event_csr(i), hw);
+        let num = self.event_csr(i);
+        vcpu.set_host_csr(num, hw);
+        if i != CY && i != IR {
+            // The selector as the hart kept it (WARL), for the SBI view of the counter.
+            let sel = vcpu.host_csr(num).unwrap_or(0) & EVENT_SELECT;
+            self.counters[i].event = (sel != 0).then_some(EventTarget::Hardware(sel));
+        }
     }
 
     /// `scountinhibit` as the guest reads it.

@@ -160,6 +160,10 @@ fn sireg2_translates_the_filter_and_hides_minh() {
     assert_eq!(hart.host_csr(0x33f), Some(host | VSINH | 0x101));
     let (_, v) = emulate(&mut hart, &mut pmu, 0x43, RD_SIREG2, 0);
     assert_eq!(v, SINH | 0x101);
+    // The SBI view of the same virtual counter.
+    let c = pmu.counter(3).unwrap();
+    assert_eq!(c.event, Some(pmu_virt::EventTarget::Hardware(0x101)));
+    assert_eq!(c.inhibit, VSINH);
     // cyclecfg: UINH is the guest's VU.
     emulate(&mut hart, &mut pmu, 0x40, WR_SIREG2, UINH | VUINH | OF);
     assert_eq!(hart.host_csr(0x321), Some(host | VUINH));
