@@ -11,7 +11,9 @@ use crate::sbi::*;
 use crate::{PmuError, PmuPolicy, CY, FW_COUNTERS, HW_COUNTERS, IR, NUM_COUNTERS};
 
 /// CSR numbers the VMM programs.
-mod csr {
+pub(crate) mod csr {
+    pub const MENVCFG: u16 = 0x30a;
+    pub const HSTATEEN0: u16 = 0x60c;
     pub const MCOUNTEREN: u16 = 0x306;
     pub const MCOUNTINHIBIT: u16 = 0x320;
     pub const MCYCLECFG: u16 = 0x321;
@@ -51,6 +53,9 @@ pub struct GuestPmuState {
     pub shmem: Option<u64>,
     /// This vCPU's firmware-event tallies, in [`FwEvent`] order.
     pub tallies: Vec<u64>,
+    /// Virtual counter `i` (< 32) is hart counter `map[i]` (the identity without counter
+    /// delegation; see [`crate::deleg::deleg_map`]).
+    pub map: Vec<u8>,
 }
 
 /// A vCPU's virtual PMU (see the crate documentation).
@@ -66,11 +71,13 @@ pub struct GuestPmuState {
 /// ```
 #[derive(Clone, Debug)]
 pub struct GuestPmu {
-    policy: PmuPolicy,
+    pub(crate) policy: PmuPolicy,
     vcpu_id: usize,
-    counters: Vec<CounterState>,
+    pub(crate) counters: Vec<CounterState>,
     shmem: Option<u64>,
     tallies: FwTallies,
+    /// Virtual counter `i` is hart counter `map[i]`.
+    pub(crate) map: [u8; HW_COUNTERS],
 }
 
 impl GuestPmu {
@@ -85,13 +92,29 @@ impl GuestPmu {
             counters[IR].event = Some(EventTarget::INSTRUCTIONS);
             counters[IR].started = true;
         }
+        let map = if policy.deleg_on() {
+            crate::deleg::deleg_map(policy.hw_mask())
+        } else {
+            crate::deleg::identity_map()
+        };
         GuestPmu {
             policy,
             vcpu_id,
             counters,
             shmem: None,
             tallies,
+            map,
         }
+    }
+
+    /// The hart counter behind virtual counter `i` (< 32).
+    pub fn hart_counter(&self, i: usize) -> Option<usize> {
+        self.map.get(i).map(|&p| usize::from(p))
+    }
+
+    /// The hart counter behind virtual hardware counter `i` (< 32).
+    pub(crate) fn phys(&self, i: usize) -> usize {
+        usize::from(self.map[i & (HW_COUNTERS - 1)])
     }
 
     /// The VM's policy.
@@ -120,6 +143,9 @@ impl GuestPmu {
         if self.policy.sscofpmf {
             crate::lcofi::prepare(vcpu, self.policy.lcofi);
         }
+        if self.policy.deleg_on() {
+            crate::deleg::prepare(self, vcpu);
+        }
     }
 
     /// An HS-level LCOFI reached the VMM (selective delivery, [`crate::lcofi`]): passes it
@@ -135,6 +161,7 @@ impl GuestPmu {
             counters: self.counters.clone(),
             shmem: self.shmem,
             tallies: self.tallies.row(self.vcpu_id),
+            map: self.map.to_vec(),
         }
     }
 
@@ -144,6 +171,10 @@ impl GuestPmu {
         if state.counters.len() != NUM_COUNTERS {
             return None;
         }
+        let map: [u8; HW_COUNTERS] = state.map.as_slice().try_into().ok()?;
+        if !crate::deleg::valid_map(&map, state.policy.hw_mask()) {
+            return None;
+        }
         tallies.set_row(vcpu_id, &state.tallies);
         Some(GuestPmu {
             policy: state.policy,
@@ -151,6 +182,7 @@ impl GuestPmu {
             counters: state.counters.clone(),
             shmem: state.shmem,
             tallies,
+            map,
         })
     }
 
@@ -168,7 +200,7 @@ impl GuestPmu {
         }
     }
 
-    fn is_fw(idx: usize) -> bool {
+    pub(crate) fn is_fw(idx: usize) -> bool {
         idx >= HW_COUNTERS
     }
 
@@ -271,6 +303,9 @@ impl GuestPmu {
         c.inhibit = inhibit;
         if !Self::is_fw(chosen) {
             self.program_hw(vcpu, chosen);
+        }
+        // With counter delegation every counter is the guest's all along (`prepare`).
+        if !Self::is_fw(chosen) && !self.policy.deleg_on() {
             let bit = 1u64 << chosen;
             for num in [csr::MCOUNTEREN, csr::HCOUNTEREN] {
                 let v = vcpu.host_csr(num).unwrap_or(0);
@@ -294,7 +329,7 @@ impl GuestPmu {
     }
 
     /// Writes hardware counter `i`'s event and filter to the hart (OF cleared).
-    fn program_hw(&self, vcpu: &mut dyn Vcpu, i: usize) {
+    pub(crate) fn program_hw(&self, vcpu: &mut dyn Vcpu, i: usize) {
         let c = &self.counters[i];
         let filter = HOST_INH | c.inhibit;
         match i {
@@ -305,29 +340,30 @@ impl GuestPmu {
                     Some(EventTarget::Hardware(s)) => s,
                     _ => 0,
                 };
-                vcpu.set_host_csr(csr::MHPMEVENT + i as u16, filter | selector)
+                vcpu.set_host_csr(csr::MHPMEVENT + self.phys(i) as u16, filter | selector)
             }
         };
     }
 
     /// The value of counter `i` now.
-    fn value(&self, vcpu: &dyn Vcpu, i: usize) -> u64 {
+    pub(crate) fn value(&self, vcpu: &dyn Vcpu, i: usize) -> u64 {
         if Self::is_fw(i) {
             self.fw_value(i)
         } else {
-            vcpu.host_csr(csr::MHPMCOUNTER + i as u16).unwrap_or(0)
+            vcpu.host_csr(csr::MHPMCOUNTER + self.phys(i) as u16)
+                .unwrap_or(0)
         }
     }
 
     /// Sets the value of counter `i`.
-    fn set_value(&mut self, vcpu: &mut dyn Vcpu, i: usize, value: u64) {
+    pub(crate) fn set_value(&mut self, vcpu: &mut dyn Vcpu, i: usize, value: u64) {
         if Self::is_fw(i) {
             let now = self.fw_tally(i);
             let c = &mut self.counters[i];
             c.value = value;
             c.base = now;
         } else {
-            vcpu.set_host_csr(csr::MHPMCOUNTER + i as u16, value);
+            vcpu.set_host_csr(csr::MHPMCOUNTER + self.phys(i) as u16, value);
         }
     }
 
@@ -339,9 +375,11 @@ impl GuestPmu {
         }
     }
 
-    fn set_inhibit(vcpu: &mut dyn Vcpu, i: usize, inhibit: bool) {
+    /// Inhibits or lets count the hart counter behind virtual counter `i`.
+    pub(crate) fn set_inhibit(&self, vcpu: &mut dyn Vcpu, i: usize, inhibit: bool) {
+        let p = self.phys(i);
         let v = vcpu.host_csr(csr::MCOUNTINHIBIT).unwrap_or(0);
-        let v = if inhibit { v | 1 << i } else { v & !(1 << i) };
+        let v = if inhibit { v | 1 << p } else { v & !(1 << p) };
         vcpu.set_host_csr(csr::MCOUNTINHIBIT, v);
     }
 
@@ -350,11 +388,11 @@ impl GuestPmu {
             self.counters[i].base = self.fw_tally(i);
         } else {
             if i >= 3 {
-                let num = csr::MHPMEVENT + i as u16;
+                let num = csr::MHPMEVENT + self.phys(i) as u16;
                 let ev = vcpu.host_csr(num).unwrap_or(0);
                 vcpu.set_host_csr(num, ev & !OF);
             }
-            Self::set_inhibit(vcpu, i, false);
+            self.set_inhibit(vcpu, i, false);
         }
         self.counters[i].started = true;
     }
@@ -363,7 +401,7 @@ impl GuestPmu {
         if Self::is_fw(i) {
             self.counters[i].value = self.value(vcpu, i);
         } else {
-            Self::set_inhibit(vcpu, i, true);
+            self.set_inhibit(vcpu, i, true);
         }
         self.counters[i].started = false;
     }
@@ -380,7 +418,7 @@ impl GuestPmu {
         }
         if !Self::is_fw(i) {
             self.program_hw(vcpu, i);
-            if i >= 3 {
+            if i >= 3 && !self.policy.deleg_on() {
                 for num in [csr::MCOUNTEREN, csr::HCOUNTEREN] {
                     let v = vcpu.host_csr(num).unwrap_or(0);
                     vcpu.set_host_csr(num, v & !(1 << i));
@@ -469,7 +507,11 @@ impl GuestPmu {
                 mem.write_obj(v, at).map_err(|_| PmuError::Memory(at.0))?;
                 let of = i >= 3
                     && !Self::is_fw(i)
-                    && vcpu.host_csr(csr::MHPMEVENT + i as u16).unwrap_or(0) & OF != 0;
+                    && vcpu
+                        .host_csr(csr::MHPMEVENT + self.phys(i) as u16)
+                        .unwrap_or(0)
+                        & OF
+                        != 0;
                 if of && self.policy.sscofpmf {
                     overflow |= 1 << rel;
                 }

@@ -22,6 +22,12 @@
 //! them. Index 1 (`time`) is not a performance counter (`SBI_ERR_INVALID_PARAM`). Logical
 //! counters 32-47 ([`FW_COUNTERS`]) are firmware counters.
 //!
+//! With counter delegation ([`PmuPolicy::deleg`], [`deleg`]) the hpm counters are handed out
+//! from the top instead (the guest's 3 is the hart's 31): the SBI functions and the trapped
+//! Ssccfg accesses share that mapping, every counter is readable by the guest all along, and
+//! `hcounteren` lets only identity-mapped counters be read directly; the VMM emulates reads
+//! of the others.
+//!
 //! The fixed counters are not moved to hpm counters: counter 0 counts cycles and counter 2
 //! instructions in `mcycle`/`minstret` themselves, mode-filtered by Smcntrpmf
 //! (`mcyclecfg`/`minstretcfg`), started and stopped with `mcountinhibit`; they can count
@@ -51,11 +57,13 @@
 //! state (a kernel stopping "all counters" at boot stops, and with RESET resets, them all).
 //! Starting a hardware counter clears its `mhpmevent.OF`, so it can overflow again.
 
+pub mod deleg;
 pub mod event;
 pub mod fw;
 mod guest;
 pub mod lcofi;
 
+pub use deleg::DelegOutcome;
 pub use event::EventTarget;
 pub use fw::{FwEvent, FwTallies, NUM_FW_EVENTS};
 pub use guest::{CounterState, GuestPmu, GuestPmuState};
@@ -155,6 +163,12 @@ pub struct PmuPolicy {
     pub sscofpmf: bool,
     /// How the guest's LCOFIs reach it (with `sscofpmf`; [`lcofi`]).
     pub lcofi: LcofiDelivery,
+    /// Counter delegation for the guest (Ssccfg, `--pmu-deleg on`): `menvcfg.CDE` = 1, the
+    /// guest's `sireg*` accesses at `vsiselect` 0x40-0x5F, `scountinhibit` and `scountovf`
+    /// trap and are emulated on its virtual counters ([`deleg`]), which are backed by other
+    /// hart counters ([`deleg::deleg_map`]); `ssccfg`, `sscsrind` and `smcntrpmf` in the
+    /// device tree. Needs `enabled`.
+    pub deleg: bool,
 }
 
 impl PmuPolicy {
@@ -165,6 +179,7 @@ impl PmuPolicy {
             hw_counters: !0b10,
             sscofpmf: true,
             lcofi: LcofiDelivery::Direct,
+            deleg: false,
         }
     }
 
@@ -175,6 +190,7 @@ impl PmuPolicy {
             hw_counters: 0,
             sscofpmf: false,
             lcofi: LcofiDelivery::Direct,
+            deleg: false,
         }
     }
 
@@ -186,6 +202,19 @@ impl PmuPolicy {
             hw_counters: (1 << CY | 1 << IR | ((1u64 << n) - 1) << 3) as u32,
             ..PmuPolicy::on()
         })
+    }
+
+    /// This policy with counter delegation for the guest on or off (on only with a PMU).
+    pub fn with_deleg(self, deleg: bool) -> PmuPolicy {
+        PmuPolicy {
+            deleg: deleg && self.enabled,
+            ..self
+        }
+    }
+
+    /// Whether the guest has counter delegation (Ssccfg).
+    pub fn deleg_on(&self) -> bool {
+        self.enabled && self.deleg
     }
 
     /// The hart counters given to the guest.

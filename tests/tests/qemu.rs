@@ -218,6 +218,10 @@ const NOT_COMPARED: &[(&str, &str)] = &[
         "a `vmm run` guest kernel (the SBI PMU extension of the VMM's pmu-virt, tests/sbi_pmu.rs)",
     ),
     (
+        "sbi_pmu_deleg",
+        "a `vmm run` guest kernel (counter delegation emulated by the VMM's pmu-virt, tests/pmu_deleg.rs)",
+    ),
+    (
         "sbi_vinst",
         "a `vmm run` guest kernel (VS-mode, SBI calls, VMM exit log)",
     ),

@@ -187,6 +187,10 @@ pub enum Error {
         vcpus: u64,
     },
 
+    /// `vmm run --pmu-deleg on` without a PMU.
+    #[error("counter delegation (--pmu-deleg on) needs a PMU (--pmu on)")]
+    PmuDelegWithoutPmu,
+
     /// `vmm run --slice-insns`: a time slice of 0 instructions.
     #[error("invalid time slice (--slice-insns) 0: must be at least 1 instruction")]
     InvalidSlice,

@@ -150,6 +150,13 @@ struct RunArgs {
     #[arg(long, value_name = "N", default_value_t = 29, value_parser = clap::value_parser!(u32).range(0..=29))]
     pmu_counters: u32,
 
+    /// Counter delegation (Ssccfg) for the guest: `on` (ssccfg, sscsrind and smcntrpmf in
+    /// the device tree; its `sireg*`, `scountinhibit` and `scountovf` accesses are emulated
+    /// on virtual counters backed by other hart counters) or `off` (those accesses are
+    /// illegal-instruction, as without the extension). Needs `--pmu on`.
+    #[arg(long, value_name = "on|off", default_value = "off", value_parser = parse_on_off, action = clap::ArgAction::Set)]
+    pmu_deleg: bool,
+
     /// The CTR depths the guest may select, e.g. `16,64` (default: the migration-safe
     /// 16,32,64), intersected with the host's; refused when nothing is left.
     #[arg(long, value_name = "LIST", value_parser = parse_depths)]
@@ -307,6 +314,7 @@ fn run_kernel(args: RunArgs) -> ExitCode {
         pmu: args.pmu,
         lcofi_delivery: args.lcofi_delivery,
         pmu_counters: args.pmu_counters,
+        pmu_deleg: args.pmu_deleg,
         ctr_depths: args.ctr_depths,
         host_ctr_depths: args.host_ctr_depths,
         api_sock: args.api_sock,

@@ -20,7 +20,8 @@
 //! virtualization) and not Sstc (the timer is the SBI TIME extension). With a PMU
 //! (`--pmu on`) it lists Zihpm (the hpm counters the SBI PMU extension gives the guest are
 //! read directly) and Sscofpmf (counter-overflow interrupts, which Linux's `riscv_pmu_sbi`
-//! driver needs for sampling). There is no `riscv,pmu` node: that binding describes the
+//! driver needs for sampling). With counter delegation (`--pmu-deleg on`) it adds Ssccfg,
+//! Sscsrind and Smcntrpmf. There is no `riscv,pmu` node: that binding describes the
 //! hardware to M-mode firmware, and this VMM is the guest's firmware.
 
 use vm_fdt::FdtWriter;
@@ -37,6 +38,10 @@ pub const CTR_EXTENSIONS: &[&str] = &["sscsrind", "ssctr"];
 /// Added to `riscv,isa-extensions` when the guest has a PMU with overflow interrupts
 /// (`--pmu on`).
 pub const PMU_EXTENSIONS: &[&str] = &["sscofpmf", "zihpm"];
+/// Added to `riscv,isa-extensions` with counter delegation (`--pmu-deleg on`): Ssccfg, the
+/// Sscsrind it depends on, and Smcntrpmf, on which `cyclecfg`/`instretcfg` through `sireg2`
+/// depend (Smcdeleg chapter 3, table 1 note 4: the guest learns from it that they exist).
+pub const DELEG_EXTENSIONS: &[&str] = &["smcntrpmf", "sscsrind", "ssccfg"];
 /// `mmu-type`: the largest translation mode the hart supports (it also has Sv39 and Sv48).
 pub const MMU_TYPE: &str = "riscv,sv57";
 /// The UART's input clock (the usual 1.8432 MHz * 2 of the ns16550a binding examples).
@@ -128,15 +133,23 @@ fn cpu_node(fdt: &mut FdtWriter, id: u32, config: &FdtConfig) -> Result<(), vm_f
     fdt.property_string("compatible", "riscv")?;
     fdt.property_string("riscv,isa", ISA_STRING)?;
     fdt.property_string("riscv,isa-base", "rv64i")?;
-    fdt.property_string_list(
-        "riscv,isa-extensions",
-        ISA_EXTENSIONS
-            .iter()
-            .chain(if config.ctr { CTR_EXTENSIONS } else { &[] })
-            .chain(pmu)
-            .map(|s| s.to_string())
-            .collect(),
-    )?;
+    let deleg: &[&str] = if config.pmu.deleg_on() {
+        DELEG_EXTENSIONS
+    } else {
+        &[]
+    };
+    let mut extensions: Vec<String> = Vec::new();
+    for e in ISA_EXTENSIONS
+        .iter()
+        .chain(if config.ctr { CTR_EXTENSIONS } else { &[] })
+        .chain(pmu)
+        .chain(deleg)
+    {
+        if !extensions.iter().any(|x| x == e) {
+            extensions.push(e.to_string());
+        }
+    }
+    fdt.property_string_list("riscv,isa-extensions", extensions)?;
     fdt.property_string("mmu-type", MMU_TYPE)?;
     let intc = fdt.begin_node("interrupt-controller")?;
     fdt.property_u32("#interrupt-cells", 1)?;
@@ -222,5 +235,31 @@ mod tests {
         // --pmu off: no Sscofpmf, no Zihpm.
         assert!(!contains(&blob, b"sscofpmf"));
         assert!(!contains(&blob, b"zihpm"));
+        assert!(!contains(&blob, b"ssccfg"));
+    }
+
+    #[test]
+    fn counter_delegation_lists_ssccfg_once_with_sscsrind() {
+        let config = |ctr, deleg| FdtConfig {
+            cpus: 1,
+            ram_base: 0x8000_0000,
+            ram_size: 16 << 20,
+            cmdline: String::new(),
+            initrd: None,
+            ctr,
+            pmu: pmu_virt::PmuPolicy::on().with_deleg(deleg),
+        };
+        let count =
+            |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).filter(|w| *w == needle).count();
+        for ctr in [false, true] {
+            let blob = build(&config(ctr, true)).unwrap();
+            assert_eq!(count(&blob, b"\0ssccfg\0"), 1);
+            assert_eq!(count(&blob, b"\0sscsrind\0"), 1);
+            assert_eq!(count(&blob, b"\0smcntrpmf\0"), 1);
+            let blob = build(&config(ctr, false)).unwrap();
+            assert!(!contains(&blob, b"ssccfg"));
+            assert!(!contains(&blob, b"smcntrpmf"));
+            assert_eq!(count(&blob, b"sscsrind"), usize::from(ctr));
+        }
     }
 }

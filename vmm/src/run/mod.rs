@@ -40,6 +40,7 @@ pub mod console;
 pub mod fdt;
 pub mod kernel;
 mod pause;
+mod pmu_deleg;
 mod sched;
 mod smp;
 pub mod snapshot;
@@ -149,6 +150,10 @@ pub struct RunConfig {
     /// `--pmu-counters N`: the guest gets `cycle`, `instret` and the hpm counters 3 to
     /// 2 + N (N <= 29; more is refused before the guest starts).
     pub pmu_counters: u32,
+    /// `--pmu-deleg on|off`: counter delegation for the guest (Ssccfg: `ssccfg` in the device
+    /// tree, `menvcfg.CDE` = 1, the guest's delegated-counter accesses emulated by
+    /// `pmu-virt` on virtual counters backed by other hart counters). Needs `pmu`.
+    pub pmu_deleg: bool,
     /// `--api-sock`: the control socket's path (`run/api.rs`).
     pub api_sock: Option<PathBuf>,
     /// `--snapshot-on-stop`: when the instruction budget or the timeout ends the run, write a
@@ -191,6 +196,7 @@ impl RunConfig {
             pmu: true,
             lcofi_delivery: pmu_virt::LcofiDelivery::Direct,
             pmu_counters: pmu_virt::HPM_COUNTERS,
+            pmu_deleg: false,
             api_sock: None,
             snapshot_on_stop: None,
         }
@@ -460,14 +466,15 @@ impl GuestVm {
         } else {
             ctr_virt::CtrPolicy::off()
         };
-        let pmu_policy = if config.pmu {
-            pmu_virt::PmuPolicy {
+        let pmu_policy = match (config.pmu, config.pmu_deleg) {
+            (true, deleg) => pmu_virt::PmuPolicy {
                 lcofi: config.lcofi_delivery,
                 ..pmu_virt::PmuPolicy::with_hpm_counters(config.pmu_counters)
                     .ok_or(Error::PmuCounters(config.pmu_counters))?
             }
-        } else {
-            pmu_virt::PmuPolicy::off()
+            .with_deleg(deleg),
+            (false, false) => pmu_virt::PmuPolicy::off(),
+            (false, true) => return Err(Error::PmuDelegWithoutPmu),
         };
         let fw = pmu_virt::FwTallies::new(config.vcpus as usize);
         let blob = fdt::build(&fdt::FdtConfig {
@@ -1010,6 +1017,10 @@ impl GuestVm {
             }
         };
         if let Some(action) = ctr {
+            self.record_virtual_insn(&trap, action);
+            return Ok(None);
+        }
+        if let Some(action) = self.pmu_deleg(&trap) {
             self.record_virtual_insn(&trap, action);
             return Ok(None);
         }

@@ -34,6 +34,10 @@ pub enum VirtualInsnAction {
     /// The vCPU's first access to CTR state (`hstateen0.CTR` = 0): `ctr-virt` loaded its CTR
     /// context, set `hstateen0.CTR`, and resumed the guest at the same instruction.
     CtrLoaded,
+    /// A VS-mode access to delegated counter state (Ssccfg: `sireg*` at `vsiselect`
+    /// 0x40-0x5F, `scountinhibit`, `scountovf`, or a direct read of a counter that moved):
+    /// emulated by `pmu-virt` on the guest's virtual counters, resumed after it.
+    EmulatedPmuDeleg,
     /// Anything else: an illegal-instruction exception (`stval` = the instruction bits) was
     /// injected into the guest.
     InjectedIllegal,
@@ -47,6 +51,7 @@ impl VirtualInsnAction {
             VirtualInsnAction::EmulatedTime => "emulated-time",
             VirtualInsnAction::EmulatedCtrDepth => "emulated-ctr-depth",
             VirtualInsnAction::CtrLoaded => "ctr-loaded",
+            VirtualInsnAction::EmulatedPmuDeleg => "emulated-pmu-deleg",
             VirtualInsnAction::InjectedIllegal => "injected-illegal",
         }
     }

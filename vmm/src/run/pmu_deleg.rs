@@ -1,0 +1,43 @@
+//! Counter delegation (Ssccfg) for `vmm run` guests: the virtual-instruction exits of the
+//! guest's delegated-counter accesses go to `pmu-virt` (`pmu_virt::deleg`), which emulates
+//! them on the vCPU's virtual counters or asks for an illegal-instruction exception.
+//!
+//! Each emulated access is counted in the exit statistics as `pmu-deleg <access>` (with
+//! ` write` for writes), and each one that names a counter also as
+//! `pmu-deleg counter <virtual> on hart counter <hart>`: that is where the mapping shows
+//! (the guest cannot see it).
+
+use vcpu::GuestTrap;
+
+use super::{cause, GuestVm, VirtualInsnAction};
+
+impl GuestVm {
+    /// Handles `trap` if it is a delegated-counter access; `None` if it is not one.
+    pub(super) fn pmu_deleg(&mut self, trap: &GuestTrap) -> Option<VirtualInsnAction> {
+        match self
+            .pmu
+            .on_virtual_insn(&mut self.hart, trap.insn, trap.from_vu)
+        {
+            pmu_virt::DelegOutcome::NotDeleg => None,
+            pmu_virt::DelegOutcome::Emulated {
+                access,
+                write,
+                counter,
+            } => {
+                let rw = if write { " write" } else { "" };
+                self.stats.count(format!("pmu-deleg {}{rw}", access.name()));
+                if let Some((v, h)) = counter {
+                    self.stats
+                        .count(format!("pmu-deleg counter {v} on hart counter {h}"));
+                }
+                Some(VirtualInsnAction::EmulatedPmuDeleg)
+            }
+            pmu_virt::DelegOutcome::InjectIllegal => {
+                self.stats.count("pmu-deleg injected illegal");
+                self.fw.record(self.hart_id, pmu_virt::FwEvent::IllegalInsn);
+                self.inject(cause::ILLEGAL_INSN, u64::from(trap.insn));
+                Some(VirtualInsnAction::InjectedIllegal)
+            }
+        }
+    }
+}
