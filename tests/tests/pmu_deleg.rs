@@ -234,3 +234,23 @@ fn the_command_line_flag_and_its_statistics() {
     assert_eq!(code, Some(1), "{text}");
     assert!(text.contains("needs a PMU (--pmu on)"), "{text}");
 }
+
+/// Delegated counters with selective LCOFI delivery: the guest's overflow interrupt (of a
+/// counter it reaches through `sireg`, backed by another hart counter) exits to the VMM,
+/// which finds the OF bit on the backing counter and passes it on through `hvip`; the guest
+/// sees the same as with direct delivery.
+#[test]
+fn delegated_counter_overflow_with_selective_delivery() {
+    let mut c = config(true);
+    c.lcofi_delivery = pmu_virt::LcofiDelivery::Selective;
+    let (r, out) = run(&c);
+    let (exit, stats) = r.unwrap_or_else(|e| panic!("vmm: {e}\n{out}"));
+    passes(&out);
+    assert_eq!(exit.exit_code(), 0, "{exit:?}");
+    assert!(
+        stats.exits.get("interrupt LCOFI to guest (hvip)") >= 1,
+        "{}",
+        stats.exits.table()
+    );
+    assert_eq!(stats.exits.get("interrupt LCOFI spurious"), 0);
+}
