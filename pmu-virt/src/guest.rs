@@ -7,6 +7,7 @@ use vm_memory::{Bytes, GuestAddress, GuestMemoryBackend, GuestMemoryMmap};
 
 use crate::event::{self, EventTarget};
 use crate::fw::FwTallies;
+use crate::sample::{GuestSampling, GuestSamplingState};
 use crate::sbi::*;
 use crate::{PmuError, PmuPolicy, CY, FW_COUNTERS, HW_COUNTERS, IR, NUM_COUNTERS};
 
@@ -55,6 +56,8 @@ pub struct GuestPmuState {
     pub shmem: Option<u64>,
     /// This vCPU's firmware-event tallies, in [`FwEvent`] order.
     pub tallies: Vec<u64>,
+    /// Its sampling (Sspesa, PDIS lazy loading).
+    pub sampling: GuestSamplingState,
 }
 
 /// A vCPU's virtual PMU (see the crate documentation).
@@ -75,6 +78,7 @@ pub struct GuestPmu {
     counters: Vec<CounterState>,
     shmem: Option<u64>,
     tallies: FwTallies,
+    sampling: GuestSampling,
 }
 
 impl GuestPmu {
@@ -95,7 +99,13 @@ impl GuestPmu {
             counters,
             shmem: None,
             tallies,
+            sampling: GuestSampling::new(policy.effective_sampling()),
         }
+    }
+
+    /// This vCPU's sampling (Sspesa, PDIS).
+    pub fn sampling(&mut self) -> &mut GuestSampling {
+        &mut self.sampling
     }
 
     /// The VM's policy.
@@ -125,6 +135,7 @@ impl GuestPmu {
             let hideleg = vcpu.host_csr(csr::HIDELEG).unwrap_or(0);
             vcpu.set_host_csr(csr::HIDELEG, hideleg | LCOFI);
         }
+        self.sampling.prepare(vcpu);
     }
 
     /// What a snapshot keeps.
@@ -134,6 +145,7 @@ impl GuestPmu {
             counters: self.counters.clone(),
             shmem: self.shmem,
             tallies: self.tallies.row(self.vcpu_id),
+            sampling: self.sampling.snapshot(),
         }
     }
 
@@ -150,6 +162,7 @@ impl GuestPmu {
             counters: state.counters.clone(),
             shmem: state.shmem,
             tallies,
+            sampling: GuestSampling::restore(&state.sampling),
         })
     }
 

@@ -54,10 +54,12 @@
 pub mod event;
 pub mod fw;
 mod guest;
+pub mod sample;
 
 pub use event::EventTarget;
 pub use fw::{FwEvent, FwTallies, NUM_FW_EVENTS};
 pub use guest::{CounterState, GuestPmu, GuestPmuState};
+pub use sample::{GuestSampling, GuestSamplingState, SampleOutcome, SamplingPolicy};
 
 use thiserror::Error;
 
@@ -149,6 +151,8 @@ pub struct PmuPolicy {
     /// Counter-overflow interrupts (Sscofpmf): LCOFI delegated to the guest (`hideleg`
     /// bit 13), `scountovf` readable, `sscofpmf` in the device tree.
     pub sscofpmf: bool,
+    /// Sampling (Sspesa, PDIS; [`sample`]): only with `enabled` and `sscofpmf`.
+    pub sampling: SamplingPolicy,
 }
 
 impl PmuPolicy {
@@ -158,6 +162,7 @@ impl PmuPolicy {
             enabled: true,
             hw_counters: !0b10,
             sscofpmf: true,
+            sampling: SamplingPolicy::on(),
         }
     }
 
@@ -167,6 +172,20 @@ impl PmuPolicy {
             enabled: false,
             hw_counters: 0,
             sscofpmf: false,
+            sampling: SamplingPolicy::off(),
+        }
+    }
+
+    /// The sampling the guest really gets: none without a PMU with overflow interrupts.
+    pub fn effective_sampling(&self) -> SamplingPolicy {
+        if self.enabled && self.sscofpmf {
+            self.sampling
+        } else {
+            SamplingPolicy {
+                sspesa: false,
+                pdis: false,
+                ..self.sampling
+            }
         }
     }
 

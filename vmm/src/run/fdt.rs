@@ -37,6 +37,14 @@ pub const CTR_EXTENSIONS: &[&str] = &["sscsrind", "ssctr"];
 /// Added to `riscv,isa-extensions` when the guest has a PMU with overflow interrupts
 /// (`--pmu on`).
 pub const PMU_EXTENSIONS: &[&str] = &["sscofpmf", "zihpm"];
+/// Added with Sspesa for the guest (`--sspesa on`, with `--pmu on`): the sample registers
+/// (emulated) and the precise LCOFI (the hart's overflow interrupts are precise and reach the
+/// guest through `hideleg`). The names of the draft `sspesa-ssplcofi-smpdis-draft.adoc`.
+pub const SSPESA_EXTENSIONS: &[&str] = &["sspesa", "ssplcofi"];
+/// Added with PDIS for the guest (`--pdis on`, with `--pmu on`): the supervisor part of the
+/// draft's Smpdis/Sspdis (the guest has no M-mode). Its sample record is reached through
+/// Sscsrind, listed here too when CTR does not list it.
+pub const PDIS_EXTENSIONS: &[&str] = &["sspdis"];
 /// `mmu-type`: the largest translation mode the hart supports (it also has Sv39 and Sv48).
 pub const MMU_TYPE: &str = "riscv,sv57";
 /// The UART's input clock (the usual 1.8432 MHz * 2 of the ns16550a binding examples).
@@ -121,6 +129,17 @@ fn cpu_node(fdt: &mut FdtWriter, id: u32, config: &FdtConfig) -> Result<(), vm_f
         p if p.enabled => &["zihpm"],
         _ => &[],
     };
+    let sampling = config.pmu.effective_sampling();
+    let sspesa: &[&str] = if sampling.sspesa {
+        SSPESA_EXTENSIONS
+    } else {
+        &[]
+    };
+    let pdis: &[&str] = match (sampling.pdis, config.ctr) {
+        (false, _) => &[],
+        (true, true) => PDIS_EXTENSIONS,
+        (true, false) => &["sscsrind", "sspdis"],
+    };
     let cpu = fdt.begin_node(&format!("cpu@{id:x}"))?;
     fdt.property_string("device_type", "cpu")?;
     fdt.property_u32("reg", id)?;
@@ -134,6 +153,8 @@ fn cpu_node(fdt: &mut FdtWriter, id: u32, config: &FdtConfig) -> Result<(), vm_f
             .iter()
             .chain(if config.ctr { CTR_EXTENSIONS } else { &[] })
             .chain(pmu)
+            .chain(sspesa)
+            .chain(pdis)
             .map(|s| s.to_string())
             .collect(),
     )?;
@@ -187,6 +208,9 @@ mod tests {
             b"sscsrind\0",
             b"sscofpmf\0",
             b"zihpm\0",
+            b"sspesa\0",
+            b"ssplcofi\0",
+            b"sspdis\0",
         ] {
             assert!(
                 contains(&blob, s),
@@ -222,5 +246,27 @@ mod tests {
         // --pmu off: no Sscofpmf, no Zihpm.
         assert!(!contains(&blob, b"sscofpmf"));
         assert!(!contains(&blob, b"zihpm"));
+        // No sampling without a PMU.
+        assert!(!contains(&blob, b"sspesa"));
+        assert!(!contains(&blob, b"sspdis"));
+    }
+
+    #[test]
+    fn pdis_without_ctr_lists_sscsrind() {
+        let mut pmu = pmu_virt::PmuPolicy::on();
+        pmu.sampling.sspesa = false;
+        let blob = build(&FdtConfig {
+            cpus: 1,
+            ram_base: 0x8000_0000,
+            ram_size: 16 << 20,
+            cmdline: String::new(),
+            initrd: None,
+            ctr: false,
+            pmu,
+        })
+        .unwrap();
+        assert!(contains(&blob, b"sscsrind\0sspdis\0"));
+        assert!(!contains(&blob, b"sspesa"));
+        assert!(!contains(&blob, b"ssplcofi"));
     }
 }

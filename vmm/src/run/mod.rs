@@ -40,6 +40,7 @@ pub mod console;
 pub mod fdt;
 pub mod kernel;
 mod pause;
+mod sample;
 mod sched;
 mod smp;
 pub mod snapshot;
@@ -143,6 +144,12 @@ pub struct RunConfig {
     /// `--pmu on|off`: whether the guest has a PMU (the SBI PMU extension, the hart's
     /// counters through `pmu-virt`, Sscofpmf overflow interrupts).
     pub pmu: bool,
+    /// `--sspesa on|off`: whether the guest has Sspesa/Ssplcofi (`shpmspc`/`shpmsdata`
+    /// emulated from its counters' samples; needs `pmu`).
+    pub sspesa: bool,
+    /// `--pdis on|off`: whether the guest has Sspdis (PDIS state loaded on its first
+    /// access; needs `pmu`).
+    pub pdis: bool,
     /// `--api-sock`: the control socket's path (`run/api.rs`).
     pub api_sock: Option<PathBuf>,
     /// `--snapshot-on-stop`: when the instruction budget or the timeout ends the run, write a
@@ -183,6 +190,8 @@ impl RunConfig {
             ctr_depths: None,
             host_ctr_depths: ctr_virt::DepthSet::ALL,
             pmu: true,
+            sspesa: true,
+            pdis: true,
             api_sock: None,
             snapshot_on_stop: None,
         }
@@ -453,7 +462,10 @@ impl GuestVm {
             ctr_virt::CtrPolicy::off()
         };
         let pmu_policy = if config.pmu {
-            pmu_virt::PmuPolicy::on()
+            let mut p = pmu_virt::PmuPolicy::on();
+            p.sampling.sspesa = config.sspesa;
+            p.sampling.pdis = config.pdis;
+            p
         } else {
             pmu_virt::PmuPolicy::off()
         };
@@ -979,7 +991,7 @@ impl GuestVm {
                 Some(VirtualInsnAction::InjectedIllegal)
             }
         };
-        if let Some(action) = ctr {
+        if let Some(action) = ctr.or_else(|| self.sampling_virtual_insn(&trap)) {
             self.record_virtual_insn(&trap, action);
             return Ok(None);
         }

@@ -34,6 +34,15 @@ pub enum VirtualInsnAction {
     /// The vCPU's first access to CTR state (`hstateen0.CTR` = 0): `ctr-virt` loaded its CTR
     /// context, set `hstateen0.CTR`, and resumed the guest at the same instruction.
     CtrLoaded,
+    /// A VS-mode access to `shpmspc`/`shpmsdata` (Sspesa; they trap while `menvcfg.CDE` =
+    /// 1): emulated from the hart's sample of the guest's counters, resumed after it.
+    EmulatedSspesa,
+    /// A VS-mode read of `scountovf` (it traps while `menvcfg.CDE` = 1): the OF bits of the
+    /// guest's counters and PDIS written to `rd`, resumed after it.
+    EmulatedScountovf,
+    /// The vCPU's first access to PDIS state (`hstateen0.PDIS` = 0): its PDIS context was
+    /// loaded, `hstateen0.PDIS` set, and the guest resumed at the same instruction.
+    PdisLoaded,
     /// Anything else: an illegal-instruction exception (`stval` = the instruction bits) was
     /// injected into the guest.
     InjectedIllegal,
@@ -47,6 +56,9 @@ impl VirtualInsnAction {
             VirtualInsnAction::EmulatedTime => "emulated-time",
             VirtualInsnAction::EmulatedCtrDepth => "emulated-ctr-depth",
             VirtualInsnAction::CtrLoaded => "ctr-loaded",
+            VirtualInsnAction::EmulatedSspesa => "emulated-sspesa",
+            VirtualInsnAction::EmulatedScountovf => "emulated-scountovf",
+            VirtualInsnAction::PdisLoaded => "pdis-loaded",
             VirtualInsnAction::InjectedIllegal => "injected-illegal",
         }
     }
