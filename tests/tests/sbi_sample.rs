@@ -66,7 +66,11 @@ fn sampling_guest_passes_with_one_lazy_pdis_exit() {
     let vs: Vec<_> = pdis_exits.iter().filter(|x| !x.from_vu).collect();
     assert_eq!(vs.len(), 1, "{pdis_exits:#x?}");
     assert_eq!(vs[0].action, VirtualInsnAction::PdisLoaded);
-    assert_eq!(csr_of(vs[0].insn), 0x5c2, "the first access is a read of spdisctl");
+    assert_eq!(
+        csr_of(vs[0].insn),
+        0x5c2,
+        "the first access is a read of spdisctl"
+    );
     // VU accesses exited and were answered with illegal-instruction.
     let vu: Vec<_> = e
         .virtual_insn_exits()
