@@ -62,8 +62,14 @@ fn classify_sampling_accesses() {
     let n = DraftNumbers::PROVISIONAL;
     let c = |insn, sel| classify(insn, sel, &n);
     assert_eq!(c(csr_insn(2, 0x5c0, 0, 10), 0), Some(SampleAccess::Shpmspc));
-    assert_eq!(c(csr_insn(1, 0x5c1, 11, 0), 0), Some(SampleAccess::Shpmsdata));
-    assert_eq!(c(csr_insn(2, 0xda0, 0, 10), 0), Some(SampleAccess::Scountovf));
+    assert_eq!(
+        c(csr_insn(1, 0x5c1, 11, 0), 0),
+        Some(SampleAccess::Shpmsdata)
+    );
+    assert_eq!(
+        c(csr_insn(2, 0xda0, 0, 10), 0),
+        Some(SampleAccess::Scountovf)
+    );
     for csr in 0x5c2..=0x5c6 {
         assert_eq!(c(csr_insn(2, csr, 0, 10), 0), Some(SampleAccess::Pdis));
     }
@@ -73,7 +79,11 @@ fn classify_sampling_accesses() {
         assert_eq!(c(csr_insn(2, csr, 0, 10), 0x200), None, "CTR's");
         assert_eq!(c(csr_insn(2, csr, 0, 10), 0x43), None, "Ssccfg's");
     }
-    assert_eq!(c(csr_insn(2, 0x6c0, 0, 10), 0), None, "vspdisctl is not the guest's");
+    assert_eq!(
+        c(csr_insn(2, 0x6c0, 0, 10), 0),
+        None,
+        "vspdisctl is not the guest's"
+    );
     assert_eq!(c(0x0000_0073, 0), None, "ecall");
     assert_eq!(c(0x1050_0073, 0), None, "wfi");
 }

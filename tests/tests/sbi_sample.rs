@@ -179,3 +179,41 @@ fn a_pending_lcofi_and_the_sampling_state_survive_a_snapshot() {
     // sample, record and counter.
     assert_eq!(format!("{before}{after}"), want);
 }
+
+/// Two vCPUs take samples on the same counter index and their own PDIS configuration, then
+/// spin with an LCOFI pending; each checks its state is its own.
+fn smp(pcpus: Option<u64>, slice: u64) -> (RunStats, String) {
+    let mut c = RunConfig::new(guest("sbi_pmu_sample_smp"));
+    c.memory_mib = 32;
+    c.max_insns = Some(BUDGET);
+    c.vcpus = 2;
+    c.pcpus = pcpus;
+    c.slice_insns = slice;
+    let (exit, stats, out) = run(&c);
+    assert!(!out.contains("FAIL"), "failures:\n{out}");
+    assert!(out.ends_with("sbi_pmu_sample_smp: PASS\n"), "{out}");
+    assert_eq!(exit.exit_code(), 0, "{exit:?}\n{out}");
+    // One lazy PDIS load per vCPU.
+    assert_eq!(
+        stats.exits.get("pdis lazy load"),
+        2,
+        "{}",
+        stats.exits.table()
+    );
+    (stats, out)
+}
+
+#[test]
+fn each_vcpu_has_its_own_sample_and_pdis_state() {
+    let (_, alone) = smp(None, vmm::run::DEFAULT_SLICE_INSNS);
+    for slice in [300, 5_000] {
+        let (stats, out) = smp(Some(1), slice);
+        assert_eq!(out, alone, "slice {slice}");
+        // The spins (400 000 instructions each) were cut into many slices.
+        assert!(
+            stats.switches[0] > 100_000 / slice,
+            "slice {slice}: {:?}",
+            stats.switches
+        );
+    }
+}
