@@ -16,7 +16,9 @@
 //! - `ECALL` from VS-mode (cause 10): an SBI call, answered in `a0`/`a1`, resumed at pc + 4;
 //! - virtual instruction (22): with the [`GuestPolicy`] that asks for them, a VS-mode WFI
 //!   trapped by `hstatus.VTW` is emulated as idling until the next timer deadline, and a read
-//!   of `time` trapped by `hcounteren.TM` = 0 gets the guest's time (see [`vinsn`]); any other
+//!   of `time` trapped by `hcounteren.TM` = 0 gets the guest's time (see [`vinsn`]); CTR
+//!   accesses go to `ctr-virt` and sampling accesses (Sspesa, `scountovf`, the lazy PDIS
+//!   load) to `pmu_virt::sample` (`run/sample.rs`); any other
 //!   is injected into the guest as an illegal instruction (cause 2, `stval` = the instruction
 //!   bits). Each is recorded in [`ExitStats::virtual_insn_exits`];
 //! - access faults (1, 5, 7): injected as they are;
