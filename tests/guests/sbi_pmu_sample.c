@@ -302,6 +302,14 @@ static void pending(int have_sspesa, int have_pdis)
 	check("pending LCOFI taken once", tr.irq, 1);
 	check("pending LCOFI cause", tr.icause, IRQ_LCOFI);
 	check("counter unchanged by the spin", cnt2, cnt);
+	u64 a, b;
+	__asm__ volatile("csrr %0, hpmcounter6\n"
+			 "ld t1, 0(%2)\n ld t1, 8(%2)\n ld t1, 16(%2)\n"
+			 "csrr %1, hpmcounter6"
+			 : "=&r"(a), "=&r"(b)
+			 : "r"(buf)
+			 : "t1", "memory");
+	check("the counter still counts its event (3 loads)", b - a, 3);
 	if (have_sspesa) {
 		check("shpmspc kept (the 4th load)", rd_shpmspc(), (u64)sp_l4);
 		check("shpmspc as before", pc, (u64)sp_l4);
