@@ -11,6 +11,10 @@
 //! - [`fw`]: the firmware events the VMM counts (SBI calls, timers, IPIs, remote fences,
 //!   traps it redirects), with per-vCPU tallies shared by the VM's vCPU threads.
 //! - [`event`]: decoding `event_idx`/`event_data`.
+//! - [`sample`]: sampling for guests (draft Sspesa/Ssplcofi and Sspdis): `shpmspc`/
+//!   `shpmsdata` and `scountovf` emulated from the hart's sample of the guest's counters, and
+//!   the guest's PDIS state loaded on its first access through `hstateen0.PDIS`
+//!   ([`GuestSampling`], one per vCPU inside [`GuestPmu`]).
 //!
 //! # Counters and their mapping
 //! Logical counter `i` < 32 is hart counter `i` (`mcycle` 0, `minstret` 2, `mhpmcounter3-31`),
