@@ -162,7 +162,7 @@ impl GuestPmu {
             counters: state.counters.clone(),
             shmem: state.shmem,
             tallies,
-            sampling: GuestSampling::restore(&state.sampling),
+            sampling: GuestSampling::restore(&state.sampling)?,
         })
     }
 

@@ -291,14 +291,19 @@ impl GuestSampling {
         }
     }
 
-    /// From a snapshot.
-    pub fn restore(state: &GuestSamplingState) -> GuestSampling {
-        GuestSampling {
+    /// From a snapshot; `None` when its draft numbers are not a valid hart configuration
+    /// (they would make the VMM take other CSRs for sampling ones).
+    pub fn restore(state: &GuestSamplingState) -> Option<GuestSampling> {
+        let config = vcpu::pmu::PmuConfig {
+            numbers: state.policy.numbers,
+        };
+        config.validate().ok()?;
+        Some(GuestSampling {
             policy: state.policy,
             loaded: state.loaded,
             context: state.context.clone(),
             stats: SampleStats::default(),
-        }
+        })
     }
 
     /// Handle a virtual-instruction exit of instruction `insn` (from VU-mode if `from_vu`).

@@ -114,7 +114,7 @@ fn the_first_pdis_access_loads_and_retries_then_no_exit() {
     assert_eq!(Vcpu::xreg(&hart, 12), 0x1234_5678);
     assert_eq!(pmu.sampling().stats.pdis_loads, 1);
     // A state in which the access still traps is not retried forever.
-    let mut s = GuestSampling::restore(&pmu.sampling().snapshot());
+    let mut s = GuestSampling::restore(&pmu.sampling().snapshot()).unwrap();
     assert_eq!(
         s.on_virtual_insn(&mut hart, prog[0], false),
         SampleOutcome::InjectIllegal
@@ -181,4 +181,8 @@ fn sampling_off_injects_illegal_and_snapshots_keep_the_state() {
     assert!(state.sampling.loaded);
     let back = GuestPmu::restore(&state, 0, FwTallies::new(1)).unwrap();
     assert_eq!(back.snapshot(), state);
+    // A snapshot whose draft numbers collide with another CSR is refused.
+    let mut bad = state.clone();
+    bad.sampling.policy.numbers.shpmspc = 0x150;
+    assert!(GuestPmu::restore(&bad, 0, FwTallies::new(1)).is_none());
 }
