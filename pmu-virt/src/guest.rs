@@ -7,6 +7,7 @@ use vm_memory::{Bytes, GuestAddress, GuestMemoryBackend, GuestMemoryMmap};
 
 use crate::event::{self, EventTarget};
 use crate::fw::FwTallies;
+use crate::sample::{GuestSampling, GuestSamplingState};
 use crate::sbi::*;
 use crate::{PmuError, PmuPolicy, CY, FW_COUNTERS, HW_COUNTERS, IR, NUM_COUNTERS};
 
@@ -56,6 +57,8 @@ pub struct GuestPmuState {
     /// Virtual counter `i` (< 32) is hart counter `map[i]` (the identity without counter
     /// delegation; see [`crate::deleg::deleg_map`]).
     pub map: Vec<u8>,
+    /// Its sampling (Sspesa, PDIS lazy loading).
+    pub sampling: GuestSamplingState,
 }
 
 /// A vCPU's virtual PMU (see the crate documentation).
@@ -78,6 +81,7 @@ pub struct GuestPmu {
     tallies: FwTallies,
     /// Virtual counter `i` is hart counter `map[i]`.
     pub(crate) map: [u8; HW_COUNTERS],
+    sampling: GuestSampling,
 }
 
 impl GuestPmu {
@@ -104,6 +108,7 @@ impl GuestPmu {
             shmem: None,
             tallies,
             map,
+            sampling: GuestSampling::new(policy.effective_sampling()),
         }
     }
 
@@ -115,6 +120,23 @@ impl GuestPmu {
     /// The hart counter behind virtual hardware counter `i` (< 32).
     pub(crate) fn phys(&self, i: usize) -> usize {
         usize::from(self.map[i & (HW_COUNTERS - 1)])
+    }
+
+    /// This vCPU's sampling (Sspesa, PDIS).
+    pub fn sampling(&mut self) -> &mut GuestSampling {
+        &mut self.sampling
+    }
+
+    /// A virtual-instruction exit that may be a sampling access ([`GuestSampling`]), with
+    /// this vCPU's counter mapping.
+    pub fn sampling_virtual_insn(
+        &mut self,
+        vcpu: &mut dyn Vcpu,
+        insn: u32,
+        from_vu: bool,
+    ) -> crate::SampleOutcome {
+        self.sampling
+            .on_virtual_insn(vcpu, insn, from_vu, &self.map)
     }
 
     /// The VM's policy.
@@ -143,6 +165,7 @@ impl GuestPmu {
         if self.policy.sscofpmf {
             crate::lcofi::prepare(vcpu, self.policy.lcofi);
         }
+        self.sampling.prepare(vcpu);
         if self.policy.deleg_on() {
             crate::deleg::prepare(self, vcpu);
         }
@@ -162,6 +185,7 @@ impl GuestPmu {
             shmem: self.shmem,
             tallies: self.tallies.row(self.vcpu_id),
             map: self.map.to_vec(),
+            sampling: self.sampling.snapshot(),
         }
     }
 
@@ -183,6 +207,7 @@ impl GuestPmu {
             shmem: state.shmem,
             tallies,
             map,
+            sampling: GuestSampling::restore(&state.sampling)?,
         })
     }
 

@@ -11,6 +11,10 @@
 //! - [`fw`]: the firmware events the VMM counts (SBI calls, timers, IPIs, remote fences,
 //!   traps it redirects), with per-vCPU tallies shared by the VM's vCPU threads.
 //! - [`event`]: decoding `event_idx`/`event_data`.
+//! - [`sample`]: sampling for guests (draft Sspesa/Ssplcofi and Sspdis): `shpmspc`/
+//!   `shpmsdata` and `scountovf` emulated from the hart's sample of the guest's counters, and
+//!   the guest's PDIS state loaded on its first access through `hstateen0.PDIS`
+//!   ([`GuestSampling`], one per vCPU inside [`GuestPmu`]).
 //!
 //! # Counters and their mapping
 //! Logical counter `i` < 32 is hart counter `i` (`mcycle` 0, `minstret` 2, `mhpmcounter3-31`),
@@ -62,12 +66,14 @@ pub mod event;
 pub mod fw;
 mod guest;
 pub mod lcofi;
+pub mod sample;
 
 pub use deleg::DelegOutcome;
 pub use event::EventTarget;
 pub use fw::{FwEvent, FwTallies, NUM_FW_EVENTS};
 pub use guest::{CounterState, GuestPmu, GuestPmuState};
 pub use lcofi::{LcofiDelivery, LcofiOutcome};
+pub use sample::{GuestSampling, GuestSamplingState, SampleOutcome, SamplingPolicy};
 
 use thiserror::Error;
 
@@ -169,6 +175,8 @@ pub struct PmuPolicy {
     /// hart counters ([`deleg::deleg_map`]); `ssccfg`, `sscsrind` and `smcntrpmf` in the
     /// device tree. Needs `enabled`.
     pub deleg: bool,
+    /// Sampling (Sspesa, PDIS; [`sample`]): only with `enabled` and `sscofpmf`.
+    pub sampling: SamplingPolicy,
 }
 
 impl PmuPolicy {
@@ -180,6 +188,7 @@ impl PmuPolicy {
             sscofpmf: true,
             lcofi: LcofiDelivery::Direct,
             deleg: false,
+            sampling: SamplingPolicy::on(),
         }
     }
 
@@ -191,6 +200,20 @@ impl PmuPolicy {
             sscofpmf: false,
             lcofi: LcofiDelivery::Direct,
             deleg: false,
+            sampling: SamplingPolicy::off(),
+        }
+    }
+
+    /// The sampling the guest really gets: none without a PMU with overflow interrupts.
+    pub fn effective_sampling(&self) -> SamplingPolicy {
+        if self.enabled && self.sscofpmf {
+            self.sampling
+        } else {
+            SamplingPolicy {
+                sspesa: false,
+                pdis: false,
+                ..self.sampling
+            }
         }
     }
 

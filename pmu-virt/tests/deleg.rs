@@ -54,6 +54,13 @@ fn deleg() -> PmuPolicy {
     PmuPolicy::on().with_deleg(true)
 }
 
+/// A PMU without delegation and without Sspesa (which also sets `menvcfg.CDE`).
+fn no_cde() -> PmuPolicy {
+    let mut p = PmuPolicy::on();
+    p.sampling.sspesa = false;
+    p
+}
+
 /// Emulates `insn` with `a1` = `arg` and `vsiselect` = `sel`; returns the outcome and `a0`.
 fn emulate(
     hart: &mut Hart,
@@ -90,8 +97,8 @@ fn prepare_enables_cde_csrind_and_traps_moved_counters() {
     assert_eq!(hart.host_csr(0x606), Some(0b111 | 1 << 17));
     assert_eq!(pmu.hart_counter(3), Some(31));
     assert_eq!(pmu.hart_counter(17), Some(17));
-    // Without delegation: nothing of that, the identity.
-    let (hart, pmu) = setup(PmuPolicy::on());
+    // Without delegation (and Sspesa): nothing of that, the identity.
+    let (hart, pmu) = setup(no_cde());
     assert_eq!(hart.host_csr(0x30a).unwrap() & vcpu::pmu::MENVCFG_CDE, 0);
     assert_eq!(hart.host_csr(0x606), Some(0b111));
     assert_eq!(pmu.hart_counter(3), Some(3));
@@ -116,7 +123,7 @@ fn the_hart_traps_the_guest_accesses_as_virtual_instruction() {
     // Without delegation (CDE = 0) the hart raises illegal-instruction itself: the guest
     // takes it (hedeleg), no exit.
     for insn in [RD_SIREG, RD_INH] {
-        let (mut hart, _) = setup_at(PmuPolicy::on(), insn);
+        let (mut hart, _) = setup_at(no_cde(), insn);
         hart.set_host_csr(0x60c, 1 << 60);
         hart.set_host_csr(VSISELECT, 0x43);
         hart.set_host_csr(0x205, RAM + 0x100); // vstvec

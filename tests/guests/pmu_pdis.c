@@ -10,8 +10,8 @@
  * - The record of a sampled load/store/branch/jump (siselect 0x60): TYPE,
  *   pdispc, pdisadr1 (data address or transfer target), L1MISS on a line's
  *   first touch, L1TLBMISS, the one-hot control transfer type, EPT's prior
- *   target in pdisadr2, PA's physical address in pdisadr2 (also in VS, where
- *   vspdisctl.PA is hardwired 0), TS, HPM_i; OF, LCOFIP, scountovf bit 1,
+ *   target in pdisadr2, PA's physical address in pdisadr2 (also in VS while
+ *   vspdisctl.PA = 0), vspdisctl.PA's guest physical address in VS, TS, HPM_i; OF, LCOFIP, scountovf bit 1,
  *   the skidless LCOFI.
  * - PDIS.SAMPLES/FILTERED/DROPPED (0x118, 0x11A, 0x11B), event filtering
  *   (spdisevmask/spdisevmatch), latency filtering (spdisfilter THRESH/INV),
@@ -596,9 +596,8 @@ static void translated(void)
 	base = fresh();
 	u64 gpa = base + 0x40000000UL;
 	csrw_n(CSR_MPDISCTL, PD_SEL_LOAD | PD_PA);
-	csrw_n(CSR_VSPDISCTL, PD_S | PD_PA | PD_SEL_LOAD);
-	rt_check("vspdisctl.PA is hardwired 0", csrr_n(CSR_VSPDISCTL) & PD_PA,
-		 0);
+	csrw_n(CSR_VSPDISCTL, PD_S | PD_SEL_LOAD);
+	rt_check("vspdisctl.PA = 0 written", csrr_n(CSR_VSPDISCTL) & PD_PA, 0);
 	rt_check("  mpdisctl.PA unchanged by the vspdisctl write",
 		 csrr_n(CSR_MPDISCTL) & PD_PA, PD_PA);
 	csrw_n(CSR_SPDISCOUNTER, WRAP_ON(1));
@@ -613,6 +612,21 @@ static void translated(void)
 	rt_check("  pdisadr2 = the physical address (mpdisctl.PA = 1, "
 		 "vspdisctl.PA = 0)",
 		 rec[5], base);
+	/* vspdisctl.PA = 1: the guest physical address, whatever mpdisctl.PA. */
+	pd_quiet();
+	csrw_n(CSR_MPDISCTL, PD_SEL_LOAD | PD_PA);
+	csrw_n(CSR_VSPDISCTL, PD_S | PD_PA | PD_SEL_LOAD);
+	rt_check("vspdisctl.PA is writable", csrr_n(CSR_VSPDISCTL) & PD_PA,
+		 PD_PA);
+	csrw_n(CSR_SPDISCOUNTER, WRAP_ON(1));
+	csrw_n(CSR_MCOUNTINHIBIT, ~2UL);
+	h_reset();
+	h_run(1, MODE_S, pd_ld, gpa, 0);
+	csrw_n(CSR_MCOUNTINHIBIT, ~0UL);
+	read_record();
+	rt_check("VS, vspdisctl.PA = 1: pdisadr2 = the guest physical address",
+		 rec[5], gpa);
+	csrw_n(CSR_VSPDISCTL, 0);
 	h_groot[3] = 0;
 	h_fence_gvma_all();
 	pd_quiet();

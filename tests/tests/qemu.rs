@@ -222,6 +222,15 @@ const NOT_COMPARED: &[(&str, &str)] = &[
         "a `vmm run` guest kernel (counter delegation emulated by the VMM's pmu-virt, tests/pmu_deleg.rs)",
     ),
     (
+        "sbi_pmu_sample",
+        "a `vmm run` guest kernel (sampling of the VMM's pmu-virt: Sspesa, Sspdis; \
+         tests/sbi_sample.rs)",
+    ),
+    (
+        "sbi_pmu_sample_smp",
+        "a two-vCPU `vmm run` guest kernel (pmu-virt sampling per vCPU, tests/sbi_sample.rs)",
+    ),
+    (
         "sbi_vinst",
         "a `vmm run` guest kernel (VS-mode, SBI calls, VMM exit log)",
     ),

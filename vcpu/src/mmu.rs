@@ -348,26 +348,37 @@ impl Hart {
                 .walk(stage, va, kind, false)
                 .map_err(|f| f.exception(kind, va, false));
         }
+        let gpa = self.vs_stage(va, kind, mode)?;
+        self.g_stage(gpa, kind, None, mode.hlvx)
+            .map_err(|f| f.exception(kind, va, true))
+    }
+
+    /// The VS-stage of a V=1 translation: `va` to its guest physical address (`vsatp`; the
+    /// VS-level page tables are reached through the G-stage). `mode.virt` must be set.
+    pub(crate) fn vs_stage(
+        &mut self,
+        va: u64,
+        kind: Access,
+        mode: AccessMode,
+    ) -> Result<u64, Exception> {
         let vs = self.csr.h.vsstatus;
-        let mxr = s & MSTATUS_MXR != 0;
-        let gpa = match Stage::from_atp(
+        let mxr = self.csr.mstatus & MSTATUS_MXR != 0;
+        match Stage::from_atp(
             self.csr.h.vsatp,
             mode.prv,
             vs & MSTATUS_SUM != 0,
             vs & MSTATUS_MXR != 0 || mxr,
             mode.hlvx,
         ) {
-            None => va,
+            None => Ok(va),
             Some(stage) => {
                 if !stage.canonical(va) {
                     return Err(kind.page_fault(va).with_gva());
                 }
                 self.walk(stage, va, kind, true)
-                    .map_err(|f| f.exception(kind, va, true))?
+                    .map_err(|f| f.exception(kind, va, true))
             }
-        };
-        self.g_stage(gpa, kind, None, mode.hlvx)
-            .map_err(|f| f.exception(kind, va, true))
+        }
     }
 
     /// G-stage translation of `gpa` (H extension, "Guest Physical Address Translation").

@@ -157,6 +157,19 @@ struct RunArgs {
     #[arg(long, value_name = "on|off", default_value = "off", value_parser = parse_on_off, action = clap::ArgAction::Set)]
     pmu_deleg: bool,
 
+    /// Sspesa/Ssplcofi for the guest (with `--pmu on`): `on` (the sample registers
+    /// shpmspc/shpmsdata emulated from its counters' overflows; sspesa and ssplcofi in the
+    /// device tree; menvcfg.CDE is set, so scountovf reads exit and are emulated) or `off`
+    /// (illegal-instruction).
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
+    sspesa: bool,
+
+    /// PDIS (Sspdis, precise decoded instruction sampling) for the guest (with `--pmu on`):
+    /// `on` (its PDIS state loaded on its first access through hstateen0.PDIS; sspdis in the
+    /// device tree) or `off` (illegal-instruction).
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
+    pdis: bool,
+
     /// The CTR depths the guest may select, e.g. `16,64` (default: the migration-safe
     /// 16,32,64), intersected with the host's; refused when nothing is left.
     #[arg(long, value_name = "LIST", value_parser = parse_depths)]
@@ -315,6 +328,8 @@ fn run_kernel(args: RunArgs) -> ExitCode {
         lcofi_delivery: args.lcofi_delivery,
         pmu_counters: args.pmu_counters,
         pmu_deleg: args.pmu_deleg,
+        sspesa: args.sspesa,
+        pdis: args.pdis,
         ctr_depths: args.ctr_depths,
         host_ctr_depths: args.host_ctr_depths,
         api_sock: args.api_sock,

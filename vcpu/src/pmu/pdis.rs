@@ -46,10 +46,11 @@ pub const OF: u64 = 1 << 63;
 /// Writable `mpdisctl` bits (MEM and the custom bits are hardwired 0).
 pub const MPDISCTL_WRITABLE: u64 = SEL | HPM | ACC | TS | PA | EPT | U | S | M | OF;
 /// The fields `vspdisctl` holds itself (S and U: VS and VU counting; PA: guest physical
-/// addresses, hardwired 0 here since the hart keeps no guest physical address of an access).
+/// addresses of VS/VU samples).
 pub const VS_OWN: u64 = S | U | PA;
-/// Writable bits of `vspdisctl`'s own fields.
-pub const VS_OWN_WRITABLE: u64 = S | U;
+/// Writable bits of `vspdisctl`'s own fields (all of them: the hart can give the guest
+/// physical address of an access, its VS-stage translation).
+pub const VS_OWN_WRITABLE: u64 = S | U | PA;
 
 /// `spdisevmask`/`spdisevmatch`: bits 55:0.
 pub const EVMASK: u64 = (1 << 56) - 1;
@@ -300,11 +301,14 @@ impl Hart {
                 hdr |= HDR_L1TLBMISS | HDR_LLTLBMISS;
             }
             adr1 = addr;
-            // pdisadr2: the guest physical address with V = 1 and vspdisctl.PA = 1 (hardwired
-            // 0 here), otherwise with mpdisctl.PA = 1 the physical address, also with V = 1
-            // (draft, "PDIS Address2").
-            if ctl & PA != 0 {
-                adr2 = self.probe_physical(addr, c & class::STORE != 0);
+            // pdisadr2 (draft, "PDIS Address2"): for an instruction executed in VS/VU-mode
+            // with vspdisctl.PA = 1 the guest physical address; otherwise, with
+            // mpdisctl.PA = 1, the physical address (also with V = 1).
+            let store = c & class::STORE != 0;
+            if self.virt && self.pmu.state.pdis.vs_own & PA != 0 {
+                adr2 = self.probe_guest_physical(addr, store);
+            } else if ctl & PA != 0 {
+                adr2 = self.probe_physical(addr, store);
             }
         } else if c & (class::BRANCH | class::JUMP | class::XRET) != 0 && !trapped {
             let taken = self.pc != pc.wrapping_add(insn.len as u64);
@@ -377,6 +381,18 @@ impl Hart {
         };
         let mode = self.data_mode();
         self.translate(va, kind, mode).unwrap_or(0)
+    }
+
+    /// The guest physical address of a data access with V = 1 that has just completed: its
+    /// VS-stage translation (no side effects, as above).
+    fn probe_guest_physical(&mut self, va: u64, store: bool) -> u64 {
+        let kind = if store {
+            crate::mmu::Access::Store
+        } else {
+            crate::mmu::Access::Load
+        };
+        let mode = self.data_mode();
+        self.vs_stage(va, kind, mode).unwrap_or(0)
     }
 }
 

@@ -42,6 +42,14 @@ pub const PMU_EXTENSIONS: &[&str] = &["sscofpmf", "zihpm"];
 /// Sscsrind it depends on, and Smcntrpmf, on which `cyclecfg`/`instretcfg` through `sireg2`
 /// depend (Smcdeleg chapter 3, table 1 note 4: the guest learns from it that they exist).
 pub const DELEG_EXTENSIONS: &[&str] = &["smcntrpmf", "sscsrind", "ssccfg"];
+/// Added with Sspesa for the guest (`--sspesa on`, with `--pmu on`): the sample registers
+/// (emulated) and the precise LCOFI (the hart's overflow interrupts are precise and reach the
+/// guest through `hideleg`). The names of the draft `sspesa-ssplcofi-smpdis-draft.adoc`.
+pub const SSPESA_EXTENSIONS: &[&str] = &["sspesa", "ssplcofi"];
+/// Added with PDIS for the guest (`--pdis on`, with `--pmu on`): the supervisor part of the
+/// draft's Smpdis/Sspdis (the guest has no M-mode). Its sample record is reached through
+/// Sscsrind, listed here too when CTR does not list it.
+pub const PDIS_EXTENSIONS: &[&str] = &["sspdis"];
 /// `mmu-type`: the largest translation mode the hart supports (it also has Sv39 and Sv48).
 pub const MMU_TYPE: &str = "riscv,sv57";
 /// The UART's input clock (the usual 1.8432 MHz * 2 of the ns16550a binding examples).
@@ -126,6 +134,17 @@ fn cpu_node(fdt: &mut FdtWriter, id: u32, config: &FdtConfig) -> Result<(), vm_f
         p if p.enabled => &["zihpm"],
         _ => &[],
     };
+    let sampling = config.pmu.effective_sampling();
+    let sspesa: &[&str] = if sampling.sspesa {
+        SSPESA_EXTENSIONS
+    } else {
+        &[]
+    };
+    let pdis: &[&str] = match (sampling.pdis, config.ctr) {
+        (false, _) => &[],
+        (true, true) => PDIS_EXTENSIONS,
+        (true, false) => &["sscsrind", "sspdis"],
+    };
     let cpu = fdt.begin_node(&format!("cpu@{id:x}"))?;
     fdt.property_string("device_type", "cpu")?;
     fdt.property_u32("reg", id)?;
@@ -144,6 +163,8 @@ fn cpu_node(fdt: &mut FdtWriter, id: u32, config: &FdtConfig) -> Result<(), vm_f
         .chain(if config.ctr { CTR_EXTENSIONS } else { &[] })
         .chain(pmu)
         .chain(deleg)
+        .chain(sspesa)
+        .chain(pdis)
     {
         if !extensions.iter().any(|x| x == e) {
             extensions.push(e.to_string());
@@ -200,6 +221,9 @@ mod tests {
             b"sscsrind\0",
             b"sscofpmf\0",
             b"zihpm\0",
+            b"sspesa\0",
+            b"ssplcofi\0",
+            b"sspdis\0",
         ] {
             assert!(
                 contains(&blob, s),
@@ -236,6 +260,9 @@ mod tests {
         assert!(!contains(&blob, b"sscofpmf"));
         assert!(!contains(&blob, b"zihpm"));
         assert!(!contains(&blob, b"ssccfg"));
+        // No sampling without a PMU.
+        assert!(!contains(&blob, b"sspesa"));
+        assert!(!contains(&blob, b"sspdis"));
     }
 
     #[test]
@@ -247,7 +274,12 @@ mod tests {
             cmdline: String::new(),
             initrd: None,
             ctr,
-            pmu: pmu_virt::PmuPolicy::on().with_deleg(deleg),
+            pmu: {
+                // Without PDIS, which lists Sscsrind as well.
+                let mut p = pmu_virt::PmuPolicy::on().with_deleg(deleg);
+                p.sampling.pdis = false;
+                p
+            },
         };
         let count =
             |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).filter(|w| *w == needle).count();
@@ -261,5 +293,24 @@ mod tests {
             assert!(!contains(&blob, b"smcntrpmf"));
             assert_eq!(count(&blob, b"sscsrind"), usize::from(ctr));
         }
+    }
+
+    #[test]
+    fn pdis_without_ctr_lists_sscsrind() {
+        let mut pmu = pmu_virt::PmuPolicy::on();
+        pmu.sampling.sspesa = false;
+        let blob = build(&FdtConfig {
+            cpus: 1,
+            ram_base: 0x8000_0000,
+            ram_size: 16 << 20,
+            cmdline: String::new(),
+            initrd: None,
+            ctr: false,
+            pmu,
+        })
+        .unwrap();
+        assert!(contains(&blob, b"sscsrind\0sspdis\0"));
+        assert!(!contains(&blob, b"sspesa"));
+        assert!(!contains(&blob, b"ssplcofi"));
     }
 }

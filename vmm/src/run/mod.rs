@@ -16,7 +16,9 @@
 //! - `ECALL` from VS-mode (cause 10): an SBI call, answered in `a0`/`a1`, resumed at pc + 4;
 //! - virtual instruction (22): with the [`GuestPolicy`] that asks for them, a VS-mode WFI
 //!   trapped by `hstatus.VTW` is emulated as idling until the next timer deadline, and a read
-//!   of `time` trapped by `hcounteren.TM` = 0 gets the guest's time (see [`vinsn`]); any other
+//!   of `time` trapped by `hcounteren.TM` = 0 gets the guest's time (see [`vinsn`]); CTR
+//!   accesses go to `ctr-virt` and sampling accesses (Sspesa, `scountovf`, the lazy PDIS
+//!   load) to `pmu_virt::sample` (`run/sample.rs`); any other
 //!   is injected into the guest as an illegal instruction (cause 2, `stval` = the instruction
 //!   bits). Each is recorded in [`ExitStats::virtual_insn_exits`];
 //! - access faults (1, 5, 7): injected as they are;
@@ -41,6 +43,7 @@ pub mod fdt;
 pub mod kernel;
 mod pause;
 mod pmu_deleg;
+mod sample;
 mod sched;
 mod smp;
 pub mod snapshot;
@@ -154,6 +157,12 @@ pub struct RunConfig {
     /// tree, `menvcfg.CDE` = 1, the guest's delegated-counter accesses emulated by
     /// `pmu-virt` on virtual counters backed by other hart counters). Needs `pmu`.
     pub pmu_deleg: bool,
+    /// `--sspesa on|off`: whether the guest has Sspesa/Ssplcofi (`shpmspc`/`shpmsdata`
+    /// emulated from its counters' samples; needs `pmu`).
+    pub sspesa: bool,
+    /// `--pdis on|off`: whether the guest has Sspdis (PDIS state loaded on its first
+    /// access; needs `pmu`).
+    pub pdis: bool,
     /// `--api-sock`: the control socket's path (`run/api.rs`).
     pub api_sock: Option<PathBuf>,
     /// `--snapshot-on-stop`: when the instruction budget or the timeout ends the run, write a
@@ -197,6 +206,8 @@ impl RunConfig {
             lcofi_delivery: pmu_virt::LcofiDelivery::Direct,
             pmu_counters: pmu_virt::HPM_COUNTERS,
             pmu_deleg: false,
+            sspesa: true,
+            pdis: true,
             api_sock: None,
             snapshot_on_stop: None,
         }
@@ -467,12 +478,17 @@ impl GuestVm {
             ctr_virt::CtrPolicy::off()
         };
         let pmu_policy = match (config.pmu, config.pmu_deleg) {
-            (true, deleg) => pmu_virt::PmuPolicy {
-                lcofi: config.lcofi_delivery,
-                ..pmu_virt::PmuPolicy::with_hpm_counters(config.pmu_counters)
-                    .ok_or(Error::PmuCounters(config.pmu_counters))?
+            (true, deleg) => {
+                let mut p = pmu_virt::PmuPolicy {
+                    lcofi: config.lcofi_delivery,
+                    ..pmu_virt::PmuPolicy::with_hpm_counters(config.pmu_counters)
+                        .ok_or(Error::PmuCounters(config.pmu_counters))?
+                }
+                .with_deleg(deleg);
+                p.sampling.sspesa = config.sspesa;
+                p.sampling.pdis = config.pdis;
+                p
             }
-            .with_deleg(deleg),
             (false, false) => pmu_virt::PmuPolicy::off(),
             (false, true) => return Err(Error::PmuDelegWithoutPmu),
         };
@@ -1016,11 +1032,11 @@ impl GuestVm {
                 Some(VirtualInsnAction::InjectedIllegal)
             }
         };
-        if let Some(action) = ctr {
-            self.record_virtual_insn(&trap, action);
-            return Ok(None);
-        }
-        if let Some(action) = self.pmu_deleg(&trap) {
+        // Counter delegation first: with it, `scountovf` is the delegated counters' view.
+        if let Some(action) = ctr
+            .or_else(|| self.pmu_deleg(&trap))
+            .or_else(|| self.sampling_virtual_insn(&trap))
+        {
             self.record_virtual_insn(&trap, action);
             return Ok(None);
         }

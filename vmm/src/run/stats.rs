@@ -38,6 +38,15 @@ pub enum VirtualInsnAction {
     /// 0x40-0x5F, `scountinhibit`, `scountovf`, or a direct read of a counter that moved):
     /// emulated by `pmu-virt` on the guest's virtual counters, resumed after it.
     EmulatedPmuDeleg,
+    /// A VS-mode access to `shpmspc`/`shpmsdata` (Sspesa; they trap while `menvcfg.CDE` =
+    /// 1): emulated from the hart's sample of the guest's counters, resumed after it.
+    EmulatedSspesa,
+    /// A VS-mode read of `scountovf` (it traps while `menvcfg.CDE` = 1): the OF bits of the
+    /// guest's counters and PDIS written to `rd`, resumed after it.
+    EmulatedScountovf,
+    /// The vCPU's first access to PDIS state (`hstateen0.PDIS` = 0): its PDIS context was
+    /// loaded, `hstateen0.PDIS` set, and the guest resumed at the same instruction.
+    PdisLoaded,
     /// Anything else: an illegal-instruction exception (`stval` = the instruction bits) was
     /// injected into the guest.
     InjectedIllegal,
@@ -52,6 +61,9 @@ impl VirtualInsnAction {
             VirtualInsnAction::EmulatedCtrDepth => "emulated-ctr-depth",
             VirtualInsnAction::CtrLoaded => "ctr-loaded",
             VirtualInsnAction::EmulatedPmuDeleg => "emulated-pmu-deleg",
+            VirtualInsnAction::EmulatedSspesa => "emulated-sspesa",
+            VirtualInsnAction::EmulatedScountovf => "emulated-scountovf",
+            VirtualInsnAction::PdisLoaded => "pdis-loaded",
             VirtualInsnAction::InjectedIllegal => "injected-illegal",
         }
     }

@@ -1,0 +1,38 @@
+//! Virtual-instruction exits of guest sampling (`pmu_virt::sample`): Sspesa's
+//! `shpmspc`/`shpmsdata` and `scountovf` emulated, PDIS state loaded on the guest's first
+//! access (`hstateen0.PDIS`, then the instruction runs again). See "Sampling" in
+//! `docs/pmu-virt.md`.
+
+use vcpu::GuestTrap;
+
+use super::{cause, GuestVm, VirtualInsnAction};
+
+impl GuestVm {
+    /// Handles `trap` if it is a sampling access; `None` leaves it to the other handlers.
+    pub(super) fn sampling_virtual_insn(&mut self, trap: &GuestTrap) -> Option<VirtualInsnAction> {
+        let outcome = self
+            .pmu
+            .sampling_virtual_insn(&mut self.hart, trap.insn, trap.from_vu);
+        let action = match outcome {
+            pmu_virt::SampleOutcome::NotSampling => return None,
+            pmu_virt::SampleOutcome::EmulatedSspesa => {
+                self.stats.count("sspesa emulated");
+                VirtualInsnAction::EmulatedSspesa
+            }
+            pmu_virt::SampleOutcome::EmulatedScountovf => {
+                self.stats.count("scountovf emulated");
+                VirtualInsnAction::EmulatedScountovf
+            }
+            pmu_virt::SampleOutcome::PdisLoaded => {
+                self.stats.count("pdis lazy load");
+                VirtualInsnAction::PdisLoaded
+            }
+            pmu_virt::SampleOutcome::InjectIllegal => {
+                self.fw.record(self.hart_id, pmu_virt::FwEvent::IllegalInsn);
+                self.inject(cause::ILLEGAL_INSN, u64::from(trap.insn));
+                VirtualInsnAction::InjectedIllegal
+            }
+        };
+        Some(action)
+    }
+}
