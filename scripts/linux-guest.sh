@@ -108,6 +108,7 @@ esac
 out=$cache_root/$suite
 image=$out/Image
 initrd=$out/initramfs.cpio.gz
+perf_initrd=$out/initramfs-perf.cpio.gz
 debs=$out/debs
 
 for tool in apt-get dpkg dpkg-deb gzip od; do
@@ -354,43 +355,228 @@ done
 EOF
 }
 
-build_initramfs() {
-    local bdeb bdir bb init
+# Extracts busybox-static into $out/busybox-pkg; sets $busybox to its binary.
+busybox=
+fetch_busybox() {
+    local bdeb bdir f
     bdeb=$(download busybox-static)
     bdir=$out/busybox-pkg
     rm -rf "$bdir"
     mkdir -p "$bdir"
     dpkg-deb -x "$bdeb" "$bdir"
-    bb=
+    busybox=
     for f in "$bdir"/usr/bin/busybox "$bdir"/bin/busybox; do
-        if [ -f "$f" ]; then bb=$f; break; fi
+        if [ -f "$f" ]; then busybox=$f; break; fi
     done
-    [ -n "$bb" ] || die "no busybox binary in $bdeb"
+    [ -n "$busybox" ] || die "no busybox binary in $bdeb"
     echo "busybox-static $(dpkg-deb -f "$bdeb" Version)" >>"$out/versions.tmp"
-    init=$out/init.tmp
-    write_init "$init"
-    write_drain "$out/drain.tmp"
+}
+
+# The cpio entries both initramfs images share (no trailer): the directories, the two
+# device nodes, busybox, /init and /bin/drain-console.
+base_entries() {
+    cpio_entry . 040755
+    for d in bin dev proc sys tmp root sbin usr usr/bin usr/sbin; do
+        cpio_entry "$d" 040755
+    done
+    cpio_entry dev/console 020600 - 5 1
+    cpio_entry dev/null 020666 - 1 3
+    cpio_entry bin/busybox 0100755 "$busybox"
+    cpio_entry bin/sh 0120777 - 0 0 busybox
+    cpio_entry init 0100755 "$out/init.tmp"
+    cpio_entry bin/drain-console 0100755 "$out/drain.tmp"
+}
+
+build_initramfs() {
     {
-        cpio_entry . 040755
-        for d in bin dev proc sys tmp root sbin usr usr/bin usr/sbin; do
-            cpio_entry "$d" 040755
-        done
-        cpio_entry dev/console 020600 - 5 1
-        cpio_entry dev/null 020666 - 1 3
-        cpio_entry bin/busybox 0100755 "$bb"
-        cpio_entry bin/sh 0120777 - 0 0 busybox
-        cpio_entry init 0100755 "$init"
-        cpio_entry bin/drain-console 0100755 "$out/drain.tmp"
+        base_entries
         cpio_entry TRAILER!!! 0
     } | gzip -n -9 >"$initrd.tmp"
     mv "$initrd.tmp" "$initrd"
-    rm -rf "$bdir" "$init" "$out/drain.tmp"
+}
+
+# ---------------------------------------------------------------------------------------
+# The perf initramfs: the same files plus Debian's perf (linux-perf) and the closure of its
+# shared libraries, found by following DT_NEEDED (host readelf reads riscv64 ELF) through
+# the packages linux-perf depends on, downloaded as needed: a library's package is looked
+# for among the dependencies of the package of the file that needs it.
+
+perf_root=$out/perf-pkgs      # one directory per extracted package
+perf_pkgs=()                  # the packages extracted, in order
+declare -A perf_expanded=()   # packages whose dependencies were added
+declare -A perf_lib=()        # soname -> file in $perf_root
+declare -A perf_owner=()      # file -> package
+
+# Prints the regular file that $2 (a path relative to tree $1) names, following symbolic
+# links inside the tree; fails if there is none.
+resolve_in() {
+    local root=$1 rel=$2 hops=0 t
+    while [ -L "$root/$rel" ]; do
+        t=$(readlink "$root/$rel")
+        case $t in
+        /*) rel=${t#/} ;;
+        *) rel=$(dirname "$rel")/$t ;;
+        esac
+        hops=$((hops + 1))
+        [ "$hops" -lt 16 ] || return 1
+    done
+    [ -f "$root/$rel" ] || return 1
+    echo "$root/$rel"
+}
+
+perf_add_pkg() {
+    local pkg=$1 deb
+    deb=$(download "$pkg")
+    mkdir -p "$perf_root/$pkg"
+    dpkg-deb -x "$deb" "$perf_root/$pkg"
+    perf_pkgs+=("$pkg")
+    echo "$pkg $(dpkg-deb -f "$deb" Version)" >>"$out/versions.tmp"
+}
+
+# Adds the riscv64 packages package $1 depends on (Pre-Depends, Depends; the first
+# alternative that $suite has for riscv64; ":any" dependencies are interpreters, not
+# libraries) that are not extracted yet; adds their number to $perf_added.
+perf_added=0
+perf_expand() {
+    local pkg=$1 deb group alt name p found
+    perf_expanded[$pkg]=1
+    deb=$(find "$debs" -maxdepth 1 -name "${pkg}_*_riscv64.deb" | head -n1)
+    [ -n "$deb" ] || die "internal: no .deb for $pkg in $debs"
+    while IFS= read -r group; do
+        [ -n "$group" ] || continue
+        found=
+        for alt in ${group//|/ }; do
+            case $alt in *:any) continue ;; esac
+            name=${alt%%:*}
+            for p in "${perf_pkgs[@]}"; do
+                if [ "$p" = "$name" ]; then found=$name; break 2; fi
+            done
+        done
+        [ -z "$found" ] || continue
+        for alt in ${group//|/ }; do
+            case $alt in *:any) continue ;; esac
+            name=${alt%%:*}
+            if [ -n "$(candidate "$name")" ]; then
+                perf_add_pkg "$name"
+                perf_added=$((perf_added + 1))
+                break
+            fi
+        done
+    done < <({
+        dpkg-deb -f "$deb" Pre-Depends
+        dpkg-deb -f "$deb" Depends
+    } | tr ',' '\n' | sed 's/([^)]*)//g; s/\[[^]]*\]//g; s/ //g')
+}
+
+# Looks soname $1 up in the extracted packages: sets perf_lib[$1] and perf_owner of the file.
+perf_find_lib() {
+    local so=$1 p d f
+    for p in "${perf_pkgs[@]}"; do
+        for d in usr/lib/riscv64-linux-gnu lib/riscv64-linux-gnu usr/lib lib; do
+            if [ -e "$perf_root/$p/$d/$so" ] || [ -L "$perf_root/$p/$d/$so" ]; then
+                f=$(resolve_in "$perf_root/$p" "$d/$so") || continue
+                perf_lib[$so]=$f
+                perf_owner[$f]=$p
+                return 0
+            fi
+        done
+    done
+    return 1
+}
+
+needed() { readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]$/\1/p'; }
+interp() { readelf -l "$1" | sed -n 's/.*\[Requesting program interpreter: \(.*\)\]$/\1/p'; }
+
+build_perf_initramfs() {
+    local perf interp_path loader f so p i round=0
+    local -a files missing
+    local -A seen needers
+    command -v readelf >/dev/null ||
+        die "'readelf' not found: the perf initramfs needs it (Debian package binutils)"
+    rm -rf "$perf_root"
+    mkdir -p "$perf_root"
+    perf_pkgs=()
+    perf_expanded=()
+    perf_lib=()
+    perf_owner=()
+    perf_add_pkg linux-perf
+    perf=$perf_root/linux-perf/usr/bin/perf
+    [ -f "$perf" ] || die "no /usr/bin/perf in linux-perf ($suite)"
+    perf_owner[$perf]=linux-perf
+    interp_path=$(interp "$perf")
+    case $interp_path in
+    /lib/*/* | /usr/lib/*/*) die "perf's program interpreter $interp_path is not directly in /lib or /usr/lib" ;;
+    /lib/* | /usr/lib/*) ;;
+    *) die "perf has no usable program interpreter (PT_INTERP '$interp_path')" ;;
+    esac
+    loader=${interp_path##*/}
+    while :; do
+        round=$((round + 1))
+        # The closure of DT_NEEDED from perf (and its interpreter) over what is extracted.
+        files=("$perf")
+        missing=()
+        seen=()
+        needers=()
+        if perf_find_lib "$loader"; then
+            seen[$loader]=1
+            files+=("${perf_lib[$loader]}")
+        else
+            missing+=("$loader (perf's program interpreter $interp_path)")
+            needers[linux-perf]=1
+        fi
+        i=0
+        while [ "$i" -lt "${#files[@]}" ]; do
+            f=${files[$i]}
+            i=$((i + 1))
+            for so in $(needed "$f"); do
+                [ -z "${seen[$so]:-}" ] || continue
+                if [ -n "${perf_lib[$so]:-}" ] || perf_find_lib "$so"; then
+                    seen[$so]=1
+                    files+=("${perf_lib[$so]}")
+                else
+                    missing+=("$so (needed by ${f##*/} from ${perf_owner[$f]})")
+                    needers[${perf_owner[$f]}]=1
+                fi
+            done
+        done
+        [ "${#missing[@]}" -gt 0 ] || break
+        perf_added=0
+        for p in "${!needers[@]}"; do
+            [ -z "${perf_expanded[$p]:-}" ] || continue
+            say "perf initramfs: ${#missing[@]} libraries missing; adding the dependencies of $p"
+            perf_expand "$p"
+        done
+        [ "$perf_added" -gt 0 ] || die "perf initramfs ($suite): no package provides \
+${missing[*]}; looked in the riscv64 packages ${perf_pkgs[*]}"
+        [ "$round" -lt 20 ] || die "perf initramfs: the library closure did not settle"
+    done
+    # Every library once, under its soname, in the multiarch directory (in the default
+    # search path of Debian's loader); the interpreter path /lib/<loader> works through the
+    # symbolic links /lib -> usr/lib and /usr/lib/<loader> -> riscv64-linux-gnu/<loader>.
+    local -a sonames
+    mapfile -t sonames < <(printf '%s\n' "${!seen[@]}" | LC_ALL=C sort)
+    {
+        base_entries
+        cpio_entry usr/lib 040755
+        cpio_entry usr/lib/riscv64-linux-gnu 040755
+        cpio_entry lib 0120777 - 0 0 usr/lib
+        cpio_entry "usr/lib/$loader" 0120777 - 0 0 "riscv64-linux-gnu/$loader"
+        cpio_entry usr/bin/perf 0100755 "$perf"
+        for so in "${sonames[@]}"; do
+            cpio_entry "usr/lib/riscv64-linux-gnu/$so" 0100755 "${perf_lib[$so]}"
+        done
+        cpio_entry TRAILER!!! 0
+    } | gzip -n -9 >"$perf_initrd.tmp"
+    mv "$perf_initrd.tmp" "$perf_initrd"
+    say "perf initramfs: perf and ${#sonames[@]} libraries from ${#perf_pkgs[@]} packages, \
+$(stat -c %s "$perf_initrd") bytes"
+    rm -rf "$perf_root"
 }
 
 # ---------------------------------------------------------------------------------------
 
-if [ "$force" = 0 ] && [ -s "$image" ] && [ -s "$initrd" ] && [ -s "$out/versions" ] &&
-    [ "$initrd" -nt "$0" ]; then
+if [ "$force" = 0 ] && [ -s "$image" ] && [ -s "$initrd" ] && [ -s "$perf_initrd" ] &&
+    [ -s "$out/versions" ] && [ "$initrd" -nt "$0" ] && [ "$perf_initrd" -nt "$0" ]; then
     say "cached in $out (use --force to refresh):"
     if [ "$quiet" = 0 ]; then sed 's/^/  /' "$out/versions" >&2; fi
 else
@@ -398,10 +584,16 @@ else
     mkdir -p "$debs"
     rm -f "$out/versions.tmp"
     fetch_kernel
+    fetch_busybox
+    write_init "$out/init.tmp"
+    write_drain "$out/drain.tmp"
     build_initramfs
+    build_perf_initramfs
+    rm -rf "$out/busybox-pkg" "$out/init.tmp" "$out/drain.tmp"
     mv "$out/versions.tmp" "$out/versions"
     say "built in $out:"
     if [ "$quiet" = 0 ]; then sed 's/^/  /' "$out/versions" >&2; fi
 fi
 echo "KERNEL=$image"
 echo "INITRD=$initrd"
+echo "INITRD_PERF=$perf_initrd"
