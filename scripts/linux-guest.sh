@@ -21,9 +21,21 @@
 #                    stub ("MZ" at offset 0), text_offset 2 MiB. A gzip'd Image or an EFI
 #                    zboot image would be decompressed.
 #   initramfs.cpio.gz  cpio (newc) + gzip: /bin/busybox (static) and /init
+#   initramfs-perf.cpio  the same files plus Debian's perf (linux-perf, the kernel's
+#                    version) as /usr/bin/perf and the closure of its shared libraries
+#                    (about 60 libraries, 43 MB, from about 60 packages) in
+#                    /usr/lib/riscv64-linux-gnu, the loader as /lib/ld-linux-riscv64-lp64d.so.1
+#                    (/lib -> usr/lib). The libraries are found by following DT_NEEDED
+#                    (host `readelf`, binutils) from perf: a library missing from what is
+#                    extracted is looked for in the dependencies of the package of the file
+#                    that needs it, downloaded as needed; the script fails naming a soname
+#                    no package provides. Not compressed: the kernel's gunzip of it would
+#                    cost a billion guest instructions, copying it a tenth of that.
 #   versions         the package versions the files came from
 #   debs/            the downloaded .deb files
-# The last two lines printed are `KERNEL=<path>` and `INITRD=<path>` (easy to `eval`).
+# The last three lines printed are `KERNEL=<path>`, `INITRD=<path>` and
+# `INITRD_PERF=<path>` (easy to `eval`). The plain initramfs stays small so boots that do
+# not need perf stay fast.
 #
 # The /init of the initramfs mounts proc, sysfs and devtmpfs, prints the line
 #   VMM-GUEST-READY
@@ -38,6 +50,10 @@
 #   target/release/vmm run --kernel "$KERNEL" --initrd "$INITRD" --memory 256 \
 #       --cmdline 'console=ttyS0 earlycon=sbi panic=-1 vmmcmd="cat /proc/cpuinfo"'
 #
+# With the perf initramfs, e.g. vmmcmd="perf stat -e cycles,instructions,branches busybox
+# md5sum /bin/busybox" or "cd /tmp; perf record -e instructions -c 100000 busybox md5sum
+# /bin/busybox; perf report --stdio" (tests/tests/linux_perf.rs).
+#
 # earlycon=sbi prints through SBI DBCN; earlycon=uart8250,mmio,0x10000000 works too. The
 # kernel needs --memory 128 or more (with 64 it panics in sparse_init). panic=-1 turns a
 # later panic into an SBI reboot, which ends the VMM; success is the VMM-GUEST-EXIT line.
@@ -48,7 +64,8 @@
 # [arch=riscv64] (/etc/apt/sources.list.d/riscv-ctr-vmm-riscv64-$SUITE.sources) and an
 # APT pin of priority 1 for that suite (/etc/apt/preferences.d/riscv-ctr-vmm-riscv64-$SUITE),
 # so nothing on the host is ever upgraded from it. Packages are fetched with
-# `apt-get download` and unpacked with `dpkg-deb -x`; nothing is installed.
+# `apt-get download` and unpacked with `dpkg-deb -x`; nothing is installed. The perf
+# initramfs also needs `readelf` (binutils).
 
 set -euo pipefail
 
@@ -108,7 +125,7 @@ esac
 out=$cache_root/$suite
 image=$out/Image
 initrd=$out/initramfs.cpio.gz
-perf_initrd=$out/initramfs-perf.cpio.gz
+perf_initrd=$out/initramfs-perf.cpio
 debs=$out/debs
 
 for tool in apt-get dpkg dpkg-deb gzip od; do
@@ -171,10 +188,39 @@ Pin-Priority: 1"; then
     fi
 }
 
+# Versions looked up already (apt-cache is slow); filled by the main shell, read by
+# subshells too.
+declare -A candidates=()
+
 # Prints the newest version of riscv64 package $1 in $suite, or nothing.
 candidate() {
+    if [ -n "${candidates[$1]+set}" ]; then
+        echo "${candidates[$1]}"
+        return
+    fi
     apt-cache madison "$1:riscv64" 2>/dev/null |
         awk -F'|' -v s="$suite" '$3 ~ ("[ /]" s "[/ ]") { gsub(/ /, "", $2); print $2; exit }'
+}
+
+# Looks up the versions of several packages with one apt-cache call (into $candidates;
+# empty for a package $suite does not have for riscv64). Runs in the main shell.
+prefetch_candidates() {
+    local -a names=()
+    local n pkg ver
+    for n in "$@"; do
+        if [ -z "${candidates[$n]+set}" ]; then
+            names+=("$n:riscv64")
+            candidates[$n]=
+        fi
+    done
+    [ ${#names[@]} -gt 0 ] || return 0
+    while read -r pkg ver; do
+        if [ -n "${candidates[$pkg]+set}" ] && [ -z "${candidates[$pkg]}" ]; then
+            candidates[$pkg]=$ver
+        fi
+    done < <(apt-cache madison "${names[@]}" 2>/dev/null |
+        awk -F'|' -v s="$suite" '$3 ~ ("[ /]" s "[/ ]") {
+            gsub(/ /, "", $1); gsub(/ /, "", $2); sub(/:riscv64$/, "", $1); print $1, $2 }')
 }
 
 # Downloads riscv64 package $1 from $suite into $debs; prints the .deb path.
@@ -442,7 +488,19 @@ perf_expand() {
     perf_expanded[$pkg]=1
     deb=$(find "$debs" -maxdepth 1 -name "${pkg}_*_riscv64.deb" | head -n1)
     [ -n "$deb" ] || die "internal: no .deb for $pkg in $debs"
-    while IFS= read -r group; do
+    local -a groups=()
+    mapfile -t groups < <({
+        dpkg-deb -f "$deb" Pre-Depends
+        dpkg-deb -f "$deb" Depends
+    } | tr ',' '\n' | sed 's/([^)]*)//g; s/\[[^]]*\]//g; s/ //g')
+    local -a names=()
+    for group in "${groups[@]}"; do
+        for alt in ${group//|/ }; do
+            case $alt in *:any) ;; *) names+=("${alt%%:*}") ;; esac
+        done
+    done
+    prefetch_candidates "${names[@]}"
+    for group in "${groups[@]}"; do
         [ -n "$group" ] || continue
         found=
         for alt in ${group//|/ }; do
@@ -456,16 +514,13 @@ perf_expand() {
         for alt in ${group//|/ }; do
             case $alt in *:any) continue ;; esac
             name=${alt%%:*}
-            if [ -n "$(candidate "$name")" ]; then
+            if [ -n "${candidates[$name]}" ]; then
                 perf_add_pkg "$name"
                 perf_added=$((perf_added + 1))
                 break
             fi
         done
-    done < <({
-        dpkg-deb -f "$deb" Pre-Depends
-        dpkg-deb -f "$deb" Depends
-    } | tr ',' '\n' | sed 's/([^)]*)//g; s/\[[^]]*\]//g; s/ //g')
+    done
 }
 
 # Looks soname $1 up in the extracted packages: sets perf_lib[$1] and perf_owner of the file.
@@ -566,7 +621,7 @@ ${missing[*]}; looked in the riscv64 packages ${perf_pkgs[*]}"
             cpio_entry "usr/lib/riscv64-linux-gnu/$so" 0100755 "${perf_lib[$so]}"
         done
         cpio_entry TRAILER!!! 0
-    } | gzip -n -9 >"$perf_initrd.tmp"
+    } >"$perf_initrd.tmp"
     mv "$perf_initrd.tmp" "$perf_initrd"
     say "perf initramfs: perf and ${#sonames[@]} libraries from ${#perf_pkgs[@]} packages, \
 $(stat -c %s "$perf_initrd") bytes"

@@ -537,6 +537,9 @@ impl GuestPmu {
         hi: u64,
         flags: u64,
     ) -> Result<u64, PmuError> {
+        if !self.policy.snapshot {
+            return Err(PmuError::SnapshotUnsupported);
+        }
         if flags != 0 {
             return Err(PmuError::InvalidFlags(flags));
         }

@@ -41,7 +41,10 @@
 //! `SBI_PMU_STOP_FLAG_RESET` (the fixed counters are free whenever stopped). A configured
 //! but stopped counter keeps its event until the guest resets it, so configuring several
 //! events before starting them gives each its own counter. `SKIP_MATCH` takes the first
-//! counter of the set whatever its state, if it can count the event.
+//! counter of the set whatever its state, if it can count the event. With Sscofpmf, cycles
+//! and instructions go to a free hpm counter of the set before `mcycle`/`minstret`: only
+//! `mhpmevent` has the OF bit, so only an hpm counter can raise the overflow interrupt a
+//! sampling guest needs (the call does not say whether the guest samples).
 //!
 //! # Start and stop
 //! Counters 0 and 2 start out running (so `rdcycle`/`rdinstret` behave as before the guest
@@ -149,6 +152,9 @@ pub struct PmuPolicy {
     /// Counter-overflow interrupts (Sscofpmf): LCOFI delegated to the guest (`hideleg`
     /// bit 13), `scountovf` readable, `sscofpmf` in the device tree.
     pub sscofpmf: bool,
+    /// The optional snapshot shared memory (`sbi_pmu_snapshot_set_shmem`, SBI v2.0
+    /// section 11.14): without it the function returns `SBI_ERR_NOT_SUPPORTED`.
+    pub snapshot: bool,
 }
 
 impl PmuPolicy {
@@ -158,6 +164,7 @@ impl PmuPolicy {
             enabled: true,
             hw_counters: !0b10,
             sscofpmf: true,
+            snapshot: true,
         }
     }
 
@@ -167,6 +174,7 @@ impl PmuPolicy {
             enabled: false,
             hw_counters: 0,
             sscofpmf: false,
+            snapshot: false,
         }
     }
 
@@ -238,6 +246,9 @@ pub enum PmuError {
         /// `shmem_phys_hi`.
         hi: u64,
     },
+    /// The VM is configured without the snapshot shared memory.
+    #[error("the PMU snapshot shared memory is not offered to this VM")]
+    SnapshotUnsupported,
     /// Guest memory could not be accessed.
     #[error("guest memory access at {0:#x} failed")]
     Memory(u64),
@@ -250,7 +261,8 @@ impl PmuError {
         match self {
             PmuError::UnknownFunction(_)
             | PmuError::EventNotSupported(_)
-            | PmuError::NoMatchingCounter(_) => ERR_NOT_SUPPORTED,
+            | PmuError::NoMatchingCounter(_)
+            | PmuError::SnapshotUnsupported => ERR_NOT_SUPPORTED,
             PmuError::InvalidCounter(_)
             | PmuError::InvalidCounterSet { .. }
             | PmuError::InvalidFlags(_)

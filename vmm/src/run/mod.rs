@@ -143,6 +143,9 @@ pub struct RunConfig {
     /// `--pmu on|off`: whether the guest has a PMU (the SBI PMU extension, the hart's
     /// counters through `pmu-virt`, Sscofpmf overflow interrupts).
     pub pmu: bool,
+    /// `--pmu-snapshot on|off`: whether the PMU offers the optional snapshot shared memory
+    /// (`sbi_pmu_snapshot_set_shmem`; `off`: `SBI_ERR_NOT_SUPPORTED`).
+    pub pmu_snapshot: bool,
     /// `--api-sock`: the control socket's path (`run/api.rs`).
     pub api_sock: Option<PathBuf>,
     /// `--snapshot-on-stop`: when the instruction budget or the timeout ends the run, write a
@@ -183,6 +186,7 @@ impl RunConfig {
             ctr_depths: None,
             host_ctr_depths: ctr_virt::DepthSet::ALL,
             pmu: true,
+            pmu_snapshot: true,
             api_sock: None,
             snapshot_on_stop: None,
         }
@@ -453,7 +457,10 @@ impl GuestVm {
             ctr_virt::CtrPolicy::off()
         };
         let pmu_policy = if config.pmu {
-            pmu_virt::PmuPolicy::on()
+            pmu_virt::PmuPolicy {
+                snapshot: config.pmu_snapshot,
+                ..pmu_virt::PmuPolicy::on()
+            }
         } else {
             pmu_virt::PmuPolicy::off()
         };
