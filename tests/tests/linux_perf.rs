@@ -6,7 +6,7 @@
 //! The kernel and the perf initramfs (busybox, /usr/bin/perf and the closure of its shared
 //! libraries) come from `scripts/linux-guest.sh -q` (its `KERNEL=` and `INITRD_PERF=`
 //! lines); if the script fails the tests fail with its message, they are never skipped.
-//! Each boot runs about 2-3 billion guest instructions (the uncompressed 42 MB initramfs
+//! The boots run 3.7 and 4.6 billion guest instructions (the uncompressed 43 MB initramfs
 //! adds about 0.3 billion to a plain boot); [`PERF_BUDGET`] and [`PERF_TIMEOUT`] end a hung
 //! guest with its console output.
 //!
@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use vmm::run::{run_kernel, ConsoleInput, RunConfig};
 use vmm_tests::SharedBuf;
 
-/// Instruction budget of one boot (a boot with these workloads needs about 3e9).
+/// Instruction budget of one boot (a boot with these workloads needs up to 4.6e9).
 const PERF_BUDGET: u64 = 12_000_000_000;
 
 /// Wall-clock limit of one boot (about 20-40 s on a 2-core machine).
