@@ -21,9 +21,21 @@
 #                    stub ("MZ" at offset 0), text_offset 2 MiB. A gzip'd Image or an EFI
 #                    zboot image would be decompressed.
 #   initramfs.cpio.gz  cpio (newc) + gzip: /bin/busybox (static) and /init
+#   initramfs-perf.cpio  the same files plus Debian's perf (linux-perf, the kernel's
+#                    version) as /usr/bin/perf and the closure of its shared libraries
+#                    (about 60 libraries, 43 MB, from about 60 packages) in
+#                    /usr/lib/riscv64-linux-gnu, the loader as /lib/ld-linux-riscv64-lp64d.so.1
+#                    (/lib -> usr/lib). The libraries are found by following DT_NEEDED
+#                    (host `readelf`, binutils) from perf: a library missing from what is
+#                    extracted is looked for in the dependencies of the package of the file
+#                    that needs it, downloaded as needed; the script fails naming a soname
+#                    no package provides. Not compressed: unpacking it costs the kernel
+#                    about 0.3 billion guest instructions, gunzipping it 1.1 billion.
 #   versions         the package versions the files came from
 #   debs/            the downloaded .deb files
-# The last two lines printed are `KERNEL=<path>` and `INITRD=<path>` (easy to `eval`).
+# The last three lines printed are `KERNEL=<path>`, `INITRD=<path>` and
+# `INITRD_PERF=<path>` (easy to `eval`). The plain initramfs stays small so boots that do
+# not need perf stay fast.
 #
 # The /init of the initramfs mounts proc, sysfs and devtmpfs, prints the line
 #   VMM-GUEST-READY
@@ -38,6 +50,10 @@
 #   target/release/vmm run --kernel "$KERNEL" --initrd "$INITRD" --memory 256 \
 #       --cmdline 'console=ttyS0 earlycon=sbi panic=-1 vmmcmd="cat /proc/cpuinfo"'
 #
+# With the perf initramfs, e.g. vmmcmd="perf stat -e cycles,instructions,branches busybox
+# md5sum /bin/busybox" or "cd /tmp; perf record -e instructions -c 100000 busybox md5sum
+# /bin/busybox; perf report --stdio" (tests/tests/linux_perf.rs).
+#
 # earlycon=sbi prints through SBI DBCN; earlycon=uart8250,mmio,0x10000000 works too. The
 # kernel needs --memory 128 or more (with 64 it panics in sparse_init). panic=-1 turns a
 # later panic into an SBI reboot, which ends the VMM; success is the VMM-GUEST-EXIT line.
@@ -48,7 +64,8 @@
 # [arch=riscv64] (/etc/apt/sources.list.d/riscv-ctr-vmm-riscv64-$SUITE.sources) and an
 # APT pin of priority 1 for that suite (/etc/apt/preferences.d/riscv-ctr-vmm-riscv64-$SUITE),
 # so nothing on the host is ever upgraded from it. Packages are fetched with
-# `apt-get download` and unpacked with `dpkg-deb -x`; nothing is installed.
+# `apt-get download` and unpacked with `dpkg-deb -x`; nothing is installed. The perf
+# initramfs also needs `readelf` (binutils).
 
 set -euo pipefail
 
@@ -108,6 +125,7 @@ esac
 out=$cache_root/$suite
 image=$out/Image
 initrd=$out/initramfs.cpio.gz
+perf_initrd=$out/initramfs-perf.cpio
 debs=$out/debs
 
 for tool in apt-get dpkg dpkg-deb gzip od; do
@@ -170,10 +188,39 @@ Pin-Priority: 1"; then
     fi
 }
 
+# Versions looked up already (apt-cache is slow); filled by the main shell, read by
+# subshells too.
+declare -A candidates=()
+
 # Prints the newest version of riscv64 package $1 in $suite, or nothing.
 candidate() {
+    if [ -n "${candidates[$1]+set}" ]; then
+        echo "${candidates[$1]}"
+        return
+    fi
     apt-cache madison "$1:riscv64" 2>/dev/null |
         awk -F'|' -v s="$suite" '$3 ~ ("[ /]" s "[/ ]") { gsub(/ /, "", $2); print $2; exit }'
+}
+
+# Looks up the versions of several packages with one apt-cache call (into $candidates;
+# empty for a package $suite does not have for riscv64). Runs in the main shell.
+prefetch_candidates() {
+    local -a names=()
+    local n pkg ver
+    for n in "$@"; do
+        if [ -z "${candidates[$n]+set}" ]; then
+            names+=("$n:riscv64")
+            candidates[$n]=
+        fi
+    done
+    [ ${#names[@]} -gt 0 ] || return 0
+    while read -r pkg ver; do
+        if [ -n "${candidates[$pkg]+set}" ] && [ -z "${candidates[$pkg]}" ]; then
+            candidates[$pkg]=$ver
+        fi
+    done < <(apt-cache madison "${names[@]}" 2>/dev/null |
+        awk -F'|' -v s="$suite" '$3 ~ ("[ /]" s "[/ ]") {
+            gsub(/ /, "", $1); gsub(/ /, "", $2); sub(/:riscv64$/, "", $1); print $1, $2 }')
 }
 
 # Downloads riscv64 package $1 from $suite into $debs; prints the .deb path.
@@ -354,43 +401,237 @@ done
 EOF
 }
 
-build_initramfs() {
-    local bdeb bdir bb init
+# Extracts busybox-static into $out/busybox-pkg; sets $busybox to its binary.
+busybox=
+fetch_busybox() {
+    local bdeb bdir f
     bdeb=$(download busybox-static)
     bdir=$out/busybox-pkg
     rm -rf "$bdir"
     mkdir -p "$bdir"
     dpkg-deb -x "$bdeb" "$bdir"
-    bb=
+    busybox=
     for f in "$bdir"/usr/bin/busybox "$bdir"/bin/busybox; do
-        if [ -f "$f" ]; then bb=$f; break; fi
+        if [ -f "$f" ]; then busybox=$f; break; fi
     done
-    [ -n "$bb" ] || die "no busybox binary in $bdeb"
+    [ -n "$busybox" ] || die "no busybox binary in $bdeb"
     echo "busybox-static $(dpkg-deb -f "$bdeb" Version)" >>"$out/versions.tmp"
-    init=$out/init.tmp
-    write_init "$init"
-    write_drain "$out/drain.tmp"
+}
+
+# The cpio entries both initramfs images share (no trailer): the directories, the two
+# device nodes, busybox, /init and /bin/drain-console.
+base_entries() {
+    cpio_entry . 040755
+    for d in bin dev proc sys tmp root sbin usr usr/bin usr/sbin; do
+        cpio_entry "$d" 040755
+    done
+    cpio_entry dev/console 020600 - 5 1
+    cpio_entry dev/null 020666 - 1 3
+    cpio_entry bin/busybox 0100755 "$busybox"
+    cpio_entry bin/sh 0120777 - 0 0 busybox
+    cpio_entry init 0100755 "$out/init.tmp"
+    cpio_entry bin/drain-console 0100755 "$out/drain.tmp"
+}
+
+build_initramfs() {
     {
-        cpio_entry . 040755
-        for d in bin dev proc sys tmp root sbin usr usr/bin usr/sbin; do
-            cpio_entry "$d" 040755
-        done
-        cpio_entry dev/console 020600 - 5 1
-        cpio_entry dev/null 020666 - 1 3
-        cpio_entry bin/busybox 0100755 "$bb"
-        cpio_entry bin/sh 0120777 - 0 0 busybox
-        cpio_entry init 0100755 "$init"
-        cpio_entry bin/drain-console 0100755 "$out/drain.tmp"
+        base_entries
         cpio_entry TRAILER!!! 0
     } | gzip -n -9 >"$initrd.tmp"
     mv "$initrd.tmp" "$initrd"
-    rm -rf "$bdir" "$init" "$out/drain.tmp"
+}
+
+# ---------------------------------------------------------------------------------------
+# The perf initramfs: the same files plus Debian's perf (linux-perf) and the closure of its
+# shared libraries, found by following DT_NEEDED (host readelf reads riscv64 ELF) through
+# the packages linux-perf depends on, downloaded as needed: a library's package is looked
+# for among the dependencies of the package of the file that needs it.
+
+perf_root=$out/perf-pkgs      # one directory per extracted package
+perf_pkgs=()                  # the packages extracted, in order
+declare -A perf_expanded=()   # packages whose dependencies were added
+declare -A perf_lib=()        # soname -> file in $perf_root
+declare -A perf_owner=()      # file -> package
+
+# Prints the regular file that $2 (a path relative to tree $1) names, following symbolic
+# links inside the tree; fails if there is none.
+resolve_in() {
+    local root=$1 rel=$2 hops=0 t
+    while [ -L "$root/$rel" ]; do
+        t=$(readlink "$root/$rel")
+        case $t in
+        /*) rel=${t#/} ;;
+        *) rel=$(dirname "$rel")/$t ;;
+        esac
+        hops=$((hops + 1))
+        [ "$hops" -lt 16 ] || return 1
+    done
+    [ -f "$root/$rel" ] || return 1
+    echo "$root/$rel"
+}
+
+perf_add_pkg() {
+    local pkg=$1 deb
+    deb=$(download "$pkg")
+    mkdir -p "$perf_root/$pkg"
+    dpkg-deb -x "$deb" "$perf_root/$pkg"
+    perf_pkgs+=("$pkg")
+    echo "$pkg $(dpkg-deb -f "$deb" Version)" >>"$out/versions.tmp"
+}
+
+# Adds the riscv64 packages package $1 depends on (Pre-Depends, Depends; the first
+# alternative that $suite has for riscv64; ":any" dependencies are interpreters, not
+# libraries) that are not extracted yet; adds their number to $perf_added.
+perf_added=0
+perf_expand() {
+    local pkg=$1 deb group alt name p found
+    perf_expanded[$pkg]=1
+    deb=$(find "$debs" -maxdepth 1 -name "${pkg}_*_riscv64.deb" | head -n1)
+    [ -n "$deb" ] || die "internal: no .deb for $pkg in $debs"
+    local -a groups=()
+    mapfile -t groups < <({
+        dpkg-deb -f "$deb" Pre-Depends
+        dpkg-deb -f "$deb" Depends
+    } | tr ',' '\n' | sed 's/([^)]*)//g; s/\[[^]]*\]//g; s/ //g')
+    local -a names=()
+    for group in "${groups[@]}"; do
+        for alt in ${group//|/ }; do
+            case $alt in *:any) ;; *) names+=("${alt%%:*}") ;; esac
+        done
+    done
+    prefetch_candidates "${names[@]}"
+    for group in "${groups[@]}"; do
+        [ -n "$group" ] || continue
+        found=
+        for alt in ${group//|/ }; do
+            case $alt in *:any) continue ;; esac
+            name=${alt%%:*}
+            for p in "${perf_pkgs[@]}"; do
+                if [ "$p" = "$name" ]; then found=$name; break 2; fi
+            done
+        done
+        [ -z "$found" ] || continue
+        for alt in ${group//|/ }; do
+            case $alt in *:any) continue ;; esac
+            name=${alt%%:*}
+            if [ -n "${candidates[$name]}" ]; then
+                perf_add_pkg "$name"
+                perf_added=$((perf_added + 1))
+                break
+            fi
+        done
+    done
+}
+
+# Looks soname $1 up in the extracted packages: sets perf_lib[$1] and perf_owner of the file.
+perf_find_lib() {
+    local so=$1 p d f
+    for p in "${perf_pkgs[@]}"; do
+        for d in usr/lib/riscv64-linux-gnu lib/riscv64-linux-gnu usr/lib lib; do
+            if [ -e "$perf_root/$p/$d/$so" ] || [ -L "$perf_root/$p/$d/$so" ]; then
+                f=$(resolve_in "$perf_root/$p" "$d/$so") || continue
+                perf_lib[$so]=$f
+                perf_owner[$f]=$p
+                return 0
+            fi
+        done
+    done
+    return 1
+}
+
+needed() { readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]$/\1/p'; }
+interp() { readelf -l "$1" | sed -n 's/.*\[Requesting program interpreter: \(.*\)\]$/\1/p'; }
+
+build_perf_initramfs() {
+    local perf interp_path loader f so p i round=0
+    local -a files missing
+    local -A seen needers
+    command -v readelf >/dev/null ||
+        die "'readelf' not found: the perf initramfs needs it (Debian package binutils)"
+    rm -rf "$perf_root"
+    mkdir -p "$perf_root"
+    perf_pkgs=()
+    perf_expanded=()
+    perf_lib=()
+    perf_owner=()
+    perf_add_pkg linux-perf
+    perf=$perf_root/linux-perf/usr/bin/perf
+    [ -f "$perf" ] || die "no /usr/bin/perf in linux-perf ($suite)"
+    perf_owner[$perf]=linux-perf
+    interp_path=$(interp "$perf")
+    case $interp_path in
+    /lib/*/* | /usr/lib/*/*) die "perf's program interpreter $interp_path is not directly in /lib or /usr/lib" ;;
+    /lib/* | /usr/lib/*) ;;
+    *) die "perf has no usable program interpreter (PT_INTERP '$interp_path')" ;;
+    esac
+    loader=${interp_path##*/}
+    while :; do
+        round=$((round + 1))
+        # The closure of DT_NEEDED from perf (and its interpreter) over what is extracted.
+        files=("$perf")
+        missing=()
+        seen=()
+        needers=()
+        if perf_find_lib "$loader"; then
+            seen[$loader]=1
+            files+=("${perf_lib[$loader]}")
+        else
+            missing+=("$loader (perf's program interpreter $interp_path)")
+            needers[linux-perf]=1
+        fi
+        i=0
+        while [ "$i" -lt "${#files[@]}" ]; do
+            f=${files[$i]}
+            i=$((i + 1))
+            for so in $(needed "$f"); do
+                [ -z "${seen[$so]:-}" ] || continue
+                if [ -n "${perf_lib[$so]:-}" ] || perf_find_lib "$so"; then
+                    seen[$so]=1
+                    files+=("${perf_lib[$so]}")
+                else
+                    missing+=("$so (needed by ${f##*/} from ${perf_owner[$f]})")
+                    needers[${perf_owner[$f]}]=1
+                fi
+            done
+        done
+        [ "${#missing[@]}" -gt 0 ] || break
+        perf_added=0
+        for p in "${!needers[@]}"; do
+            [ -z "${perf_expanded[$p]:-}" ] || continue
+            say "perf initramfs: ${#missing[@]} libraries missing; adding the dependencies of $p"
+            perf_expand "$p"
+        done
+        [ "$perf_added" -gt 0 ] || die "perf initramfs ($suite): no package provides \
+${missing[*]}; looked in the riscv64 packages ${perf_pkgs[*]}"
+        [ "$round" -lt 20 ] || die "perf initramfs: the library closure did not settle"
+    done
+    # Every library once, under its soname, in the multiarch directory (in the default
+    # search path of Debian's loader); the interpreter path /lib/<loader> works through the
+    # symbolic links /lib -> usr/lib and /usr/lib/<loader> -> riscv64-linux-gnu/<loader>.
+    local -a sonames
+    mapfile -t sonames < <(printf '%s\n' "${!seen[@]}" | LC_ALL=C sort)
+    {
+        base_entries
+        cpio_entry usr/lib 040755
+        cpio_entry usr/lib/riscv64-linux-gnu 040755
+        cpio_entry lib 0120777 - 0 0 usr/lib
+        cpio_entry "usr/lib/$loader" 0120777 - 0 0 "riscv64-linux-gnu/$loader"
+        cpio_entry usr/bin/perf 0100755 "$perf"
+        for so in "${sonames[@]}"; do
+            cpio_entry "usr/lib/riscv64-linux-gnu/$so" 0100755 "${perf_lib[$so]}"
+        done
+        cpio_entry TRAILER!!! 0
+    } >"$perf_initrd.tmp"
+    mv "$perf_initrd.tmp" "$perf_initrd"
+    say "perf initramfs: perf and ${#sonames[@]} libraries from ${#perf_pkgs[@]} packages, \
+$(stat -c %s "$perf_initrd") bytes"
+    rm -rf "$perf_root"
 }
 
 # ---------------------------------------------------------------------------------------
 
-if [ "$force" = 0 ] && [ -s "$image" ] && [ -s "$initrd" ] && [ -s "$out/versions" ] &&
-    [ "$initrd" -nt "$0" ]; then
+if [ "$force" = 0 ] && [ -s "$image" ] && [ -s "$initrd" ] && [ -s "$perf_initrd" ] &&
+    [ -s "$out/versions" ] && [ "$initrd" -nt "$0" ] && [ "$perf_initrd" -nt "$0" ]; then
     say "cached in $out (use --force to refresh):"
     if [ "$quiet" = 0 ]; then sed 's/^/  /' "$out/versions" >&2; fi
 else
@@ -398,10 +639,16 @@ else
     mkdir -p "$debs"
     rm -f "$out/versions.tmp"
     fetch_kernel
+    fetch_busybox
+    write_init "$out/init.tmp"
+    write_drain "$out/drain.tmp"
     build_initramfs
+    build_perf_initramfs
+    rm -rf "$out/busybox-pkg" "$out/init.tmp" "$out/drain.tmp"
     mv "$out/versions.tmp" "$out/versions"
     say "built in $out:"
     if [ "$quiet" = 0 ]; then sed 's/^/  /' "$out/versions" >&2; fi
 fi
 echo "KERNEL=$image"
 echo "INITRD=$initrd"
+echo "INITRD_PERF=$perf_initrd"

@@ -310,9 +310,7 @@ impl GuestPmu {
         let chosen = if flags & CFG_SKIP_MATCH != 0 {
             set.first().copied().filter(|&i| Self::can_count(i, target))
         } else {
-            set.iter()
-                .copied()
-                .find(|&i| self.free(i) && Self::can_count(i, target))
+            self.match_free(&set, target)
         }
         .ok_or(PmuError::NoMatchingCounter(event_idx))?;
 
@@ -344,6 +342,29 @@ impl GuestPmu {
             self.start_one(vcpu, chosen);
         }
         Ok(chosen as u64)
+    }
+
+    /// The counter of `set` that `counter_config_matching` (without `SKIP_MATCH`) gives
+    /// `target`: the lowest free one that can count it, except that with Sscofpmf a free hpm
+    /// counter (3-31) is preferred to `mcycle`/`minstret` for cycles and instructions. Only
+    /// `mhpmevent` has the OF bit (Sscofpmf; `mcyclecfg`/`minstretcfg` have none), so only
+    /// an hpm counter can raise the overflow interrupt a sampling guest (Linux `perf record`)
+    /// waits for, and the call does not say whether the guest samples. The fixed counters
+    /// are still matched when the set names no free hpm counter.
+    fn match_free(&self, set: &[usize], target: EventTarget) -> Option<usize> {
+        let usable = |&i: &usize| self.free(i) && Self::can_count(i, target);
+        let fixed = target == EventTarget::CYCLES || target == EventTarget::INSTRUCTIONS;
+        if fixed && self.policy.sscofpmf {
+            let hpm = set
+                .iter()
+                .copied()
+                .filter(|&i| i >= 3 && !Self::is_fw(i))
+                .find(usable);
+            if hpm.is_some() {
+                return hpm;
+            }
+        }
+        set.iter().copied().find(usable)
     }
 
     /// Whether counter `i` may be matched: stopped, and not configured for an event since
@@ -584,6 +605,9 @@ impl GuestPmu {
         hi: u64,
         flags: u64,
     ) -> Result<u64, PmuError> {
+        if !self.policy.snapshot {
+            return Err(PmuError::SnapshotUnsupported);
+        }
         if flags != 0 {
             return Err(PmuError::InvalidFlags(flags));
         }

@@ -51,7 +51,10 @@
 //! `SBI_PMU_STOP_FLAG_RESET` (the fixed counters are free whenever stopped). A configured
 //! but stopped counter keeps its event until the guest resets it, so configuring several
 //! events before starting them gives each its own counter. `SKIP_MATCH` takes the first
-//! counter of the set whatever its state, if it can count the event.
+//! counter of the set whatever its state, if it can count the event. With Sscofpmf, cycles
+//! and instructions go to a free hpm counter of the set before `mcycle`/`minstret`: only
+//! `mhpmevent` has the OF bit, so only an hpm counter can raise the overflow interrupt a
+//! sampling guest needs (the call does not say whether the guest samples).
 //!
 //! # Start and stop
 //! Counters 0 and 2 start out running (so `rdcycle`/`rdinstret` behave as before the guest
@@ -177,6 +180,9 @@ pub struct PmuPolicy {
     pub deleg: bool,
     /// Sampling (Sspesa, PDIS; [`sample`]): only with `enabled` and `sscofpmf`.
     pub sampling: SamplingPolicy,
+    /// The optional snapshot shared memory (`sbi_pmu_snapshot_set_shmem`, SBI v2.0
+    /// section 11.14): without it the function returns `SBI_ERR_NOT_SUPPORTED`.
+    pub snapshot: bool,
 }
 
 impl PmuPolicy {
@@ -189,6 +195,7 @@ impl PmuPolicy {
             lcofi: LcofiDelivery::Direct,
             deleg: false,
             sampling: SamplingPolicy::on(),
+            snapshot: true,
         }
     }
 
@@ -201,6 +208,7 @@ impl PmuPolicy {
             lcofi: LcofiDelivery::Direct,
             deleg: false,
             sampling: SamplingPolicy::off(),
+            snapshot: false,
         }
     }
 
@@ -308,6 +316,9 @@ pub enum PmuError {
         /// `shmem_phys_hi`.
         hi: u64,
     },
+    /// The VM is configured without the snapshot shared memory.
+    #[error("the PMU snapshot shared memory is not offered to this VM")]
+    SnapshotUnsupported,
     /// Guest memory could not be accessed.
     #[error("guest memory access at {0:#x} failed")]
     Memory(u64),
@@ -320,7 +331,8 @@ impl PmuError {
         match self {
             PmuError::UnknownFunction(_)
             | PmuError::EventNotSupported(_)
-            | PmuError::NoMatchingCounter(_) => ERR_NOT_SUPPORTED,
+            | PmuError::NoMatchingCounter(_)
+            | PmuError::SnapshotUnsupported => ERR_NOT_SUPPORTED,
             PmuError::InvalidCounter(_)
             | PmuError::InvalidCounterSet { .. }
             | PmuError::InvalidFlags(_)

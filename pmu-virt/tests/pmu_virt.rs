@@ -127,6 +127,77 @@ fn overflow_sets_of_and_start_clears_it() {
     assert_eq!(hart.host_csr(0xb08), Some(1005));
 }
 
+/// Regression (Linux `perf record -e cycles` got no samples): with Sscofpmf, cycles and
+/// instructions matched over a set with free hpm counters go to one (only `mhpmevent` has
+/// OF), so the counter overflows and raises LCOFI; without Sscofpmf, and when the set
+/// names only the fixed counter, they stay on `mcycle`/`minstret`.
+#[test]
+fn cycles_and_instructions_prefer_an_overflowing_counter() {
+    let (mut hart, mem, mut pmu, _) = setup(PmuPolicy::on());
+    call(&mut pmu, &mut hart, &mem, COUNTER_STOP, &[0, 0b101, 0]).unwrap();
+    let m = |pmu: &mut GuestPmu, hart: &mut Hart, set: u64, ev: u64| {
+        call(pmu, hart, &mem, COUNTER_CONFIG_MATCHING, &[0, set, 0, ev])
+    };
+    assert_eq!(m(&mut pmu, &mut hart, HW, 1), Ok(3), "cycles");
+    assert_eq!(m(&mut pmu, &mut hart, HW, 2), Ok(4), "instructions");
+    assert_eq!(m(&mut pmu, &mut hart, 0b1, 1), Ok(0), "cycles on mcycle");
+    assert_eq!(
+        m(&mut pmu, &mut hart, 0b101, 2),
+        Ok(2),
+        "instructions on minstret"
+    );
+    // Counter 3 counts cycles and overflows.
+    let start = [3, 1, START_SET_INIT_VALUE, u64::MAX - 9];
+    call(&mut pmu, &mut hart, &mem, COUNTER_START, &start).unwrap();
+    Vcpu::run(&mut hart, 20);
+    call(&mut pmu, &mut hart, &mem, COUNTER_STOP, &[3, 1, 0]).unwrap();
+    assert_eq!(
+        hart.host_csr(0x323).unwrap() & 0xff,
+        1,
+        "mhpmevent3: cycles"
+    );
+    assert_ne!(hart.host_csr(0x323).unwrap() & vcpu::pmu::OF, 0);
+    assert_ne!(hart.host_csr(0x344).unwrap() & 1 << 13, 0, "LCOFIP");
+
+    let no_ovf = PmuPolicy {
+        sscofpmf: false,
+        ..PmuPolicy::on()
+    };
+    let (mut hart, mem2, mut pmu, _) = setup(no_ovf);
+    call(&mut pmu, &mut hart, &mem2, COUNTER_STOP, &[0, 0b101, 0]).unwrap();
+    let m = |pmu: &mut GuestPmu, hart: &mut Hart, ev: u64| {
+        call(pmu, hart, &mem2, COUNTER_CONFIG_MATCHING, &[0, HW, 0, ev])
+    };
+    assert_eq!(m(&mut pmu, &mut hart, 1), Ok(0), "cycles without Sscofpmf");
+    assert_eq!(
+        m(&mut pmu, &mut hart, 2),
+        Ok(2),
+        "instructions without Sscofpmf"
+    );
+}
+
+/// `PmuPolicy::snapshot` off: `snapshot_set_shmem` is SBI_ERR_NOT_SUPPORTED (an optional
+/// function), so the snapshot flags of start and stop find no shared memory.
+#[test]
+fn without_the_snapshot_function_set_shmem_is_not_supported() {
+    let policy = PmuPolicy {
+        snapshot: false,
+        ..PmuPolicy::on()
+    };
+    let (mut hart, mem, mut pmu, _) = setup(policy);
+    let r = call(&mut pmu, &mut hart, &mem, SNAPSHOT_SET_SHMEM, &[RAM, 0, 0]);
+    assert_eq!(r, Err(PmuError::SnapshotUnsupported));
+    assert_eq!(r.unwrap_err().sbi_error(), ERR_NOT_SUPPORTED);
+    let r = call(
+        &mut pmu,
+        &mut hart,
+        &mem,
+        COUNTER_STOP,
+        &[0, 1, STOP_TAKE_SNAPSHOT],
+    );
+    assert_eq!(r, Err(PmuError::NoShmem));
+}
+
 #[test]
 fn firmware_counters_follow_the_tallies() {
     let (mut hart, mem, mut pmu, tallies) = setup(PmuPolicy::on());

@@ -3,6 +3,8 @@
    and checks every answer:
    - probe, num_counters, counter_get_info of every counter (hardware counters with their
      CSR 0xC00 + i and width 64, firmware counters; counter 1 `time` is not one);
+   - with Sscofpmf, cycles and instructions matched over all counters go to hpm counters
+     (which can overflow), over a set naming only cycle/instret to those;
    - counters configured for cycles, instructions, branches, L1D read accesses and a raw
      event (taken branches), started and stopped around a loop of known shape, read
      directly through `cycle`/`instret`/`hpmcounterN`, with plausible counts; stopped
@@ -182,9 +184,17 @@ static void hardware_counters(void)
 	check_err("stop cycle again", pmu(STOP, 0, 1, 0, 0, 0), SBI_ERR_ALREADY_STOPPED);
 
 	struct sbiret r;
-	r = pmu(CONFIG_MATCHING, 0, HW_MASK, CFG_CLEAR_VALUE, EV_CYCLES, 0);
+	/* With Sscofpmf, cycles and instructions go to a free hpm counter when the set has
+	   one: only those have OF, so only they can sample (Linux perf record). */
+	r = pmu(CONFIG_MATCHING, 0, HW_MASK, 0, EV_CYCLES, 0);
+	check("match cycles: an hpm counter", (u64)r.value, 3);
+	r = pmu(CONFIG_MATCHING, 0, HW_MASK, 0, EV_INSTRUCTIONS, 0);
+	check("match instructions: an hpm counter", (u64)r.value, 4);
+	check_err("reset 3-4", pmu(STOP, 3, 0x3, STOP_RESET, 0, 0), SBI_ERR_ALREADY_STOPPED);
+	/* The fixed counters when the set has no free hpm counter. */
+	r = pmu(CONFIG_MATCHING, 0, bit(0), CFG_CLEAR_VALUE, EV_CYCLES, 0);
 	check("match cycles", (u64)r.value, 0);
-	r = pmu(CONFIG_MATCHING, 0, HW_MASK, CFG_CLEAR_VALUE, EV_INSTRUCTIONS, 0);
+	r = pmu(CONFIG_MATCHING, 0, bit(0) | bit(2), CFG_CLEAR_VALUE, EV_INSTRUCTIONS, 0);
 	check("match instructions", (u64)r.value, 2);
 	r = pmu(CONFIG_MATCHING, 0, HW_MASK, CFG_CLEAR_VALUE, EV_BRANCHES, 0);
 	check("match branches", (u64)r.value, 3);

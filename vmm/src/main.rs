@@ -170,6 +170,12 @@ struct RunArgs {
     #[arg(long, value_name = "on|off", default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
     pdis: bool,
 
+    /// With `--pmu on`: `on` offers the SBI PMU snapshot shared memory
+    /// (`sbi_pmu_snapshot_set_shmem`), `off` answers it with SBI_ERR_NOT_SUPPORTED (an
+    /// optional function), so the guest reads `scountovf` and starts counters one by one.
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
+    pmu_snapshot: bool,
+
     /// The CTR depths the guest may select, e.g. `16,64` (default: the migration-safe
     /// 16,32,64), intersected with the host's; refused when nothing is left.
     #[arg(long, value_name = "LIST", value_parser = parse_depths)]
@@ -330,6 +336,7 @@ fn run_kernel(args: RunArgs) -> ExitCode {
         pmu_deleg: args.pmu_deleg,
         sspesa: args.sspesa,
         pdis: args.pdis,
+        pmu_snapshot: args.pmu_snapshot,
         ctr_depths: args.ctr_depths,
         host_ctr_depths: args.host_ctr_depths,
         api_sock: args.api_sock,

@@ -163,6 +163,9 @@ pub struct RunConfig {
     /// `--pdis on|off`: whether the guest has Sspdis (PDIS state loaded on its first
     /// access; needs `pmu`).
     pub pdis: bool,
+    /// `--pmu-snapshot on|off`: whether the PMU offers the optional snapshot shared memory
+    /// (`sbi_pmu_snapshot_set_shmem`; `off`: `SBI_ERR_NOT_SUPPORTED`).
+    pub pmu_snapshot: bool,
     /// `--api-sock`: the control socket's path (`run/api.rs`).
     pub api_sock: Option<PathBuf>,
     /// `--snapshot-on-stop`: when the instruction budget or the timeout ends the run, write a
@@ -208,6 +211,7 @@ impl RunConfig {
             pmu_deleg: false,
             sspesa: true,
             pdis: true,
+            pmu_snapshot: true,
             api_sock: None,
             snapshot_on_stop: None,
         }
@@ -481,6 +485,7 @@ impl GuestVm {
             (true, deleg) => {
                 let mut p = pmu_virt::PmuPolicy {
                     lcofi: config.lcofi_delivery,
+                    snapshot: config.pmu_snapshot,
                     ..pmu_virt::PmuPolicy::with_hpm_counters(config.pmu_counters)
                         .ok_or(Error::PmuCounters(config.pmu_counters))?
                 }
