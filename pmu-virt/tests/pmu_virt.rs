@@ -342,6 +342,14 @@ fn selective_lcofi_delivery_exits_and_is_passed_on_through_hvip() {
         lcofi,
         "hvip.LCOFI set"
     );
+    // The VMM's timer updates of hvip's VS-level lines leave it pending.
+    Vcpu::set_virtual_interrupts(&mut hart, 1 << 6);
+    Vcpu::set_virtual_interrupts(&mut hart, 0);
+    assert_eq!(
+        hart.host_csr(0x645).unwrap() & lcofi,
+        lcofi,
+        "hvip.LCOFI kept"
+    );
     // The guest (vsstatus.SIE = 0) does not take it; the hart runs on without exiting.
     assert_eq!(hart.run(100), VcpuExit::BudgetExhausted);
 }

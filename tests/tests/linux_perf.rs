@@ -18,7 +18,8 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use vmm::run::{run_kernel, ConsoleInput, RunConfig};
+use pmu_virt::LcofiDelivery;
+use vmm::run::{run_kernel, ConsoleInput, RunConfig, RunStats};
 use vmm_tests::SharedBuf;
 
 /// Instruction budget of one boot (a boot with these workloads needs up to 4.6e9).
@@ -103,10 +104,10 @@ fn fetch_perf_guest() -> Result<PerfGuest, String> {
     Ok(guest)
 }
 
-/// Boots the perf guest with `vmmcmd` (with or without the PMU snapshot shared memory);
-/// returns the console output (`\r\n` as `\n`) after asserting a clean power-off with
-/// workload status 0.
-fn boot(vmmcmd: &str, pmu_snapshot: bool) -> String {
+/// Boots the perf guest with `vmmcmd` (with or without the PMU snapshot shared memory, its
+/// LCOFIs delivered as `lcofi` says); returns the console output (`\r\n` as `\n`) and the
+/// run's statistics after asserting a clean power-off with workload status 0.
+fn boot(vmmcmd: &str, pmu_snapshot: bool, lcofi: LcofiDelivery) -> (String, RunStats) {
     let guest = perf_guest();
     let mut config = RunConfig::new(&guest.kernel);
     config.initrd = Some(guest.initrd.clone());
@@ -115,6 +116,7 @@ fn boot(vmmcmd: &str, pmu_snapshot: bool) -> String {
     config.max_insns = Some(PERF_BUDGET);
     config.timeout = Some(PERF_TIMEOUT);
     config.pmu_snapshot = pmu_snapshot;
+    config.lcofi_delivery = lcofi;
     let out = SharedBuf::default();
     let r = run_kernel(&config, Box::new(out.clone()), ConsoleInput::None);
     let text = out.text().replace("\r\n", "\n");
@@ -130,7 +132,7 @@ fn boot(vmmcmd: &str, pmu_snapshot: bool) -> String {
         "the workload failed:\n{text}"
     );
     assert!(exit.is_clean_shutdown(), "{exit:?}\n{text}");
-    text
+    (text, stats)
 }
 
 /// The text between the lines `=== name` and the next `=== ` line.
@@ -204,7 +206,8 @@ fn perf_stat_counts_and_perf_record_samples() {
         "echo '=== end'".to_string(),
     ]
     .join("; ");
-    let out = boot(&cmd, true);
+    let (out, stats) = boot(&cmd, true, LcofiDelivery::Direct);
+    assert_eq!(stats.exits.get("interrupt LCOFI to guest (hvip)"), 0);
 
     let sizes = section(&out, "sizes");
     let perf_size = file_size(sizes, "/usr/bin/perf");
@@ -275,7 +278,9 @@ fn perf_stat_counts_and_perf_record_samples() {
 }
 
 /// Without the snapshot shared memory the driver reads `scountovf` and restarts each
-/// overflowed counter with its new initial value: one sample per period.
+/// overflowed counter with its new initial value: one sample per period. This run delivers
+/// the LCOFIs selectively (`--lcofi-delivery selective`: each exits to the VMM, which passes
+/// it on through `hvip`); the other test's run delivers them directly.
 #[test]
 fn perf_record_samples_every_period_without_snapshot() {
     let cmd = [
@@ -292,7 +297,7 @@ fn perf_record_samples_every_period_without_snapshot() {
         "echo '=== end'".to_string(),
     ]
     .join("; ");
-    let out = boot(&cmd, false);
+    let (out, stats) = boot(&cmd, false, LcofiDelivery::Selective);
 
     let instructions = stat_count(section(&out, "stat"), "instructions");
     let rec = section(&out, "record");
@@ -329,6 +334,16 @@ fn perf_record_samples_every_period_without_snapshot() {
 
     // The default event (cycles, at perf's default frequency) samples too.
     let cycles = section(&out, "cycles");
-    assert!(record_samples(cycles) > 100, "{cycles}");
+    let cycle_samples = record_samples(cycles);
+    assert!(cycle_samples > 100, "{cycles}");
     assert!(cycles.contains("of event 'cycles"), "{cycles}");
+    // Every sample's LCOFI went through the VMM (perf stat counts no overflow).
+    let passed_on = stats.exits.get("interrupt LCOFI to guest (hvip)");
+    assert!(
+        passed_on >= samples + cycle_samples,
+        "{passed_on} LCOFIs passed on, {} samples\n{}",
+        samples + cycle_samples,
+        stats.exits.table()
+    );
+    assert_eq!(stats.exits.get("interrupt LCOFI spurious"), 0);
 }

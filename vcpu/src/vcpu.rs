@@ -53,7 +53,9 @@ pub trait Vcpu {
     fn inject_exception(&mut self, cause: u64, tval: u64);
     /// The guest's privilege mode (Supervisor: VS-mode, User: VU-mode).
     fn guest_privilege(&self) -> PrivilegeMode;
-    /// Set `hvip`: the VS-level interrupt lines (VSSIP bit 2, VSTIP 6, VSEIP 10).
+    /// Set the VS-level interrupt lines of `hvip` (VSSIP bit 2, VSTIP 6, VSEIP 10); its other
+    /// bits (the AIA's virtual interrupts 13-63, e.g. an LCOFI passed on to the guest) are
+    /// left as they are.
     fn set_virtual_interrupts(&mut self, hvip: u64);
     /// Current `hvip`.
     fn virtual_interrupts(&self) -> u64;
@@ -177,7 +179,7 @@ impl Vcpu for Hart {
         self.prv
     }
     fn set_virtual_interrupts(&mut self, hvip: u64) {
-        self.csr.h.hvip = hvip & VS_INTERRUPTS;
+        self.csr.h.hvip = (self.csr.h.hvip & !VS_INTERRUPTS) | (hvip & VS_INTERRUPTS);
     }
     fn virtual_interrupts(&self) -> u64 {
         self.csr.h.hvip
