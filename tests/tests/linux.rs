@@ -11,14 +11,10 @@
 //! the budget of [`LINUX_BUDGET`] ends a hung guest with `BudgetExhausted` and its console
 //! output.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::OnceLock;
-use std::time::Instant;
-
 use vmm::run::fdt::{ISA_EXTENSIONS, MMU_TYPE, PMU_EXTENSIONS};
 use vmm::run::{run_kernel, ConsoleInput, RunConfig, RunExit, RunStats};
 use vmm::sbi::srst::{ResetRequest, ResetType};
+use vmm_tests::linux_kit::linux_guest;
 use vmm_tests::SharedBuf;
 
 /// Instruction budget of one boot (a boot to power-off needs about 1.4e9).
@@ -33,75 +29,6 @@ const BASE_CMDLINE: &str = "console=ttyS0 earlycon=sbi panic=-1";
 /// Extensions the kernel derives by itself from ones the device tree lists (Zca and Zcd
 /// from C and D); any other extension in `/proc/cpuinfo` must be in the device tree.
 const IMPLIED_EXTENSIONS: &[&str] = &["zca", "zcd", "zcf"];
-
-/// Paths of the kernel `Image` and the initramfs.
-struct LinuxGuest {
-    kernel: PathBuf,
-    initrd: PathBuf,
-}
-
-/// Runs `scripts/linux-guest.sh -q` once per test process (the tests share its result, so
-/// they never download concurrently); panics with the script's message if it fails.
-fn linux_guest() -> &'static LinuxGuest {
-    static GUEST: OnceLock<Result<LinuxGuest, String>> = OnceLock::new();
-    match GUEST.get_or_init(fetch_linux_guest) {
-        Ok(g) => g,
-        Err(e) => panic!("{e}"),
-    }
-}
-
-fn fetch_linux_guest() -> Result<LinuxGuest, String> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/linux-guest.sh");
-    let start = Instant::now();
-    let out = Command::new("bash")
-        .arg(&script)
-        .arg("-q")
-        .env("LINUX_GUEST_SUITE", "trixie")
-        .output()
-        .map_err(|e| format!("cannot run bash {}: {e}", script.display()))?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    if !out.status.success() {
-        return Err(format!(
-            "{} -q failed ({}); the Linux guest tests need its kernel and initramfs \
-             (the first run needs root and Debian's package mirrors):\n{stderr}{stdout}",
-            script.display(),
-            out.status
-        ));
-    }
-    let value = |key: &str| {
-        stdout
-            .lines()
-            .find_map(|l| l.strip_prefix(key))
-            .map(PathBuf::from)
-            .ok_or_else(|| {
-                format!(
-                    "{} -q printed no {key} line:\n{stdout}{stderr}",
-                    script.display()
-                )
-            })
-    };
-    let guest = LinuxGuest {
-        kernel: value("KERNEL=")?,
-        initrd: value("INITRD=")?,
-    };
-    for path in [&guest.kernel, &guest.initrd] {
-        if !path.is_file() {
-            return Err(format!(
-                "{} -q named {}, which is not a file",
-                script.display(),
-                path.display()
-            ));
-        }
-    }
-    eprintln!(
-        "linux-guest.sh: {} and {} ({:.1} s)",
-        guest.kernel.display(),
-        guest.initrd.display(),
-        start.elapsed().as_secs_f64()
-    );
-    Ok(guest)
-}
 
 /// Boots the Linux guest with `vmmcmd` as its workload; returns how the run ended, its
 /// statistics and the console output with `\r\n` turned into `\n`.

@@ -13,13 +13,11 @@
 //! Workloads: `busybox md5sum` of /usr/bin/perf (3.4 MB) and of /bin/busybox (1.6 MB):
 //! deterministic, about 18 instructions per byte hashed.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use pmu_virt::LcofiDelivery;
 use vmm::run::{run_kernel, ConsoleInput, RunConfig, RunStats};
+use vmm_tests::linux_kit::linux_guest;
 use vmm_tests::SharedBuf;
 
 /// Instruction budget of one boot (a boot with these workloads needs up to 4.6e9).
@@ -35,82 +33,13 @@ const BASE_CMDLINE: &str = "console=ttyS0 earlycon=sbi panic=-1 loglevel=4";
 /// The period of `perf record -c`, in instructions.
 const PERIOD: u64 = 100_000;
 
-/// The kernel and the perf initramfs.
-struct PerfGuest {
-    kernel: PathBuf,
-    initrd: PathBuf,
-}
-
-/// Runs `scripts/linux-guest.sh -q` once per test process; panics with its message if it
-/// fails.
-fn perf_guest() -> &'static PerfGuest {
-    static GUEST: OnceLock<Result<PerfGuest, String>> = OnceLock::new();
-    match GUEST.get_or_init(fetch_perf_guest) {
-        Ok(g) => g,
-        Err(e) => panic!("{e}"),
-    }
-}
-
-fn fetch_perf_guest() -> Result<PerfGuest, String> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/linux-guest.sh");
-    let start = Instant::now();
-    let out = Command::new("bash")
-        .arg(&script)
-        .arg("-q")
-        .env("LINUX_GUEST_SUITE", "trixie")
-        .output()
-        .map_err(|e| format!("cannot run bash {}: {e}", script.display()))?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    if !out.status.success() {
-        return Err(format!(
-            "{} -q failed ({}); the perf tests need its kernel and perf initramfs \
-             (the first run needs root and Debian's package mirrors):\n{stderr}{stdout}",
-            script.display(),
-            out.status
-        ));
-    }
-    let value = |key: &str| {
-        let path = stdout
-            .lines()
-            .find_map(|l| l.strip_prefix(key))
-            .map(PathBuf::from)
-            .ok_or_else(|| {
-                format!(
-                    "{} -q printed no {key} line:\n{stdout}{stderr}",
-                    script.display()
-                )
-            })?;
-        if path.is_file() {
-            Ok(path)
-        } else {
-            Err(format!(
-                "{} -q named {}, which is not a file",
-                script.display(),
-                path.display()
-            ))
-        }
-    };
-    let guest = PerfGuest {
-        kernel: value("KERNEL=")?,
-        initrd: value("INITRD_PERF=")?,
-    };
-    eprintln!(
-        "linux-guest.sh: {} and {} ({:.1} s)",
-        guest.kernel.display(),
-        guest.initrd.display(),
-        start.elapsed().as_secs_f64()
-    );
-    Ok(guest)
-}
-
 /// Boots the perf guest with `vmmcmd` (with or without the PMU snapshot shared memory, its
 /// LCOFIs delivered as `lcofi` says); returns the console output (`\r\n` as `\n`) and the
 /// run's statistics after asserting a clean power-off with workload status 0.
 fn boot(vmmcmd: &str, pmu_snapshot: bool, lcofi: LcofiDelivery) -> (String, RunStats) {
-    let guest = perf_guest();
+    let guest = linux_guest();
     let mut config = RunConfig::new(&guest.kernel);
-    config.initrd = Some(guest.initrd.clone());
+    config.initrd = Some(guest.initrd_perf.clone());
     config.cmdline = format!("{BASE_CMDLINE} vmmcmd=\"{vmmcmd}\"");
     config.memory_mib = 256;
     config.max_insns = Some(PERF_BUDGET);
