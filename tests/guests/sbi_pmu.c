@@ -21,12 +21,8 @@
    - STOP with RESET takes a hardware counter away: reading it is illegal-instruction.
    Shuts down through SRST, status 0 when every check passed. */
 #include "rt_sbi/sbi.h"
+#include "rt_sbi/pmu.h"
 
-#define SBI_EXT_PMU 0x504D55
-#define SBI_ERR_INVALID_ADDRESS (-5)
-#define SBI_ERR_ALREADY_STARTED (-7)
-#define SBI_ERR_ALREADY_STOPPED (-8)
-#define SBI_ERR_NO_SHMEM (-9)
 
 #define NUM_COUNTERS 0
 #define GET_INFO 1
@@ -37,21 +33,11 @@
 #define FW_READ_HI 6
 #define SET_SHMEM 7
 
-#define CFG_SKIP_MATCH 1
-#define CFG_CLEAR_VALUE 2
-#define CFG_AUTO_START 4
 #define CFG_SET_SINH (1 << 6)
-#define START_SET_INIT_VALUE 1
 #define START_INIT_SNAPSHOT 2
-#define STOP_RESET 1
 #define STOP_TAKE_SNAPSHOT 2
 
-#define EV_CYCLES 0x1
-#define EV_INSTRUCTIONS 0x2
-#define EV_BRANCHES 0x5
 #define EV_L1D_READ_ACCESS 0x10000
-#define EV_RAW 0x20000
-#define RAW_BRANCH_TAKEN 0x100
 #define FW(code) (0xf0000 | (code))
 #define FW_SET_TIMER 5
 #define FW_IPI_SENT 6
@@ -69,22 +55,6 @@
 #define SSTATUS_SIE (1UL << 1)
 #define IRQ_LCOFI ((1UL << 63) | 13)
 
-static struct sbiret pmu(u64 fid, u64 a0, u64 a1, u64 a2, u64 a3, u64 a4)
-{
-	register u64 r0 __asm__("a0") = a0;
-	register u64 r1 __asm__("a1") = a1;
-	register u64 r2 __asm__("a2") = a2;
-	register u64 r3 __asm__("a3") = a3;
-	register u64 r4 __asm__("a4") = a4;
-	register u64 r6 __asm__("a6") = fid;
-	register u64 r7 __asm__("a7") = SBI_EXT_PMU;
-	__asm__ volatile("ecall"
-			 : "+r"(r0), "+r"(r1)
-			 : "r"(r2), "r"(r3), "r"(r4), "r"(r6), "r"(r7)
-			 : "memory");
-	return (struct sbiret){ (i64)r0, (i64)r1 };
-}
-
 /* Traps: counted with the last cause; exceptions resume after the instruction. */
 volatile u64 trap_count, trap_cause;
 void trap_entry(void);
@@ -97,12 +67,6 @@ __asm__(".text\n.align 2\n.globl trap_entry\ntrap_entry:\n"
 	" csrr t0, sepc\n addi t0, t0, 4\n csrw sepc, t0\n"
 	"1: ld t0, 0(sp)\n ld t1, 8(sp)\n addi sp, sp, 16\n sret\n");
 
-#define CSR_READ(num)                                                  \
-	({                                                             \
-		u64 v_;                                                \
-		__asm__ volatile("csrr %0, " #num : "=r"(v_)::"memory"); \
-		v_;                                                    \
-	})
 
 static volatile u64 data[4];
 
@@ -113,22 +77,6 @@ static void work(u64 n)
 			 : "+r"(n)
 			 : "r"(data)
 			 : "t1", "memory");
-}
-
-static void check_range(const char *name, u64 got, u64 lo, u64 hi)
-{
-	checks++;
-	if (got < lo || got > hi) {
-		printk("FAIL %s = %x, want %x..%x\n", name, got, lo, hi);
-		failures++;
-	} else {
-		printk("ok   %s = %x\n", name, got);
-	}
-}
-
-static void check_err(const char *name, struct sbiret r, i64 want)
-{
-	check(name, (u64)r.error, (u64)want);
 }
 
 static u8 shmem[4096] __attribute__((aligned(4096)));

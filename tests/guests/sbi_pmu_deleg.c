@@ -26,6 +26,7 @@
    Without Ssccfg: the same accesses are illegal-instruction (scountovf reads directly).
    Shuts down through SRST, status 0 when every check passed. */
 #include "rt_sbi/vu.h"
+#include "rt_sbi/pmu.h"
 
 #define OF (1UL << 63)
 #define MINH (1UL << 62)
@@ -42,7 +43,6 @@
 #define LOOPS 1000
 #define DELEGATED 0xfffffffdUL
 
-#define SBI_EXT_PMU 0x504D55
 
 #define CSRR(n)                                                              \
 	({                                                                   \
@@ -165,17 +165,6 @@ static void illegal(const char *name, probe_fn f, u64 arg, int vu)
 	check(cat(name, ": stval = insn"), trap_rec.tval, insn_of(f));
 }
 
-static void check_range(const char *name, u64 got, u64 lo, u64 hi)
-{
-	checks++;
-	if (got < lo || got > hi) {
-		printk("FAIL %s = %x, want %x..%x\n", name, got, lo, hi);
-		failures++;
-	} else {
-		printk("ok   %s = %x\n", name, got);
-	}
-}
-
 static volatile u64 data[4];
 
 /* n iterations of: a load, an add, a conditional branch (taken but the last time). */
@@ -228,22 +217,6 @@ static int has_ext(const u8 *fdt, const char *name)
 			return 1;
 	}
 	return 0;
-}
-
-static struct sbiret pmu(u64 fid, u64 a0, u64 a1, u64 a2, u64 a3, u64 a4)
-{
-	register u64 r0 __asm__("a0") = a0;
-	register u64 r1 __asm__("a1") = a1;
-	register u64 r2 __asm__("a2") = a2;
-	register u64 r3 __asm__("a3") = a3;
-	register u64 r4 __asm__("a4") = a4;
-	register u64 r6 __asm__("a6") = fid;
-	register u64 r7 __asm__("a7") = SBI_EXT_PMU;
-	__asm__ volatile("ecall"
-			 : "+r"(r0), "+r"(r1)
-			 : "r"(r2), "r"(r3), "r"(r4), "r"(r6), "r"(r7)
-			 : "memory");
-	return (struct sbiret){ (i64)r0, (i64)r1 };
 }
 
 static void inhibit_discovery(void)

@@ -52,21 +52,21 @@ static const u64 per_slice[4] = { LOOPS, LOOPS - 1, LOOPS, LOOPS };
 int main(void)
 {
 	struct sbiret r;
-	check("num_counters", (u64)pmu_call(PMU_NUM_COUNTERS, 0, 0, 0, 0, 0).value, 48);
-	check_err("get_info 3", pmu_call(PMU_GET_INFO, 3, 0, 0, 0, 0), 0);
-	check_err("get_info 4", pmu_call(PMU_GET_INFO, 4, 0, 0, 0, 0), 0);
-	check_err("get_info 5", pmu_call(PMU_GET_INFO, 5, 0, 0, 0, 0), SBI_ERR_INVALID_PARAM);
-	check_err("get_info 31", pmu_call(PMU_GET_INFO, 31, 0, 0, 0, 0), SBI_ERR_INVALID_PARAM);
+	check("num_counters", (u64)pmu(PMU_NUM_COUNTERS, 0, 0, 0, 0, 0).value, 48);
+	check_err("get_info 3", pmu(PMU_GET_INFO, 3, 0, 0, 0, 0), 0);
+	check_err("get_info 4", pmu(PMU_GET_INFO, 4, 0, 0, 0, 0), 0);
+	check_err("get_info 5", pmu(PMU_GET_INFO, 5, 0, 0, 0, 0), SBI_ERR_INVALID_PARAM);
+	check_err("get_info 31", pmu(PMU_GET_INFO, 31, 0, 0, 0, 0), SBI_ERR_INVALID_PARAM);
 
 	/* Two events take both counters; a third has none. */
-	r = pmu_call(PMU_CONFIG_MATCHING, 0, 0x1d, 0, EV_BRANCHES, 0);
+	r = pmu(PMU_CONFIG_MATCHING, 0, 0x1d, 0, EV_BRANCHES, 0);
 	check("branches on", (u64)r.value, 3);
-	r = pmu_call(PMU_CONFIG_MATCHING, 0, 0x1d, 0, EV_RAW, RAW_LOADS);
+	r = pmu(PMU_CONFIG_MATCHING, 0, 0x1d, 0, EV_RAW, RAW_LOADS);
 	check("loads on", (u64)r.value, 4);
 	check_err("third event finds no free counter",
-		  pmu_call(PMU_CONFIG_MATCHING, 0, 0x1d, 0, EV_RAW, RAW_STORES),
+		  pmu(PMU_CONFIG_MATCHING, 0, 0x1d, 0, EV_RAW, RAW_STORES),
 		  SBI_ERR_NOT_SUPPORTED);
-	check_err("reset both", pmu_call(PMU_STOP, 3, 0x3, STOP_RESET, 0, 0),
+	check_err("reset both", pmu(PMU_STOP, 3, 0x3, STOP_RESET, 0, 0),
 		  SBI_ERR_ALREADY_STOPPED);
 
 	/* Multiplexing: slice s counts events 2(s%2) and 2(s%2)+1. */
@@ -76,11 +76,11 @@ int main(void)
 		struct sbiret cfg[2];
 		/* Nothing but the calls and the loop between the first start and the stop. */
 		for (int k = 0; k < 2; k++)
-			cfg[k] = pmu_call(PMU_CONFIG_MATCHING, 3, 0x3,
+			cfg[k] = pmu(PMU_CONFIG_MATCHING, 3, 0x3,
 					  CFG_CLEAR_VALUE | CFG_AUTO_START, events[ev[k]][0],
 					  events[ev[k]][1]);
 		work(LOOPS);
-		struct sbiret stop = pmu_call(PMU_STOP, 3, 0x3, 0, 0, 0);
+		struct sbiret stop = pmu(PMU_STOP, 3, 0x3, 0, 0, 0);
 		check_err("stop slice", stop, 0);
 		for (int k = 0; k < 2; k++) {
 			check_err(names[ev[k]], cfg[k], 0);
@@ -92,7 +92,7 @@ int main(void)
 			total[ev[k]] += v;
 			enabled[ev[k]]++;
 		}
-		check_err("reset slice", pmu_call(PMU_STOP, 3, 0x3, STOP_RESET, 0, 0),
+		check_err("reset slice", pmu(PMU_STOP, 3, 0x3, STOP_RESET, 0, 0),
 			  SBI_ERR_ALREADY_STOPPED);
 	}
 	for (int e = 0; e < 4; e++) {

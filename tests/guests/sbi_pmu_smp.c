@@ -35,7 +35,7 @@ static const char *const names[4] = { "IPIs sent", "IPIs received", "FENCE.I sen
 static void configure(u64 idx[4])
 {
 	for (int k = 0; k < 4; k++) {
-		struct sbiret r = pmu_call(PMU_CONFIG_MATCHING, 32, 0xffff,
+		struct sbiret r = pmu(PMU_CONFIG_MATCHING, 32, 0xffff,
 					   CFG_CLEAR_VALUE | CFG_AUTO_START, FW(codes[k]), 0);
 		idx[k] = r.error ? ~0UL : (u64)r.value;
 	}
@@ -44,7 +44,7 @@ static void configure(u64 idx[4])
 static void read_all(u64 h, const u64 idx[4])
 {
 	for (int k = 0; k < 4; k++)
-		counts[h][k] = (u64)pmu_call(PMU_FW_READ, idx[k], 0, 0, 0, 0).value;
+		counts[h][k] = (u64)pmu(PMU_FW_READ, idx[k], 0, 0, 0, 0).value;
 }
 
 static void wait_phase(u64 p)

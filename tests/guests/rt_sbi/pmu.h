@@ -31,7 +31,7 @@
 #define RAW_LOADS 0x101
 #define RAW_STORES 0x102
 
-static inline struct sbiret pmu_call(u64 fid, u64 a0, u64 a1, u64 a2, u64 a3, u64 a4)
+static inline struct sbiret pmu(u64 fid, u64 a0, u64 a1, u64 a2, u64 a3, u64 a4)
 {
 	register u64 r0 __asm__("a0") = a0;
 	register u64 r1 __asm__("a1") = a1;

@@ -10,14 +10,12 @@
 #define RT_SBI_SAMPLE_H
 
 #include "sbi.h"
+#include "pmu.h"
 
-#define SBI_EXT_PMU 0x504D55
 #define CONFIG_MATCHING 2
 #define START 3
 #define STOP 4
-#define CFG_CLEAR_VALUE 2
 #define CFG_SET_SINH (1 << 6)
-#define STOP_RESET 1
 #define EV_L1D_READ_ACCESS 0x10000
 
 #define CSR_SHPMSPC 0x5c0
@@ -176,22 +174,6 @@ __asm__(".text\n"
 	" ld t1, 40(a0)\n"
 	" ret\n"
 	".option pop\n");
-
-static struct sbiret pmu(u64 fid, u64 a0, u64 a1, u64 a2, u64 a3, u64 a4)
-{
-	register u64 r0 __asm__("a0") = a0;
-	register u64 r1 __asm__("a1") = a1;
-	register u64 r2 __asm__("a2") = a2;
-	register u64 r3 __asm__("a3") = a3;
-	register u64 r4 __asm__("a4") = a4;
-	register u64 r6 __asm__("a6") = fid;
-	register u64 r7 __asm__("a7") = SBI_EXT_PMU;
-	__asm__ volatile("ecall"
-			 : "+r"(r0), "+r"(r1)
-			 : "r"(r2), "r"(r3), "r"(r4), "r"(r6), "r"(r7)
-			 : "memory");
-	return (struct sbiret){ (i64)r0, (i64)r1 };
-}
 
 static u64 rec[6];
 
