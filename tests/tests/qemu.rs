@@ -222,6 +222,14 @@ const NOT_COMPARED: &[(&str, &str)] = &[
         "a `vmm run` guest kernel (counter delegation emulated by the VMM's pmu-virt, tests/pmu_deleg.rs)",
     ),
     (
+        "sbi_pmu_mux",
+        "a `vmm run` guest kernel (multiplexing over the counters of --pmu-counters 2, tests/sbi_pmu.rs)",
+    ),
+    (
+        "sbi_pmu_smp",
+        "a two-vCPU `vmm run` guest kernel (firmware counters per vCPU, tests/sbi_pmu.rs)",
+    ),
+    (
         "sbi_pmu_sample",
         "a `vmm run` guest kernel (sampling of the VMM's pmu-virt: Sspesa, Sspdis; \
          tests/sbi_sample.rs)",
