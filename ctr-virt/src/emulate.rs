@@ -309,21 +309,8 @@ impl GuestCtr {
     /// write that names an allowed depth selects it, others leave it (WARL); the hart
     /// follows when the context is loaded (its WRPTR and entries stay legal, Smctr 2.4).
     fn emulate_depth<V: Vcpu>(&mut self, hart: &mut V, insn: u32) {
-        let funct3 = (insn >> 12) & 7;
-        let rs1 = ((insn >> 15) & 0x1f) as usize;
-        let rd = ((insn >> 7) & 0x1f) as usize;
         let old = self.context.depth as u64;
-        let operand = if funct3 >= 5 {
-            rs1 as u64
-        } else {
-            hart.xreg(rs1)
-        };
-        let new = match funct3 & 3 {
-            1 => Some(operand),
-            2 if rs1 != 0 => Some(old | operand),
-            3 if rs1 != 0 => Some(old & !operand),
-            _ => None,
-        };
+        let new = vcpu::zicsr::CsrInsn::decode(insn).and_then(|c| c.emulate(hart, old));
         if let Some(v) = new {
             let enc = v & 7;
             if self.policy.guest_depths.contains_encoding(enc) {
@@ -338,9 +325,6 @@ impl GuestCtr {
                     self.context.sctrstatus &= vcpu::ctr::SCTRSTATUS_FROZEN | (n as u64 - 1);
                 }
             }
-        }
-        if rd != 0 {
-            hart.set_xreg(rd, old);
         }
     }
 }

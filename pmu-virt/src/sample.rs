@@ -398,25 +398,7 @@ impl GuestSampling {
 }
 
 /// Zicsr semantics of CSR instruction `insn` on a CSR whose value is `old`: `rd` gets `old`;
-/// returns the value to write, if the instruction writes (CSRRW/CSRRWI always; CSRRS/CSRRC
-/// and their immediate forms only with a non-zero `rs1`/`uimm`).
+/// returns the value to write, if the instruction writes.
 fn zicsr(hart: &mut dyn Vcpu, insn: u32, old: u64) -> Option<u64> {
-    let funct3 = (insn >> 12) & 7;
-    let rs1 = ((insn >> 15) & 0x1f) as usize;
-    let rd = ((insn >> 7) & 0x1f) as usize;
-    let operand = if funct3 >= 5 {
-        rs1 as u64
-    } else {
-        hart.xreg(rs1)
-    };
-    let new = match funct3 & 3 {
-        1 => Some(operand),
-        2 if rs1 != 0 => Some(old | operand),
-        3 if rs1 != 0 => Some(old & !operand),
-        _ => None,
-    };
-    if rd != 0 {
-        hart.set_xreg(rd, old);
-    }
-    new
+    vcpu::zicsr::CsrInsn::decode(insn).and_then(|c| c.emulate(hart, old))
 }

@@ -39,6 +39,7 @@ mod smp;
 pub mod state;
 pub mod trap;
 mod vcpu;
+pub mod zicsr;
 
 pub use config::{HartConfig, MmioRange};
 pub use exit::{GuestTrap, MmioAccess, StopHandle, VcpuExit};
