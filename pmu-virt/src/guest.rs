@@ -174,7 +174,13 @@ impl GuestPmu {
     /// An HS-level LCOFI reached the VMM (selective delivery, [`crate::lcofi`]): passes it
     /// to the guest through `hvip` if one of its counters overflowed.
     pub fn take_lcofi(&mut self, vcpu: &mut dyn Vcpu) -> crate::LcofiOutcome {
-        crate::lcofi::take(vcpu, self.policy.hw_mask())
+        let was_pending = crate::lcofi::virtual_pending(vcpu);
+        let pdis = self.sampling.pdis_overflowed(vcpu);
+        let outcome = crate::lcofi::take(vcpu, self.policy.hw_mask(), pdis);
+        if outcome == crate::LcofiOutcome::Injected && !was_pending {
+            self.sampling.latch(vcpu);
+        }
+        outcome
     }
 
     /// What a snapshot keeps.

@@ -85,16 +85,28 @@ pub(crate) fn prepare(vcpu: &mut dyn Vcpu, delivery: LcofiDelivery) {
     }
 }
 
+/// Whether the guest's virtual LCOFI (`hvip[13]`) is pending.
+pub(crate) fn virtual_pending(vcpu: &dyn Vcpu) -> bool {
+    vcpu.host_csr(csr::HVIP).unwrap_or(0) & LCOFIP != 0
+}
+
 /// The HS-level LCOFI of selective delivery: whether a counter in `guest_counters` (bit i:
 /// hart counter i) has `mhpmevent.OF` set decides whether it is the guest's. Either way
 /// `sip.LCOFI` is cleared (Sscofpmf makes it software-writable), so the hart does not exit
 /// again for the same overflow.
-pub(crate) fn take(vcpu: &mut dyn Vcpu, guest_counters: u32) -> LcofiOutcome {
+/// `pdis_overflowed`: the guest's PDIS sample counter overflowed (its PDIS context is on the
+/// hart and `mpdisctl.OF` is set), which also raises LCOFI.
+pub(crate) fn take(
+    vcpu: &mut dyn Vcpu,
+    guest_counters: u32,
+    pdis_overflowed: bool,
+) -> LcofiOutcome {
     let sip = vcpu.host_csr(csr::SIP).unwrap_or(0);
     vcpu.set_host_csr(csr::SIP, sip & !LCOFIP);
-    let overflowed = (3..32u16)
-        .filter(|&i| guest_counters >> i & 1 != 0)
-        .any(|i| vcpu.host_csr(csr::MHPMEVENT + i).unwrap_or(0) & vcpu::pmu::OF != 0);
+    let overflowed = pdis_overflowed
+        || (3..32u16)
+            .filter(|&i| guest_counters >> i & 1 != 0)
+            .any(|i| vcpu.host_csr(csr::MHPMEVENT + i).unwrap_or(0) & vcpu::pmu::OF != 0);
     if !overflowed {
         return LcofiOutcome::Spurious;
     }

@@ -211,6 +211,9 @@ pub struct GuestSamplingState {
     pub loaded: bool,
     /// The PDIS context while not loaded.
     pub context: PdisContext,
+    /// With selective LCOFI delivery: the sample (`shpmspc`, `shpmsdata`) latched when the
+    /// guest's virtual LCOFI became pending, which its reads see ([`GuestSampling::latch`]).
+    pub latched: Option<(u64, u64)>,
 }
 
 /// One vCPU's sampling as its hypervisor manages it.
@@ -219,6 +222,7 @@ pub struct GuestSampling {
     policy: SamplingPolicy,
     loaded: bool,
     context: PdisContext,
+    latched: Option<(u64, u64)>,
     /// Counters for `--stats`.
     pub stats: SampleStats,
 }
@@ -230,6 +234,7 @@ impl GuestSampling {
             policy,
             loaded: false,
             context: PdisContext::default(),
+            latched: None,
             stats: SampleStats::default(),
         }
     }
@@ -288,6 +293,7 @@ impl GuestSampling {
             policy: self.policy,
             loaded: self.loaded,
             context: self.context.clone(),
+            latched: self.latched,
         }
     }
 
@@ -302,8 +308,28 @@ impl GuestSampling {
             policy: state.policy,
             loaded: state.loaded,
             context: state.context.clone(),
+            latched: state.latched,
             stats: SampleStats::default(),
         })
+    }
+
+    /// Whether the guest's PDIS sample counter overflowed (its context is on the hart and
+    /// `mpdisctl.OF` is set): an LCOFI of the guest's.
+    pub fn pdis_overflowed(&self, hart: &dyn Vcpu) -> bool {
+        self.loaded && hart.host_csr(self.policy.numbers.mpdisctl).unwrap_or(0) & pdis::OF != 0
+    }
+
+    /// Selective LCOFI delivery: the VMM just made the guest's virtual LCOFI pending
+    /// (`hvip[13]` from 0 to 1). Sspesa captures on the LCOFIP that the guest sees going from
+    /// 0 to 1; the hart's own `mip.LCOFIP`, which the VMM clears on every overflow it passes
+    /// on, would let a later overflow overwrite the sample while the guest's LCOFI is still
+    /// pending. So the VMM keeps this sample for the guest until it becomes pending again.
+    pub fn latch(&mut self, hart: &dyn Vcpu) {
+        let n = self.policy.numbers;
+        self.latched = Some((
+            hart.host_csr(n.shpmspc).unwrap_or(0),
+            hart.host_csr(n.shpmsdata).unwrap_or(0),
+        ));
     }
 
     /// Handle a virtual-instruction exit of instruction `insn` (from VU-mode if `from_vu`).
@@ -335,8 +361,17 @@ impl GuestSampling {
                 } else {
                     n.shpmsdata
                 };
-                let old = hart.host_csr(num).unwrap_or(0);
                 let is_data = access == SampleAccess::Shpmsdata;
+                let old = match self.latched {
+                    Some((pc, data)) => {
+                        if is_data {
+                            data
+                        } else {
+                            pc
+                        }
+                    }
+                    None => hart.host_csr(num).unwrap_or(0),
+                };
                 // shpmsdata.CNTRID (bits 4:0) names a hart counter; the guest sees its own.
                 let to_virtual = |v: u64| {
                     let id = (v & 0x1f) as u8;
@@ -348,6 +383,10 @@ impl GuestSampling {
                 if let Some(new) = zicsr(hart, insn, shown) {
                     // WARL as the hart applies it (shpmsdata: CNTRID only).
                     hart.set_host_csr(num, if is_data { to_hart(new) } else { new });
+                    if let Some((pc, data)) = &mut self.latched {
+                        let legal = hart.host_csr(num).unwrap_or(0);
+                        *(if is_data { data } else { pc }) = legal;
+                    }
                 }
                 hart.set_pc(hart.pc().wrapping_add(4));
                 self.stats.sspesa_emulated += 1;

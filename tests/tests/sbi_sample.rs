@@ -217,3 +217,20 @@ fn each_vcpu_has_its_own_sample_and_pdis_state() {
         );
     }
 }
+
+/// With selective LCOFI delivery the VMM clears the hart's `mip.LCOFIP` on every overflow it
+/// passes on, so the hart captures every overflow; the guest still sees the sample of the
+/// overflow that made its (virtual) LCOFI pending, which the VMM latched (the guest's "second
+/// overflow while pending keeps the first sample" checks), and the rest of its checks pass.
+#[test]
+fn samples_are_latched_with_selective_delivery() {
+    let mut c = config();
+    c.lcofi_delivery = pmu_virt::LcofiDelivery::Selective;
+    let (exit, stats, out) = run(&c);
+    passes(&exit, &out);
+    assert!(
+        stats.exits.get("interrupt LCOFI to guest (hvip)") > 0,
+        "{}",
+        stats.exits.table()
+    );
+}
