@@ -717,9 +717,9 @@ impl Hart {
     #[inline(always)]
     fn fetch(&mut self) -> Option<Insn> {
         let pc = self.pc;
-        let bits = match self.tlb.lookup_fetch(pc) {
-            Some(off) if pc & 0xfff <= 0xffc => self.ram.fetch32(off),
-            _ => self.fetch_slow()?,
+        let bits = match self.tlb.lookup_fetch_page(pc) {
+            Some(off) => self.ram.fetch32(off),
+            None => self.fetch_other_page()?,
         };
         let idx = (pc >> 1) as usize & self.dcache_mask;
         // SAFETY: idx is masked to the cache length.
@@ -731,6 +731,16 @@ impl Hart {
         *slot = decode::decode(bits);
         slot.raw = bits;
         Some(*slot)
+    }
+
+    /// Fetch from outside the fetch page: through the TLB (the page becomes the fetch page),
+    /// else the slow path.
+    #[inline(never)]
+    fn fetch_other_page(&mut self) -> Option<u32> {
+        match self.tlb.lookup_fetch(self.pc) {
+            Some(off) => Some(self.ram.fetch32(off)),
+            None => self.fetch_slow(),
+        }
     }
 
     /// Fetch through a page walk, or across a page boundary, or from a page the TLB does not
