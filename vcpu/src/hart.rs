@@ -577,7 +577,7 @@ impl Hart {
         while self.vclock < end {
             self.vclock += 1;
             // A fetch fault has already been taken (in the cold path) when this is None.
-            let Some(insn) = self.fetch() else {
+            let Some(idx) = self.fetch() else {
                 if let Some(exit) = self.guest_exit.take() {
                     return (self.vclock - start, Some(VcpuExit::GuestTrap(exit)));
                 }
@@ -586,6 +586,8 @@ impl Hart {
                 }
                 continue;
             };
+            // SAFETY: `fetch` returns an index masked to the cache length.
+            let insn = unsafe { *self.dcache.get_unchecked(idx) };
             if TRACE {
                 log::trace!(
                     "{:?} pc={:016x} raw={:08x} {:?} rd={} rs1={} rs2={} imm={:#x}",
@@ -711,11 +713,12 @@ impl Hart {
         e
     }
 
-    /// Fetch and decode the instruction at `pc`, through the iTLB and the decode cache.
+    /// Fetch and decode the instruction at `pc`, through the fetch page and the decode cache;
+    /// returns the index of the decode-cache slot that holds it.
     /// On a fetch fault the trap is taken here and `None` returned: the hot path then moves
-    /// only a 16-byte `Option<Insn>`, not a `Result` as large as an [`Exception`].
+    /// only an `Option<usize>`, not a `Result` as large as an [`Exception`].
     #[inline(always)]
-    fn fetch(&mut self) -> Option<Insn> {
+    fn fetch(&mut self) -> Option<usize> {
         let pc = self.pc;
         let bits = match self.tlb.lookup_fetch_page(pc) {
             Some(off) => self.ram.fetch32(off),
@@ -725,12 +728,11 @@ impl Hart {
         // SAFETY: idx is masked to the cache length.
         let slot = unsafe { self.dcache.get_unchecked_mut(idx) };
         // Empty slots hold the decoding of 0xffff_ffff, so they need no validity flag.
-        if slot.raw == bits {
-            return Some(*slot);
+        if slot.raw != bits {
+            *slot = decode::decode(bits);
+            slot.raw = bits;
         }
-        *slot = decode::decode(bits);
-        slot.raw = bits;
-        Some(*slot)
+        Some(idx)
     }
 
     /// Fetch from outside the fetch page: through the TLB (the page becomes the fetch page),
