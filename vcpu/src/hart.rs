@@ -467,7 +467,6 @@ impl Hart {
         self.x[10] = a0;
         self.x[11] = a1;
         self.flush_tlb();
-        self.flush_decode_cache();
         self.mode_changed();
     }
 
@@ -498,7 +497,6 @@ impl Hart {
         }
         if let Some(ticket) = self.mailbox.flush_wanted() {
             self.flush_tlb();
-            self.flush_decode_cache();
             self.reservation = None;
             self.mailbox.ack_flush(ticket);
         }
@@ -728,6 +726,9 @@ impl Hart {
         // SAFETY: idx is masked to the cache length.
         let slot = unsafe { self.dcache.get_unchecked_mut(idx) };
         // Empty slots hold the decoding of 0xffff_ffff, so they need no validity flag.
+        // A slot is valid exactly for the bits it holds in `raw` (the decoding is a function
+        // of them alone), so a store to code, by any hart or the VMM, needs no invalidation,
+        // and neither FENCE.I nor a remote fence flushes the cache.
         if slot.raw != bits {
             *slot = decode::decode(bits);
             slot.raw = bits;
@@ -767,11 +768,5 @@ impl Hart {
         }
         let hi = self.fetch_half(pc.wrapping_add(2))?;
         Ok(lo as u32 | (hi as u32) << 16)
-    }
-
-    /// Flush the decoded-instruction cache (FENCE.I). Stores need no flush: every cache hit
-    /// re-reads the instruction bits from memory and compares them with the cached ones.
-    pub(crate) fn flush_decode_cache(&mut self) {
-        self.dcache.fill(decode::decode(EMPTY_SLOT));
     }
 }
