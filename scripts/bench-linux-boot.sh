@@ -46,7 +46,7 @@ fw=$(dpkg -L opensbi | grep -E '/riscv64-linux-gnu/opensbi/generic/fw_dynamic\.b
 
 echo "building vmm (release)..." >&2
 cargo build -q --release -p vmm
-vmm=target/release/vmm
+vmm=${CARGO_TARGET_DIR:-target}/release/vmm
 
 eval "$(scripts/linux-guest.sh -q)"
 [ -f "$KERNEL" ] && [ -f "$INITRD" ] || die "scripts/linux-guest.sh gave no kernel/initrd"

@@ -47,7 +47,7 @@ impl Default for HartConfig {
         HartConfig {
             hart_id: 0,
             mmio: Vec::new(),
-            decode_cache_entries: 1 << 14,
+            decode_cache_entries: 1 << 16,
             shared_clock: None,
             ctr: Some(crate::ctr::CtrConfig::full()),
             pmu: crate::pmu::PmuConfig::default(),

@@ -467,7 +467,6 @@ impl Hart {
         self.x[10] = a0;
         self.x[11] = a1;
         self.flush_tlb();
-        self.flush_decode_cache();
         self.mode_changed();
     }
 
@@ -498,7 +497,6 @@ impl Hart {
         }
         if let Some(ticket) = self.mailbox.flush_wanted() {
             self.flush_tlb();
-            self.flush_decode_cache();
             self.reservation = None;
             self.mailbox.ack_flush(ticket);
         }
@@ -577,7 +575,7 @@ impl Hart {
         while self.vclock < end {
             self.vclock += 1;
             // A fetch fault has already been taken (in the cold path) when this is None.
-            let Some(insn) = self.fetch() else {
+            let Some(idx) = self.fetch() else {
                 if let Some(exit) = self.guest_exit.take() {
                     return (self.vclock - start, Some(VcpuExit::GuestTrap(exit)));
                 }
@@ -586,6 +584,8 @@ impl Hart {
                 }
                 continue;
             };
+            // SAFETY: `fetch` returns an index masked to the cache length.
+            let insn = unsafe { *self.dcache.get_unchecked(idx) };
             if TRACE {
                 log::trace!(
                     "{:?} pc={:016x} raw={:08x} {:?} rd={} rs1={} rs2={} imm={:#x}",
@@ -711,26 +711,39 @@ impl Hart {
         e
     }
 
-    /// Fetch and decode the instruction at `pc`, through the iTLB and the decode cache.
+    /// Fetch and decode the instruction at `pc`, through the fetch page and the decode cache;
+    /// returns the index of the decode-cache slot that holds it.
     /// On a fetch fault the trap is taken here and `None` returned: the hot path then moves
-    /// only a 16-byte `Option<Insn>`, not a `Result` as large as an [`Exception`].
+    /// only an `Option<usize>`, not a `Result` as large as an [`Exception`].
     #[inline(always)]
-    fn fetch(&mut self) -> Option<Insn> {
+    fn fetch(&mut self) -> Option<usize> {
         let pc = self.pc;
-        let bits = match self.tlb.lookup_fetch(pc) {
-            Some(off) if pc & 0xfff <= 0xffc => self.ram.fetch32(off),
-            _ => self.fetch_slow()?,
+        let bits = match self.tlb.lookup_fetch_page(pc) {
+            Some(off) => self.ram.fetch32(off),
+            None => self.fetch_other_page()?,
         };
         let idx = (pc >> 1) as usize & self.dcache_mask;
         // SAFETY: idx is masked to the cache length.
         let slot = unsafe { self.dcache.get_unchecked_mut(idx) };
         // Empty slots hold the decoding of 0xffff_ffff, so they need no validity flag.
-        if slot.raw == bits {
-            return Some(*slot);
+        // A slot is valid exactly for the bits it holds in `raw` (the decoding is a function
+        // of them alone), so a store to code, by any hart or the VMM, needs no invalidation,
+        // and neither FENCE.I nor a remote fence flushes the cache.
+        if slot.raw != bits {
+            *slot = decode::decode(bits);
+            slot.raw = bits;
         }
-        *slot = decode::decode(bits);
-        slot.raw = bits;
-        Some(*slot)
+        Some(idx)
+    }
+
+    /// Fetch from outside the fetch page: through the TLB (the page becomes the fetch page),
+    /// else the slow path.
+    #[inline(never)]
+    fn fetch_other_page(&mut self) -> Option<u32> {
+        match self.tlb.lookup_fetch(self.pc) {
+            Some(off) => Some(self.ram.fetch32(off)),
+            None => self.fetch_slow(),
+        }
     }
 
     /// Fetch through a page walk, or across a page boundary, or from a page the TLB does not
@@ -755,11 +768,5 @@ impl Hart {
         }
         let hi = self.fetch_half(pc.wrapping_add(2))?;
         Ok(lo as u32 | (hi as u32) << 16)
-    }
-
-    /// Flush the decoded-instruction cache (FENCE.I). Stores need no flush: every cache hit
-    /// re-reads the instruction bits from memory and compares them with the cached ones.
-    pub(crate) fn flush_decode_cache(&mut self) {
-        self.dcache.fill(decode::decode(EMPTY_SLOT));
     }
 }

@@ -42,6 +42,14 @@ pub(crate) struct Tlb {
     fetch_ctx: u64,
     /// Context bits for loads and stores (MPRV-adjusted privilege, SUM, MXR).
     data_ctx: u64,
+    /// The fetch page: a copy of the fetch entry of the page the hart is executing from,
+    /// so that sequential fetches need one comparison. A fetch at `va` hits when
+    /// `va - cur_va < cur_lim`: `cur_lim` is 0xffd (a whole 4-byte window in the page) or 0
+    /// (no page: every fetch misses). Cleared with the TLB and on every context change.
+    cur_va: u64,
+    cur_lim: u64,
+    /// RAM offset of the fetch page.
+    cur_off: u64,
 }
 
 const EMPTY: Entry = Entry {
@@ -57,20 +65,39 @@ impl Tlb {
             store: [EMPTY; TLB_SIZE],
             fetch_ctx: (PrivilegeMode::Machine as u64) << 56,
             data_ctx: (PrivilegeMode::Machine as u64) << 56,
+            cur_va: 0,
+            cur_lim: 0,
+            cur_off: 0,
         }
     }
 
     pub fn flush(&mut self) {
+        self.cur_lim = 0;
         self.fetch.fill(EMPTY);
         self.load.fill(EMPTY);
         self.store.fill(EMPTY);
     }
 
+    /// The RAM offset of the 4 bytes at `va` when they lie in the fetch page.
     #[inline(always)]
-    pub fn lookup_fetch(&self, va: u64) -> Option<u64> {
+    pub fn lookup_fetch_page(&self, va: u64) -> Option<u64> {
+        let d = va.wrapping_sub(self.cur_va);
+        (d < self.cur_lim).then(|| self.cur_off + d)
+    }
+
+    /// The RAM offset of the 4 bytes at `va` through the fetch entries, when they lie in one
+    /// page the TLB holds; that page becomes the fetch page.
+    #[inline]
+    pub fn lookup_fetch(&mut self, va: u64) -> Option<u64> {
         let tag = (va >> 12) | self.fetch_ctx;
-        let e = &self.fetch[(va >> 12) as usize % TLB_SIZE];
-        (e.tag == tag).then(|| e.off + (va & 0xfff))
+        let e = self.fetch[(va >> 12) as usize % TLB_SIZE];
+        if e.tag != tag || va & 0xfff > 0xffc {
+            return None;
+        }
+        self.cur_va = va & !0xfff;
+        self.cur_lim = 0xffd;
+        self.cur_off = e.off;
+        Some(e.off + (va & 0xfff))
     }
 
     #[inline(always)]
@@ -255,6 +282,7 @@ impl Hart {
         let data = self.data_mode();
         let bit = |v: bool| v as u64;
         self.tlb.fetch_ctx = ((self.prv as u64) << 56) | (bit(self.virt) << 60);
+        self.tlb.cur_lim = 0;
         self.tlb.data_ctx = ((data.prv as u64) << 56)
             | (bit(s & MSTATUS_SUM != 0) << 58)
             | (bit(s & MSTATUS_MXR != 0) << 59)

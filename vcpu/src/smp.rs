@@ -8,7 +8,7 @@
 //!
 //! A [`HartMailbox`] is merged by its hart at every chunk boundary and on entry to
 //! [`crate::Hart::run`]: posted `hvip` bits are ORed into `hvip`, and a flush request
-//! flushes the TLB and the decode cache and is then acknowledged.
+//! flushes the TLB and is then acknowledged (the decode cache never needs a flush).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -55,7 +55,7 @@ impl HartMailbox {
     pub fn has_pending(&self) -> bool {
         self.hvip.load(Ordering::SeqCst) != 0
     }
-    /// Asks the hart to flush its TLB and decode cache before its next instruction chunk;
+    /// Asks the hart to flush its TLB before its next instruction chunk;
     /// returns a ticket for [`HartMailbox::flush_complete`].
     pub fn request_flush(&self) -> u64 {
         self.flush_requested.fetch_add(1, Ordering::SeqCst) + 1

@@ -123,7 +123,8 @@ impl Hart {
     }
 
     /// Restore `s` (checked first: on an error nothing has changed). The hart keeps its own
-    /// configuration (memory map, CTR capabilities); the TLB and decode cache start empty.
+    /// configuration (memory map, CTR capabilities); the TLB starts empty (the decode cache
+    /// needs no flush: its entries are checked against the fetched bits).
     pub fn restore_state(&mut self, s: &HartState) -> Result<(), StateError> {
         let bad = |m: String| Err(StateError::Malformed(m));
         if s.x.len() != 32 || s.f.len() != 32 {
@@ -180,7 +181,6 @@ impl Hart {
         }
         self.pmu_restore(&s.pmu);
         self.flush_tlb();
-        self.flush_decode_cache();
         self.mode_changed();
         Ok(())
     }

@@ -14,7 +14,7 @@
 //!   the guest's depth) and its mailbox (posted interrupts and fence requests wait there
 //!   while it is off the hart). The incoming vCPU's are loaded: `Hart::restore_state`
 //!   replaces everything the outgoing vCPU left, entries past the incoming guest's depth
-//!   included, and starts the TLB, decode cache and LR reservation empty.
+//!   included, and starts the TLB and LR reservation empty.
 //! - **Time.** A vCPU off its hart does not run; the global clock goes on. When a
 //!   preempted vCPU (one that could have run on) is loaded again its clock adopts the global
 //!   time as idle time, the way a 1:1 vCPU adopts the time of a faster one, but its CTR cycle
@@ -23,7 +23,7 @@
 //!   counts the idle time as a 1:1 vCPU does.
 //! - **Fences and IPIs.** A fence for a vCPU off its hart completes at once (its mailbox
 //!   is not inside `run`); it flushes before its next instruction anyway (the restore
-//!   starts with an empty TLB and decode cache). An IPI waits in its mailbox and is merged
+//!   starts with an empty TLB). An IPI waits in its mailbox and is merged
 //!   when the vCPU next runs, and wakes it if it waits in WFI.
 
 use std::collections::VecDeque;

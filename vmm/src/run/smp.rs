@@ -213,7 +213,7 @@ impl Smp {
         self.cv.notify_all();
     }
 
-    /// Remote fence: every hart of `harts` but `caller` flushes its TLB and decode cache
+    /// Remote fence: every hart of `harts` but `caller` flushes its TLB
     /// before this returns, or before it runs another instruction.
     pub(crate) fn remote_fence(&self, caller: u64, harts: &[u64]) {
         let tickets: Vec<(usize, u64)> = harts

@@ -1,11 +1,11 @@
 //! RFENCE extension (EID 0x52464E43 "RFNC", SBI v2.0 chapter 8).
 //!
 //! `remote_fence_i` (FID 0), `remote_sfence_vma` (1) and `remote_sfence_vma_asid` (2) are
-//! provided. Every selected hart flushes its whole TLB and decode cache (address ranges and
-//! ASIDs are not tracked) before the call returns, or before it executes another instruction
-//! ([`SbiEnv::remote_fence`]). The calling hart needs no fence: its decode cache re-checks
-//! instruction bits on every hit, and the guest's own `SFENCE.VMA` (which a kernel executes
-//! locally anyway) flushes its TLB. Each selected hart counts as one request sent by the
+//! provided. Every selected hart flushes its whole TLB (address ranges and ASIDs are not
+//! tracked) before the call returns, or before it executes another instruction
+//! ([`SbiEnv::remote_fence`]). No decode cache needs a flush: every hit re-checks the
+//! instruction bits, so `remote_fence_i` only waits for the targets. The calling hart needs no
+//! fence: the guest's own `SFENCE.VMA` (which a kernel executes locally anyway) flushes its TLB. Each selected hart counts as one request sent by the
 //! caller and one received by that hart (the PMU's firmware events). The hypervisor fences (FIDs 3-6) are not
 //! supported: the guest has no H extension.
 
