@@ -401,12 +401,14 @@ impl GuestPmu {
         }
     }
 
-    /// `scountovf` as the guest reads it: OF of its hpm counters.
+    /// `scountovf` as the guest reads it: OF of its hpm counters, and bit 1 for PDIS.
     pub fn guest_overflow(&self, vcpu: &dyn Vcpu) -> u64 {
+        // Bit 1: the guest's PDIS sample counter (Smpdis/Sspdis, once its context is loaded).
+        let pdis = u64::from(self.sampling.pdis_overflowed(vcpu)) << 1;
         (3..HW_COUNTERS)
             .filter(|&i| self.delegated(i))
             .filter(|&i| vcpu.host_csr(self.event_csr(i)).unwrap_or(0) & OF != 0)
-            .fold(0, |v, i| v | 1 << i)
+            .fold(pdis, |v, i| v | 1 << i)
     }
 }
 

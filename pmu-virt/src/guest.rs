@@ -81,7 +81,7 @@ pub struct GuestPmu {
     tallies: FwTallies,
     /// Virtual counter `i` is hart counter `map[i]`.
     pub(crate) map: [u8; HW_COUNTERS],
-    sampling: GuestSampling,
+    pub(crate) sampling: GuestSampling,
 }
 
 impl GuestPmu {
