@@ -351,6 +351,23 @@ pub fn first_difference(a: &str, b: &str, a_name: &str, b_name: &str) -> Option<
     Some(report)
 }
 
+/// The `vmm` binary, which `cargo test --workspace` builds next to the test executables;
+/// panics naming the command that builds it when it is missing.
+pub fn vmm_binary() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let bin = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .map(|dir| dir.join("vmm"))
+        .unwrap();
+    assert!(
+        bin.exists(),
+        "{} does not exist: build it first (cargo build --release -p vmm)",
+        bin.display()
+    );
+    bin
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

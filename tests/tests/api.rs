@@ -6,14 +6,13 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
 use vmm::run::snapshot::RestoreConfig;
 use vmm::run::{run_kernel, ConsoleInput, GuestVm, RunConfig, RunExit};
-use vmm_tests::{guest, without_cycles, SharedBuf};
+use vmm_tests::{guest, vmm_binary, without_cycles, SharedBuf};
 
 struct Client {
     reader: BufReader<UnixStream>,
@@ -145,22 +144,6 @@ fn pause_dump_snapshot_resume_and_restore() {
     let exit = runner.join().unwrap().unwrap();
     assert!(matches!(exit, RunExit::BudgetExhausted { .. }), "{exit:?}");
     let _ = std::fs::remove_file(&snap);
-}
-
-/// The `vmm` binary, which `cargo test --workspace` builds next to the test executables.
-fn vmm_binary() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let bin = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .map(|dir| dir.join("vmm"))
-        .unwrap();
-    assert!(
-        bin.exists(),
-        "{} does not exist: build it first (cargo build --release -p vmm)",
-        bin.display()
-    );
-    bin
 }
 
 /// Instructions the `sbi_ctr_pause` runs may execute: the guest polls for input between the

@@ -9,7 +9,7 @@ use vmm::run::snapshot::{restore_and_run, RestoreConfig};
 use vmm::run::{
     run_kernel, ConsoleInput, GuestVm, RunConfig, RunExit, RunStats, VirtualInsnAction,
 };
-use vmm_tests::{guest, SharedBuf, BUDGET};
+use vmm_tests::{guest, vmm_binary, SharedBuf, BUDGET};
 
 fn run(config: &RunConfig) -> (Result<(RunExit, RunStats), vmm::Error>, String) {
     let out = SharedBuf::default();
@@ -175,22 +175,6 @@ fn counters_events_and_of_survive_a_snapshot_exactly() {
         );
         let _ = std::fs::remove_file(&path);
     }
-}
-
-/// The `vmm` binary, which `cargo test --workspace` builds next to the test executables.
-fn vmm_binary() -> std::path::PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let bin = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .map(|dir| dir.join("vmm"))
-        .unwrap();
-    assert!(
-        bin.exists(),
-        "{} does not exist: build it first (cargo build --release -p vmm)",
-        bin.display()
-    );
-    bin
 }
 
 #[test]
