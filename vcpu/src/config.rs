@@ -40,6 +40,9 @@ pub struct HartConfig {
     pub ctr: Option<crate::ctr::CtrConfig>,
     /// Performance monitoring: the numbers of the draft extensions' CSRs.
     pub pmu: crate::pmu::PmuConfig,
+    /// Translate straight-line blocks to host code (x86-64 hosts) when nothing is observed
+    /// per instruction; `false`: always interpret (see the `jit` module).
+    pub jit: bool,
 }
 
 impl Default for HartConfig {
@@ -51,6 +54,7 @@ impl Default for HartConfig {
             shared_clock: None,
             ctr: Some(crate::ctr::CtrConfig::full()),
             pmu: crate::pmu::PmuConfig::default(),
+            jit: true,
         }
     }
 }

@@ -93,6 +93,8 @@ pub struct Hart {
     pub(crate) tlb: Tlb,
     dcache: Vec<Insn>,
     dcache_mask: usize,
+    /// Translated blocks (`None`: interpret only).
+    pub(crate) jit: Option<Box<crate::jit::Jit>>,
     /// LR reservation: physical address and the value loaded.
     pub(crate) reservation: Option<(u64, u64)>,
     /// A device load waiting for [`Hart::complete_mmio_read`].
@@ -173,6 +175,7 @@ impl Hart {
             tlb: Tlb::new(),
             dcache: vec![decode::decode(EMPTY_SLOT); n],
             dcache_mask: n - 1,
+            jit: if config.jit { crate::jit::Jit::new() } else { None },
             reservation: None,
             pending_load: None,
             retired: 0,
@@ -573,6 +576,15 @@ impl Hart {
         // PMU: an overflow found at the end of a one-instruction chunk is that instruction's.
         let first_pc = self.pc;
         while self.vclock < end {
+            // Nothing to observe per instruction: run a translated block if one fits.
+            if !TRACE && !CTR && PMU == PMU_OFF {
+                let done = self.jit_step(end - self.vclock);
+                if done != 0 {
+                    self.vclock += done;
+                    self.retired += done;
+                    continue;
+                }
+            }
             self.vclock += 1;
             // A fetch fault has already been taken (in the cold path) when this is None.
             let Some(idx) = self.fetch() else {

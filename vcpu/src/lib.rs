@@ -37,6 +37,7 @@ mod mmu;
 pub mod pmu;
 mod smp;
 pub mod state;
+mod jit;
 pub mod trap;
 mod vcpu;
 pub mod zicsr;

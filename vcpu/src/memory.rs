@@ -116,6 +116,12 @@ impl Ram {
         }
     }
 
+    /// The host address of RAM offset `off` (for translated code, which accesses RAM
+    /// directly at offsets the TLB vouches for).
+    pub fn host_addr(&self, off: u64) -> usize {
+        self.host as usize + off as usize
+    }
+
     /// An aligned 32- or 64-bit atomic cell at `off` for LR/SC/AMOs (`off` aligned, in bounds).
     #[inline]
     pub fn atomic32(&self, off: u64) -> &AtomicU32 {

@@ -26,6 +26,7 @@ const TLB_SIZE: usize = 256;
 const INVALID: u64 = u64::MAX;
 
 #[derive(Clone, Copy)]
+#[repr(C)]
 struct Entry {
     /// `vaddr >> 12 | context`
     tag: u64,
@@ -69,6 +70,18 @@ impl Tlb {
             cur_lim: 0,
             cur_off: 0,
         }
+    }
+
+    /// Byte offsets of the load and store entry arrays and of the data context (for the
+    /// block translator, which looks up loads and stores inline; entries are `{tag, off}`,
+    /// 16 bytes).
+    pub(crate) fn layout() -> (usize, usize, usize) {
+        use std::mem::offset_of;
+        (
+            offset_of!(Tlb, load),
+            offset_of!(Tlb, store),
+            offset_of!(Tlb, data_ctx),
+        )
     }
 
     pub fn flush(&mut self) {

@@ -1,0 +1,246 @@
+//! Block translation: straight-line runs of guest instructions compiled to host code, for
+//! the loop variant with nothing to observe per instruction (no tracing, no CTR recording,
+//! no active performance monitor).
+//!
+//! A block starts at a guest pc, lies within one page, and ends at the first jump or branch
+//! (included), at the first instruction the code generator leaves to the interpreter
+//! (excluded: CSR accesses, atomics, floating point, division, system instructions...), at
+//! the page end, or after [`MAX_INSNS`]. Blocks are found through a direct-mapped table keyed
+//! by the pc *and* the RAM offset it translates to (so another address space's code at the
+//! same pc never matches), and every block starts by comparing its code bytes in guest RAM
+//! with the ones it was translated from: a store to code (by any hart or the VMM) is seen at
+//! the next block entry, with no invalidation protocol and independent of FENCE.I, exactly
+//! as the interpreter's decode cache behaves.
+//!
+//! Blocks run only while a whole block fits in the remaining instruction budget of the
+//! chunk, so interrupts, timer deadlines and budgets land on the same instruction as in the
+//! interpreter. A block counts its instructions as retired and clocked like the interpreter
+//! does, one slot each.
+
+mod region;
+#[cfg(target_arch = "x86_64")]
+mod x64;
+
+use crate::decode::{self, Insn};
+use crate::hart::Hart;
+
+/// Instructions per block at most.
+const MAX_INSNS: usize = 64;
+/// Blocks in the lookup table (a power of two).
+const TABLE: usize = 1 << 16;
+/// Host code space per hart.
+const REGION_BYTES: usize = 64 << 20;
+/// Room one block may need at most (the assembler's output is checked against it).
+const MAX_BLOCK_BYTES: usize = 64 * 1024;
+
+/// Where the code generator finds hart state: displacements from the hart pointer.
+pub(crate) struct Layout {
+    x: i32,
+    pc: i32,
+    load: i32,
+    store: i32,
+    data_ctx: i32,
+    ram_host: u64,
+}
+
+/// A block to assemble.
+pub(crate) struct Plan {
+    /// (pc, decoded instruction), in order.
+    insns: Vec<(u64, Insn)>,
+    /// pc after the last instruction (when it does not jump).
+    end_pc: u64,
+    /// Host address of the block's first code byte.
+    code_host: usize,
+    /// Code bytes to compare at entry: (byte offset, size 2/4/8, value).
+    check: Vec<(u32, u8, u64)>,
+}
+
+/// A translated block: entry point, or 0 when the instruction at `va` is not translated.
+#[derive(Clone, Copy)]
+struct Block {
+    va: u64,
+    off: u64,
+    code: usize,
+    insns: u64,
+}
+
+const NO_BLOCK: Block = Block {
+    va: u64::MAX,
+    off: u64::MAX,
+    code: 0,
+    insns: 0,
+};
+
+/// A hart's translated blocks.
+pub(crate) struct Jit {
+    region: region::Region,
+    table: Box<[Block]>,
+    /// Blocks translated (statistics).
+    pub(crate) translated: u64,
+}
+
+type BlockFn = unsafe extern "sysv64" fn(*mut Hart) -> u64;
+
+impl Jit {
+    /// A translator for this host, or `None` where there is none (not x86-64, or no
+    /// executable memory).
+    pub(crate) fn new() -> Option<Box<Jit>> {
+        if !cfg!(target_arch = "x86_64") {
+            return None;
+        }
+        Some(Box::new(Jit {
+            region: region::Region::new(REGION_BYTES)?,
+            table: vec![NO_BLOCK; TABLE].into_boxed_slice(),
+            translated: 0,
+        }))
+    }
+
+    #[inline(always)]
+    fn slot(off: u64) -> usize {
+        (off >> 1) as usize & (TABLE - 1)
+    }
+}
+
+impl Hart {
+    /// Run the block at pc if there is one that fits in `left` instructions; returns the
+    /// instructions it completed (0: nothing ran, the interpreter executes the next one).
+    #[inline(always)]
+    pub(crate) fn jit_step(&mut self, left: u64) -> u64 {
+        let Some(off) = self.tlb.lookup_fetch_page(self.pc) else {
+            return 0;
+        };
+        let pc = self.pc;
+        let Some(jit) = self.jit.as_deref() else {
+            return 0;
+        };
+        let b = jit.table[Jit::slot(off)];
+        let b = if b.va == pc && b.off == off {
+            b
+        } else {
+            self.jit_translate(pc, off)
+        };
+        if b.code == 0 || b.insns > left {
+            return 0;
+        }
+        // SAFETY: `code` is a block assembled for this hart's layout by `jit_translate`, in a
+        // region the hart owns; it touches only the hart's registers, pc, TLB and guest RAM
+        // at offsets the TLB vouches for.
+        let done = unsafe {
+            let f: BlockFn = std::mem::transmute(b.code);
+            f(self as *mut Hart)
+        };
+        if done == u64::MAX {
+            // The code changed under the block: forget it; it is translated anew next time.
+            if let Some(jit) = self.jit.as_deref_mut() {
+                jit.table[Jit::slot(off)] = NO_BLOCK;
+            }
+            return 0;
+        }
+        done
+    }
+
+    /// Translate the block at `pc` (RAM offset `off`, in the fetch page) and enter it in the
+    /// table.
+    #[cold]
+    #[inline(never)]
+    fn jit_translate(&mut self, pc: u64, off: u64) -> Block {
+        let plan = self.jit_plan(pc, off);
+        let mut block = Block {
+            va: pc,
+            off,
+            code: 0,
+            insns: plan.insns.len() as u64,
+        };
+        #[cfg(target_arch = "x86_64")]
+        if !plan.insns.is_empty() {
+            let layout = self.jit_layout();
+            let jit = self.jit.as_deref_mut().expect("translating without a JIT");
+            if jit.region.next(MAX_BLOCK_BYTES).is_none() {
+                jit.region.clear();
+                jit.table.fill(NO_BLOCK);
+            }
+            let at = jit.region.next(MAX_BLOCK_BYTES).expect("empty JIT region too small");
+            if let Some(code) = x64::assemble(at, &plan, &layout) {
+                if code.len() <= MAX_BLOCK_BYTES {
+                    block.code = jit.region.push(&code);
+                    jit.translated += 1;
+                }
+            }
+        }
+        if block.code == 0 {
+            block.insns = 0;
+        }
+        if let Some(jit) = self.jit.as_deref_mut() {
+            jit.table[Jit::slot(off)] = block;
+        }
+        block
+    }
+
+    /// Decode the run of translatable instructions at `pc`.
+    fn jit_plan(&self, pc: u64, off: u64) -> Plan {
+        let page_end = (off | 0xfff) + 1;
+        let mut insns = Vec::new();
+        let (mut va, mut o) = (pc, off);
+        #[cfg(target_arch = "x86_64")]
+        while insns.len() < MAX_INSNS && o + 2 <= page_end {
+            let lo = self.ram.load(o, 2) as u32;
+            let len = decode::insn_len(lo as u16) as u64;
+            if o + len > page_end {
+                break;
+            }
+            let bits = if len == 4 {
+                lo | (self.ram.load(o + 2, 2) as u32) << 16
+            } else {
+                lo
+            };
+            let i = decode::decode(bits);
+            let terminal = x64::terminal(i.op);
+            if !terminal && !x64::straight(i.op) {
+                break;
+            }
+            insns.push((va, i));
+            va = va.wrapping_add(len);
+            o += len;
+            if terminal {
+                break;
+            }
+        }
+        // Compare the whole byte range at entry: 8-byte words, the last one overlapping.
+        let bytes = (o - off) as u32;
+        let mut check = Vec::new();
+        let mut word = |at: u32, size: u8| check.push((at, size, self.ram.load(off + at as u64, size as u32)));
+        if bytes >= 8 {
+            let mut at = 0;
+            while at + 8 < bytes {
+                word(at, 8);
+                at += 8;
+            }
+            word(bytes - 8, 8);
+        } else if bytes >= 4 {
+            word(0, 4);
+            word(bytes - 4, 4);
+        } else if bytes == 2 {
+            word(0, 2);
+        }
+        Plan {
+            insns,
+            end_pc: va,
+            code_host: self.ram.host_addr(off),
+            check,
+        }
+    }
+
+    fn jit_layout(&self) -> Layout {
+        use std::mem::offset_of;
+        let tlb = offset_of!(Hart, tlb);
+        let (load, store, data_ctx) = crate::mmu::Tlb::layout();
+        Layout {
+            x: offset_of!(Hart, x) as i32,
+            pc: offset_of!(Hart, pc) as i32,
+            load: (tlb + load) as i32,
+            store: (tlb + store) as i32,
+            data_ctx: (tlb + data_ctx) as i32,
+            ram_host: self.ram.host_addr(0) as u64,
+        }
+    }
+}
