@@ -95,6 +95,10 @@ pub struct Hart {
     dcache_mask: usize,
     /// Translated blocks (`None`: interpret only).
     pub(crate) jit: Option<Box<crate::jit::Jit>>,
+    /// Translated code: instructions it may still run in this call (see `jit::x64`).
+    pub(crate) jit_budget: u64,
+    /// Translated code: the address of the exit slot a block left through unlinked, or 0.
+    pub(crate) jit_last_exit: u64,
     /// LR reservation: physical address and the value loaded.
     pub(crate) reservation: Option<(u64, u64)>,
     /// A device load waiting for [`Hart::complete_mmio_read`].
@@ -176,6 +180,8 @@ impl Hart {
             dcache: vec![decode::decode(EMPTY_SLOT); n],
             dcache_mask: n - 1,
             jit: if config.jit { crate::jit::Jit::new() } else { None },
+            jit_budget: 0,
+            jit_last_exit: 0,
             reservation: None,
             pending_load: None,
             retired: 0,

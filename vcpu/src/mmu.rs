@@ -84,6 +84,12 @@ impl Tlb {
         )
     }
 
+    /// Byte offsets of the fetch entry array and of the fetch context (see [`Tlb::layout`]).
+    pub(crate) fn fetch_layout() -> (usize, usize) {
+        use std::mem::offset_of;
+        (offset_of!(Tlb, fetch), offset_of!(Tlb, fetch_ctx))
+    }
+
     pub fn flush(&mut self) {
         self.cur_lim = 0;
         self.fetch.fill(EMPTY);

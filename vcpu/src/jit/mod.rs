@@ -27,7 +27,7 @@ use crate::hart::Hart;
 /// Instructions per block at most.
 const MAX_INSNS: usize = 64;
 /// Blocks in the lookup table (a power of two).
-const TABLE: usize = 1 << 16;
+pub(crate) const TABLE: usize = 1 << 18;
 /// Host code space per hart.
 const REGION_BYTES: usize = 64 << 20;
 /// Room one block may need at most (the assembler's output is checked against it).
@@ -37,10 +37,16 @@ const MAX_BLOCK_BYTES: usize = 64 * 1024;
 pub(crate) struct Layout {
     x: i32,
     pc: i32,
+    budget: i32,
+    last_exit: i32,
     load: i32,
     store: i32,
     data_ctx: i32,
+    fetch: i32,
+    fetch_ctx: i32,
     ram_host: u64,
+    /// Address of the block table (entries `{va, off, code, insns}`, 32 bytes).
+    table: u64,
 }
 
 /// A block to assemble.
@@ -57,6 +63,7 @@ pub(crate) struct Plan {
 
 /// A translated block: entry point, or 0 when the instruction at `va` is not translated.
 #[derive(Clone, Copy)]
+#[repr(C)]
 struct Block {
     va: u64,
     off: u64,
@@ -77,6 +84,8 @@ pub(crate) struct Jit {
     table: Box<[Block]>,
     /// Blocks translated (statistics).
     pub(crate) translated: u64,
+    /// Incremented when the region is emptied (every block and link is gone).
+    generation: u64,
 }
 
 type BlockFn = unsafe extern "sysv64" fn(*mut Hart) -> u64;
@@ -92,6 +101,7 @@ impl Jit {
             region: region::Region::new(REGION_BYTES)?,
             table: vec![NO_BLOCK; TABLE].into_boxed_slice(),
             translated: 0,
+            generation: 0,
         }))
     }
 
@@ -102,14 +112,18 @@ impl Jit {
 }
 
 impl Hart {
-    /// Run the block at pc if there is one that fits in `left` instructions; returns the
-    /// instructions it completed (0: nothing ran, the interpreter executes the next one).
+    /// Run the block at pc (and the blocks linked to it) within `left` instructions; returns
+    /// the instructions completed (0: nothing ran, the interpreter executes the next one).
     #[inline(always)]
     pub(crate) fn jit_step(&mut self, left: u64) -> u64 {
-        let Some(off) = self.tlb.lookup_fetch_page(self.pc) else {
-            return 0;
-        };
         let pc = self.pc;
+        let off = match self.tlb.lookup_fetch_page(pc) {
+            Some(off) => off,
+            None => match self.tlb.lookup_fetch(pc) {
+                Some(off) => off,
+                None => return 0,
+            },
+        };
         let Some(jit) = self.jit.as_deref() else {
             return 0;
         };
@@ -119,24 +133,59 @@ impl Hart {
         } else {
             self.jit_translate(pc, off)
         };
-        if b.code == 0 || b.insns > left {
+        if b.code == 0 {
             return 0;
         }
+        self.jit_budget = left;
         // SAFETY: `code` is a block assembled for this hart's layout by `jit_translate`, in a
-        // region the hart owns; it touches only the hart's registers, pc, TLB and guest RAM
-        // at offsets the TLB vouches for.
-        let done = unsafe {
+        // region the hart owns; it and the blocks linked to it touch only the hart's
+        // registers, pc, budget and TLB, and guest RAM at offsets the TLB vouches for.
+        let stale = unsafe {
             let f: BlockFn = std::mem::transmute(b.code);
             f(self as *mut Hart)
         };
-        if done == u64::MAX {
-            // The code changed under the block: forget it; it is translated anew next time.
-            if let Some(jit) = self.jit.as_deref_mut() {
-                jit.table[Jit::slot(off)] = NO_BLOCK;
-            }
-            return 0;
+        let done = left - self.jit_budget;
+        if stale != 0 || self.jit_last_exit != 0 {
+            self.jit_after(stale as usize);
         }
         done
+    }
+
+    /// After a block run that ended in a stale block (its code bytes changed: forget it) or
+    /// in an exit not yet linked (link it to the block at pc, which is in the exit's page).
+    #[cold]
+    #[inline(never)]
+    fn jit_after(&mut self, stale: usize) {
+        let slot_addr = std::mem::take(&mut self.jit_last_exit) as usize;
+        let pc = self.pc;
+        let Some(off) = self.tlb.lookup_fetch(pc) else {
+            return;
+        };
+        let Some(jit) = self.jit.as_deref_mut() else {
+            return;
+        };
+        let slot = Jit::slot(off);
+        if stale != 0 {
+            if jit.table[slot].code == stale {
+                jit.table[slot] = NO_BLOCK;
+            }
+            return;
+        }
+        let generation = jit.generation;
+        let b = jit.table[slot];
+        let b = if b.va == pc && b.off == off {
+            b
+        } else {
+            self.jit_translate(pc, off)
+        };
+        let Some(jit) = self.jit.as_deref() else {
+            return;
+        };
+        if b.code != 0 && jit.generation == generation {
+            // SAFETY: the slot is the 8-byte jump target of a live block's exit (same
+            // generation), and no block is running.
+            unsafe { (slot_addr as *mut u64).write_unaligned(b.code as u64) };
+        }
     }
 
     /// Translate the block at `pc` (RAM offset `off`, in the fetch page) and enter it in the
@@ -158,6 +207,7 @@ impl Hart {
             if jit.region.next(MAX_BLOCK_BYTES).is_none() {
                 jit.region.clear();
                 jit.table.fill(NO_BLOCK);
+                jit.generation += 1;
             }
             let at = jit.region.next(MAX_BLOCK_BYTES).expect("empty JIT region too small");
             if let Some(code) = x64::assemble(at, &plan, &layout) {
@@ -234,13 +284,19 @@ impl Hart {
         use std::mem::offset_of;
         let tlb = offset_of!(Hart, tlb);
         let (load, store, data_ctx) = crate::mmu::Tlb::layout();
+        let (fetch, fetch_ctx) = crate::mmu::Tlb::fetch_layout();
         Layout {
             x: offset_of!(Hart, x) as i32,
             pc: offset_of!(Hart, pc) as i32,
+            budget: offset_of!(Hart, jit_budget) as i32,
+            last_exit: offset_of!(Hart, jit_last_exit) as i32,
             load: (tlb + load) as i32,
             store: (tlb + store) as i32,
             data_ctx: (tlb + data_ctx) as i32,
+            fetch: (tlb + fetch) as i32,
+            fetch_ctx: (tlb + fetch_ctx) as i32,
             ram_host: self.ram.host_addr(0) as u64,
+            table: self.jit.as_deref().map_or(0, |j| j.table.as_ptr() as u64),
         }
     }
 }

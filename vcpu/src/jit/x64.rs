@@ -1,9 +1,8 @@
 //! x86-64 code generation for a planned block (see [`super::Plan`]).
 //!
 //! A block is a leaf function `extern "sysv64" fn(hart: *mut Hart) -> u64` that keeps every
-//! guest register in the hart (`[rdi + x]`) and uses only caller-saved host registers. It
-//! returns how many of its instructions completed and has stored the guest pc to continue at;
-//! `u64::MAX` means its code bytes changed in guest RAM since translation (nothing ran).
+//! guest register in the hart (`[rdi + x]`) and uses only caller-saved host registers; see
+//! [`assemble`] for its protocol with the dispatcher.
 //!
 //! Loads and stores translate through the hart's software TLB inline. Whatever the inline
 //! path cannot do (a TLB miss, a page-crossing access, a device) ends the block *before*
@@ -59,13 +58,72 @@ fn put_rax(a: &mut Asm, l: &Layout, rd: u8) {
     dynasm!(a ; .arch x64 ; mov QWORD [rdi + d], rax);
 }
 
-/// pc = imm; return n
-fn leave_at(a: &mut Asm, l: &Layout, pc: u64, n: u32) {
-    let (p, n) = (l.pc, n as i32);
+/// A block exit to the fixed address `pc`. With `chain` (the target is in the block's own
+/// page, so its translation holds whenever this block runs) the exit jumps through a slot
+/// that first points at a stub reporting the slot to the dispatcher (`Hart::jit_last_exit`),
+/// which then links it straight to the target's block (see `super::Hart::jit_step`).
+fn exit_to(a: &mut Asm, l: &Layout, pc: u64, chain: bool, links: &mut Vec<(usize, usize)>) {
+    let p = l.pc;
     dynasm!(a ; .arch x64
         ; mov rax, QWORD pc as i64
         ; mov QWORD [rdi + p], rax
-        ; mov eax, n
+    );
+    if !chain {
+        dynasm!(a ; .arch x64 ; xor eax, eax ; ret);
+        return;
+    }
+    let slot = a.new_dynamic_label();
+    let last = l.last_exit;
+    dynasm!(a ; .arch x64 ; jmp QWORD [=>slot]);
+    let stub = a.offset().0;
+    dynasm!(a ; .arch x64
+        ; lea rax, [=>slot]
+        ; mov QWORD [rdi + last], rax
+        ; xor eax, eax
+        ; ret
+        ; =>slot
+    );
+    let at = a.offset().0;
+    dynasm!(a ; .arch x64 ; .u64 0);
+    links.push((at, stub));
+}
+
+/// Continue at the guest address in rax (already stored as pc): find its block through the
+/// fetch TLB and the block table, as the dispatcher would, and jump to it; return to the
+/// dispatcher when either misses. The target block checks its code and the budget itself.
+fn jump_indirect(a: &mut Asm, l: &Layout) {
+    let (fetch, fetch_off, fctx) = (l.fetch, l.fetch + 8, l.fetch_ctx);
+    let table = l.table as i64;
+    let mask = (super::TABLE - 1) as i32;
+    let miss = a.new_dynamic_label();
+    dynasm!(a ; .arch x64
+        ; mov rsi, rax
+        ; shr rsi, 12
+        ; movzx ecx, sil
+        ; shl ecx, 4
+        ; or rsi, QWORD [rdi + fctx]
+        ; cmp rsi, QWORD [rdi + rcx + fetch]
+        ; jne =>miss
+        ; mov rsi, QWORD [rdi + rcx + fetch_off]
+        ; mov edx, eax
+        ; and edx, 0xfff
+        ; add rsi, rdx
+        ; mov rdx, rsi
+        ; shr rdx, 1
+        ; and edx, mask
+        ; shl rdx, 5
+        ; mov rcx, QWORD table
+        ; add rcx, rdx
+        ; cmp rax, QWORD [rcx]
+        ; jne =>miss
+        ; cmp rsi, QWORD [rcx + 8]
+        ; jne =>miss
+        ; mov rcx, QWORD [rcx + 16]
+        ; test rcx, rcx
+        ; jz =>miss
+        ; jmp rcx
+        ; =>miss
+        ; xor eax, eax
         ; ret
     );
 }
@@ -130,9 +188,19 @@ pub(super) fn terminal(op: Op) -> bool {
 }
 
 /// Assemble `plan` for execution at address `base`.
+///
+/// Protocol (see the module documentation): the block first checks its code bytes (else it
+/// returns its own address: stale), then takes its instruction count from
+/// `Hart::jit_budget` (else it returns 0 with nothing done), runs, stores the pc to continue
+/// at and returns 0 or continues in a linked block. An instruction left to the interpreter
+/// midway gives back the budget of the instructions not done.
 pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> {
     let mut a = Asm::new(base);
+    let entry = a.new_dynamic_label();
     let invalid = a.new_dynamic_label();
+    let out = a.new_dynamic_label();
+    let mut links = Vec::new();
+    dynasm!(a ; .arch x64 ; =>entry);
     // The code bytes the block was translated from must still be there.
     let host = plan.code_host as i64;
     dynasm!(a ; .arch x64 ; mov rdx, QWORD host);
@@ -154,37 +222,55 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
             ),
         }
     }
-    let mut bails = Vec::new();
     let n = plan.insns.len() as u32;
+    let (budget, nn) = (l.budget, n as i32);
+    dynasm!(a ; .arch x64
+        ; cmp QWORD [rdi + budget], nn
+        ; jb =>out
+        ; sub QWORD [rdi + budget], nn
+    );
+    let page = plan.insns[0].0 >> 12;
+    let mut bails = Vec::new();
     for (k, &(pc, ref i)) in plan.insns.iter().enumerate() {
         if terminal(i.op) {
             debug_assert_eq!(k + 1, plan.insns.len());
-            emit_terminal(&mut a, l, pc, i, n);
+            emit_terminal(&mut a, l, pc, i, page, &mut links);
         } else if matches!(
             i.op,
             Op::Lb | Op::Lh | Op::Lw | Op::Ld | Op::Lbu | Op::Lhu | Op::Lwu
         ) || matches!(i.op, Op::Sb | Op::Sh | Op::Sw | Op::Sd)
         {
             let bail = a.new_dynamic_label();
-            bails.push((bail, pc, k as u32));
+            bails.push((bail, pc, n - k as u32));
             emit_memory(&mut a, l, i, bail);
         } else {
             emit_straight(&mut a, l, pc, i);
         }
     }
     if !plan.insns.last().is_some_and(|(_, i)| terminal(i.op)) {
-        leave_at(&mut a, l, plan.end_pc, n);
+        exit_to(&mut a, l, plan.end_pc, plan.end_pc >> 12 == page, &mut links);
     }
-    for (label, pc, k) in bails {
-        dynasm!(a ; .arch x64 ; =>label);
-        leave_at(&mut a, l, pc, k);
+    for (label, pc, undone) in bails {
+        let undone = undone as i32;
+        dynasm!(a ; .arch x64
+            ; =>label
+            ; add QWORD [rdi + budget], undone
+        );
+        exit_to(&mut a, l, pc, false, &mut links);
     }
     dynasm!(a ; .arch x64
+        ; =>out
+        ; xor eax, eax
+        ; ret
         ; =>invalid
-        ; mov rax, QWORD -1
+        ; lea rax, [=>entry]
         ; ret
     );
-    a.finalize().ok()
+    let mut code = a.finalize().ok()?;
+    for (at, stub) in links {
+        code[at..at + 8].copy_from_slice(&((base + stub) as u64).to_le_bytes());
+    }
+    Some(code)
 }
 
 fn emit_straight(a: &mut Asm, l: &Layout, pc: u64, i: &Insn) {
@@ -330,19 +416,26 @@ fn emit_memory(a: &mut Asm, l: &Layout, i: &Insn, bail: dynasmrt::DynamicLabel) 
     }
 }
 
-/// The jump or branch that ends a block.
-fn emit_terminal(a: &mut Asm, l: &Layout, pc: u64, i: &Insn, n: u32) {
+/// The jump or branch that ends a block (`page`: the block's page number, for linking).
+fn emit_terminal(
+    a: &mut Asm,
+    l: &Layout,
+    pc: u64,
+    i: &Insn,
+    page: u64,
+    links: &mut Vec<(usize, usize)>,
+) {
     use Op::*;
     let link = pc.wrapping_add(i.len as u64);
     let target = pc.wrapping_add(i.imm as i64 as u64);
-    let (p, nn) = (l.pc, n as i32);
+    let p = l.pc;
     match i.op {
         Jal => {
             if i.rd != X0_SINK {
                 let d = xd(l, i.rd);
                 dynasm!(a ; .arch x64 ; mov rax, QWORD link as i64 ; mov QWORD [rdi + d], rax);
             }
-            leave_at(a, l, target, n);
+            exit_to(a, l, target, target >> 12 == page, links);
         }
         Jalr => {
             get_rax(a, l, i.rs1);
@@ -352,11 +445,8 @@ fn emit_terminal(a: &mut Asm, l: &Layout, pc: u64, i: &Insn, n: u32) {
                 let d = xd(l, i.rd);
                 dynasm!(a ; .arch x64 ; mov rcx, QWORD link as i64 ; mov QWORD [rdi + d], rcx);
             }
-            dynasm!(a ; .arch x64
-                ; mov QWORD [rdi + p], rax
-                ; mov eax, nn
-                ; ret
-            );
+            dynasm!(a ; .arch x64 ; mov QWORD [rdi + p], rax);
+            jump_indirect(a, l);
         }
         _ => {
             get_rax(a, l, i.rs1);
@@ -371,9 +461,9 @@ fn emit_terminal(a: &mut Asm, l: &Layout, pc: u64, i: &Insn, n: u32) {
                 Bltu => dynasm!(a ; .arch x64 ; jb =>taken),
                 _ => dynasm!(a ; .arch x64 ; jae =>taken),
             }
-            leave_at(a, l, link, n);
+            exit_to(a, l, link, link >> 12 == page, links);
             dynasm!(a ; .arch x64 ; =>taken);
-            leave_at(a, l, target, n);
+            exit_to(a, l, target, target >> 12 == page, links);
         }
     }
 }
