@@ -125,11 +125,17 @@ impl VmmRun {
 
 /// Runs the ELF at `path` on a fresh 128 MiB machine with an instruction budget.
 pub fn run_vmm(path: &Path, max_insns: u64) -> Result<VmmRun, vmm::Error> {
+    run_vmm_jit(path, max_insns, true)
+}
+
+/// [`run_vmm`] with block translation on or off (`--jit`).
+pub fn run_vmm_jit(path: &Path, max_insns: u64, jit: bool) -> Result<VmmRun, vmm::Error> {
     let console = SharedBuf::default();
     let config = MachineConfig {
         memory_mib: 128,
         max_insns: Some(max_insns),
         trace: false,
+        jit,
     };
     let (exit, stats) = machine::run_elf(path, &config, Box::new(console.clone()))?;
     Ok(VmmRun {

@@ -99,6 +99,8 @@ pub struct Hart {
     pub(crate) jit_budget: u64,
     /// Translated code: the address of the exit slot a block left through unlinked, or 0.
     pub(crate) jit_last_exit: u64,
+    /// Translated code: set by a load/store slow path that met a fault or a device.
+    pub(crate) jit_fault: bool,
     /// LR reservation: physical address and the value loaded.
     pub(crate) reservation: Option<(u64, u64)>,
     /// A device load waiting for [`Hart::complete_mmio_read`].
@@ -179,9 +181,14 @@ impl Hart {
             tlb: Tlb::new(),
             dcache: vec![decode::decode(EMPTY_SLOT); n],
             dcache_mask: n - 1,
-            jit: if config.jit { crate::jit::Jit::new() } else { None },
+            jit: if config.jit {
+                crate::jit::Jit::new()
+            } else {
+                None
+            },
             jit_budget: 0,
             jit_last_exit: 0,
+            jit_fault: false,
             reservation: None,
             pending_load: None,
             retired: 0,
@@ -250,6 +257,10 @@ impl Hart {
     /// Instructions executed so far, retired or trapped (what an instruction budget counts).
     pub fn executed(&self) -> u64 {
         self.vclock - self.skipped
+    }
+    /// Blocks translated to host code so far (0 with translation off; see `HartConfig::jit`).
+    pub fn translated_blocks(&self) -> u64 {
+        self.jit.as_deref().map_or(0, |j| j.translated)
     }
     /// A handle another thread can use to stop [`Hart::run`].
     pub fn stop_handle(&self) -> StopHandle {

@@ -584,7 +584,7 @@ impl Hart {
     }
 
     #[cold]
-    fn load_slow(&mut self, va: u64, size: u32) -> Result<u64, Ctl> {
+    pub(crate) fn load_slow(&mut self, va: u64, size: u32) -> Result<u64, Ctl> {
         let len = size as u64;
         if (va & 0xfff) + len > 0x1000 {
             // Misaligned across a page boundary: check both pages first, then byte by byte.
@@ -632,7 +632,7 @@ impl Hart {
     }
 
     #[cold]
-    fn store_slow(&mut self, va: u64, size: u32, val: u64) -> Result<(), Ctl> {
+    pub(crate) fn store_slow(&mut self, va: u64, size: u32, val: u64) -> Result<(), Ctl> {
         let len = size as u64;
         if (va & 0xfff) + len > 0x1000 {
             let first = 0x1000 - (va & 0xfff);

@@ -88,6 +88,10 @@ struct RestoreArgs {
     #[arg(long, value_name = "N", default_value_t = runner::DEFAULT_SLICE_INSNS)]
     slice_insns: u64,
 
+    /// Block translation, as for `run`.
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
+    jit: bool,
+
     /// Print instructions, wall time, MIPS and the exit table on stderr.
     #[arg(long)]
     stats: bool,
@@ -210,6 +214,13 @@ struct RunArgs {
     #[arg(long, value_name = "N", default_value_t = runner::DEFAULT_SLICE_INSNS)]
     slice_insns: u64,
 
+    /// Block translation: `on` runs straight-line blocks of integer instructions as x86-64
+    /// code while nothing is observed per instruction (no --trace, no CTR recording, no
+    /// counting hpm counter); `off` interprets every instruction. Guest-visible behaviour is
+    /// the same (instruction counts, traps, timer and budget points included).
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
+    jit: bool,
+
     /// Print instructions, wall time, MIPS and a table of exits by reason on stderr
     /// (summed over all vCPUs).
     #[arg(long)]
@@ -229,6 +240,13 @@ struct MachineArgs {
     /// Stop after N instructions (exit status 124).
     #[arg(long, value_name = "N")]
     max_insns: Option<u64>,
+
+    /// Block translation: `on` runs straight-line blocks of integer instructions as x86-64
+    /// code while nothing is observed per instruction (no --trace, no CTR recording, no
+    /// counting hpm counter); `off` interprets every instruction. Guest-visible behaviour is
+    /// the same (instruction counts, traps, timer and budget points included).
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
+    jit: bool,
 
     /// Print instructions retired, wall time and MIPS on stderr.
     #[arg(long)]
@@ -285,16 +303,18 @@ fn run_machine(args: MachineArgs) -> ExitCode {
         memory_mib: args.memory,
         max_insns: args.max_insns,
         trace: args.trace,
+        jit: args.jit,
     };
     let console = Box::new(std::io::stdout());
     match machine::run_elf(&args.program, &config, console) {
         Ok((exit, stats)) => {
             if args.stats {
                 eprintln!(
-                    "vmm: {} instructions retired in {:.3} s ({:.2} MIPS)",
+                    "vmm: {} instructions retired in {:.3} s ({:.2} MIPS), {} blocks translated",
                     stats.instret,
                     stats.wall.as_secs_f64(),
-                    stats.mips()
+                    stats.mips(),
+                    stats.translated_blocks
                 );
             }
             match exit {
@@ -337,6 +357,7 @@ fn run_kernel(args: RunArgs) -> ExitCode {
         sspesa: args.sspesa,
         pdis: args.pdis,
         pmu_snapshot: args.pmu_snapshot,
+        jit: args.jit,
         ctr_depths: args.ctr_depths,
         host_ctr_depths: args.host_ctr_depths,
         api_sock: args.api_sock,
@@ -366,6 +387,7 @@ fn report(result: Result<(RunExit, runner::RunStats), vmm::Error>, stats_wanted:
                     stats.wall.as_secs_f64(),
                     stats.mips()
                 );
+                eprintln!("vmm: {} blocks translated", stats.translated_blocks);
                 eprint!("{}", stats.exits.table());
                 if !stats.switches.is_empty() {
                     let per_hart: Vec<String> = (0..)
@@ -395,6 +417,7 @@ fn restore(args: RestoreArgs) -> ExitCode {
         paused: args.paused,
         pcpus: args.pcpus,
         slice_insns: args.slice_insns,
+        jit: args.jit,
     };
     let console = Box::new(std::io::stdout());
     report(

@@ -25,11 +25,11 @@ use crate::decode::{self, Insn};
 use crate::hart::Hart;
 
 /// Instructions per block at most.
-const MAX_INSNS: usize = 64;
+pub(crate) const MAX_INSNS: usize = 64;
 /// Blocks in the lookup table (a power of two).
 pub(crate) const TABLE: usize = 1 << 18;
 /// Host code space per hart.
-const REGION_BYTES: usize = 64 << 20;
+const REGION_BYTES: usize = 256 << 20;
 /// Room one block may need at most (the assembler's output is checked against it).
 const MAX_BLOCK_BYTES: usize = 64 * 1024;
 
@@ -44,6 +44,9 @@ pub(crate) struct Layout {
     data_ctx: i32,
     fetch: i32,
     fetch_ctx: i32,
+    fault: i32,
+    load_helper: usize,
+    store_helper: usize,
     ram_host: u64,
     /// Address of the block table (entries `{va, off, code, insns}`, 32 bytes).
     table: u64,
@@ -71,9 +74,12 @@ struct Block {
     insns: u64,
 }
 
+/// An empty table entry: all zeros (the table is allocated zeroed, so untouched parts cost
+/// no memory). It matches pc 0 at RAM offset 0 as "not translated", which only means the
+/// interpreter runs that one instruction.
 const NO_BLOCK: Block = Block {
-    va: u64::MAX,
-    off: u64::MAX,
+    va: 0,
+    off: 0,
     code: 0,
     insns: 0,
 };
@@ -90,6 +96,36 @@ pub(crate) struct Jit {
 
 type BlockFn = unsafe extern "sysv64" fn(*mut Hart) -> u64;
 
+/// The slow path of a translated load: the interpreter's, through a page walk. On a fault
+/// or a device access it sets `Hart::jit_fault` (the block then leaves before the load, and
+/// the interpreter executes it again, taking the trap or making the exit).
+///
+/// # Safety
+/// `hart` is the hart running the block (the dispatcher holds it mutably for the call).
+unsafe extern "sysv64" fn jit_load(hart: *mut Hart, va: u64, size: u64) -> u64 {
+    // SAFETY: see above; no other reference to the hart is used during the call.
+    let h = unsafe { &mut *hart };
+    match h.load_slow(va, size as u32) {
+        Ok(v) => v,
+        Err(_) => {
+            h.jit_fault = true;
+            0
+        }
+    }
+}
+
+/// The slow path of a translated store (see [`jit_load`]); nothing is written on a fault.
+///
+/// # Safety
+/// As for [`jit_load`].
+unsafe extern "sysv64" fn jit_store(hart: *mut Hart, va: u64, val: u64, size: u64) {
+    // SAFETY: as for `jit_load`.
+    let h = unsafe { &mut *hart };
+    if h.store_slow(va, size as u32, val).is_err() {
+        h.jit_fault = true;
+    }
+}
+
 impl Jit {
     /// A translator for this host, or `None` where there is none (not x86-64, or no
     /// executable memory).
@@ -99,7 +135,8 @@ impl Jit {
         }
         Some(Box::new(Jit {
             region: region::Region::new(REGION_BYTES)?,
-            table: vec![NO_BLOCK; TABLE].into_boxed_slice(),
+            // SAFETY: `Block` is plain integers, for which all zeros is a valid value.
+            table: unsafe { Box::<[Block]>::new_zeroed_slice(TABLE).assume_init() },
             translated: 0,
             generation: 0,
         }))
@@ -137,6 +174,7 @@ impl Hart {
             return 0;
         }
         self.jit_budget = left;
+        self.jit_fault = false;
         // SAFETY: `code` is a block assembled for this hart's layout by `jit_translate`, in a
         // region the hart owns; it and the blocks linked to it touch only the hart's
         // registers, pc, budget and TLB, and guest RAM at offsets the TLB vouches for.
@@ -209,7 +247,10 @@ impl Hart {
                 jit.table.fill(NO_BLOCK);
                 jit.generation += 1;
             }
-            let at = jit.region.next(MAX_BLOCK_BYTES).expect("empty JIT region too small");
+            let at = jit
+                .region
+                .next(MAX_BLOCK_BYTES)
+                .expect("empty JIT region too small");
             if let Some(code) = x64::assemble(at, &plan, &layout) {
                 if code.len() <= MAX_BLOCK_BYTES {
                     block.code = jit.region.push(&code);
@@ -229,7 +270,7 @@ impl Hart {
     /// Decode the run of translatable instructions at `pc`.
     fn jit_plan(&self, pc: u64, off: u64) -> Plan {
         let page_end = (off | 0xfff) + 1;
-        let mut insns = Vec::new();
+        let mut insns = Vec::with_capacity(MAX_INSNS);
         let (mut va, mut o) = (pc, off);
         #[cfg(target_arch = "x86_64")]
         while insns.len() < MAX_INSNS && o + 2 <= page_end {
@@ -257,8 +298,9 @@ impl Hart {
         }
         // Compare the whole byte range at entry: 8-byte words, the last one overlapping.
         let bytes = (o - off) as u32;
-        let mut check = Vec::new();
-        let mut word = |at: u32, size: u8| check.push((at, size, self.ram.load(off + at as u64, size as u32)));
+        let mut check = Vec::with_capacity(MAX_INSNS);
+        let mut word =
+            |at: u32, size: u8| check.push((at, size, self.ram.load(off + at as u64, size as u32)));
         if bytes >= 8 {
             let mut at = 0;
             while at + 8 < bytes {
@@ -294,6 +336,9 @@ impl Hart {
             store: (tlb + store) as i32,
             data_ctx: (tlb + data_ctx) as i32,
             fetch: (tlb + fetch) as i32,
+            fault: offset_of!(Hart, jit_fault) as i32,
+            load_helper: jit_load as *const () as usize,
+            store_helper: jit_store as *const () as usize,
             fetch_ctx: (tlb + fetch_ctx) as i32,
             ram_host: self.ram.host_addr(0) as u64,
             table: self.jit.as_deref().map_or(0, |j| j.table.as_ptr() as u64),

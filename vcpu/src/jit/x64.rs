@@ -10,12 +10,15 @@
 //! MMIO exits).
 
 use dynasmrt::x64::X64Relocation;
-use dynasmrt::{dynasm, DynasmApi, DynasmLabelApi, VecAssembler};
+use dynasmrt::{dynasm, DynamicLabel, DynasmApi, DynasmLabelApi, VecAssembler};
 
 use super::{Layout, Plan};
 use crate::decode::{Insn, Op, X0_SINK};
 
 type Asm = VecAssembler<X64Relocation>;
+
+/// Labels a block needs at most per instruction (exits, slow paths), for preallocation.
+const MAX_LABELS: usize = 2 * super::MAX_INSNS;
 
 /// Displacement of integer register `r` from the hart pointer.
 fn xd(l: &Layout, r: u8) -> i32 {
@@ -195,7 +198,7 @@ pub(super) fn terminal(op: Op) -> bool {
 /// at and returns 0 or continues in a linked block. An instruction left to the interpreter
 /// midway gives back the budget of the instructions not done.
 pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> {
-    let mut a = Asm::new(base);
+    let mut a = Asm::new_with_capacity(base, 4096, 0, 0, 4 * MAX_LABELS, 0, 4 * MAX_LABELS);
     let entry = a.new_dynamic_label();
     let invalid = a.new_dynamic_label();
     let out = a.new_dynamic_label();
@@ -231,6 +234,7 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
     );
     let page = plan.insns[0].0 >> 12;
     let mut bails = Vec::new();
+    let mut slows = Vec::new();
     for (k, &(pc, ref i)) in plan.insns.iter().enumerate() {
         if terminal(i.op) {
             debug_assert_eq!(k + 1, plan.insns.len());
@@ -242,13 +246,22 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
         {
             let bail = a.new_dynamic_label();
             bails.push((bail, pc, n - k as u32));
-            emit_memory(&mut a, l, i, bail);
+            emit_memory(&mut a, l, i, bail, &mut slows);
         } else {
             emit_straight(&mut a, l, pc, i);
         }
     }
     if !plan.insns.last().is_some_and(|(_, i)| terminal(i.op)) {
-        exit_to(&mut a, l, plan.end_pc, plan.end_pc >> 12 == page, &mut links);
+        exit_to(
+            &mut a,
+            l,
+            plan.end_pc,
+            plan.end_pc >> 12 == page,
+            &mut links,
+        );
+    }
+    for slow in &slows {
+        emit_slow_path(&mut a, l, slow);
     }
     for (label, pc, undone) in bails {
         let undone = undone as i32;
@@ -328,8 +341,12 @@ fn emit_straight(a: &mut Asm, l: &Layout, pc: u64, i: &Insn) {
                 Sll => dynasm!(a ; .arch x64 ; shl rax, cl),
                 Srl => dynasm!(a ; .arch x64 ; shr rax, cl),
                 Sra => dynasm!(a ; .arch x64 ; sar rax, cl),
-                Slt => dynasm!(a ; .arch x64 ; xor edx, edx ; cmp rax, rcx ; setl dl ; mov rax, rdx),
-                Sltu => dynasm!(a ; .arch x64 ; xor edx, edx ; cmp rax, rcx ; setb dl ; mov rax, rdx),
+                Slt => {
+                    dynasm!(a ; .arch x64 ; xor edx, edx ; cmp rax, rcx ; setl dl ; mov rax, rdx)
+                }
+                Sltu => {
+                    dynasm!(a ; .arch x64 ; xor edx, edx ; cmp rax, rcx ; setb dl ; mov rax, rdx)
+                }
                 Addw => dynasm!(a ; .arch x64 ; add eax, ecx ; movsxd rax, eax),
                 Subw => dynasm!(a ; .arch x64 ; sub eax, ecx ; movsxd rax, eax),
                 Sllw => dynasm!(a ; .arch x64 ; shl eax, cl ; movsxd rax, eax),
@@ -346,9 +363,22 @@ fn emit_straight(a: &mut Asm, l: &Layout, pc: u64, i: &Insn) {
     put_rax(a, l, i.rd);
 }
 
-/// A load or store through the TLB: on a miss (or an access that crosses its page) jump to
-/// `bail`, which leaves the block with this instruction not executed.
-fn emit_memory(a: &mut Asm, l: &Layout, i: &Insn, bail: dynasmrt::DynamicLabel) {
+/// The out-of-line part of a load or store: the call to the dispatcher's slow path.
+pub(super) struct SlowPath {
+    slow: DynamicLabel,
+    resume: DynamicLabel,
+    bail: DynamicLabel,
+    op: Op,
+    rs2: u8,
+    size: i32,
+}
+
+/// A load or store through the TLB inline; a miss or an access that crosses its page takes
+/// the slow path (`SlowPath`): a call to `jit_load`/`jit_store`, which walk the page tables
+/// like the interpreter; when that faults or meets a device it jumps to `bail`, which
+/// leaves the block with this instruction not executed (the interpreter then takes the trap
+/// or makes the device exit).
+fn emit_memory(a: &mut Asm, l: &Layout, i: &Insn, bail: DynamicLabel, slows: &mut Vec<SlowPath>) {
     use Op::*;
     let size: i32 = match i.op {
         Lb | Lbu | Sb => 1,
@@ -357,6 +387,15 @@ fn emit_memory(a: &mut Asm, l: &Layout, i: &Insn, bail: dynasmrt::DynamicLabel) 
         _ => 8,
     };
     let store = matches!(i.op, Sb | Sh | Sw | Sd);
+    let (slow, resume) = (a.new_dynamic_label(), a.new_dynamic_label());
+    slows.push(SlowPath {
+        slow,
+        resume,
+        bail,
+        op: i.op,
+        rs2: i.rs2,
+        size,
+    });
     let imm = i.imm;
     get_rsi(a, l, i.rs1);
     if imm != 0 {
@@ -368,7 +407,7 @@ fn emit_memory(a: &mut Asm, l: &Layout, i: &Insn, bail: dynasmrt::DynamicLabel) 
             ; mov eax, esi
             ; and eax, 0xfff
             ; cmp eax, last
-            ; ja =>bail
+            ; ja =>slow
         );
     }
     let ctx = l.data_ctx;
@@ -385,10 +424,11 @@ fn emit_memory(a: &mut Asm, l: &Layout, i: &Insn, bail: dynasmrt::DynamicLabel) 
         ; shl edx, 4
         ; or rax, QWORD [rdi + ctx]
         ; cmp rax, QWORD [rdi + rdx + tag]
-        ; jne =>bail
+        ; jne =>slow
         ; mov rax, QWORD [rdi + rdx + off]
-        ; and esi, 0xfff
-        ; add rax, rsi
+        ; mov edx, esi
+        ; and edx, 0xfff
+        ; add rax, rdx
         ; mov rdx, QWORD ram
     );
     if store {
@@ -399,6 +439,7 @@ fn emit_memory(a: &mut Asm, l: &Layout, i: &Insn, bail: dynasmrt::DynamicLabel) 
             4 => dynasm!(a ; .arch x64 ; mov DWORD [rdx + rax], ecx),
             _ => dynasm!(a ; .arch x64 ; mov QWORD [rdx + rax], rcx),
         }
+        dynasm!(a ; .arch x64 ; =>resume);
         return;
     }
     match i.op {
@@ -410,10 +451,59 @@ fn emit_memory(a: &mut Asm, l: &Layout, i: &Insn, bail: dynasmrt::DynamicLabel) 
         Lwu => dynasm!(a ; .arch x64 ; mov ecx, DWORD [rdx + rax]),
         _ => dynasm!(a ; .arch x64 ; mov rcx, QWORD [rdx + rax]),
     }
+    dynasm!(a ; .arch x64 ; =>resume);
     if i.rd != X0_SINK {
         let d = xd(l, i.rd);
         dynasm!(a ; .arch x64 ; mov QWORD [rdi + d], rcx);
     }
+}
+
+/// The slow path of a load or store (rsi holds the address): call the helper with the
+/// stack aligned (a block runs with rsp = 8 mod 16, as on entry to a function), then
+/// resume, or bail when the helper reports a fault or device.
+fn emit_slow_path(a: &mut Asm, l: &Layout, s: &SlowPath) {
+    let store = matches!(s.op, Op::Sb | Op::Sh | Op::Sw | Op::Sd);
+    let size = s.size;
+    let fault = l.fault;
+    let (slow, resume, bail) = (s.slow, s.resume, s.bail);
+    dynasm!(a ; .arch x64 ; =>slow);
+    if store {
+        if s.rs2 == 0 {
+            dynasm!(a ; .arch x64 ; xor edx, edx);
+        } else {
+            let d = xd(l, s.rs2);
+            dynasm!(a ; .arch x64 ; mov rdx, QWORD [rdi + d]);
+        }
+        let f = l.store_helper as i64;
+        dynasm!(a ; .arch x64
+            ; mov ecx, size
+            ; push rdi
+            ; mov rax, QWORD f
+            ; call rax
+            ; pop rdi
+        );
+    } else {
+        let f = l.load_helper as i64;
+        dynasm!(a ; .arch x64
+            ; mov edx, size
+            ; push rdi
+            ; mov rax, QWORD f
+            ; call rax
+            ; pop rdi
+        );
+    }
+    dynasm!(a ; .arch x64
+        ; cmp BYTE [rdi + fault], 0
+        ; jne =>bail
+    );
+    match s.op {
+        Op::Lb => dynasm!(a ; .arch x64 ; movsx rcx, al),
+        Op::Lh => dynasm!(a ; .arch x64 ; movsx rcx, ax),
+        Op::Lw => dynasm!(a ; .arch x64 ; movsxd rcx, eax),
+        Op::Lbu | Op::Lhu | Op::Lwu | Op::Ld => dynasm!(a ; .arch x64 ; mov rcx, rax),
+        _ => {}
+    }
+    dynasm!(a ; .arch x64 ; jmp =>resume);
 }
 
 /// The jump or branch that ends a block (`page`: the block's page number, for linking).

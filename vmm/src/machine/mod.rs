@@ -42,6 +42,8 @@ pub struct MachineConfig {
     pub max_insns: Option<u64>,
     /// Log every instruction at trace level.
     pub trace: bool,
+    /// Block translation in the hart (`--jit`).
+    pub jit: bool,
 }
 
 impl Default for MachineConfig {
@@ -50,6 +52,7 @@ impl Default for MachineConfig {
             memory_mib: 128,
             max_insns: None,
             trace: false,
+            jit: true,
         }
     }
 }
@@ -78,6 +81,8 @@ pub struct RunStats {
     pub instret: u64,
     /// Host time spent running the hart (loading excluded).
     pub wall: Duration,
+    /// Blocks the hart translated to host code (`--jit`).
+    pub translated_blocks: u64,
 }
 
 impl RunStats {
@@ -109,6 +114,7 @@ pub fn run_elf(
     let stats = RunStats {
         instret: machine.hart().instret(),
         wall: start.elapsed(),
+        translated_blocks: machine.hart().translated_blocks(),
     };
     Ok((exit, stats))
 }
@@ -177,6 +183,7 @@ impl Machine {
         let hart_config = HartConfig {
             hart_id: HART_ID,
             mmio,
+            jit: config.jit,
             ..HartConfig::default()
         };
         let mut hart = Hart::new(hart_config, mem.clone())?;

@@ -303,6 +303,8 @@ impl Server {
         let config = HartConfig {
             hart_id: v.id,
             ctr: self.common.host_ctr.clone(),
+            // A scratch hart that never runs.
+            jit: false,
             ..HartConfig::default()
         };
         let scratch = Hart::new_guest(config, self.common.mem.clone())

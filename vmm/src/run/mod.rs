@@ -166,6 +166,8 @@ pub struct RunConfig {
     /// `--pmu-snapshot on|off`: whether the PMU offers the optional snapshot shared memory
     /// (`sbi_pmu_snapshot_set_shmem`; `off`: `SBI_ERR_NOT_SUPPORTED`).
     pub pmu_snapshot: bool,
+    /// `--jit on|off`: block translation in the harts (see `vcpu`'s `jit` module).
+    pub jit: bool,
     /// `--api-sock`: the control socket's path (`run/api.rs`).
     pub api_sock: Option<PathBuf>,
     /// `--snapshot-on-stop`: when the instruction budget or the timeout ends the run, write a
@@ -212,6 +214,7 @@ impl RunConfig {
             sspesa: true,
             pdis: true,
             pmu_snapshot: true,
+            jit: true,
             api_sock: None,
             snapshot_on_stop: None,
         }
@@ -337,6 +340,7 @@ pub(crate) fn run_vm(mut vm: GuestVm, input: ConsoleInput) -> Result<(RunExit, R
         wall: start.elapsed(),
         exits: vm.stats.clone(),
         switches: vm.switch_counts.clone(),
+        translated_blocks: vm.translated_blocks(),
     };
     Ok((exit?, stats))
 }
@@ -528,6 +532,7 @@ impl GuestVm {
                 }],
                 shared_clock: clock.clone(),
                 ctr: host_ctr.clone(),
+                jit: config.jit,
                 ..HartConfig::default()
             };
             let mut hart = Hart::new_guest(hart_config, mem.clone())?;
@@ -658,6 +663,16 @@ impl GuestVm {
         self.hart.executed()
             + self.parked_executed()
             + self.secondaries.iter().map(GuestVm::executed).sum::<u64>()
+    }
+
+    /// Blocks translated to host code by every hart (`--jit`).
+    pub fn translated_blocks(&self) -> u64 {
+        self.hart.translated_blocks()
+            + self
+                .secondaries
+                .iter()
+                .map(GuestVm::translated_blocks)
+                .sum::<u64>()
     }
 
     /// Where the kernel, initrd and device tree were put.

@@ -55,6 +55,8 @@ pub struct RestoreConfig {
     pub pcpus: Option<u64>,
     /// `--slice-insns`, as for `vmm run`.
     pub slice_insns: u64,
+    /// `--jit on|off`, as for `vmm run`.
+    pub jit: bool,
 }
 
 impl Default for RestoreConfig {
@@ -69,6 +71,7 @@ impl Default for RestoreConfig {
             paused: false,
             pcpus: None,
             slice_insns: super::DEFAULT_SLICE_INSNS,
+            jit: true,
         }
     }
 }
@@ -286,6 +289,7 @@ impl GuestVm {
                 }],
                 shared_clock: clock.clone(),
                 ctr: host_ctr.clone(),
+                jit: options.jit,
                 ..HartConfig::default()
             };
             let mut hart = Hart::new_guest(hart_config, mem.clone())?;

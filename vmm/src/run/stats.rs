@@ -175,6 +175,8 @@ pub struct RunStats {
     pub exits: ExitStats,
     /// vCPU switches per hart instance (`--pcpus`), hart 0 first; empty with one vCPU.
     pub switches: Vec<u64>,
+    /// Blocks translated to host code by all harts (`--jit`).
+    pub translated_blocks: u64,
 }
 
 impl RunStats {
