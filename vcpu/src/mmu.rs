@@ -22,7 +22,8 @@ use crate::hypervisor::{
 };
 use crate::trap::{cause, Exception};
 
-const TLB_SIZE: usize = 256;
+/// Entries per TLB array (a power of two).
+pub(crate) const TLB_SIZE: usize = 1024;
 const INVALID: u64 = u64::MAX;
 
 #[derive(Clone, Copy)]
@@ -51,7 +52,24 @@ pub(crate) struct Tlb {
     cur_lim: u64,
     /// RAM offset of the fetch page.
     cur_off: u64,
+    /// Flush generation, in tag bits 52-55 of both contexts (above any virtual page number):
+    /// a flush moves to the next generation, so that old entries no longer match, and clears
+    /// the arrays only when the generation wraps.
+    generation: u64,
+    /// G-stage translations of the guest-physical pages holding VS-stage page tables
+    /// (implicit reads): `(gpa >> 12 | generation | VALID, pa page)`, direct-mapped. Entries
+    /// of an older generation never match, so every TLB flush empties it too.
+    g_reads: [(u64, u64); G_READS],
 }
+
+/// Entries of [`Tlb::g_reads`].
+const G_READS: usize = 32;
+/// Tag bit of a valid [`Tlb::g_reads`] entry.
+const G_VALID: u64 = 1 << 63;
+
+/// Tag bits of the flush generation.
+const GENERATION_SHIFT: u32 = 52;
+const GENERATIONS: u64 = 16;
 
 const EMPTY: Entry = Entry {
     tag: INVALID,
@@ -69,6 +87,8 @@ impl Tlb {
             cur_va: 0,
             cur_lim: 0,
             cur_off: 0,
+            generation: 0,
+            g_reads: [(0, 0); G_READS],
         }
     }
 
@@ -92,9 +112,22 @@ impl Tlb {
 
     pub fn flush(&mut self) {
         self.cur_lim = 0;
-        self.fetch.fill(EMPTY);
-        self.load.fill(EMPTY);
-        self.store.fill(EMPTY);
+        self.generation = (self.generation + 1) % GENERATIONS;
+        if self.generation == 0 {
+            self.fetch.fill(EMPTY);
+            self.load.fill(EMPTY);
+            self.store.fill(EMPTY);
+            self.g_reads = [(0, 0); G_READS];
+        }
+        let mask = (GENERATIONS - 1) << GENERATION_SHIFT;
+        let g = self.generation << GENERATION_SHIFT;
+        self.fetch_ctx = (self.fetch_ctx & !mask) | g;
+        self.data_ctx = (self.data_ctx & !mask) | g;
+    }
+
+    /// The flush generation's tag bits (part of every context).
+    fn generation_bits(&self) -> u64 {
+        self.generation << GENERATION_SHIFT
     }
 
     /// The RAM offset of the 4 bytes at `va` when they lie in the fetch page.
@@ -300,14 +333,16 @@ impl Hart {
         let vs = self.csr.h.vsstatus;
         let data = self.data_mode();
         let bit = |v: bool| v as u64;
-        self.tlb.fetch_ctx = ((self.prv as u64) << 56) | (bit(self.virt) << 60);
+        let g = self.tlb.generation_bits();
+        self.tlb.fetch_ctx = ((self.prv as u64) << 56) | (bit(self.virt) << 60) | g;
         self.tlb.cur_lim = 0;
         self.tlb.data_ctx = ((data.prv as u64) << 56)
             | (bit(s & MSTATUS_SUM != 0) << 58)
             | (bit(s & MSTATUS_MXR != 0) << 59)
             | (bit(data.virt) << 60)
             | (bit(vs & MSTATUS_SUM != 0) << 61)
-            | (bit(vs & MSTATUS_MXR != 0) << 62);
+            | (bit(vs & MSTATUS_MXR != 0) << 62)
+            | g;
         if self.pmu.active {
             self.pmu_translation_tags();
         }
@@ -474,6 +509,22 @@ impl Hart {
         })
     }
 
+    /// The G-stage translation of a VS-stage page-table read, through [`Tlb::g_reads`].
+    /// Only successful translations are kept; they depend on `hgatp` and the G-stage tables
+    /// alone (implicit reads are user-level loads without MXR), whose changes flush the TLB
+    /// (`hgatp` writes, HFENCE.GVMA), and their leaf's A bit is already set.
+    fn g_stage_table_read(&mut self, gpa: u64, kind: Access) -> Result<u64, Fault> {
+        let tag = (gpa >> 12) | self.tlb.generation_bits() | G_VALID;
+        let i = (gpa >> 12) as usize % G_READS;
+        let (t, page) = self.tlb.g_reads[i];
+        if t == tag {
+            return Ok(page | (gpa & 0xfff));
+        }
+        let pa = self.g_stage(gpa, kind, Some(false), false)?;
+        self.tlb.g_reads[i] = (tag, pa & !0xfff);
+        Ok(pa)
+    }
+
     /// One page-table walk (privileged spec 4.3.2). `vs_stage` means the table addresses are
     /// guest physical and go through the G-stage first.
     fn walk(
@@ -495,7 +546,7 @@ impl Hart {
                 let vpn = (addr >> (12 + 9 * level)) & ((1 << bits) - 1);
                 let pte_gpa = a + vpn * 8;
                 let pte_pa = if vs_stage {
-                    self.g_stage(pte_gpa, kind, Some(false), false)?
+                    self.g_stage_table_read(pte_gpa, kind)?
                 } else {
                     pte_gpa
                 };
@@ -683,21 +734,27 @@ impl Hart {
             };
             return Err(Exception::new(cause, va).into());
         }
-        // AMOs need both read and write permission; faults are reported as store/AMO faults.
-        let mode = self.data_mode();
-        if store {
-            self.translate(va, Access::Load, mode).map_err(|e| {
-                let cause = match e.cause {
-                    cause::LOAD_ACCESS => cause::STORE_ACCESS,
-                    cause::LOAD_GUEST_PAGE_FAULT => cause::STORE_GUEST_PAGE_FAULT,
-                    _ => cause::STORE_PAGE_FAULT,
-                };
-                Exception { cause, ..e }
-            })?;
+        // The TLB: a load entry grants reading, a store entry writing (and D set), both
+        // for a RAM page.
+        if let Some(off) = self.tlb.lookup(&self.tlb.load, va) {
+            if !store || self.tlb.lookup(&self.tlb.store, va).is_some() {
+                return Ok(off);
+            }
         }
-        let pa = self.translate(va, kind, mode)?;
-        match self.classify(pa, size as u64) {
-            Phys::Ram(off) => Ok(off),
+        // AMOs need both read and write permission; faults are reported as store/AMO faults.
+        if store {
+            self.access_page(va, size as u64, Access::Load)
+                .map_err(|e| {
+                    let cause = match e.cause {
+                        cause::LOAD_ACCESS => cause::STORE_ACCESS,
+                        cause::LOAD_GUEST_PAGE_FAULT => cause::STORE_GUEST_PAGE_FAULT,
+                        _ => cause::STORE_PAGE_FAULT,
+                    };
+                    Exception { cause, ..e }
+                })?;
+        }
+        match self.access_page(va, size as u64, kind)? {
+            (_, Phys::Ram(off)) => Ok(off),
             _ => Err(kind.access_fault(va).into()),
         }
     }

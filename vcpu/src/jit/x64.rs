@@ -99,10 +99,12 @@ fn jump_indirect(a: &mut Asm, l: &Layout) {
     let table = l.table as i64;
     let mask = (super::TABLE - 1) as i32;
     let miss = a.new_dynamic_label();
+    let tlb_mask = (crate::mmu::TLB_SIZE - 1) as i32;
     dynasm!(a ; .arch x64
         ; mov rsi, rax
         ; shr rsi, 12
-        ; movzx ecx, sil
+        ; mov ecx, esi
+        ; and ecx, tlb_mask
         ; shl ecx, 4
         ; or rsi, QWORD [rdi + fctx]
         ; cmp rsi, QWORD [rdi + rcx + fetch]
@@ -417,10 +419,12 @@ fn emit_memory(a: &mut Asm, l: &Layout, i: &Insn, bail: DynamicLabel, slows: &mu
         (l.load, l.load + 8)
     };
     let ram = l.ram_host as i64;
+    let tlb_mask = (crate::mmu::TLB_SIZE - 1) as i32;
     dynasm!(a ; .arch x64
         ; mov rax, rsi
         ; shr rax, 12
-        ; movzx edx, al
+        ; mov edx, eax
+        ; and edx, tlb_mask
         ; shl edx, 4
         ; or rax, QWORD [rdi + ctx]
         ; cmp rax, QWORD [rdi + rdx + tag]
