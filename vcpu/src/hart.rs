@@ -179,7 +179,11 @@ impl Hart {
             tlb: Tlb::new(),
             dcache: vec![decode::decode(EMPTY_SLOT); n],
             dcache_mask: n - 1,
-            jit: if config.jit { crate::jit::Jit::new() } else { None },
+            jit: if config.jit {
+                crate::jit::Jit::new()
+            } else {
+                None
+            },
             jit_budget: 0,
             jit_last_exit: 0,
             reservation: None,

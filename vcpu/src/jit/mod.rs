@@ -209,7 +209,10 @@ impl Hart {
                 jit.table.fill(NO_BLOCK);
                 jit.generation += 1;
             }
-            let at = jit.region.next(MAX_BLOCK_BYTES).expect("empty JIT region too small");
+            let at = jit
+                .region
+                .next(MAX_BLOCK_BYTES)
+                .expect("empty JIT region too small");
             if let Some(code) = x64::assemble(at, &plan, &layout) {
                 if code.len() <= MAX_BLOCK_BYTES {
                     block.code = jit.region.push(&code);
@@ -258,7 +261,8 @@ impl Hart {
         // Compare the whole byte range at entry: 8-byte words, the last one overlapping.
         let bytes = (o - off) as u32;
         let mut check = Vec::new();
-        let mut word = |at: u32, size: u8| check.push((at, size, self.ram.load(off + at as u64, size as u32)));
+        let mut word =
+            |at: u32, size: u8| check.push((at, size, self.ram.load(off + at as u64, size as u32)));
         if bytes >= 8 {
             let mut at = 0;
             while at + 8 < bytes {
