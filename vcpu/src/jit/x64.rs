@@ -248,7 +248,13 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
         }
     }
     if !plan.insns.last().is_some_and(|(_, i)| terminal(i.op)) {
-        exit_to(&mut a, l, plan.end_pc, plan.end_pc >> 12 == page, &mut links);
+        exit_to(
+            &mut a,
+            l,
+            plan.end_pc,
+            plan.end_pc >> 12 == page,
+            &mut links,
+        );
     }
     for (label, pc, undone) in bails {
         let undone = undone as i32;
@@ -328,8 +334,12 @@ fn emit_straight(a: &mut Asm, l: &Layout, pc: u64, i: &Insn) {
                 Sll => dynasm!(a ; .arch x64 ; shl rax, cl),
                 Srl => dynasm!(a ; .arch x64 ; shr rax, cl),
                 Sra => dynasm!(a ; .arch x64 ; sar rax, cl),
-                Slt => dynasm!(a ; .arch x64 ; xor edx, edx ; cmp rax, rcx ; setl dl ; mov rax, rdx),
-                Sltu => dynasm!(a ; .arch x64 ; xor edx, edx ; cmp rax, rcx ; setb dl ; mov rax, rdx),
+                Slt => {
+                    dynasm!(a ; .arch x64 ; xor edx, edx ; cmp rax, rcx ; setl dl ; mov rax, rdx)
+                }
+                Sltu => {
+                    dynasm!(a ; .arch x64 ; xor edx, edx ; cmp rax, rcx ; setb dl ; mov rax, rdx)
+                }
                 Addw => dynasm!(a ; .arch x64 ; add eax, ecx ; movsxd rax, eax),
                 Subw => dynasm!(a ; .arch x64 ; sub eax, ecx ; movsxd rax, eax),
                 Sllw => dynasm!(a ; .arch x64 ; shl eax, cl ; movsxd rax, eax),
