@@ -893,6 +893,54 @@ fn guest_store_then_fence_i_then_the_patched_instruction() {
     assert_eq!(p.jit.x(13), 3 + 3 * 100);
 }
 
+/// A loop whose store rewrites an instruction later in the same straight-line run: the old
+/// bits for three passes, then the new ones. No FENCE.I: the interpreter fetches the new
+/// instruction at once, and so must the translator (its block holds both instructions).
+fn store_into_the_running_block(
+    gap: &[u32],
+    target: u32,
+    new: u32,
+    store: fn(u32, u32, i32) -> u32,
+) -> Pair {
+    let mut p = Pair::new();
+    p.set_x(12, target as u64);
+    p.set_x(18, new.wrapping_sub(target) as u64);
+    p.set_x(16, 3);
+    p.set_x(17, 6);
+    let mut code = vec![
+        auipc(11, 0),
+        addi(11, 11, 12 + 4 * gap.len() as i32),
+        store(12, 11, 0),
+    ];
+    code.extend_from_slice(gap);
+    code.extend([target, addi(10, 10, 1), bne(10, 16, 8), add(12, 12, 18)]);
+    let back = -4 * (code.len() as i32 - 2);
+    code.push(blt(10, 17, back));
+    p.both(|vm| {
+        vm.code(&code);
+    });
+    p
+}
+
+#[test]
+fn guest_store_into_the_running_block_without_fence_i() {
+    let two = c_addi(15, 1) as u32 | (c_nop() as u32) << 16;
+    for gap in [&[][..], &[addi(14, 14, 1), two][..]] {
+        let mut p = store_into_the_running_block(gap, addi(13, 13, 1), addi(13, 13, 100), sw);
+        p.run_to_wfi("store into the running block");
+        assert_eq!(
+            p.jit.x(13),
+            3 + 3 * 100,
+            "gap of {} instructions",
+            gap.len()
+        );
+    }
+    // A halfword store to the first half of an instruction (its immediate stays the same).
+    let mut p = store_into_the_running_block(&[], addi(13, 13, 1), addi(14, 13, 1), sh);
+    p.run_to_wfi("halfword store into the running block");
+    assert_eq!((p.jit.x(13), p.jit.x(14)), (3, 4));
+}
+
 #[test]
 fn vmm_rewrites_code_between_runs() {
     // 1000 passes over a loop that adds 1 to x13; the VMM rewrites the ADDI to add 7.

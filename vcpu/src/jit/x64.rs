@@ -230,7 +230,12 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
         ; sub QWORD [rdi + budget], nn
     );
     let page = plan.insns[0].0 >> 12;
+    // The block's code: RAM offset and length in bytes.
+    let start = plan.insns[0].0;
+    let code_off = (plan.code_host as u64).wrapping_sub(l.ram_host);
+    let bytes = plan.end_pc.wrapping_sub(start);
     let mut bails = Vec::new();
+    let mut rewrites = Vec::new();
     for (k, &(pc, ref i)) in plan.insns.iter().enumerate() {
         if terminal(i.op) {
             debug_assert_eq!(k + 1, plan.insns.len());
@@ -242,7 +247,17 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
         {
             let bail = a.new_dynamic_label();
             bails.push((bail, pc, n - k as u32));
-            emit_memory(&mut a, l, i, bail);
+            // A store into the rest of this block's code leaves the block after it, so
+            // that the next instruction is fetched again (as the interpreter does).
+            let next = pc.wrapping_add(i.len as u64);
+            let rest = bytes - next.wrapping_sub(start);
+            let store = matches!(i.op, Op::Sb | Op::Sh | Op::Sw | Op::Sd);
+            let rewrite = (store && rest > 0).then(|| {
+                let label = a.new_dynamic_label();
+                rewrites.push((label, next, n - k as u32 - 1));
+                (code_off + (next - start), rest, label)
+            });
+            emit_memory(&mut a, l, i, bail, rewrite);
         } else {
             emit_straight(&mut a, l, pc, i);
         }
@@ -256,7 +271,7 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
             &mut links,
         );
     }
-    for (label, pc, undone) in bails {
+    for (label, pc, undone) in bails.into_iter().chain(rewrites) {
         let undone = undone as i32;
         dynasm!(a ; .arch x64
             ; =>label
@@ -357,8 +372,16 @@ fn emit_straight(a: &mut Asm, l: &Layout, pc: u64, i: &Insn) {
 }
 
 /// A load or store through the TLB: on a miss (or an access that crosses its page) jump to
-/// `bail`, which leaves the block with this instruction not executed.
-fn emit_memory(a: &mut Asm, l: &Layout, i: &Insn, bail: dynasmrt::DynamicLabel) {
+/// `bail`, which leaves the block with this instruction not executed. With `rewrite`
+/// (`(off, len, label)`: the RAM range of the block's instructions after this store), a store
+/// that overlaps that range jumps to `label` once done.
+fn emit_memory(
+    a: &mut Asm,
+    l: &Layout,
+    i: &Insn,
+    bail: dynasmrt::DynamicLabel,
+    rewrite: Option<(u64, u64, dynasmrt::DynamicLabel)>,
+) {
     use Op::*;
     let size: i32 = match i.op {
         Lb | Lbu | Sb => 1,
@@ -408,6 +431,17 @@ fn emit_memory(a: &mut Asm, l: &Layout, i: &Insn, bail: dynasmrt::DynamicLabel) 
             2 => dynasm!(a ; .arch x64 ; mov WORD [rdx + rax], cx),
             4 => dynasm!(a ; .arch x64 ; mov DWORD [rdx + rax], ecx),
             _ => dynasm!(a ; .arch x64 ; mov QWORD [rdx + rax], rcx),
+        }
+        if let Some((off, len, label)) = rewrite {
+            // [rax, rax + size) overlaps [off, off + len): rax - (off - size + 1) < len + size - 1.
+            let lo = (off as i64) - (size as i64 - 1);
+            let span = (len + size as u64 - 1) as i32;
+            dynasm!(a ; .arch x64
+                ; mov rsi, QWORD lo.wrapping_neg()
+                ; add rsi, rax
+                ; cmp rsi, span
+                ; jb =>label
+            );
         }
         return;
     }
