@@ -233,6 +233,8 @@ const CDEST: [u32; 6] = [10, 11, 12, 13, 14, 15];
 /// A random program under construction, as halfwords placed at [`CODE`].
 struct Gen {
     rng: XorShift,
+    /// The scratch, retired-instructions and cycle CSRs the program may access.
+    csrs: [u32; 3],
     h: Vec<u16>,
 }
 
@@ -475,10 +477,10 @@ impl Gen {
             7 => amo(AMO_ADD, 3, rd, base, b),
             8 => amo(AMO_SWAP, 2, rd, base, b),
             9 => amo(AMO_MAXU, 3, rd, base, b),
-            10 => csrr(rd, MSCRATCH),
-            11 => csrw(MSCRATCH, a),
-            12 => csrr(rd, MINSTRET),
-            13 => csrr(rd, MCYCLE),
+            10 => csrr(rd, self.csrs[0]),
+            11 => csrw(self.csrs[0], a),
+            12 => csrr(rd, self.csrs[1]),
+            13 => csrr(rd, self.csrs[2]),
             14 => fence_i(),
             _ => {
                 // LR/SC around a plain (translated) store to the reserved address.
@@ -650,10 +652,72 @@ impl Gen {
     }
 }
 
+/// Where and how a random program runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// M-mode, code at CODE and data at DATA.
+    Machine,
+    /// S-mode under Sv39: code and data at virtual addresses, on physical pages in another
+    /// order (the two data pages are not adjacent).
+    Sv39,
+    /// A hosted guest (VS-mode, V = 1), code at CODE and data at DATA.
+    Hosted,
+}
+
+/// Virtual pages of the random programs under Sv39 (L0 indices).
+const SV39_CODE_PAGE: u64 = 64;
+const SV39_DATA_PAGE: u64 = 100;
+
+impl Mode {
+    fn code(self) -> u64 {
+        match self {
+            Mode::Sv39 => vpage(SV39_CODE_PAGE),
+            _ => CODE,
+        }
+    }
+    fn data(self) -> u64 {
+        match self {
+            Mode::Sv39 => vpage(SV39_DATA_PAGE),
+            _ => DATA,
+        }
+    }
+    fn pair(self) -> Pair {
+        if self != Mode::Hosted {
+            return Pair::new();
+        }
+        let guest = |jit| {
+            let mut vm = machine(jit, &[]);
+            let config = HartConfig {
+                jit,
+                ..HartConfig::default()
+            };
+            vm.hart = vcpu::Hart::new_guest(config, vm.mem.clone()).unwrap();
+            vm.hart.set_pc(CODE);
+            vm
+        };
+        Pair {
+            jit: guest(true),
+            int: guest(false),
+        }
+    }
+}
+
+/// Physical page of page `k` of a random program's code under Sv39 (in reverse order).
+fn sv39_code_frame(k: u64) -> u64 {
+    RAM_BASE + 0x4_0000 + (15 - k) * 0x1000
+}
+/// Physical pages of the two data pages under Sv39.
+const SV39_DATA_FRAMES: [u64; 2] = [RAM_BASE + 0x5_3000, RAM_BASE + 0x5_0000];
+
 /// A random program of about `halfwords` halfwords ending in WFI; returns its halfwords.
-fn random_program(seed: u64, halfwords: usize) -> Vec<u16> {
+fn random_program(seed: u64, halfwords: usize, mode: Mode) -> Vec<u16> {
     let mut g = Gen {
         rng: XorShift::new(seed),
+        csrs: if mode == Mode::Machine {
+            [MSCRATCH, MINSTRET, MCYCLE]
+        } else {
+            [SSCRATCH, INSTRET, CYCLE]
+        },
         h: Vec::new(),
     };
     while g.h.len() < halfwords {
@@ -664,12 +728,22 @@ fn random_program(seed: u64, halfwords: usize) -> Vec<u16> {
         2 * g.h.len() as u64 <= DATA - CODE,
         "program too large for the code area"
     );
+    assert!(
+        g.h.len() <= 16 * 0x800,
+        "program too large for the Sv39 code pages"
+    );
     g.h
 }
 
-/// Load a random program, its data and its initial registers into both machines.
+/// Load a random program, its data and its initial registers into both machines; returns
+/// the address of its final WFI.
 fn load_random(p: &mut Pair, seed: u64, halfwords: usize) -> u64 {
-    let code = random_program(seed, halfwords);
+    load_random_in(p, seed, halfwords, Mode::Machine)
+}
+
+fn load_random_in(p: &mut Pair, seed: u64, halfwords: usize, mode: Mode) -> u64 {
+    let code = random_program(seed, halfwords, mode);
+    let data_va = mode.data();
     let mut rng = XorShift::new(seed ^ 0x5555);
     let mut data: Vec<u8> = (0..DATA_LEN).map(|_| rng.next() as u8).collect();
     for (k, v) in VALUES.iter().enumerate() {
@@ -683,21 +757,42 @@ fn load_random(p: &mut Pair, seed: u64, halfwords: usize) -> u64 {
             rng.next()
         };
         *v = match r as u32 {
-            SP => DATA + 0x1c00,
-            B0 => DATA + 0x800,
-            B1 => DATA + 0x1000,
+            SP => data_va + 0x1c00,
+            B0 => data_va + 0x800,
+            B1 => data_va + 0x1000,
             31 => TRAP, // read by the boot stub
             _ => *v,
         };
     }
     p.both(|vm| {
-        vm.put16(CODE, &code);
-        vm.mem.write_slice(&data, GuestAddress(DATA)).unwrap();
         for (r, &v) in regs.iter().enumerate() {
             vm.set_x(r, v);
         }
+        if mode != Mode::Sv39 {
+            vm.put16(CODE, &code);
+            vm.mem.write_slice(&data, GuestAddress(DATA)).unwrap();
+            return;
+        }
+        page_tables(vm);
+        for (k, page) in code.chunks(0x800).enumerate() {
+            let k = k as u64;
+            vm.put16(sv39_code_frame(k), page);
+            map(vm, false, SV39_CODE_PAGE + k, sv39_code_frame(k), V | X | A);
+        }
+        // Hardware sets A and D of the first data page, and D of the second.
+        let flags = [V | R | W, V | R | W | A];
+        for (k, (page, frame)) in data.chunks(0x1000).zip(SV39_DATA_FRAMES).enumerate() {
+            vm.mem.write_slice(page, GuestAddress(frame)).unwrap();
+            map(vm, false, SV39_DATA_PAGE + k as u64, frame, flags[k]);
+        }
+        // M-mode: satp, the counters for S-mode, then S-mode at the program.
+        vm.set_x(19, satp(PT_ROOT));
+        vm.set_x(18, 7);
+        let mut m = vec![csrw(SATP, 19), sfence_vma(0, 0), csrw(MCOUNTEREN, 18)];
+        m.extend(vm.enter_mode(PrivilegeMode::Supervisor, mode.code()));
+        vm.code(&m);
     });
-    CODE + 2 * code.len() as u64 - 4
+    mode.code() + 2 * code.len() as u64 - 4
 }
 
 #[test]
@@ -716,14 +811,46 @@ fn random_programs_match_the_interpreter() {
     assert!(total > 300_000, "{total} instructions in all");
 }
 
+fn random_programs_in(mode: Mode, seeds: std::ops::Range<u64>) {
+    for seed in seeds {
+        let mut p = mode.pair();
+        let end = load_random_in(&mut p, seed, 6000, mode);
+        let ctx = format!("{mode:?}, seed {seed}");
+        p.run_to_wfi(&ctx);
+        assert_eq!(p.int.hart.pc(), end + 4, "{ctx}: the program trapped");
+        p.assert_same_ram(&ctx);
+        assert!(p.int.hart.executed() > 3000, "{ctx}: too short a run");
+    }
+}
+
+#[test]
+fn random_programs_match_the_interpreter_under_sv39() {
+    random_programs_in(Mode::Sv39, 300..324);
+}
+
+#[test]
+fn random_programs_match_the_interpreter_in_a_hosted_guest() {
+    random_programs_in(Mode::Hosted, 400..424);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Budgets
 // ---------------------------------------------------------------------------------------------
 
 /// Run a program to its end in steps of `step()` instructions, comparing after each.
-fn run_in_steps(seed: u64, halfwords: usize, what: &str, mut step: impl FnMut() -> u64) {
-    let mut p = Pair::new();
-    let end = load_random(&mut p, seed, halfwords);
+fn run_in_steps(seed: u64, halfwords: usize, what: &str, step: impl FnMut() -> u64) {
+    run_in_steps_in(Mode::Machine, seed, halfwords, what, step)
+}
+
+fn run_in_steps_in(
+    mode: Mode,
+    seed: u64,
+    halfwords: usize,
+    what: &str,
+    mut step: impl FnMut() -> u64,
+) {
+    let mut p = mode.pair();
+    let end = load_random_in(&mut p, seed, halfwords, mode);
     for n in 0.. {
         let budget = step();
         let ctx = format!("seed {seed}, {what}, call {n}");
@@ -749,9 +876,10 @@ fn every_small_budget_stops_on_the_same_instruction() {
 
 #[test]
 fn random_budgets_stop_on_the_same_instruction() {
-    for seed in 200..216u64 {
+    for seed in 200..224u64 {
+        let mode = [Mode::Machine, Mode::Machine, Mode::Sv39, Mode::Hosted][seed as usize % 4];
         let mut rng = XorShift::new(seed ^ 0xb0d6e7);
-        run_in_steps(seed, 1500, "random steps", || match rng.below(4) {
+        run_in_steps_in(mode, seed, 1500, "random steps", || match rng.below(4) {
             0 => 1 + rng.below(3),
             1 => 1 + rng.below(70),
             2 => 1 + rng.below(300),
@@ -1108,21 +1236,24 @@ fn one_physical_page_at_two_virtual_addresses() {
 /// Three calls through virtual page 9 (mapped to code returning 1), then `switch` (which
 /// maps it to code returning 2), then three more calls; x14 and x15 sum the results.
 fn remap(switch: &[u32], second: bool) {
+    // The second frame is 512 KiB after the first: their blocks share a slot of the
+    // translator's block table, which must tell them apart by RAM offset.
+    const FAR: u64 = RAM_BASE + 0x3_1000 + 0x8_0000;
     let mut p = Pair::new();
     p.both(|vm| {
         page_tables(vm);
         map(vm, false, 9, ppage(1), V | R | X | A);
         if second {
-            map(vm, true, 9, ppage(2), V | R | X | A);
+            map(vm, true, 9, FAR, V | R | X | A);
         }
-        for (pa, v) in [(ppage(1), 1), (ppage(2), 2)] {
+        for (pa, v) in [(ppage(1), 1), (FAR, 2)] {
             vm.put32(pa, &[addi(10, 0, v), addi(12, 12, 1), jalr(0, 1, 0)]);
         }
     });
     p.set_x(21, vpage(9));
     p.set_x(22, 3);
     p.set_x(24, PT_L0 + 8 * 9);
-    p.set_x(25, pte(ppage(2), V | R | X | A));
+    p.set_x(25, pte(FAR, V | R | X | A));
     p.set_x(26, satp(PT2_ROOT));
     let mut body = vec![
         jalr(1, 21, 0),
@@ -1227,52 +1358,69 @@ fn an_access_fault_inside_a_translated_loop() {
 
 #[test]
 fn a_page_fault_inside_a_translated_loop() {
-    // (access, flags of page 23, first address, cause, mtval): pages 20-22 are mapped.
-    for (access, flags, start, c, tval) in [
+    // A load, then a store, to the same page: the store needs W, not what the load found.
+    let load_store = vec![
+        addi(10, 10, 1),
+        ld(11, 20, 16),
+        sd(11, 20, 16),
+        addi(12, 12, 1),
+        sd(10, 21, 0),
+    ];
+    // (body, flags of page 23, first address, cause, mtval): pages 20-22 are mapped.
+    let ro = V | R | A;
+    let cases = [
         (
-            ld(11, 20, 16),
+            around(ld(11, 20, 16)),
             0,
             vpage(20),
             cause::LOAD_PAGE_FAULT,
             vpage(23) + 16,
         ),
         (
-            sd(11, 20, 16),
-            V | R | A,
+            around(sd(11, 20, 16)),
+            ro,
             vpage(20),
             cause::STORE_PAGE_FAULT,
             vpage(23) + 16,
         ),
         (
-            lb(0, 20, 0),
+            around(lb(0, 20, 0)),
             0,
             vpage(20),
             cause::LOAD_PAGE_FAULT,
             vpage(23),
         ),
+        (
+            load_store,
+            ro,
+            vpage(20),
+            cause::STORE_PAGE_FAULT,
+            vpage(23) + 16,
+        ),
         // Misaligned across pages: the fault is in the second page.
         (
-            sw(11, 20, -2),
-            V | R | A,
+            around(sw(11, 20, -2)),
+            ro,
             vpage(21),
             cause::STORE_PAGE_FAULT,
             vpage(23),
         ),
         (
-            lw(11, 20, 0),
+            around(lw(11, 20, 0)),
             0,
             vpage(20) + 0xffe,
             cause::LOAD_PAGE_FAULT,
             vpage(23),
         ),
         (
-            ld(11, 20, 0),
-            V | R | A,
+            around(ld(11, 20, 0)),
+            ro,
             vpage(20) + 0xffc,
             cause::LOAD_PAGE_FAULT,
             vpage(24),
         ),
-    ] {
+    ];
+    for (body, flags, start, c, tval) in cases {
         let mut p = Pair::new();
         p.both(|vm| {
             page_tables(vm);
@@ -1283,7 +1431,7 @@ fn a_page_fault_inside_a_translated_loop() {
         });
         p.set_x(21, DATA);
         sv39_program(&mut p, &[]);
-        fault_loop(&mut p, SCODE, start, &around(access), 2, (c, tval));
+        fault_loop(&mut p, SCODE, start, &body, 2, (c, tval));
     }
 }
 

@@ -10,7 +10,9 @@
 //! same pc never matches), and every block starts by comparing its code bytes in guest RAM
 //! with the ones it was translated from: a store to code (by any hart or the VMM) is seen at
 //! the next block entry, with no invalidation protocol and independent of FENCE.I, exactly
-//! as the interpreter's decode cache behaves.
+//! as the interpreter's decode cache behaves. A block's own store into its later
+//! instructions ends the block after the store, so that the next instruction is fetched
+//! anew there too.
 //!
 //! Blocks run only while a whole block fits in the remaining instruction budget of the
 //! chunk, so interrupts, timer deadlines and budgets land on the same instruction as in the
