@@ -662,6 +662,37 @@ enum Mode {
     Sv39,
     /// A hosted guest (VS-mode, V = 1), code at CODE and data at DATA.
     Hosted,
+    /// M-mode as `Machine`, with a supervisor timer interrupt (Sstc) every 130 instructions
+    /// or so, taken by a handler at TRAP (the program runs after a prologue at CODE).
+    Interrupts,
+}
+
+/// The prologue of [`Mode::Interrupts`] at CODE: STCE, a first deadline, STIE, MIE.
+fn interrupt_prologue() -> Vec<u32> {
+    vec![
+        addi(5, 0, -1),
+        slli(5, 5, 63),
+        csrrs(0, MENVCFG, 5),
+        csrr(5, TIME),
+        addi(5, 5, 3),
+        csrw(STIMECMP, 5),
+        addi(5, 0, 1 << 5),
+        csrrs(0, MIE, 5),
+        csrrsi(0, MSTATUS, 8),
+    ]
+}
+
+/// The interrupt handler of [`Mode::Interrupts`]: moves the deadline on by 13 ticks, with
+/// x1 kept in `mscratch` meanwhile (the programs use `sscratch` in this mode).
+fn interrupt_handler() -> Vec<u32> {
+    vec![
+        csrrw(1, MSCRATCH, 1),
+        csrr(1, STIMECMP),
+        addi(1, 1, 13),
+        csrw(STIMECMP, 1),
+        csrrw(1, MSCRATCH, 1),
+        mret(),
+    ]
 }
 
 /// Virtual pages of the random programs under Sv39 (L0 indices).
@@ -672,6 +703,7 @@ impl Mode {
     fn code(self) -> u64 {
         match self {
             Mode::Sv39 => vpage(SV39_CODE_PAGE),
+            Mode::Interrupts => CODE + 4 * interrupt_prologue().len() as u64,
             _ => CODE,
         }
     }
@@ -723,6 +755,11 @@ fn random_program(seed: u64, halfwords: usize, mode: Mode) -> Vec<u16> {
     while g.h.len() < halfwords {
         g.item(0);
     }
+    if mode == Mode::Interrupts {
+        // Nothing enabled, so that WFI stops the hart.
+        g.w32(csrrci(0, MSTATUS, 8));
+        g.w32(csrw(MIE, 0));
+    }
     g.w32(wfi());
     assert!(
         2 * g.h.len() as u64 <= DATA - CODE,
@@ -769,8 +806,12 @@ fn load_random_in(p: &mut Pair, seed: u64, halfwords: usize, mode: Mode) -> u64 
             vm.set_x(r, v);
         }
         if mode != Mode::Sv39 {
-            vm.put16(CODE, &code);
+            vm.put16(mode.code(), &code);
             vm.mem.write_slice(&data, GuestAddress(DATA)).unwrap();
+            if mode == Mode::Interrupts {
+                vm.put32(CODE, &interrupt_prologue());
+                vm.put32(TRAP, &interrupt_handler());
+            }
             return;
         }
         page_tables(vm);
@@ -820,6 +861,19 @@ fn random_programs_in(mode: Mode, seeds: std::ops::Range<u64>) {
         assert_eq!(p.int.hart.pc(), end + 4, "{ctx}: the program trapped");
         p.assert_same_ram(&ctx);
         assert!(p.int.hart.executed() > 3000, "{ctx}: too short a run");
+        if mode == Mode::Interrupts {
+            // Interrupts were taken all along (the deadline moved on with time).
+            let deadline = p.int.csr(STIMECMP);
+            let now = p.int.csr(TIME);
+            assert!(
+                deadline > 13 * 10,
+                "{ctx}: few interrupts (stimecmp {deadline})"
+            );
+            assert!(
+                deadline + 13 > now,
+                "{ctx}: interrupts stopped early (stimecmp {deadline}, time {now})"
+            );
+        }
     }
 }
 
@@ -831,6 +885,11 @@ fn random_programs_match_the_interpreter_under_sv39() {
 #[test]
 fn random_programs_match_the_interpreter_in_a_hosted_guest() {
     random_programs_in(Mode::Hosted, 400..424);
+}
+
+#[test]
+fn random_programs_match_the_interpreter_with_timer_interrupts() {
+    random_programs_in(Mode::Interrupts, 500..524);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -877,7 +936,7 @@ fn every_small_budget_stops_on_the_same_instruction() {
 #[test]
 fn random_budgets_stop_on_the_same_instruction() {
     for seed in 200..224u64 {
-        let mode = [Mode::Machine, Mode::Machine, Mode::Sv39, Mode::Hosted][seed as usize % 4];
+        let mode = [Mode::Machine, Mode::Interrupts, Mode::Sv39, Mode::Hosted][seed as usize % 4];
         let mut rng = XorShift::new(seed ^ 0xb0d6e7);
         run_in_steps_in(mode, seed, 1500, "random steps", || match rng.below(4) {
             0 => 1 + rng.below(3),
