@@ -1183,6 +1183,39 @@ fn vmm_rewrites_a_linked_block_between_runs() {
     assert_eq!(p.jit.x(14), 500);
 }
 
+/// Enough translations to fill the translator's code region (64 MiB) several times over:
+/// every pass rewrites the immediate of the first instruction of a long block B, which is
+/// then translated anew; A (the loop head) stays linked to B's first translation.
+#[test]
+fn retranslation_past_the_code_region_size() {
+    const PASSES: u64 = 250_000;
+    let mut p = Pair::new();
+    p.set_x(16, addi(13, 13, 0) as u64);
+    p.set_x(17, PASSES);
+    let b = CODE + 0x200;
+    let a = [
+        andi(15, 10, 0x7ff), // A: x15 = the new ADDI
+        slli(15, 15, 20),
+        or(15, 15, 16),
+        sw(15, 11, 0),
+        jal(0, 0x200 - 16),
+    ];
+    let mut blk = vec![addi(13, 13, 0)]; // B, rewritten
+    blk.extend((0..60).map(|k| addi(20 + k % 8, 20 + k % 8, k as i32)));
+    blk.push(addi(10, 10, 1));
+    blk.push(blt(10, 17, -(0x200 + 4 * blk.len() as i32)));
+    let end = p.both(|vm| {
+        vm.put32(CODE, &a);
+        vm.code_at(b, &blk)
+    });
+    p.set_x(11, b);
+    assert_eq!(p.run(50_000_000, "retranslation"), VcpuExit::Wfi);
+    assert_eq!(p.int.hart.pc(), end + 4);
+    let want: u64 = (0..PASSES).map(|k| k & 0x7ff).sum();
+    assert_eq!(p.jit.x(13), want);
+    p.assert_same_ram("retranslation");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Sv39
 // ---------------------------------------------------------------------------------------------
