@@ -9,9 +9,11 @@
 //! - Random programs (fixed-seed xorshift): every op the translator handles inline, in 16- and
 //!   32-bit forms, loads and stores of every width (misaligned, across a page boundary, to
 //!   `x0`), forward branches and jumps, counted loops closed by every branch kind, JAL and
-//!   JALR, with instructions the translator leaves to the interpreter mixed in.
+//!   JALR, with instructions the translator leaves to the interpreter mixed in; in M-mode,
+//!   under Sv39 (scrambled frames), in a hosted guest, and with timer interrupts.
 //! - Budgets: the same programs stopped after 1, 2, 3, ... instructions and in random steps.
-//! - Self-modifying code, by the guest (with and without FENCE.I) and by the VMM.
+//! - Self-modifying code, by the guest (with and without FENCE.I, also into the running
+//!   block) and by the VMM; retranslation until the code region is emptied.
 //! - Sv39: one physical page at two virtual addresses, and a virtual page remapped through a
 //!   PTE store or a `satp` switch followed by SFENCE.VMA.
 //! - Loads and stores that fault or reach a device in the middle of a translated loop.
