@@ -43,6 +43,9 @@ pub struct HartConfig {
     /// Translate straight-line blocks to host code (x86-64 hosts) when nothing is observed
     /// per instruction; `false`: always interpret (see the `jit` module).
     pub jit: bool,
+    /// Host code space for translated blocks, in bytes (reserved, used as needed; emptied
+    /// as a whole when full). At least 1 MiB.
+    pub jit_code_bytes: usize,
 }
 
 impl Default for HartConfig {
@@ -55,6 +58,7 @@ impl Default for HartConfig {
             ctr: Some(crate::ctr::CtrConfig::full()),
             pmu: crate::pmu::PmuConfig::default(),
             jit: true,
+            jit_code_bytes: 256 << 20,
         }
     }
 }

@@ -156,6 +156,12 @@ impl Hart {
         if let Some(c) = &config.ctr {
             c.validate().map_err(HartError::Config)?;
         }
+        if config.jit && config.jit_code_bytes < 1 << 20 {
+            return Err(HartError::Config(format!(
+                "translated-code space of {} bytes is below the minimum of 1 MiB",
+                config.jit_code_bytes
+            )));
+        }
         config.pmu.validate().map_err(HartError::Config)?;
         let csr_alias = config
             .pmu
@@ -182,7 +188,7 @@ impl Hart {
             dcache: vec![decode::decode(EMPTY_SLOT); n],
             dcache_mask: n - 1,
             jit: if config.jit {
-                crate::jit::Jit::new()
+                crate::jit::Jit::new(config.jit_code_bytes)
             } else {
                 None
             },
@@ -261,6 +267,10 @@ impl Hart {
     /// Blocks translated to host code so far (0 with translation off; see `HartConfig::jit`).
     pub fn translated_blocks(&self) -> u64 {
         self.jit.as_deref().map_or(0, |j| j.translated)
+    }
+    /// How many times the translated-code space filled up and was emptied.
+    pub fn translated_code_resets(&self) -> u64 {
+        self.jit.as_deref().map_or(0, |j| j.generation)
     }
     /// A handle another thread can use to stop [`Hart::run`].
     pub fn stop_handle(&self) -> StopHandle {

@@ -10,7 +10,9 @@
 //! same pc never matches), and every block starts by comparing its code bytes in guest RAM
 //! with the ones it was translated from: a store to code (by any hart or the VMM) is seen at
 //! the next block entry, with no invalidation protocol and independent of FENCE.I, exactly
-//! as the interpreter's decode cache behaves.
+//! as the interpreter's decode cache behaves. A block's own store into its later
+//! instructions ends the block after the store, so that the next instruction is fetched
+//! anew there too.
 //!
 //! Blocks run only while a whole block fits in the remaining instruction budget of the
 //! chunk, so interrupts, timer deadlines and budgets land on the same instruction as in the
@@ -28,10 +30,8 @@ use crate::hart::Hart;
 pub(crate) const MAX_INSNS: usize = 64;
 /// Blocks in the lookup table (a power of two).
 pub(crate) const TABLE: usize = 1 << 18;
-/// Host code space per hart.
-const REGION_BYTES: usize = 256 << 20;
 /// Room one block may need at most (the assembler's output is checked against it).
-const MAX_BLOCK_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_BLOCK_BYTES: usize = 64 * 1024;
 
 /// Where the code generator finds hart state: displacements from the hart pointer.
 pub(crate) struct Layout {
@@ -91,7 +91,7 @@ pub(crate) struct Jit {
     /// Blocks translated (statistics).
     pub(crate) translated: u64,
     /// Incremented when the region is emptied (every block and link is gone).
-    generation: u64,
+    pub(crate) generation: u64,
 }
 
 type BlockFn = unsafe extern "sysv64" fn(*mut Hart) -> u64;
@@ -129,12 +129,12 @@ unsafe extern "sysv64" fn jit_store(hart: *mut Hart, va: u64, val: u64, size: u6
 impl Jit {
     /// A translator for this host, or `None` where there is none (not x86-64, or no
     /// executable memory).
-    pub(crate) fn new() -> Option<Box<Jit>> {
+    pub(crate) fn new(code_bytes: usize) -> Option<Box<Jit>> {
         if !cfg!(target_arch = "x86_64") {
             return None;
         }
         Some(Box::new(Jit {
-            region: region::Region::new(REGION_BYTES)?,
+            region: region::Region::new(code_bytes)?,
             // SAFETY: `Block` is plain integers, for which all zeros is a valid value.
             table: unsafe { Box::<[Block]>::new_zeroed_slice(TABLE).assume_init() },
             translated: 0,

@@ -235,7 +235,12 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
         ; sub QWORD [rdi + budget], nn
     );
     let page = plan.insns[0].0 >> 12;
+    // The block's code: RAM offset and length in bytes.
+    let start = plan.insns[0].0;
+    let code_off = (plan.code_host as u64).wrapping_sub(l.ram_host);
+    let bytes = plan.end_pc.wrapping_sub(start);
     let mut bails = Vec::new();
+    let mut rewrites = Vec::new();
     let mut slows = Vec::new();
     for (k, &(pc, ref i)) in plan.insns.iter().enumerate() {
         if terminal(i.op) {
@@ -248,7 +253,17 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
         {
             let bail = a.new_dynamic_label();
             bails.push((bail, pc, n - k as u32));
-            emit_memory(&mut a, l, i, bail, &mut slows);
+            // A store into the rest of this block's code leaves the block after it, so
+            // that the next instruction is fetched again (as the interpreter does).
+            let next = pc.wrapping_add(i.len as u64);
+            let rest = bytes - next.wrapping_sub(start);
+            let store = matches!(i.op, Op::Sb | Op::Sh | Op::Sw | Op::Sd);
+            let rewrite = (store && rest > 0).then(|| {
+                let label = a.new_dynamic_label();
+                rewrites.push((label, next, n - k as u32 - 1));
+                (code_off + (next - start), rest, label)
+            });
+            emit_memory(&mut a, l, i, bail, rewrite, &mut slows);
         } else {
             emit_straight(&mut a, l, pc, i);
         }
@@ -265,7 +280,7 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
     for slow in &slows {
         emit_slow_path(&mut a, l, slow);
     }
-    for (label, pc, undone) in bails {
+    for (label, pc, undone) in bails.into_iter().chain(rewrites) {
         let undone = undone as i32;
         dynasm!(a ; .arch x64
             ; =>label
@@ -373,6 +388,9 @@ pub(super) struct SlowPath {
     op: Op,
     rs2: u8,
     size: i32,
+    /// For a store that may rewrite the rest of the block: where to go once it is done
+    /// (the slow path does not know the RAM offset written, so it always leaves).
+    after: Option<DynamicLabel>,
 }
 
 /// A load or store through the TLB inline; a miss or an access that crosses its page takes
@@ -380,7 +398,17 @@ pub(super) struct SlowPath {
 /// like the interpreter; when that faults or meets a device it jumps to `bail`, which
 /// leaves the block with this instruction not executed (the interpreter then takes the trap
 /// or makes the device exit).
-fn emit_memory(a: &mut Asm, l: &Layout, i: &Insn, bail: DynamicLabel, slows: &mut Vec<SlowPath>) {
+///
+/// With `rewrite` (`(off, len, label)`: the RAM range of the block's instructions after this
+/// store), a store that overlaps that range jumps to `label` once done.
+fn emit_memory(
+    a: &mut Asm,
+    l: &Layout,
+    i: &Insn,
+    bail: DynamicLabel,
+    rewrite: Option<(u64, u64, DynamicLabel)>,
+    slows: &mut Vec<SlowPath>,
+) {
     use Op::*;
     let size: i32 = match i.op {
         Lb | Lbu | Sb => 1,
@@ -397,6 +425,7 @@ fn emit_memory(a: &mut Asm, l: &Layout, i: &Insn, bail: DynamicLabel, slows: &mu
         op: i.op,
         rs2: i.rs2,
         size,
+        after: rewrite.map(|r| r.2),
     });
     let imm = i.imm;
     get_rsi(a, l, i.rs1);
@@ -442,6 +471,17 @@ fn emit_memory(a: &mut Asm, l: &Layout, i: &Insn, bail: DynamicLabel, slows: &mu
             2 => dynasm!(a ; .arch x64 ; mov WORD [rdx + rax], cx),
             4 => dynasm!(a ; .arch x64 ; mov DWORD [rdx + rax], ecx),
             _ => dynasm!(a ; .arch x64 ; mov QWORD [rdx + rax], rcx),
+        }
+        if let Some((off, len, label)) = rewrite {
+            // [rax, rax + size) overlaps [off, off + len): rax - (off - size + 1) < len + size - 1.
+            let lo = (off as i64) - (size as i64 - 1);
+            let span = (len + size as u64 - 1) as i32;
+            dynasm!(a ; .arch x64
+                ; mov rsi, QWORD lo.wrapping_neg()
+                ; add rsi, rax
+                ; cmp rsi, span
+                ; jb =>label
+            );
         }
         dynasm!(a ; .arch x64 ; =>resume);
         return;
@@ -507,7 +547,8 @@ fn emit_slow_path(a: &mut Asm, l: &Layout, s: &SlowPath) {
         Op::Lbu | Op::Lhu | Op::Lwu | Op::Ld => dynasm!(a ; .arch x64 ; mov rcx, rax),
         _ => {}
     }
-    dynasm!(a ; .arch x64 ; jmp =>resume);
+    let next = s.after.unwrap_or(resume);
+    dynasm!(a ; .arch x64 ; jmp =>next);
 }
 
 /// The jump or branch that ends a block (`page`: the block's page number, for linking).

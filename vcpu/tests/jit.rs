@@ -1,0 +1,1592 @@
+// Binary literals are grouped by instruction field; `8 * 1` spells out PTE index 1.
+#![allow(clippy::unusual_byte_groupings, clippy::identity_op)]
+//! The block translator against the interpreter: every test runs the same program on two
+//! harts over identical RAM, one with `HartConfig::jit` on and one with it off, with the same
+//! budgets, and requires the same exits and the same state after every `run` return: all
+//! integer registers, pc, privilege, retired and executed counts, the trap CSRs, and the
+//! bytes of the data area (the whole RAM at the end of a program).
+//!
+//! - Random programs (fixed-seed xorshift): every op the translator handles inline, in 16- and
+//!   32-bit forms, loads and stores of every width (misaligned, across a page boundary, to
+//!   `x0`), forward branches and jumps, counted loops closed by every branch kind, JAL and
+//!   JALR, with instructions the translator leaves to the interpreter mixed in; in M-mode,
+//!   under Sv39 (scrambled frames), in a hosted guest, and with timer interrupts.
+//! - Budgets: the same programs stopped after 1, 2, 3, ... instructions and in random steps.
+//! - Self-modifying code, by the guest (with and without FENCE.I, also into the running
+//!   block) and by the VMM; retranslation until the code region is emptied.
+//! - Sv39: one physical page at two virtual addresses, and a virtual page remapped through a
+//!   PTE store or a `satp` switch followed by SFENCE.VMA.
+//! - Loads and stores that fault or reach a device in the middle of a translated loop.
+
+mod common;
+
+use common::*;
+use vcpu::trap::cause;
+use vcpu::{HartConfig, MmioRange, PrivilegeMode, VcpuExit};
+use vm_memory::{Bytes, GuestAddress};
+
+// ---------------------------------------------------------------------------------------------
+// Two harts, one translating
+// ---------------------------------------------------------------------------------------------
+
+/// The data area the random programs load from and store to (two pages).
+const DATA_LEN: usize = 0x2000;
+
+/// CSRs compared between the two harts.
+const COMPARED_CSRS: [u32; 12] = [
+    MSTATUS, MEPC, MCAUSE, MTVAL, MSCRATCH, SEPC, SCAUSE, STVAL, SATP, MINSTRET, MCYCLE, SSCRATCH,
+];
+
+fn machine(jit: bool, mmio: &[MmioRange]) -> Vm {
+    Vm::with_config(HartConfig {
+        jit,
+        mmio: mmio.to_vec(),
+        ..HartConfig::default()
+    })
+}
+
+fn read(vm: &Vm, at: u64, len: usize) -> Vec<u8> {
+    let mut v = vec![0; len];
+    vm.mem.read_slice(&mut v, GuestAddress(at)).unwrap();
+    v
+}
+
+/// The same machine twice: `jit` translates, `int` only interprets.
+struct Pair {
+    jit: Vm,
+    int: Vm,
+}
+
+impl Pair {
+    fn new() -> Pair {
+        Pair::with_mmio(&[])
+    }
+
+    fn with_mmio(mmio: &[MmioRange]) -> Pair {
+        Pair {
+            jit: machine(true, mmio),
+            int: machine(false, mmio),
+        }
+    }
+
+    /// Apply the same setup to both machines.
+    fn both<R>(&mut self, mut f: impl FnMut(&mut Vm) -> R) -> R {
+        f(&mut self.int);
+        f(&mut self.jit)
+    }
+
+    fn set_x(&mut self, r: usize, v: u64) {
+        self.both(|vm| vm.set_x(r, v));
+    }
+
+    /// Run both for `budget` instructions; the exits and the states must match.
+    fn run(&mut self, budget: u64, ctx: &str) -> VcpuExit {
+        let a = self.jit.hart.run(budget);
+        let b = self.int.hart.run(budget);
+        assert_eq!(
+            a,
+            b,
+            "{ctx}: run({budget}) exits differ (translator, interpreter); pc {:#x} vs {:#x}",
+            self.jit.hart.pc(),
+            self.int.hart.pc()
+        );
+        self.assert_same(ctx, DATA, DATA_LEN);
+        a
+    }
+
+    /// Run both until they stop in WFI (the programs' end and the M-mode trap handler).
+    fn run_to_wfi(&mut self, ctx: &str) {
+        let exit = self.run(10_000_000, ctx);
+        assert_eq!(
+            exit,
+            VcpuExit::Wfi,
+            "{ctx}: no WFI (pc {:#x})",
+            self.int.hart.pc()
+        );
+    }
+
+    /// Fail on the first difference in architectural state or in RAM `[at, at + len)`.
+    fn assert_same(&self, ctx: &str, at: u64, len: usize) {
+        let (t, i) = (&self.jit, &self.int);
+        let mut diffs = Vec::new();
+        for r in 1..32 {
+            if t.x(r) != i.x(r) {
+                diffs.push(format!("x{r}: {:#x} vs {:#x}", t.x(r), i.x(r)));
+            }
+        }
+        let (th, ih) = (&t.hart, &i.hart);
+        for (what, a, b) in [
+            ("pc", th.pc(), ih.pc()),
+            ("instret", th.instret(), ih.instret()),
+            ("executed", th.executed(), ih.executed()),
+            ("clock slots", th.clock_slots(), ih.clock_slots()),
+        ] {
+            if a != b {
+                diffs.push(format!("{what}: {a:#x} vs {b:#x}"));
+            }
+        }
+        if th.privilege() != ih.privilege() {
+            diffs.push(format!(
+                "privilege: {:?} vs {:?}",
+                th.privilege(),
+                ih.privilege()
+            ));
+        }
+        for c in COMPARED_CSRS {
+            let (a, b) = (th.csr(c as u16), ih.csr(c as u16));
+            if a != b {
+                diffs.push(format!("csr {c:#x}: {a:x?} vs {b:x?}"));
+            }
+        }
+        let (da, db) = (read(t, at, len), read(i, at, len));
+        if let Some(k) = (0..len).find(|&k| da[k] != db[k]) {
+            diffs.push(format!(
+                "RAM at {:#x}: {:#04x} vs {:#04x}",
+                at + k as u64,
+                da[k],
+                db[k]
+            ));
+        }
+        assert!(
+            diffs.is_empty(),
+            "{ctx}: translator and interpreter differ (translator value first; pc {:#x}):\n  {}",
+            ih.pc(),
+            diffs.join("\n  ")
+        );
+    }
+
+    /// Compare the whole RAM.
+    fn assert_same_ram(&self, ctx: &str) {
+        self.assert_same(ctx, RAM_BASE, RAM_SIZE);
+    }
+}
+
+struct XorShift(u64);
+
+impl XorShift {
+    fn new(seed: u64) -> XorShift {
+        let mut r = XorShift(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+        r.next();
+        r
+    }
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    fn pick<T: Copy>(&mut self, s: &[T]) -> T {
+        s[self.below(s.len() as u64) as usize]
+    }
+    fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Random programs
+// ---------------------------------------------------------------------------------------------
+
+/// Values the programs start from and load (edge cases of signed and unsigned arithmetic).
+const VALUES: [u64; 16] = [
+    0,
+    1,
+    u64::MAX,
+    i64::MIN as u64,
+    i64::MAX as u64,
+    0x8000_0000,
+    0x7fff_ffff,
+    0xffff_ffff,
+    0xffff_ffff_8000_0000,
+    0x1_0000_0000,
+    31,
+    32,
+    63,
+    64,
+    0x8000_0000_0000_0001,
+    0xdead_beef_0bad_f00d,
+];
+
+// Registers the random programs keep for themselves.
+/// Base for the `sp`-relative compressed forms: DATA + 0x1c00.
+const SP: u32 = 2;
+/// Loop head of JALR-closed loops.
+const HEAD: u32 = 4;
+/// Scratch for forward JALR targets.
+const JR: u32 = 5;
+/// Loop counters by nesting depth.
+const CNT: [u32; 2] = [6, 7];
+/// Base: DATA + 0x800, where the table of [`VALUES`] is.
+const B0: u32 = 8;
+/// Base: DATA + 0x1000, the boundary between the two data pages.
+const B1: u32 = 9;
+/// Registers random instructions write.
+const DEST: [u32; 24] = [
+    1, 3, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31,
+];
+/// Destinations of the compressed forms with 3-bit register fields.
+const CDEST: [u32; 6] = [10, 11, 12, 13, 14, 15];
+
+/// A random program under construction, as halfwords placed at [`CODE`].
+struct Gen {
+    rng: XorShift,
+    /// The scratch, retired-instructions and cycle CSRs the program may access.
+    csrs: [u32; 3],
+    h: Vec<u16>,
+}
+
+impl Gen {
+    fn at(&self) -> usize {
+        self.h.len()
+    }
+    fn w32(&mut self, w: u32) {
+        self.h.push(w as u16);
+        self.h.push((w >> 16) as u16);
+    }
+    fn w16(&mut self, h: u16) {
+        self.h.push(h);
+    }
+    fn set32(&mut self, at: usize, w: u32) {
+        self.h[at] = w as u16;
+        self.h[at + 1] = (w >> 16) as u16;
+    }
+    /// Byte offset from halfword `at` to the current position.
+    fn from(&self, at: usize) -> i32 {
+        2 * (self.h.len() as i32 - at as i32)
+    }
+
+    fn dst(&mut self) -> u32 {
+        if self.rng.chance(5) {
+            0
+        } else {
+            self.rng.pick(&DEST)
+        }
+    }
+    fn src(&mut self) -> u32 {
+        self.rng.below(32) as u32
+    }
+    fn cdst(&mut self) -> u32 {
+        self.rng.pick(&CDEST)
+    }
+    /// Any compressible register (x8-x15) as a source.
+    fn csrc(&mut self) -> u32 {
+        8 + self.rng.below(8) as u32
+    }
+    fn imm12(&mut self) -> i32 {
+        match self.rng.below(7) {
+            0 => 0,
+            1 => -1,
+            2 => -2048,
+            3 => 2047,
+            4 => 1,
+            5 => self.rng.below(64) as i32 - 32,
+            _ => self.rng.below(4096) as i32 - 2048,
+        }
+    }
+    fn shamt(&mut self, bits: u32) -> u32 {
+        match self.rng.below(6) {
+            0 => 0,
+            1 => 1,
+            2 => bits - 1,
+            3 => bits / 2,
+            _ => self.rng.below(bits as u64) as u32,
+        }
+    }
+
+    /// One 32-bit ALU instruction.
+    fn alu(&mut self) {
+        let (rd, a, b) = (self.dst(), self.src(), self.src());
+        let w = match self.rng.below(36) {
+            0 => add(rd, a, b),
+            1 => sub(rd, a, b),
+            2 => sll(rd, a, b),
+            3 => slt(rd, a, b),
+            4 => sltu(rd, a, b),
+            5 => xor(rd, a, b),
+            6 => srl(rd, a, b),
+            7 => sra(rd, a, b),
+            8 => or(rd, a, b),
+            9 => and(rd, a, b),
+            10 => addw(rd, a, b),
+            11 => subw(rd, a, b),
+            12 => sllw(rd, a, b),
+            13 => srlw(rd, a, b),
+            14 => sraw(rd, a, b),
+            15 => mul(rd, a, b),
+            16 => mulh(rd, a, b),
+            17 => mulhu(rd, a, b),
+            18 => mulw(rd, a, b),
+            19 => addi(rd, a, self.imm12()),
+            20 => slti(rd, a, self.imm12()),
+            21 => sltiu(rd, a, self.imm12()),
+            22 => xori(rd, a, self.imm12()),
+            23 => ori(rd, a, self.imm12()),
+            24 => andi(rd, a, self.imm12()),
+            25 => addiw(rd, a, self.imm12()),
+            26 => slli(rd, a, self.shamt(64)),
+            27 => srli(rd, a, self.shamt(64)),
+            28 => srai(rd, a, self.shamt(64)),
+            29 => slliw(rd, a, self.shamt(32)),
+            30 => srliw(rd, a, self.shamt(32)),
+            31 => sraiw(rd, a, self.shamt(32)),
+            32 => lui(rd, self.rng.pick(&[0, 0x80000, 0xfffff, 0x7ffff, 1]) as u32),
+            33 => lui(rd, self.rng.below(1 << 20) as u32),
+            34 => auipc(rd, self.rng.below(1 << 20) as u32),
+            _ => fence(),
+        };
+        self.w32(w);
+    }
+
+    /// One compressed ALU instruction.
+    fn calu(&mut self) {
+        let (rd, crd) = (self.rng.pick(&DEST), self.cdst());
+        let nz6 = |g: &mut Gen| {
+            let v = g.rng.below(63) as i32 - 32;
+            if v >= 0 {
+                v + 1
+            } else {
+                v
+            }
+        };
+        let h = match self.rng.below(19) {
+            0 => c_addi(rd, nz6(self)),
+            1 => c_addiw(rd, self.rng.below(64) as i32 - 32),
+            2 => c_li(rd, self.rng.below(64) as i32 - 32),
+            3 => c_lui(rd, nz6(self) * 4096),
+            4 => c_srli(crd, 1 + self.rng.below(63) as u32),
+            5 => c_srai(crd, 1 + self.rng.below(63) as u32),
+            6 => c_andi(crd, self.rng.below(64) as i32 - 32),
+            7 => c_sub(crd, self.csrc()),
+            8 => c_xor(crd, self.csrc()),
+            9 => c_or(crd, self.csrc()),
+            10 => c_and(crd, self.csrc()),
+            11 => c_subw(crd, self.csrc()),
+            12 => c_addw(crd, self.csrc()),
+            13 => c_slli(rd, 1 + self.rng.below(63) as u32),
+            14 => c_mv(rd, 1 + self.rng.below(31) as u32),
+            15 => c_add(rd, 1 + self.rng.below(31) as u32),
+            16 => c_addi4spn(crd, 4 * (1 + self.rng.below(255) as u32)),
+            17 => c_nop(),
+            _ => c_li(rd, self.rng.pick(&[0, -1, 31, -32])),
+        };
+        self.w16(h);
+    }
+
+    /// A base register and an offset that address the data area; some accesses cross the
+    /// page boundary at DATA + 0x1000.
+    fn address(&mut self) -> (u32, i32) {
+        match self.rng.below(5) {
+            0 | 1 => (B0, self.rng.below(4096) as i32 - 2048),
+            2 => (B1, self.rng.below(24) as i32 - 12),
+            3 => (B1, self.rng.below(4096) as i32 - 2048),
+            _ => (SP, self.rng.below(2040) as i32 - 1024),
+        }
+    }
+
+    /// One 32-bit load or store.
+    fn mem(&mut self) {
+        let (base, off) = self.address();
+        let rd = if self.rng.chance(10) { 0 } else { self.dst() };
+        let rs = self.src();
+        let w = match self.rng.below(11) {
+            0 => lb(rd, base, off),
+            1 => lh(rd, base, off),
+            2 => lw(rd, base, off),
+            3 => ld(rd, base, off),
+            4 => lbu(rd, base, off),
+            5 => lhu(rd, base, off),
+            6 => lwu(rd, base, off),
+            7 => sb(rs, base, off),
+            8 => sh(rs, base, off),
+            9 => sw(rs, base, off),
+            _ => sd(rs, base, off),
+        };
+        self.w32(w);
+    }
+
+    /// One compressed load or store.
+    fn cmem(&mut self) {
+        let base = self.rng.pick(&[B0, B1]);
+        let (crd, rd) = (self.cdst(), self.rng.pick(&DEST));
+        let rs = self.csrc();
+        let h = match self.rng.below(8) {
+            0 => c_lw(crd, base, 4 * self.rng.below(32) as u32),
+            1 => c_ld(crd, base, 8 * self.rng.below(32) as u32),
+            2 => c_sw(rs, base, 4 * self.rng.below(32) as u32),
+            3 => c_sd(rs, base, 8 * self.rng.below(32) as u32),
+            4 => c_lwsp(rd, 4 * self.rng.below(64) as u32),
+            5 => c_ldsp(rd, 8 * self.rng.below(64) as u32),
+            6 => c_swsp(self.src(), 4 * self.rng.below(64) as u32),
+            _ => c_sdsp(self.src(), 8 * self.rng.below(64) as u32),
+        };
+        self.w16(h);
+    }
+
+    /// An interesting value into a register.
+    fn value(&mut self) {
+        let rd = self.rng.pick(&DEST);
+        match self.rng.below(4) {
+            0 => {
+                let k = self.rng.below(VALUES.len() as u64) as i32;
+                self.w32(ld(rd, B0, 8 * k));
+            }
+            1 => {
+                self.w32(lui(rd, 0x80000));
+                if self.rng.chance(50) {
+                    self.w32(slli(rd, rd, 32));
+                    self.w32(srli(rd, rd, 32));
+                }
+            }
+            2 => {
+                self.w32(addi(rd, 0, 1));
+                self.w32(slli(rd, rd, 63));
+                if self.rng.chance(50) {
+                    self.w32(addi(rd, rd, -1));
+                }
+            }
+            _ => self.w16(c_li(rd, -1)),
+        }
+    }
+
+    /// One instruction (or a short sequence) the translator runs inline.
+    fn straight(&mut self) {
+        match self.rng.below(20) {
+            0..=6 => self.alu(),
+            7..=9 => self.calu(),
+            10..=14 => self.mem(),
+            15..=17 => self.cmem(),
+            _ => self.value(),
+        }
+    }
+
+    /// One instruction the translator leaves to the interpreter (it ends a block).
+    fn other(&mut self) {
+        let (rd, a, b) = (self.dst(), self.src(), self.src());
+        let base = self.rng.pick(&[B0, B1, SP]);
+        let w = match self.rng.below(16) {
+            0 => div(rd, a, b),
+            1 => divu(rd, a, b),
+            2 => rem(rd, a, b),
+            3 => remu(rd, a, b),
+            4 => divw(rd, a, b),
+            5 => remuw(rd, a, b),
+            6 => mulhsu(rd, a, b),
+            7 => amo(AMO_ADD, 3, rd, base, b),
+            8 => amo(AMO_SWAP, 2, rd, base, b),
+            9 => amo(AMO_MAXU, 3, rd, base, b),
+            10 => csrr(rd, self.csrs[0]),
+            11 => csrw(self.csrs[0], a),
+            12 => csrr(rd, self.csrs[1]),
+            13 => csrr(rd, self.csrs[2]),
+            14 => fence_i(),
+            _ => {
+                // LR/SC around a plain (translated) store to the reserved address.
+                self.w32(lr_d(rd, B0));
+                if self.rng.chance(50) {
+                    self.w32(sd(a, B0, 0));
+                }
+                sc_d(self.dst(), B0, b)
+            }
+        };
+        self.w32(w);
+    }
+
+    /// A run of `n` straight-line instructions, with some left to the interpreter.
+    fn run_of(&mut self, n: usize) {
+        for _ in 0..n {
+            if self.rng.chance(4) {
+                self.other();
+            } else {
+                self.straight();
+            }
+        }
+    }
+
+    /// A forward conditional branch over a few instructions.
+    fn forward_branch(&mut self) {
+        let at = self.at();
+        let compressed = self.rng.chance(20);
+        if compressed {
+            self.w16(0);
+        } else {
+            self.w32(0);
+        }
+        let n = self.rng.below(6) as usize;
+        self.run_of(n);
+        let off = self.from(at);
+        let (a, b) = (self.src(), self.src());
+        if compressed {
+            let r = self.csrc();
+            self.h[at] = if self.rng.chance(50) {
+                c_beqz(r, off)
+            } else {
+                c_bnez(r, off)
+            };
+            return;
+        }
+        let w = match self.rng.below(6) {
+            0 => beq(a, b, off),
+            1 => bne(a, b, off),
+            2 => blt(a, b, off),
+            3 => bge(a, b, off),
+            4 => bltu(a, b, off),
+            _ => bgeu(a, b, off),
+        };
+        self.set32(at, w);
+    }
+
+    /// A forward JAL, C.J, JALR, C.JR or C.JALR over code that never runs.
+    fn forward_jump(&mut self) {
+        let kind = self.rng.below(5);
+        let any = self.rng.pick(&DEST);
+        let link = self.rng.pick(&[0, 1, 0, any]);
+        let at = self.at();
+        match kind {
+            0 => self.w32(0),
+            1 => self.w16(0),
+            2 => {
+                self.w32(auipc(JR, 0));
+                self.w32(0);
+            }
+            _ => {
+                self.w32(auipc(JR, 0));
+                self.w32(0);
+                self.w16(if kind == 3 { c_jr(JR) } else { c_jalr(JR) });
+            }
+        }
+        let n = 1 + self.rng.below(4) as usize;
+        self.run_of(n);
+        let off = self.from(at);
+        match kind {
+            0 => self.set32(at, jal(link, off)),
+            1 => self.h[at] = c_j(off),
+            2 => {
+                // rd == rs1 sometimes; an odd offset is rounded down by JALR.
+                let rd = self.rng.pick(&[link, JR]);
+                let odd = self.rng.below(2) as i32;
+                self.set32(at + 2, jalr(rd, JR, off + odd));
+            }
+            _ => self.set32(at + 2, addi(JR, JR, off)),
+        }
+    }
+
+    /// A counted loop (1-6 passes) around random code, closed by one of the branch kinds,
+    /// by JAL or C.J with an exit branch at the top, or (outermost only) by JALR.
+    fn counted_loop(&mut self, depth: usize) {
+        let cnt = CNT[depth];
+        let passes = 1 + self.rng.below(6) as i32;
+        self.w32(addi(cnt, 0, passes));
+        let kind = self.rng.below(if depth == 0 { 8 } else { 7 });
+        if kind == 7 {
+            self.w32(auipc(HEAD, 0));
+            self.w32(addi(HEAD, HEAD, 8));
+        }
+        let head = self.at();
+        // Loops closed at the bottom by a branch on the decremented counter.
+        if kind < 4 {
+            self.body(depth + 1);
+            self.w32(addi(cnt, cnt, -1));
+            let back = -self.from(head);
+            self.w32(match kind {
+                0 => bne(cnt, 0, back),
+                1 => blt(0, cnt, back),
+                2 => bltu(0, cnt, back),
+                _ => bge(cnt, 0, back), // one pass more
+            });
+            return;
+        }
+        // Loops with the exit test at the top.
+        let exit = self.at();
+        self.w32(0);
+        self.w32(addi(cnt, cnt, -1));
+        self.body(depth + 1);
+        let back = -self.from(head);
+        match kind {
+            7 => self.w32(jalr(0, HEAD, 0)),
+            _ if back >= -2048 && self.rng.chance(50) => self.w16(c_j(back)),
+            _ => self.w32(jal(0, back)),
+        }
+        let off = self.from(exit);
+        self.set32(
+            exit,
+            match kind {
+                4 => beq(cnt, 0, off),
+                5 => bgeu(0, cnt, off),
+                _ => bge(0, cnt, off),
+            },
+        );
+    }
+
+    /// The body of a loop: random items at `depth`, small enough for the branches around it.
+    fn body(&mut self, depth: usize) {
+        let items = 2 + self.rng.below(12) as usize;
+        let start = self.at();
+        for _ in 0..items {
+            if self.at() - start > 600 {
+                break;
+            }
+            self.item(depth);
+        }
+    }
+
+    fn item(&mut self, depth: usize) {
+        match self.rng.below(20) {
+            0..=2 => self.forward_branch(),
+            3 | 4 => self.forward_jump(),
+            5 if depth < 2 => self.counted_loop(depth),
+            6 => {
+                // A long straight run: blocks up to the translator's size limit and beyond.
+                let n = 20 + self.rng.below(60) as usize;
+                for _ in 0..n {
+                    self.straight();
+                }
+            }
+            _ => {
+                let n = 1 + self.rng.below(8) as usize;
+                self.run_of(n);
+            }
+        }
+    }
+}
+
+/// Where and how a random program runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// M-mode, code at CODE and data at DATA.
+    Machine,
+    /// S-mode under Sv39: code and data at virtual addresses, on physical pages in another
+    /// order (the two data pages are not adjacent).
+    Sv39,
+    /// A hosted guest (VS-mode, V = 1), code at CODE and data at DATA.
+    Hosted,
+    /// M-mode as `Machine`, with a supervisor timer interrupt (Sstc) every 130 instructions
+    /// or so, taken by a handler at TRAP (the program runs after a prologue at CODE).
+    Interrupts,
+}
+
+/// The prologue of [`Mode::Interrupts`] at CODE: STCE, a first deadline, STIE, MIE.
+fn interrupt_prologue() -> Vec<u32> {
+    vec![
+        addi(5, 0, -1),
+        slli(5, 5, 63),
+        csrrs(0, MENVCFG, 5),
+        csrr(5, TIME),
+        addi(5, 5, 3),
+        csrw(STIMECMP, 5),
+        addi(5, 0, 1 << 5),
+        csrrs(0, MIE, 5),
+        csrrsi(0, MSTATUS, 8),
+    ]
+}
+
+/// The interrupt handler of [`Mode::Interrupts`]: moves the deadline on by 13 ticks, with
+/// x1 kept in `mscratch` meanwhile (the programs use `sscratch` in this mode).
+fn interrupt_handler() -> Vec<u32> {
+    vec![
+        csrrw(1, MSCRATCH, 1),
+        csrr(1, STIMECMP),
+        addi(1, 1, 13),
+        csrw(STIMECMP, 1),
+        csrrw(1, MSCRATCH, 1),
+        mret(),
+    ]
+}
+
+/// Virtual pages of the random programs under Sv39 (L0 indices).
+const SV39_CODE_PAGE: u64 = 64;
+const SV39_DATA_PAGE: u64 = 100;
+
+impl Mode {
+    fn code(self) -> u64 {
+        match self {
+            Mode::Sv39 => vpage(SV39_CODE_PAGE),
+            Mode::Interrupts => CODE + 4 * interrupt_prologue().len() as u64,
+            _ => CODE,
+        }
+    }
+    fn data(self) -> u64 {
+        match self {
+            Mode::Sv39 => vpage(SV39_DATA_PAGE),
+            _ => DATA,
+        }
+    }
+    fn pair(self) -> Pair {
+        if self != Mode::Hosted {
+            return Pair::new();
+        }
+        let guest = |jit| {
+            let mut vm = machine(jit, &[]);
+            let config = HartConfig {
+                jit,
+                ..HartConfig::default()
+            };
+            vm.hart = vcpu::Hart::new_guest(config, vm.mem.clone()).unwrap();
+            vm.hart.set_pc(CODE);
+            vm
+        };
+        Pair {
+            jit: guest(true),
+            int: guest(false),
+        }
+    }
+}
+
+/// Physical page of page `k` of a random program's code under Sv39 (in reverse order).
+fn sv39_code_frame(k: u64) -> u64 {
+    RAM_BASE + 0x4_0000 + (15 - k) * 0x1000
+}
+/// Physical pages of the two data pages under Sv39.
+const SV39_DATA_FRAMES: [u64; 2] = [RAM_BASE + 0x5_3000, RAM_BASE + 0x5_0000];
+
+/// A random program of about `halfwords` halfwords ending in WFI; returns its halfwords.
+fn random_program(seed: u64, halfwords: usize, mode: Mode) -> Vec<u16> {
+    let mut g = Gen {
+        rng: XorShift::new(seed),
+        csrs: if mode == Mode::Machine {
+            [MSCRATCH, MINSTRET, MCYCLE]
+        } else {
+            [SSCRATCH, INSTRET, CYCLE]
+        },
+        h: Vec::new(),
+    };
+    while g.h.len() < halfwords {
+        g.item(0);
+    }
+    if mode == Mode::Interrupts {
+        // Nothing enabled, so that WFI stops the hart.
+        g.w32(csrrci(0, MSTATUS, 8));
+        g.w32(csrw(MIE, 0));
+    }
+    g.w32(wfi());
+    assert!(
+        2 * g.h.len() as u64 <= DATA - CODE,
+        "program too large for the code area"
+    );
+    assert!(
+        g.h.len() <= 16 * 0x800,
+        "program too large for the Sv39 code pages"
+    );
+    g.h
+}
+
+/// Load a random program, its data and its initial registers into both machines; returns
+/// the address of its final WFI.
+fn load_random(p: &mut Pair, seed: u64, halfwords: usize) -> u64 {
+    load_random_in(p, seed, halfwords, Mode::Machine)
+}
+
+fn load_random_in(p: &mut Pair, seed: u64, halfwords: usize, mode: Mode) -> u64 {
+    let code = random_program(seed, halfwords, mode);
+    let data_va = mode.data();
+    let mut rng = XorShift::new(seed ^ 0x5555);
+    let mut data: Vec<u8> = (0..DATA_LEN).map(|_| rng.next() as u8).collect();
+    for (k, v) in VALUES.iter().enumerate() {
+        data[0x800 + 8 * k..0x808 + 8 * k].copy_from_slice(&v.to_le_bytes());
+    }
+    let mut regs = [0u64; 32];
+    for (r, v) in regs.iter_mut().enumerate().skip(1) {
+        *v = if rng.chance(50) {
+            rng.pick(&VALUES)
+        } else {
+            rng.next()
+        };
+        *v = match r as u32 {
+            SP => data_va + 0x1c00,
+            B0 => data_va + 0x800,
+            B1 => data_va + 0x1000,
+            31 => TRAP, // read by the boot stub
+            _ => *v,
+        };
+    }
+    p.both(|vm| {
+        for (r, &v) in regs.iter().enumerate() {
+            vm.set_x(r, v);
+        }
+        if mode != Mode::Sv39 {
+            vm.put16(mode.code(), &code);
+            vm.mem.write_slice(&data, GuestAddress(DATA)).unwrap();
+            if mode == Mode::Interrupts {
+                vm.put32(CODE, &interrupt_prologue());
+                vm.put32(TRAP, &interrupt_handler());
+            }
+            return;
+        }
+        page_tables(vm);
+        for (k, page) in code.chunks(0x800).enumerate() {
+            let k = k as u64;
+            vm.put16(sv39_code_frame(k), page);
+            map(vm, false, SV39_CODE_PAGE + k, sv39_code_frame(k), V | X | A);
+        }
+        // Hardware sets A and D of the first data page, and D of the second.
+        let flags = [V | R | W, V | R | W | A];
+        for (k, (page, frame)) in data.chunks(0x1000).zip(SV39_DATA_FRAMES).enumerate() {
+            vm.mem.write_slice(page, GuestAddress(frame)).unwrap();
+            map(vm, false, SV39_DATA_PAGE + k as u64, frame, flags[k]);
+        }
+        // M-mode: satp, the counters for S-mode, then S-mode at the program.
+        vm.set_x(19, satp(PT_ROOT));
+        vm.set_x(18, 7);
+        let mut m = vec![csrw(SATP, 19), sfence_vma(0, 0), csrw(MCOUNTEREN, 18)];
+        m.extend(vm.enter_mode(PrivilegeMode::Supervisor, mode.code()));
+        vm.code(&m);
+    });
+    mode.code() + 2 * code.len() as u64 - 4
+}
+
+#[test]
+fn random_programs_match_the_interpreter() {
+    let mut total = 0;
+    for seed in 1..=48u64 {
+        let mut p = Pair::new();
+        let end = load_random(&mut p, seed, 6000);
+        let ctx = format!("seed {seed}");
+        p.run_to_wfi(&ctx);
+        assert_eq!(p.int.hart.pc(), end + 4, "{ctx}: the program trapped");
+        p.assert_same_ram(&ctx);
+        total += p.int.hart.executed();
+        assert!(p.int.hart.executed() > 3000, "{ctx}: too short a run");
+    }
+    assert!(total > 300_000, "{total} instructions in all");
+}
+
+fn random_programs_in(mode: Mode, seeds: std::ops::Range<u64>) {
+    for seed in seeds {
+        let mut p = mode.pair();
+        let end = load_random_in(&mut p, seed, 6000, mode);
+        let ctx = format!("{mode:?}, seed {seed}");
+        p.run_to_wfi(&ctx);
+        assert_eq!(p.int.hart.pc(), end + 4, "{ctx}: the program trapped");
+        p.assert_same_ram(&ctx);
+        assert!(p.int.hart.executed() > 3000, "{ctx}: too short a run");
+        if mode == Mode::Interrupts {
+            // Interrupts were taken all along (the deadline moved on with time).
+            let deadline = p.int.csr(STIMECMP);
+            let now = p.int.csr(TIME);
+            assert!(
+                deadline > 13 * 10,
+                "{ctx}: few interrupts (stimecmp {deadline})"
+            );
+            assert!(
+                deadline + 13 > now,
+                "{ctx}: interrupts stopped early (stimecmp {deadline}, time {now})"
+            );
+        }
+    }
+}
+
+#[test]
+fn random_programs_match_the_interpreter_under_sv39() {
+    random_programs_in(Mode::Sv39, 300..324);
+}
+
+#[test]
+fn random_programs_match_the_interpreter_in_a_hosted_guest() {
+    random_programs_in(Mode::Hosted, 400..424);
+}
+
+#[test]
+fn random_programs_match_the_interpreter_with_timer_interrupts() {
+    random_programs_in(Mode::Interrupts, 500..524);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Budgets
+// ---------------------------------------------------------------------------------------------
+
+/// Run a program to its end in steps of `step()` instructions, comparing after each.
+fn run_in_steps(seed: u64, halfwords: usize, what: &str, step: impl FnMut() -> u64) {
+    run_in_steps_in(Mode::Machine, seed, halfwords, what, step)
+}
+
+fn run_in_steps_in(
+    mode: Mode,
+    seed: u64,
+    halfwords: usize,
+    what: &str,
+    mut step: impl FnMut() -> u64,
+) {
+    let mut p = mode.pair();
+    let end = load_random_in(&mut p, seed, halfwords, mode);
+    for n in 0.. {
+        let budget = step();
+        let ctx = format!("seed {seed}, {what}, call {n}");
+        match p.run(budget, &ctx) {
+            VcpuExit::BudgetExhausted => {}
+            VcpuExit::Wfi => break,
+            other => panic!("{ctx}: unexpected exit {other:?}"),
+        }
+        assert!(n < 2_000_000, "{ctx}: the program does not end");
+    }
+    assert_eq!(p.int.hart.pc(), end + 4, "seed {seed}: the program trapped");
+    p.assert_same_ram(&format!("seed {seed}, {what}"));
+}
+
+#[test]
+fn every_small_budget_stops_on_the_same_instruction() {
+    for seed in [101u64, 102, 103] {
+        for budget in (1..=24).chain([31, 32, 33, 63, 64, 65, 127, 128, 129, 1000, 4095, 4097]) {
+            run_in_steps(seed, 700, &format!("budget {budget}"), || budget);
+        }
+    }
+}
+
+#[test]
+fn random_budgets_stop_on_the_same_instruction() {
+    for seed in 200..224u64 {
+        let mode = [Mode::Machine, Mode::Interrupts, Mode::Sv39, Mode::Hosted][seed as usize % 4];
+        let mut rng = XorShift::new(seed ^ 0xb0d6e7);
+        run_in_steps_in(mode, seed, 1500, "random steps", || match rng.below(4) {
+            0 => 1 + rng.below(3),
+            1 => 1 + rng.below(70),
+            2 => 1 + rng.below(300),
+            _ => 1 + rng.below(5000),
+        });
+    }
+}
+
+/// A budget that ends inside a long block, then budgets that fit it exactly.
+#[test]
+fn budgets_around_a_full_block() {
+    // 100 ADDIs (more than one block holds) closed by a loop branch, 5 passes.
+    let mut body: Vec<u32> = (0..100)
+        .map(|k| addi(10 + k % 8, 10 + k % 8, k as i32))
+        .collect();
+    let head = 1;
+    let mut code = vec![addi(6, 0, 5)];
+    code.append(&mut body);
+    code.push(addi(6, 6, -1));
+    let back = -(4 * (code.len() - head) as i32);
+    code.push(bne(6, 0, back));
+    for budget in [1u64, 7, 50, 63, 64, 65, 99, 101, 102, 103, 200, 511] {
+        let mut p = Pair::new();
+        p.both(|vm| {
+            vm.code(&code);
+        });
+        let ctx = format!("budget {budget}");
+        while p.run(budget, &ctx) != VcpuExit::Wfi {}
+        assert_eq!(p.int.hart.instret(), 2 + 1 + 5 * 102 + 1);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Self-modifying code
+// ---------------------------------------------------------------------------------------------
+
+/// A loop whose first instruction (at CODE + 8) is rewritten by the guest after three passes;
+/// six passes in all. `patch` is the store (and what follows it) run once, after pass three.
+fn guest_patch(first: &[u16], new: u32, patch: &[u32]) -> Pair {
+    let mut p = Pair::new();
+    // x11: address of the patched instruction; x12: its new bits; x16 = 3, x17 = 6.
+    p.set_x(12, new as u64);
+    p.set_x(16, 3);
+    p.set_x(17, 6);
+    let mut h: Vec<u16> = Vec::new();
+    let w = |h: &mut Vec<u16>, w: u32| {
+        h.push(w as u16);
+        h.push((w >> 16) as u16);
+    };
+    w(&mut h, auipc(11, 0));
+    w(&mut h, addi(11, 11, 8));
+    let head = h.len();
+    h.extend_from_slice(first);
+    w(&mut h, addi(10, 10, 1));
+    let skip = h.len();
+    w(&mut h, 0);
+    for &i in patch {
+        w(&mut h, i);
+    }
+    let off = 2 * (h.len() - skip) as i32;
+    h[skip] = bne(10, 16, off) as u16;
+    h[skip + 1] = (bne(10, 16, off) >> 16) as u16;
+    let back = -2 * (h.len() - head) as i32;
+    w(&mut h, blt(10, 17, back));
+    w(&mut h, wfi());
+    p.both(|vm| vm.put16(CODE, &h));
+    p
+}
+
+fn halves(w: u32) -> [u16; 2] {
+    [w as u16, (w >> 16) as u16]
+}
+
+#[test]
+fn guest_rewrites_an_instruction_it_ran_with_fence_i() {
+    let mut p = guest_patch(
+        &halves(addi(13, 13, 1)),
+        addi(13, 13, 100),
+        &[sw(12, 11, 0), fence_i()],
+    );
+    p.run_to_wfi("patch + fence.i");
+    assert_eq!(p.jit.x(13), 3 + 3 * 100);
+}
+
+#[test]
+fn guest_rewrites_an_instruction_it_ran_without_fence_i() {
+    // The store and the patched instruction are in different blocks: the next pass enters
+    // the patched block again.
+    let mut p = guest_patch(
+        &halves(addi(13, 13, 1)),
+        addi(13, 13, 100),
+        &[sw(12, 11, 0)],
+    );
+    p.run_to_wfi("patch");
+    assert_eq!(p.jit.x(13), 3 + 3 * 100);
+}
+
+#[test]
+fn guest_rewrites_compressed_code_and_instruction_lengths() {
+    // A 16-bit instruction between two others, rewritten by a halfword store.
+    let mut first = vec![c_addi(13, 1), c_nop()];
+    first.extend(halves(addi(14, 14, 1)));
+    let mut p = guest_patch(&first, c_addi(13, 20) as u32, &[sh(12, 11, 0), fence_i()]);
+    p.run_to_wfi("compressed patch");
+    assert_eq!((p.jit.x(13), p.jit.x(14)), (3 + 3 * 20, 6));
+    // One 32-bit instruction becomes two 16-bit ones.
+    let two = c_addi(13, 7) as u32 | (c_addi(14, 1) as u32) << 16;
+    let mut p = guest_patch(&halves(addi(13, 13, 1)), two, &[sw(12, 11, 0)]);
+    p.run_to_wfi("length patch");
+    assert_eq!((p.jit.x(13), p.jit.x(14)), (3 + 3 * 7, 3));
+}
+
+#[test]
+fn guest_store_then_fence_i_then_the_patched_instruction() {
+    // Every pass stores the instruction's bits (the old ones for three passes, then the new
+    // ones), executes FENCE.I, then runs the instruction.
+    let old = addi(13, 13, 1);
+    let new = addi(13, 13, 100);
+    let mut p = Pair::new();
+    p.set_x(12, old as u64);
+    p.set_x(18, new.wrapping_sub(old) as u64);
+    p.set_x(16, 3);
+    p.set_x(17, 6);
+    let code = [
+        auipc(11, 0),
+        addi(11, 11, 16), // x11 = the patched instruction
+        sw(12, 11, 0),    // loop head
+        fence_i(),
+        old,
+        addi(10, 10, 1),
+        bne(10, 16, 8),
+        add(12, 12, 18),
+        blt(10, 17, -24),
+    ];
+    p.both(|vm| {
+        vm.code(&code);
+    });
+    p.run_to_wfi("store, fence.i, patched");
+    assert_eq!(p.jit.x(13), 3 + 3 * 100);
+}
+
+/// A loop whose store rewrites an instruction later in the same straight-line run: the old
+/// bits for three passes, then the new ones. No FENCE.I: the interpreter fetches the new
+/// instruction at once, and so must the translator (its block holds both instructions).
+fn store_into_the_running_block(
+    gap: &[u32],
+    target: u32,
+    new: u32,
+    store: fn(u32, u32, i32) -> u32,
+) -> Pair {
+    let mut p = Pair::new();
+    p.set_x(12, target as u64);
+    p.set_x(18, new.wrapping_sub(target) as u64);
+    p.set_x(16, 3);
+    p.set_x(17, 6);
+    let mut code = vec![
+        auipc(11, 0),
+        addi(11, 11, 12 + 4 * gap.len() as i32),
+        store(12, 11, 0),
+    ];
+    code.extend_from_slice(gap);
+    code.extend([target, addi(10, 10, 1), bne(10, 16, 8), add(12, 12, 18)]);
+    let back = -4 * (code.len() as i32 - 2);
+    code.push(blt(10, 17, back));
+    p.both(|vm| {
+        vm.code(&code);
+    });
+    p
+}
+
+#[test]
+fn guest_store_into_the_running_block_without_fence_i() {
+    let two = c_addi(15, 1) as u32 | (c_nop() as u32) << 16;
+    for gap in [&[][..], &[addi(14, 14, 1), two][..]] {
+        let mut p = store_into_the_running_block(gap, addi(13, 13, 1), addi(13, 13, 100), sw);
+        p.run_to_wfi("store into the running block");
+        assert_eq!(
+            p.jit.x(13),
+            3 + 3 * 100,
+            "gap of {} instructions",
+            gap.len()
+        );
+    }
+    // A halfword store to the first half of an instruction (its immediate stays the same).
+    let mut p = store_into_the_running_block(&[], addi(13, 13, 1), addi(14, 13, 1), sh);
+    p.run_to_wfi("halfword store into the running block");
+    assert_eq!((p.jit.x(13), p.jit.x(14)), (3, 4));
+}
+
+#[test]
+fn vmm_rewrites_code_between_runs() {
+    // 1000 passes over a loop that adds 1 to x13; the VMM rewrites the ADDI to add 7.
+    for (budget, compressed) in [(1u64, false), (150, false), (1001, true), (2000, false)] {
+        let mut p = Pair::new();
+        p.set_x(11, 1000);
+        let inc = if compressed {
+            c_addi(13, 1) as u32 | (c_nop() as u32) << 16
+        } else {
+            addi(13, 13, 1)
+        };
+        let end = p.both(|vm| vm.code(&[inc, addi(10, 10, 1), blt(10, 11, -8)]));
+        let ctx = format!("budget {budget}");
+        assert_eq!(p.run(budget, &ctx), VcpuExit::BudgetExhausted);
+        let done = p.int.x(13);
+        let new = if compressed {
+            c_addi(13, 7) as u32 | (c_nop() as u32) << 16
+        } else {
+            addi(13, 13, 7)
+        };
+        p.both(|vm| vm.w32(CODE, new));
+        p.run_to_wfi(&ctx);
+        assert_eq!(p.int.hart.pc(), end + 4);
+        assert_eq!(p.jit.x(13), done + 7 * (1000 - done), "{ctx}");
+    }
+}
+
+#[test]
+fn vmm_rewrites_a_linked_block_between_runs() {
+    // Block A (the loop head) jumps to block B (same page) which jumps back: linked both
+    // ways after the first passes. The VMM rewrites B's first instruction.
+    let mut p = Pair::new();
+    p.set_x(11, 500);
+    let code = [
+        addi(10, 10, 1), // A
+        jal(0, 0x100),   // to B
+    ];
+    let b = [
+        addi(13, 13, 1), // B, rewritten
+        addi(14, 14, 1),
+        blt(10, 11, -(0x100 + 4 + 8)),
+        wfi(),
+    ];
+    p.both(|vm| {
+        vm.put32(CODE, &code);
+        vm.put32(CODE + 4 + 0x100, &b);
+    });
+    assert_eq!(p.run(300, "A/B"), VcpuExit::BudgetExhausted);
+    let done = p.int.x(13);
+    p.both(|vm| vm.w32(CODE + 4 + 0x100, addi(13, 13, 5)));
+    p.run_to_wfi("A/B");
+    assert_eq!(p.jit.x(13), done + 5 * (500 - done));
+    assert_eq!(p.jit.x(14), 500);
+}
+
+/// Enough translations to fill the translator's code region (the minimum, 1 MiB) several
+/// times over: every pass rewrites the immediate of the first instruction of a long block B,
+/// which is then translated anew; A (the loop head) stays linked to B's first translation.
+#[test]
+fn retranslation_past_the_code_region_size() {
+    const PASSES: u64 = 20_000;
+    let mut p = Pair::new();
+    p.jit = Vm::with_config(HartConfig {
+        jit_code_bytes: 1 << 20,
+        ..HartConfig::default()
+    });
+    p.set_x(16, addi(13, 13, 0) as u64);
+    p.set_x(17, PASSES);
+    let b = CODE + 0x200;
+    let a = [
+        andi(15, 10, 0x7ff), // A: x15 = the new ADDI
+        slli(15, 15, 20),
+        or(15, 15, 16),
+        sw(15, 11, 0),
+        jal(0, 0x200 - 16),
+    ];
+    let mut blk = vec![addi(13, 13, 0)]; // B, rewritten
+    blk.extend((0..60).map(|k| addi(20 + k % 8, 20 + k % 8, k as i32)));
+    blk.push(addi(10, 10, 1));
+    blk.push(blt(10, 17, -(0x200 + 4 * blk.len() as i32)));
+    let end = p.both(|vm| {
+        vm.put32(CODE, &a);
+        vm.code_at(b, &blk)
+    });
+    p.set_x(11, b);
+    assert_eq!(p.run(50_000_000, "retranslation"), VcpuExit::Wfi);
+    assert_eq!(p.int.hart.pc(), end + 4);
+    let want: u64 = (0..PASSES).map(|k| k & 0x7ff).sum();
+    assert_eq!(p.jit.x(13), want);
+    p.assert_same_ram("retranslation");
+    let resets = p.jit.hart.translated_code_resets();
+    assert!(resets >= 3, "the code region was emptied {resets} times");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sv39
+// ---------------------------------------------------------------------------------------------
+
+const V: u64 = 1 << 0;
+const R: u64 = 1 << 1;
+const W: u64 = 1 << 2;
+const X: u64 = 1 << 3;
+const A: u64 = 1 << 6;
+const D: u64 = 1 << 7;
+
+const PT_ROOT: u64 = RAM_BASE + 0x2_0000;
+const PT_L1: u64 = RAM_BASE + 0x2_1000;
+const PT_L0: u64 = RAM_BASE + 0x2_2000;
+/// A second set of tables (for a `satp` switch).
+const PT2_ROOT: u64 = RAM_BASE + 0x2_3000;
+const PT2_L1: u64 = RAM_BASE + 0x2_4000;
+const PT2_L0: u64 = RAM_BASE + 0x2_5000;
+/// Virtual page i is `VA_BASE + i * 4096`, described by L0 entry i.
+const VA_BASE: u64 = 0x4000_0000;
+/// S-mode code (identity-mapped by a gigapage).
+const SCODE: u64 = CODE + 0x400;
+
+fn pte(pa: u64, flags: u64) -> u64 {
+    ((pa >> 12) << 10) | flags
+}
+fn satp(root: u64) -> u64 {
+    (8 << 60) | (root >> 12)
+}
+fn ppage(i: u64) -> u64 {
+    RAM_BASE + 0x3_0000 + i * 0x1000
+}
+fn vpage(i: u64) -> u64 {
+    VA_BASE + i * 0x1000
+}
+
+/// Both table sets: RAM identity-mapped by a supervisor RWX gigapage, and the L0 tables for
+/// the virtual pages at `VA_BASE` (all invalid).
+fn page_tables(vm: &mut Vm) {
+    for (root, l1, l0) in [(PT_ROOT, PT_L1, PT_L0), (PT2_ROOT, PT2_L1, PT2_L0)] {
+        vm.w64(root + 8 * 2, pte(RAM_BASE, V | R | W | X | A | D));
+        vm.w64(root + 8 * 1, pte(l1, V));
+        vm.w64(l1, pte(l0, V));
+    }
+}
+
+/// Map virtual page `i` to `pa` in the first (or second) table set.
+fn map(vm: &mut Vm, second: bool, i: u64, pa: u64, flags: u64) {
+    let l0 = if second { PT2_L0 } else { PT_L0 };
+    vm.w64(l0 + 8 * i, pte(pa, flags));
+}
+
+/// Enter S-mode at SCODE with the first table set; `body` (then WFI) is placed there.
+fn sv39_program(p: &mut Pair, body: &[u32]) -> u64 {
+    p.both(|vm| {
+        vm.set_x(19, satp(PT_ROOT));
+        let mut m = vec![csrw(SATP, 19), sfence_vma(0, 0)];
+        m.extend(vm.enter_mode(PrivilegeMode::Supervisor, SCODE));
+        vm.code(&m);
+        vm.code_at(SCODE, body)
+    })
+}
+
+#[test]
+fn one_physical_page_at_two_virtual_addresses() {
+    let mut p = Pair::new();
+    p.both(|vm| {
+        page_tables(vm);
+        map(vm, false, 3, ppage(0), V | R | W | X | A | D);
+        map(vm, false, 7, ppage(0), V | R | W | X | A | D);
+        // The shared page: x10 = its virtual address, a load and a store through it.
+        vm.put32(
+            ppage(0),
+            &[
+                auipc(10, 0),
+                ld(15, 10, 0x100),
+                addi(15, 15, 1),
+                sd(15, 10, 0x100),
+                addi(11, 11, 1),
+                jalr(0, 1, 0),
+            ],
+        );
+        vm.w64(ppage(0) + 0x100, 1000);
+    });
+    p.set_x(21, vpage(3));
+    p.set_x(22, vpage(7));
+    p.set_x(23, 6);
+    let end = sv39_program(
+        &mut p,
+        &[
+            jalr(1, 21, 0), // loop: x10 = vpage(3)
+            add(13, 13, 10),
+            jalr(1, 22, 0), // x10 = vpage(7)
+            sub(13, 13, 10),
+            add(14, 14, 10),
+            addi(23, 23, -1),
+            bne(23, 0, -24),
+        ],
+    );
+    p.run_to_wfi("aliases");
+    assert_eq!(p.int.hart.pc(), end + 4, "no clean end");
+    let d = vpage(3).wrapping_sub(vpage(7));
+    assert_eq!(p.jit.x(13), d.wrapping_mul(6));
+    assert_eq!(p.jit.x(14), 6 * vpage(7));
+    assert_eq!(p.jit.x(11), 12);
+    assert_eq!(p.jit.r64(ppage(0) + 0x100), 1012);
+    p.assert_same_ram("aliases");
+}
+
+/// Three calls through virtual page 9 (mapped to code returning 1), then `switch` (which
+/// maps it to code returning 2), then three more calls; x14 and x15 sum the results.
+fn remap(switch: &[u32], second: bool) {
+    // The second frame is 512 KiB after the first: their blocks share a slot of the
+    // translator's block table, which must tell them apart by RAM offset.
+    const FAR: u64 = RAM_BASE + 0x3_1000 + 0x8_0000;
+    let mut p = Pair::new();
+    p.both(|vm| {
+        page_tables(vm);
+        map(vm, false, 9, ppage(1), V | R | X | A);
+        if second {
+            map(vm, true, 9, FAR, V | R | X | A);
+        }
+        for (pa, v) in [(ppage(1), 1), (FAR, 2)] {
+            vm.put32(pa, &[addi(10, 0, v), addi(12, 12, 1), jalr(0, 1, 0)]);
+        }
+    });
+    p.set_x(21, vpage(9));
+    p.set_x(22, 3);
+    p.set_x(24, PT_L0 + 8 * 9);
+    p.set_x(25, pte(FAR, V | R | X | A));
+    p.set_x(26, satp(PT2_ROOT));
+    let mut body = vec![
+        jalr(1, 21, 0),
+        add(14, 14, 10),
+        addi(22, 22, -1),
+        bne(22, 0, -12),
+    ];
+    body.extend_from_slice(switch);
+    body.extend([
+        addi(22, 0, 3),
+        jalr(1, 21, 0),
+        add(15, 15, 10),
+        addi(22, 22, -1),
+        bne(22, 0, -12),
+    ]);
+    let end = sv39_program(&mut p, &body);
+    p.run_to_wfi("remap");
+    assert_eq!(p.int.hart.pc(), end + 4, "no clean end");
+    assert_eq!((p.jit.x(14), p.jit.x(15), p.jit.x(12)), (3, 6, 6));
+}
+
+#[test]
+fn a_pte_store_and_sfence_vma_remap_translated_code() {
+    remap(&[sd(25, 24, 0), sfence_vma(0, 0)], false);
+}
+
+#[test]
+fn a_satp_switch_and_sfence_vma_remap_translated_code() {
+    remap(&[csrw(SATP, 26), sfence_vma(0, 0)], true);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Faults and devices in the middle of a block
+// ---------------------------------------------------------------------------------------------
+
+/// A loop of straight-line code whose access address moves by a page per pass, until the
+/// access at index `idx` of `body` faults; the trap must be identical and exact.
+/// The loop is placed at `at` (CODE in M-mode, SCODE under Sv39).
+fn fault_loop(p: &mut Pair, at: u64, start: u64, body: &[u32], idx: usize, want: (u64, u64)) {
+    // x20: the moving address; x24 = 4096.
+    p.set_x(20, start);
+    p.set_x(24, 0x1000);
+    let mut code = body.to_vec();
+    code.push(add(20, 20, 24));
+    code.push(jal(0, -4 * (code.len() as i32)));
+    p.both(|vm| vm.code_at(at, &code));
+    let (want_cause, tval) = want;
+    p.run_to_wfi("fault loop");
+    assert_eq!(p.int.hart.pc(), TRAP + 4, "no trap");
+    let t = p.jit.mtrap();
+    assert_eq!(
+        t,
+        Trap {
+            cause: want_cause,
+            epc: at + 4 * idx as u64,
+            tval,
+        }
+    );
+    p.assert_same_ram("fault loop");
+}
+
+/// Straight-line code around one access: x10 counts before it, x12 after it.
+fn around(access: u32) -> Vec<u32> {
+    vec![
+        addi(10, 10, 1),
+        c_pair(),
+        access,
+        addi(12, 12, 1),
+        sd(10, 21, 0),
+    ]
+}
+
+/// Two compressed instructions as one word (x13 += 1; nop).
+fn c_pair() -> u32 {
+    c_addi(13, 1) as u32 | (c_nop() as u32) << 16
+}
+
+#[test]
+fn an_access_fault_inside_a_translated_loop() {
+    // M-mode, no translation: x20 walks towards the end of RAM.
+    const RAM_END: u64 = RAM_BASE + RAM_SIZE as u64;
+    let last = RAM_END - 0x1000;
+    for (access, c, off) in [
+        (ld(11, 20, 8), cause::LOAD_ACCESS, 8),
+        (sw(11, 20, 8), cause::STORE_ACCESS, 8),
+        (lbu(0, 20, 0), cause::LOAD_ACCESS, 0),
+    ] {
+        let mut p = Pair::new();
+        p.set_x(21, DATA);
+        let start = last - 3 * 0x1000;
+        fault_loop(&mut p, CODE, start, &around(access), 2, (c, RAM_END + off));
+        assert_eq!(p.jit.x(10), 5);
+        assert_eq!(p.jit.x(12), 4);
+    }
+    // Misaligned across the end of RAM: the fault reports the first byte outside.
+    let mut p = Pair::new();
+    p.set_x(21, DATA);
+    let start = last - 0x1000 + 0xffc;
+    let want = (cause::LOAD_ACCESS, RAM_END);
+    fault_loop(&mut p, CODE, start, &around(ld(11, 20, 0)), 2, want);
+}
+
+#[test]
+fn a_page_fault_inside_a_translated_loop() {
+    // A load, then a store, to the same page: the store needs W, not what the load found.
+    let load_store = vec![
+        addi(10, 10, 1),
+        ld(11, 20, 16),
+        sd(11, 20, 16),
+        addi(12, 12, 1),
+        sd(10, 21, 0),
+    ];
+    // (body, flags of page 23, first address, cause, mtval): pages 20-22 are mapped.
+    let ro = V | R | A;
+    let cases = [
+        (
+            around(ld(11, 20, 16)),
+            0,
+            vpage(20),
+            cause::LOAD_PAGE_FAULT,
+            vpage(23) + 16,
+        ),
+        (
+            around(sd(11, 20, 16)),
+            ro,
+            vpage(20),
+            cause::STORE_PAGE_FAULT,
+            vpage(23) + 16,
+        ),
+        (
+            around(lb(0, 20, 0)),
+            0,
+            vpage(20),
+            cause::LOAD_PAGE_FAULT,
+            vpage(23),
+        ),
+        (
+            load_store,
+            ro,
+            vpage(20),
+            cause::STORE_PAGE_FAULT,
+            vpage(23) + 16,
+        ),
+        // Misaligned across pages: the fault is in the second page.
+        (
+            around(sw(11, 20, -2)),
+            ro,
+            vpage(21),
+            cause::STORE_PAGE_FAULT,
+            vpage(23),
+        ),
+        (
+            around(lw(11, 20, 0)),
+            0,
+            vpage(20) + 0xffe,
+            cause::LOAD_PAGE_FAULT,
+            vpage(23),
+        ),
+        (
+            around(ld(11, 20, 0)),
+            ro,
+            vpage(20) + 0xffc,
+            cause::LOAD_PAGE_FAULT,
+            vpage(24),
+        ),
+    ];
+    for (body, flags, start, c, tval) in cases {
+        let mut p = Pair::new();
+        p.both(|vm| {
+            page_tables(vm);
+            for i in 0..3 {
+                map(vm, false, 20 + i, ppage(10 + i), V | R | W | A | D);
+            }
+            map(vm, false, 23, ppage(13), flags);
+        });
+        p.set_x(21, DATA);
+        sv39_program(&mut p, &[]);
+        fault_loop(&mut p, SCODE, start, &body, 2, (c, tval));
+    }
+}
+
+#[test]
+fn device_accesses_inside_a_translated_loop() {
+    // A device outside RAM and one sharing a page with RAM (like HTIF's tohost).
+    const DEV: u64 = 0x1000_0000;
+    const IN_RAM: u64 = RAM_BASE + 0x1_8000;
+    let mut p = Pair::with_mmio(&[
+        MmioRange {
+            base: DEV,
+            size: 0x100,
+        },
+        MmioRange {
+            base: IN_RAM,
+            size: 8,
+        },
+    ]);
+    p.set_x(20, DEV);
+    p.set_x(21, IN_RAM);
+    p.set_x(23, 40);
+    let end = p.both(|vm| {
+        vm.code(&[
+            addi(10, 10, 1),
+            ld(11, 21, 0x100), // RAM in the device's page
+            add(11, 11, 10),
+            sd(11, 21, 0x108),
+            lw(12, 20, 4), // device
+            add(13, 13, 12),
+            sw(13, 20, 8), // device
+            sd(13, 21, 0), // in-RAM device
+            addi(14, 14, 1),
+            bne(10, 23, -36),
+        ])
+    });
+    let mut rng = XorShift::new(77);
+    let mut exits = Vec::new();
+    loop {
+        let budget = 1 + rng.below(50);
+        match p.run(budget, "devices") {
+            VcpuExit::Mmio(acc) => {
+                exits.push(acc);
+                if acc.write.is_none() {
+                    let v = rng.next();
+                    p.both(|vm| vm.hart.complete_mmio_read(v));
+                    p.assert_same("devices, completed", DATA, DATA_LEN);
+                }
+            }
+            VcpuExit::BudgetExhausted => {}
+            VcpuExit::Wfi => break,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(p.int.hart.pc(), end + 4);
+    assert_eq!(exits.len(), 3 * 40);
+    assert_eq!(p.jit.x(14), 40);
+    p.assert_same_ram("devices");
+}
