@@ -5,7 +5,7 @@
 # the end of the process (the workload `true`, then power-off through SBI SRST).
 #
 #   vmm:  target/release/vmm run --kernel Image --initrd initramfs.cpio.gz --memory 256 \
-#             --cmdline CMDLINE
+#             --cmdline CMDLINE            (and again with --jit off: the interpreter alone)
 #   QEMU: qemu-system-riscv64 -M virt -m 256 -nographic -bios fw_dynamic.bin \
 #             -kernel Image -initrd initramfs.cpio.gz -append CMDLINE
 #
@@ -83,13 +83,18 @@ measure() {
 
 min() { awk -v a="$1" -v b="$2" 'BEGIN { print (b == "" || a < b) ? a : b }'; }
 
-vmm_ready= vmm_total= q_ready= q_total= m_ready= m_total=
+vmm_ready= vmm_total= int_ready= int_total= q_ready= q_total= m_ready= m_total=
 for i in $(seq "$runs"); do
     echo "run $i/$runs: vmm run..." >&2
     measure vmm "$vmm" run --kernel "$KERNEL" --initrd "$INITRD" --memory 256 \
         --cmdline "$cmdline"
     vmm_ready=$(min "$m_ready" "$vmm_ready")
     vmm_total=$(min "$m_total" "$vmm_total")
+    echo "run $i/$runs: vmm run --jit off..." >&2
+    measure interp "$vmm" run --kernel "$KERNEL" --initrd "$INITRD" --memory 256 \
+        --cmdline "$cmdline" --jit off
+    int_ready=$(min "$m_ready" "$int_ready")
+    int_total=$(min "$m_total" "$int_total")
     echo "run $i/$runs: QEMU..." >&2
     measure qemu "$qemu" -M virt -m 256 -nographic -bios "$fw" \
         -kernel "$KERNEL" -initrd "$INITRD" -append "$cmdline"
@@ -100,8 +105,8 @@ done
 kver=$(sed -n 's/^linux-image-[0-9].* \(.*\)$/\1/p' "$(dirname "$KERNEL")/versions" | head -n1)
 qver=$("$qemu" --version | sed -n 1p | sed 's/QEMU emulator version //')
 sbiver=$(dpkg-query -W -f '${Version}' opensbi)
-ratio_ready=$(awk -v a="$vmm_ready" -v b="$q_ready" 'BEGIN { printf "%.1f", a / b }')
-ratio_total=$(awk -v a="$vmm_total" -v b="$q_total" 'BEGIN { printf "%.1f", a / b }')
+ratio_ready=$(awk -v a="$vmm_ready" -v b="$q_ready" 'BEGIN { printf "%.2f", a / b }')
+ratio_total=$(awk -v a="$vmm_total" -v b="$q_total" 'BEGIN { printf "%.2f", a / b }')
 
 cat <<TABLE
 Linux boot, Debian kernel ${kver:-?} + busybox initramfs, 256 MiB, 1 hart, best of $runs run(s),
@@ -109,8 +114,9 @@ $(nproc) host core(s), $(uname -m); command line: $cmdline
 
 | machine | to $marker (s) | to exit after power-off (s) |
 | --- | ---: | ---: |
-| vmm run (interpreter, release build; the VMM is the SBI) | $vmm_ready | $vmm_total |
+| vmm run (block translator, release build; the VMM is the SBI) | $vmm_ready | $vmm_total |
+| vmm run --jit off (interpreter only) | $int_ready | $int_total |
 | QEMU $qver TCG, -M virt, OpenSBI $sbiver fw_dynamic | $q_ready | $q_total |
-| ratio vmm / QEMU | $ratio_ready | $ratio_total |
+| ratio vmm (block translator) / QEMU | $ratio_ready | $ratio_total |
 
 TABLE

@@ -88,7 +88,7 @@ Guest \`bench\` ($(basename "$elf")), best of $runs run(s), $(nproc) host core(s
 
 | machine | guest instructions | seconds | MIPS |
 | --- | ---: | ---: | ---: |
-| vmm machine (interpreter, release build) | $insns | $best_vmm_secs | $vmm_mips |
+| vmm machine (block translator, release build) | $insns | $best_vmm_secs | $vmm_mips |
 ${qemu_row}
 ${ratio_row}
 
