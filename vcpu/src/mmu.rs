@@ -23,7 +23,7 @@ use crate::hypervisor::{
 use crate::trap::{cause, Exception};
 
 /// Entries per TLB array (a power of two).
-pub(crate) const TLB_SIZE: usize = 1024;
+pub(crate) const TLB_SIZE: usize = 256;
 const INVALID: u64 = u64::MAX;
 
 #[derive(Clone, Copy)]
@@ -56,16 +56,7 @@ pub(crate) struct Tlb {
     /// a flush moves to the next generation, so that old entries no longer match, and clears
     /// the arrays only when the generation wraps.
     generation: u64,
-    /// G-stage translations of the guest-physical pages holding VS-stage page tables
-    /// (implicit reads): `(gpa >> 12 | generation | VALID, pa page)`, direct-mapped. Entries
-    /// of an older generation never match, so every TLB flush empties it too.
-    g_reads: [(u64, u64); G_READS],
 }
-
-/// Entries of [`Tlb::g_reads`].
-const G_READS: usize = 32;
-/// Tag bit of a valid [`Tlb::g_reads`] entry.
-const G_VALID: u64 = 1 << 63;
 
 /// Tag bits of the flush generation.
 const GENERATION_SHIFT: u32 = 52;
@@ -88,7 +79,6 @@ impl Tlb {
             cur_lim: 0,
             cur_off: 0,
             generation: 0,
-            g_reads: [(0, 0); G_READS],
         }
     }
 
@@ -117,7 +107,6 @@ impl Tlb {
             self.fetch.fill(EMPTY);
             self.load.fill(EMPTY);
             self.store.fill(EMPTY);
-            self.g_reads = [(0, 0); G_READS];
         }
         let mask = (GENERATIONS - 1) << GENERATION_SHIFT;
         let g = self.generation << GENERATION_SHIFT;
@@ -509,22 +498,6 @@ impl Hart {
         })
     }
 
-    /// The G-stage translation of a VS-stage page-table read, through [`Tlb::g_reads`].
-    /// Only successful translations are kept; they depend on `hgatp` and the G-stage tables
-    /// alone (implicit reads are user-level loads without MXR), whose changes flush the TLB
-    /// (`hgatp` writes, HFENCE.GVMA), and their leaf's A bit is already set.
-    fn g_stage_table_read(&mut self, gpa: u64, kind: Access) -> Result<u64, Fault> {
-        let tag = (gpa >> 12) | self.tlb.generation_bits() | G_VALID;
-        let i = (gpa >> 12) as usize % G_READS;
-        let (t, page) = self.tlb.g_reads[i];
-        if t == tag {
-            return Ok(page | (gpa & 0xfff));
-        }
-        let pa = self.g_stage(gpa, kind, Some(false), false)?;
-        self.tlb.g_reads[i] = (tag, pa & !0xfff);
-        Ok(pa)
-    }
-
     /// One page-table walk (privileged spec 4.3.2). `vs_stage` means the table addresses are
     /// guest physical and go through the G-stage first.
     fn walk(
@@ -546,7 +519,7 @@ impl Hart {
                 let vpn = (addr >> (12 + 9 * level)) & ((1 << bits) - 1);
                 let pte_gpa = a + vpn * 8;
                 let pte_pa = if vs_stage {
-                    self.g_stage_table_read(pte_gpa, kind)?
+                    self.g_stage(pte_gpa, kind, Some(false), false)?
                 } else {
                     pte_gpa
                 };
