@@ -16,6 +16,8 @@
 //! - `execute`: instruction semantics, one file per extension.
 //! - [`csr`]: the CSR table (number, privilege, read and write behaviour).
 //! - `mmu`: Sv39/Sv48/Sv57 page walks and the software TLB.
+//! - `jit`: block translation to x86-64 for the stretches where nothing is observed per
+//!   instruction (`HartConfig::jit`); guest-visible behaviour is the interpreter's.
 //! - [`trap`]: exception and interrupt causes and trap entry/return.
 //! - [`ctr`]: Control Transfer Records (Smctr/Ssctr): the buffer and the recording rules.
 //! - [`pmu`]: counters and sampling (Zihpm, Sscofpmf, Smcntrpmf, Smcdeleg, Sspesa,
