@@ -188,7 +188,14 @@ impl Hart {
             dcache: vec![decode::decode(EMPTY_SLOT); n],
             dcache_mask: n - 1,
             jit: if config.jit {
-                crate::jit::Jit::new(config.jit_code_bytes)
+                let jit = crate::jit::Jit::new(config.jit_code_bytes);
+                if jit.is_none() && cfg!(target_arch = "x86_64") {
+                    log::warn!(
+                        "hart {}: no executable memory for block translation; interpreting",
+                        config.hart_id
+                    );
+                }
+                jit
             } else {
                 None
             },
