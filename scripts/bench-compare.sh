@@ -3,6 +3,8 @@
 # switched on (used by bench-ctr.sh and bench-pmu.sh). Prints the best of RUNS wall-clock
 # runs of each and the slowdown; with --callgrind, one run of each under valgrind's callgrind
 # and the host instruction counts, which do not depend on the machine's load.
+# Both run with `--jit off`: the figure is the feature's cost in the interpreter, where it
+# runs (with block translation the run without the feature would be translated instead).
 #
 # Usage: scripts/bench-compare.sh LABEL GUEST_OFF GUEST_ON [--callgrind] [RUNS]
 set -euo pipefail
@@ -28,7 +30,7 @@ measure() { # ELF -> figure (seconds, or host instructions)
         command -v valgrind >/dev/null || { echo "valgrind not found (Debian package valgrind)" >&2; exit 1; }
         local out
         out=$(mktemp)
-        valgrind --tool=callgrind --callgrind-out-file="$out" "$vmm" machine "$elf" >/dev/null 2>&1
+        valgrind --tool=callgrind --callgrind-out-file="$out" "$vmm" machine --jit off "$elf" >/dev/null 2>&1
         sed -n 's/^summary: \([0-9]*\)/\1/p' "$out"
         rm -f "$out"
         return
@@ -36,7 +38,7 @@ measure() { # ELF -> figure (seconds, or host instructions)
     local best=""
     for _ in $(seq "$runs"); do
         local stats s
-        stats=$("$vmm" machine --stats "$elf" 2>&1 >/dev/null) || { echo "vmm failed: $stats" >&2; exit 1; }
+        stats=$("$vmm" machine --jit off --stats "$elf" 2>&1 >/dev/null) || { echo "vmm failed: $stats" >&2; exit 1; }
         s=$(sed -n 's/^vmm: [0-9]* instructions retired in \([0-9.]*\) s.*/\1/p' <<<"$stats")
         if [ -z "$best" ] || awk -v a="$s" -v b="$best" 'BEGIN { exit !(a < b) }'; then
             best=$s
