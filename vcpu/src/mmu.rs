@@ -707,23 +707,27 @@ impl Hart {
             };
             return Err(Exception::new(cause, va).into());
         }
-        // AMOs need both read and write permission; faults are reported as store/AMO faults.
-        // (They always walk: taking them through the TLB corrupted user memory of a Linux
-        // guest on two vCPUs with block translation on; not understood yet.)
-        let mode = self.data_mode();
-        if store {
-            self.translate(va, Access::Load, mode).map_err(|e| {
-                let cause = match e.cause {
-                    cause::LOAD_ACCESS => cause::STORE_ACCESS,
-                    cause::LOAD_GUEST_PAGE_FAULT => cause::STORE_GUEST_PAGE_FAULT,
-                    _ => cause::STORE_PAGE_FAULT,
-                };
-                Exception { cause, ..e }
-            })?;
+        // The TLB: a load entry grants reading, a store entry writing (and D set), both
+        // for a RAM page.
+        if let Some(off) = self.tlb.lookup(&self.tlb.load, va) {
+            if !store || self.tlb.lookup(&self.tlb.store, va).is_some() {
+                return Ok(off);
+            }
         }
-        let pa = self.translate(va, kind, mode)?;
-        match self.classify(pa, size as u64) {
-            Phys::Ram(off) => Ok(off),
+        // AMOs need both read and write permission; faults are reported as store/AMO faults.
+        if store {
+            self.access_page(va, size as u64, Access::Load)
+                .map_err(|e| {
+                    let cause = match e.cause {
+                        cause::LOAD_ACCESS => cause::STORE_ACCESS,
+                        cause::LOAD_GUEST_PAGE_FAULT => cause::STORE_GUEST_PAGE_FAULT,
+                        _ => cause::STORE_PAGE_FAULT,
+                    };
+                    Exception { cause, ..e }
+                })?;
+        }
+        match self.access_page(va, size as u64, kind)? {
+            (_, Phys::Ram(off)) => Ok(off),
             _ => Err(kind.access_fault(va).into()),
         }
     }

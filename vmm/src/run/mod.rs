@@ -1216,6 +1216,12 @@ impl SbiEnv for PlatformEnv<'_> {
     }
 
     fn remote_fence(&mut self, harts: &[u64]) {
+        // Every hart in the mask is fenced, the caller included (SBI v2.0 chapter 8): Linux
+        // relies on it when its mask holds the local hart and others. The caller's request
+        // is taken before its next instruction (`Hart::run` starts with its mailbox).
+        if harts.contains(&self.hart_id) {
+            self.hart.mailbox().request_flush();
+        }
         if let Some(smp) = self.smp {
             smp.remote_fence(self.hart_id, harts);
         }

@@ -4,8 +4,9 @@
 //! provided. Every selected hart flushes its whole TLB (address ranges and ASIDs are not
 //! tracked) before the call returns, or before it executes another instruction
 //! ([`SbiEnv::remote_fence`]). No decode cache needs a flush: every hit re-checks the
-//! instruction bits, so `remote_fence_i` only waits for the targets. The calling hart needs no
-//! fence: the guest's own `SFENCE.VMA` (which a kernel executes locally anyway) flushes its TLB. Each selected hart counts as one request sent by the
+//! instruction bits, so `remote_fence_i` only waits for the targets. The calling hart is
+//! fenced too when the mask selects it (before its next instruction): Linux leaves its own
+//! flush to the SBI when the mask also holds other harts. Each selected hart counts as one request sent by the
 //! caller and one received by that hart (the PMU's firmware events). The hypervisor fences (FIDs 3-6) are not
 //! supported: the guest has no H extension.
 
