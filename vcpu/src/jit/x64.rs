@@ -25,34 +25,32 @@ fn xd(l: &Layout, r: u8) -> i32 {
     l.x + 8 * (r as i32 & 63)
 }
 
-/// rax = x[r]
+/// Host register numbers for [`get`] (x86-64 encoding order).
+const RAX: u8 = 0;
+const RCX: u8 = 1;
+const RDX: u8 = 2;
+const RSI: u8 = 6;
+
+/// Host register `host` = x[r] (x0 reads as 0).
+fn get(a: &mut Asm, l: &Layout, host: u8, r: u8) {
+    if r == 0 {
+        dynasm!(a ; .arch x64 ; xor Rd(host), Rd(host));
+    } else {
+        let d = xd(l, r);
+        dynasm!(a ; .arch x64 ; mov Rq(host), QWORD [rdi + d]);
+    }
+}
+
 fn get_rax(a: &mut Asm, l: &Layout, r: u8) {
-    if r == 0 {
-        dynasm!(a ; .arch x64 ; xor eax, eax);
-    } else {
-        let d = xd(l, r);
-        dynasm!(a ; .arch x64 ; mov rax, QWORD [rdi + d]);
-    }
+    get(a, l, RAX, r);
 }
 
-/// rcx = x[r]
 fn get_rcx(a: &mut Asm, l: &Layout, r: u8) {
-    if r == 0 {
-        dynasm!(a ; .arch x64 ; xor ecx, ecx);
-    } else {
-        let d = xd(l, r);
-        dynasm!(a ; .arch x64 ; mov rcx, QWORD [rdi + d]);
-    }
+    get(a, l, RCX, r);
 }
 
-/// rsi = x[r]
 fn get_rsi(a: &mut Asm, l: &Layout, r: u8) {
-    if r == 0 {
-        dynasm!(a ; .arch x64 ; xor esi, esi);
-    } else {
-        let d = xd(l, r);
-        dynasm!(a ; .arch x64 ; mov rsi, QWORD [rdi + d]);
-    }
+    get(a, l, RSI, r);
 }
 
 /// x[rd] = rax
@@ -512,12 +510,7 @@ fn emit_slow_path(a: &mut Asm, l: &Layout, s: &SlowPath) {
     let (slow, resume, bail) = (s.slow, s.resume, s.bail);
     dynasm!(a ; .arch x64 ; =>slow);
     if store {
-        if s.rs2 == 0 {
-            dynasm!(a ; .arch x64 ; xor edx, edx);
-        } else {
-            let d = xd(l, s.rs2);
-            dynasm!(a ; .arch x64 ; mov rdx, QWORD [rdi + d]);
-        }
+        get(a, l, RDX, s.rs2);
         let f = l.store_helper as i64;
         dynasm!(a ; .arch x64
             ; mov ecx, size
