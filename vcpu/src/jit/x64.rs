@@ -32,6 +32,8 @@ const RDX: u8 = 2;
 const RSI: u8 = 6;
 
 /// Host register `host` = x[r] (x0 reads as 0).
+// dynasm's dynamic registers expand to `host.into()`.
+#[allow(clippy::useless_conversion)]
 fn get(a: &mut Asm, l: &Layout, host: u8, r: u8) {
     if r == 0 {
         dynasm!(a ; .arch x64 ; xor Rd(host), Rd(host));
