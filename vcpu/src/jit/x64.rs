@@ -91,28 +91,41 @@ fn exit_to(a: &mut Asm, l: &Layout, pc: u64, chain: bool, links: &mut Vec<(usize
     links.push((at, stub));
 }
 
+/// The software TLB lookup (`mmu::Tlb`, entries `{tag, off}` of 16 bytes) of the guest
+/// address in host register `va` (kept) in the entry array at `array` with the context at
+/// `ctx` (displacements from the hart): `out` = the RAM offset of the address, `idx` is
+/// clobbered; jumps to `miss` when the entry does not match.
+// dynasm's dynamic registers expand to `.into()` conversions.
+#[allow(clippy::useless_conversion)]
+fn tlb_lookup(a: &mut Asm, [va, out, idx]: [u8; 3], ctx: i32, array: i32, miss: DynamicLabel) {
+    let mask = (crate::mmu::TLB_SIZE - 1) as i32;
+    let off = array + 8;
+    dynasm!(a ; .arch x64
+        ; mov Rq(out), Rq(va)
+        ; shr Rq(out), 12
+        ; mov Rd(idx), Rd(out)
+        ; and Rd(idx), mask
+        ; shl Rd(idx), 4
+        ; or Rq(out), QWORD [rdi + ctx]
+        ; cmp Rq(out), QWORD [rdi + Rq(idx) + array]
+        ; jne =>miss
+        ; mov Rq(out), QWORD [rdi + Rq(idx) + off]
+        ; mov Rd(idx), Rd(va)
+        ; and Rd(idx), 0xfff
+        ; add Rq(out), Rq(idx)
+    );
+}
+
 /// Continue at the guest address in rax (already stored as pc): find its block through the
 /// fetch TLB and the block table, as the dispatcher would, and jump to it; return to the
 /// dispatcher when either misses. The target block checks its code and the budget itself.
 fn jump_indirect(a: &mut Asm, l: &Layout) {
-    let (fetch, fetch_off, fctx) = (l.fetch, l.fetch + 8, l.fetch_ctx);
+    let (fetch, fctx) = (l.fetch, l.fetch_ctx);
     let table = l.table as i64;
     let mask = (super::TABLE - 1) as i32;
     let miss = a.new_dynamic_label();
-    let tlb_mask = (crate::mmu::TLB_SIZE - 1) as i32;
+    tlb_lookup(a, [RAX, RSI, RCX], fctx, fetch, miss);
     dynasm!(a ; .arch x64
-        ; mov rsi, rax
-        ; shr rsi, 12
-        ; mov ecx, esi
-        ; and ecx, tlb_mask
-        ; shl ecx, 4
-        ; or rsi, QWORD [rdi + fctx]
-        ; cmp rsi, QWORD [rdi + rcx + fetch]
-        ; jne =>miss
-        ; mov rsi, QWORD [rdi + rcx + fetch_off]
-        ; mov edx, eax
-        ; and edx, 0xfff
-        ; add rsi, rdx
         ; mov rdx, rsi
         ; shr rdx, 1
         ; and edx, mask
@@ -441,29 +454,10 @@ fn emit_memory(
             ; ja =>slow
         );
     }
-    let ctx = l.data_ctx;
-    let (tag, off) = if store {
-        (l.store, l.store + 8)
-    } else {
-        (l.load, l.load + 8)
-    };
+    let array = if store { l.store } else { l.load };
+    tlb_lookup(a, [RSI, RAX, RDX], l.data_ctx, array, slow);
     let ram = l.ram_host as i64;
-    let tlb_mask = (crate::mmu::TLB_SIZE - 1) as i32;
-    dynasm!(a ; .arch x64
-        ; mov rax, rsi
-        ; shr rax, 12
-        ; mov edx, eax
-        ; and edx, tlb_mask
-        ; shl edx, 4
-        ; or rax, QWORD [rdi + ctx]
-        ; cmp rax, QWORD [rdi + rdx + tag]
-        ; jne =>slow
-        ; mov rax, QWORD [rdi + rdx + off]
-        ; mov edx, esi
-        ; and edx, 0xfff
-        ; add rax, rdx
-        ; mov rdx, QWORD ram
-    );
+    dynasm!(a ; .arch x64 ; mov rdx, QWORD ram);
     if store {
         get_rcx(a, l, i.rs2);
         match size {
