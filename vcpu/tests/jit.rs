@@ -1228,16 +1228,6 @@ fn retranslation_past_the_code_region_size() {
 // Sv39
 // ---------------------------------------------------------------------------------------------
 
-const V: u64 = 1 << 0;
-const R: u64 = 1 << 1;
-const W: u64 = 1 << 2;
-const X: u64 = 1 << 3;
-const A: u64 = 1 << 6;
-const D: u64 = 1 << 7;
-
-const PT_ROOT: u64 = RAM_BASE + 0x2_0000;
-const PT_L1: u64 = RAM_BASE + 0x2_1000;
-const PT_L0: u64 = RAM_BASE + 0x2_2000;
 /// A second set of tables (for a `satp` switch).
 const PT2_ROOT: u64 = RAM_BASE + 0x2_3000;
 const PT2_L1: u64 = RAM_BASE + 0x2_4000;

@@ -9,18 +9,6 @@ use common::*;
 use vcpu::trap::cause;
 use vcpu::PrivilegeMode;
 
-// PTE bits.
-const V: u64 = 1 << 0;
-const R: u64 = 1 << 1;
-const W: u64 = 1 << 2;
-const X: u64 = 1 << 3;
-const U: u64 = 1 << 4;
-const A: u64 = 1 << 6;
-const D: u64 = 1 << 7;
-
-const PT_ROOT: u64 = RAM_BASE + 0x2_0000;
-const PT_L1: u64 = RAM_BASE + 0x2_1000;
-const PT_L0: u64 = RAM_BASE + 0x2_2000;
 /// Virtual pages VA_BASE + i * 4096 are described by PT_L0[i].
 const VA_BASE: u64 = 0x4000_0000;
 const SCODE: u64 = CODE + 0x100;

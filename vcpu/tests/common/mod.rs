@@ -13,6 +13,19 @@ use vm_memory::{Bytes, GuestAddress, GuestMemoryMmap};
 // ---------------------------------------------------------------------------------------------
 
 pub const RAM_BASE: u64 = 0x8000_0000;
+
+// Sv39 page-table entry bits and the tables the translation tests build (at fixed places
+// in RAM, clear of the code and data areas).
+pub const V: u64 = 1 << 0;
+pub const R: u64 = 1 << 1;
+pub const W: u64 = 1 << 2;
+pub const X: u64 = 1 << 3;
+pub const U: u64 = 1 << 4;
+pub const A: u64 = 1 << 6;
+pub const D: u64 = 1 << 7;
+pub const PT_ROOT: u64 = RAM_BASE + 0x2_0000;
+pub const PT_L1: u64 = RAM_BASE + 0x2_1000;
+pub const PT_L0: u64 = RAM_BASE + 0x2_2000;
 pub const RAM_SIZE: usize = 1 << 20;
 /// Boot stub: `csrw mtvec, x31; j CODE`.
 pub const BOOT: u64 = RAM_BASE;
