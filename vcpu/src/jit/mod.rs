@@ -153,6 +153,9 @@ impl Hart {
     /// the instructions completed (0: nothing ran, the interpreter executes the next one).
     #[inline(always)]
     pub(crate) fn jit_step(&mut self, left: u64) -> u64 {
+        if self.jit.is_none() {
+            return 0; // `--jit off`: the interpreter pays one test per instruction
+        }
         let pc = self.pc;
         let off = match self.tlb.lookup_fetch_page(pc) {
             Some(off) => off,
