@@ -22,7 +22,7 @@
 //! - [`ctr`]: Control Transfer Records (Smctr/Ssctr): the buffer and the recording rules.
 //! - [`pmu`]: counters and sampling (Zihpm, Sscofpmf, Smcntrpmf, Smcdeleg, Sspesa,
 //!   Ssplcofi, Smpdis): the event catalog, the cost/cache/TLB/predictor models, PDIS.
-//! - [`fpu`]: IEEE-754 arithmetic for F and D (Berkeley SoftFloat, RISC-V specialization).
+//! - [`fpu`]: IEEE-754 arithmetic for F and D (pure integer Rust, RISC-V choices: canonical NaNs, tininess after rounding).
 //! - `memory`: guest RAM and the physical memory map seen by the hart.
 
 pub mod config;

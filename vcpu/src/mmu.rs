@@ -85,6 +85,7 @@ impl Tlb {
     /// Byte offsets of the load and store entry arrays and of the data context (for the
     /// block translator, which looks up loads and stores inline; entries are `{tag, off}`,
     /// 16 bytes).
+    #[cfg(target_arch = "x86_64")]
     pub(crate) fn layout() -> (usize, usize, usize) {
         use std::mem::offset_of;
         (
@@ -95,6 +96,7 @@ impl Tlb {
     }
 
     /// Byte offsets of the fetch entry array and of the fetch context (see [`Tlb::layout`]).
+    #[cfg(target_arch = "x86_64")]
     pub(crate) fn fetch_layout() -> (usize, usize) {
         use std::mem::offset_of;
         (offset_of!(Tlb, fetch), offset_of!(Tlb, fetch_ctx))

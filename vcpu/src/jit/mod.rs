@@ -19,6 +19,13 @@
 //! interpreter. A block counts its instructions as retired and clocked like the interpreter
 //! does, one slot each.
 
+// On other hosts the translator compiles (so that the hart's code is the same everywhere)
+// but `Jit::new` returns `None`: the hart interprets, and the x86-64 parts are left out.
+#![cfg_attr(
+    not(target_arch = "x86_64"),
+    allow(dead_code, unused_imports, unused_mut, unused_variables)
+)]
+
 mod region;
 #[cfg(target_arch = "x86_64")]
 mod x64;
@@ -94,7 +101,11 @@ pub(crate) struct Jit {
     pub(crate) generation: u64,
 }
 
+#[cfg(target_arch = "x86_64")]
 type BlockFn = unsafe extern "sysv64" fn(*mut Hart) -> u64;
+/// Never called: no block is translated on other hosts.
+#[cfg(not(target_arch = "x86_64"))]
+type BlockFn = unsafe extern "C" fn(*mut Hart) -> u64;
 
 /// The slow path of a translated load: the interpreter's, through a page walk. On a fault
 /// or a device access it sets `Hart::jit_fault` (the block then leaves before the load, and
@@ -102,6 +113,7 @@ type BlockFn = unsafe extern "sysv64" fn(*mut Hart) -> u64;
 ///
 /// # Safety
 /// `hart` is the hart running the block (the dispatcher holds it mutably for the call).
+#[cfg(target_arch = "x86_64")]
 unsafe extern "sysv64" fn jit_load(hart: *mut Hart, va: u64, size: u64) -> u64 {
     // SAFETY: see above; no other reference to the hart is used during the call.
     let h = unsafe { &mut *hart };
@@ -118,6 +130,7 @@ unsafe extern "sysv64" fn jit_load(hart: *mut Hart, va: u64, size: u64) -> u64 {
 ///
 /// # Safety
 /// As for [`jit_load`].
+#[cfg(target_arch = "x86_64")]
 unsafe extern "sysv64" fn jit_store(hart: *mut Hart, va: u64, val: u64, size: u64) {
     // SAFETY: as for `jit_load`.
     let h = unsafe { &mut *hart };
@@ -325,6 +338,7 @@ impl Hart {
         }
     }
 
+    #[cfg(target_arch = "x86_64")]
     fn jit_layout(&self) -> Layout {
         use std::mem::offset_of;
         let tlb = offset_of!(Hart, tlb);

@@ -1,21 +1,21 @@
 //! IEEE-754 arithmetic for the F and D extensions (RISC-V unprivileged spec, chapters "F" and
-//! "D", version 20191213 or later), built on Berkeley SoftFloat 3e with its RISC-V
-//! specialization (canonical NaN results, RISC-V invalid-conversion results, tininess detected
-//! after rounding).
+//! "D", version 20191213 or later): canonical NaN results, the RISC-V results of invalid
+//! conversions, tininess detected after rounding.
 //!
-//! The module is pure and allocation-free: operands come in as the 64-bit patterns held in the
-//! `f` registers, results go out the same way, and exception flags are OR-ed into an accrued
-//! `fflags` byte. Single-precision operands are unboxed with [`unbox_s`] (an improperly
-//! NaN-boxed value reads as the canonical NaN) and single-precision results are NaN-boxed with
-//! [`box_s`]. The rounding mode passed in is already resolved (0 = RNE, 1 = RTZ, 2 = RDN,
-//! 3 = RUP, 4 = RMM); SoftFloat numbers its modes the same way.
-//!
-//! SoftFloat keeps its rounding mode and exception flags in C globals; softfloat-sys 0.1.4
-//! compiles them `_Thread_local`, so each hart thread has its own copy. All access to them is in
-//! [`sf_begin`] and [`sf_end`].
+//! The module is pure, allocation-free and written in integer arithmetic only (the rounding
+//! core is [`ieee`]), so results and flags are the same on every host and no C library is
+//! needed: operands come in as the 64-bit patterns held in the `f` registers, results go
+//! out the same way, and exception flags are OR-ed into an accrued `fflags` byte.
+//! Single-precision operands are unboxed with [`unbox_s`] (an improperly NaN-boxed value
+//! reads as the canonical NaN) and single-precision results are NaN-boxed with [`box_s`].
+//! The rounding mode passed in is already resolved (0 = RNE, 1 = RTZ, 2 = RDN, 3 = RUP,
+//! 4 = RMM).
 
-use softfloat_sys as sf;
-use softfloat_sys::{float32_t, float64_t};
+pub mod ieee;
+
+use std::cmp::Ordering;
+
+use ieee::{Format, B32, B64};
 
 /// Invalid operation (fflags bit 4).
 pub const NV: u8 = 0x10;
@@ -92,30 +92,6 @@ const CANON_S: u32 = 0x7fc0_0000;
 const CANON_D: u64 = 0x7ff8_0000_0000_0000;
 
 // ---------------------------------------------------------------------------------------------
-// SoftFloat global state. These two functions are the only places that touch it.
-// ---------------------------------------------------------------------------------------------
-
-/// Sets SoftFloat's rounding mode and clears its exception flags before an operation.
-#[inline]
-fn sf_begin(rm: u8) {
-    debug_assert!(rm <= 4, "rounding mode must be resolved by the caller");
-    // SAFETY: the helpers only read or write SoftFloat's thread-local state variables.
-    unsafe {
-        sf::softfloat_roundingMode_write_helper(rm as _);
-        sf::softfloat_exceptionFlags_write_helper(0);
-    }
-}
-
-/// ORs the exception flags raised since [`sf_begin`] into `flags`. SoftFloat's flag bits
-/// (invalid 16, infinite 8, overflow 4, underflow 2, inexact 1) equal the fflags bits.
-#[inline]
-fn sf_end(flags: &mut u8) {
-    // SAFETY: as in `sf_begin`.
-    let raised = unsafe { sf::softfloat_exceptionFlags_read_helper() } as u8;
-    *flags |= raised & (NV | DZ | OF | UF | NX);
-}
-
-// ---------------------------------------------------------------------------------------------
 // Register <-> value helpers
 // ---------------------------------------------------------------------------------------------
 
@@ -134,26 +110,6 @@ pub fn unbox_s(reg: u64) -> u32 {
 #[inline]
 pub fn box_s(bits: u32) -> u64 {
     0xffff_ffff_0000_0000 | bits as u64
-}
-
-#[inline]
-fn s_in(reg: u64) -> float32_t {
-    float32_t { v: unbox_s(reg) }
-}
-
-#[inline]
-fn s_out(x: float32_t) -> u64 {
-    box_s(x.v)
-}
-
-#[inline]
-fn d_in(reg: u64) -> float64_t {
-    float64_t { v: reg }
-}
-
-#[inline]
-fn d_out(x: float64_t) -> u64 {
-    x.v
 }
 
 /// Bit layout of a format, used by the operations done on raw bits (min/max, sign injection,
@@ -183,6 +139,15 @@ const LAYOUT_D: Layout = Layout {
 };
 
 impl Fmt {
+    /// The interchange format.
+    #[inline]
+    fn format(self) -> Format {
+        match self {
+            Fmt::S => B32,
+            Fmt::D => B64,
+        }
+    }
+
     #[inline]
     fn layout(self) -> &'static Layout {
         match self {
@@ -239,39 +204,16 @@ impl Layout {
 
 /// FADD/FSUB/FMUL/FDIV/FMIN/FMAX.
 pub fn arith(fmt: Fmt, op: ArithOp, a: u64, b: u64, rm: u8, flags: &mut u8) -> u64 {
-    if let ArithOp::Min | ArithOp::Max = op {
-        let l = fmt.layout();
-        let (x, y) = (fmt.unbox(a), fmt.unbox(b));
-        return fmt.rebox(min_max(l, op == ArithOp::Max, x, y, flags));
-    }
-    sf_begin(rm);
-    // SAFETY: SoftFloat arithmetic functions are pure apart from the thread-local state.
-    let r = unsafe {
-        match fmt {
-            Fmt::S => {
-                let (x, y) = (s_in(a), s_in(b));
-                s_out(match op {
-                    ArithOp::Add => sf::f32_add(x, y),
-                    ArithOp::Sub => sf::f32_sub(x, y),
-                    ArithOp::Mul => sf::f32_mul(x, y),
-                    ArithOp::Div => sf::f32_div(x, y),
-                    ArithOp::Min | ArithOp::Max => unreachable!(),
-                })
-            }
-            Fmt::D => {
-                let (x, y) = (d_in(a), d_in(b));
-                d_out(match op {
-                    ArithOp::Add => sf::f64_add(x, y),
-                    ArithOp::Sub => sf::f64_sub(x, y),
-                    ArithOp::Mul => sf::f64_mul(x, y),
-                    ArithOp::Div => sf::f64_div(x, y),
-                    ArithOp::Min | ArithOp::Max => unreachable!(),
-                })
-            }
-        }
+    let f = fmt.format();
+    let (x, y) = (fmt.unbox(a), fmt.unbox(b));
+    let r = match op {
+        ArithOp::Add => ieee::add(f, x, y, false, rm, flags),
+        ArithOp::Sub => ieee::add(f, x, y, true, rm, flags),
+        ArithOp::Mul => ieee::mul(f, x, y, rm, flags),
+        ArithOp::Div => ieee::div(f, x, y, rm, flags),
+        ArithOp::Min | ArithOp::Max => min_max(fmt.layout(), op == ArithOp::Max, x, y, flags),
     };
-    sf_end(flags);
-    r
+    fmt.rebox(r)
 }
 
 /// IEEE 754-2019 minimumNumber / maximumNumber on raw (unboxed) bits.
@@ -296,21 +238,12 @@ fn min_max(l: &Layout, max: bool, x: u64, y: u64, flags: &mut u8) -> u64 {
 
 /// FSQRT.
 pub fn sqrt(fmt: Fmt, a: u64, rm: u8, flags: &mut u8) -> u64 {
-    sf_begin(rm);
-    // SAFETY: see `arith`.
-    let r = unsafe {
-        match fmt {
-            Fmt::S => s_out(sf::f32_sqrt(s_in(a))),
-            Fmt::D => d_out(sf::f64_sqrt(d_in(a))),
-        }
-    };
-    sf_end(flags);
-    r
+    fmt.rebox(ieee::sqrt(fmt.format(), fmt.unbox(a), rm, flags))
 }
 
 /// FMADD/FMSUB/FNMSUB/FNMADD, rounded once. The negated forms flip the sign of the product
-/// (through `a`) and/or of the addend; NaN results are canonical either way, and SoftFloat
-/// raises NV for `0 * inf + c` even when `c` is a quiet NaN.
+/// (through `a`) and/or of the addend; NaN results are canonical either way, and `0 × ∞ + c`
+/// raises NV even when `c` is a quiet NaN.
 pub fn fma(fmt: Fmt, op: FmaOp, a: u64, b: u64, c: u64, rm: u8, flags: &mut u8) -> u64 {
     let l = fmt.layout();
     let (neg_prod, neg_add) = match op {
@@ -322,22 +255,7 @@ pub fn fma(fmt: Fmt, op: FmaOp, a: u64, b: u64, c: u64, rm: u8, flags: &mut u8) 
     let x = fmt.unbox(a) ^ if neg_prod { l.sign } else { 0 };
     let y = fmt.unbox(b);
     let z = fmt.unbox(c) ^ if neg_add { l.sign } else { 0 };
-    sf_begin(rm);
-    // SAFETY: see `arith`.
-    let r = unsafe {
-        match fmt {
-            Fmt::S => {
-                let f = |v: u64| float32_t { v: v as u32 };
-                sf::f32_mulAdd(f(x), f(y), f(z)).v as u64
-            }
-            Fmt::D => {
-                let f = |v: u64| float64_t { v };
-                sf::f64_mulAdd(f(x), f(y), f(z)).v
-            }
-        }
-    };
-    sf_end(flags);
-    fmt.rebox(r)
+    fmt.rebox(ieee::mul_add(fmt.format(), x, y, z, rm, flags))
 }
 
 /// FSGNJ/FSGNJN/FSGNJX: no flags, NaNs are not canonicalized (but an improperly boxed single
@@ -356,32 +274,15 @@ pub fn sgnj(fmt: Fmt, op: SgnjOp, a: u64, b: u64) -> u64 {
 /// FEQ (quiet: NV only for signaling NaNs), FLT and FLE (signaling: NV for any NaN).
 /// Returns 1 or 0; any comparison with a NaN gives 0.
 pub fn cmp(fmt: Fmt, op: CmpOp, a: u64, b: u64, flags: &mut u8) -> u64 {
-    sf_begin(0);
-    // SAFETY: see `arith`.
-    let r = unsafe {
-        match fmt {
-            Fmt::S => {
-                let (x, y) = (s_in(a), s_in(b));
-                match op {
-                    CmpOp::Eq => sf::f32_eq(x, y),
-                    CmpOp::Lt => sf::f32_lt(x, y),
-                    CmpOp::Le => sf::f32_le(x, y),
-                }
-            }
-            Fmt::D => {
-                let (x, y) = (d_in(a), d_in(b));
-                match op {
-                    CmpOp::Eq => sf::f64_eq(x, y),
-                    CmpOp::Lt => sf::f64_lt(x, y),
-                    CmpOp::Le => sf::f64_le(x, y),
-                }
-            }
-        }
+    let (x, y) = (fmt.unbox(a), fmt.unbox(b));
+    let ord = ieee::compare(fmt.format(), x, y, op != CmpOp::Eq, flags);
+    let r = match op {
+        CmpOp::Eq => ord == Some(Ordering::Equal),
+        CmpOp::Lt => ord == Some(Ordering::Less),
+        CmpOp::Le => matches!(ord, Some(Ordering::Less | Ordering::Equal)),
     };
-    sf_end(flags);
     r as u64
 }
-
 /// FCLASS: one-hot 10-bit mask.
 pub fn classify(fmt: Fmt, a: u64) -> u64 {
     let l = fmt.layout();
@@ -420,79 +321,50 @@ pub fn classify(fmt: Fmt, a: u64) -> u64 {
 /// positive overflow -> maximum, negative overflow -> minimum, 0 for unsigned) with NV.
 /// 32-bit results, signed or not, are sign-extended to 64 bits.
 pub fn to_int(fmt: Fmt, a: u64, dst: IntFmt, rm: u8, flags: &mut u8) -> u64 {
-    sf_begin(rm);
-    let m = rm as _;
-    // SAFETY: see `arith`.
-    let r = unsafe {
-        match fmt {
-            Fmt::S => {
-                let x = s_in(a);
-                match dst {
-                    IntFmt::W => sf::f32_to_i32(x, m, true) as i32 as i64 as u64,
-                    IntFmt::Wu => sf::f32_to_ui32(x, m, true) as u32 as i32 as i64 as u64,
-                    IntFmt::L => sf::f32_to_i64(x, m, true) as i64 as u64,
-                    IntFmt::Lu => sf::f32_to_ui64(x, m, true) as u64,
-                }
-            }
-            Fmt::D => {
-                let x = d_in(a);
-                match dst {
-                    IntFmt::W => sf::f64_to_i32(x, m, true) as i32 as i64 as u64,
-                    IntFmt::Wu => sf::f64_to_ui32(x, m, true) as u32 as i32 as i64 as u64,
-                    IntFmt::L => sf::f64_to_i64(x, m, true) as i64 as u64,
-                    IntFmt::Lu => sf::f64_to_ui64(x, m, true) as u64,
-                }
-            }
-        }
+    let (bits, signed) = match dst {
+        IntFmt::W => (32, true),
+        IntFmt::Wu => (32, false),
+        IntFmt::L => (64, true),
+        IntFmt::Lu => (64, false),
     };
-    sf_end(flags);
-    r
+    let r = ieee::to_int(fmt.format(), fmt.unbox(a), bits, signed, rm, flags);
+    if bits == 32 {
+        r as u32 as i32 as i64 as u64
+    } else {
+        r
+    }
 }
 
 /// FCVT.{S,D}.{W,WU,L,LU}. W and WU read the low 32 bits of `x`.
 pub fn from_int(fmt: Fmt, x: u64, src: IntFmt, rm: u8, flags: &mut u8) -> u64 {
-    sf_begin(rm);
-    // SAFETY: see `arith`.
-    let r = unsafe {
-        match fmt {
-            Fmt::S => s_out(match src {
-                IntFmt::W => sf::i32_to_f32(x as u32 as i32),
-                IntFmt::Wu => sf::ui32_to_f32(x as u32),
-                IntFmt::L => sf::i64_to_f32(x as i64),
-                IntFmt::Lu => sf::ui64_to_f32(x),
-            }),
-            Fmt::D => d_out(match src {
-                IntFmt::W => sf::i32_to_f64(x as u32 as i32),
-                IntFmt::Wu => sf::ui32_to_f64(x as u32),
-                IntFmt::L => sf::i64_to_f64(x as i64),
-                IntFmt::Lu => sf::ui64_to_f64(x),
-            }),
+    let (sign, mag) = match src {
+        IntFmt::W => {
+            let v = x as u32 as i32;
+            (v < 0, v.unsigned_abs() as u64)
         }
+        IntFmt::Wu => (false, x as u32 as u64),
+        IntFmt::L => {
+            let v = x as i64;
+            (v < 0, v.unsigned_abs())
+        }
+        IntFmt::Lu => (false, x),
     };
-    sf_end(flags);
-    r
+    fmt.rebox(ieee::from_int(fmt.format(), sign, mag, rm, flags))
 }
 
 /// FCVT.S.D and FCVT.D.S (NaN results canonical). `from == to` returns the operand unchanged
 /// (re-boxed); no such instruction exists.
 pub fn convert(from: Fmt, to: Fmt, a: u64, rm: u8, flags: &mut u8) -> u64 {
-    match (from, to) {
-        (Fmt::S, Fmt::D) => {
-            sf_begin(rm);
-            // SAFETY: see `arith`.
-            let r = unsafe { d_out(sf::f32_to_f64(s_in(a))) };
-            sf_end(flags);
-            r
-        }
-        (Fmt::D, Fmt::S) => {
-            sf_begin(rm);
-            // SAFETY: see `arith`.
-            let r = unsafe { s_out(sf::f64_to_f32(d_in(a))) };
-            sf_end(flags);
-            r
-        }
-        (f, _) => f.rebox(f.unbox(a)),
+    if from == to {
+        return from.rebox(from.unbox(a));
     }
+    to.rebox(ieee::convert(
+        from.format(),
+        to.format(),
+        from.unbox(a),
+        rm,
+        flags,
+    ))
 }
 
 #[cfg(test)]
@@ -999,23 +871,6 @@ mod tests {
             )
         });
         assert_eq!(r, (0x0010_0000_0000_0000, UF | NX));
-        // Same in a freshly spawned thread (SoftFloat's state is per thread and starts with
-        // after-rounding tininess detection).
-        let r = std::thread::spawn(move || {
-            run(|f| {
-                arith(
-                    Fmt::S,
-                    ArithOp::Mul,
-                    sb(0x3f80_0001),
-                    sb(0x007f_ffff),
-                    RNE,
-                    f,
-                )
-            })
-        })
-        .join()
-        .unwrap();
-        assert_eq!(r, (sb(0x0080_0000), NX));
     }
 
     #[test]
@@ -1160,28 +1015,22 @@ mod tests {
     }
 
     #[test]
-    fn threads_do_not_interfere() {
-        // Each thread uses its own rounding mode; SoftFloat's state is thread-local.
+    fn rounding_modes_of_a_sum() {
         let x = d(1.5 * 2f64.powi(-53)); // 0.75 ulp of 1.0
-        let handles: Vec<_> = ALL_RM
-            .iter()
-            .map(|&rm| {
-                std::thread::spawn(move || {
-                    let mut fl = 0;
-                    let mut last = 0;
-                    for _ in 0..20_000 {
-                        last = arith(Fmt::D, ArithOp::Add, d(1.0), x, rm, &mut fl);
-                        assert_eq!(fl, NX);
-                    }
-                    last
-                })
-            })
-            .collect();
         let up = 0x3ff0_0000_0000_0001;
         let down = 0x3ff0_0000_0000_0000;
         let expect = [up, down, down, up, up];
-        for (h, e) in handles.into_iter().zip(expect) {
-            assert_eq!(h.join().unwrap(), e);
+        for (rm, e) in ALL_RM.into_iter().zip(expect) {
+            let r = run(|f| arith(Fmt::D, ArithOp::Add, d(1.0), x, rm, f));
+            assert_eq!(r, (e, NX), "rm {rm}");
+            // The same below zero: RDN and RUP swap.
+            let r = run(|f| arith(Fmt::D, ArithOp::Sub, d(-1.0), x, rm, f));
+            let e_neg = if rm == RDN || rm == RUP {
+                up ^ down ^ e
+            } else {
+                e
+            };
+            assert_eq!(r, (e_neg | 1 << 63, NX), "rm {rm}");
         }
     }
 }
