@@ -394,7 +394,7 @@ pub fn div(f: Format, x: u64, y: u64, rm: u8, flags: &mut u8) -> u64 {
             let n = (mx as u128) << sx;
             let d = (my as u128) << sy;
             let q = n / d;
-            let m = q | (n % d != 0) as u128;
+            let m = q | !n.is_multiple_of(d) as u128;
             f.round_pack(sign, m, ex - sx as i32 - (ey - sy as i32), rm, flags)
         }
         _ => unreachable!("NaN cases handled first"),
