@@ -114,7 +114,7 @@ fn operand(r: &mut Rng, d: bool) -> u64 {
     };
     if d {
         v
-    } else if r.next() % 64 == 0 {
+    } else if r.next().is_multiple_of(64) {
         v & 0xffff_ffff
     } else {
         fpu::box_s(v as u32)
@@ -199,7 +199,7 @@ fn hashes() -> Vec<(String, u64)> {
                 push(format!("{op:?}.{fmt:?} rm {rm}"), &mut |r| {
                     let (a, b) = (operand(r, d), operand(r, d));
                     let mut c = operand(r, d);
-                    if r.next() % 4 == 0 {
+                    if r.next().is_multiple_of(4) {
                         // An addend next to the product: cancellation.
                         let mut fl = 0;
                         let p = fpu::arith(fmt, ArithOp::Mul, a, b, rm, &mut fl);
@@ -240,7 +240,11 @@ fn hashes() -> Vec<(String, u64)> {
         for op in [CmpOp::Eq, CmpOp::Lt, CmpOp::Le] {
             push(format!("{op:?}.{fmt:?}"), &mut |r| {
                 let a = operand(r, d);
-                let b = if r.next() % 4 == 0 { a } else { operand(r, d) };
+                let b = if r.next().is_multiple_of(4) {
+                    a
+                } else {
+                    operand(r, d)
+                };
                 let mut fl = 0;
                 (fpu::cmp(fmt, op, a, b, &mut fl), fl)
             });
