@@ -142,14 +142,32 @@ impl Format {
     /// the result's last significand bit whenever that happened.
     pub fn round_pack(self, sign: bool, m: u128, e: i32, rm: u8, flags: &mut u8) -> u64 {
         debug_assert!(m != 0);
+        if m >> 64 == 0 {
+            return self.round_pack64(sign, m as u64, e, rm, flags);
+        }
         // Normalize: the leading one at bit 62 of `sig`, the value sig / 2^62 × 2^(be - bias).
         let top = 127 - m.leading_zeros() as i32;
+        let sig = shr_jam128(m, (top - 62) as u32) as u64;
+        self.round_sig(sign, sig, e + top + self.bias(), rm, flags)
+    }
+
+    /// [`Format::round_pack`] for a `u64` magnitude.
+    #[inline]
+    pub fn round_pack64(self, sign: bool, m: u64, e: i32, rm: u8, flags: &mut u8) -> u64 {
+        debug_assert!(m != 0);
+        let top = 63 - m.leading_zeros() as i32;
         let sig = if top > 62 {
-            shr_jam128(m, (top - 62) as u32) as u64
+            (m >> 1) | (m & 1)
         } else {
-            (m as u64) << (62 - top)
+            m << (62 - top)
         };
-        let be = e + top + self.bias();
+        self.round_sig(sign, sig, e + top + self.bias(), rm, flags)
+    }
+
+    /// Rounds `(-1)^sign × sig / 2^62 × 2^(be - bias)` (the leading one of `sig` at bit 62,
+    /// `be` the biased exponent it would have, any value) and packs it.
+    #[inline]
+    fn round_sig(self, sign: bool, sig: u64, be: i32, rm: u8, flags: &mut u8) -> u64 {
         // Bits rounded off below the significand's last bit.
         let r = 62 - self.frac_bits;
         if be <= 0 {
@@ -330,6 +348,39 @@ fn add_finite(
     f.round_pack(sign, m, e0, rm, flags)
 }
 
+/// [`add_finite`] for significands of at most 53 bits, in `u64`: the larger top at bit 61,
+/// so an operand shifted with a sticky bit is at least 9 bits below the other's top.
+#[inline]
+fn add_finite64(
+    f: Format,
+    (sx, mx, ex): (bool, u64, i32),
+    (sy, my, ey): (bool, u64, i32),
+    rm: u8,
+    flags: &mut u8,
+) -> u64 {
+    let top = |m: u64, e: i32| e + 64 - m.leading_zeros() as i32;
+    let e0 = top(mx, ex).max(top(my, ey)) - 62;
+    let align = |m: u64, e: i32| {
+        if e >= e0 {
+            m << (e - e0)
+        } else {
+            shr_jam64(m, (e0 - e) as u32)
+        }
+    };
+    let (ax, ay) = (align(mx, ex), align(my, ey));
+    let (sign, m) = if sx == sy {
+        (sx, ax + ay)
+    } else if ax >= ay {
+        (sx, ax - ay)
+    } else {
+        (sy, ay - ax)
+    };
+    if m == 0 {
+        return f.zero(zero_sum_sign(rm));
+    }
+    f.round_pack64(sign, m, e0, rm, flags)
+}
+
 /// `x + y` (`sub`: `x - y`).
 pub fn add(f: Format, x: u64, y: u64, sub: bool, rm: u8, flags: &mut u8) -> u64 {
     let (x, mut y) = (f.unpack(x), f.unpack(y));
@@ -344,15 +395,11 @@ pub fn add(f: Format, x: u64, y: u64, sub: bool, rm: u8, flags: &mut u8) -> u64 
         } else {
             zero_sum_sign(rm)
         }),
-        (Class::Zero, Class::Finite { m, e }) => f.round_pack(y.sign, m as u128, e, rm, flags),
-        (Class::Finite { m, e }, Class::Zero) => f.round_pack(x.sign, m as u128, e, rm, flags),
-        (Class::Finite { m: mx, e: ex }, Class::Finite { m: my, e: ey }) => add_finite(
-            f,
-            (x.sign, mx as u128, ex),
-            (y.sign, my as u128, ey),
-            rm,
-            flags,
-        ),
+        (Class::Zero, Class::Finite { m, e }) => f.round_pack64(y.sign, m, e, rm, flags),
+        (Class::Finite { m, e }, Class::Zero) => f.round_pack64(x.sign, m, e, rm, flags),
+        (Class::Finite { m: mx, e: ex }, Class::Finite { m: my, e: ey }) => {
+            add_finite64(f, (x.sign, mx, ex), (y.sign, my, ey), rm, flags)
+        }
         _ => unreachable!("NaN cases handled first"),
     }
 }
@@ -417,8 +464,8 @@ pub fn sqrt(f: Format, x: u64, rm: u8, flags: &mut u8) -> u64 {
             }
             let n = (m as u128) << k;
             let root = n.isqrt();
-            let r = root | (root * root != n) as u128;
-            f.round_pack(false, r, (e - k) / 2, rm, flags)
+            let r = root as u64 | (root * root != n) as u64;
+            f.round_pack64(false, r, (e - k) / 2, rm, flags)
         }
     }
 }
@@ -457,7 +504,7 @@ pub fn mul_add(f: Format, x: u64, y: u64, z: u64, rm: u8, flags: &mut u8) -> u64
     };
     match (product, z.class) {
         (None, Class::Zero) => f.zero(if sp == z.sign { sp } else { zero_sum_sign(rm) }),
-        (None, Class::Finite { m, e }) => f.round_pack(z.sign, m as u128, e, rm, flags),
+        (None, Class::Finite { m, e }) => f.round_pack64(z.sign, m, e, rm, flags),
         (Some((m, e)), Class::Zero) => f.round_pack(sp, m, e, rm, flags),
         (Some((mp, ep)), Class::Finite { m, e }) => {
             add_finite(f, (sp, mp, ep), (z.sign, m as u128, e), rm, flags)
@@ -555,7 +602,7 @@ pub fn from_int(f: Format, sign: bool, mag: u64, rm: u8, flags: &mut u8) -> u64 
     if mag == 0 {
         return f.zero(false);
     }
-    f.round_pack(sign, mag as u128, 0, rm, flags)
+    f.round_pack64(sign, mag, 0, rm, flags)
 }
 
 /// Converts `x` from format `from` to format `to`, rounding under `rm` (NaNs become the
@@ -566,6 +613,6 @@ pub fn convert(from: Format, to: Format, x: u64, rm: u8, flags: &mut u8) -> u64 
         Class::Nan { .. } => nan_result(to, &[u], flags),
         Class::Inf => to.inf(u.sign),
         Class::Zero => to.zero(u.sign),
-        Class::Finite { m, e } => to.round_pack(u.sign, m as u128, e, rm, flags),
+        Class::Finite { m, e } => to.round_pack64(u.sign, m, e, rm, flags),
     }
 }
