@@ -526,6 +526,16 @@ impl Hart {
         self.ctr_push_fast(self.pc.wrapping_sub(len), ty::NOT_TAKEN_BRANCH);
     }
 
+    /// A qualified jump or branch of type `t` from `from` has retired and `pc` is its
+    /// target (the block translator's record, with the clock already at the transfer).
+    #[inline(never)]
+    pub(crate) fn ctr_transfer(&mut self, from: u64, t: u8) {
+        if self.ctr.rasemu {
+            return self.ctr_ras(from, t);
+        }
+        self.ctr_push_fast(from, t);
+    }
+
     /// Record a jump or branch from `from` to `pc` in the current (active) mode. The common
     /// case, a cycle count below 4096, is a leaf with no stack frame; anything else is a tail
     /// call to [`Hart::ctr_push_general`].

@@ -97,6 +97,9 @@ pub struct Hart {
     pub(crate) jit: Option<Box<crate::jit::Jit>>,
     /// Translated code: instructions it may still run in this call (see `jit::x64`).
     pub(crate) jit_budget: u64,
+    /// Translated code: `jit_budget` when the call began (the clock inside a block run is
+    /// `vclock + jit_left - jit_budget`).
+    pub(crate) jit_left: u64,
     /// Translated code: the address of the exit slot a block left through unlinked, or 0.
     pub(crate) jit_last_exit: u64,
     /// Translated code: set by a load/store slow path that met a fault or a device.
@@ -200,6 +203,7 @@ impl Hart {
                 None
             },
             jit_budget: 0,
+            jit_left: 0,
             jit_last_exit: 0,
             jit_fault: false,
             reservation: None,
@@ -610,8 +614,9 @@ impl Hart {
         // PMU: an overflow found at the end of a one-instruction chunk is that instruction's.
         let first_pc = self.pc;
         while self.vclock < end {
-            // Nothing to observe per instruction: run a translated block if one fits.
-            if !TRACE && !CTR && PMU == PMU_OFF {
+            // Nothing to observe per instruction but CTR transfers (which blocks record
+            // where they end: `jit::x64`): run a translated block if one fits.
+            if !TRACE && PMU == PMU_OFF {
                 let done = self.jit_step(end - self.vclock);
                 if done != 0 {
                     self.vclock += done;

@@ -32,6 +32,10 @@ use vm_memory::{Bytes, GuestAddress};
 /// The data area the random programs load from and store to (two pages).
 const DATA_LEN: usize = 0x2000;
 
+/// `sctrstatus` and `mctrctl` (Smctr).
+const SCTRSTATUS: u32 = 0x14f;
+const MCTRCTL: u32 = 0x34e;
+
 /// CSRs compared between the two harts.
 const COMPARED_CSRS: [u32; 12] = [
     MSTATUS, MEPC, MCAUSE, MTVAL, MSCRATCH, SEPC, SCAUSE, STVAL, SATP, MINSTRET, MCYCLE, SSCRATCH,
@@ -137,6 +141,25 @@ impl Pair {
             if a != b {
                 diffs.push(format!("csr {c:#x}: {a:x?} vs {b:x?}"));
             }
+        }
+        // CTR: the buffer (every entry of the selected depth, cycle counts included) and
+        // `sctrstatus`.
+        let (ra, rb) = (th.ctr_records(), ih.ctr_records());
+        if ra != rb {
+            let k = (0..ra.len().max(rb.len()))
+                .find(|&k| ra.get(k) != rb.get(k))
+                .unwrap_or(0);
+            diffs.push(format!(
+                "CTR entry {k} of {}/{}: {:x?} vs {:x?}",
+                ra.len(),
+                rb.len(),
+                ra.get(k),
+                rb.get(k)
+            ));
+        }
+        let (a, b) = (th.csr(SCTRSTATUS as u16), ih.csr(SCTRSTATUS as u16));
+        if a != b {
+            diffs.push(format!("sctrstatus: {a:x?} vs {b:x?}"));
         }
         let (da, db) = (read(t, at, len), read(i, at, len));
         if let Some(k) = (0..len).find(|&k| da[k] != db[k]) {
@@ -667,6 +690,28 @@ enum Mode {
     /// M-mode as `Machine`, with a supervisor timer interrupt (Sstc) every 130 instructions
     /// or so, taken by a handler at TRAP (the program runs after a prologue at CODE).
     Interrupts,
+    /// M-mode as `Machine`, recording its transfers in CTR: a prologue at CODE writes
+    /// `mctrctl` from x5, which [`ctr_setting`] chooses per seed (filters, NTBREN, RASEMU).
+    Ctr,
+}
+
+/// The prologue of [`Mode::Ctr`].
+fn ctr_prologue() -> Vec<u32> {
+    vec![csrrw(0, MCTRCTL, 5)]
+}
+
+/// `mctrctl` for seed `seed` in [`Mode::Ctr`]: M-mode recording, and by the seed's low bits
+/// not-taken branches (NTBREN), RAS emulation, or a random set of inhibited types (the
+/// filter bits 32 + type of Smctr section 2.1, "Transfer Type Filtering").
+fn ctr_setting(seed: u64) -> u64 {
+    use vcpu::ctr::{CTRCTL_FILTERS, CTRCTL_M, CTRCTL_NTBREN, CTRCTL_RASEMU};
+    let mut rng = XorShift::new(seed ^ 0xc7c7);
+    match seed % 4 {
+        0 => CTRCTL_M,
+        1 => CTRCTL_M | CTRCTL_NTBREN,
+        2 => CTRCTL_M | CTRCTL_RASEMU,
+        _ => CTRCTL_M | CTRCTL_NTBREN | (rng.next() & CTRCTL_FILTERS),
+    }
 }
 
 /// The prologue of [`Mode::Interrupts`] at CODE: STCE, a first deadline, STIE, MIE.
@@ -706,6 +751,7 @@ impl Mode {
         match self {
             Mode::Sv39 => vpage(SV39_CODE_PAGE),
             Mode::Interrupts => CODE + 4 * interrupt_prologue().len() as u64,
+            Mode::Ctr => CODE + 4 * ctr_prologue().len() as u64,
             _ => CODE,
         }
     }
@@ -747,7 +793,7 @@ const SV39_DATA_FRAMES: [u64; 2] = [RAM_BASE + 0x5_3000, RAM_BASE + 0x5_0000];
 fn random_program(seed: u64, halfwords: usize, mode: Mode) -> Vec<u16> {
     let mut g = Gen {
         rng: XorShift::new(seed),
-        csrs: if mode == Mode::Machine {
+        csrs: if matches!(mode, Mode::Machine | Mode::Ctr) {
             [MSCRATCH, MINSTRET, MCYCLE]
         } else {
             [SSCRATCH, INSTRET, CYCLE]
@@ -800,6 +846,7 @@ fn load_random_in(p: &mut Pair, seed: u64, halfwords: usize, mode: Mode) -> u64 
             B0 => data_va + 0x800,
             B1 => data_va + 0x1000,
             31 => TRAP, // read by the boot stub
+            5 if mode == Mode::Ctr => ctr_setting(seed),
             _ => *v,
         };
     }
@@ -813,6 +860,9 @@ fn load_random_in(p: &mut Pair, seed: u64, halfwords: usize, mode: Mode) -> u64 
             if mode == Mode::Interrupts {
                 vm.put32(CODE, &interrupt_prologue());
                 vm.put32(TRAP, &interrupt_handler());
+            }
+            if mode == Mode::Ctr {
+                vm.put32(CODE, &ctr_prologue());
             }
             return;
         }
@@ -894,6 +944,30 @@ fn random_programs_match_the_interpreter_with_timer_interrupts() {
     random_programs_in(Mode::Interrupts, 500..524);
 }
 
+#[test]
+fn random_programs_match_the_interpreter_recording_ctr() {
+    random_programs_in(Mode::Ctr, 600..632);
+    // The programs did record: a full buffer, every entry with CCV set but the oldest.
+    let mut p = Mode::Ctr.pair();
+    load_random_in(&mut p, 600, 6000, Mode::Ctr);
+    p.run_to_wfi("CTR, seed 600");
+    let records = p.int.hart.ctr_records();
+    assert!(
+        records.len() >= 16 && records.iter().all(|e| e.source & 1 == 1),
+        "CTR recorded too little: {records:x?}"
+    );
+}
+
+#[test]
+fn budgets_stop_on_the_same_instruction_recording_ctr() {
+    for seed in 700..708u64 {
+        let mut rng = XorShift::new(seed);
+        run_in_steps_in(Mode::Ctr, seed, 1500, "CTR, random steps", || {
+            1 + rng.below(90)
+        });
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Budgets
 // ---------------------------------------------------------------------------------------------
@@ -938,7 +1012,13 @@ fn every_small_budget_stops_on_the_same_instruction() {
 #[test]
 fn random_budgets_stop_on_the_same_instruction() {
     for seed in 200..224u64 {
-        let mode = [Mode::Machine, Mode::Interrupts, Mode::Sv39, Mode::Hosted][seed as usize % 4];
+        let mode = [
+            Mode::Machine,
+            Mode::Interrupts,
+            Mode::Sv39,
+            Mode::Hosted,
+            Mode::Ctr,
+        ][seed as usize % 5];
         let mut rng = XorShift::new(seed ^ 0xb0d6e7);
         run_in_steps_in(mode, seed, 1500, "random steps", || match rng.below(4) {
             0 => 1 + rng.below(3),

@@ -54,6 +54,9 @@ pub(crate) struct Layout {
     fault: i32,
     load_helper: usize,
     store_helper: usize,
+    /// `Hart::ctr_mask` (u16) and the CTR record helper.
+    ctr_mask: i32,
+    ctr_helper: usize,
     ram_host: u64,
     /// Address of the block table (entries `{va, off, code, insns}`, 32 bytes).
     table: u64,
@@ -139,6 +142,22 @@ unsafe extern "sysv64" fn jit_store(hart: *mut Hart, va: u64, val: u64, size: u6
     }
 }
 
+/// CTR: the block's closing jump or branch of type `t` from `from` qualifies for recording
+/// (the block checked `Hart::ctr_mask`) and `Hart::pc` holds its target: record it as the
+/// interpreter does, at the clock of that instruction.
+///
+/// # Safety
+/// As for [`jit_load`].
+#[cfg(target_arch = "x86_64")]
+unsafe extern "sysv64" fn jit_ctr(hart: *mut Hart, from: u64, t: u64) {
+    // SAFETY: as for `jit_load`.
+    let h = unsafe { &mut *hart };
+    let clock = h.vclock;
+    h.vclock = clock + (h.jit_left - h.jit_budget);
+    h.ctr_transfer(from, t as u8);
+    h.vclock = clock;
+}
+
 impl Jit {
     /// A translator for this host, or `None` where there is none (not x86-64, or no
     /// executable memory).
@@ -190,6 +209,7 @@ impl Hart {
             return 0;
         }
         self.jit_budget = left;
+        self.jit_left = left;
         self.jit_fault = false;
         // SAFETY: `code` is a block assembled for this hart's layout by `jit_translate`, in a
         // region the hart owns; it and the blocks linked to it touch only the hart's
@@ -356,6 +376,8 @@ impl Hart {
             fault: offset_of!(Hart, jit_fault) as i32,
             load_helper: jit_load as *const () as usize,
             store_helper: jit_store as *const () as usize,
+            ctr_mask: offset_of!(Hart, ctr_mask) as i32,
+            ctr_helper: jit_ctr as *const () as usize,
             fetch_ctx: (tlb + fetch_ctx) as i32,
             ram_host: self.ram.host_addr(0) as u64,
             table: self.jit.as_deref().map_or(0, |j| j.table.as_ptr() as u64),

@@ -66,11 +66,27 @@ fn put_rax(a: &mut Asm, l: &Layout, rd: u8) {
 /// that first points at a stub reporting the slot to the dispatcher (`Hart::jit_last_exit`),
 /// which then links it straight to the target's block (see `super::Hart::jit_step`).
 fn exit_to(a: &mut Asm, l: &Layout, pc: u64, chain: bool, links: &mut Vec<(usize, usize)>) {
+    exit_recording(a, l, pc, chain, None, links);
+}
+
+/// [`exit_to`] after the block's closing jump or branch, which CTR records when `ctr`
+/// (`(from, type)`) qualifies in the current mode (see [`ctr_record`]).
+fn exit_recording(
+    a: &mut Asm,
+    l: &Layout,
+    pc: u64,
+    chain: bool,
+    ctr: Option<(u64, u8)>,
+    links: &mut Vec<(usize, usize)>,
+) {
     let p = l.pc;
     dynasm!(a ; .arch x64
         ; mov rax, QWORD pc as i64
         ; mov QWORD [rdi + p], rax
     );
+    if let Some((from, t)) = ctr {
+        ctr_record(a, l, from, t);
+    }
     if !chain {
         dynasm!(a ; .arch x64 ; xor eax, eax ; ret);
         return;
@@ -89,6 +105,28 @@ fn exit_to(a: &mut Asm, l: &Layout, pc: u64, chain: bool, links: &mut Vec<(usize
     let at = a.offset().0;
     dynasm!(a ; .arch x64 ; .u64 0);
     links.push((at, stub));
+}
+
+/// CTR (chapter 6 of the Smctr/Ssctr spec, "Behavior"): with the transfer type `t` in the
+/// current mode's recording mask (`Hart::ctr_mask`, which folds in the mode's `xctrctl`
+/// enable and filter bits, RASEMU and `sctrstatus.FROZEN`, and cannot change while blocks
+/// run: they hold no CSR access, trap or mode change), call the record helper for the
+/// transfer from `from` to the pc already stored. Without recording this is one test.
+fn ctr_record(a: &mut Asm, l: &Layout, from: u64, t: u8) {
+    let skip = a.new_dynamic_label();
+    let (mask, bit, f) = (l.ctr_mask, (1u16 << t) as i16, l.ctr_helper as i64);
+    let t = t as i32;
+    dynasm!(a ; .arch x64
+        ; test WORD [rdi + mask], bit
+        ; jz =>skip
+        ; mov rsi, QWORD from as i64
+        ; mov edx, t
+        ; push rdi
+        ; mov rax, QWORD f
+        ; call rax
+        ; pop rdi
+        ; =>skip
+    );
 }
 
 /// The software TLB lookup (`mmu::Tlb`, entries `{tag, off}` of 16 bytes) of the guest
@@ -553,13 +591,16 @@ fn emit_terminal(
     let link = pc.wrapping_add(i.len as u64);
     let target = pc.wrapping_add(i.imm as i64 as u64);
     let p = l.pc;
+    use crate::ctr::ty::{NOT_TAKEN_BRANCH, TAKEN_BRANCH};
     match i.op {
         Jal => {
             if i.rd != X0_SINK {
                 let d = xd(l, i.rd);
                 dynasm!(a ; .arch x64 ; mov rax, QWORD link as i64 ; mov QWORD [rdi + d], rax);
             }
-            exit_to(a, l, target, target >> 12 == page, links);
+            // `fmt` holds the transfer type (table 10).
+            let ctr = Some((pc, i.fmt));
+            exit_recording(a, l, target, target >> 12 == page, ctr, links);
         }
         Jalr => {
             get_rax(a, l, i.rs1);
@@ -570,6 +611,8 @@ fn emit_terminal(
                 dynasm!(a ; .arch x64 ; mov rcx, QWORD link as i64 ; mov QWORD [rdi + d], rcx);
             }
             dynasm!(a ; .arch x64 ; mov QWORD [rdi + p], rax);
+            ctr_record(a, l, pc, i.fmt);
+            dynasm!(a ; .arch x64 ; mov rax, QWORD [rdi + p]);
             jump_indirect(a, l);
         }
         _ => {
@@ -585,9 +628,11 @@ fn emit_terminal(
                 Bltu => dynasm!(a ; .arch x64 ; jb =>taken),
                 _ => dynasm!(a ; .arch x64 ; jae =>taken),
             }
-            exit_to(a, l, link, link >> 12 == page, links);
+            let not_taken = Some((pc, NOT_TAKEN_BRANCH));
+            exit_recording(a, l, link, link >> 12 == page, not_taken, links);
             dynasm!(a ; .arch x64 ; =>taken);
-            exit_to(a, l, target, target >> 12 == page, links);
+            let taken = Some((pc, TAKEN_BRANCH));
+            exit_recording(a, l, target, target >> 12 == page, taken, links);
         }
     }
 }
