@@ -97,6 +97,8 @@ pub struct Hart {
     pub(crate) jit: Option<Box<crate::jit::Jit>>,
     /// Translated code: instructions it may still run in this call (see `jit::x64`).
     pub(crate) jit_budget: u64,
+    /// Translated code: the guest address of the last load or store (monitored blocks).
+    pub(crate) jit_addr: u64,
     /// Translated code: `jit_budget` when the call began (the clock inside a block run is
     /// `vclock + jit_left - jit_budget`).
     pub(crate) jit_left: u64,
@@ -204,6 +206,7 @@ impl Hart {
             },
             jit_budget: 0,
             jit_left: 0,
+            jit_addr: 0,
             jit_last_exit: 0,
             jit_fault: false,
             reservation: None,
@@ -615,9 +618,10 @@ impl Hart {
         let first_pc = self.pc;
         while self.vclock < end {
             // Nothing to observe per instruction but CTR transfers (which blocks record
-            // where they end: `jit::x64`): run a translated block if one fits.
-            if !TRACE && PMU == PMU_OFF {
-                let done = self.jit_step(end - self.vclock);
+            // where they end) and the monitor's events other than PDIS (which monitored
+            // blocks report: `jit::x64`): run a translated block if one fits.
+            if !TRACE && (PMU == PMU_OFF || self.pmu_translatable()) {
+                let done = self.jit_step(end - self.vclock, PMU != PMU_OFF);
                 if done != 0 {
                     self.vclock += done;
                     self.retired += done;

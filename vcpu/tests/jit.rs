@@ -161,6 +161,13 @@ impl Pair {
         if a != b {
             diffs.push(format!("sctrstatus: {a:x?} vs {b:x?}"));
         }
+        // The monitor: every counter, every event register (OF), and LCOFIP in `mip`.
+        for c in (0xb03..0xb20).chain(0x323..0x340).chain([MIP]) {
+            let (a, b) = (th.csr(c as u16), ih.csr(c as u16));
+            if a != b {
+                diffs.push(format!("csr {c:#x}: {a:x?} vs {b:x?}"));
+            }
+        }
         let (da, db) = (read(t, at, len), read(i, at, len));
         if let Some(k) = (0..len).find(|&k| da[k] != db[k]) {
             diffs.push(format!(
@@ -693,6 +700,34 @@ enum Mode {
     /// M-mode as `Machine`, recording its transfers in CTR: a prologue at CODE writes
     /// `mctrctl` from x5, which [`ctr_setting`] chooses per seed (filters, NTBREN, RASEMU).
     Ctr,
+    /// M-mode as `Machine` with every event of the catalog counted (see [`pmu_setup`]).
+    Pmu,
+    /// S-mode under Sv39 as `Sv39`, with every event counted: the TLB models run too.
+    PmuSv39,
+}
+
+/// Counters 3-30 count the 28 events of the catalog, each starting a different distance
+/// below its overflow, so that overflows (OF bits, LCOFIP) happen all along a program.
+/// Clobbers x5.
+fn pmu_setup() -> Vec<u32> {
+    const MHPMEVENT3: u32 = 0x323;
+    const MHPMCOUNTER3: u32 = 0xb03;
+    const MCOUNTINHIBIT: u32 = 0x320;
+    let mut v = vec![csrw(MCOUNTINHIBIT, 0)];
+    for (k, e) in vcpu::pmu::events::CATALOG.iter().enumerate().take(28) {
+        let sel = e.selector as i64;
+        let hi = ((sel + 0x800) >> 12) as u32 & 0xf_ffff;
+        let lo = (sel - ((sel + 0x800) >> 12 << 12)) as i32;
+        let k = k as u32;
+        v.extend([
+            lui(5, hi),
+            addiw(5, 5, lo),
+            csrw(MHPMEVENT3 + k, 5),
+            addi(5, 0, -(60 * k as i32 + 7)),
+            csrw(MHPMCOUNTER3 + k, 5),
+        ]);
+    }
+    v
 }
 
 /// The prologue of [`Mode::Ctr`].
@@ -752,12 +787,14 @@ impl Mode {
             Mode::Sv39 => vpage(SV39_CODE_PAGE),
             Mode::Interrupts => CODE + 4 * interrupt_prologue().len() as u64,
             Mode::Ctr => CODE + 4 * ctr_prologue().len() as u64,
+            Mode::Pmu => CODE + 4 * pmu_setup().len() as u64,
+            Mode::PmuSv39 => vpage(SV39_CODE_PAGE),
             _ => CODE,
         }
     }
     fn data(self) -> u64 {
         match self {
-            Mode::Sv39 => vpage(SV39_DATA_PAGE),
+            Mode::Sv39 | Mode::PmuSv39 => vpage(SV39_DATA_PAGE),
             _ => DATA,
         }
     }
@@ -793,7 +830,7 @@ const SV39_DATA_FRAMES: [u64; 2] = [RAM_BASE + 0x5_3000, RAM_BASE + 0x5_0000];
 fn random_program(seed: u64, halfwords: usize, mode: Mode) -> Vec<u16> {
     let mut g = Gen {
         rng: XorShift::new(seed),
-        csrs: if matches!(mode, Mode::Machine | Mode::Ctr) {
+        csrs: if matches!(mode, Mode::Machine | Mode::Ctr | Mode::Pmu) {
             [MSCRATCH, MINSTRET, MCYCLE]
         } else {
             [SSCRATCH, INSTRET, CYCLE]
@@ -854,7 +891,7 @@ fn load_random_in(p: &mut Pair, seed: u64, halfwords: usize, mode: Mode) -> u64 
         for (r, &v) in regs.iter().enumerate() {
             vm.set_x(r, v);
         }
-        if mode != Mode::Sv39 {
+        if !matches!(mode, Mode::Sv39 | Mode::PmuSv39) {
             vm.put16(mode.code(), &code);
             vm.mem.write_slice(&data, GuestAddress(DATA)).unwrap();
             if mode == Mode::Interrupts {
@@ -863,6 +900,9 @@ fn load_random_in(p: &mut Pair, seed: u64, halfwords: usize, mode: Mode) -> u64 
             }
             if mode == Mode::Ctr {
                 vm.put32(CODE, &ctr_prologue());
+            }
+            if mode == Mode::Pmu {
+                vm.put32(CODE, &pmu_setup());
             }
             return;
         }
@@ -882,6 +922,9 @@ fn load_random_in(p: &mut Pair, seed: u64, halfwords: usize, mode: Mode) -> u64 
         vm.set_x(19, satp(PT_ROOT));
         vm.set_x(18, 7);
         let mut m = vec![csrw(SATP, 19), sfence_vma(0, 0), csrw(MCOUNTEREN, 18)];
+        if mode == Mode::PmuSv39 {
+            m.extend(pmu_setup());
+        }
         m.extend(vm.enter_mode(PrivilegeMode::Supervisor, mode.code()));
         vm.code(&m);
     });
@@ -959,6 +1002,30 @@ fn random_programs_match_the_interpreter_recording_ctr() {
 }
 
 #[test]
+fn random_programs_match_the_interpreter_counting_every_event() {
+    random_programs_in(Mode::Pmu, 800..824);
+    random_programs_in(Mode::PmuSv39, 900..924);
+    // The counters counted and overflowed.
+    for mode in [Mode::Pmu, Mode::PmuSv39] {
+        let mut p = mode.pair();
+        load_random_in(&mut p, 800, 6000, mode);
+        p.run_to_wfi("PMU, seed 800");
+        let of = (3..31).filter(|i| p.int.csr(0x320 + i) >> 63 == 1).count();
+        assert!(of >= 10, "{mode:?}: only {of} counters overflowed");
+        assert!(p.int.csr(MIP) & 1 << 13 != 0, "{mode:?}: no LCOFIP");
+    }
+}
+
+#[test]
+fn budgets_stop_on_the_same_instruction_counting_every_event() {
+    for seed in 1000..1008u64 {
+        let mode = [Mode::Pmu, Mode::PmuSv39][seed as usize % 2];
+        let mut rng = XorShift::new(seed);
+        run_in_steps_in(mode, seed, 1500, "PMU, random steps", || 1 + rng.below(90));
+    }
+}
+
+#[test]
 fn budgets_stop_on_the_same_instruction_recording_ctr() {
     for seed in 700..708u64 {
         let mut rng = XorShift::new(seed);
@@ -1018,7 +1085,9 @@ fn random_budgets_stop_on_the_same_instruction() {
             Mode::Sv39,
             Mode::Hosted,
             Mode::Ctr,
-        ][seed as usize % 5];
+            Mode::Pmu,
+            Mode::PmuSv39,
+        ][seed as usize % 7];
         let mut rng = XorShift::new(seed ^ 0xb0d6e7);
         run_in_steps_in(mode, seed, 1500, "random steps", || match rng.below(4) {
             0 => 1 + rng.below(3),

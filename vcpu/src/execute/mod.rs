@@ -65,6 +65,21 @@ impl Hart {
         r
     }
 
+    /// Whether the conditional branch `i` is taken with the current register values (for
+    /// the monitor, after it retired: branches write no register).
+    pub(crate) fn branch_condition(&self, i: &Insn) -> bool {
+        let (a, b) = (self.rs1(i), self.rs2(i));
+        match i.op {
+            Op::Beq => a == b,
+            Op::Bne => a != b,
+            Op::Blt => (a as i64) < (b as i64),
+            Op::Bge => (a as i64) >= (b as i64),
+            Op::Bltu => a < b,
+            Op::Bgeu => a >= b,
+            _ => false,
+        }
+    }
+
     #[inline(always)]
     fn rs1(&self, i: &Insn) -> u64 {
         // Register numbers are < 33 by construction; the mask lets the compiler drop the

@@ -37,6 +37,10 @@ use crate::hart::Hart;
 pub(crate) const MAX_INSNS: usize = 64;
 /// Blocks in the lookup table (a power of two).
 pub(crate) const TABLE: usize = 1 << 18;
+/// Marks the table key (`Block::off`) of a monitored block: one translated to report the
+/// performance monitor's events (see `x64`), for runs with the monitor active. A RAM offset
+/// never has this bit, so the two kinds of a block never match each other's lookups.
+pub(crate) const MONITORED: u64 = 1 << 62;
 /// Room one block may need at most (the assembler's output is checked against it).
 pub(crate) const MAX_BLOCK_BYTES: usize = 64 * 1024;
 
@@ -57,6 +61,14 @@ pub(crate) struct Layout {
     /// `Hart::ctr_mask` (u16) and the CTR record helper.
     ctr_mask: i32,
     ctr_helper: usize,
+    /// Monitored blocks: `Hart::jit_addr` and the event helpers.
+    addr: i32,
+    pmu_load: usize,
+    pmu_store: usize,
+    pmu_branch: usize,
+    pmu_jump: usize,
+    pmu_mul: usize,
+    pmu_fetch: usize,
     ram_host: u64,
     /// Address of the block table (entries `{va, off, code, insns}`, 32 bytes).
     table: u64,
@@ -72,6 +84,8 @@ pub(crate) struct Plan {
     code_host: usize,
     /// Code bytes to compare at entry: (byte offset, size 2/4/8, value).
     check: Vec<(u32, u8, u64)>,
+    /// Report the performance monitor's events (a monitored block).
+    monitored: bool,
 }
 
 /// A translated block: entry point, or 0 when the instruction at `va` is not translated.
@@ -102,6 +116,8 @@ pub(crate) struct Jit {
     pub(crate) translated: u64,
     /// Incremented when the region is emptied (every block and link is gone).
     pub(crate) generation: u64,
+    /// [`MONITORED`] while blocks run with the monitor active, else 0.
+    kind: u64,
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -142,6 +158,75 @@ unsafe extern "sysv64" fn jit_store(hart: *mut Hart, va: u64, val: u64, size: u6
     }
 }
 
+/// Monitored blocks: a load retired, from the address in `Hart::jit_addr` (the L1D and
+/// DTLB models and the load events, as the interpreter's `pmu_load`).
+///
+/// # Safety
+/// As for [`jit_load`].
+#[cfg(target_arch = "x86_64")]
+unsafe extern "sysv64" fn jit_pmu_load(hart: *mut Hart) {
+    // SAFETY: as for `jit_load`.
+    let h = unsafe { &mut *hart };
+    h.pmu_load(h.jit_addr);
+}
+
+/// Monitored blocks: a store retired (see [`jit_pmu_load`]).
+///
+/// # Safety
+/// As for [`jit_load`].
+#[cfg(target_arch = "x86_64")]
+unsafe extern "sysv64" fn jit_pmu_store(hart: *mut Hart) {
+    // SAFETY: as for `jit_load`.
+    let h = unsafe { &mut *hart };
+    h.pmu_store(h.jit_addr);
+}
+
+/// Monitored blocks: the branch at `pc` retired, `taken` or not (the predictor model).
+///
+/// # Safety
+/// As for [`jit_load`].
+#[cfg(target_arch = "x86_64")]
+unsafe extern "sysv64" fn jit_pmu_branch(hart: *mut Hart, pc: u64, taken: u64) {
+    // SAFETY: as for `jit_load`.
+    let h = unsafe { &mut *hart };
+    h.pmu_branch(pc, taken != 0);
+}
+
+/// Monitored blocks: the jump at `pc` retired and `Hart::pc` holds its target.
+///
+/// # Safety
+/// As for [`jit_load`].
+#[cfg(target_arch = "x86_64")]
+unsafe extern "sysv64" fn jit_pmu_jump(hart: *mut Hart, pc: u64, indirect: u64) {
+    // SAFETY: as for `jit_load`.
+    let h = unsafe { &mut *hart };
+    h.pmu_jump(pc, indirect != 0);
+}
+
+/// Monitored blocks: a multiply retired (its extra cycles in the cost model).
+///
+/// # Safety
+/// As for [`jit_load`].
+#[cfg(target_arch = "x86_64")]
+unsafe extern "sysv64" fn jit_pmu_mul(hart: *mut Hart) {
+    // SAFETY: as for `jit_load`.
+    let h = unsafe { &mut *hart };
+    h.pmu_cycles(crate::pmu::model::Cost::MUL);
+}
+
+/// Monitored blocks: the block's first instruction, at `pc`, retired; all of a block's
+/// instructions lie in one page, which the ITLB model looks up once for consecutive
+/// fetches, so this one call stands for every fetch of the block.
+///
+/// # Safety
+/// As for [`jit_load`].
+#[cfg(target_arch = "x86_64")]
+unsafe extern "sysv64" fn jit_pmu_fetch(hart: *mut Hart, pc: u64) {
+    // SAFETY: as for `jit_load`.
+    let h = unsafe { &mut *hart };
+    h.pmu_fetch(pc);
+}
+
 /// CTR: the block's closing jump or branch of type `t` from `from` qualifies for recording
 /// (the block checked `Hart::ctr_mask`) and `Hart::pc` holds its target: record it as the
 /// interpreter does, at the clock of that instruction.
@@ -171,6 +256,7 @@ impl Jit {
             table: unsafe { Box::<[Block]>::new_zeroed_slice(TABLE).assume_init() },
             translated: 0,
             generation: 0,
+            kind: 0,
         }))
     }
 
@@ -184,7 +270,7 @@ impl Hart {
     /// Run the block at pc (and the blocks linked to it) within `left` instructions; returns
     /// the instructions completed (0: nothing ran, the interpreter executes the next one).
     #[inline(always)]
-    pub(crate) fn jit_step(&mut self, left: u64) -> u64 {
+    pub(crate) fn jit_step(&mut self, left: u64, monitored: bool) -> u64 {
         if self.jit.is_none() {
             return 0; // `--jit off`: the interpreter pays one test per instruction
         }
@@ -196,11 +282,13 @@ impl Hart {
                 None => return 0,
             },
         };
-        let Some(jit) = self.jit.as_deref() else {
+        let Some(jit) = self.jit.as_deref_mut() else {
             return 0;
         };
+        jit.kind = if monitored { MONITORED } else { 0 };
+        let key = off | jit.kind;
         let b = jit.table[Jit::slot(off)];
-        let b = if b.va == pc && b.off == off {
+        let b = if b.va == pc && b.off == key {
             b
         } else {
             self.jit_translate(pc, off)
@@ -239,6 +327,7 @@ impl Hart {
             return;
         };
         let slot = Jit::slot(off);
+        let key = off | jit.kind;
         if stale != 0 {
             if jit.table[slot].code == stale {
                 jit.table[slot] = NO_BLOCK;
@@ -247,7 +336,7 @@ impl Hart {
         }
         let generation = jit.generation;
         let b = jit.table[slot];
-        let b = if b.va == pc && b.off == off {
+        let b = if b.va == pc && b.off == key {
             b
         } else {
             self.jit_translate(pc, off)
@@ -268,9 +357,10 @@ impl Hart {
     #[inline(never)]
     fn jit_translate(&mut self, pc: u64, off: u64) -> Block {
         let plan = self.jit_plan(pc, off);
+        let kind = self.jit.as_deref().map_or(0, |j| j.kind);
         let mut block = Block {
             va: pc,
-            off,
+            off: off | kind,
             code: 0,
             insns: plan.insns.len() as u64,
         };
@@ -355,6 +445,7 @@ impl Hart {
             end_pc: va,
             code_host: self.ram.host_addr(off),
             check,
+            monitored: self.jit.as_deref().is_some_and(|j| j.kind != 0),
         }
     }
 
@@ -378,6 +469,13 @@ impl Hart {
             store_helper: jit_store as *const () as usize,
             ctr_mask: offset_of!(Hart, ctr_mask) as i32,
             ctr_helper: jit_ctr as *const () as usize,
+            addr: offset_of!(Hart, jit_addr) as i32,
+            pmu_load: jit_pmu_load as *const () as usize,
+            pmu_store: jit_pmu_store as *const () as usize,
+            pmu_branch: jit_pmu_branch as *const () as usize,
+            pmu_jump: jit_pmu_jump as *const () as usize,
+            pmu_mul: jit_pmu_mul as *const () as usize,
+            pmu_fetch: jit_pmu_fetch as *const () as usize,
             fetch_ctx: (tlb + fetch_ctx) as i32,
             ram_host: self.ram.host_addr(0) as u64,
             table: self.jit.as_deref().map_or(0, |j| j.table.as_ptr() as u64),

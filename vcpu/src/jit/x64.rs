@@ -66,7 +66,38 @@ fn put_rax(a: &mut Asm, l: &Layout, rd: u8) {
 /// that first points at a stub reporting the slot to the dispatcher (`Hart::jit_last_exit`),
 /// which then links it straight to the target's block (see `super::Hart::jit_step`).
 fn exit_to(a: &mut Asm, l: &Layout, pc: u64, chain: bool, links: &mut Vec<(usize, usize)>) {
-    exit_recording(a, l, pc, chain, None, links);
+    exit_recording(a, l, pc, chain, Transfer::default(), links);
+}
+
+/// What a block's closing jump or branch reports once the pc holds its target: its CTR
+/// record (`(from, type)`, see [`ctr_record`]) and, in a monitored block, the monitor's
+/// event (`(helper, pc, argument)`: the branch predictor's or the jump's).
+#[derive(Default)]
+struct Transfer {
+    ctr: Option<(u64, u8)>,
+    pmu: Option<(usize, u64, u64)>,
+}
+
+/// Call the helper at `f` with the hart in rdi and the arguments already in rsi, rdx, rcx,
+/// keeping the stack aligned (a block runs with rsp = 8 mod 16, as on entry to a
+/// function). Every caller-saved register but rdi is clobbered.
+fn call(a: &mut Asm, f: usize) {
+    let f = f as i64;
+    dynasm!(a ; .arch x64
+        ; push rdi
+        ; mov rax, QWORD f
+        ; call rax
+        ; pop rdi
+    );
+}
+
+/// A monitored block's report of an event: `f(hart, x, y)`.
+fn report(a: &mut Asm, f: usize, x: u64, y: u64) {
+    dynasm!(a ; .arch x64
+        ; mov rsi, QWORD x as i64
+        ; mov rdx, QWORD y as i64
+    );
+    call(a, f);
 }
 
 /// [`exit_to`] after the block's closing jump or branch, which CTR records when `ctr`
@@ -76,7 +107,7 @@ fn exit_recording(
     l: &Layout,
     pc: u64,
     chain: bool,
-    ctr: Option<(u64, u8)>,
+    transfer: Transfer,
     links: &mut Vec<(usize, usize)>,
 ) {
     let p = l.pc;
@@ -84,7 +115,10 @@ fn exit_recording(
         ; mov rax, QWORD pc as i64
         ; mov QWORD [rdi + p], rax
     );
-    if let Some((from, t)) = ctr {
+    if let Some((f, x, y)) = transfer.pmu {
+        report(a, f, x, y);
+    }
+    if let Some((from, t)) = transfer.ctr {
         ctr_record(a, l, from, t);
     }
     if !chain {
@@ -114,19 +148,13 @@ fn exit_recording(
 /// transfer from `from` to the pc already stored. Without recording this is one test.
 fn ctr_record(a: &mut Asm, l: &Layout, from: u64, t: u8) {
     let skip = a.new_dynamic_label();
-    let (mask, bit, f) = (l.ctr_mask, (1u16 << t) as i16, l.ctr_helper as i64);
-    let t = t as i32;
+    let (mask, bit) = (l.ctr_mask, (1u16 << t) as i16);
     dynasm!(a ; .arch x64
         ; test WORD [rdi + mask], bit
         ; jz =>skip
-        ; mov rsi, QWORD from as i64
-        ; mov edx, t
-        ; push rdi
-        ; mov rax, QWORD f
-        ; call rax
-        ; pop rdi
-        ; =>skip
     );
+    report(a, l.ctr_helper, from, t as u64);
+    dynasm!(a ; .arch x64 ; =>skip);
 }
 
 /// The software TLB lookup (`mmu::Tlb`, entries `{tag, off}` of 16 bytes) of the guest
@@ -157,7 +185,8 @@ fn tlb_lookup(a: &mut Asm, [va, out, idx]: [u8; 3], ctx: i32, array: i32, miss: 
 /// Continue at the guest address in rax (already stored as pc): find its block through the
 /// fetch TLB and the block table, as the dispatcher would, and jump to it; return to the
 /// dispatcher when either misses. The target block checks its code and the budget itself.
-fn jump_indirect(a: &mut Asm, l: &Layout) {
+/// A monitored block looks for a monitored block (`super::MONITORED` in the key).
+fn jump_indirect(a: &mut Asm, l: &Layout, monitored: bool) {
     let (fetch, fctx) = (l.fetch, l.fetch_ctx);
     let table = l.table as i64;
     let mask = (super::TABLE - 1) as i32;
@@ -172,6 +201,12 @@ fn jump_indirect(a: &mut Asm, l: &Layout) {
         ; add rcx, rdx
         ; cmp rax, QWORD [rcx]
         ; jne =>miss
+    );
+    if monitored {
+        const _: () = assert!(super::MONITORED == 1 << 62);
+        dynasm!(a ; .arch x64 ; bts rsi, 62);
+    }
+    dynasm!(a ; .arch x64
         ; cmp rsi, QWORD [rcx + 8]
         ; jne =>miss
         ; mov rcx, QWORD [rcx + 16]
@@ -285,7 +320,7 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
         ; jb =>out
         ; sub QWORD [rdi + budget], nn
     );
-    let page = plan.insns[0].0 >> 12;
+    let page = start_pc(plan) >> 12;
     // The block's code: RAM offset and length in bytes.
     let start = plan.insns[0].0;
     let code_off = (plan.code_host as u64).wrapping_sub(l.ram_host);
@@ -293,10 +328,19 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
     let mut bails = Vec::new();
     let mut rewrites = Vec::new();
     let mut slows = Vec::new();
+    // Monitored blocks report the fetch of their page (the ITLB model) once an instruction
+    // has retired: after the first one, or before it when it is the closing jump or branch
+    // (which cannot trap), or on the way out of a first store that rewrites the block.
+    let monitored = plan.monitored;
+    let fetch = |a: &mut Asm| report(a, l.pmu_fetch, start_pc(plan), 0);
     for (k, &(pc, ref i)) in plan.insns.iter().enumerate() {
         if terminal(i.op) {
             debug_assert_eq!(k + 1, plan.insns.len());
-            emit_terminal(&mut a, l, pc, i, page, &mut links);
+            if monitored && k == 0 {
+                fetch(&mut a);
+            }
+            emit_terminal(&mut a, l, pc, i, page, monitored, &mut links);
+            continue;
         } else if matches!(
             i.op,
             Op::Lb | Op::Lh | Op::Lw | Op::Ld | Op::Lbu | Op::Lhu | Op::Lwu
@@ -311,12 +355,18 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
             let store = matches!(i.op, Op::Sb | Op::Sh | Op::Sw | Op::Sd);
             let rewrite = (store && rest > 0).then(|| {
                 let label = a.new_dynamic_label();
-                rewrites.push((label, next, n - k as u32 - 1));
+                rewrites.push((label, next, n - k as u32 - 1, k == 0));
                 (code_off + (next - start), rest, label)
             });
-            emit_memory(&mut a, l, i, bail, rewrite, &mut slows);
+            emit_memory(&mut a, l, i, bail, rewrite, monitored, &mut slows);
         } else {
             emit_straight(&mut a, l, pc, i);
+            if monitored && matches!(i.op, Op::Mul | Op::Mulh | Op::Mulhu | Op::Mulw) {
+                call(&mut a, l.pmu_mul);
+            }
+        }
+        if monitored && k == 0 {
+            fetch(&mut a);
         }
     }
     if !plan.insns.last().is_some_and(|(_, i)| terminal(i.op)) {
@@ -331,12 +381,25 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
     for slow in &slows {
         emit_slow_path(&mut a, l, slow);
     }
-    for (label, pc, undone) in bails.into_iter().chain(rewrites) {
+    // A rewriting store has retired (the monitor hears of it here); a bail has not.
+    let bails = bails
+        .into_iter()
+        .map(|(label, pc, undone)| (label, pc, undone, None));
+    let rewrites = rewrites
+        .into_iter()
+        .map(|(label, pc, undone, first)| (label, pc, undone, Some(first)));
+    for (label, pc, undone, rewrote) in bails.chain(rewrites) {
         let undone = undone as i32;
-        dynasm!(a ; .arch x64
-            ; =>label
-            ; add QWORD [rdi + budget], undone
-        );
+        dynasm!(a ; .arch x64 ; =>label);
+        if monitored {
+            if let Some(first) = rewrote {
+                call(&mut a, l.pmu_store);
+                if first {
+                    fetch(&mut a);
+                }
+            }
+        }
+        dynasm!(a ; .arch x64 ; add QWORD [rdi + budget], undone);
         exit_to(&mut a, l, pc, false, &mut links);
     }
     dynasm!(a ; .arch x64
@@ -352,6 +415,11 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
         code[at..at + 8].copy_from_slice(&((base + stub) as u64).to_le_bytes());
     }
     Some(code)
+}
+
+/// The guest address of the block's first instruction.
+fn start_pc(plan: &Plan) -> u64 {
+    plan.insns[0].0
 }
 
 fn emit_straight(a: &mut Asm, l: &Layout, pc: u64, i: &Insn) {
@@ -458,6 +526,7 @@ fn emit_memory(
     i: &Insn,
     bail: DynamicLabel,
     rewrite: Option<(u64, u64, DynamicLabel)>,
+    monitored: bool,
     slows: &mut Vec<SlowPath>,
 ) {
     use Op::*;
@@ -482,6 +551,10 @@ fn emit_memory(
     get_rsi(a, l, i.rs1);
     if imm != 0 {
         dynasm!(a ; .arch x64 ; add rsi, imm);
+    }
+    if monitored {
+        let addr = l.addr;
+        dynasm!(a ; .arch x64 ; mov QWORD [rdi + addr], rsi);
     }
     if size > 1 {
         let last = 0x1000 - size;
@@ -516,6 +589,9 @@ fn emit_memory(
             );
         }
         dynasm!(a ; .arch x64 ; =>resume);
+        if monitored {
+            call(a, l.pmu_store);
+        }
         return;
     }
     match i.op {
@@ -532,6 +608,9 @@ fn emit_memory(
         let d = xd(l, i.rd);
         dynasm!(a ; .arch x64 ; mov QWORD [rdi + d], rcx);
     }
+    if monitored {
+        call(a, l.pmu_load);
+    }
 }
 
 /// The slow path of a load or store (rsi holds the address): call the helper with the
@@ -545,23 +624,11 @@ fn emit_slow_path(a: &mut Asm, l: &Layout, s: &SlowPath) {
     dynasm!(a ; .arch x64 ; =>slow);
     if store {
         get(a, l, RDX, s.rs2);
-        let f = l.store_helper as i64;
-        dynasm!(a ; .arch x64
-            ; mov ecx, size
-            ; push rdi
-            ; mov rax, QWORD f
-            ; call rax
-            ; pop rdi
-        );
+        dynasm!(a ; .arch x64 ; mov ecx, size);
+        call(a, l.store_helper);
     } else {
-        let f = l.load_helper as i64;
-        dynasm!(a ; .arch x64
-            ; mov edx, size
-            ; push rdi
-            ; mov rax, QWORD f
-            ; call rax
-            ; pop rdi
-        );
+        dynasm!(a ; .arch x64 ; mov edx, size);
+        call(a, l.load_helper);
     }
     dynasm!(a ; .arch x64
         ; cmp BYTE [rdi + fault], 0
@@ -585,6 +652,7 @@ fn emit_terminal(
     pc: u64,
     i: &Insn,
     page: u64,
+    monitored: bool,
     links: &mut Vec<(usize, usize)>,
 ) {
     use Op::*;
@@ -599,8 +667,11 @@ fn emit_terminal(
                 dynasm!(a ; .arch x64 ; mov rax, QWORD link as i64 ; mov QWORD [rdi + d], rax);
             }
             // `fmt` holds the transfer type (table 10).
-            let ctr = Some((pc, i.fmt));
-            exit_recording(a, l, target, target >> 12 == page, ctr, links);
+            let transfer = Transfer {
+                ctr: Some((pc, i.fmt)),
+                pmu: monitored.then_some((l.pmu_jump, pc, 0)),
+            };
+            exit_recording(a, l, target, target >> 12 == page, transfer, links);
         }
         Jalr => {
             get_rax(a, l, i.rs1);
@@ -611,9 +682,12 @@ fn emit_terminal(
                 dynasm!(a ; .arch x64 ; mov rcx, QWORD link as i64 ; mov QWORD [rdi + d], rcx);
             }
             dynasm!(a ; .arch x64 ; mov QWORD [rdi + p], rax);
+            if monitored {
+                report(a, l.pmu_jump, pc, 1);
+            }
             ctr_record(a, l, pc, i.fmt);
             dynasm!(a ; .arch x64 ; mov rax, QWORD [rdi + p]);
-            jump_indirect(a, l);
+            jump_indirect(a, l, monitored);
         }
         _ => {
             get_rax(a, l, i.rs1);
@@ -628,10 +702,16 @@ fn emit_terminal(
                 Bltu => dynasm!(a ; .arch x64 ; jb =>taken),
                 _ => dynasm!(a ; .arch x64 ; jae =>taken),
             }
-            let not_taken = Some((pc, NOT_TAKEN_BRANCH));
+            let not_taken = Transfer {
+                ctr: Some((pc, NOT_TAKEN_BRANCH)),
+                pmu: monitored.then_some((l.pmu_branch, pc, 0)),
+            };
             exit_recording(a, l, link, link >> 12 == page, not_taken, links);
             dynasm!(a ; .arch x64 ; =>taken);
-            let taken = Some((pc, TAKEN_BRANCH));
+            let taken = Transfer {
+                ctr: Some((pc, TAKEN_BRANCH)),
+                pmu: monitored.then_some((l.pmu_branch, pc, 1)),
+            };
             exit_recording(a, l, target, target >> 12 == page, taken, links);
         }
     }

@@ -651,6 +651,28 @@ impl Hart {
         self.pmu.state.extra[tally::XRETS] += 1;
     }
 
+    /// An instruction fetched from `pc` retired: the ITLB model, when fetches are
+    /// translated (consecutive fetches from one page look it up once).
+    #[inline(always)]
+    pub(crate) fn pmu_fetch(&mut self, pc: u64) -> u32 {
+        if let Some(tag) = self.pmu.fetch_tag {
+            if self.pmu.state.models.itlb_miss(tag | (pc >> 12)) {
+                let t = &mut self.pmu.state.tally;
+                t[Event::ItlbMiss as usize] += 1;
+                t[Event::Cycles as usize] += Cost::ITLB_MISS;
+                return 1 << Event::ItlbMiss as u32;
+            }
+        }
+        0
+    }
+
+    /// Whether translated blocks may run under the monitor: everything it observes per
+    /// instruction but PDIS is reported by the blocks (`jit::x64`, "monitored blocks").
+    #[inline]
+    pub(crate) fn pmu_translatable(&self) -> bool {
+        !self.pmu.pdis_here
+    }
+
     /// `PMU_FULL`: an instruction retired; tally its events by class, run the ITLB model and
     /// step PDIS. `pc`: its address; `addr`: its data address. Returns whether the chunk must
     /// end (an LCOFI was requested).
@@ -659,22 +681,16 @@ impl Hart {
         use crate::decode::Op;
         let c = CLASS[insn.op as usize];
         let before = self.pmu.state.tally[Event::Cycles as usize];
-        let mut inc = 0;
-        if let Some(tag) = self.pmu.fetch_tag {
-            if self.pmu.state.models.itlb_miss(tag | (pc >> 12)) {
-                let t = &mut self.pmu.state.tally;
-                t[Event::ItlbMiss as usize] += 1;
-                t[Event::Cycles as usize] += Cost::ITLB_MISS;
-                inc |= 1 << Event::ItlbMiss as u32;
-            }
-        }
+        let mut inc = self.pmu_fetch(pc);
         // Only RAM accesses reach here (a device access leaves the chunk as an exit).
         inc |= match c {
             0 => 0,
             class::LOAD => self.pmu_load(addr),
             class::STORE => self.pmu_store(addr),
             class::MEMORY => self.pmu_amo(addr),
-            class::BRANCH => self.pmu_branch(pc, self.pc != pc.wrapping_add(insn.len as u64)),
+            // Taken by its condition (the registers are unchanged): a branch whose offset
+            // is its own length is taken though it lands where it would fall through.
+            class::BRANCH => self.pmu_branch(pc, self.branch_condition(insn)),
             class::JUMP => self.pmu_jump(pc, insn.op == Op::Jalr),
             class::XRET => {
                 self.pmu_xret();
