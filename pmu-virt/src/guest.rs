@@ -235,20 +235,38 @@ impl GuestPmu {
         idx >= HW_COUNTERS
     }
 
-    /// The counters of a `(counter_idx_base, counter_idx_mask)` set, every one valid.
+    /// The counters of a `(counter_idx_base, counter_idx_mask)` set (SBI v2.0 sections
+    /// 11.7-11.9), in increasing order. The set is `SBI_ERR_INVALID_PARAM` ("at least one
+    /// invalid counter") when it names an index that is no logical counter index: `base +
+    /// bit` at or past `num_counters`, or not representable (the sum wraps). An empty mask
+    /// is invalid too. Indexes below `num_counters` with no counter behind them (1, `time`;
+    /// hpm counters the VM is not given) are holes, left out of the set: a guest may pass
+    /// "every counter" as `base` 0 and `mask` `(1 << num_counters) - 1`, as KVM and OpenSBI
+    /// accept (both check only `base + highest bit < num_counters`).
     fn counter_set(&self, base: u64, mask: u64) -> Result<Vec<usize>, PmuError> {
         let bad = PmuError::InvalidCounterSet { base, mask };
-        let mut set = Vec::new();
-        for bit in 0..64 {
-            if mask >> bit & 1 != 0 {
-                let idx = base.checked_add(bit).ok_or(bad)?;
-                if !self.valid(idx) {
-                    return Err(bad);
-                }
-                set.push(idx as usize);
-            }
+        if mask == 0 {
+            return Err(bad);
         }
-        Ok(set)
+        let highest = u64::from(63 - mask.leading_zeros());
+        match base.checked_add(highest) {
+            Some(top) if top < NUM_COUNTERS as u64 => {}
+            _ => return Err(bad),
+        }
+        Ok((0..64)
+            .filter(|bit| mask >> bit & 1 != 0)
+            .map(|bit| base + bit)
+            .filter(|&idx| self.valid(idx))
+            .map(|idx| idx as usize)
+            .collect())
+    }
+
+    /// Whether counter `i` is in use, so that `counter_start` and `counter_stop` act on it:
+    /// configured for an event (0 and 2 always are) or running (a delegated counter the
+    /// guest started through `scountinhibit` without an event).
+    fn in_use(&self, i: usize) -> bool {
+        let c = &self.counters[i];
+        c.event.is_some() || c.started
     }
 
     /// Handles SBI PMU function `fid` with arguments `args` (`a0`-`a5`) for the guest running
@@ -314,7 +332,12 @@ impl GuestPmu {
         let set = self.counter_set(base, mask)?;
         let target = event::decode(event_idx, event_data)?;
         let chosen = if flags & CFG_SKIP_MATCH != 0 {
-            set.first().copied().filter(|&i| Self::can_count(i, target))
+            // "The first counter from the set": the lowest index of the mask, which may be
+            // a hole (then nothing here can count the event).
+            let first = base + u64::from(mask.trailing_zeros());
+            set.first()
+                .copied()
+                .filter(|&i| i as u64 == first && Self::can_count(i, target))
         } else {
             self.match_free(&set, target)
         }
@@ -505,6 +528,9 @@ impl GuestPmu {
         };
         let mut already = false;
         for i in set {
+            if !self.in_use(i) {
+                continue;
+            }
             if self.counters[i].started {
                 already = true;
                 continue;
@@ -547,6 +573,9 @@ impl GuestPmu {
         let mut already = false;
         let mut overflow = 0u64;
         for &i in &set {
+            if !self.in_use(i) {
+                continue;
+            }
             if self.counters[i].started {
                 self.stop_one(vcpu, i);
             } else {

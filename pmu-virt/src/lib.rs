@@ -23,8 +23,20 @@
 //! `hcounteren` bits, so `hpmcounterN` reads do not exit. The mapping has to be the identity
 //! for that: the CSR a guest reads *is* the hart counter. With several vCPUs on one hart
 //! (`--pcpus`) the whole counter state is switched with the vCPU, so every vCPU has all of
-//! them. Index 1 (`time`) is not a performance counter (`SBI_ERR_INVALID_PARAM`). Logical
-//! counters 32-47 ([`FW_COUNTERS`]) are firmware counters.
+//! them. Index 1 (`time`) is not a performance counter (`counter_get_info` is
+//! `SBI_ERR_INVALID_PARAM`). Logical counters 32-47 ([`FW_COUNTERS`]) are firmware counters.
+//!
+//! # Counter sets
+//! `counter_config_matching`, `counter_start` and `counter_stop` take a set of counters,
+//! `counter_idx_base` and `counter_idx_mask` (SBI v2.0 sections 11.7-11.9), which is
+//! `SBI_ERR_INVALID_PARAM` ("at least one invalid counter") when the mask is empty or
+//! `base + highest set bit` is not below `num_counters` (48), also when that sum wraps. Every
+//! index below 48 is a valid index, and those with no counter behind them (1, hpm counters
+//! `--pmu-counters` withholds) are holes: matching finds no counter there, start and stop
+//! skip them. So "every counter", `base` 0 and `mask` `(1 << 48) - 1`, is a valid set, as
+//! KVM and OpenSBI accept it (both check only `base + highest bit < num_counters`); a set
+//! of holes only (`base` 0, `mask` `0b10`) is valid, and matching over it is
+//! `SBI_ERR_NOT_SUPPORTED` ("none of the counters can monitor the specified event").
 //!
 //! With counter delegation ([`PmuPolicy::deleg`], [`deleg`]) the hpm counters are handed out
 //! from the top instead (the guest's 3 is the hart's 31): the SBI functions and the trapped
@@ -59,9 +71,13 @@
 //! # Start and stop
 //! Counters 0 and 2 start out running (so `rdcycle`/`rdinstret` behave as before the guest
 //! touches the PMU) and counters 3-31 stopped, with no event. `counter_start` and
-//! `counter_stop` act on every counter of the set they can and report
-//! `SBI_ERR_ALREADY_STARTED`/`SBI_ERR_ALREADY_STOPPED` when at least one was already in that
-//! state (a kernel stopping "all counters" at boot stops, and with RESET resets, them all).
+//! `counter_stop` act on every counter of the set that is in use (configured for an event,
+//! which 0 and 2 always are, or running) and report
+//! `SBI_ERR_ALREADY_STARTED`/`SBI_ERR_ALREADY_STOPPED` when at least one of those was already
+//! in that state (a kernel stopping "all counters" at boot stops, and with RESET resets, them
+//! all). Holes and counters with no event (never configured, or reset) are skipped, neither
+//! acted on nor an error, as KVM and OpenSBI skip counters not in use: starting a full set
+//! starts the configured counters and leaves the others free for matching.
 //! Starting a hardware counter clears its `mhpmevent.OF`, so it can overflow again.
 
 pub mod deleg;
@@ -181,7 +197,7 @@ pub struct PmuPolicy {
     /// Sampling (Sspesa, PDIS; [`sample`]): only with `enabled` and `sscofpmf`.
     pub sampling: SamplingPolicy,
     /// The optional snapshot shared memory (`sbi_pmu_snapshot_set_shmem`, SBI v2.0
-    /// section 11.14): without it the function returns `SBI_ERR_NOT_SUPPORTED`.
+    /// section 11.12): without it the function returns `SBI_ERR_NOT_SUPPORTED`.
     pub snapshot: bool,
 }
 
@@ -268,8 +284,8 @@ pub enum PmuError {
     /// is needed).
     #[error("counter {0} is not a valid counter here")]
     InvalidCounter(u64),
-    /// A counter set names a counter that does not exist.
-    #[error("counter set (base {base}, mask {mask:#x}) names a counter that does not exist")]
+    /// A counter set is empty or reaches past the last logical counter.
+    #[error("counter set (base {base}, mask {mask:#x}) is empty or reaches past the last counter")]
     InvalidCounterSet {
         /// `counter_idx_base`.
         base: u64,

@@ -353,3 +353,100 @@ fn selective_lcofi_delivery_exits_and_is_passed_on_through_hvip() {
     // The guest (vsstatus.SIE = 0) does not take it; the hart runs on without exiting.
     assert_eq!(hart.run(100), VcpuExit::BudgetExhausted);
 }
+
+/// Counter sets (SBI v2.0 sections 11.7-11.9; `pmu_virt` "Counter sets"): only an empty
+/// mask or one reaching past `num_counters` (48), also through a wrapping base, is
+/// `SBI_ERR_INVALID_PARAM`; indexes without a counter (1, withheld hpm counters) are holes
+/// that matching passes over and start/stop skip, as are counters with no event.
+#[test]
+fn counter_sets_may_have_holes_but_not_reach_past_num_counters() {
+    const ALL: u64 = (1 << 48) - 1;
+    let (mut hart, mem, mut pmu, _) = setup(PmuPolicy::on());
+    let c = |pmu: &mut GuestPmu, hart: &mut Hart, fid: u64, args: &[u64]| {
+        call(pmu, hart, &mem, fid, args).map_err(|e| e.sbi_error())
+    };
+    let m = COUNTER_CONFIG_MATCHING;
+    // Every counter from 0: a hardware event gets an hpm counter, a firmware one counter 32.
+    assert_eq!(c(&mut pmu, &mut hart, m, &[0, ALL, 0, 5]), Ok(3));
+    assert_eq!(c(&mut pmu, &mut hart, m, &[0, ALL, 0, 0xf0005]), Ok(32));
+    // Only the hole at 1: a valid set where nothing can count the event.
+    assert_eq!(
+        c(&mut pmu, &mut hart, m, &[0, 0b10, 0, 5]),
+        Err(ERR_NOT_SUPPORTED)
+    );
+    // SKIP_MATCH takes the lowest index of the mask, here the hole.
+    let skip = CFG_SKIP_MATCH;
+    assert_eq!(
+        c(&mut pmu, &mut hart, m, &[0, 0b1010, skip, 5]),
+        Err(ERR_NOT_SUPPORTED)
+    );
+    assert_eq!(c(&mut pmu, &mut hart, m, &[1, 0b100, skip, 5]), Ok(3));
+    // Empty, past the end, wrapping: invalid.
+    for (base, mask) in [
+        (0, 0),
+        (0, 1 << 48),
+        (47, 0b11),
+        (48, 1),
+        (u64::MAX, 1),
+        (u64::MAX, 0b10),
+        (u64::MAX - 62, 1 << 63),
+        (1 << 63, 1 << 63),
+    ] {
+        for (fid, args) in [
+            (m, [base, mask, 0, 5]),
+            (COUNTER_START, [base, mask, 0, 0]),
+            (COUNTER_STOP, [base, mask, 0, 0]),
+        ] {
+            assert_eq!(
+                c(&mut pmu, &mut hart, fid, &args),
+                Err(ERR_INVALID_PARAM),
+                "fid {fid}, base {base:#x}, mask {mask:#x}"
+            );
+        }
+    }
+    assert_eq!(c(&mut pmu, &mut hart, m, &[40, 0xff, 0, 0xf0005]), Ok(40));
+
+    // Start and stop every counter: only the configured ones (0 and 2 run already).
+    let ev4 = hart.host_csr(0x324);
+    assert_eq!(
+        c(&mut pmu, &mut hart, COUNTER_START, &[0, ALL, 0, 0]),
+        Err(ERR_ALREADY_STARTED)
+    );
+    for i in [0, 2, 3, 32, 40] {
+        assert!(pmu.counter(i).unwrap().started, "counter {i} started");
+    }
+    assert!(!pmu.counter(4).unwrap().started, "counter 4 has no event");
+    assert!(!pmu.counter(33).unwrap().started, "counter 33 has no event");
+    let inhibit = hart.host_csr(0x320).unwrap();
+    assert_eq!(
+        inhibit & 0b11101,
+        0b10000,
+        "mcountinhibit: 0, 2, 3 run, 4 not"
+    );
+    assert_eq!(hart.host_csr(0x324), ev4, "mhpmevent4 untouched");
+    Vcpu::run(&mut hart, 50);
+    assert_eq!(c(&mut pmu, &mut hart, COUNTER_STOP, &[0, ALL, 0]), Ok(0));
+    assert_eq!(hart.host_csr(0x320).unwrap() & 0b11101, 0b11101);
+    let counts = [0xb00, 0xb02, 0xb03].map(|n| hart.host_csr(n));
+    assert_eq!(counts[1], Some(50), "minstret counted the 50 NOPs");
+    Vcpu::run(&mut hart, 50);
+    assert_eq!([0xb00, 0xb02, 0xb03].map(|n| hart.host_csr(n)), counts);
+    // The unconfigured counter 4 is still free.
+    assert_eq!(c(&mut pmu, &mut hart, m, &[0, ALL, 0, 2]), Ok(4));
+    assert_eq!(
+        c(&mut pmu, &mut hart, COUNTER_STOP, &[0, ALL, STOP_RESET]),
+        Err(ERR_ALREADY_STOPPED)
+    );
+    // Reset: all free again, and a second reset finds nothing in use but 0 and 2.
+    assert_eq!(c(&mut pmu, &mut hart, m, &[0, ALL, 0, 2]), Ok(3));
+    assert_eq!(c(&mut pmu, &mut hart, m, &[0, ALL, 0, 0xf0005]), Ok(32));
+
+    // --pmu-counters 2: hpm counters 5-31 are holes of the full set.
+    let (mut hart, mem2, mut pmu, _) = setup(PmuPolicy::with_hpm_counters(2).unwrap());
+    let m2 = |pmu: &mut GuestPmu, hart: &mut Hart, ev: u64| {
+        call(pmu, hart, &mem2, COUNTER_CONFIG_MATCHING, &[0, ALL, 0, ev]).map_err(|e| e.sbi_error())
+    };
+    assert_eq!(m2(&mut pmu, &mut hart, 5), Ok(3));
+    assert_eq!(m2(&mut pmu, &mut hart, 5), Ok(4));
+    assert_eq!(m2(&mut pmu, &mut hart, 5), Err(ERR_NOT_SUPPORTED));
+}

@@ -114,8 +114,8 @@ fn file_size(out: &str, path: &str) -> u64 {
 
 const STAT_EVENTS: &str = "cycles,instructions,branches";
 
-/// `perf stat` of three workloads of known relative size; `perf record` with the default
-/// snapshot shared memory.
+/// `perf stat` of three workloads of known relative size; `perf record` with the snapshot
+/// shared memory (`--pmu-snapshot on`, off by default).
 #[test]
 fn perf_stat_counts_and_perf_record_samples() {
     let stat = |name: &str, cmd: &str| {

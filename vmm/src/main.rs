@@ -175,9 +175,11 @@ struct RunArgs {
     pdis: bool,
 
     /// With `--pmu on`: `on` offers the SBI PMU snapshot shared memory
-    /// (`sbi_pmu_snapshot_set_shmem`), `off` answers it with SBI_ERR_NOT_SUPPORTED (an
-    /// optional function), so the guest reads `scountovf` and starts counters one by one.
-    #[arg(long, value_name = "on|off", default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
+    /// (`sbi_pmu_snapshot_set_shmem`), `off` (the default) answers it with
+    /// SBI_ERR_NOT_SUPPORTED (an optional function), so the guest reads `scountovf` and
+    /// starts counters one by one (Linux 6.12 restarts overflowed counters with an invalid
+    /// counter set when it has the snapshot, and `perf record` loses samples).
+    #[arg(long, value_name = "on|off", default_value = "off", value_parser = parse_on_off, action = clap::ArgAction::Set)]
     pmu_snapshot: bool,
 
     /// The CTR depths the guest may select, e.g. `16,64` (default: the migration-safe
@@ -458,5 +460,24 @@ mod tests {
             let e = parse_timeout(bad).unwrap_err();
             assert!(e.contains(bad), "{e}");
         }
+    }
+
+    /// `--pmu-snapshot` is off unless asked for, as in `RunConfig::new` (Linux 6.12's
+    /// driver loses `perf record` samples with the snapshot shared memory).
+    #[test]
+    fn pmu_snapshot_is_off_by_default() {
+        use clap::Parser;
+        let snapshot = |extra: &[&str]| {
+            let argv = ["vmm", "run"].into_iter().chain(extra.iter().copied());
+            match super::Cli::try_parse_from(argv).unwrap().command {
+                super::Command::Run(args) => args.pmu_snapshot,
+                other => panic!("{other:?}"),
+            }
+        };
+        assert!(!snapshot(&[]));
+        assert!(snapshot(&["--pmu-snapshot", "on"]));
+        assert!(!snapshot(&["--pmu-snapshot", "off"]));
+        assert!(!super::RunConfig::new("kernel").pmu_snapshot);
+        assert!(!super::RunConfig::ctr_demo().pmu_snapshot);
     }
 }

@@ -164,7 +164,10 @@ pub struct RunConfig {
     /// access; needs `pmu`).
     pub pdis: bool,
     /// `--pmu-snapshot on|off`: whether the PMU offers the optional snapshot shared memory
-    /// (`sbi_pmu_snapshot_set_shmem`; `off`: `SBI_ERR_NOT_SUPPORTED`).
+    /// (`sbi_pmu_snapshot_set_shmem`; `off`, the default: `SBI_ERR_NOT_SUPPORTED`). Off by
+    /// default because Linux 6.12's driver, given the snapshot, restarts overflowed
+    /// counters with `counter_idx_base` 4096 (`SBI_ERR_INVALID_PARAM`), so `perf record`
+    /// loses most samples (`docs/pmu-virt.md`, "Linux perf").
     pub pmu_snapshot: bool,
     /// `--jit on|off`: block translation in the harts (see `vcpu`'s `jit` module).
     pub jit: bool,
@@ -213,7 +216,7 @@ impl RunConfig {
             pmu_deleg: false,
             sspesa: true,
             pdis: true,
-            pmu_snapshot: true,
+            pmu_snapshot: false,
             jit: true,
             api_sock: None,
             snapshot_on_stop: None,

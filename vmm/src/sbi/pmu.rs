@@ -4,8 +4,8 @@
 //! reports it then). The functions are `pmu-virt`'s ([`pmu_virt::GuestPmu::sbi_call`]):
 //! `num_counters` (0), `counter_get_info` (1), `counter_config_matching` (2),
 //! `counter_start` (3), `counter_stop` (4), `counter_fw_read` (5), `counter_fw_read_hi` (6)
-//! and `snapshot_set_shmem` (7); `event_get_info` (8, SBI v3.0) and unknown FIDs return
-//! `SBI_ERR_NOT_SUPPORTED`. Without a PMU every call returns `SBI_ERR_NOT_SUPPORTED`.
+//! and `snapshot_set_shmem` (7, only with `--pmu-snapshot on`); `event_get_info` (8,
+//! SBI v3.0) and unknown FIDs return `SBI_ERR_NOT_SUPPORTED`. Without a PMU every call returns `SBI_ERR_NOT_SUPPORTED`.
 
 use super::{SbiCall, SbiEnv, SbiOutcome, SbiRet, SBI_ERR_NOT_SUPPORTED};
 
