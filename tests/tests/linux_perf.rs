@@ -1,4 +1,5 @@
-//! Debian's `perf` (linux-perf) in Debian's riscv64 Linux guest on `vmm run`: `perf stat`
+//! Debian's `perf` (linux-perf) in Debian's riscv64 Linux guest (the kit's suite: trixie's
+//! 6.12 or a newer kernel) on `vmm run`: `perf stat`
 //! counts cycles, instructions and branches through the riscv_pmu_sbi driver and the SBI
 //! PMU extension (`pmu-virt`), and `perf record` gets samples from counter-overflow
 //! interrupts (Sscofpmf LCOFI).
@@ -30,6 +31,12 @@ const PERF_TIMEOUT: Duration = Duration::from_secs(900);
 /// messages (such as perf lowering its sample rate) out of the workload's output.
 const BASE_CMDLINE: &str = "console=ttyS0 earlycon=sbi panic=-1 loglevel=4";
 
+/// Guest RAM in MiB. The initramfs is unpacked into RAM: with Linux 7.2 (Debian's config
+/// reserves 128 MiB for CMA) unpacking its 39 MB fails ("Initramfs unpacking failed: write
+/// error", and perf then misses libraries) with 288 MiB and works from 320; 384 leaves a
+/// margin. Linux 6.12 needed 256.
+const PERF_MEMORY_MIB: u64 = 384;
+
 /// The period of `perf record -c`, in instructions.
 const PERIOD: u64 = 100_000;
 
@@ -41,7 +48,7 @@ fn boot(vmmcmd: &str, pmu_snapshot: bool, lcofi: LcofiDelivery) -> (String, RunS
     let mut config = RunConfig::new(&guest.kernel);
     config.initrd = Some(guest.initrd_perf.clone());
     config.cmdline = format!("{BASE_CMDLINE} vmmcmd=\"{vmmcmd}\"");
-    config.memory_mib = 256;
+    config.memory_mib = PERF_MEMORY_MIB;
     config.max_insns = Some(PERF_BUDGET);
     config.timeout = Some(PERF_TIMEOUT);
     config.pmu_snapshot = pmu_snapshot;
