@@ -36,19 +36,33 @@
 #   initramfs.cpio.gz  cpio (newc) + gzip: /bin/busybox (static) and /init
 #   initramfs-perf.cpio  the same files plus Debian's perf (linux-perf, the kernel's
 #                    version) as /usr/bin/perf and the closure of its shared libraries
-#                    (about 60 libraries, 43 MB, from about 60 packages) in
-#                    /usr/lib/riscv64-linux-gnu, the loader as /lib/ld-linux-riscv64-lp64d.so.1
-#                    (/lib -> usr/lib). The libraries are found by following DT_NEEDED
-#                    (host `readelf`, binutils) from perf: a library missing from what is
-#                    extracted is looked for in the dependencies of the package of the file
-#                    that needs it, downloaded as needed; the script fails naming a soname
-#                    no package provides. Not compressed: unpacking it costs the kernel
-#                    about 0.3 billion guest instructions, gunzipping it 1.1 billion.
-#   versions         the package versions the files came from
+#                    (trixie: about 60 libraries, 43 MB; sid, Linux 7.2: 50 libraries from
+#                    46 packages, 39 MB) in /usr/lib/riscv64-linux-gnu, the loader as
+#                    /lib/ld-linux-riscv64-lp64d.so.1 (/lib -> usr/lib). The libraries are
+#                    found by following DT_NEEDED (host `readelf`, binutils) from perf, in
+#                    the loader's directories of the union of the extracted packages (a
+#                    soname link may point into another package): a library missing from
+#                    what is extracted is looked for in the dependencies of the package of
+#                    the file that needs it, downloaded as needed; the script fails naming a
+#                    soname no package provides. Before it declares success it reads the
+#                    image back and checks that the program interpreter and every DT_NEEDED
+#                    of every ELF file in it resolve inside the image. Not compressed:
+#                    unpacking it costs the kernel about 0.3 billion guest instructions,
+#                    gunzipping it 1.1 billion.
+#   versions         "suite $SUITE", then the package versions the files came from; a
+#                    cache is only used if its first line names its own suite
 #   debs/            the downloaded .deb files
-# The last three lines printed are `KERNEL=<path>`, `INITRD=<path>` and
+# The last four lines printed are `SUITE=<suite>`, `KERNEL=<path>`, `INITRD=<path>` and
 # `INITRD_PERF=<path>` (easy to `eval`). The plain initramfs stays small so boots that do
 # not need perf stay fast.
+#
+# Guest memory (vmm run --memory, MiB): the plain initramfs needs 128 or more with
+# trixie's Linux 6.12 (with 64 it panics in sparse_init); Linux 7.2 (sid) boots with 128
+# to 160 and from 224, but not with 176 to 208 (Debian's 7.2 reserves 128 MiB for CMA
+# once RAM allows, and then panics in memblocks_present): use 256. The perf initramfs is
+# unpacked into RAM: 256 with 6.12; with 7.2 it fails to unpack with 288 ("Initramfs
+# unpacking failed: write error", and perf then misses libraries such as libm.so.6) and
+# works from 320: use 384. The script's last message says so.
 #
 # The /init of the initramfs mounts proc, sysfs and devtmpfs, prints the line
 #   VMM-GUEST-READY
@@ -67,16 +81,18 @@
 # md5sum /bin/busybox" or "cd /tmp; perf record -e instructions -c 100000 busybox md5sum
 # /bin/busybox; perf report --stdio" (tests/tests/linux_perf.rs).
 #
-# earlycon=sbi prints through SBI DBCN; earlycon=uart8250,mmio,0x10000000 works too. The
-# kernel needs --memory 128 or more (with 64 it panics in sparse_init). panic=-1 turns a
-# later panic into an SBI reboot, which ends the VMM; success is the VMM-GUEST-EXIT line.
+# earlycon=sbi prints through SBI DBCN; earlycon=uart8250,mmio,0x10000000 works too.
+# panic=-1 turns a later panic into an SBI reboot, which ends the VMM; success is the
+# VMM-GUEST-EXIT line.
 #
 # Host requirements: Debian (bookworm or later) with apt, run as root the first time (or
 # whenever the package lists must be refreshed): the script adds the foreign architecture
 # riscv64 (`dpkg --add-architecture riscv64`), an apt source for the suite restricted to
 # [arch=riscv64] (/etc/apt/sources.list.d/riscv-ctr-vmm-riscv64-$SUITE.sources) and an
 # APT pin of priority 1 for that suite (/etc/apt/preferences.d/riscv-ctr-vmm-riscv64-$SUITE),
-# so nothing on the host is ever upgraded from it. Packages are fetched with
+# so nothing on the host is ever upgraded from it. A suite that fails has its source and
+# pin removed again, so that the host's own `apt-get update` is not broken by a suite
+# without riscv64 lists. Packages are fetched with
 # `apt-get download` and unpacked with `dpkg-deb -x`; nothing is installed. The perf
 # initramfs also needs `readelf` (binutils).
 
@@ -193,7 +209,7 @@ have_list() {
 # or "W: ..." and leave no list: success needs exit status 0, no error line and the
 # riscv64 list of the suite present. Dies with the reason otherwise.
 apt_update() {
-    local attempt log rc reason= note=
+    local attempt log rc reason='' note=''
     for attempt in 1 2; do
         [ "$attempt" = 1 ] || note=", second attempt"
         say "apt-get update ($suite, riscv64)$note"
@@ -385,7 +401,7 @@ make_image() {
 # Follow linux-image-*/linux-binary-* dependencies until a package holds the kernel.
 kernel_path_re=' \./(boot/vmlinu[xz]-[^/]+|usr/lib/modules/[^/]+/vmlinu[xz])$'
 fetch_kernel() {
-    local queue=(linux-image-riscv64) seen=" " pkg deb kdeb= kdir kfile f dep
+    local queue=(linux-image-riscv64) seen=" " pkg deb kdeb='' kdir kfile f dep
     local -a used=()
     while [ ${#queue[@]} -gt 0 ] && [ -z "$kdeb" ]; do
         pkg=${queue[0]}
@@ -764,7 +780,7 @@ read_cpio() {
         data=$(((off + 110 + namesize + 3) / 4 * 4))
         case $((mode & 8#170000)) in
         $((8#040000))) img_kind[$name]=dir ;;
-        $((8#100000))) img_kind[$name]=file; img_data[$name]="$data $size" ;;
+        $((8#100000))) img_kind[$name]='file'; img_data[$name]="$data $size" ;;
         $((8#120000))) img_kind[$name]=symlink; img_target[$name]=$(bytes_at "$f" "$data" "$size") ;;
         *) img_kind[$name]=other ;;
         esac
@@ -777,7 +793,7 @@ read_cpio() {
 # names in the image read by read_cpio, following symbolic links in every component as
 # the kernel would; fails if there is none.
 img_resolve() {
-    local cur= c next t hops=0
+    local cur='' c next t hops=0
     local -a rest parts
     IFS=/ read -ra rest <<<"$1"
     while [ ${#rest[@]} -gt 0 ]; do
@@ -813,15 +829,16 @@ img_resolve() {
 # ld.so.cache (DT_RUNPATH, or DT_RPATH, then the multiarch and plain library
 # directories), present in the image. Dies naming what is missing.
 verify_image_libs() {
-    local img=$1 label=$2 tmp name off size so dir found interp_path rpath d
+    local img=$1 label=$2 tmp name off size so found interp_path rpath d
     local -a problems=() dirs
     local nelf=0
     read_cpio "$img" || die "$label is not a well-formed cpio (newc) archive"
     tmp=$(mktemp)
     for name in "${!img_data[@]}"; do
         read -r off size <<<"${img_data[$name]}"
-        [ "$size" -ge 64 ] && [ "$(bytes_at "$img" "$off" 4 | od -An -c | tr -d ' ')" = '177ELF' ] ||
+        if [ "$size" -lt 64 ] || [ "$(bytes_at "$img" "$off" 4 | od -An -c | tr -d ' ')" != '177ELF' ]; then
             continue
+        fi
         nelf=$((nelf + 1))
         bytes_at "$img" "$off" "$size" >"$tmp"
         interp_path=$(interp "$tmp")
@@ -875,19 +892,19 @@ build_suite() {
     mv "$out/versions.tmp" "$out/versions"
 }
 
-used=
+served=
 if [ "$force" = 0 ]; then
     for s in "${suite_list[@]}"; do
         select_suite "$s"
         if cached; then
-            used=$s
+            served=$s
             say "cached in $out (use --force to refresh):"
             if [ "$quiet" = 0 ]; then sed 's/^/  /' "$out/versions" >&2; fi
             break
         fi
     done
 fi
-if [ -z "$used" ]; then
+if [ -z "$served" ]; then
     failed=()
     reason_file=$(mktemp)
     for s in "${suite_list[@]}"; do
@@ -902,7 +919,7 @@ if [ -z "$used" ]; then
         rc=$?
         set -e
         if [ "$rc" = 0 ]; then
-            used=$s
+            served=$s
             say "built in $out:"
             if [ "$quiet" = 0 ]; then sed 's/^/  /' "$out/versions" >&2; fi
             break
@@ -915,17 +932,17 @@ if [ -z "$used" ]; then
     done
     rm -f "$reason_file"
     reason_file=
-    if [ -z "$used" ]; then
+    if [ -z "$served" ]; then
         warn "no suite worked; tried, in order:"
         for f in "${failed[@]}"; do warn "  $f"; done
         die "cannot build the Linux guest kit from any of: ${suite_list[*]}"
     fi
     if [ ${#failed[@]} -gt 0 ]; then
-        warn "using suite $used after ${#failed[@]} failed:"
+        warn "using suite $served after ${#failed[@]} failed:"
         for f in "${failed[@]}"; do warn "  $f"; done
     fi
 fi
-select_suite "$used"
+select_suite "$served"
 if [ "$quiet" = 0 ]; then
     say "Debian $suite kit in $out: $(grep -E '^linux-(image|binary)-[0-9]' "$out/versions" | tail -n1 || true)"
     say "guest memory needed: --memory $mem_plain or more with $initrd," \
