@@ -132,9 +132,15 @@ fn check_isa_line(key: &str, isa: &str, dt: &[&str]) {
 
 #[test]
 fn isa_implications() {
-    let dt: Vec<&str> = ISA_EXTENSIONS.iter().chain(PMU_EXTENSIONS).copied().collect();
+    let dt: Vec<&str> = ISA_EXTENSIONS
+        .iter()
+        .chain(PMU_EXTENSIONS)
+        .copied()
+        .collect();
     let all = implied_closure(&dt);
-    for e in ["zaamo", "zalrsc", "zca", "zcd", "zmmul", "zicsr", "sscofpmf"] {
+    for e in [
+        "zaamo", "zalrsc", "zca", "zcd", "zmmul", "zicsr", "sscofpmf",
+    ] {
         assert!(all.iter().any(|x| x == e), "{e} not in {all:?}");
     }
     // Zcf is RV32 only; nothing here implies vector, bit manipulation or Zcb.
@@ -224,7 +230,11 @@ fn linux_boots_runs_a_command_and_powers_off() {
     assert_eq!(cpuinfo(cpuinfo_text, "hart"), Some("0"), "{cpuinfo_text}");
     // With the PMU (the default): Zihpm and Sscofpmf too. Linux 7.x also prints a
     // "hart isa" line (what this hart has, the "isa" line being what all harts have).
-    let dt: Vec<&str> = ISA_EXTENSIONS.iter().chain(PMU_EXTENSIONS).copied().collect();
+    let dt: Vec<&str> = ISA_EXTENSIONS
+        .iter()
+        .chain(PMU_EXTENSIONS)
+        .copied()
+        .collect();
     let isa = cpuinfo(cpuinfo_text, "isa")
         .unwrap_or_else(|| panic!("no isa line in /proc/cpuinfo:\n{cpuinfo_text}"));
     check_isa_line("isa", isa, &dt);
