@@ -222,7 +222,8 @@ apt_update() {
         reason=
         if [ "$rc" != 0 ] || grep -Eq '^(E: |W: Failed to fetch|Err:)' "$log" || ! have_list; then
             reason=$(grep -E '^(E|W): ' "$log" | head -n1 | cut -c1-240 || true)
-            [ -n "$reason" ] || reason="exit status $rc, no riscv64 package list of $suite"
+            [ -n "$reason" ] || reason="exit status $rc but no riscv64 package list of $suite \
+(does the suite have riscv64?)"
             if [ "$quiet" = 1 ]; then cat "$log" >&2; fi
         fi
         rm -f "$log"
