@@ -3,16 +3,29 @@
 # initramfs for `vmm run`.
 #
 # Usage:
-#   scripts/linux-guest.sh [--suite trixie|forky|sid] [--cache-dir DIR] [--force] [--quiet]
+#   scripts/linux-guest.sh [--suites "S1 S2 ..."] [--suite S] [--cache-dir DIR] [--force]
+#                          [--quiet]
 #
-#   --suite S      Debian suite to take linux-image-riscv64 and busybox-static from:
-#                  trixie (default; Linux 6.12), forky or sid (newest kernel, 7.x).
-#                  Env: LINUX_GUEST_SUITE. Env LINUX_GUEST_MIRROR: the Debian mirror.
+#   --suites LIST  the Debian suites to take linux-image-riscv64, busybox-static and
+#                  linux-perf from, in order of preference (default "trixie forky sid":
+#                  trixie has Linux 6.12, forky and sid newer kernels, 7.x). The first
+#                  suite whose kit is complete in the cache is used, without any network
+#                  access; with none cached, the first suite that can be fetched and built
+#                  is (a suite whose package index or a package fails to download, after
+#                  retries, or that lacks a package or a library, is given up with a
+#                  message on stderr naming it and why, and the next one is tried). Any
+#                  suite name is accepted as a candidate (a name Debian does not have just
+#                  fails; "unstable" means sid). Env: LINUX_GUEST_SUITES.
+#   --suite S      only suite S, no fallback (overrides --suites). Env: LINUX_GUEST_SUITE
+#                  (which overrides LINUX_GUEST_SUITES; the command line overrides both).
+#                  Env LINUX_GUEST_MIRROR: the Debian mirror.
 #   --cache-dir D  where the results are kept. Env: LINUX_GUEST_DIR. Default:
 #                  ${XDG_CACHE_HOME:-$HOME/.cache}/riscv-ctr-vmm/linux-guest
 #   --force        refresh the package lists, download and rebuild even when cached (the
 #                  initramfs is also rebuilt whenever this script is newer than it)
-#   --quiet        print only the final KERNEL=/INITRD= lines
+#   --quiet        print only the final SUITE=/KERNEL=/INITRD=/INITRD_PERF= lines, and the
+#                  messages about suites given up (with the output of the failed apt
+#                  command), on stderr
 #
 # Results, in $CACHE/$SUITE/:
 #   Image            the kernel as a plain riscv64 Linux Image (header magic "RSC\x05").
@@ -23,19 +36,33 @@
 #   initramfs.cpio.gz  cpio (newc) + gzip: /bin/busybox (static) and /init
 #   initramfs-perf.cpio  the same files plus Debian's perf (linux-perf, the kernel's
 #                    version) as /usr/bin/perf and the closure of its shared libraries
-#                    (about 60 libraries, 43 MB, from about 60 packages) in
-#                    /usr/lib/riscv64-linux-gnu, the loader as /lib/ld-linux-riscv64-lp64d.so.1
-#                    (/lib -> usr/lib). The libraries are found by following DT_NEEDED
-#                    (host `readelf`, binutils) from perf: a library missing from what is
-#                    extracted is looked for in the dependencies of the package of the file
-#                    that needs it, downloaded as needed; the script fails naming a soname
-#                    no package provides. Not compressed: unpacking it costs the kernel
-#                    about 0.3 billion guest instructions, gunzipping it 1.1 billion.
-#   versions         the package versions the files came from
+#                    (trixie: about 60 libraries, 43 MB; sid, Linux 7.2: 50 libraries from
+#                    46 packages, 39 MB) in /usr/lib/riscv64-linux-gnu, the loader as
+#                    /lib/ld-linux-riscv64-lp64d.so.1 (/lib -> usr/lib). The libraries are
+#                    found by following DT_NEEDED (host `readelf`, binutils) from perf, in
+#                    the loader's directories of the union of the extracted packages (a
+#                    soname link may point into another package): a library missing from
+#                    what is extracted is looked for in the dependencies of the package of
+#                    the file that needs it, downloaded as needed; the script fails naming a
+#                    soname no package provides. Before it declares success it reads the
+#                    image back and checks that the program interpreter and every DT_NEEDED
+#                    of every ELF file in it resolve inside the image. Not compressed:
+#                    unpacking it costs the kernel about 0.3 billion guest instructions,
+#                    gunzipping it 1.1 billion.
+#   versions         "suite $SUITE", then the package versions the files came from; a
+#                    cache is only used if its first line names its own suite
 #   debs/            the downloaded .deb files
-# The last three lines printed are `KERNEL=<path>`, `INITRD=<path>` and
+# The last four lines printed are `SUITE=<suite>`, `KERNEL=<path>`, `INITRD=<path>` and
 # `INITRD_PERF=<path>` (easy to `eval`). The plain initramfs stays small so boots that do
 # not need perf stay fast.
+#
+# Guest memory (vmm run --memory, MiB): the plain initramfs needs 128 or more with
+# trixie's Linux 6.12 (with 64 it panics in sparse_init); Linux 7.2 (sid) boots with 128
+# to 160 and from 224, but not with 176 to 208 (Debian's 7.2 reserves 128 MiB for CMA
+# once RAM allows, and then panics in memblocks_present): use 256. The perf initramfs is
+# unpacked into RAM: 256 with 6.12; with 7.2 it fails to unpack with 288 ("Initramfs
+# unpacking failed: write error", and perf then misses libraries such as libm.so.6) and
+# works from 320: use 384. The script's last message says so.
 #
 # The /init of the initramfs mounts proc, sysfs and devtmpfs, prints the line
 #   VMM-GUEST-READY
@@ -54,35 +81,48 @@
 # md5sum /bin/busybox" or "cd /tmp; perf record -e instructions -c 100000 busybox md5sum
 # /bin/busybox; perf report --stdio" (tests/tests/linux_perf.rs).
 #
-# earlycon=sbi prints through SBI DBCN; earlycon=uart8250,mmio,0x10000000 works too. The
-# kernel needs --memory 128 or more (with 64 it panics in sparse_init). panic=-1 turns a
-# later panic into an SBI reboot, which ends the VMM; success is the VMM-GUEST-EXIT line.
+# earlycon=sbi prints through SBI DBCN; earlycon=uart8250,mmio,0x10000000 works too.
+# panic=-1 turns a later panic into an SBI reboot, which ends the VMM; success is the
+# VMM-GUEST-EXIT line.
 #
 # Host requirements: Debian (bookworm or later) with apt, run as root the first time (or
 # whenever the package lists must be refreshed): the script adds the foreign architecture
 # riscv64 (`dpkg --add-architecture riscv64`), an apt source for the suite restricted to
 # [arch=riscv64] (/etc/apt/sources.list.d/riscv-ctr-vmm-riscv64-$SUITE.sources) and an
 # APT pin of priority 1 for that suite (/etc/apt/preferences.d/riscv-ctr-vmm-riscv64-$SUITE),
-# so nothing on the host is ever upgraded from it. Packages are fetched with
+# so nothing on the host is ever upgraded from it. A suite that fails has its source and
+# pin removed again, so that the host's own `apt-get update` is not broken by a suite
+# without riscv64 lists. Packages are fetched with
 # `apt-get download` and unpacked with `dpkg-deb -x`; nothing is installed. The perf
 # initramfs also needs `readelf` (binutils).
 
 set -euo pipefail
 
 prog=${0##*/}
-suite=${LINUX_GUEST_SUITE:-trixie}
+default_suites="trixie forky sid"
+suites=${LINUX_GUEST_SUITE:-${LINUX_GUEST_SUITES:-$default_suites}}
 cache_root=${LINUX_GUEST_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/riscv-ctr-vmm/linux-guest}
 force=0
 quiet=0
 mirror=${LINUX_GUEST_MIRROR:-http://deb.debian.org/debian}
 keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+# Guest RAM (vmm run --memory, MiB) the kits need, with a margin (see the header).
+mem_plain=256
+mem_perf=384
+# While one suite is tried (in a subshell): the file its failure reason goes to.
+reason_file=
 
 die() {
     echo "$prog: error: $*" >&2
+    if [ -n "$reason_file" ]; then printf '%s\n' "$*" >"$reason_file"; fi
     exit 1
 }
 say() {
     if [ "$quiet" = 0 ]; then echo "$prog: $*" >&2; fi
+}
+# Said even with --quiet: suites given up, and which one is used instead.
+warn() {
+    echo "$prog: $*" >&2
 }
 # Runs a command with its output on stderr, or discarded with --quiet (shown on failure).
 run() {
@@ -103,8 +143,10 @@ usage() {
 
 while [ $# -gt 0 ]; do
     case $1 in
-    --suite) [ $# -ge 2 ] || die "--suite needs a value"; suite=$2; shift 2 ;;
-    --suite=*) suite=${1#*=}; shift ;;
+    --suite) [ $# -ge 2 ] || die "--suite needs a value"; suites=$2; shift 2 ;;
+    --suite=*) suites=${1#*=}; shift ;;
+    --suites) [ $# -ge 2 ] || die "--suites needs a value"; suites=$2; shift 2 ;;
+    --suites=*) suites=${1#*=}; shift ;;
     --cache-dir) [ $# -ge 2 ] || die "--cache-dir needs a value"; cache_root=$2; shift 2 ;;
     --cache-dir=*) cache_root=${1#*=}; shift ;;
     --force) force=1; shift ;;
@@ -114,29 +156,36 @@ while [ $# -gt 0 ]; do
     esac
 done
 
-# Code names only: the APT pin matches the release's code name (n=...).
-case $suite in
-unstable) suite=sid ;;
-trixie | forky | sid) ;;
-*) die "unsupported suite '$suite': riscv64 is an official Debian architecture from trixie on \
-(use trixie, forky or sid)" ;;
-esac
-
-out=$cache_root/$suite
-image=$out/Image
-initrd=$out/initramfs.cpio.gz
-perf_initrd=$out/initramfs-perf.cpio
-debs=$out/debs
+# The candidates, in order, each once ("unstable" is sid: the cache directory and the pin
+# use the code name). Any name that could be a Debian suite is accepted: riscv64 is an
+# official architecture from trixie on, so older suites fail like unknown ones.
+suite_list=()
+for s in ${suites//,/ }; do
+    case $s in unstable) s=sid ;; esac
+    [[ $s =~ ^[a-z][a-z0-9-]*$ ]] || die "'$s' is not a Debian suite name"
+    case " ${suite_list[*]} " in *" $s "*) ;; *) suite_list+=("$s") ;; esac
+done
+[ ${#suite_list[@]} -gt 0 ] || die "no suite to try (--suites/--suite/LINUX_GUEST_SUITES is empty)"
 
 for tool in apt-get dpkg dpkg-deb gzip od; do
     command -v "$tool" >/dev/null || die "'$tool' not found: this script needs a Debian host with apt"
 done
 
+# Sets the per-suite paths for suite $1.
+suite=
+select_suite() {
+    suite=$1
+    out=$cache_root/$suite
+    image=$out/Image
+    initrd=$out/initramfs.cpio.gz
+    perf_initrd=$out/initramfs-perf.cpio
+    debs=$out/debs
+    sources=/etc/apt/sources.list.d/riscv-ctr-vmm-riscv64-$suite.sources
+    pin=/etc/apt/preferences.d/riscv-ctr-vmm-riscv64-$suite
+}
+
 # ---------------------------------------------------------------------------------------
 # apt: the riscv64 architecture, a source for the suite, a pin that keeps the host safe.
-
-sources=/etc/apt/sources.list.d/riscv-ctr-vmm-riscv64-$suite.sources
-pin=/etc/apt/preferences.d/riscv-ctr-vmm-riscv64-$suite
 
 # Writes $2 to file $1 if its content differs; returns 0 when it changed.
 write_if_changed() {
@@ -146,6 +195,45 @@ write_if_changed() {
     [ "$(id -u)" = 0 ] || die "$1 must be created or updated, which needs root (run once as root)"
     printf '%s\n' "$2" >"$1"
     say "wrote $1"
+}
+
+mirror_host=${mirror#*://}
+mirror_host=${mirror_host%%/*}
+# True if apt has a riscv64 package list of $suite.
+have_list() {
+    compgen -G "/var/lib/apt/lists/${mirror_host}_*dists_${suite}_main_binary-riscv64_Packages*" >/dev/null
+}
+
+# apt-get update of this suite's source only, with retries (apt's own, then once more
+# after a pause). apt-get update may report a failed index only as "E: Failed to fetch"
+# or "W: ..." and leave no list: success needs exit status 0, no error line and the
+# riscv64 list of the suite present. Dies with the reason otherwise.
+apt_update() {
+    local attempt log rc reason='' note=''
+    for attempt in 1 2; do
+        [ "$attempt" = 1 ] || note=", second attempt"
+        say "apt-get update ($suite, riscv64)$note"
+        log=$(mktemp)
+        rc=0
+        apt-get update -q -o Acquire::Retries=3 \
+            -o Dir::Etc::sourcelist="$sources" -o Dir::Etc::sourceparts=- \
+            -o APT::Get::List-Cleanup=0 >"$log" 2>&1 || rc=$?
+        if [ "$quiet" = 0 ]; then cat "$log" >&2; fi
+        reason=
+        if [ "$rc" != 0 ] || grep -Eq '^(E: |W: Failed to fetch|Err:)' "$log" || ! have_list; then
+            reason=$(grep -E '^(E|W): ' "$log" | head -n1 | cut -c1-240 || true)
+            [ -n "$reason" ] || reason="exit status $rc but no riscv64 package list of $suite \
+(does the suite have riscv64?)"
+            if [ "$quiet" = 1 ]; then cat "$log" >&2; fi
+        fi
+        rm -f "$log"
+        [ -n "$reason" ] || return 0
+        if [ "$attempt" = 1 ]; then
+            warn "apt-get update of $suite failed ($reason); trying again in 10 s"
+            sleep 10
+        fi
+    done
+    die "apt-get update failed for $mirror $suite (riscv64): $reason"
 }
 
 setup_apt() {
@@ -167,25 +255,39 @@ Signed-By: $keyring"; then
         changed=1
     fi
     # Priority 1: a package from this suite is never chosen over an installed or host
-    # version (apt-get download names the suite explicitly).
+    # version (apt-get download names the suite explicitly). By code name (n=) and by
+    # archive name (a=), so that a name such as "testing" is pinned too.
     if write_if_changed "$pin" "# Added by riscv-ctr-vmm scripts/linux-guest.sh: never upgrade the host from $suite.
 Package: *
 Pin: release n=$suite
+Pin-Priority: 1
+
+Package: *
+Pin: release a=$suite
 Pin-Priority: 1"; then
         changed=1
     fi
     # Refresh the lists of this one source when it is new or its lists are missing.
-    local host=${mirror#*://}
-    host=${host%%/*}
-    if [ "$changed" = 1 ] || [ "$force" = 1 ] ||
-        ! compgen -G "/var/lib/apt/lists/${host}_*dists_${suite}_main_binary-riscv64_Packages*" >/dev/null; then
+    if [ "$changed" = 1 ] || [ "$force" = 1 ] || ! have_list; then
         [ "$(id -u)" = 0 ] || die "apt-get update needs root (run once as root)"
-        say "apt-get update ($suite, riscv64)"
-        run apt-get update -q \
-            -o Dir::Etc::sourcelist="$sources" -o Dir::Etc::sourceparts=- \
-            -o APT::Get::List-Cleanup=0 ||
-            die "apt-get update failed for $mirror $suite (riscv64): network or mirror problem?"
+        apt_update
     fi
+}
+
+# Removes the apt source and pin of a suite that failed, so that they cannot break or
+# slow down the host's own apt-get update (a source of a suite without riscv64 lists,
+# or whose index is broken, makes it fail or warn).
+remove_apt_source() {
+    local f
+    for f in "$sources" "$pin"; do
+        if [ -e "$f" ]; then
+            if rm -f "$f" 2>/dev/null; then
+                warn "removed $f (suite $suite failed)"
+            else
+                warn "cannot remove $f (suite $suite failed): remove it by hand"
+            fi
+        fi
+    done
 }
 
 # Versions looked up already (apt-cache is slow); filled by the main shell, read by
@@ -231,10 +333,22 @@ download() {
 check 'apt-cache policy $pkg:riscv64' and that the suite has riscv64"
     deb=$debs/${pkg}_${ver//:/%3a}_riscv64.deb
     if [ ! -s "$deb" ] || [ "$force" = 1 ]; then
-        say "apt-get download $pkg:riscv64=$ver"
-        # As root, apt drops privileges to _apt, which cannot write into a private cache.
-        (cd "$debs" && run apt-get download -q -o APT::Sandbox::User="$(id -un)" "$pkg:riscv64=$ver") ||
-            die "apt-get download $pkg:riscv64=$ver failed"
+        # apt retries by itself; after a failure, once more after a pause.
+        local attempt ok=0
+        for attempt in 1 2; do
+            say "apt-get download $pkg:riscv64=$ver"
+            # As root, apt drops privileges to _apt, which cannot write into a private cache.
+            if (cd "$debs" && run apt-get download -q -o Acquire::Retries=3 \
+                -o APT::Sandbox::User="$(id -un)" "$pkg:riscv64=$ver"); then
+                ok=1
+                break
+            fi
+            if [ "$attempt" = 1 ]; then
+                warn "apt-get download $pkg:riscv64=$ver ($suite) failed; trying again in 10 s"
+                sleep 10
+            fi
+        done
+        [ "$ok" = 1 ] || die "apt-get download $pkg:riscv64=$ver ($suite) failed twice"
     fi
     [ -f "$deb" ] || die "downloaded $pkg but cannot find its .deb in $debs"
     echo "$deb"
@@ -288,7 +402,7 @@ make_image() {
 # Follow linux-image-*/linux-binary-* dependencies until a package holds the kernel.
 kernel_path_re=' \./(boot/vmlinu[xz]-[^/]+|usr/lib/modules/[^/]+/vmlinu[xz])$'
 fetch_kernel() {
-    local queue=(linux-image-riscv64) seen=" " pkg deb kdeb= kdir kfile f dep
+    local queue=(linux-image-riscv64) seen=" " pkg deb kdeb='' kdir kfile f dep
     local -a used=()
     while [ ${#queue[@]} -gt 0 ] && [ -z "$kdeb" ]; do
         pkg=${queue[0]}
@@ -447,18 +561,31 @@ build_initramfs() {
 # the packages linux-perf depends on, downloaded as needed: a library's package is looked
 # for among the dependencies of the package of the file that needs it.
 
-perf_root=$out/perf-pkgs      # one directory per extracted package
+perf_root=                    # one directory per extracted package ($out/perf-pkgs)
 perf_pkgs=()                  # the packages extracted, in order
 declare -A perf_expanded=()   # packages whose dependencies were added
 declare -A perf_lib=()        # soname -> file in $perf_root
 declare -A perf_owner=()      # file -> package
 
-# Prints the regular file that $2 (a path relative to tree $1) names, following symbolic
-# links inside the tree; fails if there is none.
-resolve_in() {
-    local root=$1 rel=$2 hops=0 t
-    while [ -L "$root/$rel" ]; do
-        t=$(readlink "$root/$rel")
+# Prints the regular file that path $1 (relative to /) names in the union of the extracted
+# packages, following symbolic links across them (a library's soname link may point to a
+# file another package holds); fails if there is none.
+resolve_union() {
+    local rel=$1 hops=0 p link t
+    while :; do
+        link=
+        for p in "${perf_pkgs[@]}"; do
+            if [ -L "$perf_root/$p/$rel" ]; then
+                link=$perf_root/$p/$rel
+                break
+            fi
+            if [ -f "$perf_root/$p/$rel" ]; then
+                echo "$perf_root/$p/$rel"
+                return 0
+            fi
+        done
+        [ -n "$link" ] || return 1
+        t=$(readlink "$link")
         case $t in
         /*) rel=${t#/} ;;
         *) rel=$(dirname "$rel")/$t ;;
@@ -466,8 +593,6 @@ resolve_in() {
         hops=$((hops + 1))
         [ "$hops" -lt 16 ] || return 1
     done
-    [ -f "$root/$rel" ] || return 1
-    echo "$root/$rel"
 }
 
 perf_add_pkg() {
@@ -523,18 +648,16 @@ perf_expand() {
     done
 }
 
-# Looks soname $1 up in the extracted packages: sets perf_lib[$1] and perf_owner of the file.
+# Looks soname $1 up in the extracted packages, in the directories Debian's loader
+# searches: sets perf_lib[$1] and perf_owner of the file (the package that holds it).
 perf_find_lib() {
-    local so=$1 p d f
-    for p in "${perf_pkgs[@]}"; do
-        for d in usr/lib/riscv64-linux-gnu lib/riscv64-linux-gnu usr/lib lib; do
-            if [ -e "$perf_root/$p/$d/$so" ] || [ -L "$perf_root/$p/$d/$so" ]; then
-                f=$(resolve_in "$perf_root/$p" "$d/$so") || continue
-                perf_lib[$so]=$f
-                perf_owner[$f]=$p
-                return 0
-            fi
-        done
+    local so=$1 d f p
+    for d in usr/lib/riscv64-linux-gnu lib/riscv64-linux-gnu usr/lib lib; do
+        f=$(resolve_union "$d/$so") || continue
+        p=${f#"$perf_root"/}
+        perf_lib[$so]=$f
+        perf_owner[$f]=${p%%/*}
+        return 0
     done
     return 1
 }
@@ -548,6 +671,7 @@ build_perf_initramfs() {
     local -A seen needers
     command -v readelf >/dev/null ||
         die "'readelf' not found: the perf initramfs needs it (Debian package binutils)"
+    perf_root=$out/perf-pkgs
     rm -rf "$perf_root"
     mkdir -p "$perf_root"
     perf_pkgs=()
@@ -622,6 +746,7 @@ ${missing[*]}; looked in the riscv64 packages ${perf_pkgs[*]}"
         done
         cpio_entry TRAILER!!! 0
     } >"$perf_initrd.tmp"
+    verify_image_libs "$perf_initrd.tmp" "${perf_initrd##*/}"
     mv "$perf_initrd.tmp" "$perf_initrd"
     say "perf initramfs: perf and ${#sonames[@]} libraries from ${#perf_pkgs[@]} packages, \
 $(stat -c %s "$perf_initrd") bytes"
@@ -629,15 +754,135 @@ $(stat -c %s "$perf_initrd") bytes"
 }
 
 # ---------------------------------------------------------------------------------------
+# Checking an initramfs image as the guest will see it: every ELF file's program
+# interpreter and DT_NEEDED libraries must resolve inside the image.
 
-if [ "$force" = 0 ] && [ -s "$image" ] && [ -s "$initrd" ] && [ -s "$perf_initrd" ] &&
-    [ -s "$out/versions" ] && [ "$initrd" -nt "$0" ] && [ "$perf_initrd" -nt "$0" ]; then
-    say "cached in $out (use --force to refresh):"
-    if [ "$quiet" = 0 ]; then sed 's/^/  /' "$out/versions" >&2; fi
-else
+# Prints $3 bytes of file $1 from byte offset $2.
+bytes_at() { dd if="$1" bs=65536 iflag=skip_bytes,count_bytes skip="$2" count="$3" 2>/dev/null; }
+
+# Reads cpio (newc) archive $1 into img_kind (path -> dir/file/symlink/other),
+# img_target (symlink -> target), img_data (file -> "OFFSET SIZE"). Fails on a malformed
+# archive.
+declare -A img_kind=() img_target=() img_data=()
+read_cpio() {
+    local f=$1 off=0 total hdr mode size namesize name data
+    total=$(stat -c %s "$f")
+    img_kind=()
+    img_target=()
+    img_data=()
+    while [ $((off + 110)) -le "$total" ]; do
+        hdr=$(bytes_at "$f" "$off" 110)
+        [ "${hdr:0:6}" = 070701 ] || return 1
+        mode=$((16#${hdr:14:8}))
+        size=$((16#${hdr:54:8}))
+        namesize=$((16#${hdr:94:8}))
+        name=$(bytes_at "$f" $((off + 110)) $((namesize - 1)))
+        [ "$name" != 'TRAILER!!!' ] || return 0
+        data=$(((off + 110 + namesize + 3) / 4 * 4))
+        case $((mode & 8#170000)) in
+        $((8#040000))) img_kind[$name]=dir ;;
+        $((8#100000))) img_kind[$name]='file'; img_data[$name]="$data $size" ;;
+        $((8#120000))) img_kind[$name]=symlink; img_target[$name]=$(bytes_at "$f" "$data" "$size") ;;
+        *) img_kind[$name]=other ;;
+        esac
+        off=$(((data + size + 3) / 4 * 4))
+    done
+    return 1
+}
+
+# Prints the path (relative, as in the archive) of the regular file that absolute path $1
+# names in the image read by read_cpio, following symbolic links in every component as
+# the kernel would; fails if there is none.
+img_resolve() {
+    local cur='' c next t hops=0
+    local -a rest parts
+    IFS=/ read -ra rest <<<"$1"
+    while [ ${#rest[@]} -gt 0 ]; do
+        c=${rest[0]}
+        rest=("${rest[@]:1}")
+        case $c in
+        '' | .) continue ;;
+        ..)
+            if [[ $cur == */* ]]; then cur=${cur%/*}; else cur=; fi
+            continue
+            ;;
+        esac
+        next=${cur:+$cur/}$c
+        case ${img_kind[$next]:-} in
+        symlink)
+            hops=$((hops + 1))
+            [ "$hops" -le 40 ] || return 1
+            t=${img_target[$next]}
+            IFS=/ read -ra parts <<<"$t"
+            rest=("${parts[@]}" "${rest[@]}")
+            case $t in /*) cur= ;; esac
+            ;;
+        dir | file) cur=$next ;;
+        *) return 1 ;;
+        esac
+    done
+    [ "${img_kind[$cur]:-}" = file ] || return 1
+    echo "$cur"
+}
+
+# Checks initramfs image $1 (uncompressed cpio; $2 names it in messages): every ELF file in it has its program
+# interpreter and every DT_NEEDED library, looked up as Debian's loader does without
+# ld.so.cache (DT_RUNPATH, or DT_RPATH, then the multiarch and plain library
+# directories), present in the image. Dies naming what is missing.
+verify_image_libs() {
+    local img=$1 label=$2 tmp name off size so found interp_path rpath d
+    local -a problems=() dirs
+    local nelf=0
+    read_cpio "$img" || die "$label is not a well-formed cpio (newc) archive"
+    tmp=$(mktemp)
+    for name in "${!img_data[@]}"; do
+        read -r off size <<<"${img_data[$name]}"
+        if [ "$size" -lt 64 ] || [ "$(bytes_at "$img" "$off" 4 | od -An -c | tr -d ' ')" != '177ELF' ]; then
+            continue
+        fi
+        nelf=$((nelf + 1))
+        bytes_at "$img" "$off" "$size" >"$tmp"
+        interp_path=$(interp "$tmp")
+        if [ -n "$interp_path" ] && ! img_resolve "$interp_path" >/dev/null; then
+            problems+=("/$name: program interpreter $interp_path")
+        fi
+        rpath=$(readelf -d "$tmp" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]$/\1/p')
+        [ -n "$rpath" ] || rpath=$(readelf -d "$tmp" | sed -n 's/.*(RPATH).*\[\(.*\)\]$/\1/p')
+        rpath=${rpath//\$\{ORIGIN\}/\/${name%/*}}
+        rpath=${rpath//\$ORIGIN/\/${name%/*}}
+        IFS=: read -ra dirs <<<"$rpath"
+        dirs+=(/lib/riscv64-linux-gnu /usr/lib/riscv64-linux-gnu /lib /usr/lib)
+        for so in $(needed "$tmp"); do
+            found=
+            for d in "${dirs[@]}"; do
+                [ -n "$d" ] || continue
+                if img_resolve "$d/$so" >/dev/null; then found=1; break; fi
+            done
+            [ -n "$found" ] || problems+=("/$name: $so")
+        done
+    done
+    rm -f "$tmp"
+    [ "${#problems[@]}" = 0 ] || die "$label ($suite) lacks what its ELF files need: ${problems[*]}"
+    say "$label: the program interpreter and every DT_NEEDED of its $nelf ELF files are in it"
+}
+
+# ---------------------------------------------------------------------------------------
+
+# True if the cache of $suite holds a complete kit of that suite, built by this version of
+# the script.
+cached() {
+    [ -s "$image" ] && [ -s "$initrd" ] && [ -s "$perf_initrd" ] && [ -s "$out/versions" ] &&
+        [ "$initrd" -nt "$0" ] && [ "$perf_initrd" -nt "$0" ] &&
+        [ "$(head -n1 "$out/versions")" = "suite $suite" ] && is_image "$image"
+}
+
+# Fetches and builds the kit of $suite (run in a subshell: dies on failure).
+build_suite() {
     setup_apt
     mkdir -p "$debs"
-    rm -f "$out/versions.tmp"
+    # Until the new versions file is in place the cache of this suite is incomplete.
+    rm -f "$out/versions" "$out/versions.tmp"
+    echo "suite $suite" >"$out/versions.tmp"
     fetch_kernel
     fetch_busybox
     write_init "$out/init.tmp"
@@ -646,9 +891,65 @@ else
     build_perf_initramfs
     rm -rf "$out/busybox-pkg" "$out/init.tmp" "$out/drain.tmp"
     mv "$out/versions.tmp" "$out/versions"
-    say "built in $out:"
-    if [ "$quiet" = 0 ]; then sed 's/^/  /' "$out/versions" >&2; fi
+}
+
+served=
+if [ "$force" = 0 ]; then
+    for s in "${suite_list[@]}"; do
+        select_suite "$s"
+        if cached; then
+            served=$s
+            say "cached in $out (use --force to refresh):"
+            if [ "$quiet" = 0 ]; then sed 's/^/  /' "$out/versions" >&2; fi
+            break
+        fi
+    done
 fi
+if [ -z "$served" ]; then
+    failed=()
+    reason_file=$(mktemp)
+    for s in "${suite_list[@]}"; do
+        select_suite "$s"
+        say "trying suite $suite (of: ${suite_list[*]})"
+        : >"$reason_file"
+        set +e
+        (
+            set -e
+            build_suite
+        )
+        rc=$?
+        set -e
+        if [ "$rc" = 0 ]; then
+            served=$s
+            say "built in $out:"
+            if [ "$quiet" = 0 ]; then sed 's/^/  /' "$out/versions" >&2; fi
+            break
+        fi
+        reason=$(cat "$reason_file")
+        [ -n "$reason" ] || reason="exit status $rc"
+        failed+=("$suite: $reason")
+        remove_apt_source
+        warn "suite $suite failed: $reason"
+    done
+    rm -f "$reason_file"
+    reason_file=
+    if [ -z "$served" ]; then
+        warn "no suite worked; tried, in order:"
+        for f in "${failed[@]}"; do warn "  $f"; done
+        die "cannot build the Linux guest kit from any of: ${suite_list[*]}"
+    fi
+    if [ ${#failed[@]} -gt 0 ]; then
+        warn "using suite $served after ${#failed[@]} failed:"
+        for f in "${failed[@]}"; do warn "  $f"; done
+    fi
+fi
+select_suite "$served"
+if [ "$quiet" = 0 ]; then
+    say "Debian $suite kit in $out: $(grep -E '^linux-(image|binary)-[0-9]' "$out/versions" | tail -n1 || true)"
+    say "guest memory needed: --memory $mem_plain or more with $initrd," \
+        "--memory $mem_perf or more with $perf_initrd"
+fi
+echo "SUITE=$suite"
 echo "KERNEL=$image"
 echo "INITRD=$initrd"
 echo "INITRD_PERF=$perf_initrd"

@@ -1,8 +1,11 @@
 //! The Linux guest kit for the tests: Debian's kernel and the initramfs images that
-//! `scripts/linux-guest.sh -q` fetches, builds and caches (its `KERNEL=`, `INITRD=` and
-//! `INITRD_PERF=` lines). The script runs once per test process, so the tests of a file
-//! never download concurrently; if it fails, every test that needs the kit fails with its
-//! message (never a skip).
+//! `scripts/linux-guest.sh -q` fetches, builds and caches (its `SUITE=`, `KERNEL=`,
+//! `INITRD=` and `INITRD_PERF=` lines). The suite is whichever the script serves: a cached
+//! kit of its list of suites (trixie, forky, sid), else the first it can fetch; the
+//! environment (`LINUX_GUEST_SUITE`, `LINUX_GUEST_SUITES`, `LINUX_GUEST_DIR`, ...) passes
+//! through to it. The script runs once per test process, so the tests of a file never
+//! download concurrently; if it fails, every test that needs the kit fails with its message
+//! (never a skip).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -11,6 +14,12 @@ use std::time::Instant;
 
 /// Paths of the kernel `Image` and the two initramfs images.
 pub struct LinuxGuest {
+    /// The Debian suite the kit comes from (`trixie`, `sid`, ...).
+    pub suite: String,
+    /// The kernel's release (`uname -r`), from the path of the kernel file in its package
+    /// (`/boot/vmlinux-RELEASE` or `/usr/lib/modules/RELEASE/vmlinuz`, recorded in the
+    /// kit's `versions` file).
+    pub kernel_release: String,
     /// Debian's riscv64 kernel `Image`.
     pub kernel: PathBuf,
     /// busybox and `/init` (gzip-compressed cpio).
@@ -34,7 +43,6 @@ fn fetch() -> Result<LinuxGuest, String> {
     let out = Command::new("bash")
         .arg(&script)
         .arg("-q")
-        .env("LINUX_GUEST_SUITE", "trixie")
         .output()
         .map_err(|e| format!("cannot run bash {}: {e}", script.display()))?;
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -68,17 +76,63 @@ fn fetch() -> Result<LinuxGuest, String> {
             ))
         }
     };
+    let kernel = value("KERNEL=")?;
+    let suite = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("SUITE="))
+        .ok_or_else(|| format!("{} -q printed no SUITE= line:\n{stdout}", script.display()))?
+        .to_string();
+    let versions_path = kernel.with_file_name("versions");
+    let versions = std::fs::read_to_string(&versions_path)
+        .map_err(|e| format!("cannot read {}: {e}", versions_path.display()))?;
+    if versions.lines().next() != Some(&format!("suite {suite}")) {
+        return Err(format!(
+            "{} does not start with 'suite {suite}':\n{versions}",
+            versions_path.display()
+        ));
+    }
+    let kernel_release = versions
+        .lines()
+        .find_map(|l| l.strip_prefix("kernel-file "))
+        .and_then(kernel_release)
+        .ok_or_else(|| {
+            format!(
+                "no kernel-file line naming the kernel's release in {}:\n{versions}",
+                versions_path.display()
+            )
+        })?;
     let guest = LinuxGuest {
-        kernel: value("KERNEL=")?,
+        suite,
+        kernel_release,
+        kernel,
         initrd: value("INITRD=")?,
         initrd_perf: value("INITRD_PERF=")?,
     };
+    // Messages the script gives even with -q: the suites it gave up and why.
+    if !stderr.trim().is_empty() {
+        eprintln!("linux-guest.sh said:\n{stderr}");
+    }
     eprintln!(
-        "linux-guest.sh: {}, {} and {} ({:.1} s)",
+        "linux-guest.sh: Debian {} (Linux {}): {}, {} and {} ({:.1} s)",
+        guest.suite,
+        guest.kernel_release,
         guest.kernel.display(),
         guest.initrd.display(),
         guest.initrd_perf.display(),
         start.elapsed().as_secs_f64()
     );
     Ok(guest)
+}
+
+/// The kernel release in the path of a Debian kernel file: `/boot/vmlinux-RELEASE`,
+/// `/boot/vmlinuz-RELEASE` or `/usr/lib/modules/RELEASE/vmlinu[xz]`.
+fn kernel_release(path: &str) -> Option<String> {
+    let release = if let Some(rest) = path.strip_prefix("/usr/lib/modules/") {
+        rest.split_once('/')?.0
+    } else {
+        let name = path.strip_prefix("/boot/")?;
+        name.strip_prefix("vmlinux-")
+            .or_else(|| name.strip_prefix("vmlinuz-"))?
+    };
+    (!release.is_empty()).then(|| release.to_string())
 }
