@@ -229,7 +229,37 @@ pub struct Ctr {
     rasemu: bool,
 }
 
+/// Byte offsets of the fields the block translator's inline record uses (from the `Ctr`).
+#[cfg(target_arch = "x86_64")]
+pub(crate) struct CtrLayout {
+    pub(crate) wrptr: usize,
+    pub(crate) entries: usize,
+    pub(crate) depth_mask: usize,
+    pub(crate) type_mask: usize,
+    pub(crate) fast_cc_limit: usize,
+    pub(crate) cc_origin: usize,
+    pub(crate) next_ccv: usize,
+    pub(crate) rasemu: usize,
+}
+
 impl Ctr {
+    /// Where the inline record of translated code finds the state [`Hart::ctr_transfer`]'s
+    /// fast path uses (see `jit::x64`).
+    #[cfg(target_arch = "x86_64")]
+    pub(crate) fn layout() -> CtrLayout {
+        use std::mem::offset_of;
+        CtrLayout {
+            wrptr: offset_of!(Ctr, wrptr),
+            entries: offset_of!(Ctr, entries),
+            depth_mask: offset_of!(Ctr, depth_mask),
+            type_mask: offset_of!(Ctr, type_mask),
+            fast_cc_limit: offset_of!(Ctr, fast_cc_limit),
+            cc_origin: offset_of!(Ctr, cc_origin),
+            next_ccv: offset_of!(Ctr, next_ccv),
+            rasemu: offset_of!(Ctr, rasemu),
+        }
+    }
+
     pub(crate) fn new(config: Option<CtrConfig>) -> Ctr {
         let entries = Box::new([CtrEntry::default(); 256]);
         // Reset DEPTH: the smallest supported depth.

@@ -61,6 +61,17 @@ pub(crate) struct Layout {
     /// `Hart::ctr_mask` (u16) and the CTR record helper.
     ctr_mask: i32,
     ctr_helper: usize,
+    /// The inline CTR record: the clock (`Hart::vclock`, `jit_left`) and the `Ctr` fields.
+    vclock: i32,
+    jit_left: i32,
+    ctr_wrptr: i32,
+    ctr_entries: i32,
+    ctr_depth_mask: i32,
+    ctr_type_mask: i32,
+    ctr_fast_cc_limit: i32,
+    ctr_cc_origin: i32,
+    ctr_next_ccv: i32,
+    ctr_rasemu: i32,
     /// Monitored blocks: `Hart::jit_addr` and the event helpers.
     addr: i32,
     pmu_load: usize,
@@ -455,6 +466,8 @@ impl Hart {
         let tlb = offset_of!(Hart, tlb);
         let (load, store, data_ctx) = crate::mmu::Tlb::layout();
         let (fetch, fetch_ctx) = crate::mmu::Tlb::fetch_layout();
+        let ctr = offset_of!(Hart, ctr);
+        let c = crate::ctr::Ctr::layout();
         Layout {
             x: offset_of!(Hart, x) as i32,
             pc: offset_of!(Hart, pc) as i32,
@@ -469,6 +482,16 @@ impl Hart {
             store_helper: jit_store as *const () as usize,
             ctr_mask: offset_of!(Hart, ctr_mask) as i32,
             ctr_helper: jit_ctr as *const () as usize,
+            vclock: offset_of!(Hart, vclock) as i32,
+            jit_left: offset_of!(Hart, jit_left) as i32,
+            ctr_wrptr: (ctr + c.wrptr) as i32,
+            ctr_entries: (ctr + c.entries) as i32,
+            ctr_depth_mask: (ctr + c.depth_mask) as i32,
+            ctr_type_mask: (ctr + c.type_mask) as i32,
+            ctr_fast_cc_limit: (ctr + c.fast_cc_limit) as i32,
+            ctr_cc_origin: (ctr + c.cc_origin) as i32,
+            ctr_next_ccv: (ctr + c.next_ccv) as i32,
+            ctr_rasemu: (ctr + c.rasemu) as i32,
             addr: offset_of!(Hart, jit_addr) as i32,
             pmu_load: jit_pmu_load as *const () as usize,
             pmu_store: jit_pmu_store as *const () as usize,

@@ -146,13 +146,58 @@ fn exit_recording(
 /// enable and filter bits, RASEMU and `sctrstatus.FROZEN`, and cannot change while blocks
 /// run: they hold no CSR access, trap or mode change), call the record helper for the
 /// transfer from `from` to the pc already stored. Without recording this is one test.
+///
+/// The common record, with RASEMU off and a cycle count that needs no encoding (below
+/// 4096), is written inline, as `Hart::ctr_transfer`'s fast path would write it (chapter 5,
+/// "Entry Registers", and section 6.3, "Cycle Counting"); anything else calls the helper.
 fn ctr_record(a: &mut Asm, l: &Layout, from: u64, t: u8) {
-    let skip = a.new_dynamic_label();
+    let (skip, slow) = (a.new_dynamic_label(), a.new_dynamic_label());
     let (mask, bit) = (l.ctr_mask, (1u16 << t) as i16);
+    let (vclock, left, budget) = (l.vclock, l.jit_left, l.budget);
+    let (origin, limit, ccv) = (l.ctr_cc_origin, l.ctr_fast_cc_limit, l.ctr_next_ccv);
+    let (wrptr, depth_mask, entries) = (l.ctr_wrptr, l.ctr_depth_mask, l.ctr_entries);
+    let (type_mask, rasemu, p) = (l.ctr_type_mask, l.ctr_rasemu, l.pc);
+    let source = (from | crate::ctr::CTRSOURCE_V) as i64;
+    let ccv_bit = crate::ctr::CTRDATA_CCV as i32;
     dynasm!(a ; .arch x64
         ; test WORD [rdi + mask], bit
         ; jz =>skip
+        ; cmp BYTE [rdi + rasemu], 0
+        ; jne =>slow
+        // The clock at this instruction, and the cycle count since the last record.
+        ; mov rax, QWORD [rdi + vclock]
+        ; add rax, QWORD [rdi + left]
+        ; sub rax, QWORD [rdi + budget]
+        ; mov rcx, rax
+        ; sub rcx, QWORD [rdi + origin]
+        ; cmp rcx, QWORD [rdi + limit]
+        ; jae =>slow
+        ; mov QWORD [rdi + origin], rax
+        // ctrdata: TYPE, CC, CCV.
+        ; shl rcx, 16
+        ; or rcx, QWORD [rdi + ccv]
+        ; mov edx, t as i32
+        ; and rdx, QWORD [rdi + type_mask]
+        ; or rcx, rdx
+        ; mov QWORD [rdi + ccv], ccv_bit
+        // The entry at WRPTR; WRPTR moves on.
+        ; mov rdx, QWORD [rdi + wrptr]
+        ; lea rax, [rdx + 1]
+        ; and rax, QWORD [rdi + depth_mask]
+        ; mov QWORD [rdi + wrptr], rax
+        ; movzx edx, dl
+        ; lea rdx, [rdx + rdx * 2]
+        ; shl rdx, 3
+        ; add rdx, QWORD [rdi + entries]
+        ; mov rax, QWORD source
+        ; mov QWORD [rdx], rax
+        ; mov rax, QWORD [rdi + p]
+        ; mov QWORD [rdx + 8], rax
+        ; mov QWORD [rdx + 16], rcx
+        ; jmp =>skip
+        ; =>slow
     );
+    const _: () = assert!(std::mem::size_of::<crate::ctr::CtrEntry>() == 24);
     report(a, l.ctr_helper, from, t as u64);
     dynasm!(a ; .arch x64 ; =>skip);
 }
