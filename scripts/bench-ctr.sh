@@ -7,5 +7,5 @@
 # With --callgrind, both run once under valgrind's callgrind instead and the figure is the
 # host instruction count, which does not depend on the machine's load.
 #
-# Usage: scripts/bench-ctr.sh [--callgrind] [RUNS]   (default 5 runs)
+# Usage: scripts/bench-ctr.sh [--jit on|off] [--callgrind] [RUNS]   (default: --jit on, 5 runs)
 exec "$(dirname "$0")/bench-compare.sh" "CTR recording" bench_ctr_off bench_ctr_on "$@"
