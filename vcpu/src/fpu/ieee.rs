@@ -313,73 +313,65 @@ fn zero_sum_sign(rm: u8) -> bool {
     rm == RDN
 }
 
-/// `(-1)^sx × mx × 2^ex + (-1)^sy × my × 2^ey`, rounded once. Neither magnitude is zero.
-fn add_finite(
-    f: Format,
-    (sx, mx, ex): (bool, u128, i32),
-    (sy, my, ey): (bool, u128, i32),
-    rm: u8,
-    flags: &mut u8,
-) -> u64 {
-    // Align both to a common exponent `e0` that puts the larger top at bit 125 (a carry
-    // fits in bit 126). The operand whose bits reach below `e0` is at least 126 - 107 bits
-    // smaller than the other: shifting it with a sticky bit keeps the sum correctly rounded
-    // (cancellation then removes at most one bit).
-    let top = |m: u128, e: i32| e + 128 - m.leading_zeros() as i32;
-    let e0 = top(mx, ex).max(top(my, ey)) - 126;
-    let align = |m: u128, e: i32| {
-        if e >= e0 {
-            m << (e - e0)
-        } else {
-            shr_jam128(m, (e0 - e) as u32)
+/// Defines `$name(f, (sx, mx, ex), (sy, my, ey), rm, flags)`: `(-1)^sx × mx × 2^ex +
+/// (-1)^sy × my × 2^ey` rounded once, in `$t`, neither magnitude zero. Both are aligned to a
+/// common exponent `e0` that puts the larger top at bit `$top` (a carry fits in the bit
+/// above). An operand whose bits reach below `e0` is then far below the other's top (at
+/// least 9 bits in `u64` with 53-bit significands, 19 in `u128` with a 106-bit product):
+/// shifting it with a sticky bit keeps the sum correctly rounded, since cancellation then
+/// removes at most one bit.
+macro_rules! add_finite {
+    ($(#[$attr:meta])* $name:ident, $t:ty, $top:expr, $shr_jam:ident, $round_pack:ident) => {
+        $(#[$attr])*
+        fn $name(
+            f: Format,
+            (sx, mx, ex): (bool, $t, i32),
+            (sy, my, ey): (bool, $t, i32),
+            rm: u8,
+            flags: &mut u8,
+        ) -> u64 {
+            let top = |m: $t, e: i32| e + (<$t>::BITS - m.leading_zeros()) as i32;
+            let e0 = top(mx, ex).max(top(my, ey)) - ($top + 1);
+            let align = |m: $t, e: i32| {
+                if e >= e0 {
+                    m << (e - e0)
+                } else {
+                    $shr_jam(m, (e0 - e) as u32)
+                }
+            };
+            let (ax, ay) = (align(mx, ex), align(my, ey));
+            let (sign, m) = if sx == sy {
+                (sx, ax + ay)
+            } else if ax >= ay {
+                (sx, ax - ay)
+            } else {
+                (sy, ay - ax)
+            };
+            if m == 0 {
+                return f.zero(zero_sum_sign(rm));
+            }
+            f.$round_pack(sign, m, e0, rm, flags)
         }
     };
-    let (ax, ay) = (align(mx, ex), align(my, ey));
-    let (sign, m) = if sx == sy {
-        (sx, ax + ay)
-    } else if ax >= ay {
-        (sx, ax - ay)
-    } else {
-        (sy, ay - ax)
-    };
-    if m == 0 {
-        return f.zero(zero_sum_sign(rm));
-    }
-    f.round_pack(sign, m, e0, rm, flags)
 }
 
-/// [`add_finite`] for significands of at most 53 bits, in `u64`: the larger top at bit 61,
-/// so an operand shifted with a sticky bit is at least 9 bits below the other's top.
-#[inline]
-fn add_finite64(
-    f: Format,
-    (sx, mx, ex): (bool, u64, i32),
-    (sy, my, ey): (bool, u64, i32),
-    rm: u8,
-    flags: &mut u8,
-) -> u64 {
-    let top = |m: u64, e: i32| e + 64 - m.leading_zeros() as i32;
-    let e0 = top(mx, ex).max(top(my, ey)) - 62;
-    let align = |m: u64, e: i32| {
-        if e >= e0 {
-            m << (e - e0)
-        } else {
-            shr_jam64(m, (e0 - e) as u32)
-        }
-    };
-    let (ax, ay) = (align(mx, ex), align(my, ey));
-    let (sign, m) = if sx == sy {
-        (sx, ax + ay)
-    } else if ax >= ay {
-        (sx, ax - ay)
-    } else {
-        (sy, ay - ax)
-    };
-    if m == 0 {
-        return f.zero(zero_sum_sign(rm));
-    }
-    f.round_pack64(sign, m, e0, rm, flags)
-}
+add_finite!(
+    /// Sums with a product (the fused multiply-add).
+    add_finite,
+    u128,
+    125,
+    shr_jam128,
+    round_pack
+);
+add_finite!(
+    /// Sums of two operands (53-bit significands at most).
+    #[inline]
+    add_finite64,
+    u64,
+    61,
+    shr_jam64,
+    round_pack64
+);
 
 /// `x + y` (`sub`: `x - y`).
 pub fn add(f: Format, x: u64, y: u64, sub: bool, rm: u8, flags: &mut u8) -> u64 {
