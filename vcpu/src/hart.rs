@@ -99,6 +99,8 @@ pub struct Hart {
     pub(crate) jit_budget: u64,
     /// Translated code: the guest address of the last load or store (monitored blocks).
     pub(crate) jit_addr: u64,
+    /// Translated code: the monitor's model state as monitored blocks use it.
+    pub(crate) jit_view: crate::jit::MonitorView,
     /// Translated code: `jit_budget` when the call began (the clock inside a block run is
     /// `vclock + jit_left - jit_budget`).
     pub(crate) jit_left: u64,
@@ -207,6 +209,7 @@ impl Hart {
             jit_budget: 0,
             jit_left: 0,
             jit_addr: 0,
+            jit_view: crate::jit::MonitorView::default(),
             jit_last_exit: 0,
             jit_fault: false,
             reservation: None,

@@ -37,6 +37,23 @@ use crate::hart::Hart;
 pub(crate) const MAX_INSNS: usize = 64;
 /// Blocks in the lookup table (a power of two).
 pub(crate) const TABLE: usize = 1 << 18;
+/// The performance monitor's model state, as monitored blocks read it (set by the
+/// dispatcher before they run: see `Hart::pmu_jit_view`).
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C)]
+pub(crate) struct MonitorView {
+    /// Data pointers of the L1D, DTLB, ITLB (`u64` tags), predictor (`u8` counters) and
+    /// target buffer (`u64`) models.
+    pub(crate) l1d: u64,
+    pub(crate) dtlb: u64,
+    pub(crate) itlb: u64,
+    pub(crate) bht: u64,
+    pub(crate) btb: u64,
+    /// The data and fetch translation tags, `u64::MAX` when that side is not translated.
+    pub(crate) data_tag: u64,
+    pub(crate) fetch_tag: u64,
+}
+
 /// Marks the table key (`Block::off`) of a monitored block: one translated to report the
 /// performance monitor's events (see `x64`), for runs with the monitor active. A RAM offset
 /// never has this bit, so the two kinds of a block never match each other's lookups.
@@ -72,14 +89,13 @@ pub(crate) struct Layout {
     ctr_cc_origin: i32,
     ctr_next_ccv: i32,
     ctr_rasemu: i32,
-    /// Monitored blocks: `Hart::jit_addr` and the event helpers.
+    /// Monitored blocks: `Hart::jit_addr`, the event tallies (`PmuState::tally`), the
+    /// ITLB model's last page and the model view (`Hart::jit_view`).
     addr: i32,
-    pmu_load: usize,
-    pmu_store: usize,
-    pmu_branch: usize,
-    pmu_jump: usize,
-    pmu_mul: usize,
-    pmu_fetch: usize,
+    tally: i32,
+    last_fetch_page: i32,
+    view: i32,
+
     ram_host: u64,
     /// Address of the block table (entries `{va, off, code, insns}`, 32 bytes).
     table: u64,
@@ -169,75 +185,6 @@ unsafe extern "sysv64" fn jit_store(hart: *mut Hart, va: u64, val: u64, size: u6
     }
 }
 
-/// Monitored blocks: a load retired, from the address in `Hart::jit_addr` (the L1D and
-/// DTLB models and the load events, as the interpreter's `pmu_load`).
-///
-/// # Safety
-/// As for [`jit_load`].
-#[cfg(target_arch = "x86_64")]
-unsafe extern "sysv64" fn jit_pmu_load(hart: *mut Hart) {
-    // SAFETY: as for `jit_load`.
-    let h = unsafe { &mut *hart };
-    h.pmu_load(h.jit_addr);
-}
-
-/// Monitored blocks: a store retired (see [`jit_pmu_load`]).
-///
-/// # Safety
-/// As for [`jit_load`].
-#[cfg(target_arch = "x86_64")]
-unsafe extern "sysv64" fn jit_pmu_store(hart: *mut Hart) {
-    // SAFETY: as for `jit_load`.
-    let h = unsafe { &mut *hart };
-    h.pmu_store(h.jit_addr);
-}
-
-/// Monitored blocks: the branch at `pc` retired, `taken` or not (the predictor model).
-///
-/// # Safety
-/// As for [`jit_load`].
-#[cfg(target_arch = "x86_64")]
-unsafe extern "sysv64" fn jit_pmu_branch(hart: *mut Hart, pc: u64, taken: u64) {
-    // SAFETY: as for `jit_load`.
-    let h = unsafe { &mut *hart };
-    h.pmu_branch(pc, taken != 0);
-}
-
-/// Monitored blocks: the jump at `pc` retired and `Hart::pc` holds its target.
-///
-/// # Safety
-/// As for [`jit_load`].
-#[cfg(target_arch = "x86_64")]
-unsafe extern "sysv64" fn jit_pmu_jump(hart: *mut Hart, pc: u64, indirect: u64) {
-    // SAFETY: as for `jit_load`.
-    let h = unsafe { &mut *hart };
-    h.pmu_jump(pc, indirect != 0);
-}
-
-/// Monitored blocks: a multiply retired (its extra cycles in the cost model).
-///
-/// # Safety
-/// As for [`jit_load`].
-#[cfg(target_arch = "x86_64")]
-unsafe extern "sysv64" fn jit_pmu_mul(hart: *mut Hart) {
-    // SAFETY: as for `jit_load`.
-    let h = unsafe { &mut *hart };
-    h.pmu_cycles(crate::pmu::model::Cost::MUL);
-}
-
-/// Monitored blocks: the block's first instruction, at `pc`, retired; all of a block's
-/// instructions lie in one page, which the ITLB model looks up once for consecutive
-/// fetches, so this one call stands for every fetch of the block.
-///
-/// # Safety
-/// As for [`jit_load`].
-#[cfg(target_arch = "x86_64")]
-unsafe extern "sysv64" fn jit_pmu_fetch(hart: *mut Hart, pc: u64) {
-    // SAFETY: as for `jit_load`.
-    let h = unsafe { &mut *hart };
-    h.pmu_fetch(pc);
-}
-
 /// CTR: the block's closing jump or branch of type `t` from `from` qualifies for recording
 /// (the block checked `Hart::ctr_mask`) and `Hart::pc` holds its target: record it as the
 /// interpreter does, at the clock of that instruction.
@@ -299,6 +246,10 @@ impl Hart {
         jit.kind = if monitored { MONITORED } else { 0 };
         let key = off | jit.kind;
         let b = jit.table[Jit::slot(off)];
+        #[cfg(target_arch = "x86_64")]
+        if monitored {
+            self.jit_view = self.pmu_jit_view();
+        }
         let b = if b.va == pc && b.off == key {
             b
         } else {
@@ -468,6 +419,7 @@ impl Hart {
         let (fetch, fetch_ctx) = crate::mmu::Tlb::fetch_layout();
         let ctr = offset_of!(Hart, ctr);
         let c = crate::ctr::Ctr::layout();
+        let (tally, last_fetch_page) = Hart::pmu_jit_offsets();
         Layout {
             x: offset_of!(Hart, x) as i32,
             pc: offset_of!(Hart, pc) as i32,
@@ -493,12 +445,10 @@ impl Hart {
             ctr_next_ccv: (ctr + c.next_ccv) as i32,
             ctr_rasemu: (ctr + c.rasemu) as i32,
             addr: offset_of!(Hart, jit_addr) as i32,
-            pmu_load: jit_pmu_load as *const () as usize,
-            pmu_store: jit_pmu_store as *const () as usize,
-            pmu_branch: jit_pmu_branch as *const () as usize,
-            pmu_jump: jit_pmu_jump as *const () as usize,
-            pmu_mul: jit_pmu_mul as *const () as usize,
-            pmu_fetch: jit_pmu_fetch as *const () as usize,
+            tally: (offset_of!(Hart, pmu) + tally) as i32,
+            last_fetch_page: (offset_of!(Hart, pmu) + last_fetch_page) as i32,
+            view: offset_of!(Hart, jit_view) as i32,
+
             fetch_ctx: (tlb + fetch_ctx) as i32,
             ram_host: self.ram.host_addr(0) as u64,
             table: self.jit.as_deref().map_or(0, |j| j.table.as_ptr() as u64),

@@ -75,7 +75,16 @@ fn exit_to(a: &mut Asm, l: &Layout, pc: u64, chain: bool, links: &mut Vec<(usize
 #[derive(Default)]
 struct Transfer {
     ctr: Option<(u64, u8)>,
-    pmu: Option<(usize, u64, u64)>,
+    pmu: Option<Event>,
+}
+
+/// An event a monitored block reports inline, as the interpreter's `pmu_*` hooks do.
+#[derive(Clone, Copy)]
+enum Event {
+    /// The conditional branch at `pc` retired, `taken` or not.
+    Branch { pc: u64, taken: bool },
+    /// The jump at `pc` retired (JALR: `indirect`), the pc already holding its target.
+    Jump { pc: u64, indirect: bool },
 }
 
 /// Call the helper at `f` with the hart in rdi and the arguments already in rsi, rdx, rcx,
@@ -115,8 +124,8 @@ fn exit_recording(
         ; mov rax, QWORD pc as i64
         ; mov QWORD [rdi + p], rax
     );
-    if let Some((f, x, y)) = transfer.pmu {
-        report(a, f, x, y);
+    if let Some(e) = transfer.pmu {
+        monitor_event(a, l, e);
     }
     if let Some((from, t)) = transfer.ctr {
         ctr_record(a, l, from, t);
@@ -139,6 +148,180 @@ fn exit_recording(
     let at = a.offset().0;
     dynasm!(a ; .arch x64 ; .u64 0);
     links.push((at, stub));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Monitored blocks: the performance monitor's models and tallies, inline (`pmu::model`,
+// `Hart::pmu_load` and friends: the same state changes in the same order).
+// ---------------------------------------------------------------------------------------------
+
+/// Displacement of event `e`'s tally.
+fn tally(l: &Layout, e: crate::pmu::events::Event) -> i32 {
+    l.tally + 8 * e as i32
+}
+
+/// Displacements of the model view's fields (`Hart::jit_view`).
+fn view(l: &Layout) -> [i32; 7] {
+    use super::MonitorView as V;
+    use std::mem::offset_of;
+    [
+        offset_of!(V, l1d),
+        offset_of!(V, dtlb),
+        offset_of!(V, itlb),
+        offset_of!(V, bht),
+        offset_of!(V, btb),
+        offset_of!(V, data_tag),
+        offset_of!(V, fetch_tag),
+    ]
+    .map(|o| l.view + o as i32)
+}
+
+/// A load or store retired at the address in `Hart::jit_addr`: its count, the L1D model
+/// and, with data translation, the DTLB model (`Hart::pmu_access`).
+fn monitor_access(a: &mut Asm, l: &Layout, store: bool) {
+    use crate::pmu::events::Event::*;
+    use crate::pmu::model::{Cost, L1D_LINES, TLB_ENTRIES};
+    let (count, miss, tlb_miss) = if store {
+        (Stores, L1dWriteMiss, DtlbWriteMiss)
+    } else {
+        (Loads, L1dReadMiss, DtlbReadMiss)
+    };
+    let (t_count, t_miss, t_tlb) = (tally(l, count), tally(l, miss), tally(l, tlb_miss));
+    let cycles = tally(l, Cycles);
+    let [l1d, dtlb, _, _, _, data_tag, _] = view(l);
+    let (hit, done) = (a.new_dynamic_label(), a.new_dynamic_label());
+    let (addr, lines, entries) = (l.addr, L1D_LINES as i32 - 1, TLB_ENTRIES as i32 - 1);
+    let (l1d_cost, tlb_cost) = (Cost::L1D_MISS as i32, Cost::DTLB_MISS as i32);
+    dynasm!(a ; .arch x64
+        ; mov rax, QWORD [rdi + addr]
+        ; inc QWORD [rdi + t_count]
+        ; mov rdx, rax
+        ; shr rdx, 6
+        ; mov ecx, edx
+        ; and ecx, lines
+        ; mov rsi, QWORD [rdi + l1d]
+        ; cmp QWORD [rsi + rcx * 8], rdx
+        ; je =>hit
+        ; mov QWORD [rsi + rcx * 8], rdx
+        ; inc QWORD [rdi + t_miss]
+        ; add QWORD [rdi + cycles], l1d_cost
+        ; =>hit
+        ; mov rdx, QWORD [rdi + data_tag]
+        ; cmp rdx, -1
+        ; je =>done
+        ; shr rax, 12
+        ; or rdx, rax
+        ; mov ecx, edx
+        ; and ecx, entries
+        ; mov rsi, QWORD [rdi + dtlb]
+        ; cmp QWORD [rsi + rcx * 8], rdx
+        ; je =>done
+        ; mov QWORD [rsi + rcx * 8], rdx
+        ; inc QWORD [rdi + t_tlb]
+        ; add QWORD [rdi + cycles], tlb_cost
+        ; =>done
+    );
+}
+
+/// A branch or jump retired (`Hart::pmu_branch`, `Hart::pmu_jump`): its counts, and the
+/// predictor's two-bit counter or the target buffer's entry (both at indices known here).
+fn monitor_event(a: &mut Asm, l: &Layout, e: Event) {
+    use crate::pmu::events::Event::*;
+    use crate::pmu::model::{Cost, BHT_ENTRIES, BTB_ENTRIES};
+    let [_, _, _, bht, btb, _, _] = view(l);
+    let (misses, cycles) = (tally(l, BranchMisses), tally(l, Cycles));
+    let cost = Cost::MISPREDICT as i32;
+    let (ok, done) = (a.new_dynamic_label(), a.new_dynamic_label());
+    match e {
+        Event::Branch { pc, taken } => {
+            let (branches, taken_branches) = (tally(l, Branches), tally(l, TakenBranches));
+            let idx = ((pc >> 1) as usize & (BHT_ENTRIES - 1)) as i32;
+            dynasm!(a ; .arch x64 ; inc QWORD [rdi + branches]);
+            if taken {
+                dynasm!(a ; .arch x64 ; inc QWORD [rdi + taken_branches]);
+            }
+            dynasm!(a ; .arch x64
+                ; mov rsi, QWORD [rdi + bht]
+                ; movzx ecx, BYTE [rsi + idx]
+                ; cmp ecx, 2
+            );
+            // Predicted taken when the counter is 2 or 3.
+            if taken {
+                dynasm!(a ; .arch x64 ; jae =>ok);
+            } else {
+                dynasm!(a ; .arch x64 ; jb =>ok);
+            }
+            dynasm!(a ; .arch x64
+                ; inc QWORD [rdi + misses]
+                ; add QWORD [rdi + cycles], cost
+                ; =>ok
+            );
+            if taken {
+                dynasm!(a ; .arch x64
+                    ; cmp ecx, 3
+                    ; je =>done
+                    ; inc BYTE [rsi + idx]
+                    ; =>done
+                );
+            } else {
+                dynasm!(a ; .arch x64
+                    ; test ecx, ecx
+                    ; jz =>done
+                    ; dec BYTE [rsi + idx]
+                    ; =>done
+                );
+            }
+        }
+        Event::Jump { pc, indirect } => {
+            let jumps = tally(l, Jumps);
+            dynasm!(a ; .arch x64 ; inc QWORD [rdi + jumps]);
+            if indirect {
+                let idx = 8 * ((pc >> 1) as usize & (BTB_ENTRIES - 1)) as i32;
+                let p = l.pc;
+                dynasm!(a ; .arch x64
+                    ; mov rsi, QWORD [rdi + btb]
+                    ; mov rax, QWORD [rdi + p]
+                    ; cmp QWORD [rsi + idx], rax
+                    ; je =>ok
+                    ; mov QWORD [rsi + idx], rax
+                    ; inc QWORD [rdi + misses]
+                    ; add QWORD [rdi + cycles], cost
+                    ; =>ok
+                );
+            }
+            dynasm!(a ; .arch x64 ; =>done);
+        }
+    }
+}
+
+/// The fetch of the block's page (`page`: its number) for the ITLB model, when fetches are
+/// translated (`Hart::pmu_fetch`; consecutive fetches from one page look it up once).
+fn monitor_fetch(a: &mut Asm, l: &Layout, page: u64) {
+    use crate::pmu::events::Event::{Cycles, ItlbMiss};
+    use crate::pmu::model::{Cost, TLB_ENTRIES};
+    let [_, _, itlb, _, _, _, fetch_tag] = view(l);
+    let (t_miss, cycles, last) = (tally(l, ItlbMiss), tally(l, Cycles), l.last_fetch_page);
+    let (entries, cost) = (TLB_ENTRIES as i32 - 1, Cost::ITLB_MISS as i32);
+    let done = a.new_dynamic_label();
+    dynasm!(a ; .arch x64
+        ; mov rdx, QWORD [rdi + fetch_tag]
+        ; cmp rdx, -1
+        ; je =>done
+        ; mov rax, QWORD page as i64
+        ; or rdx, rax
+        ; cmp rdx, QWORD [rdi + last]
+        ; je =>done
+        ; mov QWORD [rdi + last], rdx
+        ; mov ecx, edx
+        ; and ecx, entries
+        ; mov rsi, QWORD [rdi + itlb]
+        ; cmp QWORD [rsi + rcx * 8], rdx
+        ; je =>done
+        ; mov QWORD [rsi + rcx * 8], rdx
+        ; inc QWORD [rdi + t_miss]
+        ; add QWORD [rdi + cycles], cost
+        ; =>done
+    );
 }
 
 /// CTR (chapter 6 of the Smctr/Ssctr spec, "Behavior"): with the transfer type `t` in the
@@ -377,7 +560,7 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
     // has retired: after the first one, or before it when it is the closing jump or branch
     // (which cannot trap), or on the way out of a first store that rewrites the block.
     let monitored = plan.monitored;
-    let fetch = |a: &mut Asm| report(a, l.pmu_fetch, start_pc(plan), 0);
+    let fetch = |a: &mut Asm| monitor_fetch(a, l, start_pc(plan) >> 12);
     for (k, &(pc, ref i)) in plan.insns.iter().enumerate() {
         if terminal(i.op) {
             debug_assert_eq!(k + 1, plan.insns.len());
@@ -407,7 +590,9 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
         } else {
             emit_straight(&mut a, l, pc, i);
             if monitored && matches!(i.op, Op::Mul | Op::Mulh | Op::Mulhu | Op::Mulw) {
-                call(&mut a, l.pmu_mul);
+                let cycles = tally(l, crate::pmu::events::Event::Cycles);
+                let cost = crate::pmu::model::Cost::MUL as i32;
+                dynasm!(a ; .arch x64 ; add QWORD [rdi + cycles], cost);
             }
         }
         if monitored && k == 0 {
@@ -438,7 +623,7 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
         dynasm!(a ; .arch x64 ; =>label);
         if monitored {
             if let Some(first) = rewrote {
-                call(&mut a, l.pmu_store);
+                monitor_access(&mut a, l, true);
                 if first {
                     fetch(&mut a);
                 }
@@ -635,7 +820,7 @@ fn emit_memory(
         }
         dynasm!(a ; .arch x64 ; =>resume);
         if monitored {
-            call(a, l.pmu_store);
+            monitor_access(a, l, true);
         }
         return;
     }
@@ -654,7 +839,7 @@ fn emit_memory(
         dynasm!(a ; .arch x64 ; mov QWORD [rdi + d], rcx);
     }
     if monitored {
-        call(a, l.pmu_load);
+        monitor_access(a, l, false);
     }
 }
 
@@ -714,7 +899,10 @@ fn emit_terminal(
             // `fmt` holds the transfer type (table 10).
             let transfer = Transfer {
                 ctr: Some((pc, i.fmt)),
-                pmu: monitored.then_some((l.pmu_jump, pc, 0)),
+                pmu: monitored.then_some(Event::Jump {
+                    pc,
+                    indirect: false,
+                }),
             };
             exit_recording(a, l, target, target >> 12 == page, transfer, links);
         }
@@ -728,7 +916,7 @@ fn emit_terminal(
             }
             dynasm!(a ; .arch x64 ; mov QWORD [rdi + p], rax);
             if monitored {
-                report(a, l.pmu_jump, pc, 1);
+                monitor_event(a, l, Event::Jump { pc, indirect: true });
             }
             ctr_record(a, l, pc, i.fmt);
             dynasm!(a ; .arch x64 ; mov rax, QWORD [rdi + p]);
@@ -749,13 +937,13 @@ fn emit_terminal(
             }
             let not_taken = Transfer {
                 ctr: Some((pc, NOT_TAKEN_BRANCH)),
-                pmu: monitored.then_some((l.pmu_branch, pc, 0)),
+                pmu: monitored.then_some(Event::Branch { pc, taken: false }),
             };
             exit_recording(a, l, link, link >> 12 == page, not_taken, links);
             dynasm!(a ; .arch x64 ; =>taken);
             let taken = Transfer {
                 ctr: Some((pc, TAKEN_BRANCH)),
-                pmu: monitored.then_some((l.pmu_branch, pc, 1)),
+                pmu: monitored.then_some(Event::Branch { pc, taken: true }),
             };
             exit_recording(a, l, target, target >> 12 == page, taken, links);
         }

@@ -666,6 +666,35 @@ impl Hart {
         0
     }
 
+    /// The model state monitored blocks use inline (`jit::x64`): the data pointers of the
+    /// model arrays and the translation tags (`u64::MAX`: no translation), valid until the
+    /// monitor's state is replaced (restore), which never happens while blocks run.
+    #[cfg(target_arch = "x86_64")]
+    pub(crate) fn pmu_jit_view(&mut self) -> crate::jit::MonitorView {
+        let m = &mut self.pmu.state.models;
+        crate::jit::MonitorView {
+            l1d: m.l1d.as_mut_ptr() as u64,
+            dtlb: m.dtlb.as_mut_ptr() as u64,
+            itlb: m.itlb.as_mut_ptr() as u64,
+            bht: m.bht.as_mut_ptr() as u64,
+            btb: m.btb.as_mut_ptr() as u64,
+            data_tag: self.pmu.data_tag.unwrap_or(u64::MAX),
+            fetch_tag: self.pmu.fetch_tag.unwrap_or(u64::MAX),
+        }
+    }
+
+    /// Byte offsets (from the hart's `Pmu`) of the event tallies and of the ITLB model's
+    /// last fetched page, for monitored blocks.
+    #[cfg(target_arch = "x86_64")]
+    pub(crate) fn pmu_jit_offsets() -> (usize, usize) {
+        use std::mem::offset_of;
+        let state = offset_of!(Pmu, state);
+        (
+            state + offset_of!(PmuState, tally),
+            state + offset_of!(PmuState, models) + offset_of!(Models, last_fetch_page),
+        )
+    }
+
     /// Whether translated blocks may run under the monitor: everything it observes per
     /// instruction but PDIS is reported by the blocks (`jit::x64`, "monitored blocks").
     #[inline]
