@@ -32,9 +32,10 @@ use vm_memory::{Bytes, GuestAddress};
 /// The data area the random programs load from and store to (two pages).
 const DATA_LEN: usize = 0x2000;
 
-/// `sctrstatus` and `mctrctl` (Smctr).
+/// `sctrstatus` and `mctrctl` (Smctr), `mcountinhibit` (Zicntr/Zihpm).
 const SCTRSTATUS: u32 = 0x14f;
 const MCTRCTL: u32 = 0x34e;
+const MCOUNTINHIBIT: u32 = 0x320;
 
 /// CSRs compared between the two harts.
 const COMPARED_CSRS: [u32; 12] = [
@@ -712,7 +713,6 @@ enum Mode {
 fn pmu_setup() -> Vec<u32> {
     const MHPMEVENT3: u32 = 0x323;
     const MHPMCOUNTER3: u32 = 0xb03;
-    const MCOUNTINHIBIT: u32 = 0x320;
     let mut v = vec![csrw(MCOUNTINHIBIT, 0)];
     for (k, e) in vcpu::pmu::events::CATALOG.iter().enumerate().take(28) {
         let sel = e.selector as i64;
@@ -830,10 +830,15 @@ const SV39_DATA_FRAMES: [u64; 2] = [RAM_BASE + 0x5_3000, RAM_BASE + 0x5_0000];
 fn random_program(seed: u64, halfwords: usize, mode: Mode) -> Vec<u16> {
     let mut g = Gen {
         rng: XorShift::new(seed),
-        csrs: if matches!(mode, Mode::Machine | Mode::Ctr | Mode::Pmu) {
-            [MSCRATCH, MINSTRET, MCYCLE]
-        } else {
-            [SSCRATCH, INSTRET, CYCLE]
+        // The CSR the programs write: with an odd seed in `Ctr` and `Pmu` mode the one
+        // that switches recording or counting on and off (random values: enables, filters,
+        // RASEMU; inhibit bits), so that blocks run under changing settings and the
+        // translator switches between plain and monitored blocks.
+        csrs: match mode {
+            Mode::Ctr if seed % 2 == 1 => [MCTRCTL, MINSTRET, MCYCLE],
+            Mode::Pmu if seed % 2 == 1 => [MCOUNTINHIBIT, MINSTRET, MCYCLE],
+            Mode::Machine | Mode::Ctr | Mode::Pmu => [MSCRATCH, MINSTRET, MCYCLE],
+            _ => [SSCRATCH, INSTRET, CYCLE],
         },
         h: Vec::new(),
     };

@@ -218,9 +218,12 @@ impl Jit {
         }))
     }
 
+    /// The table slot of a block key (RAM offset, with [`MONITORED`] for a monitored
+    /// block): monitored blocks use the other half of the table, so that a guest whose
+    /// monitor goes on and off (a profiled task switched in and out) keeps both kinds.
     #[inline(always)]
-    fn slot(off: u64) -> usize {
-        (off >> 1) as usize & (TABLE - 1)
+    fn slot(key: u64) -> usize {
+        ((key >> 1) as usize ^ ((key >> 62) as usize) << (TABLE.trailing_zeros() - 1)) & (TABLE - 1)
     }
 }
 
@@ -245,7 +248,7 @@ impl Hart {
         };
         jit.kind = if monitored { MONITORED } else { 0 };
         let key = off | jit.kind;
-        let b = jit.table[Jit::slot(off)];
+        let b = jit.table[Jit::slot(key)];
         #[cfg(target_arch = "x86_64")]
         if monitored {
             self.jit_view = self.pmu_jit_view();
@@ -288,8 +291,8 @@ impl Hart {
         let Some(jit) = self.jit.as_deref_mut() else {
             return;
         };
-        let slot = Jit::slot(off);
         let key = off | jit.kind;
+        let slot = Jit::slot(key);
         if stale != 0 {
             if jit.table[slot].code == stale {
                 jit.table[slot] = NO_BLOCK;
@@ -350,7 +353,7 @@ impl Hart {
             block.insns = 0;
         }
         if let Some(jit) = self.jit.as_deref_mut() {
-            jit.table[Jit::slot(off)] = block;
+            jit.table[Jit::slot(block.off)] = block;
         }
         block
     }

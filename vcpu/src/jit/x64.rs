@@ -424,6 +424,13 @@ fn jump_indirect(a: &mut Asm, l: &Layout, monitored: bool) {
         ; mov rdx, rsi
         ; shr rdx, 1
         ; and edx, mask
+    );
+    if monitored {
+        // The other half of the table (`Jit::slot`).
+        let half = (super::TABLE / 2) as i32;
+        dynasm!(a ; .arch x64 ; xor edx, half);
+    }
+    dynasm!(a ; .arch x64
         ; shl rdx, 5
         ; mov rcx, QWORD table
         ; add rcx, rdx
