@@ -36,6 +36,11 @@ impl Client {
 
     fn send(&mut self, line: &str) -> Value {
         writeln!(self.writer, "{line}").unwrap();
+        self.recv()
+    }
+
+    /// The next answer.
+    fn recv(&mut self) -> Value {
         let mut answer = String::new();
         self.reader.read_line(&mut answer).unwrap();
         serde_json::from_str(&answer).unwrap_or_else(|e| panic!("{answer:?}: {e}"))
@@ -381,4 +386,60 @@ fn two_vcpus_on_one_hart_paused_snapshotted_and_restored_in_another_process() {
 #[test]
 fn two_vcpus_snapshot_of_a_hart_each_restored_on_one_hart() {
     two_vcpus_paused_snapshotted_and_restored(None, Some(1), "1to1-shared");
+}
+
+/// An idle client connected first and a client that sent half a line block nobody: while
+/// they stay connected, another client's `stats`, `pause` and `resume` are each answered
+/// within 5 s. A line that is not UTF-8 is refused and the connection goes on; a line longer
+/// than 64 KiB is refused naming the limit and the connection closed.
+#[test]
+fn idle_and_partial_clients_block_nobody_and_bad_lines_are_refused() {
+    let sock = temp("idle-sock");
+    let out = SharedBuf::default();
+    let mut c = pause_guest(None);
+    c.api_sock = Some(sock.clone());
+    let vm = GuestVm::new(&c, Box::new(out.clone())).unwrap();
+    let input = vm.input().clone();
+    let runner = std::thread::spawn(move || {
+        let mut vm = vm;
+        vm.run()
+    });
+    let idle = Client::connect(&sock);
+    let mut partial = Client::connect(&sock);
+    partial.writer.write_all(b"{\"cmd\":\"pau").unwrap();
+    let mut api = Client::connect(&sock);
+    api.writer
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let s = api.send("{\"cmd\":\"stats\"}");
+    assert_eq!(s["ok"], true, "{s}");
+    assert_eq!(s["paused"], false, "{s}");
+    assert_eq!(api.send("{\"cmd\":\"pause\"}")["ok"], true);
+    assert_eq!(api.send("{\"cmd\":\"stats\"}")["paused"], true);
+    assert_eq!(api.send("{\"cmd\":\"resume\"}")["ok"], true);
+
+    api.writer.write_all(b"{\"cmd\":\"st\xffats\"}\n").unwrap();
+    let e = api.recv();
+    assert_eq!(e["ok"], false, "{e}");
+    assert!(e["error"].as_str().unwrap().contains("not UTF-8"), "{e}");
+    assert_eq!(api.send("{\"cmd\":\"stats\"}")["ok"], true);
+
+    let mut long = vec![b' '; 70 << 10];
+    long.push(b'\n');
+    // The server may close before it has read everything.
+    let _ = api.writer.write_all(&long);
+    let e = api.recv();
+    assert_eq!(e["ok"], false, "{e}");
+    assert!(e["error"].as_str().unwrap().contains("65536 bytes"), "{e}");
+    let mut rest = String::new();
+    assert_eq!(
+        api.reader.read_line(&mut rest).unwrap(),
+        0,
+        "closed: {rest}"
+    );
+
+    drop((idle, partial));
+    input.push(b"123");
+    let exit = runner.join().unwrap().unwrap();
+    assert_eq!(exit.exit_code(), 0, "{exit:?}\n{}", out.text());
 }

@@ -14,17 +14,36 @@
 //! | `{"cmd":"stats"}` | `instructions` executed by all vCPUs, the exit counts summed over them (`exits`), and per vCPU (`vcpus`): `instructions`, `pc`, `hsm` (`started`, `stopped`, `start-pending`), `wfi` (waits in WFI), `on_hart` (`false`: parked by `--pcpus`) |
 //! | `{"cmd":"ctr-dump","vcpu":N}` | vCPU N's CTR (default 0, wherever it is): `depth`, `wrptr`, `frozen`, `loaded`, and `records` youngest first (`source`, `target`, `type`, `cycles` or null) |
 //!
-//! The socket's thread serves one connection at a time. `pause` parks every hart instance
+//! Connections are served concurrently, a thread each, at most [`MAX_CONNECTIONS`] at once
+//! (one more is answered `{"ok":false,...}` and closed). A client has [`REQUEST_TIMEOUT`]
+//! (10 s) to send each complete request line, counted from connecting or from its previous
+//! answer; an idle or half-sent request past that is answered `{"ok":false,...}` and the
+//! connection closed. A line longer than [`MAX_LINE`] bytes (64 KiB, before its newline) is
+//! answered `{"ok":false,...}` naming the limit, and the connection closed; a line that is
+//! not UTF-8 is refused like malformed JSON (the connection stays open). Requests against the
+//! VM run one at a time (a lock taken after the whole line has been read, released before the
+//! answer is written), so an idle or slow client delays nobody: another client waits at most
+//! for the request being executed. Right before a request runs (holding the lock), its
+//! connection is polled without waiting: when the client has closed it (or shut down both
+//! directions), the request is dropped unexecuted and the connection closed. A client that
+//! closes after that check still has its request executed; one that only shuts down its
+//! writing side still gets its answers.
+//!
+//! `pause` parks every hart instance
 //! (host thread) at an instruction boundary, each handing over copies of its vCPUs' states
 //! (`run/pause.rs`); `snapshot`, `stats` and `ctr-dump` are answered from those copies, on a
 //! running VM by pausing it for the request and resuming it after (a snapshot of a running
 //! VM is consistent: every vCPU stopped first).
 
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
+use std::net::Shutdown;
+use std::os::unix::io::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use vcpu::{Hart, HartConfig};
@@ -35,17 +54,72 @@ use super::ExitStats;
 use crate::error::Error;
 use crate::sbi::hsm::{STATE_STARTED, STATE_START_PENDING, STATE_STOPPED};
 
-/// The control socket of a VM: its thread serves until the VM is dropped.
+/// The time a client has to send a complete request line, from connecting or from its
+/// previous answer (also the limit for writing an answer to a client that does not read).
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The longest request line, in bytes before its newline.
+pub const MAX_LINE: usize = 64 * 1024;
+
+/// The number of connections served at once.
+pub const MAX_CONNECTIONS: usize = 16;
+
+/// The control socket's limits (tests shorten them).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Limits {
+    /// [`REQUEST_TIMEOUT`].
+    pub(crate) request_timeout: Duration,
+    /// [`MAX_LINE`].
+    pub(crate) max_line: usize,
+    /// [`MAX_CONNECTIONS`].
+    pub(crate) max_connections: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            request_timeout: REQUEST_TIMEOUT,
+            max_line: MAX_LINE,
+            max_connections: MAX_CONNECTIONS,
+        }
+    }
+}
+
+/// What executes a request against the VM (called with the VM's lock held).
+type Execute = Box<dyn FnMut(&Value) -> Value + Send>;
+
+/// Why no request line was read.
+#[derive(Debug, thiserror::Error)]
+enum ReadError {
+    /// No complete line within the request timeout.
+    #[error("no complete request within {0:?}: closing the connection")]
+    Timeout(Duration),
+    /// A line longer than the limit.
+    #[error("request longer than the limit of {0} bytes: closing the connection")]
+    TooLong(usize),
+    /// The connection failed.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// The control socket of a VM: its threads serve until the VM is dropped.
 pub struct VmApi {
     path: PathBuf,
-    /// Set when the VM is dropped: the thread stops listening.
-    closed: Arc<AtomicBool>,
+    shared: Arc<Shared>,
 }
 
 impl Drop for VmApi {
     fn drop(&mut self) {
-        self.closed.store(true, Ordering::SeqCst);
-        // Wake the thread from `accept`; it sees `closed` and ends.
+        {
+            let conns = self.shared.conns();
+            self.shared.closed.store(true, Ordering::SeqCst);
+            // Every connection's thread sees the end of its input and ends (after writing the
+            // answer it may be executing: `resume` lets a VM end before that is written).
+            for c in conns.values() {
+                let _ = c.shutdown(Shutdown::Read);
+            }
+        }
+        // Wake the listening thread from `accept`; it sees `closed` and ends.
         let _ = UnixStream::connect(&self.path);
         let _ = std::fs::remove_file(&self.path);
     }
@@ -60,6 +134,16 @@ impl VmApi {
         common: VmCommon,
         vcpus: u64,
     ) -> Result<VmApi, Error> {
+        let server = Server { ctl, common, vcpus };
+        VmApi::listen(
+            path,
+            Limits::default(),
+            Box::new(move |body| server.answer(body)),
+        )
+    }
+
+    /// Listen on `path` with these limits, executing requests with `execute`.
+    fn listen(path: &Path, limits: Limits, execute: Execute) -> Result<VmApi, Error> {
         use std::os::unix::fs::FileTypeExt;
         if let Ok(meta) = std::fs::symlink_metadata(path) {
             if meta.file_type().is_socket() {
@@ -73,22 +157,200 @@ impl VmApi {
         }
         let listener = UnixListener::bind(path)
             .map_err(|e| Error::Api(format!("cannot listen on {}: {e}", path.display())))?;
-        let closed = Arc::new(AtomicBool::new(false));
-        let server = Server {
-            ctl,
-            common,
-            vcpus,
-            closed: closed.clone(),
-        };
+        let shared = Arc::new(Shared {
+            vm: Mutex::new(execute),
+            limits,
+            closed: AtomicBool::new(false),
+            conns: Mutex::new(HashMap::new()),
+            waiting: AtomicUsize::new(0),
+        });
+        let accepting = shared.clone();
         std::thread::Builder::new()
             .name("api-sock".into())
-            .spawn(move || server.serve(listener))
+            .spawn(move || accepting.accept(listener))
             .map_err(|e| Error::Api(format!("cannot start the control socket thread: {e}")))?;
         Ok(VmApi {
             path: path.to_path_buf(),
-            closed,
+            shared,
         })
     }
+}
+
+/// What the listening thread and the connections' threads share.
+struct Shared {
+    /// The VM: one request at a time.
+    vm: Mutex<Execute>,
+    limits: Limits,
+    /// Set when the VM is dropped: every thread ends.
+    closed: AtomicBool,
+    /// The connections being served (a clone of each, to shut them down with the VM).
+    conns: Mutex<HashMap<u64, UnixStream>>,
+    /// Requests waiting for their turn against the VM (for tests).
+    waiting: AtomicUsize,
+}
+
+impl Shared {
+    fn conns(&self) -> MutexGuard<'_, HashMap<u64, UnixStream>> {
+        self.conns.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The listening thread: a thread per connection, at most `max_connections` at once.
+    fn accept(self: Arc<Self>, listener: UnixListener) {
+        for (id, conn) in (0u64..).zip(listener.incoming()) {
+            if self.closed.load(Ordering::SeqCst) {
+                return;
+            }
+            let Ok(conn) = conn else { continue };
+            let Ok(clone) = conn.try_clone() else {
+                continue;
+            };
+            {
+                let mut conns = self.conns();
+                if self.closed.load(Ordering::SeqCst) {
+                    return;
+                }
+                if conns.len() >= self.limits.max_connections {
+                    drop(conns);
+                    let mut conn = conn;
+                    let _ = conn.set_write_timeout(Some(self.limits.request_timeout));
+                    let _ = writeln!(
+                        conn,
+                        "{}",
+                        error(format!(
+                            "too many connections: at most {} at once",
+                            self.limits.max_connections
+                        ))
+                    );
+                    continue;
+                }
+                conns.insert(id, clone);
+            }
+            let shared = self.clone();
+            let spawned = std::thread::Builder::new()
+                .name("api-conn".into())
+                .spawn(move || {
+                    let _ = shared.serve(conn);
+                    shared.conns().remove(&id);
+                });
+            if spawned.is_err() {
+                self.conns().remove(&id);
+            }
+        }
+    }
+
+    /// One connection, until the client closes it, breaks a limit or the VM is dropped.
+    fn serve(&self, conn: UnixStream) -> std::io::Result<()> {
+        conn.set_write_timeout(Some(self.limits.request_timeout))?;
+        let mut out = conn.try_clone()?;
+        let mut reader = BufReader::new(conn);
+        loop {
+            let line = match read_request(&mut reader, &self.limits) {
+                Ok(Some(line)) => line,
+                Ok(None) => return Ok(()),
+                Err(ReadError::Io(e)) => return Err(e),
+                Err(e) => {
+                    if !self.closed.load(Ordering::SeqCst) {
+                        writeln!(out, "{}", error(e.to_string()))?;
+                    }
+                    return Ok(());
+                }
+            };
+            if self.closed.load(Ordering::SeqCst) {
+                return Ok(());
+            }
+            match self.request(&line, &out) {
+                Some(answer) => writeln!(out, "{answer}")?,
+                // The client has gone.
+                None => return Ok(()),
+            }
+        }
+    }
+
+    /// The answer to one request line; `None` (nothing executed) when the client of `conn`
+    /// has gone by the request's turn.
+    fn request(&self, line: &[u8], conn: &UnixStream) -> Option<Value> {
+        let text = match std::str::from_utf8(line) {
+            Ok(text) => text,
+            Err(e) => {
+                return Some(error(format!(
+                    "malformed request: not UTF-8 (invalid byte at offset {})",
+                    e.valid_up_to()
+                )))
+            }
+        };
+        let body = match serde_json::from_str::<Value>(text.trim()) {
+            Ok(body) if body.get("cmd").and_then(Value::as_str).is_some() => body,
+            Ok(_) => return Some(error("a request is a JSON object with a \"cmd\" string")),
+            Err(e) => return Some(error(format!("malformed JSON: {e}"))),
+        };
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        let mut vm = self.vm.lock().unwrap_or_else(|e| e.into_inner());
+        self.waiting.fetch_sub(1, Ordering::SeqCst);
+        if peer_gone(conn) {
+            return None;
+        }
+        Some(vm(&body))
+    }
+}
+
+/// Reads one request line (without its newline) within `limits`: `None` at the end of the
+/// input. A last line without a newline counts.
+fn read_request(
+    reader: &mut BufReader<UnixStream>,
+    limits: &Limits,
+) -> Result<Option<Vec<u8>>, ReadError> {
+    let deadline = Instant::now() + limits.request_timeout;
+    let mut line = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(ReadError::Timeout(limits.request_timeout));
+        }
+        reader.get_ref().set_read_timeout(Some(left))?;
+        let buf = match reader.fill_buf() {
+            Ok(buf) => buf,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Err(ReadError::Timeout(limits.request_timeout))
+            }
+            Err(e) => return Err(e.into()),
+        };
+        if buf.is_empty() {
+            return Ok((!line.is_empty()).then_some(line));
+        }
+        let room = limits.max_line - line.len();
+        match buf.iter().position(|&b| b == b'\n') {
+            Some(i) if i <= room => {
+                line.extend_from_slice(&buf[..i]);
+                reader.consume(i + 1);
+                return Ok(Some(line));
+            }
+            _ if buf.len() > room => return Err(ReadError::TooLong(limits.max_line)),
+            _ => {
+                let n = buf.len();
+                line.extend_from_slice(buf);
+                reader.consume(n);
+            }
+        }
+    }
+}
+
+/// Whether the client of `conn` has closed the connection (or shut down both directions),
+/// checked without waiting. A client that has only shut down its writing side is still there.
+pub(crate) fn peer_gone(conn: &UnixStream) -> bool {
+    let mut fd = libc::pollfd {
+        fd: conn.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: `fd` is one valid `pollfd` for the duration of the call, which does not wait.
+    let n = unsafe { libc::poll(&mut fd, 1, 0) };
+    n > 0 && fd.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0
 }
 
 /// An error answer.
@@ -96,55 +358,14 @@ pub fn error(msg: impl Into<String>) -> Value {
     json!({ "ok": false, "error": msg.into() })
 }
 
-/// The socket's thread.
+/// The requests against the VM.
 struct Server {
     ctl: Arc<PauseCtl>,
     common: VmCommon,
     vcpus: u64,
-    closed: Arc<AtomicBool>,
 }
 
 impl Server {
-    fn serve(self, listener: UnixListener) {
-        for conn in listener.incoming() {
-            if self.closed.load(Ordering::SeqCst) {
-                return;
-            }
-            let Ok(conn) = conn else { continue };
-            if self.handle_connection(conn).is_err() {
-                continue;
-            }
-        }
-    }
-
-    fn handle_connection(&self, conn: UnixStream) -> std::io::Result<()> {
-        let mut out = conn.try_clone()?;
-        // A line longer than this is refused (and the connection closed).
-        const MAX_LINE: u64 = 64 * 1024;
-        let mut reader = BufReader::new(conn);
-        loop {
-            let mut line = String::new();
-            let n = std::io::Read::take(&mut reader, MAX_LINE).read_line(&mut line)?;
-            if n == 0 || self.closed.load(Ordering::SeqCst) {
-                return Ok(());
-            }
-            if !line.ends_with('\n') && n as u64 == MAX_LINE {
-                writeln!(
-                    out,
-                    "{}",
-                    error(format!("request longer than {MAX_LINE} bytes"))
-                )?;
-                return Ok(());
-            }
-            let answer = match serde_json::from_str::<Value>(line.trim()) {
-                Ok(body) if body.get("cmd").and_then(Value::as_str).is_some() => self.answer(&body),
-                Ok(_) => error("a request is a JSON object with a \"cmd\" string"),
-                Err(e) => error(format!("malformed JSON: {e}")),
-            };
-            writeln!(out, "{answer}")?;
-        }
-    }
-
     /// The answer to one request (arguments are checked before anything is paused).
     fn answer(&self, body: &Value) -> Value {
         let cmd = body.get("cmd").and_then(Value::as_str).unwrap_or("");
@@ -351,4 +572,218 @@ impl Server {
 /// Every vCPU the parked hart instances handed over.
 fn all_vcpus<'a>(views: &'a [&'a InstanceView]) -> impl Iterator<Item = &'a VcpuView> {
     views.iter().flat_map(|v| v.vcpus.iter())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    /// Generous bound for anything the tests wait for.
+    const BOUND: Duration = Duration::from_secs(10);
+
+    fn temp(name: &str) -> PathBuf {
+        std::env::temp_dir().join(format!("vmm-api-unit-{}-{name}", std::process::id()))
+    }
+
+    /// A control socket whose "VM" records the commands it executes and answers `ok`.
+    fn recording(name: &str, limits: Limits) -> (VmApi, PathBuf, Arc<Mutex<Vec<String>>>) {
+        let path = temp(name);
+        let done = Arc::new(Mutex::new(Vec::new()));
+        let log = done.clone();
+        let api = VmApi::listen(
+            &path,
+            limits,
+            Box::new(move |body| {
+                let cmd = body["cmd"].as_str().unwrap_or("").to_string();
+                log.lock().unwrap().push(cmd);
+                json!({ "ok": true })
+            }),
+        )
+        .unwrap();
+        (api, path, done)
+    }
+
+    fn connect(path: &Path) -> UnixStream {
+        let s = UnixStream::connect(path).unwrap();
+        s.set_read_timeout(Some(BOUND)).unwrap();
+        s
+    }
+
+    /// One answer line.
+    fn answer(s: &UnixStream) -> Value {
+        let mut line = String::new();
+        BufReader::new(s).read_line(&mut line).unwrap();
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line:?}: {e}"))
+    }
+
+    /// Waits (within [`BOUND`]) until `f` holds.
+    fn until(what: &str, f: impl Fn() -> bool) {
+        let end = Instant::now() + BOUND;
+        while !f() {
+            assert!(Instant::now() < end, "{what}: not within {BOUND:?}");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn peer_gone_only_once_the_client_has_closed() {
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        assert!(!peer_gone(&ours));
+        (&theirs).write_all(b"{\"cmd\":\"pause\"}\n").unwrap();
+        assert!(!peer_gone(&ours), "unread input is not a hang-up");
+        theirs.shutdown(Shutdown::Write).unwrap();
+        assert!(
+            !peer_gone(&ours),
+            "a half-closed client still reads answers"
+        );
+        drop(theirs);
+        assert!(peer_gone(&ours));
+    }
+
+    /// A `pause` waiting for its turn (the VM's lock held here) whose client closes the
+    /// connection is dropped unexecuted; one whose client stays is executed.
+    #[test]
+    fn a_request_whose_client_has_gone_is_not_executed() {
+        let (api, path, done) = recording("gone", Limits::default());
+        for stay in [false, true] {
+            let turn = api.shared.vm.lock().unwrap();
+            let mut c = connect(&path);
+            c.write_all(b"{\"cmd\":\"pause\"}\n").unwrap();
+            until("the request waits for its turn", || {
+                api.shared.waiting.load(Ordering::SeqCst) == 1
+            });
+            if stay {
+                drop(turn);
+                assert_eq!(answer(&c)["ok"], true);
+            } else {
+                drop(c);
+                drop(turn);
+                until("the connection ends", || api.shared.conns().is_empty());
+            }
+        }
+        assert_eq!(*done.lock().unwrap(), ["pause"]);
+    }
+
+    /// An idle client and a half-sent line delay no other client.
+    #[test]
+    fn idle_and_partial_clients_block_nobody() {
+        let (_api, path, done) = recording("idle", Limits::default());
+        let _idle = connect(&path);
+        let mut partial = connect(&path);
+        partial.write_all(b"{\"cmd\":\"pa").unwrap();
+        let mut c = connect(&path);
+        for cmd in ["stats", "pause", "resume"] {
+            writeln!(c, "{{\"cmd\":\"{cmd}\"}}").unwrap();
+            assert_eq!(answer(&c)["ok"], true);
+        }
+        assert_eq!(*done.lock().unwrap(), ["stats", "pause", "resume"]);
+    }
+
+    /// Idle connections and half-sent lines are answered and closed after the timeout.
+    #[test]
+    fn idle_and_partial_requests_time_out() {
+        let limits = Limits {
+            request_timeout: Duration::from_millis(100),
+            ..Limits::default()
+        };
+        let (_api, path, done) = recording("timeout", limits);
+        for sent in [&b""[..], b"{\"cmd\":\"pause\"", b"{\"cmd\":\"stats\"}\n{"] {
+            let mut c = connect(&path);
+            c.write_all(sent).unwrap();
+            let mut rest = String::new();
+            (&c).read_to_string(&mut rest).unwrap();
+            let last = rest.lines().last().unwrap();
+            let e: Value = serde_json::from_str(last).unwrap();
+            assert_eq!(e["ok"], false);
+            assert!(
+                e["error"]
+                    .as_str()
+                    .unwrap()
+                    .contains("no complete request within 100ms"),
+                "{e}"
+            );
+        }
+        assert_eq!(*done.lock().unwrap(), ["stats"]);
+    }
+
+    /// Connections end with the VM, idle ones included (not after the request timeout).
+    #[test]
+    fn connections_end_with_the_vm() {
+        let (api, path, _) = recording("drop", Limits::default());
+        let idle = connect(&path);
+        idle.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        until("the connection is served", || api.shared.conns().len() == 1);
+        drop(api);
+        let mut rest = Vec::new();
+        (&idle).read_to_end(&mut rest).unwrap();
+        assert!(rest.is_empty());
+        assert!(UnixStream::connect(&path).is_err());
+    }
+
+    /// A request that lets the VM end (`resume` with a budget nearly spent) is still
+    /// answered when the VM (and its control socket) are dropped while it executes.
+    #[test]
+    fn the_answer_to_a_request_the_vm_ended_during_is_written() {
+        let path = temp("end");
+        let (entered, wait_entered) = std::sync::mpsc::channel();
+        let (go, wait_go) = std::sync::mpsc::channel::<()>();
+        let wait_go = Mutex::new(wait_go);
+        let api = VmApi::listen(
+            &path,
+            Limits::default(),
+            Box::new(move |_| {
+                let _ = entered.send(());
+                let _ = wait_go.lock().unwrap().recv_timeout(BOUND);
+                json!({ "ok": true })
+            }),
+        )
+        .unwrap();
+        let mut c = connect(&path);
+        writeln!(c, "{{\"cmd\":\"resume\"}}").unwrap();
+        wait_entered.recv_timeout(BOUND).unwrap();
+        drop(api);
+        go.send(()).unwrap();
+        let mut rest = String::new();
+        (&c).read_to_string(&mut rest).unwrap();
+        assert_eq!(rest, "{\"ok\":true}\n");
+    }
+
+    #[test]
+    fn long_lines_non_utf8_and_too_many_connections_are_refused() {
+        let limits = Limits {
+            max_line: 100,
+            max_connections: 2,
+            ..Limits::default()
+        };
+        let (api, path, done) = recording("limits", limits);
+        let mut c = connect(&path);
+        c.write_all(b"{\"cmd\":\"st\xffats\"}\n").unwrap();
+        let e = answer(&c);
+        assert_eq!(e["ok"], false);
+        assert!(e["error"].as_str().unwrap().contains("not UTF-8"), "{e}");
+        // Still served; a line of exactly the limit is accepted.
+        let exact = format!("{{\"cmd\":\"stats\"}}{}\n", " ".repeat(100 - 15));
+        c.write_all(exact.as_bytes()).unwrap();
+        assert_eq!(answer(&c)["ok"], true);
+        let c2 = connect(&path);
+        let c3 = connect(&path);
+        let e = answer(&c3);
+        assert_eq!(e["error"], "too many connections: at most 2 at once");
+        drop(c2);
+        until("the connection ends", || api.shared.conns().len() == 1);
+        let mut c4 = connect(&path);
+        writeln!(c4, "{{\"cmd\":\"resume\"}}").unwrap();
+        assert_eq!(answer(&c4)["ok"], true);
+        c.write_all(format!("{}\n", " ".repeat(101)).as_bytes())
+            .unwrap();
+        let mut rest = String::new();
+        (&c).read_to_string(&mut rest).unwrap();
+        let e: Value = serde_json::from_str(rest.trim()).unwrap();
+        assert_eq!(
+            e["error"],
+            "request longer than the limit of 100 bytes: closing the connection"
+        );
+        assert_eq!(*done.lock().unwrap(), ["stats", "resume"]);
+    }
 }
