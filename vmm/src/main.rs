@@ -37,9 +37,12 @@ enum Command {
     ///
     /// RAM at 0x8000_0000, an ns16550a UART at 0x1000_0000 (polled), a device tree in a1.
     /// Console: the UART and SBI DBCN on stdout; stdin feeds both (raw mode on a terminal:
-    /// Ctrl-A x quits). Exit status: 0 when the guest shuts down (SBI SRST) with no reason,
-    /// 1 for a shutdown with a failure reason and for errors, 3 when the guest asks for a
-    /// reboot (a Linux panic with panic=-1 does), 124 when the instruction budget runs out.
+    /// Ctrl-A x kills the VM, Ctrl-A h lists the escapes). Exit status: 0 when the guest
+    /// shuts down (SBI SRST) with no reason, 1 for a shutdown with a failure reason and for
+    /// errors, 3 when the guest asks for a reboot (a Linux panic with panic=-1 does), 124
+    /// when the instruction budget or the timeout runs out, 130 for Ctrl-A x, 128 + the
+    /// signal's number when SIGHUP, SIGINT or SIGTERM kills the VMM (129, 130, 143; the
+    /// terminal is restored and the --api-sock file removed).
     Run(RunArgs),
 
     /// Restore a VM from a snapshot (taken through `--api-sock`) and run it on
@@ -436,10 +439,8 @@ fn run_kernel(args: RunArgs) -> ExitCode {
 fn report(result: Result<(RunExit, runner::RunStats), vmm::Error>, stats_wanted: bool) -> ExitCode {
     match result {
         Ok((exit, stats)) => {
-            match exit.failure_message() {
-                Some(message) => eprintln!("vmm: {message}"),
-                None if exit == RunExit::Quit => eprintln!("vmm: quit (Ctrl-A x)"),
-                None => {}
+            if let Some(message) = exit.failure_message() {
+                eprintln!("vmm: {message}");
             }
             if stats_wanted {
                 eprintln!(
@@ -489,6 +490,16 @@ fn restore(args: RestoreArgs) -> ExitCode {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Before any other thread starts: they all inherit the blocked termination signals.
+    let api_sock = match &cli.command {
+        Command::Machine(_) => None,
+        Command::Run(args) => args.api_sock.clone(),
+        Command::Restore(args) => args.api_sock.clone(),
+    };
+    if let Err(e) = runner::signals::watch_termination_signals(api_sock) {
+        eprintln!("vmm: {e}");
+        return ExitCode::from(EXIT_ERROR);
+    }
     match cli.command {
         Command::Machine(args) => {
             init_logging(args.trace);

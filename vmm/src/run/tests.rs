@@ -416,3 +416,16 @@ fn timeout_ends_a_hanging_guest_with_a_clear_message() {
     assert!(msg.contains("wall-clock timeout of 0.2 s"), "{msg}");
     assert_eq!(String::from_utf8_lossy(&out.contents()), "!");
 }
+
+/// Ctrl-A x kills the VM: a failure with its own status, not a clean power-off.
+#[test]
+fn quit_is_not_a_clean_exit() {
+    assert_eq!(RunExit::Quit.exit_code(), EXIT_QUIT);
+    assert_eq!(EXIT_QUIT, 130);
+    assert!(!RunExit::Quit.is_clean_shutdown());
+    let message = RunExit::Quit.failure_message().unwrap_or_default();
+    assert!(
+        message.contains("killed by the user (Ctrl-A x)"),
+        "{message}"
+    );
+}
