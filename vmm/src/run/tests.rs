@@ -429,3 +429,24 @@ fn quit_is_not_a_clean_exit() {
         "{message}"
     );
 }
+
+/// The built-in CTR self-test guest on a VM without CTR (`vmm run --ctr off`): one line
+/// saying so and a clean shutdown, not a self-test failing on garbage depths.
+#[test]
+fn ctr_demo_without_ctr_says_so() {
+    let out = SharedBuf::default();
+    let config = RunConfig {
+        ctr: false,
+        memory_mib: 16,
+        max_insns: Some(10_000_000),
+        ..RunConfig::ctr_demo()
+    };
+    let (exit, _) = run_kernel(&config, Box::new(out.clone()), ConsoleInput::None).unwrap();
+    let text = String::from_utf8_lossy(&out.contents()).into_owned();
+    assert_eq!(exit.exit_code(), 0, "{exit:?}\n{text}");
+    assert!(
+        text.ends_with("CTR is not available (vmm run --ctr off?)\n"),
+        "{text}"
+    );
+    assert!(!text.contains("sctrdepth at boot"), "{text}");
+}
