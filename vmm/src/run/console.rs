@@ -145,7 +145,10 @@ impl RawTerminal {
                 "cannot read the terminal's settings: {e}"
             )));
         }
-        *SAVED_TERMIOS.lock().unwrap_or_else(|e| e.into_inner()) = Some(saved);
+        // Held while the mode changes, so that a termination signal's restore_terminal
+        // comes after it.
+        let mut slot = SAVED_TERMIOS.lock().unwrap_or_else(|e| e.into_inner());
+        *slot = Some(saved);
         std::io::stdin()
             .lock()
             .set_raw_mode()

@@ -4,6 +4,7 @@
 //! 130, 143), saying which signal killed it. The signals are blocked in every thread and
 //! taken by a thread of their own with `sigwait`, so the cleanup runs as ordinary code.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use crate::error::Error;
@@ -65,7 +66,9 @@ pub fn watch_termination_signals(api_sock: Option<PathBuf>) -> Result<(), Error>
                 remove_socket(path);
             }
             let status = exit_status(signal);
-            eprintln!(
+            // Not eprintln: a failing write must not keep the process from ending.
+            let _ = writeln!(
+                std::io::stderr(),
                 "vmm: killed by {} (exit status {status})",
                 signal_name(signal)
             );
