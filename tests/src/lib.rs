@@ -134,6 +134,7 @@ pub fn run_vmm_jit(path: &Path, max_insns: u64, jit: bool) -> Result<VmmRun, vmm
     let config = MachineConfig {
         memory_mib: 128,
         max_insns: Some(max_insns),
+        timeout: None,
         trace: false,
         jit,
     };

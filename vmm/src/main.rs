@@ -8,7 +8,7 @@ use log::LevelFilter;
 use vmm::machine::{self, MachineConfig, MachineExit};
 use vmm::run::{self as runner, ConsoleInput, RunConfig, RunExit};
 
-/// Exit status when the instruction budget runs out (like `timeout(1)`).
+/// Exit status when the instruction budget or the time limit runs out (like `timeout(1)`).
 const EXIT_BUDGET: u8 = 124;
 /// Exit status for VMM errors.
 const EXIT_ERROR: u8 = 1;
@@ -30,16 +30,19 @@ enum Command {
     ///
     /// The same file runs under `qemu-system-riscv64 -M virt -bios none -kernel PROGRAM`.
     /// The exit status is the guest's (SiFive test finisher or HTIF), 124 when the
-    /// instruction budget runs out, and 1 on errors.
+    /// instruction budget or the --timeout runs out, and 1 on errors.
     Machine(MachineArgs),
 
     /// Boot a guest kernel (RV64 ELF or Linux riscv64 Image) in VS-mode, with SBI v2.0
     ///
     /// RAM at 0x8000_0000, an ns16550a UART at 0x1000_0000 (polled), a device tree in a1.
     /// Console: the UART and SBI DBCN on stdout; stdin feeds both (raw mode on a terminal:
-    /// Ctrl-A x quits). Exit status: 0 when the guest shuts down (SBI SRST) with no reason,
-    /// 1 for a shutdown with a failure reason and for errors, 3 when the guest asks for a
-    /// reboot (a Linux panic with panic=-1 does), 124 when the instruction budget runs out.
+    /// Ctrl-A x kills the VM, Ctrl-A h lists the escapes). Exit status: 0 when the guest
+    /// shuts down (SBI SRST) with no reason, 1 for a shutdown with a failure reason and for
+    /// errors, 3 when the guest asks for a reboot (a Linux panic with panic=-1 does), 124
+    /// when the instruction budget or the timeout runs out, 130 for Ctrl-A x, 128 + the
+    /// signal's number when SIGHUP, SIGINT or SIGTERM kills the VMM (129, 130, 143; the
+    /// terminal is restored and the --api-sock file removed).
     Run(RunArgs),
 
     /// Restore a VM from a snapshot (taken through `--api-sock`) and run it on
@@ -60,11 +63,11 @@ struct RestoreArgs {
     host_ctr_depths: ctr_virt::DepthSet,
 
     /// Stop after N more instructions (exit status 124).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = parse_max_insns)]
     max_insns: Option<u64>,
 
     /// Stop after SECS seconds of wall-clock time (exit status 124).
-    #[arg(long, value_name = "SECS", value_parser = parse_timeout)]
+    #[arg(long, value_name = "SECS", allow_negative_numbers = true, value_parser = parse_timeout)]
     timeout: Option<std::time::Duration>,
 
     /// A control socket, as for `run`.
@@ -81,11 +84,11 @@ struct RestoreArgs {
     paused: bool,
 
     /// Hart instances for the snapshot's vCPUs, 1 to their number (default: one per vCPU).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = parse_pcpus)]
     pcpus: Option<u64>,
 
     /// The time slice of a vCPU on a shared hart (--pcpus), in instructions.
-    #[arg(long, value_name = "N", default_value_t = runner::DEFAULT_SLICE_INSNS)]
+    #[arg(long, value_name = "N", default_value_t = runner::DEFAULT_SLICE_INSNS, allow_negative_numbers = true, value_parser = parse_slice_insns)]
     slice_insns: u64,
 
     /// Block translation, as for `run`.
@@ -117,17 +120,17 @@ struct RunArgs {
     cmdline: String,
 
     /// RAM size in MiB, mapped at 0x8000_0000.
-    #[arg(long, value_name = "MiB", default_value_t = runner::DEFAULT_MEMORY_MIB)]
+    #[arg(long, value_name = "MiB", default_value_t = runner::DEFAULT_MEMORY_MIB, allow_negative_numbers = true, value_parser = parse_memory)]
     memory: u64,
 
     /// Stop after N instructions (exit status 124). With several vCPUs: when one vCPU
     /// has executed N.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = parse_max_insns)]
     max_insns: Option<u64>,
 
     /// Stop after SECS seconds of wall-clock time (exit status 124), e.g. for a guest that
     /// hangs; the console output up to then has been printed.
-    #[arg(long, value_name = "SECS", value_parser = parse_timeout)]
+    #[arg(long, value_name = "SECS", allow_negative_numbers = true, value_parser = parse_timeout)]
     timeout: Option<std::time::Duration>,
 
     /// Control Transfer Records for the guest: `on` (ssctr in the device tree, the guest's
@@ -151,7 +154,7 @@ struct RunArgs {
     /// How many of the hart's 29 hpm counters (mhpmcounter3 upwards) the guest gets, 0-29,
     /// besides cycle and instret: fewer models a host that keeps counters for itself (the
     /// guest's perf then multiplexes its events).
-    #[arg(long, value_name = "N", default_value_t = 29, value_parser = clap::value_parser!(u32).range(0..=29))]
+    #[arg(long, value_name = "N", default_value_t = 29, allow_negative_numbers = true, value_parser = parse_pmu_counters)]
     pmu_counters: u32,
 
     /// Counter delegation (Ssccfg) for the guest: `on` (ssccfg, sscsrind and smcntrpmf in
@@ -203,17 +206,17 @@ struct RunArgs {
     snapshot_on_stop: Option<PathBuf>,
 
     /// Number of vCPUs (1-64).
-    #[arg(long, value_name = "N", default_value_t = 1)]
+    #[arg(long, value_name = "N", default_value_t = 1, allow_negative_numbers = true, value_parser = parse_vcpus)]
     vcpus: u64,
 
     /// Number of hart instances (host threads) the vCPUs run on, 1 to --vcpus (default: one
     /// per vCPU). With fewer, each hart runs its vCPUs in turn, saving and loading the whole
     /// guest state (CTR included) on every switch.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = parse_pcpus)]
     pcpus: Option<u64>,
 
     /// The time slice of a vCPU on a shared hart (--pcpus), in instructions.
-    #[arg(long, value_name = "N", default_value_t = runner::DEFAULT_SLICE_INSNS)]
+    #[arg(long, value_name = "N", default_value_t = runner::DEFAULT_SLICE_INSNS, allow_negative_numbers = true, value_parser = parse_slice_insns)]
     slice_insns: u64,
 
     /// Block translation: `on` runs straight-line blocks of integer instructions as x86-64
@@ -236,12 +239,17 @@ struct RunArgs {
 #[derive(Args, Debug)]
 struct MachineArgs {
     /// RAM size in MiB, mapped at 0x8000_0000.
-    #[arg(long, value_name = "MiB", default_value_t = 128)]
+    #[arg(long, value_name = "MiB", default_value_t = 128, allow_negative_numbers = true, value_parser = parse_memory)]
     memory: u64,
 
     /// Stop after N instructions (exit status 124).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = parse_max_insns)]
     max_insns: Option<u64>,
+
+    /// Stop after SECS seconds of wall-clock time (exit status 124), e.g. for a program
+    /// that hangs; the console output up to then has been printed.
+    #[arg(long, value_name = "SECS", allow_negative_numbers = true, value_parser = parse_timeout)]
+    timeout: Option<std::time::Duration>,
 
     /// Block translation: `on` runs straight-line blocks of integer instructions as x86-64
     /// code while nothing is observed per instruction (no --trace, no CTR recording, no
@@ -279,15 +287,60 @@ fn parse_depths(s: &str) -> Result<ctr_virt::DepthSet, String> {
 
 /// `--timeout`: seconds, a positive finite number (fractions allowed).
 fn parse_timeout(s: &str) -> Result<std::time::Duration, String> {
-    let secs: f64 = s
-        .parse()
-        .map_err(|_| format!("{s:?} is not a number of seconds"))?;
-    if !secs.is_finite() || secs <= 0.0 || secs > 1e9 {
-        return Err(format!(
-            "{s:?}: the timeout must be more than 0 and at most 1e9 seconds"
-        ));
+    match s.parse::<f64>() {
+        Ok(secs) if secs.is_finite() && secs > 0.0 && secs <= 1e9 => {
+            Ok(std::time::Duration::from_secs_f64(secs))
+        }
+        _ => Err(format!(
+            "--timeout takes a number of seconds more than 0 and at most 1e9 (fractions \
+             allowed), got {s}"
+        )),
     }
-    Ok(std::time::Duration::from_secs_f64(secs))
+}
+
+/// A whole number for `flag` from `min` to `max`; the message says what the flag takes.
+fn parse_in_range(s: &str, flag: &str, what: &str, min: u64, max: u64) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(n) if (min..=max).contains(&n) => Ok(n),
+        _ => Err(format!("{flag} takes {what} from {min} to {max}, got {s}")),
+    }
+}
+
+/// `--memory`: MiB, 1 to [`machine::MAX_MEMORY_MIB`].
+fn parse_memory(s: &str) -> Result<u64, String> {
+    parse_in_range(s, "--memory", "a size in MiB", 1, machine::MAX_MEMORY_MIB)
+}
+
+/// `--max-insns`: any number of instructions (0 stops before the first).
+fn parse_max_insns(s: &str) -> Result<u64, String> {
+    parse_in_range(s, "--max-insns", "a number of instructions", 0, u64::MAX)
+}
+
+/// `--vcpus`: 1 to [`runner::MAX_VCPUS`].
+fn parse_vcpus(s: &str) -> Result<u64, String> {
+    parse_in_range(s, "--vcpus", "a number of vCPUs", 1, runner::MAX_VCPUS)
+}
+
+/// `--pcpus`: 1 to [`runner::MAX_VCPUS`] (at most the vCPUs, checked with them).
+fn parse_pcpus(s: &str) -> Result<u64, String> {
+    parse_in_range(
+        s,
+        "--pcpus",
+        "a number of hart instances",
+        1,
+        runner::MAX_VCPUS,
+    )
+}
+
+/// `--slice-insns`: at least one instruction.
+fn parse_slice_insns(s: &str) -> Result<u64, String> {
+    parse_in_range(s, "--slice-insns", "a number of instructions", 1, u64::MAX)
+}
+
+/// `--pmu-counters`: 0 to 29.
+fn parse_pmu_counters(s: &str) -> Result<u32, String> {
+    let n = parse_in_range(s, "--pmu-counters", "a number of hpm counters", 0, 29)?;
+    u32::try_from(n).map_err(|_| format!("--pmu-counters: {n} is too large"))
 }
 
 fn init_logging(trace: bool) {
@@ -304,6 +357,7 @@ fn run_machine(args: MachineArgs) -> ExitCode {
     let config = MachineConfig {
         memory_mib: args.memory,
         max_insns: args.max_insns,
+        timeout: args.timeout,
         trace: args.trace,
         jit: args.jit,
     };
@@ -325,6 +379,14 @@ fn run_machine(args: MachineArgs) -> ExitCode {
                 }
                 MachineExit::BudgetExhausted { insns, pc } => {
                     eprintln!("vmm: instruction budget of {insns} exhausted at pc={pc:#x}");
+                    ExitCode::from(EXIT_BUDGET)
+                }
+                MachineExit::TimedOut { limit, insns, pc } => {
+                    eprintln!(
+                        "vmm: wall-clock timeout of {:.1} s reached after {insns} instructions, \
+                         at pc={pc:#x}",
+                        limit.as_secs_f64()
+                    );
                     ExitCode::from(EXIT_BUDGET)
                 }
             }
@@ -377,10 +439,8 @@ fn run_kernel(args: RunArgs) -> ExitCode {
 fn report(result: Result<(RunExit, runner::RunStats), vmm::Error>, stats_wanted: bool) -> ExitCode {
     match result {
         Ok((exit, stats)) => {
-            match exit.failure_message() {
-                Some(message) => eprintln!("vmm: {message}"),
-                None if exit == RunExit::Quit => eprintln!("vmm: quit (Ctrl-A x)"),
-                None => {}
+            if let Some(message) = exit.failure_message() {
+                eprintln!("vmm: {message}");
             }
             if stats_wanted {
                 eprintln!(
@@ -430,6 +490,16 @@ fn restore(args: RestoreArgs) -> ExitCode {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Before any other thread starts: they all inherit the blocked termination signals.
+    let api_sock = match &cli.command {
+        Command::Machine(_) => None,
+        Command::Run(args) => args.api_sock.clone(),
+        Command::Restore(args) => args.api_sock.clone(),
+    };
+    if let Err(e) = runner::signals::watch_termination_signals(api_sock) {
+        eprintln!("vmm: {e}");
+        return ExitCode::from(EXIT_ERROR);
+    }
     match cli.command {
         Command::Machine(args) => {
             init_logging(args.trace);

@@ -40,6 +40,8 @@ pub struct MachineConfig {
     pub memory_mib: u64,
     /// Stop after this many instructions; `None` runs until the guest ends the run.
     pub max_insns: Option<u64>,
+    /// Stop after this much wall-clock time (`--timeout`); `None`: no limit.
+    pub timeout: Option<Duration>,
     /// Log every instruction at trace level.
     pub trace: bool,
     /// Block translation in the hart (`--jit`).
@@ -51,6 +53,7 @@ impl Default for MachineConfig {
         MachineConfig {
             memory_mib: 128,
             max_insns: None,
+            timeout: None,
             trace: false,
             jit: true,
         }
@@ -67,6 +70,15 @@ pub enum MachineExit {
     },
     /// The instruction budget ([`MachineConfig::max_insns`]) ran out.
     BudgetExhausted {
+        /// Instructions executed.
+        insns: u64,
+        /// Where the hart was.
+        pc: u64,
+    },
+    /// The wall-clock limit ([`MachineConfig::timeout`]) was reached.
+    TimedOut {
+        /// The limit.
+        limit: Duration,
         /// Instructions executed.
         insns: u64,
         /// Where the hart was.
@@ -131,6 +143,7 @@ pub struct Machine {
     clint: Clint,
     htif: Option<Htif>,
     max_insns: Option<u64>,
+    timeout: Option<Duration>,
     /// Instructions executed so far.
     executed: u64,
 }
@@ -200,6 +213,7 @@ impl Machine {
             clint: Clint::default(),
             htif,
             max_insns: config.max_insns,
+            timeout: config.timeout,
             executed: 0,
         })
     }
@@ -226,9 +240,20 @@ impl Machine {
         self.executed
     }
 
-    /// Runs until the guest ends the run, the budget runs out or an error occurs.
+    /// Runs until the guest ends the run, the budget or the time limit runs out or an error
+    /// occurs. The time limit counts from this call.
     pub fn run(&mut self) -> Result<MachineExit, Error> {
+        let deadline = self.timeout.map(|t| (t, Instant::now() + t));
         loop {
+            if let Some((limit, at)) = deadline {
+                if Instant::now() >= at {
+                    return Ok(MachineExit::TimedOut {
+                        limit,
+                        insns: self.executed,
+                        pc: self.hart.pc(),
+                    });
+                }
+            }
             let chunk = match self.max_insns {
                 Some(max) => {
                     let left = max.saturating_sub(self.executed);

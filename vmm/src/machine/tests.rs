@@ -404,3 +404,22 @@ fn run_elf_reports_stats() {
     assert_eq!(stats.instret, 4);
     assert!(stats.mips() >= 0.0);
 }
+
+#[test]
+fn timeout_stops_a_spinning_guest() {
+    let config = MachineConfig {
+        // The budget only bounds the test if the time limit fails.
+        max_insns: Some(20_000_000_000),
+        timeout: Some(std::time::Duration::from_millis(50)),
+        ..MachineConfig::default()
+    };
+    let (mut m, _) = machine_with(&elf(&[addi(T1, T1, 1), jal(0, -4)]), &config);
+    match m.run().unwrap() {
+        MachineExit::TimedOut { limit, insns, pc } => {
+            assert_eq!(limit, std::time::Duration::from_millis(50));
+            assert_eq!(insns, m.instructions());
+            assert!(pc == RAM_BASE || pc == RAM_BASE + 4, "{pc:#x}");
+        }
+        other => panic!("{other:?}"),
+    }
+}

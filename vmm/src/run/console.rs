@@ -3,9 +3,15 @@
 //! take bytes. Each byte reaches the guest once, through whichever interface reads it first.
 //!
 //! When stdin is a terminal it is put in raw mode (no line editing, no echo, no signals:
-//! Ctrl-C goes to the guest) for the run; [`RawTerminal`] restores canonical mode when it is
-//! dropped, on every exit path including a panic. Press Ctrl-A then `x` to end the run from
-//! a terminal. When stdin is not a terminal (a pipe, a file) it is just read until its end.
+//! Ctrl-C goes to the guest) for the run; [`RawTerminal`] restores the saved settings when it
+//! is dropped, on every exit path including a panic, and [`restore_terminal`] does on a
+//! termination signal (`super::signals`). Ctrl-A then `x` kills the VM ([`RunExit::Quit`],
+//! exit status 130), Ctrl-A then `h` prints the escape keys ([`ESCAPE_HELP`]). A terminal of
+//! another process group ([`StdinKind::BackgroundTerminal`]) is left alone: reading it or
+//! changing its mode would stop the process. When stdin is not a terminal (a pipe, a file)
+//! it is just read until its end.
+//!
+//! [`RunExit::Quit`]: super::RunExit::Quit
 
 use std::collections::VecDeque;
 use std::io::{IsTerminal, Read};
@@ -77,17 +83,72 @@ impl InputQueue {
     }
 }
 
+/// The terminal settings of stdin before [`RawTerminal::enable`] changed them, for
+/// [`restore_terminal`].
+static SAVED_TERMIOS: Mutex<Option<libc::termios>> = Mutex::new(None);
+
+/// How stdin can be used for the console.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StdinKind {
+    /// A terminal this process may read and configure (the foreground process group's).
+    Terminal,
+    /// The controlling terminal, but this process is in a background process group (e.g.
+    /// under `timeout` without `--foreground`): reading it or changing its mode would stop
+    /// the process (SIGTTIN, SIGTTOU), so it is left alone.
+    BackgroundTerminal,
+    /// A pipe, a file or a device: read as a stream of bytes.
+    Other,
+}
+
+/// What stdin is.
+pub fn stdin_kind() -> StdinKind {
+    if !std::io::stdin().is_terminal() {
+        return StdinKind::Other;
+    }
+    // SAFETY: both calls take no pointers; tcgetpgrp fails (-1) on a terminal that is not
+    // this process's controlling terminal, which job control does not apply to.
+    let (foreground, own) = unsafe { (libc::tcgetpgrp(libc::STDIN_FILENO), libc::getpgrp()) };
+    if foreground >= 0 && foreground != own {
+        StdinKind::BackgroundTerminal
+    } else {
+        StdinKind::Terminal
+    }
+}
+
 /// Puts the terminal on stdin in raw mode while it lives.
 pub struct RawTerminal {
     _private: (),
 }
 
 impl RawTerminal {
-    /// Raw mode if stdin is a terminal; `None` otherwise.
+    /// Raw mode if stdin is a terminal of the foreground process group; `None` otherwise
+    /// (with a message on stderr when it is a terminal this process does not own).
     pub fn enable() -> Result<Option<RawTerminal>, Error> {
-        if !std::io::stdin().is_terminal() {
-            return Ok(None);
+        match stdin_kind() {
+            StdinKind::Other => return Ok(None),
+            StdinKind::BackgroundTerminal => {
+                eprintln!(
+                    "vmm: not in the terminal's foreground process group (run in the \
+                     background, or under `timeout` without --foreground): the console \
+                     input is not read and the terminal is left as it is"
+                );
+                return Ok(None);
+            }
+            StdinKind::Terminal => {}
         }
+        // SAFETY: termios is plain data, filled in by tcgetattr before it is used.
+        let mut saved: libc::termios = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid fd and a pointer to a live termios.
+        if unsafe { libc::tcgetattr(libc::STDIN_FILENO, &mut saved) } != 0 {
+            let e = std::io::Error::last_os_error();
+            return Err(Error::Console(format!(
+                "cannot read the terminal's settings: {e}"
+            )));
+        }
+        // Held while the mode changes, so that a termination signal's restore_terminal
+        // comes after it.
+        let mut slot = SAVED_TERMIOS.lock().unwrap_or_else(|e| e.into_inner());
+        *slot = Some(saved);
         std::io::stdin()
             .lock()
             .set_raw_mode()
@@ -98,14 +159,38 @@ impl RawTerminal {
 
 impl Drop for RawTerminal {
     fn drop(&mut self) {
-        if let Err(e) = std::io::stdin().lock().set_canon_mode() {
+        if let Err(e) = restore_terminal() {
             eprintln!("vmm: cannot restore the terminal: {e}");
         }
     }
 }
 
+/// Puts the terminal on stdin back as it was before [`RawTerminal::enable`], if that
+/// changed it (once; later calls do nothing). Safe to call from any thread, e.g. on a
+/// termination signal while a [`RawTerminal`] lives.
+pub fn restore_terminal() -> std::io::Result<()> {
+    let saved = SAVED_TERMIOS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take();
+    let Some(saved) = saved else {
+        return Ok(());
+    };
+    // SAFETY: a valid fd and a pointer to a live termios.
+    if unsafe { libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, &saved) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Ctrl-A, the escape byte on a terminal.
 const ESCAPE: u8 = 0x01;
+
+/// What `Ctrl-A h` prints (the terminal is in raw mode: lines end with CR LF).
+pub const ESCAPE_HELP: &str = "\r\nvmm: console escapes, Ctrl-A then:\r\n\
+    \x20 x       kill the VM and exit (status 130)\r\n\
+    \x20 h       this help\r\n\
+    \x20 Ctrl-A  send Ctrl-A to the guest\r\n";
 
 /// Reads stdin into the queue from the event loop.
 struct StdinSubscriber {
@@ -116,6 +201,8 @@ struct StdinSubscriber {
     /// Whether the escape sequence is recognized (stdin is a terminal).
     escapes: bool,
     after_escape: bool,
+    /// Where `Ctrl-A h` prints the escape keys (stderr).
+    notices: Box<dyn std::io::Write + Send>,
 }
 
 impl StdinSubscriber {
@@ -131,6 +218,11 @@ impl StdinSubscriber {
                     b'x' | b'X' => {
                         self.queue.quit.store(true, Ordering::Release);
                         self.stop.stop();
+                        continue;
+                    }
+                    b'h' | b'H' | b'?' => {
+                        let _ = self.notices.write_all(ESCAPE_HELP.as_bytes());
+                        let _ = self.notices.flush();
                         continue;
                     }
                     ESCAPE => {}
@@ -192,6 +284,13 @@ impl StdinReader {
     /// Starts reading stdin into `queue`. `stop` is used for the Ctrl-A x escape.
     pub fn spawn(queue: InputQueue, stop: vcpu::StopHandle) -> Result<StdinReader, Error> {
         let console_err = |what: &str, e: std::io::Error| Error::Console(format!("{what}: {e}"));
+        if stdin_kind() == StdinKind::BackgroundTerminal {
+            // Reading would stop the process (SIGTTIN); `RawTerminal::enable` said so.
+            return Ok(StdinReader {
+                exit: None,
+                thread: None,
+            });
+        }
         if !epoll_accepts_stdin() {
             // A regular file or /dev/null cannot be polled: read it to its end directly.
             let thread = std::thread::Builder::new()
@@ -214,8 +313,9 @@ impl StdinReader {
             exit: exit.try_clone().map_err(|e| console_err("eventfd", e))?,
             done: Arc::new(AtomicBool::new(false)),
             stop,
-            escapes: std::io::stdin().is_terminal(),
+            escapes: stdin_kind() == StdinKind::Terminal,
             after_escape: false,
+            notices: Box::new(std::io::stderr()),
         };
         let done = subscriber.done.clone();
         let mut manager: EventManager<Box<dyn MutEventSubscriber + Send>> = EventManager::new()
@@ -292,6 +392,7 @@ mod tests {
             stop,
             escapes: true,
             after_escape: false,
+            notices: Box::new(std::io::sink()),
         };
         s.forward(b"a\x01\x01b\x01c");
         assert!(!q.quit_requested());
@@ -300,5 +401,29 @@ mod tests {
         let mut buf = [0u8; 16];
         let n = q.pop_into(&mut buf);
         assert_eq!(&buf[..n], b"a\x01b\x01c");
+    }
+
+    /// `Ctrl-A h` prints the escape keys and sends nothing to the guest.
+    #[test]
+    fn escape_help() {
+        let q = InputQueue::default();
+        let out = crate::testutil::SharedBuf::default();
+        let mut s = StdinSubscriber {
+            queue: q.clone(),
+            exit: EventFd::new(EFD_NONBLOCK).unwrap(),
+            done: Arc::default(),
+            stop: vcpu::StopHandle::default(),
+            escapes: true,
+            after_escape: false,
+            notices: Box::new(out.clone()),
+        };
+        s.forward(b"a\x01hb");
+        let mut buf = [0u8; 16];
+        let n = q.pop_into(&mut buf);
+        assert_eq!(&buf[..n], b"ab");
+        assert!(!q.quit_requested());
+        let help = String::from_utf8(out.contents()).unwrap();
+        assert_eq!(help, ESCAPE_HELP);
+        assert!(help.contains("x       kill the VM"), "{help}");
     }
 }

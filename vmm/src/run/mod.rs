@@ -35,7 +35,8 @@
 //! warm reboot, whatever its reason: the VMM does not reboot guests, and a reboot is how
 //! Linux booted with `panic=-1` ends after a panic, so it must not pass for a clean
 //! power-off. The run logs (warning level) "guest requested a reboot (reason N): ...
-//! treated as failure" ([`ResetRequest::failure_message`]); 124 when the budget runs out.
+//! treated as failure" ([`ResetRequest::failure_message`]); 124 when the budget runs out;
+//! [`EXIT_QUIT`] (130) when the user kills the VM with Ctrl-A x.
 
 pub mod api;
 pub mod console;
@@ -45,6 +46,7 @@ mod pause;
 mod pmu_deleg;
 mod sample;
 mod sched;
+pub mod signals;
 mod smp;
 pub mod snapshot;
 pub mod stats;
@@ -89,6 +91,11 @@ pub const DEFAULT_MEMORY_MIB: u64 = 256;
 pub const FDT_FROM_END: u64 = 2 << 20;
 /// Most vCPUs `vmm run --vcpus` accepts (the SBI hart masks of one call cover 64 harts).
 pub const MAX_VCPUS: u64 = 64;
+
+/// The exit status when the user kills the VM with Ctrl-A x: 128 + SIGINT, as for a shell
+/// command ended with Ctrl-C (the run did not end cleanly).
+pub const EXIT_QUIT: u8 = 130;
+
 /// Largest device tree accepted.
 const FDT_MAX: u64 = 64 << 10;
 
@@ -245,19 +252,19 @@ pub enum RunExit {
         /// Where that vCPU was.
         pc: u64,
     },
-    /// The user ended the run from the terminal (Ctrl-A x).
+    /// The user killed the VM from the terminal (Ctrl-A x): exit status [`EXIT_QUIT`].
     Quit,
 }
 
 impl RunExit {
     /// The `vmm` exit status for this end: the reset's status (0 for a shutdown with no
     /// reason, 1 for a shutdown with another reason, [`EXIT_REBOOT`] for a cold or warm
-    /// reboot), 124 for the budget, 0 for a quit.
+    /// reboot), 124 for the budget and the time limit, [`EXIT_QUIT`] for Ctrl-A x.
     pub fn exit_code(&self) -> u8 {
         match self {
             RunExit::Reset(r) => r.exit_code() as u8,
             RunExit::BudgetExhausted { .. } | RunExit::TimedOut { .. } => 124,
-            RunExit::Quit => 0,
+            RunExit::Quit => EXIT_QUIT,
         }
     }
 
@@ -279,7 +286,7 @@ impl RunExit {
                  complete)",
                 limit.as_secs_f64()
             )),
-            RunExit::Quit => None,
+            RunExit::Quit => Some("the VM was killed by the user (Ctrl-A x)".to_string()),
         }
     }
 }

@@ -416,3 +416,37 @@ fn timeout_ends_a_hanging_guest_with_a_clear_message() {
     assert!(msg.contains("wall-clock timeout of 0.2 s"), "{msg}");
     assert_eq!(String::from_utf8_lossy(&out.contents()), "!");
 }
+
+/// Ctrl-A x kills the VM: a failure with its own status, not a clean power-off.
+#[test]
+fn quit_is_not_a_clean_exit() {
+    assert_eq!(RunExit::Quit.exit_code(), EXIT_QUIT);
+    assert_eq!(EXIT_QUIT, 130);
+    assert!(!RunExit::Quit.is_clean_shutdown());
+    let message = RunExit::Quit.failure_message().unwrap_or_default();
+    assert!(
+        message.contains("killed by the user (Ctrl-A x)"),
+        "{message}"
+    );
+}
+
+/// The built-in CTR self-test guest on a VM without CTR (`vmm run --ctr off`): one line
+/// saying so and a clean shutdown, not a self-test failing on garbage depths.
+#[test]
+fn ctr_demo_without_ctr_says_so() {
+    let out = SharedBuf::default();
+    let config = RunConfig {
+        ctr: false,
+        memory_mib: 16,
+        max_insns: Some(10_000_000),
+        ..RunConfig::ctr_demo()
+    };
+    let (exit, _) = run_kernel(&config, Box::new(out.clone()), ConsoleInput::None).unwrap();
+    let text = String::from_utf8_lossy(&out.contents()).into_owned();
+    assert_eq!(exit.exit_code(), 0, "{exit:?}\n{text}");
+    assert!(
+        text.ends_with("CTR is not available (vmm run --ctr off?)\n"),
+        "{text}"
+    );
+    assert!(!text.contains("sctrdepth at boot"), "{text}");
+}
