@@ -100,7 +100,7 @@ pub enum RestoreError {
 /// be what the VMM would have set. `hstatus`: only VTW/VTSR/VTVM (SPV, SPVP, GVA, VGEIN
 /// follow the guest's traps); `hcounteren`: only TM (the PMU's counter bits follow which
 /// counters the guest started).
-const VMM_OWNED_CSRS: [(&str, u16, u64); 11] = [
+const VMM_OWNED_CSRS: [(&str, u16, u64); 12] = [
     ("medeleg", 0x302, u64::MAX),
     ("mideleg", 0x303, u64::MAX),
     ("menvcfg", 0x30a, u64::MAX),
@@ -112,7 +112,15 @@ const VMM_OWNED_CSRS: [(&str, u16, u64); 11] = [
     ("hvien", 0x608, u64::MAX),
     ("henvcfg", 0x60a, u64::MAX),
     ("hstateen0", 0x60c, u64::MAX),
+    // The guest runs on guest-physical = host-physical RAM: no G-stage translation.
+    ("hgatp", 0x680, u64::MAX),
 ];
+
+/// Guest-visible CSRs with WARL fields whose saved value must be one the hart can hold:
+/// writing it to a fresh hart must read it back unchanged (`vsatp.MODE` among the modes
+/// the hart implements, priv. spec 12.2.14 / 10.1.11; `hvip` only the pending bits the
+/// hart implements, priv. spec 21.2.3 and AIA 6.3.2).
+const WARL_CSRS: [(&str, u16); 2] = [("vsatp", 0x280), ("hvip", 0x645)];
 
 /// Checks of a vCPU's saved state that need nothing but the snapshot: the virtual clock,
 /// the privilege mode of a guest, `pc` alignment, the PMU snapshot shared memory.
@@ -215,6 +223,21 @@ fn check_vmm_owned(
                 reason: format!(
                     "is not what this VMM sets for this VM ({want:#x}); the VMM owns it and \
                      the guest cannot change it"
+                ),
+            });
+        }
+    }
+    for (name, num) in WARL_CSRS {
+        let got = restored.host_csr(num).unwrap_or(0);
+        expected.set_host_csr(num, got);
+        let legal = expected.host_csr(num).unwrap_or(0);
+        if got != legal {
+            return Err(RestoreError::VcpuField {
+                vcpu: id,
+                field: name,
+                value: got,
+                reason: format!(
+                    "is not a value this hart can hold (its WARL fields make it {legal:#x})"
                 ),
             });
         }
@@ -659,6 +682,20 @@ mod tests {
         assert!(e.contains("field `hstatus.VTSR/VTW/VTVM`"), "{e}");
         let e = refused("tm", |s| s.trap_time = !s.trap_time);
         assert!(e.contains("field `hcounteren.TM`"), "{e}");
+        let e = refused("hgatp", |s| s.vcpus[0].hart.csr.h.hgatp = 8 << 60);
+        assert!(e.contains("field `hgatp` = 0x8000000000000000"), "{e}");
+    }
+
+    #[test]
+    fn warl_csrs_must_hold_legal_values() {
+        // vsatp.MODE 15 is reserved; hvip bit 1 (SSIP) is not a VS-level bit.
+        let e = refused("vsatp", |s| s.vcpus[0].hart.csr.h.vsatp = 15 << 60);
+        assert!(
+            e.contains("field `vsatp` = 0xf000000000000000 is not a value this hart can hold"),
+            "{e}"
+        );
+        let e = refused("hvip", |s| s.vcpus[0].hart.csr.h.hvip = 1 << 1);
+        assert!(e.contains("field `hvip` = 0x2 is not a value"), "{e}");
     }
 
     #[test]
