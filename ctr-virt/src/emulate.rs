@@ -176,6 +176,24 @@ impl GuestCtr {
         hart_depth: u8,
         host_depths: crate::DepthSet,
     ) -> Result<GuestCtr, crate::CtrVirtError> {
+        // Reserved encodings are malformed state, not a depth the host lacks.
+        for (field, encoding) in [
+            ("hart sctrdepth.DEPTH", hart_depth),
+            ("ctr.context.depth", state.context.depth),
+        ] {
+            if encoding > 4 {
+                return Err(crate::CtrVirtError::ReservedDepth { field, encoding });
+            }
+        }
+        let depth = 16u64 << state.context.depth;
+        let status = state.context.sctrstatus;
+        if status & !(vcpu::ctr::SCTRSTATUS_FROZEN | (depth - 1)) != 0 {
+            return Err(crate::CtrVirtError::BadStatus {
+                field: "ctr.context.sctrstatus",
+                value: status,
+                depth,
+            });
+        }
         let guest_depth = if state.loaded {
             hart_depth
         } else {
@@ -186,12 +204,12 @@ impl GuestCtr {
             policy.guest_depths = policy.guest_depths.intersect(host_depths);
             if !policy.guest_depths.contains_encoding(guest_depth as u64) {
                 return Err(crate::CtrVirtError::DepthUnsupported {
-                    depth: 16 << guest_depth.min(4),
+                    depth: 16 << guest_depth,
                     host: host_depths,
                 });
             }
         }
-        if state.context.entries.len() != 16usize << state.context.depth.min(4) {
+        if state.context.entries.len() as u64 != depth {
             return Err(crate::CtrVirtError::BadContext(format!(
                 "{} entries at depth encoding {}",
                 state.context.entries.len(),
@@ -326,5 +344,59 @@ impl GuestCtr {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod restore_tests {
+    use super::*;
+    use crate::{CtrVirtError, DepthSet};
+
+    fn saved() -> GuestCtrState {
+        let policy = CtrPolicy::on(None, Some(&vcpu::ctr::CtrConfig::full())).unwrap();
+        GuestCtr::new(policy).snapshot()
+    }
+
+    /// A reserved DEPTH encoding is refused as such (it used to be clamped to 256 entries
+    /// and reported as a depth the host lacks).
+    #[test]
+    fn reserved_depth_encodings_are_refused_by_name() {
+        let s = saved();
+        assert!(GuestCtr::restore(&s, 0, DepthSet::ALL).is_ok());
+        for enc in [5u8, 6, 7, 200] {
+            let e = GuestCtr::restore(&s, enc, DepthSet::ALL).unwrap_err();
+            assert_eq!(
+                e,
+                CtrVirtError::ReservedDepth {
+                    field: "hart sctrdepth.DEPTH",
+                    encoding: enc
+                }
+            );
+            assert!(e.to_string().contains("reserved"), "{e}");
+            let mut m = s.clone();
+            m.context.depth = enc;
+            let e = GuestCtr::restore(&m, 0, DepthSet::ALL).unwrap_err();
+            assert!(
+                e.to_string()
+                    .contains(&format!("ctr.context.depth = {enc} is a reserved"))
+                    && !e.to_string().contains("host does not support"),
+                "{e}"
+            );
+        }
+    }
+
+    /// `sctrstatus` with WRPTR at or beyond the depth, or undefined bits, is refused.
+    #[test]
+    fn saved_status_beyond_the_depth_is_refused() {
+        let s = saved();
+        for status in [16u64, 0xff, 1 << 30, 1 << 32] {
+            let mut m = s.clone();
+            m.context.sctrstatus = status;
+            let e = GuestCtr::restore(&m, 0, DepthSet::ALL).unwrap_err();
+            assert!(e.to_string().contains("ctr.context.sctrstatus"), "{e}");
+        }
+        let mut m = s.clone();
+        m.context.sctrstatus = 15 | vcpu::ctr::SCTRSTATUS_FROZEN;
+        assert!(GuestCtr::restore(&m, 0, DepthSet::ALL).is_ok());
     }
 }

@@ -86,6 +86,29 @@ pub enum CtrVirtError {
     /// A saved context is malformed.
     #[error("bad saved CTR context: {0}")]
     BadContext(String),
+    /// A saved `sctrdepth.DEPTH` is not one of the encodings Smctr defines (section 2.4,
+    /// table 3: 0-4 select 16-256 entries; the others are reserved).
+    #[error(
+        "saved {field} = {encoding} is a reserved sctrdepth.DEPTH encoding (Smctr 2.4: 0-4 \
+         select 16, 32, 64, 128, 256 entries)"
+    )]
+    ReservedDepth {
+        /// Which saved field holds it.
+        field: &'static str,
+        /// The encoding.
+        encoding: u8,
+    },
+    /// A saved `sctrstatus` has a `WRPTR` beyond its depth or bits Smctr does not define
+    /// (section 2.5: WRPTR bits above depth-1 are read-only 0, undefined bits read-only 0).
+    #[error("saved {field} = {value:#x} is not a legal sctrstatus at depth {depth} (Smctr 2.5)")]
+    BadStatus {
+        /// Which saved field holds it.
+        field: &'static str,
+        /// Its value.
+        value: u64,
+        /// The depth in entries.
+        depth: u64,
+    },
     /// A context does not fit the hart it is loaded onto.
     #[error(
         "the guest uses CTR depth {depth}, which this host does not support (host depths: \

@@ -140,6 +140,20 @@ impl Hart {
         if s.prv == 3 && s.virt {
             return bad("V = 1 in M-mode".into());
         }
+        if s.skipped > s.vclock {
+            return bad(format!(
+                "skipped = {} idle slots is more than vclock = {} (skipped slots are part of \
+                 the virtual clock)",
+                s.skipped, s.vclock
+            ));
+        }
+        if s.ctr.depth > 4 {
+            return bad(format!(
+                "ctr.depth = {} is a reserved sctrdepth.DEPTH encoding (Smctr 2.4: 0-4 select \
+                 16-256 entries)",
+                s.ctr.depth
+            ));
+        }
         if s.ctr.entries.len() != 256 {
             return bad(format!("{} CTR entries (256)", s.ctr.entries.len()));
         }
@@ -198,10 +212,10 @@ impl Hart {
                 Ok(())
             };
         };
-        if s.depth > 4 || cfg.depths & (1 << s.depth) == 0 {
+        if cfg.depths & (1 << s.depth) == 0 {
             return unsupported(format!(
                 "CTR depth {} (sctrdepth.DEPTH {}) is not among this hart's depths",
-                16u64 << s.depth.min(4),
+                16u64 << s.depth,
                 s.depth
             ));
         }
@@ -299,5 +313,37 @@ mod tests {
         let mut m = s.clone();
         m.ctr.wrptr = 128;
         assert!(b.restore_state(&m).is_err());
+    }
+
+    /// More skipped idle slots than the clock has counted, and reserved CTR depth
+    /// encodings, are refused naming the field, and nothing changes.
+    #[test]
+    fn skipped_beyond_vclock_and_reserved_depth_are_refused() {
+        let mut a = hart(Some(CtrConfig::full()));
+        a.vclock = 1000;
+        let s = a.save_state();
+        let mut b = hart(Some(CtrConfig::full()));
+        let before = b.save_state();
+        let mut m = s.clone();
+        m.skipped = 9_614_793;
+        let e = b.restore_state(&m).unwrap_err().to_string();
+        assert!(
+            e.contains("skipped = 9614793") && e.contains("vclock = 1000"),
+            "{e}"
+        );
+        assert_eq!(b.save_state(), before, "nothing changed");
+        for depth in [5u8, 7, 255] {
+            let mut m = s.clone();
+            m.ctr.depth = depth;
+            let e = b.restore_state(&m).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("ctr.depth = {depth} is a reserved")),
+                "{e}"
+            );
+            assert_eq!(b.save_state(), before, "nothing changed");
+        }
+        let mut m = s.clone();
+        m.skipped = m.vclock;
+        b.restore_state(&m).unwrap();
     }
 }

@@ -20,6 +20,10 @@ pub enum Error {
     #[error("cannot restore the snapshot: {0}")]
     Restore(String),
 
+    /// A snapshot's field is out of range or disagrees with what the VMM configures.
+    #[error("cannot restore the snapshot: {0}")]
+    RestoreField(#[from] crate::run::snapshot::RestoreError),
+
     /// The VM's CTR options cannot be met (`--ctr`, `--ctr-depths`, `--host-ctr-depths`).
     #[error("{0}")]
     Ctr(#[from] ctr_virt::CtrVirtError),

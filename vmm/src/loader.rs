@@ -12,7 +12,7 @@
 use std::ops::Range;
 
 use object::elf;
-use object::read::elf::{FileHeader, ProgramHeader, Sym};
+use object::read::elf::{FileHeader, ProgramHeader, SectionHeader, Sym};
 use object::LittleEndian;
 use vm_memory::{Bytes, GuestAddress, GuestMemoryMmap};
 
@@ -101,6 +101,35 @@ pub enum LoadError {
         ram: Range<u64>,
     },
 
+    /// Two `PT_LOAD` segments claim the same guest-physical bytes (one would silently
+    /// overwrite the other).
+    #[error(
+        "segments {first} [{:#x}, {:#x}) and {second} [{:#x}, {:#x}) overlap in guest \
+         physical memory", first_range.start, first_range.end, second_range.start,
+        second_range.end
+    )]
+    SegmentsOverlap {
+        /// The first segment's program header index.
+        first: usize,
+        /// Its physical range.
+        first_range: Range<u64>,
+        /// The second segment's program header index.
+        second: usize,
+        /// Its physical range.
+        second_range: Range<u64>,
+    },
+
+    /// The HTIF `tohost`/`fromhost` symbol is not a word of RAM the program writes.
+    #[error("HTIF symbol `{name}` at {addr:#x} {reason}")]
+    BadHtifSymbol {
+        /// `tohost` or `fromhost`.
+        name: &'static str,
+        /// Its value.
+        addr: u64,
+        /// Why it cannot be the HTIF word.
+        reason: String,
+    },
+
     /// `e_entry` is not inside any loaded segment.
     #[error("entry point {entry:#x} is not inside any loaded segment")]
     EntryOutsideSegments {
@@ -150,6 +179,8 @@ pub struct Segment {
     pub filesz: u64,
     /// Bytes occupied in memory (`p_memsz`); the rest after `filesz` is zeroed.
     pub memsz: u64,
+    /// `p_flags` (PF_X, PF_W, PF_R).
+    pub flags: u32,
 }
 
 /// A validated ELF executable.
@@ -174,8 +205,9 @@ impl ElfImage {
             return Err(LoadError::NoLoadableSegments);
         }
 
+        check_overlaps(&segments)?;
         let entry = entry_point(header, data, &segments)?;
-        let (tohost, fromhost) = htif_symbols(header, data)?;
+        let (tohost, fromhost) = htif_symbols(header, data, &segments, &ram)?;
         Ok(ElfImage {
             entry,
             segments,
@@ -332,9 +364,30 @@ fn load_segments(
             offset,
             filesz,
             memsz,
+            flags: ph.p_flags(endian),
         });
     }
     Ok(segments)
+}
+
+/// Refuses two segments that share guest-physical bytes, naming both (`load_segments`
+/// checked that every `paddr + memsz` fits in RAM, so the ends do not overflow).
+fn check_overlaps(segments: &[Segment]) -> Result<(), LoadError> {
+    let mut sorted: Vec<&Segment> = segments.iter().collect();
+    sorted.sort_by_key(|s| (s.paddr, s.index));
+    for pair in sorted.windows(2) {
+        let (a, b) = (pair[0], pair[1]);
+        if b.paddr < a.paddr + a.memsz {
+            let (first, second) = if a.index < b.index { (a, b) } else { (b, a) };
+            return Err(LoadError::SegmentsOverlap {
+                first: first.index,
+                first_range: first.paddr..first.paddr + first.memsz,
+                second: second.index,
+                second_range: second.paddr..second.paddr + second.memsz,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Returns the physical entry point. `e_entry` is a virtual address; bare-metal programs
@@ -360,8 +413,55 @@ fn entry_point(header: &Header, data: &[u8], segments: &[Segment]) -> Result<u64
     Err(LoadError::EntryOutsideSegments { entry })
 }
 
-/// Looks up the defined symbols `tohost` and `fromhost`.
-fn htif_symbols(header: &Header, data: &[u8]) -> Result<(Option<u64>, Option<u64>), LoadError> {
+/// Why the HTIF word `name` at `addr` (8 bytes, which the VMM then intercepts as a device)
+/// cannot be used: it must be RAM (not a device or a hole: the host polls a word of memory
+/// the program writes), and not code (a symbol of type STT_FUNC, in an SHF_EXECINSTR
+/// section, or in a segment that is executable and not writable): fetching instructions
+/// from the intercepted word would not see memory.
+fn check_htif_word(
+    name: &'static str,
+    addr: u64,
+    code_symbol: Option<&str>,
+    segments: &[Segment],
+    ram: &Range<u64>,
+) -> Result<(), LoadError> {
+    let bad = |reason: String| Err(LoadError::BadHtifSymbol { name, addr, reason });
+    let in_ram = addr >= ram.start && addr.checked_add(8).is_some_and(|end| end <= ram.end);
+    if !in_ram {
+        return bad(format!(
+            "is not a word of guest RAM [{:#x}, {:#x}) (a device or unmapped address): \
+             HTIF needs an 8-byte word of RAM",
+            ram.start, ram.end
+        ));
+    }
+    if let Some(why) = code_symbol {
+        return bad(format!("is code ({why}), not a data word"));
+    }
+    let code_segment = segments.iter().find(|s| {
+        s.flags & elf::PF_X != 0
+            && s.flags & elf::PF_W == 0
+            && addr < s.paddr + s.memsz
+            && addr + 8 > s.paddr
+    });
+    if let Some(s) = code_segment {
+        return bad(format!(
+            "lies in segment {} [{:#x}, {:#x}), which is executable and not writable (code)",
+            s.index,
+            s.paddr,
+            s.paddr + s.memsz
+        ));
+    }
+    Ok(())
+}
+
+/// Looks up the defined symbols `tohost` and `fromhost`, and checks each is a word of
+/// RAM that is not code ([`check_htif_word`]).
+fn htif_symbols(
+    header: &Header,
+    data: &[u8],
+    segments: &[Segment],
+    ram: &Range<u64>,
+) -> Result<(Option<u64>, Option<u64>), LoadError> {
     let endian = LittleEndian;
     let sections = header
         .sections(endian, data)
@@ -378,13 +478,31 @@ fn htif_symbols(header: &Header, data: &[u8]) -> Result<(Option<u64>, Option<u64
         let Ok(name) = sym.name(endian, symbols.strings()) else {
             continue;
         };
-        match name {
-            b"tohost" => tohost = Some(sym.st_value(endian)),
-            b"fromhost" => fromhost = Some(sym.st_value(endian)),
-            _ => {}
-        }
+        let slot = match name {
+            b"tohost" => &mut tohost,
+            b"fromhost" => &mut fromhost,
+            _ => continue,
+        };
+        let code = if sym.st_type() == elf::STT_FUNC {
+            Some("a function symbol, STT_FUNC".to_string())
+        } else {
+            let shndx = sym.st_shndx(endian);
+            let exec = shndx != elf::SHN_UNDEF
+                && shndx < elf::SHN_LORESERVE
+                && sections
+                    .section(object::SectionIndex(usize::from(shndx)))
+                    .is_ok_and(|sh| sh.sh_flags(endian) & u64::from(elf::SHF_EXECINSTR) != 0);
+            exec.then(|| format!("in section {shndx}, which is SHF_EXECINSTR"))
+        };
+        *slot = Some((sym.st_value(endian), code));
     }
-    Ok((tohost, fromhost))
+    let check = |name, found: Option<(u64, Option<String>)>| match found {
+        Some((addr, code)) => {
+            check_htif_word(name, addr, code.as_deref(), segments, ram).map(|()| Some(addr))
+        }
+        None => Ok(None),
+    };
+    Ok((check("tohost", tohost)?, check("fromhost", fromhost)?))
 }
 
 #[cfg(test)]
@@ -628,6 +746,86 @@ mod tests {
             };
             let _ = ElfImage::parse(&d[..len], RAM);
         }
+    }
+
+    /// Overlapping segments are refused naming both (the later one used to win).
+    #[test]
+    fn overlapping_segments_are_refused() {
+        let data = simple().segment(0x8000_0080, &[1; 16], 0x100).build();
+        let err = ElfImage::parse(&data, RAM).unwrap_err();
+        assert_eq!(
+            err,
+            LoadError::SegmentsOverlap {
+                first: 0,
+                first_range: 0x8000_0000..0x8000_0100,
+                second: 1,
+                second_range: 0x8000_0080..0x8000_0180,
+            }
+        );
+        assert!(
+            err.to_string().contains(
+                "segments 0 [0x80000000, 0x80000100) and 1 [0x80000080, 0x80000180) overlap"
+            ),
+            "{err}"
+        );
+        // Listed in the other order, and a bss-only overlap.
+        let data = ElfBuilder::new(0x8000_0000)
+            .segment(0x8000_1000, &[1; 8], 0x10)
+            .segment(0x8000_0000, &[0x13, 0, 0, 0], 0x1008)
+            .build();
+        let err = ElfImage::parse(&data, RAM).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                LoadError::SegmentsOverlap {
+                    first: 0,
+                    second: 1,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        // Adjacent segments are fine.
+        let data = simple().segment(0x8000_0100, &[1; 8], 8).build();
+        assert!(ElfImage::parse(&data, RAM).is_ok());
+    }
+
+    /// `tohost` on code or outside RAM (a device) is refused with the reason.
+    #[test]
+    fn htif_symbols_on_code_or_devices_are_refused() {
+        let msg = |data: Vec<u8>| ElfImage::parse(&data, RAM).unwrap_err().to_string();
+        // In a read-execute segment.
+        let e = msg(simple().flags(5).symbol("tohost", 0x8000_0010).build());
+        assert!(
+            e.contains("HTIF symbol `tohost` at 0x80000010 lies in segment 0")
+                && e.contains("executable and not writable"),
+            "{e}"
+        );
+        // A function symbol.
+        let e = msg(simple().func_symbol("tohost", 0x8000_0040).build());
+        assert!(e.contains("is code (a function symbol, STT_FUNC)"), "{e}");
+        // On the UART, outside RAM, straddling its end.
+        for addr in [0x1000_0000u64, 0x200_0000, RAM.end - 4, u64::MAX - 3] {
+            let e = msg(simple().symbol("tohost", addr).build());
+            assert!(
+                e.contains(&format!("`tohost` at {addr:#x} is not a word of guest RAM")),
+                "{e}"
+            );
+        }
+        let e = msg(simple()
+            .symbol("tohost", 0x8000_1000)
+            .symbol("fromhost", 0x1000_0000)
+            .build());
+        assert!(e.contains("`fromhost` at 0x10000000"), "{e}");
+        // In a writable segment, or a read-write-execute one: accepted.
+        let ok = simple()
+            .segment(0x8000_1000, &[0; 16], 16)
+            .flags(6)
+            .symbol("tohost", 0x8000_1000)
+            .build();
+        assert_eq!(ElfImage::parse(&ok, RAM).unwrap().tohost, Some(0x8000_1000));
+        let ok = simple().symbol("tohost", 0x8000_0080).build();
+        assert!(ElfImage::parse(&ok, RAM).is_ok());
     }
 
     #[test]

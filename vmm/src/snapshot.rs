@@ -137,6 +137,14 @@ pub enum SnapshotError {
     /// The content is malformed or inconsistent.
     #[error("snapshot content is invalid: {0}")]
     Invalid(String),
+    /// One field of the state is out of range or inconsistent with the rest.
+    #[error("snapshot field `{field}` is invalid: {reason}")]
+    BadField {
+        /// The field, as named in [`VmState`] (`vcpus[i].…` for a vCPU's).
+        field: String,
+        /// What is wrong with its value.
+        reason: String,
+    },
     /// The VM cannot be snapshotted (yet).
     #[error("cannot snapshot this VM: {0}")]
     Unsupported(String),
@@ -258,11 +266,15 @@ pub fn decode(bytes: &[u8]) -> Result<Snapshot, SnapshotError> {
         .with_limit(state_len)
         .deserialize(body)
         .map_err(|e| SnapshotError::Invalid(format!("cannot decode the state: {e}")))?;
-    if state.memory_mib == 0 || state.memory_mib << 20 != mem_len {
-        return Err(SnapshotError::Invalid(format!(
-            "{} MiB of RAM announced, {mem_len} bytes stored",
-            state.memory_mib
-        )));
+    let announced = state.memory_mib.checked_mul(1 << 20);
+    if state.memory_mib == 0 || announced != Some(mem_len) {
+        return Err(SnapshotError::BadField {
+            field: "memory_mib".into(),
+            reason: format!(
+                "{} MiB of RAM announced, {mem_len} bytes stored",
+                state.memory_mib
+            ),
+        });
     }
     if state.vcpus.is_empty() {
         return Err(SnapshotError::Invalid("no vCPU".into()));
@@ -363,6 +375,27 @@ mod tests {
         let mut v = bytes.clone();
         v[12..20].copy_from_slice(&u64::MAX.to_le_bytes());
         assert!(msg(&v).contains("at most"));
+    }
+
+    /// A `memory_mib` whose size in bytes overflows 64 bits is refused as a snapshot field,
+    /// not as a `--memory` size (2^44 + 4 MiB is 4 MiB modulo 2^64 bytes).
+    #[test]
+    fn memory_mib_overflow_names_the_field() {
+        let (mut s, _) = sample();
+        s.memory_mib = (1 << 44) + 4;
+        let memory = vec![0u8; 4 << 20];
+        let mut bytes = Vec::new();
+        encode_into(&s, &memory, &mut bytes).unwrap();
+        let e = decode(&bytes).unwrap_err();
+        assert!(
+            matches!(e, SnapshotError::BadField { ref field, .. } if field == "memory_mib"),
+            "{e}"
+        );
+        let msg = e.to_string();
+        assert!(
+            msg.contains("`memory_mib`") && msg.contains("17592186044420 MiB"),
+            "{msg}"
+        );
     }
 
     /// Random corruptions never panic and never pass as valid unless unchanged.

@@ -31,7 +31,10 @@ pub struct ElfBuilder {
     e_type: u16,
     /// (vaddr, paddr, bytes, memsz)
     segments: Vec<(u64, u64, Vec<u8>, u64)>,
-    symbols: Vec<(String, u64)>,
+    /// Each segment's `p_flags` (RWX unless [`ElfBuilder::flags`] says otherwise).
+    flags: Vec<u32>,
+    /// (name, value, `st_info`)
+    symbols: Vec<(String, u64, u8)>,
 }
 
 const EHDR: usize = 64;
@@ -65,6 +68,7 @@ impl ElfBuilder {
             machine: 243,
             e_type: 2,
             segments: Vec::new(),
+            flags: Vec::new(),
             symbols: Vec::new(),
         }
     }
@@ -87,12 +91,27 @@ impl ElfBuilder {
     pub fn segment_at(mut self, vaddr: u64, paddr: u64, bytes: &[u8], memsz: u64) -> Self {
         assert!(self.segments.len() < MAX_SEGMENTS);
         self.segments.push((vaddr, paddr, bytes.to_vec(), memsz));
+        self.flags.push(7);
         self
     }
 
-    /// A defined global symbol (SHN_ABS).
+    /// The last segment's `p_flags` (PF_X 1, PF_W 2, PF_R 4).
+    pub fn flags(mut self, flags: u32) -> Self {
+        if let Some(f) = self.flags.last_mut() {
+            *f = flags;
+        }
+        self
+    }
+
+    /// A defined global data symbol (STT_OBJECT, SHN_ABS).
     pub fn symbol(mut self, name: &str, value: u64) -> Self {
-        self.symbols.push((name.to_string(), value));
+        self.symbols.push((name.to_string(), value, 0x11));
+        self
+    }
+
+    /// A defined global function symbol (STT_FUNC, SHN_ABS).
+    pub fn func_symbol(mut self, name: &str, value: u64) -> Self {
+        self.symbols.push((name.to_string(), value, 0x12));
         self
     }
 
@@ -113,9 +132,9 @@ impl ElfBuilder {
         if !self.symbols.is_empty() {
             let mut strtab = vec![0u8];
             let mut symtab = vec![0u8; SYM];
-            for (name, value) in &self.symbols {
+            for (name, value, info) in &self.symbols {
                 put32(&mut symtab, strtab.len() as u32);
-                symtab.push(0x11); // STB_GLOBAL, STT_OBJECT
+                symtab.push(*info); // STB_GLOBAL, STT_OBJECT or STT_FUNC
                 symtab.push(0);
                 put16(&mut symtab, 0xfff1); // SHN_ABS
                 put64(&mut symtab, *value);
@@ -180,9 +199,11 @@ impl ElfBuilder {
         put16(&mut hdr, SHDR as u16);
         put16(&mut hdr, shnum);
         put16(&mut hdr, shstrndx);
-        for ((vaddr, paddr, bytes, memsz), off) in self.segments.iter().zip(&offsets) {
+        for (((vaddr, paddr, bytes, memsz), off), flags) in
+            self.segments.iter().zip(&offsets).zip(&self.flags)
+        {
             put32(&mut hdr, 1); // PT_LOAD
-            put32(&mut hdr, 7); // RWX
+            put32(&mut hdr, *flags);
             put64(&mut hdr, *off);
             put64(&mut hdr, *vaddr);
             put64(&mut hdr, *paddr);

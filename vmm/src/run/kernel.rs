@@ -55,6 +55,22 @@ pub enum KernelError {
         addr: u64,
     },
 
+    /// An `Image` whose `text_offset` does not land in guest RAM (RAM base + offset wraps
+    /// past 2^64, i.e. below RAM, or lies at or past its end).
+    #[error(
+        "Image text_offset {text_offset:#x} puts the kernel {where_}, outside guest RAM \
+         [{:#x}, {:#x}): text_offset is an offset from the start of RAM (0x200000 for RV64)",
+        ram.start, ram.end
+    )]
+    ImageOffsetOutsideRam {
+        /// `text_offset` from the header.
+        text_offset: u64,
+        /// Where: "below RAM (RAM base + text_offset wraps past 2^64)" or "at …".
+        where_: String,
+        /// Guest RAM.
+        ram: Range<u64>,
+    },
+
     /// An `Image` that does not fit in RAM.
     #[error(
         "Image needs {size:#x} bytes at {addr:#x} but guest RAM is [{:#x}, {:#x}) \
@@ -144,8 +160,20 @@ pub fn load_kernel(
         });
     }
     let header = ImageHeader::parse(data).ok_or(KernelError::Unrecognized)?;
-    let addr = ram.start.wrapping_add(header.text_offset);
-    if addr % IMAGE_ALIGN != 0 || addr < ram.start {
+    let addr = match ram.start.checked_add(header.text_offset) {
+        Some(addr) if addr < ram.end => addr,
+        sum => {
+            return Err(KernelError::ImageOffsetOutsideRam {
+                text_offset: header.text_offset,
+                where_: match sum {
+                    Some(addr) => format!("at {addr:#x}, past the end of RAM"),
+                    None => "below RAM (RAM base + text_offset wraps past 2^64)".into(),
+                },
+                ram,
+            })
+        }
+    };
+    if addr % IMAGE_ALIGN != 0 {
         return Err(KernelError::ImageMisaligned {
             text_offset: header.text_offset,
             addr,
@@ -213,6 +241,26 @@ mod tests {
             load_kernel(&image(0x1000, 0, 10), &m, ram.clone()),
             Err(KernelError::ImageMisaligned { .. })
         ));
+        // A negative (sign-extended) offset wraps RAM base + offset to 0: the message says
+        // it lies below RAM, not that 0 is misaligned.
+        let e = load_kernel(&image(0xffff_ffff_8000_0000, 0, 10), &m, ram.clone()).unwrap_err();
+        assert!(
+            matches!(e, KernelError::ImageOffsetOutsideRam { .. }),
+            "{e}"
+        );
+        let msg = e.to_string();
+        assert!(
+            msg.contains("0xffffffff80000000 puts the kernel below RAM")
+                && msg.contains("wraps past 2^64")
+                && !msg.contains("aligned"),
+            "{msg}"
+        );
+        let e = load_kernel(&image(0x40_0000, 0, 10), &m, ram.clone()).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("puts the kernel at 0x80400000, past the end of RAM"),
+            "{e}"
+        );
         assert_eq!(
             load_kernel(b"hello, world, this is just text", &m, ram.clone()),
             Err(KernelError::Unrecognized)

@@ -76,6 +76,175 @@ impl Default for RestoreConfig {
     }
 }
 
+/// A snapshot field `vmm restore` refuses: out of range, inconsistent with the rest of the
+/// state, or different from what this VMM configures itself.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum RestoreError {
+    /// A field of one vCPU.
+    #[error("vCPU {vcpu}: field `{field}` = {value:#x} {reason}")]
+    VcpuField {
+        /// The vCPU.
+        vcpu: u64,
+        /// The field, as named in the snapshot state (`hart.…`, `pmu.…`) or the CSR.
+        field: &'static str,
+        /// Its value.
+        value: u64,
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
+/// The hypervisor-level CSRs the VMM sets itself (`Hart::new_guest`, `vinsn::apply`,
+/// `GuestCtr::prepare`/`load`, `GuestPmu::prepare`) and the guest cannot write (HS/M-level
+/// state; VS-mode reaches none of it), with the bits the VMM owns: a snapshot's value must
+/// be what the VMM would have set. `hstatus`: only VTW/VTSR/VTVM (SPV, SPVP, GVA, VGEIN
+/// follow the guest's traps); `hcounteren`: only TM (the PMU's counter bits follow which
+/// counters the guest started).
+const VMM_OWNED_CSRS: [(&str, u16, u64); 12] = [
+    ("medeleg", 0x302, u64::MAX),
+    ("mideleg", 0x303, u64::MAX),
+    ("menvcfg", 0x30a, u64::MAX),
+    ("mstateen0", 0x30c, u64::MAX),
+    ("hstatus.VTSR/VTW/VTVM", 0x600, 0b111 << 20),
+    ("hedeleg", 0x602, u64::MAX),
+    ("hideleg", 0x603, u64::MAX),
+    ("hcounteren.TM", 0x606, 1 << 1),
+    ("hvien", 0x608, u64::MAX),
+    ("henvcfg", 0x60a, u64::MAX),
+    ("hstateen0", 0x60c, u64::MAX),
+    // The guest runs on guest-physical = host-physical RAM: no G-stage translation.
+    ("hgatp", 0x680, u64::MAX),
+];
+
+/// Guest-visible CSRs with WARL fields whose saved value must be one the hart can hold:
+/// writing it to a fresh hart must read it back unchanged (`vsatp.MODE` among the modes
+/// the hart implements, priv. spec 12.2.14 / 10.1.11; `hvip` only the pending bits the
+/// hart implements, priv. spec 21.2.3 and AIA 6.3.2).
+const WARL_CSRS: [(&str, u16); 2] = [("vsatp", 0x280), ("hvip", 0x645)];
+
+/// Checks of a vCPU's saved state that need nothing but the snapshot: the virtual clock,
+/// the privilege mode of a guest, `pc` alignment, the PMU snapshot shared memory.
+fn check_vcpu_fields(id: u64, v: &VcpuState, ram_size: u64) -> Result<(), RestoreError> {
+    let field = |field, value, reason: &str| RestoreError::VcpuField {
+        vcpu: id,
+        field,
+        value,
+        reason: reason.into(),
+    };
+    let h = &v.hart;
+    if h.skipped > h.vclock {
+        return Err(field(
+            "hart.skipped",
+            h.skipped,
+            &format!(
+                "is more than `hart.vclock` = {:#x} (skipped idle slots are part of the clock)",
+                h.vclock
+            ),
+        ));
+    }
+    // A hosted guest runs in VS or VU mode: the VMM's HS-mode is not part of its state.
+    if !h.virt || !matches!(h.prv, 0 | 1) {
+        return Err(field(
+            "hart.prv",
+            u64::from(h.prv),
+            &format!(
+                "with V = {}: a guest vCPU is in VS- or VU-mode (V = 1, privilege 0 or 1)",
+                u8::from(h.virt)
+            ),
+        ));
+    }
+    // IALIGN is 16 or 32 (unprivileged spec 1.5): bit 0 of pc is never set.
+    if h.pc & 1 != 0 {
+        return Err(field(
+            "hart.pc",
+            h.pc,
+            "is not 2-byte aligned (IALIGN is at least 16)",
+        ));
+    }
+    if let Some(lo) = v.pmu.shmem {
+        use pmu_virt::sbi::SHMEM_SIZE;
+        // SBI v2.0, sbi_pmu_snapshot_set_shmem: 4096 bytes, 4 KiB-aligned, in RAM the guest
+        // may write (what `set_shmem` checks when the guest sets it).
+        let in_ram = lo >= RAM_BASE
+            && lo
+                .checked_add(SHMEM_SIZE)
+                .is_some_and(|end| end - RAM_BASE <= ram_size);
+        let reason = if !v.pmu.policy.snapshot {
+            Some("is set but the VM's PMU has no snapshot shared memory (--pmu-snapshot off)")
+        } else if !lo.is_multiple_of(SHMEM_SIZE) {
+            Some("is not 4 KiB-aligned as SBI PMU snapshot shared memory must be")
+        } else if !in_ram {
+            Some("does not put the 4 KiB of SBI PMU snapshot shared memory inside guest RAM")
+        } else {
+            None
+        };
+        if let Some(reason) = reason {
+            return Err(field("pmu.shmem", lo, reason));
+        }
+    }
+    Ok(())
+}
+
+/// After the restore: the CSRs the VMM owns (`VMM_OWNED_CSRS`) must hold what the VMM sets
+/// on `expected`, a fresh hart prepared as `vmm run` prepares one for this VM (with
+/// `hstateen0.CTR` and `hstateen0.PDIS` as the saved CTR and PDIS contexts are loaded or
+/// not). They are checked rather than re-derived: every other part of the snapshot relies on
+/// them (the CTR context is on the hart exactly when `hstateen0.CTR` = 1), so a mismatch
+/// means the file was not written by this VMM for this VM, which is worth refusing.
+fn check_vmm_owned(
+    id: u64,
+    v: &VcpuState,
+    restored: &Hart,
+    expected: &mut Hart,
+) -> Result<(), RestoreError> {
+    use vcpu::Vcpu;
+    let hstateen0 = expected.host_csr(0x60c).unwrap_or(0);
+    let ctr = if v.ctr.loaded {
+        ctr_virt::csr::STATEEN0_CTR
+    } else {
+        0
+    };
+    let pdis = if v.pmu.sampling.loaded {
+        1u64.checked_shl(u32::from(v.pmu.sampling.policy.numbers.stateen_pdis_bit))
+            .unwrap_or(0)
+            | ctr_virt::csr::STATEEN0_CSRIND
+    } else {
+        0
+    };
+    expected.set_host_csr(0x60c, hstateen0 | ctr | pdis);
+    for (name, num, mask) in VMM_OWNED_CSRS {
+        let want = expected.host_csr(num).unwrap_or(0) & mask;
+        let got = restored.host_csr(num).unwrap_or(0) & mask;
+        if got != want {
+            return Err(RestoreError::VcpuField {
+                vcpu: id,
+                field: name,
+                value: got,
+                reason: format!(
+                    "is not what this VMM sets for this VM ({want:#x}); the VMM owns it and \
+                     the guest cannot change it"
+                ),
+            });
+        }
+    }
+    for (name, num) in WARL_CSRS {
+        let got = restored.host_csr(num).unwrap_or(0);
+        expected.set_host_csr(num, got);
+        let legal = expected.host_csr(num).unwrap_or(0);
+        if got != legal {
+            return Err(RestoreError::VcpuField {
+                vcpu: id,
+                field: name,
+                value: got,
+                reason: format!(
+                    "is not a value this hart can hold (its WARL fields make it {legal:#x})"
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// What a snapshot takes of one vCPU: its hart state, its CTR and its PMU as the hypervisor
 /// manages them.
 pub(crate) type VcpuSaved = (HartState, ctr_virt::GuestCtrState, pmu_virt::GuestPmuState);
@@ -223,7 +392,9 @@ impl GuestVm {
                 max: MAX_MEMORY_MIB,
             });
         }
+        let ram_size = s.memory_mib << 20;
         for (id, v) in (0..).zip(&s.vcpus) {
+            check_vcpu_fields(id, v, ram_size)?;
             if v.hart.hart_id != id {
                 return Err(Error::Restore(format!(
                     "vCPU {id} has hart id {} (expected {id})",
@@ -268,7 +439,6 @@ impl GuestVm {
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let ram_size = s.memory_mib << 20;
         let mem = GuestMemoryMmap::from_ranges(&[(GuestAddress(RAM_BASE), ram_size as usize)])
             .map_err(|source| Error::GuestMemory {
                 mib: s.memory_mib,
@@ -292,7 +462,7 @@ impl GuestVm {
                 jit: options.jit,
                 ..HartConfig::default()
             };
-            let mut hart = Hart::new_guest(hart_config, mem.clone())?;
+            let mut hart = Hart::new_guest(hart_config.clone(), mem.clone())?;
             hart.restore_state(&v.hart).map_err(|e| {
                 Error::Restore(if n == 1 {
                     e.to_string()
@@ -300,6 +470,15 @@ impl GuestVm {
                     format!("vCPU {id}: {e}")
                 })
             })?;
+            let policy = GuestPolicy {
+                trap_wfi: s.trap_wfi,
+                trap_time: s.trap_time,
+            };
+            let mut expected = Hart::new_guest(hart_config, mem.clone())?;
+            super::vinsn::apply(&mut expected, &policy);
+            ctrs[id as usize].prepare(&mut expected);
+            pmus[id as usize].prepare(&mut expected);
+            check_vmm_owned(id, v, &hart, &mut expected)?;
             hart.set_trace(options.trace);
             harts.push(hart);
         }
@@ -404,4 +583,165 @@ pub fn restore_and_run(
     let snap = crate::snapshot::read(path)?;
     let vm = GuestVm::from_snapshot(&snap, options, console)?;
     run_vm(vm, input)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::RunConfig;
+
+    /// The CTR self-test guest (CTR context loaded, PMU with snapshot shared memory
+    /// allowed), stopped after some instructions, with its snapshot.
+    fn source() -> (GuestVm, VmState, Vec<u8>) {
+        let mut config = RunConfig::ctr_demo();
+        config.memory_mib = 16;
+        config.max_insns = Some(20_000);
+        config.pmu_snapshot = true;
+        let mut vm = GuestVm::new(&config, Box::new(std::io::sink())).unwrap();
+        vm.run().unwrap();
+        let (state, memory) = vm.snapshot().unwrap();
+        assert!(
+            state.vcpus[0].ctr.loaded,
+            "the test wants the CTR context on the hart"
+        );
+        (vm, state, memory)
+    }
+
+    /// Write `state` mutated by `change` to a file (the checksum is the new content's), read
+    /// it and restore it: the restore must fail; the file and the source VM are unchanged.
+    /// The error message.
+    fn refused(name: &str, change: impl FnOnce(&mut VmState)) -> String {
+        let (vm, state, memory) = source();
+        let mut bad = state.clone();
+        change(&mut bad);
+        let path = std::env::temp_dir().join(format!(
+            "vmm-restore-check-{}-{name}.snap",
+            std::process::id()
+        ));
+        crate::snapshot::write(&path, &bad, &memory).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        let msg = match crate::snapshot::read(&path) {
+            Err(e) => e.to_string(),
+            Ok(snap) => {
+                match GuestVm::from_snapshot(
+                    &snap,
+                    &RestoreConfig::default(),
+                    Box::new(std::io::sink()),
+                ) {
+                    Ok(_) => panic!("{name}: the mutated snapshot was restored"),
+                    Err(e) => e.to_string(),
+                }
+            }
+        };
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            bytes,
+            "{name}: the file changed"
+        );
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(
+            vm.snapshot().unwrap().0,
+            state,
+            "{name}: the source VM changed"
+        );
+        msg
+    }
+
+    #[test]
+    fn the_unchanged_snapshot_restores() {
+        let (_, state, memory) = source();
+        let snap = Snapshot { state, memory };
+        GuestVm::from_snapshot(&snap, &RestoreConfig::default(), Box::new(std::io::sink()))
+            .unwrap();
+    }
+
+    #[test]
+    fn skipped_beyond_the_clock_is_refused() {
+        let e = refused("skipped", |s| {
+            let h = &mut s.vcpus[0].hart;
+            h.skipped = h.vclock + 9_614_793;
+        });
+        assert!(e.contains("vCPU 0: field `hart.skipped`"), "{e}");
+        assert!(e.contains("more than `hart.vclock`"), "{e}");
+    }
+
+    #[test]
+    fn vmm_owned_registers_are_checked_against_the_vmm_configuration() {
+        let e = refused("hstateen0", |s| {
+            s.vcpus[0].hart.csr.hstateen[0] &= !ctr_virt::csr::STATEEN0_CTR
+        });
+        assert!(
+            e.contains("field `hstateen0`") && e.contains("the VMM owns it"),
+            "{e}"
+        );
+        let e = refused("hedeleg", |s| s.vcpus[0].hart.csr.h.hedeleg = 0);
+        assert!(e.contains("field `hedeleg` = 0x0"), "{e}");
+        let e = refused("hideleg", |s| s.vcpus[0].hart.csr.h.hideleg = 0);
+        assert!(e.contains("field `hideleg` = 0x0"), "{e}");
+        let e = refused("vtw", |s| s.vcpus[0].hart.csr.h.hstatus ^= 1 << 21);
+        assert!(e.contains("field `hstatus.VTSR/VTW/VTVM`"), "{e}");
+        let e = refused("tm", |s| s.trap_time = !s.trap_time);
+        assert!(e.contains("field `hcounteren.TM`"), "{e}");
+        let e = refused("hgatp", |s| s.vcpus[0].hart.csr.h.hgatp = 8 << 60);
+        assert!(e.contains("field `hgatp` = 0x8000000000000000"), "{e}");
+    }
+
+    #[test]
+    fn warl_csrs_must_hold_legal_values() {
+        // vsatp.MODE 15 is reserved; hvip bit 1 (SSIP) is not a VS-level bit.
+        let e = refused("vsatp", |s| s.vcpus[0].hart.csr.h.vsatp = 15 << 60);
+        assert!(
+            e.contains("field `vsatp` = 0xf000000000000000 is not a value this hart can hold"),
+            "{e}"
+        );
+        let e = refused("hvip", |s| s.vcpus[0].hart.csr.h.hvip = 1 << 1);
+        assert!(e.contains("field `hvip` = 0x2 is not a value"), "{e}");
+    }
+
+    #[test]
+    fn pmu_shared_memory_outside_ram_or_misaligned_is_refused() {
+        for (lo, why) in [
+            (RAM_BASE + 8, "not 4 KiB-aligned"),
+            (0x1000, "inside guest RAM"),
+            (RAM_BASE + (16 << 20), "inside guest RAM"),
+            (!0xfffu64, "inside guest RAM"),
+        ] {
+            let e = refused("shmem", |s| s.vcpus[0].pmu.shmem = Some(lo));
+            assert!(
+                e.contains(&format!("field `pmu.shmem` = {lo:#x}")) && e.contains(why),
+                "{e}"
+            );
+        }
+        let e = refused("shmem-off", |s| {
+            s.vcpus[0].pmu.shmem = Some(RAM_BASE);
+            s.vcpus[0].pmu.policy.snapshot = false;
+        });
+        assert!(e.contains("--pmu-snapshot off"), "{e}");
+    }
+
+    #[test]
+    fn reserved_ctr_depth_encodings_are_refused_as_such() {
+        let e = refused("depth-hart", |s| s.vcpus[0].hart.ctr.depth = 5);
+        assert!(e.contains("sctrdepth.DEPTH = 5 is a reserved"), "{e}");
+        assert!(!e.contains("host does not support"), "{e}");
+        let e = refused("depth-context", |s| s.vcpus[0].ctr.context.depth = 6);
+        assert!(e.contains("ctr.context.depth = 6 is a reserved"), "{e}");
+        let e = refused("sctrstatus", |s| {
+            s.vcpus[0].ctr.context.sctrstatus = 1 << 40
+        });
+        assert!(e.contains("ctr.context.sctrstatus"), "{e}");
+    }
+
+    #[test]
+    fn guest_mode_and_pc_are_checked() {
+        let e = refused("pc", |s| s.vcpus[0].hart.pc |= 1);
+        assert!(
+            e.contains("field `hart.pc`") && e.contains("aligned"),
+            "{e}"
+        );
+        let e = refused("prv", |s| s.vcpus[0].hart.prv = 3);
+        assert!(e.contains("field `hart.prv` = 0x3"), "{e}");
+        let e = refused("virt", |s| s.vcpus[0].hart.virt = false);
+        assert!(e.contains("field `hart.prv`") && e.contains("V = 0"), "{e}");
+    }
 }
