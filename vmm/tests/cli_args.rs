@@ -2,46 +2,9 @@
 //! message saying what they take (exit status 2, as for other command-line errors), and
 //! `vmm machine --timeout` ends a program that never stops with status 124.
 
-use std::process::Command;
+mod common;
 
-fn vmm(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_vmm"))
-        .args(args)
-        .output()
-        .expect("run vmm");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-const RAM_BASE: u64 = 0x8000_0000;
-
-/// A minimal ELF64 RISC-V executable with one segment of `code` at `RAM_BASE`.
-fn elf(code: &[u32]) -> Vec<u8> {
-    let bytes: Vec<u8> = code.iter().flat_map(|w| w.to_le_bytes()).collect();
-    let mut f = Vec::new();
-    f.extend_from_slice(&[0x7f, b'E', b'L', b'F', 2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
-    f.extend_from_slice(&2u16.to_le_bytes()); // ET_EXEC
-    f.extend_from_slice(&243u16.to_le_bytes()); // EM_RISCV
-    f.extend_from_slice(&1u32.to_le_bytes());
-    f.extend_from_slice(&RAM_BASE.to_le_bytes()); // e_entry
-    f.extend_from_slice(&64u64.to_le_bytes()); // e_phoff
-    f.extend_from_slice(&0u64.to_le_bytes()); // e_shoff
-    f.extend_from_slice(&5u32.to_le_bytes()); // RVC, double-float ABI
-    for half in [64u16, 56, 1, 64, 0, 0] {
-        f.extend_from_slice(&half.to_le_bytes());
-    }
-    let data_off = 64u64 + 56;
-    f.extend_from_slice(&1u32.to_le_bytes()); // PT_LOAD
-    f.extend_from_slice(&7u32.to_le_bytes()); // RWX
-    for word in [data_off, RAM_BASE, RAM_BASE, bytes.len() as u64, 0x1000, 8] {
-        f.extend_from_slice(&word.to_le_bytes());
-    }
-    f.extend_from_slice(&bytes);
-    f
-}
+use common::{elf, vmm};
 
 #[test]
 fn numeric_flags_say_what_they_take() {

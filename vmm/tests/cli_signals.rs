@@ -9,32 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const RAM_BASE: u64 = 0x8000_0000;
+mod common;
 
-/// A minimal ELF64 RISC-V executable with one segment of `code` at `RAM_BASE`.
-fn elf(code: &[u32]) -> Vec<u8> {
-    let bytes: Vec<u8> = code.iter().flat_map(|w| w.to_le_bytes()).collect();
-    let mut f = Vec::new();
-    f.extend_from_slice(&[0x7f, b'E', b'L', b'F', 2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
-    f.extend_from_slice(&2u16.to_le_bytes()); // ET_EXEC
-    f.extend_from_slice(&243u16.to_le_bytes()); // EM_RISCV
-    f.extend_from_slice(&1u32.to_le_bytes());
-    f.extend_from_slice(&RAM_BASE.to_le_bytes()); // e_entry
-    f.extend_from_slice(&64u64.to_le_bytes()); // e_phoff
-    f.extend_from_slice(&0u64.to_le_bytes()); // e_shoff
-    f.extend_from_slice(&5u32.to_le_bytes()); // RVC, double-float ABI
-    for half in [64u16, 56, 1, 64, 0, 0] {
-        f.extend_from_slice(&half.to_le_bytes());
-    }
-    let data_off = 64u64 + 56;
-    f.extend_from_slice(&1u32.to_le_bytes()); // PT_LOAD
-    f.extend_from_slice(&7u32.to_le_bytes()); // RWX
-    for word in [data_off, RAM_BASE, RAM_BASE, bytes.len() as u64, 0x1000, 8] {
-        f.extend_from_slice(&word.to_le_bytes());
-    }
-    f.extend_from_slice(&bytes);
-    f
-}
+use common::elf;
 
 /// A kernel that spins forever (`j .`), written to a file named after `tag`.
 fn spin_kernel(tag: &str) -> PathBuf {

@@ -3,19 +3,9 @@
 //! one uninterrupted `vmm run` prints, wherever the cut falls (before, during and after the
 //! guest records CTR history); a host without the guest's CTR depth refuses the snapshot.
 
-use std::process::Command;
+mod common;
 
-fn vmm(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_vmm"))
-        .args(args)
-        .output()
-        .expect("run vmm");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use common::vmm;
 
 #[test]
 fn run_snapshot_restore_in_new_processes() {

@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use vmm::run::{run_kernel_with_policy, ConsoleInput, GuestPolicy, RunConfig, RunExit};
 
-const RAM_BASE: u64 = 0x8000_0000;
+mod common;
+
 const UART_BASE: u32 = 0x1000_0000;
 const BUDGET: u64 = 200_000;
 const SEEDS: u64 = 48;
@@ -259,36 +260,9 @@ fn guest_code(seed: u64) -> Vec<u32> {
     code
 }
 
-/// A minimal ELF64 RISC-V executable with one RWX segment at `RAM_BASE`.
+/// The guest as an ELF: its code plus scratch memory in one RWX segment.
 fn elf(code: &[u32]) -> Vec<u8> {
-    let bytes: Vec<u8> = code.iter().flat_map(|w| w.to_le_bytes()).collect();
-    let mut f = Vec::new();
-    f.extend_from_slice(&[0x7f, b'E', b'L', b'F', 2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
-    f.extend_from_slice(&2u16.to_le_bytes()); // ET_EXEC
-    f.extend_from_slice(&243u16.to_le_bytes()); // EM_RISCV
-    f.extend_from_slice(&1u32.to_le_bytes());
-    f.extend_from_slice(&RAM_BASE.to_le_bytes()); // e_entry
-    f.extend_from_slice(&64u64.to_le_bytes()); // e_phoff
-    f.extend_from_slice(&0u64.to_le_bytes()); // e_shoff
-    f.extend_from_slice(&5u32.to_le_bytes()); // RVC, double-float ABI
-    f.extend_from_slice(&64u16.to_le_bytes());
-    f.extend_from_slice(&56u16.to_le_bytes());
-    f.extend_from_slice(&1u16.to_le_bytes());
-    f.extend_from_slice(&64u16.to_le_bytes());
-    f.extend_from_slice(&0u16.to_le_bytes());
-    f.extend_from_slice(&0u16.to_le_bytes());
-    let data_off = 64u64 + 56;
-    f.extend_from_slice(&1u32.to_le_bytes()); // PT_LOAD
-    f.extend_from_slice(&7u32.to_le_bytes()); // RWX
-    f.extend_from_slice(&data_off.to_le_bytes());
-    f.extend_from_slice(&RAM_BASE.to_le_bytes());
-    f.extend_from_slice(&RAM_BASE.to_le_bytes());
-    f.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
-    f.extend_from_slice(&0x10000u64.to_le_bytes()); // memsz: code plus scratch
-    f.extend_from_slice(&8u64.to_le_bytes());
-    assert_eq!(f.len() as u64, data_off);
-    f.extend_from_slice(&bytes);
-    f
+    common::elf_with_memsz(code, 0x10000)
 }
 
 #[derive(Clone, Default)]
