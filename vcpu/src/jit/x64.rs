@@ -176,6 +176,26 @@ fn view(l: &Layout) -> [i32; 7] {
     .map(|o| l.view + o as i32)
 }
 
+/// A direct-mapped model (`pmu::model`: L1D, DTLB, ITLB) looks up the tag in rdx: the
+/// entry at `tag & mask` of the `u64` array whose pointer is at `array` (a displacement
+/// from the hart); on a miss the entry takes the tag, the miss tally at `t_miss` counts one
+/// and the cycles `cost`. Clobbers rcx and rsi; rax and rdx are kept.
+fn model_probe(a: &mut Asm, l: &Layout, array: i32, mask: i32, t_miss: i32, cost: i32) {
+    let cycles = tally(l, crate::pmu::events::Event::Cycles);
+    let hit = a.new_dynamic_label();
+    dynasm!(a ; .arch x64
+        ; mov ecx, edx
+        ; and ecx, mask
+        ; mov rsi, QWORD [rdi + array]
+        ; cmp QWORD [rsi + rcx * 8], rdx
+        ; je =>hit
+        ; mov QWORD [rsi + rcx * 8], rdx
+        ; inc QWORD [rdi + t_miss]
+        ; add QWORD [rdi + cycles], cost
+        ; =>hit
+    );
+}
+
 /// A load or store retired at the address in `Hart::jit_addr`: its count, the L1D model
 /// and, with data translation, the DTLB model (`Hart::pmu_access`).
 fn monitor_access(a: &mut Asm, l: &Layout, store: bool) {
@@ -187,40 +207,28 @@ fn monitor_access(a: &mut Asm, l: &Layout, store: bool) {
         (Loads, L1dReadMiss, DtlbReadMiss)
     };
     let (t_count, t_miss, t_tlb) = (tally(l, count), tally(l, miss), tally(l, tlb_miss));
-    let cycles = tally(l, Cycles);
     let [l1d, dtlb, _, _, _, data_tag, _] = view(l);
-    let (hit, done) = (a.new_dynamic_label(), a.new_dynamic_label());
+    let done = a.new_dynamic_label();
     let (addr, lines, entries) = (l.addr, L1D_LINES as i32 - 1, TLB_ENTRIES as i32 - 1);
     let (l1d_cost, tlb_cost) = (Cost::L1D_MISS as i32, Cost::DTLB_MISS as i32);
+    // L1D: the line address.
     dynasm!(a ; .arch x64
         ; mov rax, QWORD [rdi + addr]
         ; inc QWORD [rdi + t_count]
         ; mov rdx, rax
         ; shr rdx, 6
-        ; mov ecx, edx
-        ; and ecx, lines
-        ; mov rsi, QWORD [rdi + l1d]
-        ; cmp QWORD [rsi + rcx * 8], rdx
-        ; je =>hit
-        ; mov QWORD [rsi + rcx * 8], rdx
-        ; inc QWORD [rdi + t_miss]
-        ; add QWORD [rdi + cycles], l1d_cost
-        ; =>hit
+    );
+    model_probe(a, l, l1d, lines, t_miss, l1d_cost);
+    // DTLB, with data translation: the tag and the page number.
+    dynasm!(a ; .arch x64
         ; mov rdx, QWORD [rdi + data_tag]
         ; cmp rdx, -1
         ; je =>done
         ; shr rax, 12
         ; or rdx, rax
-        ; mov ecx, edx
-        ; and ecx, entries
-        ; mov rsi, QWORD [rdi + dtlb]
-        ; cmp QWORD [rsi + rcx * 8], rdx
-        ; je =>done
-        ; mov QWORD [rsi + rcx * 8], rdx
-        ; inc QWORD [rdi + t_tlb]
-        ; add QWORD [rdi + cycles], tlb_cost
-        ; =>done
     );
+    model_probe(a, l, dtlb, entries, t_tlb, tlb_cost);
+    dynasm!(a ; .arch x64 ; =>done);
 }
 
 /// A branch or jump retired (`Hart::pmu_branch`, `Hart::pmu_jump`): its counts, and the
@@ -297,10 +305,10 @@ fn monitor_event(a: &mut Asm, l: &Layout, e: Event) {
 /// The fetch of the block's page (`page`: its number) for the ITLB model, when fetches are
 /// translated (`Hart::pmu_fetch`; consecutive fetches from one page look it up once).
 fn monitor_fetch(a: &mut Asm, l: &Layout, page: u64) {
-    use crate::pmu::events::Event::{Cycles, ItlbMiss};
+    use crate::pmu::events::Event::ItlbMiss;
     use crate::pmu::model::{Cost, TLB_ENTRIES};
     let [_, _, itlb, _, _, _, fetch_tag] = view(l);
-    let (t_miss, cycles, last) = (tally(l, ItlbMiss), tally(l, Cycles), l.last_fetch_page);
+    let (t_miss, last) = (tally(l, ItlbMiss), l.last_fetch_page);
     let (entries, cost) = (TLB_ENTRIES as i32 - 1, Cost::ITLB_MISS as i32);
     let done = a.new_dynamic_label();
     dynasm!(a ; .arch x64
@@ -312,16 +320,9 @@ fn monitor_fetch(a: &mut Asm, l: &Layout, page: u64) {
         ; cmp rdx, QWORD [rdi + last]
         ; je =>done
         ; mov QWORD [rdi + last], rdx
-        ; mov ecx, edx
-        ; and ecx, entries
-        ; mov rsi, QWORD [rdi + itlb]
-        ; cmp QWORD [rsi + rcx * 8], rdx
-        ; je =>done
-        ; mov QWORD [rsi + rcx * 8], rdx
-        ; inc QWORD [rdi + t_miss]
-        ; add QWORD [rdi + cycles], cost
-        ; =>done
     );
+    model_probe(a, l, itlb, entries, t_miss, cost);
+    dynasm!(a ; .arch x64 ; =>done);
 }
 
 /// CTR (chapter 6 of the Smctr/Ssctr spec, "Behavior"): with the transfer type `t` in the
