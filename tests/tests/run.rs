@@ -436,3 +436,53 @@ fn sbi_ctr_injected_traps_are_recorded_like_delegated_ones() {
         stats.exits.table()
     );
 }
+
+/// The VS-mode observation benchmark's three guests (`scripts/bench-vs.sh`): each computes
+/// the same result whatever it observes; the CTR one recorded (a full buffer of depth 16,
+/// not frozen) and the PMU one counted plausible values (every instruction of the
+/// workload, a branch per 4-20 of them, fewer misses than branches, more cycles than
+/// instructions).
+#[test]
+fn vs_benchmark_guests_compute_the_same_while_observed() {
+    let sum = |out: &str| {
+        out.lines()
+            .find_map(|l| l.strip_prefix("sum "))
+            .unwrap_or_else(|| panic!("no sum line:\n{out}"))
+            .to_string()
+    };
+    let value = |out: &str, name: &str| -> u64 {
+        out.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} line:\n{out}"))
+    };
+    let mut sums = Vec::new();
+    for name in ["sbi_bench_off", "sbi_bench_ctr", "sbi_bench_pmu"] {
+        let mut c = config(guest(name));
+        c.max_insns = Some(400_000_000);
+        let (r, out) = run(&c, b"");
+        let (exit, stats) = r.unwrap_or_else(|e| panic!("{name}: {e}\n{out}"));
+        assert_eq!(exit.exit_code(), 0, "{name}: {exit:?}\n{out}");
+        assert!(out.contains("sbi_bench: PASS"), "{name}:\n{out}");
+        assert!(
+            stats.instructions > 150_000_000,
+            "{name}: {}",
+            stats.instructions
+        );
+        if name == "sbi_bench_ctr" {
+            // sctrstatus: WRPTR wrapped around a depth-16 buffer, FROZEN clear.
+            let status = out.lines().find_map(|l| l.strip_prefix("sctrstatus 0x"));
+            let status = u64::from_str_radix(status.expect("no sctrstatus line"), 16).unwrap();
+            assert_eq!(status & !0xf, 0, "sctrstatus {status:#x}");
+        }
+        if name == "sbi_bench_pmu" {
+            let (cycles, insns) = (value(&out, "cycles"), value(&out, "instructions"));
+            let (branches, misses) = (value(&out, "branches"), value(&out, "branch-misses"));
+            assert!(insns > 150_000_000 && insns <= stats.instructions, "{out}");
+            assert!(cycles > insns, "{out}");
+            assert!(branches > insns / 20 && branches < insns / 4, "{out}");
+            assert!(misses > 0 && misses < branches, "{out}");
+        }
+        sums.push(sum(&out));
+    }
+    assert!(sums.iter().all(|s| *s == sums[0]), "{sums:?}");
+}

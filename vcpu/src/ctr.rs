@@ -235,11 +235,8 @@ pub(crate) struct CtrLayout {
     pub(crate) wrptr: usize,
     pub(crate) entries: usize,
     pub(crate) depth_mask: usize,
-    pub(crate) type_mask: usize,
-    pub(crate) fast_cc_limit: usize,
     pub(crate) cc_origin: usize,
     pub(crate) next_ccv: usize,
-    pub(crate) rasemu: usize,
 }
 
 impl Ctr {
@@ -252,12 +249,22 @@ impl Ctr {
             wrptr: offset_of!(Ctr, wrptr),
             entries: offset_of!(Ctr, entries),
             depth_mask: offset_of!(Ctr, depth_mask),
-            type_mask: offset_of!(Ctr, type_mask),
-            fast_cc_limit: offset_of!(Ctr, fast_cc_limit),
             cc_origin: offset_of!(Ctr, cc_origin),
             next_ccv: offset_of!(Ctr, next_ccv),
-            rasemu: offset_of!(Ctr, rasemu),
         }
+    }
+
+    /// The `ctrdata.TYPE` bits a record can set (0xf, or 0 without the TYPE field): fixed by
+    /// the configuration.
+    #[cfg(target_arch = "x86_64")]
+    pub(crate) fn type_bits(&self) -> u64 {
+        self.type_mask
+    }
+
+    /// Whether records count cycles (`ctrdata.CC`): fixed by the configuration.
+    #[cfg(target_arch = "x86_64")]
+    pub(crate) fn counts_cycles(&self) -> bool {
+        self.cce_bits.is_some()
     }
 
     pub(crate) fn new(config: Option<CtrConfig>) -> Ctr {
@@ -526,6 +533,7 @@ impl Hart {
                 m
             }
         };
+        self.ctr_fast_mask = if self.ctr.rasemu { 0 } else { self.ctr_mask };
     }
 
     /// A qualified JAL/JALR has retired (the caller checked `ctr_mask`): `pc` is its target

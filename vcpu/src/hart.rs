@@ -101,9 +101,9 @@ pub struct Hart {
     pub(crate) jit_addr: u64,
     /// Translated code: the monitor's model state as monitored blocks use it.
     pub(crate) jit_view: crate::jit::MonitorView,
-    /// Translated code: `jit_budget` when the call began (the clock inside a block run is
-    /// `vclock + jit_left - jit_budget`).
-    pub(crate) jit_left: u64,
+    /// Translated code: `vclock + jit_budget` when the call began (the clock inside a block
+    /// run is `jit_clock - jit_budget`).
+    pub(crate) jit_clock: u64,
     /// Translated code: the address of the exit slot a block left through unlinked, or 0.
     pub(crate) jit_last_exit: u64,
     /// Translated code: set by a load/store slow path that met a fault or a device.
@@ -141,6 +141,9 @@ pub struct Hart {
     /// CTR: bit t set when a jump or branch of transfer type t is recorded in the current
     /// mode (0 while CTR is inactive); see `ctr::Hart::ctr_refresh`.
     pub(crate) ctr_mask: u16,
+    /// CTR: `ctr_mask` when the record of a jump or branch takes the common path (RASEMU
+    /// off), else 0: translated code writes those records inline (`jit::x64`).
+    pub(crate) ctr_fast_mask: u16,
     /// Whether trap entry reports to CTR (off while the VMM injects a trap: a hypervisor's
     /// emulated trap entry is CSR writes, which CTR does not see).
     pub(crate) ctr_trap_hook: bool,
@@ -207,7 +210,7 @@ impl Hart {
                 None
             },
             jit_budget: 0,
-            jit_left: 0,
+            jit_clock: 0,
             jit_addr: 0,
             jit_view: crate::jit::MonitorView::default(),
             jit_last_exit: 0,
@@ -230,6 +233,7 @@ impl Hart {
             mailbox: Arc::new(HartMailbox::default()),
             ctr: crate::ctr::Ctr::new(config.ctr),
             ctr_mask: 0,
+            ctr_fast_mask: 0,
             ctr_trap_hook: true,
             pmu: crate::pmu::Pmu::new(config.pmu),
             csr_alias,

@@ -75,20 +75,21 @@ pub(crate) struct Layout {
     fault: i32,
     load_helper: usize,
     store_helper: usize,
-    /// `Hart::ctr_mask` (u16) and the CTR record helper.
+    /// `Hart::ctr_mask` and `Hart::ctr_fast_mask` (u16) and the CTR record helper.
     ctr_mask: i32,
+    ctr_fast_mask: i32,
     ctr_helper: usize,
-    /// The inline CTR record: the clock (`Hart::vclock`, `jit_left`) and the `Ctr` fields.
-    vclock: i32,
-    jit_left: i32,
+    /// The inline CTR record: the clock (`Hart::jit_clock`) and the `Ctr` fields.
+    jit_clock: i32,
     ctr_wrptr: i32,
     ctr_entries: i32,
     ctr_depth_mask: i32,
-    ctr_type_mask: i32,
-    ctr_fast_cc_limit: i32,
     ctr_cc_origin: i32,
     ctr_next_ccv: i32,
-    ctr_rasemu: i32,
+    /// The hart's CTR configuration: the `ctrdata.TYPE` bits a record can set, and whether
+    /// records count cycles.
+    ctr_type_bits: u64,
+    ctr_cycles: bool,
     /// Monitored blocks: `Hart::jit_addr`, the event tallies (`PmuState::tally`), the
     /// ITLB model's last page and the model view (`Hart::jit_view`).
     addr: i32,
@@ -196,7 +197,7 @@ unsafe extern "sysv64" fn jit_ctr(hart: *mut Hart, from: u64, t: u64) {
     // SAFETY: as for `jit_load`.
     let h = unsafe { &mut *hart };
     let clock = h.vclock;
-    h.vclock = clock + (h.jit_left - h.jit_budget);
+    h.vclock = h.jit_clock - h.jit_budget;
     h.ctr_transfer(from, t as u8);
     h.vclock = clock;
 }
@@ -262,7 +263,7 @@ impl Hart {
             return 0;
         }
         self.jit_budget = left;
-        self.jit_left = left;
+        self.jit_clock = self.vclock + left;
         self.jit_fault = false;
         // SAFETY: `code` is a block assembled for this hart's layout by `jit_translate`, in a
         // region the hart owns; it and the blocks linked to it touch only the hart's
@@ -436,17 +437,16 @@ impl Hart {
             load_helper: jit_load as *const () as usize,
             store_helper: jit_store as *const () as usize,
             ctr_mask: offset_of!(Hart, ctr_mask) as i32,
+            ctr_fast_mask: offset_of!(Hart, ctr_fast_mask) as i32,
             ctr_helper: jit_ctr as *const () as usize,
-            vclock: offset_of!(Hart, vclock) as i32,
-            jit_left: offset_of!(Hart, jit_left) as i32,
+            jit_clock: offset_of!(Hart, jit_clock) as i32,
             ctr_wrptr: (ctr + c.wrptr) as i32,
             ctr_entries: (ctr + c.entries) as i32,
             ctr_depth_mask: (ctr + c.depth_mask) as i32,
-            ctr_type_mask: (ctr + c.type_mask) as i32,
-            ctr_fast_cc_limit: (ctr + c.fast_cc_limit) as i32,
             ctr_cc_origin: (ctr + c.cc_origin) as i32,
             ctr_next_ccv: (ctr + c.next_ccv) as i32,
-            ctr_rasemu: (ctr + c.rasemu) as i32,
+            ctr_type_bits: self.ctr.type_bits(),
+            ctr_cycles: self.ctr.counts_cycles(),
             addr: offset_of!(Hart, jit_addr) as i32,
             tally: (offset_of!(Hart, pmu) + tally) as i32,
             last_fetch_page: (offset_of!(Hart, pmu) + last_fetch_page) as i32,

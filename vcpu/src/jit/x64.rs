@@ -128,7 +128,7 @@ fn exit_recording(
         monitor_event(a, l, e);
     }
     if let Some((from, t)) = transfer.ctr {
-        ctr_record(a, l, from, t);
+        ctr_record(a, l, from, t, Some(pc));
     }
     if !chain {
         dynasm!(a ; .arch x64 ; xor eax, eax ; ret);
@@ -328,62 +328,79 @@ fn monitor_fetch(a: &mut Asm, l: &Layout, page: u64) {
 /// CTR (chapter 6 of the Smctr/Ssctr spec, "Behavior"): with the transfer type `t` in the
 /// current mode's recording mask (`Hart::ctr_mask`, which folds in the mode's `xctrctl`
 /// enable and filter bits, RASEMU and `sctrstatus.FROZEN`, and cannot change while blocks
-/// run: they hold no CSR access, trap or mode change), call the record helper for the
-/// transfer from `from` to the pc already stored. Without recording this is one test.
+/// run: they hold no CSR access, trap or mode change), record the transfer from `from` to
+/// the pc already stored (`target` when the block knows it). Without recording this is one
+/// test.
 ///
-/// The common record, with RASEMU off and a cycle count that needs no encoding (below
-/// 4096), is written inline, as `Hart::ctr_transfer`'s fast path would write it (chapter 5,
-/// "Entry Registers", and section 6.3, "Cycle Counting"); anything else calls the helper.
-fn ctr_record(a: &mut Asm, l: &Layout, from: u64, t: u8) {
-    let (skip, slow) = (a.new_dynamic_label(), a.new_dynamic_label());
-    let (mask, bit) = (l.ctr_mask, (1u16 << t) as i16);
-    let (vclock, left, budget) = (l.vclock, l.jit_left, l.budget);
-    let (origin, limit, ccv) = (l.ctr_cc_origin, l.ctr_fast_cc_limit, l.ctr_next_ccv);
-    let (wrptr, depth_mask, entries) = (l.ctr_wrptr, l.ctr_depth_mask, l.ctr_entries);
-    let (type_mask, rasemu, p) = (l.ctr_type_mask, l.ctr_rasemu, l.pc);
+/// The common record, with RASEMU off (`Hart::ctr_fast_mask`) and a cycle count that needs
+/// no encoding (below 4096), is written inline, as `Hart::ctr_transfer`'s fast path would
+/// write it (chapter 5, "Entry Registers", and section 6.3, "Cycle Counting"); anything
+/// else calls the helper. TYPE's width and whether cycles are counted are the hart's
+/// configuration, fixed for its life, so they are constants here.
+fn ctr_record(a: &mut Asm, l: &Layout, from: u64, t: u8, target: Option<u64>) {
+    let (skip, slow, fast) = (
+        a.new_dynamic_label(),
+        a.new_dynamic_label(),
+        a.new_dynamic_label(),
+    );
+    let bit = (1u16 << t) as i16;
+    let (mask, fast_mask, clock, budget) = (l.ctr_mask, l.ctr_fast_mask, l.jit_clock, l.budget);
+    let (origin, ccv) = (l.ctr_cc_origin, l.ctr_next_ccv);
+    let (wrptr, depth_mask, entries, p) = (l.ctr_wrptr, l.ctr_depth_mask, l.ctr_entries, l.pc);
     let source = (from | crate::ctr::CTRSOURCE_V) as i64;
     let ccv_bit = crate::ctr::CTRDATA_CCV as i32;
+    let type_bits = (t as u64 & l.ctr_type_bits) as i32;
     dynasm!(a ; .arch x64
         ; test WORD [rdi + mask], bit
         ; jz =>skip
-        ; cmp BYTE [rdi + rasemu], 0
-        ; jne =>slow
-        // The clock at this instruction, and the cycle count since the last record.
-        ; mov rax, QWORD [rdi + vclock]
-        ; add rax, QWORD [rdi + left]
-        ; sub rax, QWORD [rdi + budget]
-        ; mov rcx, rax
-        ; sub rcx, QWORD [rdi + origin]
-        ; cmp rcx, QWORD [rdi + limit]
-        ; jae =>slow
-        ; mov QWORD [rdi + origin], rax
-        // ctrdata: TYPE, CC, CCV.
-        ; shl rcx, 16
-        ; or rcx, QWORD [rdi + ccv]
-        ; mov edx, t as i32
-        ; and rdx, QWORD [rdi + type_mask]
-        ; or rcx, rdx
-        ; mov QWORD [rdi + ccv], ccv_bit
-        // The entry at WRPTR; WRPTR moves on.
+        ; test WORD [rdi + fast_mask], bit
+        ; jnz =>fast
+        ; =>slow
+    );
+    report(a, l.ctr_helper, from, t as u64);
+    dynasm!(a ; .arch x64 ; jmp =>skip ; =>fast);
+    if l.ctr_cycles {
+        // The clock at this instruction, and the cycle count since the last record;
+        // ctrdata: CC, CCV and TYPE.
+        dynasm!(a ; .arch x64
+            ; mov rax, QWORD [rdi + clock]
+            ; sub rax, QWORD [rdi + budget]
+            ; mov rcx, rax
+            ; sub rcx, QWORD [rdi + origin]
+            ; cmp rcx, 4096
+            ; jae =>slow
+            ; mov QWORD [rdi + origin], rax
+            ; shl rcx, 16
+            ; or rcx, QWORD [rdi + ccv]
+            ; mov QWORD [rdi + ccv], ccv_bit
+        );
+        if type_bits != 0 {
+            dynasm!(a ; .arch x64 ; or rcx, type_bits);
+        }
+    } else {
+        dynasm!(a ; .arch x64 ; mov ecx, type_bits);
+    }
+    // The entry at WRPTR (below 256); WRPTR moves on.
+    dynasm!(a ; .arch x64
         ; mov rdx, QWORD [rdi + wrptr]
         ; lea rax, [rdx + 1]
         ; and rax, QWORD [rdi + depth_mask]
         ; mov QWORD [rdi + wrptr], rax
-        ; movzx edx, dl
-        ; lea rdx, [rdx + rdx * 2]
-        ; shl rdx, 3
+        ; imul edx, edx, 24
         ; add rdx, QWORD [rdi + entries]
         ; mov rax, QWORD source
         ; mov QWORD [rdx], rax
-        ; mov rax, QWORD [rdi + p]
+    );
+    match target {
+        Some(to) => dynasm!(a ; .arch x64 ; mov rax, QWORD to as i64),
+        None => dynasm!(a ; .arch x64 ; mov rax, QWORD [rdi + p]),
+    }
+    dynasm!(a ; .arch x64
         ; mov QWORD [rdx + 8], rax
         ; mov QWORD [rdx + 16], rcx
-        ; jmp =>skip
-        ; =>slow
+        ; =>skip
     );
     const _: () = assert!(std::mem::size_of::<crate::ctr::CtrEntry>() == 24);
-    report(a, l.ctr_helper, from, t as u64);
-    dynasm!(a ; .arch x64 ; =>skip);
 }
 
 /// The software TLB lookup (`mmu::Tlb`, entries `{tag, off}` of 16 bytes) of the guest
@@ -926,7 +943,7 @@ fn emit_terminal(
             if monitored {
                 monitor_event(a, l, Event::Jump { pc, indirect: true });
             }
-            ctr_record(a, l, pc, i.fmt);
+            ctr_record(a, l, pc, i.fmt, None);
             dynasm!(a ; .arch x64 ; mov rax, QWORD [rdi + p]);
             jump_indirect(a, l, monitored);
         }
