@@ -38,7 +38,7 @@ pub(crate) const MAX_INSNS: usize = 64;
 /// Blocks in the lookup table (a power of two).
 pub(crate) const TABLE: usize = 1 << 18;
 /// The performance monitor's model state, as monitored blocks read it (set by the
-/// dispatcher before they run: see `Hart::pmu_jit_view`).
+/// monitor whenever it changes: see `Hart::pmu_view_refresh`).
 #[derive(Clone, Copy, Debug, Default)]
 #[repr(C)]
 pub(crate) struct MonitorView {
@@ -250,10 +250,6 @@ impl Hart {
         jit.kind = if monitored { MONITORED } else { 0 };
         let key = off | jit.kind;
         let b = jit.table[Jit::slot(key)];
-        #[cfg(target_arch = "x86_64")]
-        if monitored {
-            self.jit_view = self.pmu_jit_view();
-        }
         let b = if b.va == pc && b.off == key {
             b
         } else {

@@ -196,8 +196,8 @@ fn model_probe(a: &mut Asm, l: &Layout, array: i32, mask: i32, t_miss: i32, cost
     );
 }
 
-/// A load or store retired at the address in `Hart::jit_addr`: its count, the L1D model
-/// and, with data translation, the DTLB model (`Hart::pmu_access`).
+/// A load or store retired at the guest address in rsi: its count, the L1D model and, with
+/// data translation, the DTLB model (`Hart::pmu_access`).
 fn monitor_access(a: &mut Asm, l: &Layout, store: bool) {
     use crate::pmu::events::Event::*;
     use crate::pmu::model::{Cost, L1D_LINES, TLB_ENTRIES};
@@ -209,11 +209,11 @@ fn monitor_access(a: &mut Asm, l: &Layout, store: bool) {
     let (t_count, t_miss, t_tlb) = (tally(l, count), tally(l, miss), tally(l, tlb_miss));
     let [l1d, dtlb, _, _, _, data_tag, _] = view(l);
     let done = a.new_dynamic_label();
-    let (addr, lines, entries) = (l.addr, L1D_LINES as i32 - 1, TLB_ENTRIES as i32 - 1);
+    let (lines, entries) = (L1D_LINES as i32 - 1, TLB_ENTRIES as i32 - 1);
     let (l1d_cost, tlb_cost) = (Cost::L1D_MISS as i32, Cost::DTLB_MISS as i32);
     // L1D: the line address.
     dynasm!(a ; .arch x64
-        ; mov rax, QWORD [rdi + addr]
+        ; mov rax, rsi
         ; inc QWORD [rdi + t_count]
         ; mov rdx, rax
         ; shr rdx, 6
@@ -765,6 +765,9 @@ pub(super) struct SlowPath {
     /// For a store that may rewrite the rest of the block: where to go once it is done
     /// (the slow path does not know the RAM offset written, so it always leaves).
     after: Option<DynamicLabel>,
+    /// In a monitored block: the address is wanted in rsi afterwards (`monitor_access`),
+    /// so the call keeps it in `Hart::jit_addr` meanwhile.
+    monitored: bool,
 }
 
 /// A load or store through the TLB inline; a miss or an access that crosses its page takes
@@ -801,15 +804,12 @@ fn emit_memory(
         rs2: i.rs2,
         size,
         after: rewrite.map(|r| r.2),
+        monitored,
     });
     let imm = i.imm;
     get_rsi(a, l, i.rs1);
     if imm != 0 {
         dynasm!(a ; .arch x64 ; add rsi, imm);
-    }
-    if monitored {
-        let addr = l.addr;
-        dynasm!(a ; .arch x64 ; mov QWORD [rdi + addr], rsi);
     }
     if size > 1 {
         let last = 0x1000 - size;
@@ -837,9 +837,9 @@ fn emit_memory(
             let lo = (off as i64) - (size as i64 - 1);
             let span = (len + size as u64 - 1) as i32;
             dynasm!(a ; .arch x64
-                ; mov rsi, QWORD lo.wrapping_neg()
-                ; add rsi, rax
-                ; cmp rsi, span
+                ; mov rdx, QWORD lo.wrapping_neg()
+                ; add rdx, rax
+                ; cmp rdx, span
                 ; jb =>label
             );
         }
@@ -877,6 +877,10 @@ fn emit_slow_path(a: &mut Asm, l: &Layout, s: &SlowPath) {
     let fault = l.fault;
     let (slow, resume, bail) = (s.slow, s.resume, s.bail);
     dynasm!(a ; .arch x64 ; =>slow);
+    let addr = l.addr;
+    if s.monitored {
+        dynasm!(a ; .arch x64 ; mov QWORD [rdi + addr], rsi);
+    }
     if store {
         get(a, l, RDX, s.rs2);
         dynasm!(a ; .arch x64 ; mov ecx, size);
@@ -895,6 +899,9 @@ fn emit_slow_path(a: &mut Asm, l: &Layout, s: &SlowPath) {
         Op::Lw => dynasm!(a ; .arch x64 ; movsxd rcx, eax),
         Op::Lbu | Op::Lhu | Op::Lwu | Op::Ld => dynasm!(a ; .arch x64 ; mov rcx, rax),
         _ => {}
+    }
+    if s.monitored {
+        dynasm!(a ; .arch x64 ; mov rsi, QWORD [rdi + addr]);
     }
     let next = s.after.unwrap_or(resume);
     dynasm!(a ; .arch x64 ; jmp =>next);

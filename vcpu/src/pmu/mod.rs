@@ -538,6 +538,7 @@ impl Hart {
         self.pmu.fetch_tag = on(fetch.prv, fetch.virt).then(|| tag(fetch.prv, fetch.virt));
         self.pmu.data_tag = on(data.prv, data.virt).then(|| tag(data.prv, data.virt));
         self.pmu.every_insn = self.pmu.pdis_here || self.pmu.fetch_tag.is_some();
+        self.pmu_view_refresh();
     }
 
     /// A trap is being taken (from `enter_trap`, before the mode changes): count it.
@@ -666,13 +667,13 @@ impl Hart {
         0
     }
 
-    /// The model state monitored blocks use inline (`jit::x64`): the data pointers of the
-    /// model arrays and the translation tags (`u64::MAX`: no translation), valid until the
-    /// monitor's state is replaced (restore), which never happens while blocks run.
-    #[cfg(target_arch = "x86_64")]
-    pub(crate) fn pmu_jit_view(&mut self) -> crate::jit::MonitorView {
+    /// Set the model state monitored blocks use inline (`Hart::jit_view`, `jit::x64`): the
+    /// data pointers of the model arrays and the translation tags (`u64::MAX`: no
+    /// translation). Called whenever either changes: when the tags are recomputed, which
+    /// the monitor's construction and restore do too (the arrays are only replaced there).
+    fn pmu_view_refresh(&mut self) {
         let m = &mut self.pmu.state.models;
-        crate::jit::MonitorView {
+        self.jit_view = crate::jit::MonitorView {
             l1d: m.l1d.as_mut_ptr() as u64,
             dtlb: m.dtlb.as_mut_ptr() as u64,
             itlb: m.itlb.as_mut_ptr() as u64,
@@ -680,7 +681,7 @@ impl Hart {
             btb: m.btb.as_mut_ptr() as u64,
             data_tag: self.pmu.data_tag.unwrap_or(u64::MAX),
             fetch_tag: self.pmu.fetch_tag.unwrap_or(u64::MAX),
-        }
+        };
     }
 
     /// Byte offsets (from the hart's `Pmu`) of the event tallies and of the ITLB model's
