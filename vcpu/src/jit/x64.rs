@@ -61,12 +61,39 @@ fn put_rax(a: &mut Asm, l: &Layout, rd: u8) {
     dynasm!(a ; .arch x64 ; mov QWORD [rdi + d], rax);
 }
 
-/// A block exit to the fixed address `pc`. With `chain` (the target is in the block's own
-/// page, so its translation holds whenever this block runs) the exit jumps through a slot
-/// that first points at a stub reporting the slot to the dispatcher (`Hart::jit_last_exit`),
-/// which then links it straight to the target's block (see `super::Hart::jit_step`).
-fn exit_to(a: &mut Asm, l: &Layout, pc: u64, chain: bool, links: &mut Vec<(usize, usize)>) {
-    exit_recording(a, l, pc, chain, Transfer::default(), links);
+/// How a block exit to a fixed address goes on.
+#[derive(Clone, Copy, PartialEq)]
+enum Next {
+    /// The target is in the block's own page, so its translation holds whenever this block
+    /// runs: the exit jumps through a slot that first points at a stub reporting the slot
+    /// to the dispatcher (`Hart::jit_last_exit`), which then links it straight to the
+    /// target's block (see `super::Hart::jit_step`).
+    Link,
+    /// The target is in another page, whose translation may differ from one run of this
+    /// block to the next: look it up through the fetch TLB and the block table, as the
+    /// dispatcher would (`jump_indirect`); a loop that straddles a page boundary then
+    /// stays in translated code.
+    Lookup,
+    /// Back to the dispatcher (a block left early: the interpreter takes over).
+    Dispatcher,
+}
+
+impl Next {
+    /// How to reach `target` from a block in page `page` (monitored or not).
+    fn to(target: u64, page: u64, monitored: bool) -> (Next, bool) {
+        let next = if target >> 12 == page {
+            Next::Link
+        } else {
+            Next::Lookup
+        };
+        (next, monitored)
+    }
+}
+
+/// A block exit to the fixed address `pc`, going on as `next` says (in a monitored block
+/// when `next.1`).
+fn exit_to(a: &mut Asm, l: &Layout, pc: u64, next: (Next, bool), links: &mut Vec<(usize, usize)>) {
+    exit_recording(a, l, pc, next, Transfer::default(), links);
 }
 
 /// What a block's closing jump or branch reports once the pc holds its target: its CTR
@@ -115,7 +142,7 @@ fn exit_recording(
     a: &mut Asm,
     l: &Layout,
     pc: u64,
-    chain: bool,
+    (next, monitored): (Next, bool),
     transfer: Transfer,
     links: &mut Vec<(usize, usize)>,
 ) {
@@ -130,9 +157,17 @@ fn exit_recording(
     if let Some((from, t)) = transfer.ctr {
         ctr_record(a, l, from, t, Some(pc));
     }
-    if !chain {
-        dynasm!(a ; .arch x64 ; xor eax, eax ; ret);
-        return;
+    match next {
+        Next::Dispatcher => {
+            dynasm!(a ; .arch x64 ; xor eax, eax ; ret);
+            return;
+        }
+        Next::Lookup => {
+            dynasm!(a ; .arch x64 ; mov rax, QWORD pc as i64);
+            jump_indirect(a, l, monitored);
+            return;
+        }
+        Next::Link => {}
     }
     let slot = a.new_dynamic_label();
     let last = l.last_exit;
@@ -629,7 +664,7 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
             &mut a,
             l,
             plan.end_pc,
-            plan.end_pc >> 12 == page,
+            Next::to(plan.end_pc, page, monitored),
             &mut links,
         );
     }
@@ -655,7 +690,7 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
             }
         }
         dynasm!(a ; .arch x64 ; add QWORD [rdi + budget], undone);
-        exit_to(&mut a, l, pc, false, &mut links);
+        exit_to(&mut a, l, pc, (Next::Dispatcher, monitored), &mut links);
     }
     dynasm!(a ; .arch x64
         ; =>out
@@ -936,7 +971,14 @@ fn emit_terminal(
                     indirect: false,
                 }),
             };
-            exit_recording(a, l, target, target >> 12 == page, transfer, links);
+            exit_recording(
+                a,
+                l,
+                target,
+                Next::to(target, page, monitored),
+                transfer,
+                links,
+            );
         }
         Jalr => {
             get_rax(a, l, i.rs1);
@@ -971,13 +1013,27 @@ fn emit_terminal(
                 ctr: Some((pc, NOT_TAKEN_BRANCH)),
                 pmu: monitored.then_some(Event::Branch { pc, taken: false }),
             };
-            exit_recording(a, l, link, link >> 12 == page, not_taken, links);
+            exit_recording(
+                a,
+                l,
+                link,
+                Next::to(link, page, monitored),
+                not_taken,
+                links,
+            );
             dynasm!(a ; .arch x64 ; =>taken);
             let taken = Transfer {
                 ctr: Some((pc, TAKEN_BRANCH)),
                 pmu: monitored.then_some(Event::Branch { pc, taken: true }),
             };
-            exit_recording(a, l, target, target >> 12 == page, taken, links);
+            exit_recording(
+                a,
+                l,
+                target,
+                Next::to(target, page, monitored),
+                taken,
+                links,
+            );
         }
     }
 }
