@@ -1062,6 +1062,51 @@ fn budgets_stop_on_the_same_instruction_counting_every_event() {
     }
 }
 
+/// Monitored blocks skip the models for an access to the line the models saw last
+/// (`MonitorView::last_line`): an interpreted access in between that evicts that line (the
+/// same L1D slot, 32 KiB away) must undo the shortcut. Random budgets make the interpreter
+/// run some of the loads (a block runs only when it fits), between blocks that load the
+/// other line; the miss counts must stay the interpreter's.
+#[test]
+fn interpreted_accesses_between_monitored_blocks_keep_the_cache_model_exact() {
+    let lines = (vcpu::pmu::model::L1D_LINES * 64) as i32;
+    let body = [
+        ld(6, 10, 0),
+        ld(7, 11, 0),
+        ld(6, 10, 0),
+        addi(12, 12, -1),
+        bne(12, 0, -16),
+        wfi(),
+    ];
+    for seed in 0..8u64 {
+        let mut p = Mode::Pmu.pair();
+        p.both(|vm| {
+            vm.put32(CODE, &pmu_setup());
+            vm.put32(Mode::Pmu.code(), &body);
+        });
+        p.set_x(10, DATA);
+        p.set_x(11, DATA + lines as u64);
+        p.set_x(12, 300);
+        let mut rng = XorShift::new(seed);
+        let mut n = 0;
+        loop {
+            let ctx = format!("seed {seed}, call {n}");
+            match p.run(1 + rng.below(7), &ctx) {
+                VcpuExit::BudgetExhausted => {}
+                VcpuExit::Wfi => break,
+                other => panic!("{ctx}: unexpected exit {other:?}"),
+            }
+            n += 1;
+            assert!(n < 100_000, "{ctx}: the loop does not end");
+        }
+        assert_eq!(
+            p.int.x(12),
+            0,
+            "seed {seed}: the loop did not run to its end"
+        );
+    }
+}
+
 #[test]
 fn budgets_stop_on_the_same_instruction_recording_ctr() {
     for seed in 700..708u64 {

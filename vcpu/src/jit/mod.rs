@@ -52,6 +52,12 @@ pub(crate) struct MonitorView {
     /// The data and fetch translation tags, `u64::MAX` when that side is not translated.
     pub(crate) data_tag: u64,
     pub(crate) fetch_tag: u64,
+    /// The line (address / 64) of the last data access a monitored block ran the models
+    /// for, or `u64::MAX`: while it is set, that line is in the L1D model and its page in
+    /// the DTLB model, so another access to it would hit both and change nothing, and the
+    /// block skips them. Anything else that touches those models (the interpreter's
+    /// accesses, a flush, a restore, a new translation tag) resets it.
+    pub(crate) last_line: u64,
 }
 
 /// Marks the table key (`Block::off`) of a monitored block: one translated to report the

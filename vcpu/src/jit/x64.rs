@@ -196,7 +196,7 @@ fn tally(l: &Layout, e: crate::pmu::events::Event) -> i32 {
 }
 
 /// Displacements of the model view's fields (`Hart::jit_view`).
-fn view(l: &Layout) -> [i32; 7] {
+fn view(l: &Layout) -> [i32; 8] {
     use super::MonitorView as V;
     use std::mem::offset_of;
     [
@@ -207,6 +207,7 @@ fn view(l: &Layout) -> [i32; 7] {
         offset_of!(V, btb),
         offset_of!(V, data_tag),
         offset_of!(V, fetch_tag),
+        offset_of!(V, last_line),
     ]
     .map(|o| l.view + o as i32)
 }
@@ -242,16 +243,19 @@ fn monitor_access(a: &mut Asm, l: &Layout, store: bool) {
         (Loads, L1dReadMiss, DtlbReadMiss)
     };
     let (t_count, t_miss, t_tlb) = (tally(l, count), tally(l, miss), tally(l, tlb_miss));
-    let [l1d, dtlb, _, _, _, data_tag, _] = view(l);
+    let [l1d, dtlb, _, _, _, data_tag, _, last_line] = view(l);
     let done = a.new_dynamic_label();
     let (lines, entries) = (L1D_LINES as i32 - 1, TLB_ENTRIES as i32 - 1);
     let (l1d_cost, tlb_cost) = (Cost::L1D_MISS as i32, Cost::DTLB_MISS as i32);
-    // L1D: the line address.
+    // L1D: the line address; the last line the models saw hits both (`MonitorView`).
     dynasm!(a ; .arch x64
-        ; mov rax, rsi
         ; inc QWORD [rdi + t_count]
-        ; mov rdx, rax
+        ; mov rdx, rsi
         ; shr rdx, 6
+        ; cmp rdx, QWORD [rdi + last_line]
+        ; je =>done
+        ; mov QWORD [rdi + last_line], rdx
+        ; mov rax, rsi
     );
     model_probe(a, l, l1d, lines, t_miss, l1d_cost);
     // DTLB, with data translation: the tag and the page number.
@@ -271,7 +275,7 @@ fn monitor_access(a: &mut Asm, l: &Layout, store: bool) {
 fn monitor_event(a: &mut Asm, l: &Layout, e: Event) {
     use crate::pmu::events::Event::*;
     use crate::pmu::model::{Cost, BHT_ENTRIES, BTB_ENTRIES};
-    let [_, _, _, bht, btb, _, _] = view(l);
+    let [_, _, _, bht, btb, _, _, _] = view(l);
     let (misses, cycles) = (tally(l, BranchMisses), tally(l, Cycles));
     let cost = Cost::MISPREDICT as i32;
     let (ok, done) = (a.new_dynamic_label(), a.new_dynamic_label());
@@ -342,17 +346,20 @@ fn monitor_event(a: &mut Asm, l: &Layout, e: Event) {
 fn monitor_fetch(a: &mut Asm, l: &Layout, page: u64) {
     use crate::pmu::events::Event::ItlbMiss;
     use crate::pmu::model::{Cost, TLB_ENTRIES};
-    let [_, _, itlb, _, _, _, fetch_tag] = view(l);
+    let [_, _, itlb, _, _, _, fetch_tag, _] = view(l);
     let (t_miss, last) = (tally(l, ItlbMiss), l.last_fetch_page);
     let (entries, cost) = (TLB_ENTRIES as i32 - 1, Cost::ITLB_MISS as i32);
     let done = a.new_dynamic_label();
+    // tag | page, all ones without translation (then nothing to do either way).
+    dynasm!(a ; .arch x64 ; mov rdx, QWORD [rdi + fetch_tag]);
+    match i32::try_from(page) {
+        Ok(p) => dynasm!(a ; .arch x64 ; or rdx, p),
+        Err(_) => dynasm!(a ; .arch x64 ; mov rax, QWORD page as i64 ; or rdx, rax),
+    }
     dynasm!(a ; .arch x64
-        ; mov rdx, QWORD [rdi + fetch_tag]
-        ; cmp rdx, -1
-        ; je =>done
-        ; mov rax, QWORD page as i64
-        ; or rdx, rax
         ; cmp rdx, QWORD [rdi + last]
+        ; je =>done
+        ; cmp rdx, -1
         ; je =>done
         ; mov QWORD [rdi + last], rdx
     );

@@ -581,6 +581,7 @@ impl Hart {
         } else {
             (Event::Loads, Event::L1dReadMiss, Event::DtlbReadMiss)
         };
+        self.jit_view.last_line = u64::MAX;
         let p = &mut self.pmu;
         let t = &mut p.state.tally;
         t[count as usize] += 1;
@@ -681,6 +682,7 @@ impl Hart {
             btb: m.btb.as_mut_ptr() as u64,
             data_tag: self.pmu.data_tag.unwrap_or(u64::MAX),
             fetch_tag: self.pmu.fetch_tag.unwrap_or(u64::MAX),
+            last_line: u64::MAX,
         };
     }
 
