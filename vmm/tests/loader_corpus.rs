@@ -198,7 +198,7 @@ fn regenerate() {
         *per.entry(got).or_default() += 1;
     }
     // Random mutations of the seeds' headers (ELF header and program header; Image header).
-    let mut rng = 0x10ad_e4u64;
+    let mut rng = 0x0010_ade4_u64;
     let mut next = move || {
         rng ^= rng << 13;
         rng ^= rng >> 7;
