@@ -137,6 +137,18 @@ pub enum LoadError {
         entry: u64,
     },
 
+    /// The entry point (physical, after translating `e_entry` through its segment) is odd:
+    /// no RISC-V instruction can start there (IALIGN is 16 or 32,
+    /// unprivileged spec 1.5), so the first fetch would fault.
+    #[error(
+        "entry point {entry:#x} is not 2-byte aligned: RISC-V instructions start on even \
+         addresses"
+    )]
+    EntryMisaligned {
+        /// The physical entry point.
+        entry: u64,
+    },
+
     /// Copying into guest memory failed (should not happen after validation).
     #[error("cannot write segment {index} to guest memory: {detail}")]
     GuestMemory {
@@ -396,9 +408,16 @@ fn check_overlaps(segments: &[Segment]) -> Result<(), LoadError> {
 fn entry_point(header: &Header, data: &[u8], segments: &[Segment]) -> Result<u64, LoadError> {
     let endian = LittleEndian;
     let entry = header.e_entry(endian);
+    let even = |phys: u64| {
+        if phys & 1 != 0 {
+            Err(LoadError::EntryMisaligned { entry: phys })
+        } else {
+            Ok(phys)
+        }
+    };
     let inside = |start: u64, len: u64| entry >= start && entry - start < len;
     if segments.iter().any(|s| inside(s.paddr, s.memsz)) {
-        return Ok(entry);
+        return even(entry);
     }
     // `load_segments` already parsed the program headers successfully.
     let phdrs = header
@@ -407,7 +426,7 @@ fn entry_point(header: &Header, data: &[u8], segments: &[Segment]) -> Result<u64
     for seg in segments {
         let vaddr = phdrs[seg.index].p_vaddr(endian);
         if inside(vaddr, seg.memsz) {
-            return Ok(seg.paddr + (entry - vaddr));
+            return even(seg.paddr + (entry - vaddr));
         }
     }
     Err(LoadError::EntryOutsideSegments { entry })

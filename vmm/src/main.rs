@@ -449,6 +449,13 @@ fn report(result: Result<(RunExit, runner::RunStats), vmm::Error>, stats_wanted:
                     stats.wall.as_secs_f64(),
                     stats.mips()
                 );
+                if stats.instructions_before > 0 {
+                    eprintln!(
+                        "vmm: {} instructions since the guest booted ({} before the snapshot)",
+                        stats.instructions + stats.instructions_before,
+                        stats.instructions_before
+                    );
+                }
                 eprintln!("vmm: {} blocks translated", stats.translated_blocks);
                 eprint!("{}", stats.exits.table());
                 if !stats.switches.is_empty() {

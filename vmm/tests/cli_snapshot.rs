@@ -42,6 +42,25 @@ fn run_snapshot_restore_in_new_processes() {
         "--snapshot-on-stop",
         snap,
     ]);
+    // The budget and `--stats` count this process's instructions (issue 18, item 5).
+    let (code, _, err) = vmm(&[
+        "restore",
+        "--snapshot",
+        snap,
+        "--max-insns",
+        "4000",
+        "--stats",
+    ]);
+    assert_eq!(code, 124, "{err}");
+    assert!(
+        err.contains("instruction budget of 4000 exhausted"),
+        "{err}"
+    );
+    assert!(err.contains("vmm: 4000 instructions in "), "{err}");
+    assert!(
+        err.contains("vmm: 10000 instructions since the guest booted (6000 before the snapshot)"),
+        "{err}"
+    );
     let (code, out, err) = vmm(&["restore", "--snapshot", snap, "--host-ctr-depths", "16,32"]);
     assert_eq!(code, 1);
     assert!(out.is_empty(), "the guest ran: {out}");

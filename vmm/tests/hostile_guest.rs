@@ -6,6 +6,17 @@
 //!
 //! Whatever the guest does, `run_kernel` must return (no panic, no hang) within the
 //! instruction budget, with a [`RunExit`] or an error that says what happened.
+//!
+//! The multiprocessor variant ([`random_smp_guests_with_pmu_hsm_ipi_and_fences`]) boots
+//! the same kind of code on 2 to 4 vCPUs (a hart instance each, or all on one), with the
+//! PMU (its snapshot shared memory offered to half the seeds) and calls of its own: PMU
+//! functions with counter sets, flags and events, `hart_start` of random hart ids at a
+//! secondary entry (which prints `[N]` for hart N and jumps into the random code) or at
+//! random addresses, `hart_stop`/`hart_get_status`/`hart_suspend`, `send_ipi` and remote
+//! fences with random masks and bases. Every run must end within the budget of each vCPU
+//! (exactly the budget when it runs out) and the watchdog, with a clean end or an error of
+//! the kinds a guest can cause (waiting forever, every hart stopped, an unexpected trap),
+//! never a vCPU thread that panicked.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -13,6 +24,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
 use vmm::run::{run_kernel_with_policy, ConsoleInput, GuestPolicy, RunConfig, RunExit};
+use vmm::Error;
 
 mod common;
 
@@ -232,19 +244,144 @@ fn item(rng: &mut XorShift, out: &mut Vec<u32>) {
     }
 }
 
+/// The SBI PMU extension's EID.
+const PMU: i32 = 0x50_4D55;
+/// Where a secondary hart started at [`SECONDARY_ENTRY`] jumps (a word index of the code).
+const SECONDARY_JUMP: usize = 64;
+/// The secondary entry: word 1 (word 0 jumps over it to hart 0's prologue).
+const SECONDARY_ENTRY: u32 = 4;
+
+/// `rd` = RAM base + `offset` (zero-extended, unlike `li32`).
+fn ram_addr(rd: u32, offset: i32) -> [u32; 3] {
+    [addi(rd, 0, 1), slli(rd, rd, 31), addi(rd, rd, offset)]
+}
+
+/// One multiprocessor item: a PMU call, an HSM call, an IPI or a remote fence.
+fn smp_item(rng: &mut XorShift, out: &mut Vec<u32>, vcpus: u64) {
+    match rng.below(8) {
+        // PMU: counter sets with holes and past the end, flags, events of every type.
+        0..=2 => {
+            let fid = rng.pick(&[0, 1, 2, 2, 3, 3, 4, 4, 5, 6, 7, 8]);
+            let base = rng.pick(&[0, 0, 1, 2, 3, 31, 32, 47, 48, -1]);
+            out.push(addi(A0, 0, base));
+            match rng.below(4) {
+                0 => out.push(addi(A0 + 1, 0, -1)),
+                1 => out.extend(li32(A0 + 1, rng.next() as i32)),
+                _ => out.push(addi(A0 + 1, 0, rng.below(2048) as i32)),
+            }
+            out.push(addi(A0 + 2, 0, rng.below(0x200) as i32 - 8));
+            let event = rng.pick(&[
+                1, 2, 3, 6, 10, 0x1_0000, 0x1_0021, 0x2_0000, 0xf_0000, 0xf_0003, 0, -1,
+            ]);
+            out.extend(li32(A0 + 3, event));
+            out.push(addi(A0 + 4, 0, rng.pick(&[0, 1, 0x7ff])));
+            if fid == 7 {
+                // snapshot_set_shmem: a page of RAM, misaligned, outside RAM, -1.
+                match rng.below(4) {
+                    0 => out.extend(ram_addr(A0, 0)),
+                    1 => {
+                        out.push(lui(A0, 0x100 + rng.below(0x100) as u32));
+                        out.push(add(A0, A0, S0));
+                    }
+                    2 => out.extend(ram_addr(A0, 8)),
+                    _ => out.push(addi(A0, 0, -1)),
+                }
+                out.push(addi(A0 + 1, 0, rng.pick(&[0, 0, 0, -1])));
+            }
+            out.extend(li32(A7, PMU));
+            out.push(addi(A6, 0, fid));
+            out.push(ECALL);
+        }
+        // hart_start: a random hart id at the secondary entry (or anywhere).
+        3..=4 => {
+            let hart = rng.below(vcpus + 2) as i32 - i32::from(rng.below(8) == 0);
+            out.push(addi(A0, 0, hart));
+            if rng.below(6) == 0 {
+                out.extend(li32(A0 + 1, rng.next() as i32));
+            } else {
+                out.extend(ram_addr(A0 + 1, SECONDARY_ENTRY as i32));
+            }
+            out.push(addi(A0 + 2, 0, rng.below(2048) as i32));
+            out.extend(li32(A7, 0x48_534D));
+            out.push(addi(A6, 0, 0));
+            out.push(ECALL);
+        }
+        // hart_get_status, hart_stop (rarely), hart_suspend.
+        5 => {
+            let fid = rng.pick(&[2, 2, 2, 1, 3]);
+            out.push(addi(A0, 0, rng.below(vcpus + 2) as i32));
+            out.extend(li32(A7, 0x48_534D));
+            out.push(addi(A6, 0, fid));
+            out.push(ECALL);
+        }
+        // send_ipi and remote fences: masks and bases, -1 included.
+        _ => {
+            out.push(addi(A0, 0, rng.pick(&[1, 2, 3, 5, 15, -1, 0])));
+            out.push(addi(A0 + 1, 0, rng.pick(&[0, 0, 1, 2, 3, -1, 62, 63])));
+            out.extend(ram_addr(A0 + 2, 0));
+            out.push(addi(A0 + 3, 0, rng.pick(&[0, 4096, -1])));
+            if rng.below(2) == 0 {
+                out.extend(li32(A7, 0x73_5049));
+                out.push(addi(A6, 0, 0));
+            } else {
+                out.extend(li32(A7, 0x5246_4E43));
+                out.push(addi(A6, 0, rng.below(7) as i32));
+            }
+            out.push(ECALL);
+        }
+    }
+}
+
+/// The entry of a hart started at [`SECONDARY_ENTRY`] (`a0` = its hart id): `s1` at the
+/// UART, prints `[N]`, points `stvec` into the random code, `s0` at RAM, and jumps to word
+/// [`SECONDARY_JUMP`].
+fn secondary_entry() -> Vec<u32> {
+    let t0 = 5;
+    let mut code = vec![
+        lui(S1, UART_BASE >> 12),
+        addi(t0, 0, i32::from(b'[')),
+        store(0, t0, S1, 0),
+        addi(t0, A0, i32::from(b'0')),
+        store(0, t0, S1, 0),
+        addi(t0, 0, i32::from(b']')),
+        store(0, t0, S1, 0),
+        auipc(t0, 0),
+        addi(t0, t0, 0x180),
+        csr(1, 0, 0x105, t0), // csrw stvec, t0
+        addi(S0, 0, 1),
+        slli(S0, S0, 31),
+    ];
+    let here = 1 + code.len();
+    code.push(jal(0, (SECONDARY_JUMP as i32 - here as i32) * 4));
+    code
+}
+
 /// The guest: a prologue that points `stvec` into the random code (so traps land in more
 /// random code instead of looping at address 0), `s0` at RAM and `s1` at the UART; then
 /// the random code.
 fn guest_code(seed: u64) -> Vec<u32> {
+    guest_code_for(seed, None)
+}
+
+/// [`guest_code`], with `Some(vcpus)` for a multiprocessor guest: word 0 jumps over the
+/// secondary entry (words 1...) to hart 0's prologue, and the random code mixes in
+/// [`smp_item`]s.
+fn guest_code_for(seed: u64, vcpus: Option<u64>) -> Vec<u32> {
     let mut rng = XorShift(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
-    let mut code = vec![
+    let mut code = Vec::new();
+    if vcpus.is_some() {
+        let entry = secondary_entry();
+        code.push(jal(0, 4 * (1 + entry.len() as i32)));
+        code.extend(entry);
+    }
+    code.extend([
         auipc(5, 0),
         addi(5, 5, 0x100 + 4 * rng.below(0x100) as i32),
         csr(1, 0, 0x105, 5), // csrw stvec, t0
         addi(S0, 0, 1),
         slli(S0, S0, 31),
         lui(S1, UART_BASE >> 12),
-    ];
+    ]);
     if rng.below(2) == 0 {
         // A timer a little in the future, so WFI has something to wait for.
         code.extend(li32(A7, 0x5449_4D45));
@@ -253,8 +390,22 @@ fn guest_code(seed: u64) -> Vec<u32> {
         code.push(addi(A0, A0, 1000));
         code.push(ECALL);
     }
+    // Most secondary harts are started right away (the random code starts more, or again).
+    for hart in 1..vcpus.unwrap_or(1) {
+        if rng.below(4) != 0 {
+            code.push(addi(A0, 0, hart as i32));
+            code.extend(ram_addr(A0 + 1, SECONDARY_ENTRY as i32));
+            code.push(addi(A0 + 2, 0, 0));
+            code.extend(li32(A7, 0x48_534D));
+            code.push(addi(A6, 0, 0));
+            code.push(ECALL);
+        }
+    }
     while code.len() < CODE_WORDS {
-        item(&mut rng, &mut code);
+        match vcpus {
+            Some(n) if rng.below(4) == 0 => smp_item(&mut rng, &mut code, n),
+            _ => item(&mut rng, &mut code),
+        }
     }
     code.truncate(CODE_WORDS);
     code
@@ -391,4 +542,134 @@ fn random_guest_code_never_panics_or_hangs_the_vmm() {
     );
     assert!(failures.is_empty(), "{failures:#?}");
     assert!(sbi_calls > 0, "the generator never reached the SBI");
+}
+
+const SMP_SEEDS: u64 = 96;
+const SMP_BUDGET: u64 = 100_000;
+
+/// What one multiprocessor run came to.
+#[derive(Debug, Default)]
+struct SmpOutcome {
+    end: String,
+    /// Secondary harts that printed their `[N]`.
+    secondaries: usize,
+    /// SBI exits by extension (PMU, HSM, IPI, RFENCE).
+    calls: [u64; 4],
+}
+
+fn run_smp_seed(seed: u64) -> Result<SmpOutcome, String> {
+    let vcpus = 2 + seed % 3;
+    let path: PathBuf =
+        std::env::temp_dir().join(format!("vmm-hostile-smp-{}-{seed}.elf", std::process::id()));
+    std::fs::write(&path, elf(&guest_code_for(seed, Some(vcpus)))).unwrap();
+    let mut config = RunConfig::new(&path);
+    config.memory_mib = 2;
+    config.max_insns = Some(SMP_BUDGET);
+    config.vcpus = vcpus;
+    config.pcpus = (seed % 4 == 3).then_some(1);
+    config.slice_insns = 3_000;
+    config.pmu_snapshot = seed.is_multiple_of(2);
+    let policy = GuestPolicy {
+        trap_wfi: seed % 2 == 1,
+        trap_time: seed % 3 == 1,
+    };
+    let out = Output::default();
+    let text = out.clone();
+    let (tx, rx) = mpsc::channel();
+    let handle = std::thread::spawn(move || {
+        let r = run_kernel_with_policy(&config, policy, Box::new(out), ConsoleInput::None);
+        let _ = tx.send(());
+        r
+    });
+    let ctx = format!("seed {seed} ({vcpus} vCPUs)");
+    if rx
+        .recv_timeout(Duration::from_secs(SECONDS_PER_RUN))
+        .is_err()
+        && !handle.is_finished()
+    {
+        return Err(format!("{ctx}: still running after {SECONDS_PER_RUN} s"));
+    }
+    let result = handle.join();
+    let _ = std::fs::remove_file(&path);
+    let result = result.map_err(|_| format!("{ctx}: run_kernel panicked"))?;
+    let printed = String::from_utf8_lossy(&text.0.lock().unwrap()).into_owned();
+    let secondaries = (1..vcpus)
+        .filter(|h| printed.contains(&format!("[{h}]")))
+        .count();
+    if let Some(h) = (vcpus..vcpus + 2).find(|h| printed.contains(&format!("[{h}]"))) {
+        return Err(format!("{ctx}: hart {h}, which does not exist, started"));
+    }
+    match result {
+        Ok((exit, stats)) => {
+            if stats.instructions > vcpus * SMP_BUDGET {
+                return Err(format!(
+                    "{ctx}: {} instructions, more than {vcpus} x {SMP_BUDGET}",
+                    stats.instructions
+                ));
+            }
+            let end = match exit {
+                RunExit::BudgetExhausted { insns, .. } if insns == SMP_BUDGET => {
+                    "budget".to_string()
+                }
+                RunExit::Reset(r) => format!("reset ({})", r.kind.name()),
+                other => return Err(format!("{ctx}: unexpected end {other:?}")),
+            };
+            let calls =
+                ["PMU", "HSM", "IPI", "RFENCE"].map(|e| stats.exits.get(&format!("sbi {e}")));
+            Ok(SmpOutcome {
+                end,
+                secondaries,
+                calls,
+            })
+        }
+        Err(e) => {
+            let kind = match &e {
+                Error::WaitForever { .. } => "wait-forever",
+                Error::AllHartsStopped { .. } => "all-harts-stopped",
+                Error::UnexpectedGuestTrap { .. } => "unexpected-trap",
+                Error::Stopped { .. } => "stopped",
+                other => return Err(format!("{ctx}: error a guest must not cause: {other:?}")),
+            };
+            if e.to_string().trim().is_empty() {
+                return Err(format!("{ctx}: error with an empty message: {e:?}"));
+            }
+            Ok(SmpOutcome {
+                end: format!("error {kind}"),
+                secondaries,
+                ..SmpOutcome::default()
+            })
+        }
+    }
+}
+
+#[test]
+fn random_smp_guests_with_pmu_hsm_ipi_and_fences() {
+    let mut failures = Vec::new();
+    let mut ends = std::collections::BTreeMap::<String, u64>::new();
+    let (mut secondaries, mut calls) = (0, [0u64; 4]);
+    for seed in 1..=SMP_SEEDS {
+        match run_smp_seed(seed) {
+            Ok(o) => {
+                *ends.entry(o.end).or_default() += 1;
+                secondaries += o.secondaries;
+                for (c, n) in calls.iter_mut().zip(o.calls) {
+                    *c += n;
+                }
+            }
+            Err(e) => failures.push(e),
+        }
+    }
+    eprintln!(
+        "hostile SMP guests: {SMP_SEEDS} seeds, ends {ends:?}, {secondaries} secondary harts \
+         started, SBI calls PMU/HSM/IPI/RFENCE {calls:?}"
+    );
+    assert!(failures.is_empty(), "{failures:#?}");
+    assert!(
+        secondaries >= SMP_SEEDS as usize / 2,
+        "secondary harts rarely started: {secondaries}"
+    );
+    assert!(
+        calls.iter().all(|&n| n >= 100),
+        "calls by extension: {calls:?}"
+    );
 }

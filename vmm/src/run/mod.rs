@@ -336,6 +336,7 @@ pub(crate) fn run_vm(mut vm: GuestVm, input: ConsoleInput) -> Result<(RunExit, R
             _reader = console::StdinReader::spawn(vm.input.clone(), vm.hart.stop_handle())?;
         }
     }
+    let before = vm.insns_base.iter().sum::<u64>();
     let start = Instant::now();
     let exit = vm.run();
     let _ = vm.uart().console().flush();
@@ -346,7 +347,8 @@ pub(crate) fn run_vm(mut vm: GuestVm, input: ConsoleInput) -> Result<(RunExit, R
         log::info!("snapshot written to {}", path.display());
     }
     let stats = RunStats {
-        instructions: vm.executed(),
+        instructions: vm.executed().saturating_sub(before),
+        instructions_before: before,
         wall: start.elapsed(),
         exits: vm.stats.clone(),
         switches: vm.switch_counts.clone(),
@@ -367,6 +369,10 @@ pub struct GuestVm {
     input: InputQueue,
     layout: BootLayout,
     max_insns: Option<u64>,
+    /// Per vCPU (by id): the instructions it had executed when this run began (those in
+    /// the snapshot for `vmm restore`; empty, all 0, for `vmm run`). The budget and the
+    /// statistics count from there.
+    insns_base: Arc<[u64]>,
     timeout: Option<std::time::Duration>,
     policy: GuestPolicy,
     /// This vCPU's CTR as the hypervisor manages it (lazy loading, `sctrdepth`).
@@ -601,6 +607,7 @@ impl GuestVm {
             input: input.clone(),
             layout: layout.clone(),
             max_insns: config.max_insns,
+            insns_base: Arc::from(Vec::new()),
             timeout: config.timeout,
             policy,
             ctr,
@@ -715,9 +722,11 @@ impl GuestVm {
         };
         let mut threads = Vec::new();
         for mut vm in std::mem::take(&mut self.secondaries) {
+            let gate = smp.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("vcpu{}", vm.hart_id))
                 .spawn(move || {
+                    gate.arrive_at_gate();
                     vm.run_smp_hart();
                     vm.pause_exited();
                     vm
@@ -727,6 +736,8 @@ impl GuestVm {
                 Err(e) => smp.finish(Err(Error::VcpuThread(format!("cannot start it: {e}")))),
             }
         }
+        // No vCPU runs before every thread is ready (module documentation of `run/smp.rs`).
+        smp.open_gate(threads.len());
         self.run_smp_hart();
         self.pause_exited();
         let mut switches = vec![self.switches()];
@@ -800,7 +811,7 @@ impl GuestVm {
                 if Instant::now() >= at {
                     return Ok(RunExit::TimedOut {
                         limit,
-                        insns: self.hart.executed(),
+                        insns: self.run_insns(),
                         pc: Vcpu::pc(&self.hart),
                     });
                 }
@@ -823,7 +834,7 @@ impl GuestVm {
             }
             let chunk = match self.max_insns {
                 Some(max) => {
-                    let executed = self.hart.executed();
+                    let executed = self.run_insns();
                     let left = max.saturating_sub(executed);
                     if left == 0 {
                         return Ok(RunExit::BudgetExhausted {
@@ -843,6 +854,7 @@ impl GuestVm {
             let before = self.hart.executed();
             let exit = Vcpu::run(&mut self.hart, chunk);
             if let Some(smp) = &self.smp {
+                smp.note_progress(self.hart_id);
                 smp.wake_due();
             }
             if let Some(s) = self.sched.as_mut() {
@@ -853,6 +865,13 @@ impl GuestVm {
                 return Ok(end);
             }
         }
+    }
+
+    /// Instructions the vCPU now on this hart instance has executed in this run (since the
+    /// restore, for `vmm restore`): what `--max-insns` limits.
+    fn run_insns(&self) -> u64 {
+        let base = self.insns_base.get(self.hart_id as usize).copied();
+        self.hart.executed().saturating_sub(base.unwrap_or(0))
     }
 
     /// Moves pending console input into the UART's receive FIFO, as much as fits.
@@ -1221,8 +1240,14 @@ impl SbiEnv for PlatformEnv<'_> {
     }
 
     fn hart_status(&self, hart: u64) -> u64 {
-        self.smp
-            .map_or(sbi::hsm::STATE_STARTED, |smp| smp.hart_status(hart))
+        match self.smp {
+            Some(smp) => {
+                // A poll of another vCPU's state: let it run first (`run/smp.rs`).
+                smp.yield_to(self.hart_id, hart);
+                smp.hart_status(hart)
+            }
+            None => sbi::hsm::STATE_STARTED,
+        }
     }
 
     fn remote_fence(&mut self, harts: &[u64]) {

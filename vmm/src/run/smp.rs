@@ -9,12 +9,23 @@
 //! - **HSM.** Hart 0 starts at the kernel entry; the others start STOPPED and their threads
 //!   wait until `hart_start`. `hart_stop` returns the calling hart to STOPPED.
 //! - **IPIs and remote fences** go through the targets' [`HartMailbox`]es.
+//! - **Start.** Every vCPU thread is created and waits at a start gate
+//!   ([`Smp::arrive_at_gate`]) until all have arrived ([`Smp::open_gate`]); only then does
+//!   any vCPU execute, so that (after a restore in particular) no vCPU runs ahead while
+//!   another's thread is still being created.
+//! - **Polling another hart.** A vCPU that reads the HSM state of another vCPU that is
+//!   started (or starting) and not idle is waiting for it; with a hart instance per vCPU
+//!   the caller yields its host CPU until that vCPU has completed a run (at most
+//!   [`POLL_WAIT`]) before the answer is returned ([`Smp::yield_to`]). Without it, a
+//!   guest polling `hart_get_status` could spend whole host time slices (millions of
+//!   instructions, and its `--max-insns` budget) while the vCPU it waits for waits for a
+//!   host CPU. This is the SBI counterpart of a pause-loop exit with a directed yield.
 //! - **The end.** SRST, an error or a quit on any hart ends the whole VM: the first end
 //!   recorded wins, every hart is stopped and every waiting thread woken.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use vcpu::{Hart, HartMailbox, SharedClock, StopHandle};
 
@@ -51,6 +62,10 @@ use crate::sbi::{SbiRet, SBI_ERR_ALREADY_AVAILABLE};
 /// running harts wake idle harts whose deadline has passed).
 const IDLE_POLL: Duration = Duration::from_millis(2);
 
+/// The longest a vCPU polling another's HSM state waits for it to make progress
+/// ([`Smp::yield_to`]).
+pub(crate) const POLL_WAIT: Duration = Duration::from_millis(1);
+
 /// One hart as the others see it.
 #[derive(Debug, Clone, Copy)]
 struct HartSlot {
@@ -66,6 +81,10 @@ struct HartSlot {
 struct State {
     harts: Vec<HartSlot>,
     end: Option<Result<RunExit, Error>>,
+    /// vCPU threads waiting at the start gate.
+    arrived: usize,
+    /// The start gate is open: every thread has arrived.
+    open: bool,
 }
 
 /// The shared part of a multiprocessor VM.
@@ -80,6 +99,8 @@ pub(crate) struct Smp {
     ended: AtomicBool,
     /// The earliest idle deadline (global clock), for running harts to wake idle ones.
     earliest_idle: AtomicU64,
+    /// Per vCPU: runs of its hart completed (bumped after each, [`Smp::note_progress`]).
+    progress: Vec<AtomicU64>,
 }
 
 impl Smp {
@@ -104,10 +125,13 @@ impl Smp {
                     })
                     .collect(),
                 end: None,
+                arrived: 0,
+                open: false,
             }),
             cv: Condvar::new(),
             ended: AtomicBool::new(false),
             earliest_idle: AtomicU64::new(u64::MAX),
+            progress: (0..n).map(|_| AtomicU64::new(0)).collect(),
         }
     }
 
@@ -136,6 +160,65 @@ impl Smp {
             s.stop();
         }
         self.cv.notify_all();
+    }
+
+    /// A vCPU thread (not the first hart instance's) is ready: waits until the gate opens
+    /// or the VM ends.
+    pub(crate) fn arrive_at_gate(&self) {
+        let mut st = self.lock();
+        st.arrived += 1;
+        self.cv.notify_all();
+        while !st.open && !self.ended() {
+            st = self.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// The first hart instance, after creating the other threads: waits until `threads`
+    /// of them have arrived at the gate (or the VM ended), then lets every thread run.
+    pub(crate) fn open_gate(&self, threads: usize) {
+        let mut st = self.lock();
+        while st.arrived < threads && !self.ended() {
+            st = self.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+        st.open = true;
+        self.cv.notify_all();
+    }
+
+    /// vCPU `id` completed a run of its hart.
+    pub(crate) fn note_progress(&self, id: u64) {
+        if let Some(p) = self.progress.get(id as usize) {
+            p.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// vCPU `caller` reads the HSM state of vCPU `target` (see the module documentation):
+    /// when `target` is another vCPU, started or starting and not idle, the caller gives up
+    /// its host CPU until `target` completes a run of its hart, the VM ends, or
+    /// [`POLL_WAIT`] passes. With fewer hart instances than vCPUs (`--pcpus`) `target` may
+    /// be waiting for the caller's own hart instance: the caller only yields once.
+    pub(crate) fn yield_to(&self, caller: u64, target: u64) {
+        if caller == target || target >= self.hart_count() {
+            return;
+        }
+        if self.stops.len() != self.mailboxes.len() {
+            std::thread::yield_now();
+            return;
+        }
+        {
+            let st = self.lock();
+            let slot = &st.harts[target as usize];
+            let running = slot.status == STATE_STARTED || slot.status == STATE_START_PENDING;
+            if !running || slot.idle.is_some() {
+                return;
+            }
+        }
+        let progress = &self.progress[target as usize];
+        let seen = progress.load(Ordering::Relaxed);
+        let until = Instant::now() + POLL_WAIT;
+        std::thread::yield_now();
+        while progress.load(Ordering::Relaxed) == seen && !self.ended() && Instant::now() < until {
+            std::thread::sleep(Duration::from_micros(20));
+        }
     }
 
     /// How the VM ended (after every thread has returned).

@@ -508,14 +508,12 @@ impl GuestVm {
             ));
         }
         let l = &s.layout;
-        // The instruction budget counts from the restore (with several vCPUs, from the
-        // largest count among them).
-        let done = s
+        // The instruction budget counts each vCPU's instructions from the restore.
+        let insns_base: std::sync::Arc<[u64]> = s
             .vcpus
             .iter()
             .map(|v| v.hart.vclock.saturating_sub(v.hart.skipped))
-            .max()
-            .unwrap_or(0);
+            .collect();
         let make = |hart: Hart, hart_id: u64, (ctr, pmu): super::VcpuVirt| GuestVm {
             hart,
             memory_mib: s.memory_mib,
@@ -529,7 +527,8 @@ impl GuestVm {
                 initrd: l.initrd.map(|(a, b)| a..b),
                 fdt: l.fdt,
             },
-            max_insns: options.max_insns.map(|m| m.saturating_add(done)),
+            max_insns: options.max_insns,
+            insns_base: insns_base.clone(),
             timeout: options.timeout,
             policy: GuestPolicy {
                 trap_wfi: s.trap_wfi,

@@ -167,8 +167,12 @@ impl ExitStats {
 /// What the hart did during one run.
 #[derive(Debug, Clone, Default)]
 pub struct RunStats {
-    /// Instructions executed (what the budget counts).
+    /// Instructions the vCPUs executed in this run, summed (after `vmm restore`: since the
+    /// restore).
     pub instructions: u64,
+    /// Instructions the vCPUs had executed before this run, summed: those in the snapshot
+    /// for `vmm restore`, 0 for `vmm run`.
+    pub instructions_before: u64,
     /// Host time spent running (loading excluded).
     pub wall: Duration,
     /// Exits by reason.
@@ -180,7 +184,7 @@ pub struct RunStats {
 }
 
 impl RunStats {
-    /// Millions of guest instructions per host second.
+    /// Millions of guest instructions per host second (of this run's instructions).
     pub fn mips(&self) -> f64 {
         let secs = self.wall.as_secs_f64();
         if secs > 0.0 {
