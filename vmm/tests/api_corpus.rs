@@ -6,7 +6,9 @@
 //! records: `ok` or `error: <the error text>` (`$DIR` stands for a scratch directory).
 //! The VM stays paused throughout (no request resumes it, so every answer is
 //! deterministic); afterwards it resumes and ends at its budget. Deterministic and fast; regenerate
-//! with `cargo test --release -p vmm --test api_corpus -- --ignored regenerate`.
+//! with `REGENERATE_CORPUS=1 cargo test --release -p vmm --test api_corpus`.
+
+mod common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
@@ -24,7 +26,7 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 /// A snapshot file around the seed state of the snapshot state corpus (1 MiB of RAM).
-fn seed_snapshot() -> PathBuf {
+fn seed_snapshot(tag: &str) -> PathBuf {
     let body = std::fs::read(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshot-state-corpus/seed.state"),
     )
@@ -38,7 +40,7 @@ fn seed_snapshot() -> PathBuf {
     f.extend(std::iter::repeat_n(0u8, 1 << 20));
     let crc = crc32fast::hash(&f);
     f.extend_from_slice(&crc.to_le_bytes());
-    let path = scratch("seed.snap");
+    let path = scratch(&format!("{tag}.seed.snap"));
     std::fs::write(&path, f).unwrap();
     path
 }
@@ -51,7 +53,7 @@ struct Vm {
 }
 
 fn start_vm(tag: &str) -> Vm {
-    let snap = seed_snapshot();
+    let snap = seed_snapshot(tag);
     let sock = scratch(&format!("{tag}.sock"));
     let dir = scratch(&format!("{tag}.dir"));
     let _ = std::fs::remove_dir_all(&dir);
@@ -134,10 +136,14 @@ fn api_corpus_gets_the_recorded_answers() {
     );
 }
 
+/// The committed corpus is exactly what [`write_corpus`] writes (see
+/// `common::check_generated`; `REGENERATE_CORPUS=1` rewrites it).
 #[test]
-#[ignore = "regenerates tests/api-corpus"]
-fn regenerate() {
-    let d = corpus();
+fn corpus_is_what_its_generator_writes() {
+    common::check_generated(&corpus(), write_corpus);
+}
+
+fn write_corpus(d: &Path) {
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     let valid: Vec<(&str, &[u8])> = vec![

@@ -5,7 +5,7 @@
 //! records for it: `loaded:<format>` (the entry even and inside the loaded span, the span
 //! inside RAM) or `refused:<KernelError
 //! variant>[:<LoadError variant>]`. Deterministic and fast; regenerate with
-//! `cargo test --release -p vmm --test loader_corpus -- --ignored regenerate`.
+//! `REGENERATE_CORPUS=1 cargo test --release -p vmm --test loader_corpus`.
 
 use std::path::{Path, PathBuf};
 
@@ -119,10 +119,14 @@ fn two_segments(a: u64, b: u64) -> Vec<u8> {
     out
 }
 
+/// The committed corpus is exactly what [`write_corpus`] writes (see
+/// `common::check_generated`; `REGENERATE_CORPUS=1` rewrites it).
 #[test]
-#[ignore = "regenerates tests/loader-corpus"]
-fn regenerate() {
-    let d = dir();
+fn corpus_is_what_its_generator_writes() {
+    common::check_generated(&dir(), write_corpus);
+}
+
+fn write_corpus(d: &Path) {
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     let elf = common::elf(&[0x0000_006f, 0x0000_0013]);

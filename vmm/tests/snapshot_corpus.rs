@@ -34,7 +34,7 @@ fn corpus_inputs_are_refused_without_panic() {
 // instructions). The seeds are a two-vCPU VM (one started, its CTR context loaded, PMU
 // snapshot memory set; one stopped) unchanged and with targeted changes; the rest are
 // random mutations of it, a few per outcome. Regenerate with
-// `cargo test --release -p vmm --test snapshot_corpus -- --ignored regenerate`.
+// `REGENERATE_CORPUS=1 cargo test --release -p vmm --test snapshot_corpus`.
 
 use std::path::{Path, PathBuf};
 
@@ -259,11 +259,17 @@ fn seed_state() -> Vec<u8> {
 
 /// Writes the state corpus and its `EXPECTED` (the outcomes as they are now: review the
 /// diff before committing).
+/// The committed corpus is exactly what [`write_corpus`] writes (see
+/// `common::check_generated`; `REGENERATE_CORPUS=1` rewrites it).
 #[test]
-#[ignore = "regenerates tests/snapshot-state-corpus"]
-fn regenerate() {
+fn corpus_is_what_its_generator_writes() {
+    common::check_generated(&state_corpus_dir(), write_corpus);
+}
+
+fn write_corpus(dir: &Path) {
     use vmm::snapshot::VmState;
-    let dir = state_corpus_dir();
+    // Its own temporary files: the replay test runs beside it in this process.
+    let temp = |name: &str| temp(&format!("gen-{name}"));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let base = seed_state();

@@ -53,3 +53,48 @@ pub fn elf_with_memsz(code: &[u32], memsz: u64) -> Vec<u8> {
     f.extend_from_slice(&bytes);
     f
 }
+
+/// A committed corpus (`committed`) must be exactly what its generator writes now: the
+/// generator writes into a fresh temporary directory and every file's name and bytes are
+/// compared. With `REGENERATE_CORPUS=1` the generator rewrites the committed corpus instead
+/// (review the diff before committing).
+pub fn check_generated(committed: &std::path::Path, generate: fn(&std::path::Path)) {
+    use std::collections::BTreeMap;
+    if std::env::var_os("REGENERATE_CORPUS").is_some() {
+        generate(committed);
+        return;
+    }
+    let name = committed
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let out = std::env::temp_dir().join(format!("vmm-{name}-{}", std::process::id()));
+    generate(&out);
+    let files = |d: &std::path::Path| -> BTreeMap<String, Vec<u8>> {
+        std::fs::read_dir(d)
+            .unwrap_or_else(|e| panic!("{}: {e}", d.display()))
+            .map(|e| {
+                let e = e.unwrap();
+                let name = e.file_name().to_string_lossy().into_owned();
+                (name, std::fs::read(e.path()).unwrap())
+            })
+            .collect()
+    };
+    let (want, got) = (files(committed), files(&out));
+    let _ = std::fs::remove_dir_all(&out);
+    let names = |m: &BTreeMap<String, Vec<u8>>| m.keys().cloned().collect::<Vec<_>>();
+    assert_eq!(
+        names(&want),
+        names(&got),
+        "{name}: the committed corpus and its generator name different files \
+         (REGENERATE_CORPUS=1 rewrites it)"
+    );
+    for (file, bytes) in &want {
+        assert!(
+            got[file] == *bytes,
+            "{name}/{file}: the committed file differs from what the generator writes \
+             (REGENERATE_CORPUS=1 rewrites it)"
+        );
+    }
+}
