@@ -144,8 +144,8 @@ fn corpus_is_what_its_generator_writes() {
 }
 
 fn write_corpus(d: &Path) {
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
+    let _ = std::fs::remove_dir_all(d);
+    std::fs::create_dir_all(d).unwrap();
     let valid: Vec<(&str, &[u8])> = vec![
         ("stats", b"{\"cmd\":\"stats\"}\n"),
         ("ctr-dump-0", b"{\"cmd\":\"ctr-dump\",\"vcpu\":0}\n"),

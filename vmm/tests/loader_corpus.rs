@@ -127,8 +127,8 @@ fn corpus_is_what_its_generator_writes() {
 }
 
 fn write_corpus(d: &Path) {
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
+    let _ = std::fs::remove_dir_all(d);
+    std::fs::create_dir_all(d).unwrap();
     let elf = common::elf(&[0x0000_006f, 0x0000_0013]);
     let img = image(2 << 20, 0, &[0x13, 0, 0, 0]);
     let set =

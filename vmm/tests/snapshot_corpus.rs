@@ -270,8 +270,8 @@ fn write_corpus(dir: &Path) {
     use vmm::snapshot::VmState;
     // Its own temporary files: the replay test runs beside it in this process.
     let temp = |name: &str| temp(&format!("gen-{name}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir).unwrap();
     let base = seed_state();
     let decode = |b: &[u8]| -> VmState {
         let path = temp("decode");
