@@ -40,7 +40,7 @@ impl Hart {
         }
     }
 
-    pub(super) fn exec_float(&mut self, i: &Insn) -> Result<(), Ctl> {
+    pub(crate) fn exec_float(&mut self, i: &Insn) -> Result<(), Ctl> {
         // With V=1, vsstatus.FS = Off also makes FP instructions illegal.
         let fs = crate::csr::MSTATUS_FS;
         if self.csr.mstatus & fs == 0 || (self.virt && self.csr.h.vsstatus & fs == 0) {

@@ -95,6 +95,13 @@ pub(crate) struct Layout {
     tally: i32,
     last_fetch_page: i32,
     view: i32,
+    /// Floating point (unmonitored blocks): `Hart::f`, `mstatus`, `vsstatus`, `Hart::virt`
+    /// and the helper that executes an F/D instruction with the interpreter's code.
+    f: i32,
+    mstatus: i32,
+    vsstatus: i32,
+    virt: i32,
+    float_helper: usize,
 
     ram_host: u64,
     /// Address of the block table (entries `{va, off, code, insns}`, 32 bytes).
@@ -183,6 +190,22 @@ unsafe extern "sysv64" fn jit_store(hart: *mut Hart, va: u64, val: u64, size: u6
     if h.store_slow(va, size as u32, val).is_err() {
         h.jit_fault = true;
     }
+}
+
+/// An F or D instruction other than a load or store, packed by `x64::pack` into `lo` and
+/// `hi`: executed by the interpreter's code (`Hart::exec_float`: `mstatus.FS`, the rounding
+/// mode, NaN boxing, `fflags`). Returns 1 when it raises an exception (FS off, a reserved
+/// rounding mode), with nothing changed: the block then leaves before the instruction and
+/// the interpreter executes it again, taking the trap.
+///
+/// # Safety
+/// As for [`jit_load`].
+#[cfg(target_arch = "x86_64")]
+unsafe extern "sysv64" fn jit_float(hart: *mut Hart, lo: u64, hi: u64) -> u64 {
+    // SAFETY: as for `jit_load`.
+    let h = unsafe { &mut *hart };
+    let i = x64::unpack(lo, hi);
+    h.exec_float(&i).is_err() as u64
 }
 
 /// CTR: the block's closing jump or branch of type `t` from `from` qualifies for recording
@@ -363,6 +386,7 @@ impl Hart {
         let page_end = (off | 0xfff) + 1;
         let mut insns = Vec::with_capacity(MAX_INSNS);
         let (mut va, mut o) = (pc, off);
+        let monitored = self.jit.as_deref().is_some_and(|j| j.kind != 0);
         #[cfg(target_arch = "x86_64")]
         while insns.len() < MAX_INSNS && o + 2 <= page_end {
             let lo = self.ram.load(o, 2) as u32;
@@ -377,7 +401,7 @@ impl Hart {
             };
             let i = decode::decode(bits);
             let terminal = x64::terminal(i.op);
-            if !terminal && !x64::straight(i.op) {
+            if !terminal && !x64::straight(i.op) && (monitored || !x64::unmonitored(i.op)) {
                 break;
             }
             insns.push((va, i));
@@ -410,7 +434,7 @@ impl Hart {
             end_pc: va,
             code_host: self.ram.host_addr(off),
             check,
-            monitored: self.jit.as_deref().is_some_and(|j| j.kind != 0),
+            monitored,
         }
     }
 
@@ -451,6 +475,14 @@ impl Hart {
             tally: (offset_of!(Hart, pmu) + tally) as i32,
             last_fetch_page: (offset_of!(Hart, pmu) + last_fetch_page) as i32,
             view: offset_of!(Hart, jit_view) as i32,
+            f: offset_of!(Hart, f) as i32,
+            mstatus: (offset_of!(Hart, csr) + offset_of!(crate::csr::CsrFile, mstatus)) as i32,
+            vsstatus: (offset_of!(Hart, csr)
+                + offset_of!(crate::csr::CsrFile, h)
+                + offset_of!(crate::hypervisor::HypervisorCsrs, vsstatus))
+                as i32,
+            virt: offset_of!(Hart, virt) as i32,
+            float_helper: jit_float as *const () as usize,
 
             fetch_ctx: (tlb + fetch_ctx) as i32,
             ram_host: self.ram.host_addr(0) as u64,

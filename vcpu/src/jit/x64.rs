@@ -508,6 +508,13 @@ pub(super) fn straight(op: Op) -> bool {
     )
 }
 
+/// Whether the code generator handles `op` in the middle of an unmonitored block (a
+/// monitored block ends before it and leaves it to the interpreter, which reports its
+/// events): the M extension's divisions and MULHSU, and the F and D instructions.
+pub(super) fn unmonitored(op: Op) -> bool {
+    muldiv(op) || float_memory(op) || float_op(op)
+}
+
 /// Whether `op` ends a block (it sets pc itself).
 pub(super) fn terminal(op: Op) -> bool {
     use Op::*;
@@ -569,6 +576,7 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
     // (which cannot trap), or on the way out of a first store that rewrites the block.
     let monitored = plan.monitored;
     let fetch = |a: &mut Asm| monitor_fetch(a, l, start_pc(plan) >> 12);
+    let mut fp = FloatState::default();
     for (k, &(pc, ref i)) in plan.insns.iter().enumerate() {
         if terminal(i.op) {
             debug_assert_eq!(k + 1, plan.insns.len());
@@ -581,20 +589,33 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
             i.op,
             Op::Lb | Op::Lh | Op::Lw | Op::Ld | Op::Lbu | Op::Lhu | Op::Lwu
         ) || matches!(i.op, Op::Sb | Op::Sh | Op::Sw | Op::Sd)
+            || float_memory(i.op)
         {
             let bail = a.new_dynamic_label();
             bails.push((bail, pc, n - k as u32));
+            if float_memory(i.op) {
+                fp.check(&mut a, l, bail);
+            }
             // A store into the rest of this block's code leaves the block after it, so
             // that the next instruction is fetched again (as the interpreter does).
             let next = pc.wrapping_add(i.len as u64);
             let rest = bytes - next.wrapping_sub(start);
-            let store = matches!(i.op, Op::Sb | Op::Sh | Op::Sw | Op::Sd);
+            let store = is_store(i.op);
             let rewrite = (store && rest > 0).then(|| {
                 let label = a.new_dynamic_label();
                 rewrites.push((label, next, n - k as u32 - 1, k == 0));
                 (code_off + (next - start), rest, label)
             });
             emit_memory(&mut a, l, i, bail, rewrite, monitored, &mut slows);
+            if matches!(i.op, Op::Flw | Op::Fld) {
+                fp.dirty(&mut a, l);
+            }
+        } else if float_op(i.op) {
+            let bail = a.new_dynamic_label();
+            bails.push((bail, pc, n - k as u32));
+            emit_float(&mut a, l, i, bail, &mut fp);
+        } else if muldiv(i.op) {
+            emit_muldiv(&mut a, l, i);
         } else {
             emit_straight(&mut a, l, pc, i);
             if monitored && matches!(i.op, Op::Mul | Op::Mulh | Op::Mulhu | Op::Mulw) {
@@ -771,10 +792,10 @@ fn emit_memory(
     let size: i32 = match i.op {
         Lb | Lbu | Sb => 1,
         Lh | Lhu | Sh => 2,
-        Lw | Lwu | Sw => 4,
+        Lw | Lwu | Sw | Flw | Fsw => 4,
         _ => 8,
     };
-    let store = matches!(i.op, Sb | Sh | Sw | Sd);
+    let store = is_store(i.op);
     let (slow, resume) = (a.new_dynamic_label(), a.new_dynamic_label());
     slows.push(SlowPath {
         slow,
@@ -808,7 +829,12 @@ fn emit_memory(
     let ram = l.ram_host as i64;
     dynasm!(a ; .arch x64 ; mov rdx, QWORD ram);
     if store {
-        get_rcx(a, l, i.rs2);
+        if float_memory(i.op) {
+            let d = fd(l, i.rs2);
+            dynasm!(a ; .arch x64 ; mov rcx, QWORD [rdi + d]);
+        } else {
+            get_rcx(a, l, i.rs2);
+        }
         match size {
             1 => dynasm!(a ; .arch x64 ; mov BYTE [rdx + rax], cl),
             2 => dynasm!(a ; .arch x64 ; mov WORD [rdx + rax], cx),
@@ -838,11 +864,18 @@ fn emit_memory(
         Lh => dynasm!(a ; .arch x64 ; movsx rcx, WORD [rdx + rax]),
         Lhu => dynasm!(a ; .arch x64 ; movzx ecx, WORD [rdx + rax]),
         Lw => dynasm!(a ; .arch x64 ; movsxd rcx, DWORD [rdx + rax]),
-        Lwu => dynasm!(a ; .arch x64 ; mov ecx, DWORD [rdx + rax]),
+        Lwu | Flw => dynasm!(a ; .arch x64 ; mov ecx, DWORD [rdx + rax]),
         _ => dynasm!(a ; .arch x64 ; mov rcx, QWORD [rdx + rax]),
     }
     dynasm!(a ; .arch x64 ; =>resume);
-    if i.rd != X0_SINK {
+    if float_memory(i.op) {
+        // FLW NaN-boxes the single in the 64-bit register.
+        if i.op == Flw {
+            dynasm!(a ; .arch x64 ; mov rax, QWORD BOX ; or rcx, rax);
+        }
+        let d = fd(l, i.rd);
+        dynasm!(a ; .arch x64 ; mov QWORD [rdi + d], rcx);
+    } else if i.rd != X0_SINK {
         let d = xd(l, i.rd);
         dynasm!(a ; .arch x64 ; mov QWORD [rdi + d], rcx);
     }
@@ -855,12 +888,17 @@ fn emit_memory(
 /// stack aligned (a block runs with rsp = 8 mod 16, as on entry to a function), then
 /// resume, or bail when the helper reports a fault or device.
 fn emit_slow_path(a: &mut Asm, l: &Layout, s: &SlowPath) {
-    let store = matches!(s.op, Op::Sb | Op::Sh | Op::Sw | Op::Sd);
+    let store = is_store(s.op);
     let size = s.size;
     let fault = l.fault;
     let (slow, resume, bail) = (s.slow, s.resume, s.bail);
     dynasm!(a ; .arch x64 ; =>slow);
-    if store {
+    if float_memory(s.op) && store {
+        let d = fd(l, s.rs2);
+        dynasm!(a ; .arch x64 ; mov rdx, QWORD [rdi + d]);
+        dynasm!(a ; .arch x64 ; mov ecx, size);
+        call(a, l.store_helper);
+    } else if store {
         get(a, l, RDX, s.rs2);
         dynasm!(a ; .arch x64 ; mov ecx, size);
         call(a, l.store_helper);
@@ -876,7 +914,8 @@ fn emit_slow_path(a: &mut Asm, l: &Layout, s: &SlowPath) {
         Op::Lb => dynasm!(a ; .arch x64 ; movsx rcx, al),
         Op::Lh => dynasm!(a ; .arch x64 ; movsx rcx, ax),
         Op::Lw => dynasm!(a ; .arch x64 ; movsxd rcx, eax),
-        Op::Lbu | Op::Lhu | Op::Lwu | Op::Ld => dynasm!(a ; .arch x64 ; mov rcx, rax),
+        Op::Lbu | Op::Lhu | Op::Lwu | Op::Ld | Op::Fld => dynasm!(a ; .arch x64 ; mov rcx, rax),
+        Op::Flw => dynasm!(a ; .arch x64 ; mov ecx, eax),
         _ => {}
     }
     let next = s.after.unwrap_or(resume);
@@ -956,4 +995,324 @@ fn emit_terminal(
             exit_recording(a, l, target, target >> 12 == page, taken, links);
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Unmonitored blocks: division and MULHSU inline; F and D loads, stores and moves inline, the
+// rest through the interpreter's code (`Hart::exec_float`).
+// ---------------------------------------------------------------------------------------------
+
+/// The upper half of a NaN-boxed single (unprivileged spec, "NaN Boxing of Narrower Values").
+const BOX: i64 = !0xffff_ffffu64 as i64;
+
+/// The M extension's instructions the translator adds to `straight` in unmonitored blocks.
+fn muldiv(op: Op) -> bool {
+    use Op::*;
+    matches!(
+        op,
+        Mulhsu | Div | Divu | Rem | Remu | Divw | Divuw | Remw | Remuw
+    )
+}
+
+fn float_memory(op: Op) -> bool {
+    matches!(op, Op::Flw | Op::Fld | Op::Fsw | Op::Fsd)
+}
+
+fn is_store(op: Op) -> bool {
+    matches!(op, Op::Sb | Op::Sh | Op::Sw | Op::Sd | Op::Fsw | Op::Fsd)
+}
+
+/// The F and D instructions other than loads and stores.
+fn float_op(op: Op) -> bool {
+    use Op::*;
+    matches!(
+        op,
+        Fmadd
+            | Fmsub
+            | Fnmsub
+            | Fnmadd
+            | Fadd
+            | Fsub
+            | Fmul
+            | Fdiv
+            | Fsqrt
+            | Fsgnj
+            | Fsgnjn
+            | Fsgnjx
+            | Fmin
+            | Fmax
+            | FcvtFF
+            | Feq
+            | Flt
+            | Fle
+            | Fclass
+            | FcvtIF
+            | FcvtFI
+            | FmvXF
+            | FmvFX
+    )
+}
+
+/// Displacement of floating-point register `r` from the hart pointer.
+fn fd(l: &Layout, r: u8) -> i32 {
+    l.f + 8 * (r as i32 & 31)
+}
+
+/// An instruction for `super::jit_float`, in two registers.
+fn pack(i: &Insn) -> (u64, u64) {
+    let lo = u64::from_le_bytes([i.op as u8, i.rd, i.rs1, i.rs2, i.rs3, i.rm, i.len, i.fmt]);
+    (lo, i.imm as u32 as u64 | (i.raw as u64) << 32)
+}
+
+/// The instruction [`pack`] packed.
+pub(super) fn unpack(lo: u64, hi: u64) -> Insn {
+    let b = lo.to_le_bytes();
+    // SAFETY: `b[0]` is the discriminant of an `Op` (a `repr(u8)` enum) taken by `pack`.
+    let op = unsafe { std::mem::transmute::<u8, Op>(b[0]) };
+    Insn {
+        op,
+        rd: b[1],
+        rs1: b[2],
+        rs2: b[3],
+        rs3: b[4],
+        rm: b[5],
+        len: b[6],
+        fmt: b[7],
+        imm: hi as u32 as i32,
+        raw: (hi >> 32) as u32,
+    }
+}
+
+/// What the block has established about `mstatus.FS` so far. Within a block it can only go
+/// from Off to nothing else (no CSR write or trap runs inside a block) and from clean to
+/// Dirty by the block's own writes, so one check and one marking suffice on the straight
+/// path, before the first instruction that needs them.
+#[derive(Default)]
+struct FloatState {
+    /// FS (and with V=1 `vsstatus.FS`) is known not to be Off.
+    checked: bool,
+    /// FS is known to be Dirty.
+    dirty: bool,
+}
+
+impl FloatState {
+    /// With FS (or with V=1 `vsstatus.FS`) Off an F/D instruction is illegal: leave through
+    /// `bail` so that the interpreter takes the trap.
+    fn check(&mut self, a: &mut Asm, l: &Layout, bail: DynamicLabel) {
+        if std::mem::replace(&mut self.checked, true) {
+            return;
+        }
+        let (ms, vs, virt) = (l.mstatus, l.vsstatus, l.virt);
+        let fs_bits = crate::csr::MSTATUS_FS as i16; // bits 14:13
+        let ok = a.new_dynamic_label();
+        dynasm!(a ; .arch x64
+            ; test WORD [rdi + ms], fs_bits
+            ; jz =>bail
+            ; cmp BYTE [rdi + virt], 0
+            ; je =>ok
+            ; test WORD [rdi + vs], fs_bits
+            ; jz =>bail
+            ; =>ok
+        );
+    }
+
+    /// An F/D register was written: FS becomes Dirty (`Hart::mark_fs_dirty`).
+    fn dirty(&mut self, a: &mut Asm, l: &Layout) {
+        if std::mem::replace(&mut self.dirty, true) {
+            return;
+        }
+        let (ms, vs, virt) = (l.mstatus, l.vsstatus, l.virt);
+        let fs_bits = crate::csr::MSTATUS_FS as i16; // bits 14:13
+        let done = a.new_dynamic_label();
+        dynasm!(a ; .arch x64
+            ; or WORD [rdi + ms], fs_bits
+            ; cmp BYTE [rdi + virt], 0
+            ; je =>done
+            ; or WORD [rdi + vs], fs_bits
+            ; =>done
+        );
+    }
+}
+
+/// An F or D instruction other than a load or store. Moves between register files and the
+/// double-precision sign injections (no rounding, no flags, no NaN boxing) are inline; the
+/// rest calls the interpreter's code, which leaves everything unchanged when the instruction
+/// raises an exception: the block then leaves through `bail`, before it.
+fn emit_float(a: &mut Asm, l: &Layout, i: &Insn, bail: DynamicLabel, fp: &mut FloatState) {
+    use crate::decode::FMT_S;
+    use Op::*;
+    let single = i.fmt == FMT_S;
+    match i.op {
+        FmvXF => {
+            fp.check(a, l, bail);
+            if i.rd != X0_SINK {
+                let (s, d) = (fd(l, i.rs1), xd(l, i.rd));
+                if single {
+                    dynasm!(a ; .arch x64 ; movsxd rax, DWORD [rdi + s]);
+                } else {
+                    dynasm!(a ; .arch x64 ; mov rax, QWORD [rdi + s]);
+                }
+                dynasm!(a ; .arch x64 ; mov QWORD [rdi + d], rax);
+            }
+        }
+        FmvFX => {
+            fp.check(a, l, bail);
+            get_rax(a, l, i.rs1);
+            if single {
+                dynasm!(a ; .arch x64 ; mov eax, eax ; mov rcx, QWORD BOX ; or rax, rcx);
+            }
+            let d = fd(l, i.rd);
+            dynasm!(a ; .arch x64 ; mov QWORD [rdi + d], rax);
+            fp.dirty(a, l);
+        }
+        Fsgnj | Fsgnjn | Fsgnjx if !single => {
+            fp.check(a, l, bail);
+            let (s1, s2, d) = (fd(l, i.rs1), fd(l, i.rs2), fd(l, i.rd));
+            dynasm!(a ; .arch x64
+                ; mov rax, QWORD [rdi + s1]
+                ; mov rcx, QWORD [rdi + s2]
+                ; btr rax, 63
+            );
+            match i.op {
+                Fsgnj => {}
+                Fsgnjn => dynasm!(a ; .arch x64 ; not rcx),
+                _ => dynasm!(a ; .arch x64 ; xor rcx, QWORD [rdi + s1]),
+            }
+            dynasm!(a ; .arch x64
+                ; shr rcx, 63
+                ; shl rcx, 63
+                ; or rax, rcx
+                ; mov QWORD [rdi + d], rax
+            );
+            fp.dirty(a, l);
+        }
+        _ => {
+            let (lo, hi) = pack(i);
+            dynasm!(a ; .arch x64
+                ; mov rsi, QWORD lo as i64
+                ; mov rdx, QWORD hi as i64
+            );
+            call(a, l.float_helper);
+            dynasm!(a ; .arch x64 ; test eax, eax ; jnz =>bail);
+            // It passed the FS check; it marked FS Dirty when it wrote an F register.
+            fp.checked = true;
+            if !matches!(i.op, Feq | Flt | Fle | Fclass | FcvtIF) {
+                fp.dirty = true;
+            }
+        }
+    }
+}
+
+/// DIV, DIVU, REM, REMU, their W forms and MULHSU, with the M extension's results for
+/// division by zero (quotient all ones, remainder the dividend) and signed overflow
+/// (quotient the dividend, remainder 0), which the host's divide would trap on: a divisor
+/// of -1 is negation (or a zero remainder) without dividing.
+fn emit_muldiv(a: &mut Asm, l: &Layout, i: &Insn) {
+    use Op::*;
+    if i.rd == X0_SINK {
+        return; // no architectural effect: no trap, no flags
+    }
+    get_rax(a, l, i.rs1);
+    get_rcx(a, l, i.rs2);
+    let (zero, minus, done) = (
+        a.new_dynamic_label(),
+        a.new_dynamic_label(),
+        a.new_dynamic_label(),
+    );
+    match i.op {
+        Mulhsu => {
+            // The unsigned high half, less the multiplier when the multiplicand is negative.
+            dynasm!(a ; .arch x64
+                ; mov rsi, rax
+                ; mul rcx
+                ; sar rsi, 63
+                ; and rsi, rcx
+                ; sub rdx, rsi
+                ; mov rax, rdx
+            );
+        }
+        Div | Rem => {
+            dynasm!(a ; .arch x64
+                ; test rcx, rcx
+                ; jz =>zero
+                ; cmp rcx, -1
+                ; je =>minus
+                ; cqo
+                ; idiv rcx
+            );
+            if i.op == Rem {
+                dynasm!(a ; .arch x64 ; mov rax, rdx);
+            }
+            dynasm!(a ; .arch x64 ; jmp =>done ; =>zero);
+            if i.op == Div {
+                dynasm!(a ; .arch x64 ; mov rax, -1);
+            }
+            dynasm!(a ; .arch x64 ; jmp =>done ; =>minus);
+            if i.op == Div {
+                dynasm!(a ; .arch x64 ; neg rax);
+            } else {
+                dynasm!(a ; .arch x64 ; xor eax, eax);
+            }
+        }
+        Divu | Remu => {
+            dynasm!(a ; .arch x64
+                ; test rcx, rcx
+                ; jz =>zero
+                ; xor edx, edx
+                ; div rcx
+            );
+            if i.op == Remu {
+                dynasm!(a ; .arch x64 ; mov rax, rdx);
+            }
+            dynasm!(a ; .arch x64 ; jmp =>done ; =>zero);
+            if i.op == Divu {
+                dynasm!(a ; .arch x64 ; mov rax, -1);
+            }
+        }
+        Divw | Remw => {
+            dynasm!(a ; .arch x64
+                ; test ecx, ecx
+                ; jz =>zero
+                ; cmp ecx, -1
+                ; je =>minus
+                ; cdq
+                ; idiv ecx
+            );
+            if i.op == Remw {
+                dynasm!(a ; .arch x64 ; mov eax, edx);
+            }
+            dynasm!(a ; .arch x64 ; movsxd rax, eax ; jmp =>done ; =>zero);
+            if i.op == Divw {
+                dynasm!(a ; .arch x64 ; mov rax, -1);
+            } else {
+                dynasm!(a ; .arch x64 ; movsxd rax, eax);
+            }
+            dynasm!(a ; .arch x64 ; jmp =>done ; =>minus);
+            if i.op == Divw {
+                dynasm!(a ; .arch x64 ; neg eax ; movsxd rax, eax);
+            } else {
+                dynasm!(a ; .arch x64 ; xor eax, eax);
+            }
+        }
+        _ => {
+            // Divuw, Remuw
+            dynasm!(a ; .arch x64
+                ; test ecx, ecx
+                ; jz =>zero
+                ; xor edx, edx
+                ; div ecx
+            );
+            if i.op == Remuw {
+                dynasm!(a ; .arch x64 ; mov eax, edx);
+            }
+            dynasm!(a ; .arch x64 ; movsxd rax, eax ; jmp =>done ; =>zero);
+            if i.op == Divuw {
+                dynasm!(a ; .arch x64 ; mov rax, -1);
+            } else {
+                dynasm!(a ; .arch x64 ; movsxd rax, eax);
+            }
+        }
+    }
+    dynasm!(a ; .arch x64 ; =>done);
+    put_rax(a, l, i.rd);
 }
