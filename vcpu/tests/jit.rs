@@ -4,7 +4,8 @@
 //! harts over identical RAM, one with `HartConfig::jit` on and one with it off, with the same
 //! budgets, and requires the same exits and the same state after every `run` return: all
 //! integer registers, pc, privilege, retired and executed counts, the trap CSRs, and the
-//! bytes of the data area (the whole RAM at the end of a program).
+//! bytes of the data area (the whole RAM at the end of a program); with F and D, the
+//! floating-point registers and `fcsr` too.
 //!
 //! - Random programs (fixed-seed xorshift): every op the translator handles inline, in 16- and
 //!   32-bit forms, loads and stores of every width (misaligned, across a page boundary, to
@@ -17,6 +18,11 @@
 //! - Sv39: one physical page at two virtual addresses, and a virtual page remapped through a
 //!   PTE store or a `satp` switch followed by SFENCE.VMA.
 //! - Loads and stores that fault or reach a device in the middle of a translated loop.
+//! - F and D: random programs with every F/D instruction (32- and 16-bit loads and stores,
+//!   every rounding mode static and dynamic, reserved ones, operands of every class: NaNs,
+//!   signalling NaNs, infinities, zeros, subnormals, singles not NaN-boxed), `fflags` read
+//!   and cleared, `frm` written, `mstatus.FS` turned Off and Clean; also in budget steps.
+//! - Division: DIV/DIVU/REM/REMU, the W forms and MULHSU on the spec's corner cases.
 
 mod common;
 
@@ -120,6 +126,15 @@ impl Pair {
             }
         }
         let (th, ih) = (&t.hart, &i.hart);
+        for r in 0..32 {
+            if th.freg(r) != ih.freg(r) {
+                diffs.push(format!("f{r}: {:#x} vs {:#x}", th.freg(r), ih.freg(r)));
+            }
+        }
+        let (a, b) = (th.csr(FCSR as u16), ih.csr(FCSR as u16));
+        if a != b {
+            diffs.push(format!("fcsr: {a:x?} vs {b:x?}"));
+        }
         for (what, a, b) in [
             ("pc", th.pc(), ih.pc()),
             ("instret", th.instret(), ih.instret()),
@@ -243,6 +258,37 @@ const VALUES: [u64; 16] = [
     0xdead_beef_0bad_f00d,
 ];
 
+/// Floating-point values the F/D programs load (at B0 + 0x100): every class of double and of
+/// NaN-boxed single, and singles that are not boxed (they read as the canonical NaN).
+const FVALUES: [u64; 26] = [
+    0,
+    1 << 63,
+    0x3ff0_0000_0000_0000,
+    0xbff0_0000_0000_0000,
+    0x7ff0_0000_0000_0000,
+    0xfff0_0000_0000_0000,
+    0x7ff8_0000_0000_0000,
+    0x7ff0_0000_0000_0001,
+    0xfff4_0000_0000_0000,
+    0x0000_0000_0000_0001,
+    0x800f_ffff_ffff_ffff,
+    0x0010_0000_0000_0000,
+    0x7fef_ffff_ffff_ffff,
+    0x3fb9_9999_9999_999a,
+    0x43e0_0000_0000_0000,
+    0xc3e0_0000_0000_0001,
+    0x41df_ffff_ffc0_0000,
+    0xffff_ffff_3f80_0000,
+    0xffff_ffff_7fc0_0000,
+    0xffff_ffff_7f80_0001,
+    0xffff_ffff_0000_0001,
+    0xffff_ffff_ff80_0000,
+    0xffff_ffff_8000_0000,
+    0xffff_ffff_4f00_0000,
+    0x0000_0000_3f80_0000,
+    0xffff_fffe_3dcc_cccd,
+];
+
 // Registers the random programs keep for themselves.
 /// Base for the `sp`-relative compressed forms: DATA + 0x1c00.
 const SP: u32 = 2;
@@ -268,6 +314,8 @@ struct Gen {
     rng: XorShift,
     /// The scratch, retired-instructions and cycle CSRs the program may access.
     csrs: [u32; 3],
+    /// Mix F and D instructions in ([`Mode::Float`]).
+    float: bool,
     h: Vec<u16>,
 }
 
@@ -486,6 +534,9 @@ impl Gen {
 
     /// One instruction (or a short sequence) the translator runs inline.
     fn straight(&mut self) {
+        if self.float && self.rng.chance(40) {
+            return self.fp();
+        }
         match self.rng.below(20) {
             0..=6 => self.alu(),
             7..=9 => self.calu(),
@@ -493,6 +544,104 @@ impl Gen {
             15..=17 => self.cmem(),
             _ => self.value(),
         }
+    }
+
+    /// A rounding-mode field: mostly dynamic, every static mode, rarely a reserved one
+    /// (illegal: the trap handler of [`Mode::Float`] skips the instruction).
+    fn rm(&mut self) -> u32 {
+        match self.rng.below(24) {
+            0..=9 => 7,
+            23 => 5 + self.rng.below(2) as u32,
+            k => (k % 5) as u32,
+        }
+    }
+
+    /// One F or D instruction (or a short sequence around `mstatus.FS` or `frm`).
+    fn fp(&mut self) {
+        let fmt = if self.rng.chance(40) { FMT_S } else { FMT_D };
+        let (d, a, b, c) = (
+            self.rng.below(32) as u32,
+            self.rng.below(32) as u32,
+            self.rng.below(32) as u32,
+            self.rng.below(32) as u32,
+        );
+        let (xd, xs) = (self.dst(), self.src());
+        let rm = self.rm();
+        let special = 0x100 + 8 * self.rng.below(FVALUES.len() as u64) as i32;
+        let w = match self.rng.below(40) {
+            0..=3 => fld(d, B0, special),
+            4 => flw(d, B0, special + 4 * self.rng.below(2) as i32),
+            5 => {
+                let (base, off) = self.address();
+                fld(d, base, off)
+            }
+            6 => {
+                let (base, off) = self.address();
+                flw(d, base, off)
+            }
+            7 => {
+                let (base, off) = self.address();
+                fsd(a, base, off)
+            }
+            8 => {
+                let (base, off) = self.address();
+                fsw(a, base, off)
+            }
+            9 => {
+                let base = self.rng.pick(&[B0, B1]);
+                let (fd, off) = (8 + self.rng.below(8) as u32, 8 * self.rng.below(32) as u32);
+                let h = if self.rng.chance(50) {
+                    c_fld(fd, base, off)
+                } else {
+                    c_fsd(fd, base, off)
+                };
+                return self.w16(h);
+            }
+            10 | 11 => fadd(fmt, d, a, b, rm),
+            12 => fsub(fmt, d, a, b, rm),
+            13 | 14 => fmul(fmt, d, a, b, rm),
+            15 => fdiv(fmt, d, a, b, rm),
+            16 => fsqrt(fmt, d, a, rm),
+            17 => fmadd(fmt, d, a, b, c, rm),
+            18 => fmsub(fmt, d, a, b, c, rm),
+            19 => fnmsub(fmt, d, a, b, c, rm),
+            20 => fnmadd(fmt, d, a, b, c, rm),
+            21 => fsgnj(fmt, d, a, b),
+            22 => fsgnjn(fmt, d, a, b),
+            23 => fsgnjx(fmt, d, a, b),
+            24 => fmin(fmt, d, a, b),
+            25 => fmax(fmt, d, a, b),
+            26 => feq(fmt, xd, a, b),
+            27 => flt(fmt, xd, a, b),
+            28 => fle(fmt, xd, a, b),
+            29 => fclass(fmt, xd, a),
+            30 => fcvt_to_int(fmt, self.rng.below(4) as u32, xd, a, rm),
+            31 => fcvt_from_int(fmt, self.rng.below(4) as u32, d, xs, rm),
+            32 => fcvt_s_d(d, a, rm),
+            33 => fcvt_d_s(d, a, rm),
+            34 => fmv_x_f(fmt, xd, a),
+            35 => fmv_f_x(fmt, d, xs),
+            // The dynamic rounding mode, any value (5-7 reserved).
+            36 => csrrwi(0, FRM, self.rng.below(8) as u32),
+            // The accrued flags read, or cleared.
+            37 => match self.rng.below(3) {
+                0 => csrr(xd, FCSR),
+                1 => csrr(xd, FFLAGS),
+                _ => csrrwi(0, FFLAGS, 0),
+            },
+            // FS Off (the handler turns it back to Initial), or Clean.
+            38 if self.rng.chance(30) => {
+                self.w32(lui(JR, 6));
+                self.w32(csrrc(0, MSTATUS, JR));
+                self.w32(lui(JR, 4));
+                csrrs(0, MSTATUS, JR)
+            }
+            _ => {
+                self.w32(lui(JR, 6));
+                csrrc(0, MSTATUS, JR)
+            }
+        };
+        self.w32(w);
     }
 
     /// One instruction the translator leaves to the interpreter (it ends a block).
@@ -705,6 +854,40 @@ enum Mode {
     Pmu,
     /// S-mode under Sv39 as `Sv39`, with every event counted: the TLB models run too.
     PmuSv39,
+    /// M-mode as `Machine`, with F and D instructions mixed in: a prologue at CODE sets
+    /// `mstatus.FS` and `frm` (from x5, by seed: reserved values too), and a trap handler at
+    /// TRAP skips the instruction that trapped (FS Off, a reserved rounding mode) and sets FS
+    /// to Initial.
+    Float,
+}
+
+/// The prologue of [`Mode::Float`].
+fn float_prologue() -> Vec<u32> {
+    vec![lui(6, 2), csrrs(0, MSTATUS, 6), csrrw(0, FRM, 5)]
+}
+
+/// The trap handler of [`Mode::Float`]: mepc past the instruction, FS Initial, with x1 and
+/// x2 kept in `mscratch` and `sscratch` meanwhile (M-mode programs do not use `sscratch`).
+fn float_handler() -> Vec<u32> {
+    vec![
+        csrrw(1, MSCRATCH, 1),
+        csrrw(2, SSCRATCH, 2),
+        // The length of the instruction in `mtval` (its bits): 4, or 2 when compressed.
+        csrr(1, MTVAL),
+        andi(1, 1, 3),
+        addi(1, 1, -3),
+        sltiu(1, 1, 1),
+        slli(1, 1, 1),
+        addi(1, 1, 2),
+        csrr(2, MEPC),
+        add(2, 2, 1),
+        csrw(MEPC, 2),
+        lui(1, 2),
+        csrrs(0, MSTATUS, 1),
+        csrrw(2, SSCRATCH, 2),
+        csrrw(1, MSCRATCH, 1),
+        mret(),
+    ]
 }
 
 /// Counters 3-30 count the 28 events of the catalog, each starting a different distance
@@ -788,6 +971,7 @@ impl Mode {
             Mode::Interrupts => CODE + 4 * interrupt_prologue().len() as u64,
             Mode::Ctr => CODE + 4 * ctr_prologue().len() as u64,
             Mode::Pmu => CODE + 4 * pmu_setup().len() as u64,
+            Mode::Float => CODE + 4 * float_prologue().len() as u64,
             Mode::PmuSv39 => vpage(SV39_CODE_PAGE),
             _ => CODE,
         }
@@ -837,9 +1021,10 @@ fn random_program(seed: u64, halfwords: usize, mode: Mode) -> Vec<u16> {
         csrs: match mode {
             Mode::Ctr if seed % 2 == 1 => [MCTRCTL, MINSTRET, MCYCLE],
             Mode::Pmu if seed % 2 == 1 => [MCOUNTINHIBIT, MINSTRET, MCYCLE],
-            Mode::Machine | Mode::Ctr | Mode::Pmu => [MSCRATCH, MINSTRET, MCYCLE],
+            Mode::Machine | Mode::Ctr | Mode::Pmu | Mode::Float => [MSCRATCH, MINSTRET, MCYCLE],
             _ => [SSCRATCH, INSTRET, CYCLE],
         },
+        float: mode == Mode::Float,
         h: Vec::new(),
     };
     while g.h.len() < halfwords {
@@ -876,6 +1061,11 @@ fn load_random_in(p: &mut Pair, seed: u64, halfwords: usize, mode: Mode) -> u64 
     for (k, v) in VALUES.iter().enumerate() {
         data[0x800 + 8 * k..0x808 + 8 * k].copy_from_slice(&v.to_le_bytes());
     }
+    if mode == Mode::Float {
+        for (k, v) in FVALUES.iter().enumerate() {
+            data[0x900 + 8 * k..0x908 + 8 * k].copy_from_slice(&v.to_le_bytes());
+        }
+    }
     let mut regs = [0u64; 32];
     for (r, v) in regs.iter_mut().enumerate().skip(1) {
         *v = if rng.chance(50) {
@@ -889,6 +1079,7 @@ fn load_random_in(p: &mut Pair, seed: u64, halfwords: usize, mode: Mode) -> u64 
             B1 => data_va + 0x1000,
             31 => TRAP, // read by the boot stub
             5 if mode == Mode::Ctr => ctr_setting(seed),
+            5 if mode == Mode::Float => seed % 8,
             _ => *v,
         };
     }
@@ -908,6 +1099,10 @@ fn load_random_in(p: &mut Pair, seed: u64, halfwords: usize, mode: Mode) -> u64 
             }
             if mode == Mode::Pmu {
                 vm.put32(CODE, &pmu_setup());
+            }
+            if mode == Mode::Float {
+                vm.put32(CODE, &float_prologue());
+                vm.put32(TRAP, &float_handler());
             }
             return;
         }
@@ -1004,6 +1199,105 @@ fn random_programs_match_the_interpreter_recording_ctr() {
         records.len() >= 16 && records.iter().all(|e| e.source & 1 == 1),
         "CTR recorded too little: {records:x?}"
     );
+}
+
+#[test]
+fn random_float_programs_match_the_interpreter() {
+    random_programs_in(Mode::Float, 1000..1032);
+    // The programs did compute: flags accrued, and traps (FS Off, reserved rounding modes)
+    // were taken and skipped.
+    let mut p = Mode::Float.pair();
+    load_random_in(&mut p, 1001, 6000, Mode::Float);
+    p.run_to_wfi("Float, seed 1001");
+    assert_ne!(p.int.csr(FCSR) & 0x1f, 0, "no flags accrued");
+    assert_eq!(p.int.csr(MCAUSE), cause::ILLEGAL_INSN);
+    assert!(p.jit.hart.translated_blocks() > 50);
+}
+
+#[test]
+fn float_budgets_stop_on_the_same_instruction() {
+    for seed in 1100..1108u64 {
+        let mut rng = XorShift::new(seed ^ 0xf10a7);
+        run_in_steps_in(Mode::Float, seed, 1500, "random steps", || {
+            match rng.below(3) {
+                0 => 1 + rng.below(3),
+                1 => 1 + rng.below(70),
+                _ => 1 + rng.below(1000),
+            }
+        });
+    }
+}
+
+/// DIV, DIVU, REM, REMU, their W forms and MULHSU on the corner cases of the M extension's
+/// table ("Semantics for division by zero and division overflow") and around them, in one
+/// loop that runs translated: the results (stored to DATA) are the spec's and the
+/// interpreter's.
+#[test]
+fn division_corner_cases() {
+    const MIN: u64 = i64::MIN as u64;
+    const W_MIN: u64 = 0xffff_ffff_8000_0000;
+    let cases: [(u64, u64); 10] = [
+        (7, 0),
+        (MIN, u64::MAX),
+        (W_MIN, u64::MAX),
+        (0x1_8000_0000, 0xffff_ffff),
+        (u64::MAX, 2),
+        (MIN, 0),
+        (100, 0xffff_ffff_0000_0000),
+        (0xffff_fff9, 2),
+        (0xdead_beef_0bad_f00d, 0x1234_5678),
+        (5, u64::MAX),
+    ];
+    let ops: [fn(u32, u32, u32) -> u32; 9] =
+        [div, divu, rem, remu, divw, divuw, remw, remuw, mulhsu];
+    // x10 and x11 are the operands, x12 the store pointer (from x15); two passes, so that the second
+    // runs the translated block.
+    let mut body = vec![addi(13, 0, 2)];
+    let head = body.len();
+    body.push(addi(12, 15, 0));
+    for k in 0..cases.len() {
+        body.extend([ld(10, 9, 16 * k as i32), ld(11, 9, 16 * k as i32 + 8)]);
+        for op in ops {
+            body.extend([op(14, 10, 11), sd(14, 12, 0), addi(12, 12, 8)]);
+        }
+    }
+    body.extend([addi(13, 13, -1)]);
+    let back = -4 * (body.len() - head) as i32;
+    body.push(bne(13, 0, back));
+    let operands = DATA + 0x1000;
+    let mut p = Pair::new();
+    p.both(|vm| {
+        for (k, &(a, b)) in cases.iter().enumerate() {
+            vm.w64(operands + 16 * k as u64, a);
+            vm.w64(operands + 16 * k as u64 + 8, b);
+        }
+        vm.set_x(9, operands);
+        vm.set_x(15, DATA);
+        vm.code(&body);
+    });
+    p.run_to_wfi("divisions");
+    p.assert_same_ram("divisions");
+    let got = |k: usize, op: usize| p.jit.r64(DATA + 8 * (9 * k + op) as u64);
+    // x / 0: quotient all ones, remainder the dividend (W forms: of its low word).
+    assert_eq!(
+        (0..8).map(|op| got(0, op)).collect::<Vec<_>>(),
+        [u64::MAX, u64::MAX, 7, 7, u64::MAX, u64::MAX, 7, 7]
+    );
+    assert_eq!((got(5, 0), got(5, 2), got(5, 6)), (u64::MAX, MIN, 0));
+    // Signed overflow: quotient the dividend, remainder 0.
+    assert_eq!((got(1, 0), got(1, 2)), (MIN, 0));
+    assert_eq!((got(2, 4), got(2, 6)), (W_MIN, 0));
+    // W forms use the low words and sign-extend: 0x8000_0000 / 0xffff_ffff.
+    assert_eq!((got(3, 4), got(3, 5)), (W_MIN, 0));
+    assert_eq!((got(3, 6), got(3, 7)), (0, 0xffff_ffff_8000_0000));
+    // Ordinary divisions truncate toward zero.
+    assert_eq!((got(4, 0), got(4, 2)), (0, u64::MAX));
+    assert_eq!((got(4, 1), got(4, 3)), (u64::MAX / 2, 1));
+    assert_eq!((got(7, 4), got(7, 6)), (0xffff_ffff_ffff_fffd, u64::MAX));
+    // MULHSU: signed times unsigned.
+    assert_eq!(got(9, 8), 4);
+    assert_eq!(got(1, 8), MIN);
+    assert_eq!(p.jit.hart.instret(), p.int.hart.instret());
 }
 
 #[test]
