@@ -194,7 +194,8 @@ unsafe extern "sysv64" fn jit_store(hart: *mut Hart, va: u64, val: u64, size: u6
 
 /// An F or D instruction other than a load or store, packed by `x64::pack` into `lo` and
 /// `hi`: executed by the interpreter's code (`Hart::exec_float`: `mstatus.FS`, the rounding
-/// mode, NaN boxing, `fflags`). Returns 1 when it raises an exception (FS off, a reserved
+/// mode, NaN boxing, `fflags`), or for common double-precision arithmetic by the host's
+/// where that gives the same result and flags (`Hart::exec_float_host`). Returns 1 when it raises an exception (FS off, a reserved
 /// rounding mode), with nothing changed: the block then leaves before the instruction and
 /// the interpreter executes it again, taking the trap.
 ///
@@ -205,6 +206,9 @@ unsafe extern "sysv64" fn jit_float(hart: *mut Hart, lo: u64, hi: u64) -> u64 {
     // SAFETY: as for `jit_load`.
     let h = unsafe { &mut *hart };
     let i = x64::unpack(lo, hi);
+    if h.exec_float_host(&i) {
+        return 0;
+    }
     h.exec_float(&i).is_err() as u64
 }
 
