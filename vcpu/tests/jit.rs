@@ -22,6 +22,8 @@
 //!   every rounding mode static and dynamic, reserved ones, operands of every class: NaNs,
 //!   signalling NaNs, infinities, zeros, subnormals, singles not NaN-boxed), `fflags` read
 //!   and cleared, `frm` written, `mstatus.FS` turned Off and Clean; also in budget steps.
+//! - Double-precision arithmetic at the edges of the host shortcut (tiny, exact, overflowing
+//!   results; NX clear and set; every rounding mode).
 //! - Division: DIV/DIVU/REM/REMU, the W forms and MULHSU on the spec's corner cases.
 
 mod common;
@@ -1226,6 +1228,102 @@ fn float_budgets_stop_on_the_same_instruction() {
             }
         });
     }
+}
+
+/// Double-precision arithmetic at the edges of the translator's host shortcut
+/// (`Hart::exec_float_host`): results around the smallest normal number and the largest
+/// finite one, exact and inexact results, zeros, infinities, NaNs, 0/0, x/0, square roots
+/// of negative numbers, with `fflags.NX` clear and set before each operation, in every
+/// rounding mode; every result and the flags after it are stored and compared, and a few
+/// are checked against the spec's values.
+#[test]
+fn double_arithmetic_around_the_host_shortcut() {
+    const MIN_NORMAL: u64 = 0x0010_0000_0000_0000;
+    let values: [u64; 14] = [
+        0x3ff0_0000_0000_0000, // 1
+        0x4008_0000_0000_0000, // 3
+        0xbfe0_0000_0000_0000, // -0.5
+        MIN_NORMAL,            // smallest normal
+        MIN_NORMAL + 1,        // just above it
+        0x0020_0000_0000_0000, // twice it
+        0x000f_ffff_ffff_ffff, // largest subnormal
+        0x7fef_ffff_ffff_ffff, // largest finite
+        0x7fe0_0000_0000_0000, // 2^1023
+        0,                     // +0
+        1 << 63,               // -0
+        0x7ff0_0000_0000_0000, // +inf
+        0x7ff8_0000_0000_0000, // qNaN
+        0x3ca0_0000_0000_0000, // 2^-53
+    ];
+    type Op3 = fn(u32, u32, u32, u32, u32) -> u32;
+    let ops: [Op3; 4] = [fadd, fsub, fmul, fdiv];
+    // f1, f2, f3 from the table at x9 (indices in x10, x11, x12 of the loop), the result to
+    // x8, then fflags; fflags written from x13 (0 or NX) before each operation.
+    let mut body = Vec::new();
+    let mut rng = XorShift::new(0xf1a6);
+    for rm in [0, 1, 2, 3, 4, 7] {
+        for nx in [0, 1] {
+            for _ in 0..40 {
+                let [i, j, k] = [0; 3].map(|_| rng.below(values.len() as u64) as i32);
+                body.extend([fld(1, 9, 8 * i), fld(2, 9, 8 * j), fld(3, 9, 8 * k)]);
+                body.push(csrrwi(0, FFLAGS, nx));
+                body.push(match rng.below(9) {
+                    k @ 0..=3 => ops[k as usize](FMT_D, 4, 1, 2, rm),
+                    4 => fsqrt(FMT_D, 4, 1, rm),
+                    5 => fmadd(FMT_D, 4, 1, 2, 3, rm),
+                    6 => fmsub(FMT_D, 4, 1, 2, 3, rm),
+                    7 => fnmsub(FMT_D, 4, 1, 2, 3, rm),
+                    _ => fnmadd(FMT_D, 4, 1, 2, 3, rm),
+                });
+                body.extend([fsd(4, 8, 0), csrr(5, FFLAGS), sd(5, 8, 8), addi(8, 8, 16)]);
+            }
+        }
+    }
+    // Checked cases, RNE with NX set before: 1/3 (inexact); MIN_NORMAL / 3 (tiny and
+    // inexact: UF); (MIN_NORMAL + 1) - MIN_NORMAL and MIN_NORMAL * -0.5 (tiny but exact: no
+    // UF); largest * 2^1023 (OF). f3 and f4 from the table by `(a, b)`.
+    let checked = [
+        (fdiv(FMT_D, 4, 1, 2, 0), 0, 0),
+        (fdiv(FMT_D, 4, 3, 2, 0), 3, 0),
+        (fsub(FMT_D, 4, 4, 3, 0), 3, 4),
+        (fmul(FMT_D, 4, 3, 4, 0), 3, 2),
+        (fmul(FMT_D, 4, 7, 8, 0), 0, 0),
+    ];
+    for (op, a, b) in checked {
+        body.extend([
+            fld(1, 9, 0),
+            fld(2, 9, 8),
+            fld(3, 9, 8 * a),
+            fld(4, 9, 8 * b),
+        ]);
+        body.extend([fld(7, 9, 8 * 7), fld(8, 9, 8 * 8)]);
+        body.extend([csrrwi(0, FFLAGS, 1), op]);
+        body.extend([fsd(4, 8, 0), csrr(5, FFLAGS), sd(5, 8, 8), addi(8, 8, 16)]);
+    }
+    let table = DATA + 0x1f00;
+    let mut p = Pair::new();
+    p.both(|vm| {
+        for (k, &v) in values.iter().enumerate() {
+            vm.w64(table + 8 * k as u64, v);
+        }
+        vm.set_x(9, table);
+        vm.set_x(8, DATA + 0x2000);
+        let mut prologue = vec![lui(6, 2), csrrs(0, MSTATUS, 6)];
+        prologue.extend(&body);
+        vm.code(&prologue);
+    });
+    p.run_to_wfi("double arithmetic");
+    p.assert_same_ram("double arithmetic");
+    let end = DATA + 0x2000 + 16 * (body.iter().filter(|&&w| w == addi(8, 8, 16)).count() as u64);
+    let result = |k: u64| {
+        let at = end - 16 * (5 - k);
+        (p.jit.r64(at), p.jit.r64(at + 8))
+    };
+    assert_eq!(result(0), (0x3fd5_5555_5555_5555, 1)); // NX
+    assert_eq!(result(1), (0x0005_5555_5555_5555, 3)); // UF, NX
+    assert_eq!(result(2), (1, 1));
+    assert_eq!(result(3), (0x8008_0000_0000_0000, 1));
+    assert_eq!(result(4), (0x7ff0_0000_0000_0000, 5)); // OF, NX
 }
 
 /// DIV, DIVU, REM, REMU, their W forms and MULHSU on the corner cases of the M extension's
