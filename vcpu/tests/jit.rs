@@ -857,7 +857,8 @@ enum Mode {
     /// S-mode under Sv39 as `Sv39`, with every event counted: the TLB models run too.
     PmuSv39,
     /// M-mode as `Machine`, with F and D instructions mixed in: a prologue at CODE sets
-    /// `mstatus.FS` and `frm` (from x5, by seed: reserved values too), and a trap handler at
+    /// `mstatus.FS`, `frm` (from x5, by seed: reserved values too), the F registers and NX,
+    /// and a trap handler at
     /// TRAP skips the instruction that trapped (FS Off, a reserved rounding mode) and sets FS
     /// to Initial.
     Float,
@@ -865,7 +866,11 @@ enum Mode {
 
 /// The prologue of [`Mode::Float`].
 fn float_prologue() -> Vec<u32> {
-    vec![lui(6, 2), csrrs(0, MSTATUS, 6), csrrw(0, FRM, 5)]
+    let mut v = vec![lui(6, 2), csrrs(0, MSTATUS, 6), csrrw(0, FRM, 5)];
+    // Every F register from FVALUES, and NX set (as after any inexact operation).
+    v.extend((0..32).map(|r| fld(r, B0, 0x100 + 8 * (r as i32 % FVALUES.len() as i32))));
+    v.push(csrrwi(0, FFLAGS, 1));
+    v
 }
 
 /// The trap handler of [`Mode::Float`]: mepc past the instruction, FS Initial, with x1 and
@@ -1081,7 +1086,8 @@ fn load_random_in(p: &mut Pair, seed: u64, halfwords: usize, mode: Mode) -> u64 
             B1 => data_va + 0x1000,
             31 => TRAP, // read by the boot stub
             5 if mode == Mode::Ctr => ctr_setting(seed),
-            5 if mode == Mode::Float => seed % 8,
+            // RNE for half the seeds, any value (reserved ones too) for the others.
+            5 if mode == Mode::Float => (seed / 2 % 8) * (seed % 2),
             _ => *v,
         };
     }

@@ -102,6 +102,10 @@ pub(crate) struct Layout {
     vsstatus: i32,
     virt: i32,
     float_helper: usize,
+    /// `fflags` and `frm` (bytes), and whether the host has FMA3 (fused multiply-adds).
+    fflags: i32,
+    frm: i32,
+    fma: bool,
 
     ram_host: u64,
     /// Address of the block table (entries `{va, off, code, insns}`, 32 bytes).
@@ -487,6 +491,9 @@ impl Hart {
                 as i32,
             virt: offset_of!(Hart, virt) as i32,
             float_helper: jit_float as *const () as usize,
+            fflags: (offset_of!(Hart, csr) + offset_of!(crate::csr::CsrFile, fflags)) as i32,
+            frm: (offset_of!(Hart, csr) + offset_of!(crate::csr::CsrFile, frm)) as i32,
+            fma: std::is_x86_feature_detected!("fma"),
 
             fetch_ctx: (tlb + fetch_ctx) as i32,
             ram_host: self.ram.host_addr(0) as u64,

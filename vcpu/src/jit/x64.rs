@@ -1186,21 +1186,98 @@ fn emit_float(a: &mut Asm, l: &Layout, i: &Insn, bail: DynamicLabel, fp: &mut Fl
             );
             fp.dirty(a, l);
         }
+        Fadd | Fsub | Fmul | Fdiv | Fsqrt if !single && matches!(i.rm, 0 | 7) => {
+            emit_float_host(a, l, i, bail, fp);
+        }
+        Fmadd | Fmsub | Fnmsub | Fnmadd if !single && matches!(i.rm, 0 | 7) && l.fma => {
+            emit_float_host(a, l, i, bail, fp);
+        }
+        _ => emit_float_helper(a, l, i, bail, fp),
+    }
+}
+
+/// The call of `super::jit_float` for `i` (see [`emit_float`]).
+fn emit_float_helper(a: &mut Asm, l: &Layout, i: &Insn, bail: DynamicLabel, fp: &mut FloatState) {
+    use Op::*;
+    let (lo, hi) = pack(i);
+    dynasm!(a ; .arch x64
+        ; mov rsi, QWORD lo as i64
+        ; mov rdx, QWORD hi as i64
+    );
+    call(a, l.float_helper);
+    dynasm!(a ; .arch x64 ; test eax, eax ; jnz =>bail);
+    // It passed the FS check; it marked FS Dirty when it wrote an F register.
+    fp.checked = true;
+    if !matches!(i.op, Feq | Flt | Fle | Fclass | FcvtIF) {
+        fp.dirty = true;
+    }
+}
+
+/// Double-precision FADD, FSUB, FMUL, FDIV, FSQRT and (with host FMA3) the fused
+/// multiply-adds, in round-to-nearest-even (static, or dynamic with `frm` = RNE), on the
+/// host's SSE2/FMA3 unit where that gives the result and flags of the interpreter's code,
+/// under the conditions of `Hart::exec_float_host`: `fflags.NX` already set, and a result
+/// that is finite and above the smallest normal number in magnitude. (Non-finite operands
+/// give non-finite or zero results, and so do the invalid operations and division by zero,
+/// so the operands need no test.) The host's exceptions are masked (the MXCSR default), so
+/// the operation is tried first and its result kept only when it qualifies; otherwise the
+/// helper runs (`emit_float_helper`).
+fn emit_float_host(a: &mut Asm, l: &Layout, i: &Insn, bail: DynamicLabel, fp: &mut FloatState) {
+    use Op::*;
+    fp.check(a, l, bail);
+    let (slow, done) = (a.new_dynamic_label(), a.new_dynamic_label());
+    let (fflags, frm) = (l.fflags, l.frm);
+    dynasm!(a ; .arch x64
+        ; test BYTE [rdi + fflags], 1
+        ; jz =>slow
+    );
+    if i.rm == 7 {
+        dynasm!(a ; .arch x64
+            ; cmp BYTE [rdi + frm], 0
+            ; jne =>slow
+        );
+    }
+    let (s1, s2, s3, d) = (fd(l, i.rs1), fd(l, i.rs2), fd(l, i.rs3), fd(l, i.rd));
+    dynasm!(a ; .arch x64 ; movsd xmm0, QWORD [rdi + s1]);
+    match i.op {
+        Fadd => dynasm!(a ; .arch x64 ; addsd xmm0, QWORD [rdi + s2]),
+        Fsub => dynasm!(a ; .arch x64 ; subsd xmm0, QWORD [rdi + s2]),
+        Fmul => dynasm!(a ; .arch x64 ; mulsd xmm0, QWORD [rdi + s2]),
+        Fdiv => dynasm!(a ; .arch x64 ; divsd xmm0, QWORD [rdi + s2]),
+        Fsqrt => dynasm!(a ; .arch x64 ; sqrtsd xmm0, xmm0),
         _ => {
-            let (lo, hi) = pack(i);
+            // xmm2 = ±(xmm0 * xmm1) ± xmm2. x86's FNMADD is -(a * b) + c, RISC-V's FNMSUB.
             dynasm!(a ; .arch x64
-                ; mov rsi, QWORD lo as i64
-                ; mov rdx, QWORD hi as i64
+                ; movsd xmm1, QWORD [rdi + s2]
+                ; movsd xmm2, QWORD [rdi + s3]
             );
-            call(a, l.float_helper);
-            dynasm!(a ; .arch x64 ; test eax, eax ; jnz =>bail);
-            // It passed the FS check; it marked FS Dirty when it wrote an F register.
-            fp.checked = true;
-            if !matches!(i.op, Feq | Flt | Fle | Fclass | FcvtIF) {
-                fp.dirty = true;
+            match i.op {
+                Fmadd => dynasm!(a ; .arch x64 ; vfmadd231sd xmm2, xmm0, xmm1),
+                Fmsub => dynasm!(a ; .arch x64 ; vfmsub231sd xmm2, xmm0, xmm1),
+                Fnmsub => dynasm!(a ; .arch x64 ; vfnmadd231sd xmm2, xmm0, xmm1),
+                _ => dynasm!(a ; .arch x64 ; vfnmsub231sd xmm2, xmm0, xmm1),
             }
+            dynasm!(a ; .arch x64 ; movapd xmm0, xmm2);
         }
     }
+    const MIN_NORMAL: i64 = 0x0010_0000_0000_0000;
+    const INFINITY: i64 = 0x7ff0_0000_0000_0000;
+    dynasm!(a ; .arch x64
+        ; movq rax, xmm0
+        ; mov rcx, rax
+        ; btr rcx, 63
+        ; mov rdx, QWORD MIN_NORMAL
+        ; cmp rcx, rdx
+        ; jbe =>slow
+        ; mov rdx, QWORD INFINITY
+        ; cmp rcx, rdx
+        ; jae =>slow
+        ; mov QWORD [rdi + d], rax
+    );
+    fp.dirty(a, l);
+    dynasm!(a ; .arch x64 ; jmp =>done ; =>slow);
+    emit_float_helper(a, l, i, bail, fp);
+    dynasm!(a ; .arch x64 ; =>done);
 }
 
 /// DIV, DIVU, REM, REMU, their W forms and MULHSU, with the M extension's results for
