@@ -10,8 +10,9 @@
 //! - Random programs (fixed-seed xorshift): every op the translator handles inline, in 16- and
 //!   32-bit forms, loads and stores of every width (misaligned, across a page boundary, to
 //!   `x0`), forward branches and jumps, counted loops closed by every branch kind, JAL and
-//!   JALR, with instructions the translator leaves to the interpreter mixed in; in M-mode,
-//!   under Sv39 (scrambled frames), in a hosted guest, and with timer interrupts.
+//!   JALR, with divisions, CSR reads and writes (scratch registers, `instret`, `cycle`, the
+//!   counter controls), AMOs, LR/SC and FENCE.I mixed in; in M-mode, under Sv39 (scrambled
+//!   frames), in a hosted guest, with timer interrupts, recording CTR and counting events.
 //! - Budgets: the same programs stopped after 1, 2, 3, ... instructions and in random steps.
 //! - Self-modifying code, by the guest (with and without FENCE.I, also into the running
 //!   block) and by the VMM; retranslation until the code region is emptied.
@@ -646,7 +647,10 @@ impl Gen {
         self.w32(w);
     }
 
-    /// One instruction the translator leaves to the interpreter (it ends a block).
+    /// One instruction that monitored blocks leave to the interpreter (they end before it):
+    /// divisions and MULHSU (inline in other blocks), AMOs and LR/SC (left to the
+    /// interpreter by every block), CSR reads of scratch and counter registers (helpers) and
+    /// writes (helpers that end the block and the chunk), FENCE.I.
     fn other(&mut self) {
         let (rd, a, b) = (self.dst(), self.src(), self.src());
         let base = self.rng.pick(&[B0, B1, SP]);

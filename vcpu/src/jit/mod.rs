@@ -106,6 +106,8 @@ pub(crate) struct Layout {
     fflags: i32,
     frm: i32,
     fma: bool,
+    /// The helper that executes a CSR instruction with the interpreter's code.
+    csr_helper: usize,
 
     ram_host: u64,
     /// Address of the block table (entries `{va, off, code, insns}`, 32 bytes).
@@ -214,6 +216,37 @@ unsafe extern "sysv64" fn jit_float(hart: *mut Hart, lo: u64, hi: u64) -> u64 {
         return 0;
     }
     h.exec_float(&i).is_err() as u64
+}
+
+/// A CSR instruction, packed by `x64::pack` into `lo` and `hi`, `undone` instructions before
+/// the end of the block (itself included): executed by the interpreter's code
+/// (`Hart::exec_csr`), with the clock and the retired count of that instruction, as the
+/// interpreter has them while it executes it (counters read exactly). Returns 1 when it
+/// raises an exception, with nothing changed (the block leaves before it and the
+/// interpreter takes the trap). A write ends the block after it and the chunk as well
+/// (`Hart::jit_break`), as `Ctl::Break` does in the interpreter.
+///
+/// # Safety
+/// As for [`jit_load`].
+#[cfg(target_arch = "x86_64")]
+unsafe extern "sysv64" fn jit_csr(hart: *mut Hart, lo: u64, hi: u64, undone: u64) -> u64 {
+    // SAFETY: as for `jit_load`.
+    let h = unsafe { &mut *hart };
+    let i = x64::unpack(lo, hi);
+    let before = h.jit_left - h.jit_budget - undone;
+    h.vclock += before + 1;
+    h.retired += before;
+    let r = h.exec_csr(&i);
+    h.vclock -= before + 1;
+    h.retired -= before;
+    match r {
+        Ok(()) => 0,
+        Err(crate::hart::Ctl::Break) => {
+            h.jit_break = true;
+            0
+        }
+        Err(_) => 1,
+    }
 }
 
 /// CTR: the block's closing jump or branch of type `t` from `from` qualifies for recording
@@ -408,8 +441,9 @@ impl Hart {
                 lo
             };
             let i = decode::decode(bits);
-            let terminal = x64::terminal(i.op);
-            if !terminal && !x64::straight(i.op) && (monitored || !x64::unmonitored(i.op)) {
+            // An unmonitored block also ends after a CSR write (included).
+            let terminal = x64::terminal(i.op) || (!monitored && x64::csr_write(&i));
+            if !terminal && !x64::straight(i.op) && (monitored || !x64::unmonitored(&i)) {
                 break;
             }
             insns.push((va, i));
@@ -494,6 +528,7 @@ impl Hart {
             fflags: (offset_of!(Hart, csr) + offset_of!(crate::csr::CsrFile, fflags)) as i32,
             frm: (offset_of!(Hart, csr) + offset_of!(crate::csr::CsrFile, frm)) as i32,
             fma: std::is_x86_feature_detected!("fma"),
+            csr_helper: jit_csr as *const () as usize,
 
             fetch_ctx: (tlb + fetch_ctx) as i32,
             ram_host: self.ram.host_addr(0) as u64,

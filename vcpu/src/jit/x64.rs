@@ -508,11 +508,23 @@ pub(super) fn straight(op: Op) -> bool {
     )
 }
 
-/// Whether the code generator handles `op` in the middle of an unmonitored block (a
-/// monitored block ends before it and leaves it to the interpreter, which reports its
-/// events): the M extension's divisions and MULHSU, and the F and D instructions.
-pub(super) fn unmonitored(op: Op) -> bool {
-    muldiv(op) || float_memory(op) || float_op(op)
+/// Whether the code generator handles `i` in an unmonitored block (a monitored block ends
+/// before it and leaves it to the interpreter, which reports its events): the M extension's
+/// divisions and MULHSU, the F and D instructions, and CSR accesses ([`csr_write`]s end
+/// the block).
+pub(super) fn unmonitored(i: &Insn) -> bool {
+    muldiv(i.op) || float_memory(i.op) || float_op(i.op) || csr(i.op)
+}
+
+fn csr(op: Op) -> bool {
+    use Op::*;
+    matches!(op, Csrrw | Csrrs | Csrrc | Csrrwi | Csrrsi | Csrrci)
+}
+
+/// Whether `i` is a CSR instruction that writes the CSR (Zicsr: all but CSRRS/CSRRC with
+/// `rs1` = x0 and CSRRSI/CSRRCI with `uimm` = 0): it ends an unmonitored block, after it.
+pub(super) fn csr_write(i: &Insn) -> bool {
+    csr(i.op) && (matches!(i.op, Op::Csrrw | Op::Csrrwi) || i.rs1 != 0)
 }
 
 /// Whether `op` ends a block (it sets pc itself).
@@ -616,6 +628,10 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
             emit_float(&mut a, l, i, bail, &mut fp);
         } else if muldiv(i.op) {
             emit_muldiv(&mut a, l, i);
+        } else if csr(i.op) {
+            let bail = a.new_dynamic_label();
+            bails.push((bail, pc, n - k as u32));
+            emit_csr(&mut a, l, pc, i, bail, n - k as u32, &mut links);
         } else {
             emit_straight(&mut a, l, pc, i);
             if monitored && matches!(i.op, Op::Mul | Op::Mulh | Op::Mulhu | Op::Mulw) {
@@ -1278,6 +1294,33 @@ fn emit_float_host(a: &mut Asm, l: &Layout, i: &Insn, bail: DynamicLabel, fp: &m
     dynasm!(a ; .arch x64 ; jmp =>done ; =>slow);
     emit_float_helper(a, l, i, bail, fp);
     dynasm!(a ; .arch x64 ; =>done);
+}
+
+/// A CSR instruction at `pc`, `undone` instructions before the end of the block: a call of
+/// `super::jit_csr`, which leaves everything unchanged on an exception (the block then
+/// leaves through `bail`, before it). After a write the block returns to the dispatcher
+/// (unlinked), which ends the chunk: the write may have enabled an interrupt, changed the
+/// address translation, the privilege rules, CTR or the monitor.
+fn emit_csr(
+    a: &mut Asm,
+    l: &Layout,
+    pc: u64,
+    i: &Insn,
+    bail: DynamicLabel,
+    undone: u32,
+    links: &mut Vec<(usize, usize)>,
+) {
+    let (lo, hi) = pack(i);
+    dynasm!(a ; .arch x64
+        ; mov rsi, QWORD lo as i64
+        ; mov rdx, QWORD hi as i64
+        ; mov ecx, undone as i32
+    );
+    call(a, l.csr_helper);
+    dynasm!(a ; .arch x64 ; test eax, eax ; jnz =>bail);
+    if csr_write(i) {
+        exit_to(a, l, pc.wrapping_add(i.len as u64), false, links);
+    }
 }
 
 /// DIV, DIVU, REM, REMU, their W forms and MULHSU, with the M extension's results for
