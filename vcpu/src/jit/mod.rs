@@ -3,9 +3,10 @@
 //! no active performance monitor).
 //!
 //! A block starts at a guest pc, lies within one page, and ends at the first jump or branch
-//! (included), at the first instruction the code generator leaves to the interpreter
-//! (excluded: CSR accesses, atomics, floating point, division, system instructions...), at
-//! the page end, or after [`MAX_INSNS`]. Blocks are found through a direct-mapped table keyed
+//! (included), at the first CSR write (included: see `x64::emit_csr`), at the first
+//! instruction the code generator leaves to the interpreter (excluded: atomics, system
+//! instructions; in monitored blocks also CSR accesses, floating point, division), at the
+//! page end, or after [`MAX_INSNS`]. Blocks are found through a direct-mapped table keyed
 //! by the pc *and* the RAM offset it translates to (so another address space's code at the
 //! same pc never matches), and every block starts by comparing its code bytes in guest RAM
 //! with the ones it was translated from: a store to code (by any hart or the VMM) is seen at

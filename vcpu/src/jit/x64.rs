@@ -8,6 +8,11 @@
 //! path cannot do (a TLB miss, a page-crossing access, a device) ends the block *before*
 //! that instruction, so the interpreter executes it with the full rules (page walk, faults,
 //! MMIO exits).
+//!
+//! In plain (unmonitored) blocks, divisions are inline, F/D loads and stores take the same
+//! path as integer ones, and the other F/D instructions and CSR accesses call the
+//! interpreter's code (`super::jit_float`, `super::jit_csr`), double-precision arithmetic
+//! first trying the host's SSE2/FMA3 where it is exact ([`emit_float_host`]).
 
 use dynasmrt::x64::X64Relocation;
 use dynasmrt::{dynasm, DynamicLabel, DynasmApi, DynasmLabelApi, VecAssembler};
