@@ -18,7 +18,8 @@
 //!   block) and by the VMM; retranslation until the code region is emptied.
 //! - Sv39: one physical page at two virtual addresses, and a virtual page remapped through a
 //!   PTE store or a `satp` switch followed by SFENCE.VMA.
-//! - Loads and stores that fault or reach a device in the middle of a translated loop.
+//! - Loads and stores, LR, SC and AMOs that fault or reach a device in the middle of a
+//!   translated loop.
 //! - F and D: random programs with every F/D instruction (32- and 16-bit loads and stores,
 //!   every rounding mode static and dynamic, reserved ones, operands of every class: NaNs,
 //!   signalling NaNs, infinities, zeros, subnormals, singles not NaN-boxed), `fflags` read
@@ -648,8 +649,8 @@ impl Gen {
     }
 
     /// One instruction that monitored blocks leave to the interpreter (they end before it):
-    /// divisions and MULHSU (inline in other blocks), AMOs and LR/SC (left to the
-    /// interpreter by every block), CSR reads of scratch and counter registers (helpers) and
+    /// divisions and MULHSU (inline in other blocks), AMOs and LR/SC (helpers; SC and AMOs
+    /// end the block), CSR reads of scratch and counter registers (helpers) and
     /// writes (helpers that end the block and the chunk), FENCE.I.
     fn other(&mut self) {
         let (rd, a, b) = (self.dst(), self.src(), self.src());
@@ -1975,6 +1976,27 @@ fn around(access: u32) -> Vec<u32> {
 /// Two compressed instructions as one word (x13 += 1; nop).
 fn c_pair() -> u32 {
     c_addi(13, 1) as u32 | (c_nop() as u32) << 16
+}
+
+/// LR, SC and AMOs (helpers in translated code) that fault in the middle of a translated
+/// loop: the block leaves before them and the interpreter takes the trap.
+#[test]
+fn an_atomic_fault_inside_a_translated_loop() {
+    const RAM_END: u64 = RAM_BASE + RAM_SIZE as u64;
+    let last = RAM_END - 0x1000;
+    for (access, c) in [
+        (amo(AMO_ADD, 3, 11, 20, 10), cause::STORE_ACCESS),
+        (amo(AMO_SWAP, 2, 0, 20, 10), cause::STORE_ACCESS),
+        (lr_d(11, 20), cause::LOAD_ACCESS),
+        (sc_d(11, 20, 10), cause::STORE_ACCESS),
+    ] {
+        let mut p = Pair::new();
+        p.set_x(21, DATA);
+        let start = last - 3 * 0x1000 + 8;
+        fault_loop(&mut p, CODE, start, &around(access), 2, (c, RAM_END + 8));
+        assert_eq!(p.jit.x(10), 5);
+        assert_eq!(p.jit.x(12), 4);
+    }
 }
 
 #[test]

@@ -3,12 +3,12 @@
 //! no active performance monitor).
 //!
 //! A block starts at a guest pc, lies within one page, and ends at the first jump or branch
-//! (included), at the first CSR write (included: see `x64::emit_csr`), at the first
-//! instruction the code generator leaves to the interpreter (excluded: atomics, system
-//! instructions; in monitored blocks also CSR accesses, floating point, division), at the
-//! page end, or after [`MAX_INSNS`]. Blocks are found through a direct-mapped table keyed
-//! by the pc *and* the RAM offset it translates to (so another address space's code at the
-//! same pc never matches), and every block starts by comparing its code bytes in guest RAM
+//! (included), at the first CSR write, SC or AMO (included: see `x64::emit_csr`), at the
+//! first instruction the code generator leaves to the interpreter (excluded: system
+//! instructions; in monitored blocks also CSR accesses, atomics, floating point, division),
+//! at the page end, or after [`MAX_INSNS`]. Blocks are found through a direct-mapped table
+//! keyed by the pc *and* the RAM offset it translates to (so another address space's code
+//! at the same pc never matches), and every block starts by comparing its code bytes in guest RAM
 //! with the ones it was translated from: a store to code (by any hart or the VMM) is seen at
 //! the next block entry, with no invalidation protocol and independent of FENCE.I, exactly
 //! as the interpreter's decode cache behaves. A block's own store into its later
@@ -107,8 +107,10 @@ pub(crate) struct Layout {
     fflags: i32,
     frm: i32,
     fma: bool,
-    /// The helper that executes a CSR instruction with the interpreter's code.
+    /// The helpers that execute a CSR instruction and an LR, SC or AMO with the
+    /// interpreter's code.
     csr_helper: usize,
+    atomic_helper: usize,
 
     ram_host: u64,
     /// Address of the block table (entries `{va, off, code, insns}`, 32 bytes).
@@ -248,6 +250,21 @@ unsafe extern "sysv64" fn jit_csr(hart: *mut Hart, lo: u64, hi: u64, undone: u64
         }
         Err(_) => 1,
     }
+}
+
+/// LR, SC or an AMO, packed by `x64::pack` into `lo` and `hi`: executed by the interpreter's
+/// code (`Hart::exec_atomic`: the same reservation, compare-and-swap and read-modify-write
+/// on guest RAM, so harts interact exactly as when interpreting). Returns 1 when it raises
+/// an exception or meets a device, with nothing changed (the block leaves before it).
+///
+/// # Safety
+/// As for [`jit_load`].
+#[cfg(target_arch = "x86_64")]
+unsafe extern "sysv64" fn jit_atomic(hart: *mut Hart, lo: u64, hi: u64) -> u64 {
+    // SAFETY: as for `jit_load`.
+    let h = unsafe { &mut *hart };
+    let i = x64::unpack(lo, hi);
+    h.exec_atomic(&i).is_err() as u64
 }
 
 /// CTR: the block's closing jump or branch of type `t` from `from` qualifies for recording
@@ -442,8 +459,9 @@ impl Hart {
                 lo
             };
             let i = decode::decode(bits);
-            // An unmonitored block also ends after a CSR write (included).
-            let terminal = x64::terminal(i.op) || (!monitored && x64::csr_write(&i));
+            // An unmonitored block also ends after a CSR write, an SC or an AMO (included).
+            let terminal = x64::terminal(i.op)
+                || (!monitored && (x64::csr_write(&i) || x64::atomic_write(i.op)));
             if !terminal && !x64::straight(i.op) && (monitored || !x64::unmonitored(&i)) {
                 break;
             }
@@ -530,6 +548,7 @@ impl Hart {
             frm: (offset_of!(Hart, csr) + offset_of!(crate::csr::CsrFile, frm)) as i32,
             fma: std::is_x86_feature_detected!("fma"),
             csr_helper: jit_csr as *const () as usize,
+            atomic_helper: jit_atomic as *const () as usize,
 
             fetch_ctx: (tlb + fetch_ctx) as i32,
             ram_host: self.ram.host_addr(0) as u64,

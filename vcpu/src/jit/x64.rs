@@ -515,10 +515,24 @@ pub(super) fn straight(op: Op) -> bool {
 
 /// Whether the code generator handles `i` in an unmonitored block (a monitored block ends
 /// before it and leaves it to the interpreter, which reports its events): the M extension's
-/// divisions and MULHSU, the F and D instructions, and CSR accesses ([`csr_write`]s end
-/// the block).
+/// divisions and MULHSU, the F and D instructions, CSR accesses ([`csr_write`]s end the
+/// block), LR, SC and AMOs (helpers; SC and AMOs end the block).
 pub(super) fn unmonitored(i: &Insn) -> bool {
-    muldiv(i.op) || float_memory(i.op) || float_op(i.op) || csr(i.op)
+    muldiv(i.op) || float_memory(i.op) || float_op(i.op) || csr(i.op) || atomic(i.op)
+}
+
+fn atomic(op: Op) -> bool {
+    op == Op::Lr || atomic_write(op)
+}
+
+/// Whether `op` is SC or an AMO: it ends an unmonitored block, after it (it may have
+/// written the block's own code; the next block checks its bytes at entry).
+pub(super) fn atomic_write(op: Op) -> bool {
+    use Op::*;
+    matches!(
+        op,
+        Sc | AmoSwap | AmoAdd | AmoXor | AmoAnd | AmoOr | AmoMin | AmoMax | AmoMinu | AmoMaxu
+    )
 }
 
 fn csr(op: Op) -> bool {
@@ -633,6 +647,20 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
             emit_float(&mut a, l, i, bail, &mut fp);
         } else if muldiv(i.op) {
             emit_muldiv(&mut a, l, i);
+        } else if atomic(i.op) {
+            let bail = a.new_dynamic_label();
+            bails.push((bail, pc, n - k as u32));
+            let (lo, hi) = pack(i);
+            dynasm!(a ; .arch x64
+                ; mov rsi, QWORD lo as i64
+                ; mov rdx, QWORD hi as i64
+            );
+            call(&mut a, l.atomic_helper);
+            dynasm!(a ; .arch x64 ; test eax, eax ; jnz =>bail);
+            if atomic_write(i.op) {
+                let next = pc.wrapping_add(i.len as u64);
+                exit_to(&mut a, l, next, next >> 12 == page, &mut links);
+            }
         } else if csr(i.op) {
             let bail = a.new_dynamic_label();
             bails.push((bail, pc, n - k as u32));
