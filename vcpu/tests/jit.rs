@@ -27,6 +27,8 @@
 //! - Double-precision arithmetic at the edges of the host shortcut (tiny, exact, overflowing
 //!   results; NX clear and set; every rounding mode).
 //! - Division: DIV/DIVU/REM/REMU, the W forms and MULHSU on the spec's corner cases.
+//! - Counter CSRs (`cycle`, `time`, `instret`, `hpmcounter3`, `minstret`) read inside
+//!   translated blocks and written, in budget steps of 1 to 40.
 
 mod common;
 
@@ -1335,6 +1337,68 @@ fn double_arithmetic_around_the_host_shortcut() {
     assert_eq!(result(2), (1, 1));
     assert_eq!(result(3), (0x8008_0000_0000_0000, 1));
     assert_eq!(result(4), (0x7ff0_0000_0000_0000, 5)); // OF, NX
+}
+
+/// Counter CSRs read in the middle of translated blocks (`cycle`, `time`, `instret`,
+/// `hpmcounter3`, `minstret`), with a write of `minstret` in the loop, run in budget steps of
+/// every size from 1 to 40: every value read is the interpreter's, and consecutive `instret`
+/// reads differ by the loop's length.
+#[test]
+fn counter_reads_in_translated_blocks() {
+    const MHPMCOUNTER3: u32 = 0xb03;
+    // x8 the store pointer, x9 the pass count; the reads go to x10-x14 and then to RAM.
+    let mut body = vec![addi(9, 0, 60)];
+    let head = body.len();
+    body.extend([
+        addi(15, 15, 3),
+        csrr(10, CYCLE),
+        mul(16, 15, 15),
+        csrr(11, TIME),
+        csrr(12, INSTRET),
+        div(17, 16, 15),
+        csrr(13, 0xc03),
+        csrr(14, MINSTRET),
+        sd(10, 8, 0),
+        sd(11, 8, 8),
+        sd(12, 8, 16),
+        sd(13, 8, 24),
+        sd(14, 8, 32),
+        addi(8, 8, 40),
+        andi(18, 9, 15),
+    ]);
+    // Every 16th pass: minstret and mhpmcounter3 written (the block ends there).
+    let skip = body.len();
+    body.push(0);
+    body.extend([csrw(MINSTRET, 16), csrw(MHPMCOUNTER3, 9)]);
+    let after = body.len();
+    body[skip] = bne(18, 0, 4 * (after - skip) as i32);
+    body.extend([addi(9, 9, -1)]);
+    let back = -4 * (body.len() - head) as i32;
+    body.push(bne(9, 0, back));
+    // A pass without the writes: the instructions from `head` to `after` less the two
+    // writes, plus the closing ADDI and BNE.
+    let pass = (after - head) as u64;
+    for budget in 1..=40u64 {
+        let mut p = Pair::new();
+        p.both(|vm| {
+            vm.set_x(8, DATA);
+            vm.code(&body);
+        });
+        let ctx = format!("budget {budget}");
+        for n in 0.. {
+            match p.run(budget, &ctx) {
+                VcpuExit::BudgetExhausted => {}
+                VcpuExit::Wfi => break,
+                other => panic!("{ctx}: unexpected exit {other:?}"),
+            }
+            assert!(n < 100_000, "{ctx}: no end");
+        }
+        p.assert_same_ram(&ctx);
+        // Consecutive `instret` reads of passes without the writes: one loop apart.
+        let instret = |k: u64| p.jit.r64(DATA + 40 * k + 16);
+        assert_eq!(instret(2) - instret(1), pass, "{ctx}");
+        assert!(p.jit.hart.translated_blocks() > 0);
+    }
 }
 
 /// DIV, DIVU, REM, REMU, their W forms and MULHSU on the corner cases of the M extension's
