@@ -24,8 +24,8 @@
 //!   every rounding mode static and dynamic, reserved ones, operands of every class: NaNs,
 //!   signalling NaNs, infinities, zeros, subnormals, singles not NaN-boxed), `fflags` read
 //!   and cleared, `frm` written, `mstatus.FS` turned Off and Clean; also in budget steps.
-//! - Double-precision arithmetic at the edges of the host shortcut (tiny, exact, overflowing
-//!   results; NX clear and set; every rounding mode).
+//! - Double and single arithmetic at the edges of the host shortcut (tiny, exact,
+//!   overflowing results; NX clear and set; every rounding mode; singles not boxed).
 //! - Division: DIV/DIVU/REM/REMU, the W forms and MULHSU on the spec's corner cases.
 //! - Counter CSRs (`cycle`, `time`, `instret`, `hpmcounter3`, `minstret`) read inside
 //!   translated blocks and written, in budget steps of 1 to 40.
@@ -1243,8 +1243,8 @@ fn float_budgets_stop_on_the_same_instruction() {
     }
 }
 
-/// Double-precision arithmetic at the edges of the translator's host shortcut
-/// (`Hart::exec_float_host`): results around the smallest normal number and the largest
+/// Double- and single-precision arithmetic at the edges of the translator's host shortcut
+/// (`Hart::exec_float_host`, `x64::emit_float_host`): results around the smallest normal number and the largest
 /// finite one, exact and inexact results, zeros, infinities, NaNs, 0/0, x/0, square roots
 /// of negative numbers, with `fflags.NX` clear and set before each operation, in every
 /// rounding mode; every result and the flags after it are stored and compared, and a few
@@ -1272,23 +1272,45 @@ fn double_arithmetic_around_the_host_shortcut() {
     let ops: [Op3; 4] = [fadd, fsub, fmul, fdiv];
     // f1, f2, f3 from the table at x9 (indices in x10, x11, x12 of the loop), the result to
     // x8, then fflags; fflags written from x13 (0 or NX) before each operation.
+    // The same classes in single precision, NaN-boxed, and one single not boxed.
+    let mut singles: [u64; 15] = [
+        0x3f80_0000,
+        0x4040_0000,
+        0xbf00_0000,
+        0x0080_0000,
+        0x0080_0001,
+        0x0100_0000,
+        0x007f_ffff,
+        0x7f7f_ffff,
+        0x7f00_0000,
+        0,
+        0x8000_0000,
+        0x7f80_0000,
+        0x7fc0_0000,
+        0x3380_0000,
+        0x3f80_0000,
+    ]
+    .map(|v| v | 0xffff_ffff_0000_0000);
+    singles[14] = 0x0000_0001_3f80_0000;
     let mut body = Vec::new();
     let mut rng = XorShift::new(0xf1a6);
-    for rm in [0, 1, 2, 3, 4, 7] {
-        for nx in [0, 1] {
-            for _ in 0..40 {
-                let [i, j, k] = [0; 3].map(|_| rng.below(values.len() as u64) as i32);
-                body.extend([fld(1, 9, 8 * i), fld(2, 9, 8 * j), fld(3, 9, 8 * k)]);
-                body.push(csrrwi(0, FFLAGS, nx));
-                body.push(match rng.below(9) {
-                    k @ 0..=3 => ops[k as usize](FMT_D, 4, 1, 2, rm),
-                    4 => fsqrt(FMT_D, 4, 1, rm),
-                    5 => fmadd(FMT_D, 4, 1, 2, 3, rm),
-                    6 => fmsub(FMT_D, 4, 1, 2, 3, rm),
-                    7 => fnmsub(FMT_D, 4, 1, 2, 3, rm),
-                    _ => fnmadd(FMT_D, 4, 1, 2, 3, rm),
-                });
-                body.extend([fsd(4, 8, 0), csrr(5, FFLAGS), sd(5, 8, 8), addi(8, 8, 16)]);
+    for (fmt, base, n) in [(FMT_D, 0, values.len()), (FMT_S, 0x100, singles.len())] {
+        for rm in [0, 1, 2, 3, 4, 7] {
+            for nx in [0, 1] {
+                for _ in 0..40 {
+                    let [i, j, k] = [0; 3].map(|_| base + 8 * rng.below(n as u64) as i32);
+                    body.extend([fld(1, 9, i), fld(2, 9, j), fld(3, 9, k)]);
+                    body.push(csrrwi(0, FFLAGS, nx));
+                    body.push(match rng.below(9) {
+                        k @ 0..=3 => ops[k as usize](fmt, 4, 1, 2, rm),
+                        4 => fsqrt(fmt, 4, 1, rm),
+                        5 => fmadd(fmt, 4, 1, 2, 3, rm),
+                        6 => fmsub(fmt, 4, 1, 2, 3, rm),
+                        7 => fnmsub(fmt, 4, 1, 2, 3, rm),
+                        _ => fnmadd(fmt, 4, 1, 2, 3, rm),
+                    });
+                    body.extend([fsd(4, 8, 0), csrr(5, FFLAGS), sd(5, 8, 8), addi(8, 8, 16)]);
+                }
             }
         }
     }
@@ -1313,11 +1335,14 @@ fn double_arithmetic_around_the_host_shortcut() {
         body.extend([csrrwi(0, FFLAGS, 1), op]);
         body.extend([fsd(4, 8, 0), csrr(5, FFLAGS), sd(5, 8, 8), addi(8, 8, 16)]);
     }
-    let table = DATA + 0x1f00;
+    let table = DATA + 0x1d00;
     let mut p = Pair::new();
     p.both(|vm| {
         for (k, &v) in values.iter().enumerate() {
             vm.w64(table + 8 * k as u64, v);
+        }
+        for (k, &v) in singles.iter().enumerate() {
+            vm.w64(table + 0x100 + 8 * k as u64, v);
         }
         vm.set_x(9, table);
         vm.set_x(8, DATA + 0x2000);

@@ -10,9 +10,9 @@
 //! MMIO exits).
 //!
 //! In plain (unmonitored) blocks, divisions are inline, F/D loads and stores take the same
-//! path as integer ones, and the other F/D instructions and CSR accesses call the
-//! interpreter's code (`super::jit_float`, `super::jit_csr`), double-precision arithmetic
-//! first trying the host's SSE2/FMA3 where it is exact ([`emit_float_host`]).
+//! path as integer ones, and the other F/D instructions, CSR accesses and atomics call the
+//! interpreter's code (`super::jit_float`, `super::jit_csr`, `super::jit_atomic`), F/D
+//! arithmetic first trying the host's SSE2/FMA3 where it is exact ([`emit_float_host`]).
 
 use dynasmrt::x64::X64Relocation;
 use dynasmrt::{dynasm, DynamicLabel, DynasmApi, DynasmLabelApi, VecAssembler};
@@ -1235,10 +1235,10 @@ fn emit_float(a: &mut Asm, l: &Layout, i: &Insn, bail: DynamicLabel, fp: &mut Fl
             );
             fp.dirty(a, l);
         }
-        Fadd | Fsub | Fmul | Fdiv | Fsqrt if !single && matches!(i.rm, 0 | 7) => {
+        Fadd | Fsub | Fmul | Fdiv | Fsqrt if matches!(i.rm, 0 | 7) => {
             emit_float_host(a, l, i, bail, fp);
         }
-        Fmadd | Fmsub | Fnmsub | Fnmadd if !single && matches!(i.rm, 0 | 7) && l.fma => {
+        Fmadd | Fmsub | Fnmsub | Fnmadd if matches!(i.rm, 0 | 7) && l.fma => {
             emit_float_host(a, l, i, bail, fp);
         }
         _ => emit_float_helper(a, l, i, bail, fp),
@@ -1262,8 +1262,8 @@ fn emit_float_helper(a: &mut Asm, l: &Layout, i: &Insn, bail: DynamicLabel, fp: 
     }
 }
 
-/// Double-precision FADD, FSUB, FMUL, FDIV, FSQRT and (with host FMA3) the fused
-/// multiply-adds, in round-to-nearest-even (static, or dynamic with `frm` = RNE), on the
+/// FADD, FSUB, FMUL, FDIV, FSQRT and (with host FMA3) the fused multiply-adds, in double
+/// precision, and in single precision on NaN-boxed operands, in round-to-nearest-even (static, or dynamic with `frm` = RNE), on the
 /// host's SSE2/FMA3 unit where that gives the result and flags of the interpreter's code,
 /// under the conditions of `Hart::exec_float_host`: `fflags.NX` already set, and a result
 /// that is finite and above the smallest normal number in magnitude. (Non-finite operands
@@ -1287,6 +1287,61 @@ fn emit_float_host(a: &mut Asm, l: &Layout, i: &Insn, bail: DynamicLabel, fp: &m
         );
     }
     let (s1, s2, s3, d) = (fd(l, i.rs1), fd(l, i.rs2), fd(l, i.rs3), fd(l, i.rd));
+    if i.fmt == crate::decode::FMT_S {
+        // Singles: every operand NaN-boxed (else it reads as the canonical NaN).
+        let operands: &[i32] = match i.op {
+            Fsqrt => &[s1],
+            Fadd | Fsub | Fmul | Fdiv => &[s1, s2],
+            _ => &[s1, s2, s3],
+        };
+        for &r in operands {
+            let upper = r + 4;
+            dynasm!(a ; .arch x64
+                ; cmp DWORD [rdi + upper], -1
+                ; jne =>slow
+            );
+        }
+        dynasm!(a ; .arch x64 ; movss xmm0, DWORD [rdi + s1]);
+        match i.op {
+            Fadd => dynasm!(a ; .arch x64 ; addss xmm0, DWORD [rdi + s2]),
+            Fsub => dynasm!(a ; .arch x64 ; subss xmm0, DWORD [rdi + s2]),
+            Fmul => dynasm!(a ; .arch x64 ; mulss xmm0, DWORD [rdi + s2]),
+            Fdiv => dynasm!(a ; .arch x64 ; divss xmm0, DWORD [rdi + s2]),
+            Fsqrt => dynasm!(a ; .arch x64 ; sqrtss xmm0, xmm0),
+            _ => {
+                dynasm!(a ; .arch x64
+                    ; movss xmm1, DWORD [rdi + s2]
+                    ; movss xmm2, DWORD [rdi + s3]
+                );
+                match i.op {
+                    Fmadd => dynasm!(a ; .arch x64 ; vfmadd231ss xmm2, xmm0, xmm1),
+                    Fmsub => dynasm!(a ; .arch x64 ; vfmsub231ss xmm2, xmm0, xmm1),
+                    Fnmsub => dynasm!(a ; .arch x64 ; vfnmadd231ss xmm2, xmm0, xmm1),
+                    _ => dynasm!(a ; .arch x64 ; vfnmsub231ss xmm2, xmm0, xmm1),
+                }
+                dynasm!(a ; .arch x64 ; movaps xmm0, xmm2);
+            }
+        }
+        const MIN_NORMAL_S: i32 = 0x0080_0000;
+        const INFINITY_S: i32 = 0x7f80_0000;
+        dynasm!(a ; .arch x64
+            ; movd eax, xmm0
+            ; mov ecx, eax
+            ; and ecx, 0x7fff_ffff
+            ; cmp ecx, MIN_NORMAL_S
+            ; jbe =>slow
+            ; cmp ecx, INFINITY_S
+            ; jae =>slow
+            ; mov rcx, QWORD BOX
+            ; or rax, rcx
+            ; mov QWORD [rdi + d], rax
+        );
+        fp.dirty(a, l);
+        dynasm!(a ; .arch x64 ; jmp =>done ; =>slow);
+        emit_float_helper(a, l, i, bail, fp);
+        dynasm!(a ; .arch x64 ; =>done);
+        return;
+    }
     dynasm!(a ; .arch x64 ; movsd xmm0, QWORD [rdi + s1]);
     match i.op {
         Fadd => dynasm!(a ; .arch x64 ; addsd xmm0, QWORD [rdi + s2]),
