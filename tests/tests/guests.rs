@@ -203,6 +203,20 @@ fn bench() {
     );
 }
 
+#[test]
+fn bench_fp() {
+    let run = check_guest("bench_fp", BENCH_BUDGET);
+    let out = run.text();
+    assert_line(&out, "ok   exact square roots = 0x0000000000061a80");
+    assert_line(&out, "harmonic=0x402af3ef843a56ac");
+    assert_line(&out, "gcd sum=0x000000000016ce78");
+    assert!(
+        run.stats.instret > 100_000_000,
+        "bench_fp ran only {} instructions",
+        run.stats.instret
+    );
+}
+
 /// The guest's failure code reaches the host through the finisher.
 #[test]
 fn exit_code() {

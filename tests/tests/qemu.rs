@@ -73,6 +73,7 @@ const COMPARED: &[&str] = &[
     "decode",
     "devices",
     "bench",
+    "bench_fp",
     "h_csr",
     "h_vinst",
     "h_gstage",
@@ -258,7 +259,7 @@ fn qemu_same_output() {
     let mut problems = Vec::new();
     for name in COMPARED {
         let elf = guest(name);
-        let budget = if *name == "bench" {
+        let budget = if name.starts_with("bench") {
             BENCH_BUDGET
         } else {
             BUDGET

@@ -108,6 +108,9 @@ pub struct Hart {
     pub(crate) jit_last_exit: u64,
     /// Translated code: set by a load/store slow path that met a fault or a device.
     pub(crate) jit_fault: bool,
+    /// Translated code: a CSR write ended the block run, which ends the chunk too (as
+    /// `Ctl::Break` does in the interpreter).
+    pub(crate) jit_break: bool,
     /// LR reservation: physical address and the value loaded.
     pub(crate) reservation: Option<(u64, u64)>,
     /// A device load waiting for [`Hart::complete_mmio_read`].
@@ -215,6 +218,7 @@ impl Hart {
             jit_view: crate::jit::MonitorView::default(),
             jit_last_exit: 0,
             jit_fault: false,
+            jit_break: false,
             reservation: None,
             pending_load: None,
             retired: 0,
@@ -632,6 +636,10 @@ impl Hart {
                 if done != 0 {
                     self.vclock += done;
                     self.retired += done;
+                    if self.jit_break {
+                        self.jit_break = false;
+                        break;
+                    }
                     continue;
                 }
             }

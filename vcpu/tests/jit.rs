@@ -4,19 +4,31 @@
 //! harts over identical RAM, one with `HartConfig::jit` on and one with it off, with the same
 //! budgets, and requires the same exits and the same state after every `run` return: all
 //! integer registers, pc, privilege, retired and executed counts, the trap CSRs, and the
-//! bytes of the data area (the whole RAM at the end of a program).
+//! bytes of the data area (the whole RAM at the end of a program); with F and D, the
+//! floating-point registers and `fcsr` too.
 //!
 //! - Random programs (fixed-seed xorshift): every op the translator handles inline, in 16- and
 //!   32-bit forms, loads and stores of every width (misaligned, across a page boundary, to
 //!   `x0`), forward branches and jumps, counted loops closed by every branch kind, JAL and
-//!   JALR, with instructions the translator leaves to the interpreter mixed in; in M-mode,
-//!   under Sv39 (scrambled frames), in a hosted guest, and with timer interrupts.
+//!   JALR, with divisions, CSR reads and writes (scratch registers, `instret`, `cycle`, the
+//!   counter controls), AMOs, LR/SC and FENCE.I mixed in; in M-mode, under Sv39 (scrambled
+//!   frames), in a hosted guest, with timer interrupts, recording CTR and counting events.
 //! - Budgets: the same programs stopped after 1, 2, 3, ... instructions and in random steps.
 //! - Self-modifying code, by the guest (with and without FENCE.I, also into the running
 //!   block) and by the VMM; retranslation until the code region is emptied.
 //! - Sv39: one physical page at two virtual addresses, and a virtual page remapped through a
 //!   PTE store or a `satp` switch followed by SFENCE.VMA.
-//! - Loads and stores that fault or reach a device in the middle of a translated loop.
+//! - Loads and stores, LR, SC and AMOs that fault or reach a device in the middle of a
+//!   translated loop.
+//! - F and D: random programs with every F/D instruction (32- and 16-bit loads and stores,
+//!   every rounding mode static and dynamic, reserved ones, operands of every class: NaNs,
+//!   signalling NaNs, infinities, zeros, subnormals, singles not NaN-boxed), `fflags` read
+//!   and cleared, `frm` written, `mstatus.FS` turned Off and Clean; also in budget steps.
+//! - Double and single arithmetic at the edges of the host shortcut (tiny, exact,
+//!   overflowing results; NX clear and set; every rounding mode; singles not boxed).
+//! - Division: DIV/DIVU/REM/REMU, the W forms and MULHSU on the spec's corner cases.
+//! - Counter CSRs (`cycle`, `time`, `instret`, `hpmcounter3`, `minstret`) read inside
+//!   translated blocks and written, in budget steps of 1 to 40.
 
 mod common;
 
@@ -120,6 +132,15 @@ impl Pair {
             }
         }
         let (th, ih) = (&t.hart, &i.hart);
+        for r in 0..32 {
+            if th.freg(r) != ih.freg(r) {
+                diffs.push(format!("f{r}: {:#x} vs {:#x}", th.freg(r), ih.freg(r)));
+            }
+        }
+        let (a, b) = (th.csr(FCSR as u16), ih.csr(FCSR as u16));
+        if a != b {
+            diffs.push(format!("fcsr: {a:x?} vs {b:x?}"));
+        }
         for (what, a, b) in [
             ("pc", th.pc(), ih.pc()),
             ("instret", th.instret(), ih.instret()),
@@ -243,6 +264,37 @@ const VALUES: [u64; 16] = [
     0xdead_beef_0bad_f00d,
 ];
 
+/// Floating-point values the F/D programs load (at B0 + 0x100): every class of double and of
+/// NaN-boxed single, and singles that are not boxed (they read as the canonical NaN).
+const FVALUES: [u64; 26] = [
+    0,
+    1 << 63,
+    0x3ff0_0000_0000_0000,
+    0xbff0_0000_0000_0000,
+    0x7ff0_0000_0000_0000,
+    0xfff0_0000_0000_0000,
+    0x7ff8_0000_0000_0000,
+    0x7ff0_0000_0000_0001,
+    0xfff4_0000_0000_0000,
+    0x0000_0000_0000_0001,
+    0x800f_ffff_ffff_ffff,
+    0x0010_0000_0000_0000,
+    0x7fef_ffff_ffff_ffff,
+    0x3fb9_9999_9999_999a,
+    0x43e0_0000_0000_0000,
+    0xc3e0_0000_0000_0001,
+    0x41df_ffff_ffc0_0000,
+    0xffff_ffff_3f80_0000,
+    0xffff_ffff_7fc0_0000,
+    0xffff_ffff_7f80_0001,
+    0xffff_ffff_0000_0001,
+    0xffff_ffff_ff80_0000,
+    0xffff_ffff_8000_0000,
+    0xffff_ffff_4f00_0000,
+    0x0000_0000_3f80_0000,
+    0xffff_fffe_3dcc_cccd,
+];
+
 // Registers the random programs keep for themselves.
 /// Base for the `sp`-relative compressed forms: DATA + 0x1c00.
 const SP: u32 = 2;
@@ -268,6 +320,8 @@ struct Gen {
     rng: XorShift,
     /// The scratch, retired-instructions and cycle CSRs the program may access.
     csrs: [u32; 3],
+    /// Mix F and D instructions in ([`Mode::Float`]).
+    float: bool,
     h: Vec<u16>,
 }
 
@@ -486,6 +540,9 @@ impl Gen {
 
     /// One instruction (or a short sequence) the translator runs inline.
     fn straight(&mut self) {
+        if self.float && self.rng.chance(40) {
+            return self.fp();
+        }
         match self.rng.below(20) {
             0..=6 => self.alu(),
             7..=9 => self.calu(),
@@ -495,7 +552,108 @@ impl Gen {
         }
     }
 
-    /// One instruction the translator leaves to the interpreter (it ends a block).
+    /// A rounding-mode field: mostly dynamic, every static mode, rarely a reserved one
+    /// (illegal: the trap handler of [`Mode::Float`] skips the instruction).
+    fn rm(&mut self) -> u32 {
+        match self.rng.below(24) {
+            0..=9 => 7,
+            23 => 5 + self.rng.below(2) as u32,
+            k => (k % 5) as u32,
+        }
+    }
+
+    /// One F or D instruction (or a short sequence around `mstatus.FS` or `frm`).
+    fn fp(&mut self) {
+        let fmt = if self.rng.chance(40) { FMT_S } else { FMT_D };
+        let (d, a, b, c) = (
+            self.rng.below(32) as u32,
+            self.rng.below(32) as u32,
+            self.rng.below(32) as u32,
+            self.rng.below(32) as u32,
+        );
+        let (xd, xs) = (self.dst(), self.src());
+        let rm = self.rm();
+        let special = 0x100 + 8 * self.rng.below(FVALUES.len() as u64) as i32;
+        let w = match self.rng.below(40) {
+            0..=3 => fld(d, B0, special),
+            4 => flw(d, B0, special + 4 * self.rng.below(2) as i32),
+            5 => {
+                let (base, off) = self.address();
+                fld(d, base, off)
+            }
+            6 => {
+                let (base, off) = self.address();
+                flw(d, base, off)
+            }
+            7 => {
+                let (base, off) = self.address();
+                fsd(a, base, off)
+            }
+            8 => {
+                let (base, off) = self.address();
+                fsw(a, base, off)
+            }
+            9 => {
+                let base = self.rng.pick(&[B0, B1]);
+                let (fd, off) = (8 + self.rng.below(8) as u32, 8 * self.rng.below(32) as u32);
+                let h = if self.rng.chance(50) {
+                    c_fld(fd, base, off)
+                } else {
+                    c_fsd(fd, base, off)
+                };
+                return self.w16(h);
+            }
+            10 | 11 => fadd(fmt, d, a, b, rm),
+            12 => fsub(fmt, d, a, b, rm),
+            13 | 14 => fmul(fmt, d, a, b, rm),
+            15 => fdiv(fmt, d, a, b, rm),
+            16 => fsqrt(fmt, d, a, rm),
+            17 => fmadd(fmt, d, a, b, c, rm),
+            18 => fmsub(fmt, d, a, b, c, rm),
+            19 => fnmsub(fmt, d, a, b, c, rm),
+            20 => fnmadd(fmt, d, a, b, c, rm),
+            21 => fsgnj(fmt, d, a, b),
+            22 => fsgnjn(fmt, d, a, b),
+            23 => fsgnjx(fmt, d, a, b),
+            24 => fmin(fmt, d, a, b),
+            25 => fmax(fmt, d, a, b),
+            26 => feq(fmt, xd, a, b),
+            27 => flt(fmt, xd, a, b),
+            28 => fle(fmt, xd, a, b),
+            29 => fclass(fmt, xd, a),
+            30 => fcvt_to_int(fmt, self.rng.below(4) as u32, xd, a, rm),
+            31 => fcvt_from_int(fmt, self.rng.below(4) as u32, d, xs, rm),
+            32 => fcvt_s_d(d, a, rm),
+            33 => fcvt_d_s(d, a, rm),
+            34 => fmv_x_f(fmt, xd, a),
+            35 => fmv_f_x(fmt, d, xs),
+            // The dynamic rounding mode, any value (5-7 reserved).
+            36 => csrrwi(0, FRM, self.rng.below(8) as u32),
+            // The accrued flags read, or cleared.
+            37 => match self.rng.below(3) {
+                0 => csrr(xd, FCSR),
+                1 => csrr(xd, FFLAGS),
+                _ => csrrwi(0, FFLAGS, 0),
+            },
+            // FS Off (the handler turns it back to Initial), or Clean.
+            38 if self.rng.chance(30) => {
+                self.w32(lui(JR, 6));
+                self.w32(csrrc(0, MSTATUS, JR));
+                self.w32(lui(JR, 4));
+                csrrs(0, MSTATUS, JR)
+            }
+            _ => {
+                self.w32(lui(JR, 6));
+                csrrc(0, MSTATUS, JR)
+            }
+        };
+        self.w32(w);
+    }
+
+    /// One instruction that monitored blocks leave to the interpreter (they end before it):
+    /// divisions and MULHSU (inline in other blocks), AMOs and LR/SC (helpers; SC and AMOs
+    /// end the block), CSR reads of scratch and counter registers (helpers) and
+    /// writes (helpers that end the block and the chunk), FENCE.I.
     fn other(&mut self) {
         let (rd, a, b) = (self.dst(), self.src(), self.src());
         let base = self.rng.pick(&[B0, B1, SP]);
@@ -705,6 +863,45 @@ enum Mode {
     Pmu,
     /// S-mode under Sv39 as `Sv39`, with every event counted: the TLB models run too.
     PmuSv39,
+    /// M-mode as `Machine`, with F and D instructions mixed in: a prologue at CODE sets
+    /// `mstatus.FS`, `frm` (from x5, by seed: reserved values too), the F registers and NX,
+    /// and a trap handler at
+    /// TRAP skips the instruction that trapped (FS Off, a reserved rounding mode) and sets FS
+    /// to Initial.
+    Float,
+}
+
+/// The prologue of [`Mode::Float`].
+fn float_prologue() -> Vec<u32> {
+    let mut v = vec![lui(6, 2), csrrs(0, MSTATUS, 6), csrrw(0, FRM, 5)];
+    // Every F register from FVALUES, and NX set (as after any inexact operation).
+    v.extend((0..32).map(|r| fld(r, B0, 0x100 + 8 * (r as i32 % FVALUES.len() as i32))));
+    v.push(csrrwi(0, FFLAGS, 1));
+    v
+}
+
+/// The trap handler of [`Mode::Float`]: mepc past the instruction, FS Initial, with x1 and
+/// x2 kept in `mscratch` and `sscratch` meanwhile (M-mode programs do not use `sscratch`).
+fn float_handler() -> Vec<u32> {
+    vec![
+        csrrw(1, MSCRATCH, 1),
+        csrrw(2, SSCRATCH, 2),
+        // The length of the instruction in `mtval` (its bits): 4, or 2 when compressed.
+        csrr(1, MTVAL),
+        andi(1, 1, 3),
+        addi(1, 1, -3),
+        sltiu(1, 1, 1),
+        slli(1, 1, 1),
+        addi(1, 1, 2),
+        csrr(2, MEPC),
+        add(2, 2, 1),
+        csrw(MEPC, 2),
+        lui(1, 2),
+        csrrs(0, MSTATUS, 1),
+        csrrw(2, SSCRATCH, 2),
+        csrrw(1, MSCRATCH, 1),
+        mret(),
+    ]
 }
 
 /// Counters 3-30 count the 28 events of the catalog, each starting a different distance
@@ -788,6 +985,7 @@ impl Mode {
             Mode::Interrupts => CODE + 4 * interrupt_prologue().len() as u64,
             Mode::Ctr => CODE + 4 * ctr_prologue().len() as u64,
             Mode::Pmu => CODE + 4 * pmu_setup().len() as u64,
+            Mode::Float => CODE + 4 * float_prologue().len() as u64,
             Mode::PmuSv39 => vpage(SV39_CODE_PAGE),
             _ => CODE,
         }
@@ -837,9 +1035,10 @@ fn random_program(seed: u64, halfwords: usize, mode: Mode) -> Vec<u16> {
         csrs: match mode {
             Mode::Ctr if seed % 2 == 1 => [MCTRCTL, MINSTRET, MCYCLE],
             Mode::Pmu if seed % 2 == 1 => [MCOUNTINHIBIT, MINSTRET, MCYCLE],
-            Mode::Machine | Mode::Ctr | Mode::Pmu => [MSCRATCH, MINSTRET, MCYCLE],
+            Mode::Machine | Mode::Ctr | Mode::Pmu | Mode::Float => [MSCRATCH, MINSTRET, MCYCLE],
             _ => [SSCRATCH, INSTRET, CYCLE],
         },
+        float: mode == Mode::Float,
         h: Vec::new(),
     };
     while g.h.len() < halfwords {
@@ -876,6 +1075,11 @@ fn load_random_in(p: &mut Pair, seed: u64, halfwords: usize, mode: Mode) -> u64 
     for (k, v) in VALUES.iter().enumerate() {
         data[0x800 + 8 * k..0x808 + 8 * k].copy_from_slice(&v.to_le_bytes());
     }
+    if mode == Mode::Float {
+        for (k, v) in FVALUES.iter().enumerate() {
+            data[0x900 + 8 * k..0x908 + 8 * k].copy_from_slice(&v.to_le_bytes());
+        }
+    }
     let mut regs = [0u64; 32];
     for (r, v) in regs.iter_mut().enumerate().skip(1) {
         *v = if rng.chance(50) {
@@ -889,6 +1093,8 @@ fn load_random_in(p: &mut Pair, seed: u64, halfwords: usize, mode: Mode) -> u64 
             B1 => data_va + 0x1000,
             31 => TRAP, // read by the boot stub
             5 if mode == Mode::Ctr => ctr_setting(seed),
+            // RNE for half the seeds, any value (reserved ones too) for the others.
+            5 if mode == Mode::Float => (seed / 2 % 8) * (seed % 2),
             _ => *v,
         };
     }
@@ -908,6 +1114,10 @@ fn load_random_in(p: &mut Pair, seed: u64, halfwords: usize, mode: Mode) -> u64 
             }
             if mode == Mode::Pmu {
                 vm.put32(CODE, &pmu_setup());
+            }
+            if mode == Mode::Float {
+                vm.put32(CODE, &float_prologue());
+                vm.put32(TRAP, &float_handler());
             }
             return;
         }
@@ -1036,6 +1246,288 @@ fn random_programs_match_the_interpreter_recording_minimal_ctr() {
             );
         }
     }
+}
+
+#[test]
+fn random_float_programs_match_the_interpreter() {
+    random_programs_in(Mode::Float, 1000..1032);
+    // The programs did compute: flags accrued, and traps (FS Off, reserved rounding modes)
+    // were taken and skipped.
+    let mut p = Mode::Float.pair();
+    load_random_in(&mut p, 1001, 6000, Mode::Float);
+    p.run_to_wfi("Float, seed 1001");
+    assert_ne!(p.int.csr(FCSR) & 0x1f, 0, "no flags accrued");
+    assert_eq!(p.int.csr(MCAUSE), cause::ILLEGAL_INSN);
+    assert!(p.jit.hart.translated_blocks() > 50);
+}
+
+#[test]
+fn float_budgets_stop_on_the_same_instruction() {
+    for seed in 1100..1108u64 {
+        let mut rng = XorShift::new(seed ^ 0xf10a7);
+        run_in_steps_in(Mode::Float, seed, 1500, "random steps", || {
+            match rng.below(3) {
+                0 => 1 + rng.below(3),
+                1 => 1 + rng.below(70),
+                _ => 1 + rng.below(1000),
+            }
+        });
+    }
+}
+
+/// Double- and single-precision arithmetic at the edges of the translator's host shortcut
+/// (`Hart::exec_float_host`, `x64::emit_float_host`): results around the smallest normal number and the largest
+/// finite one, exact and inexact results, zeros, infinities, NaNs, 0/0, x/0, square roots
+/// of negative numbers, with `fflags.NX` clear and set before each operation, in every
+/// rounding mode; every result and the flags after it are stored and compared, and a few
+/// are checked against the spec's values.
+#[test]
+fn double_arithmetic_around_the_host_shortcut() {
+    const MIN_NORMAL: u64 = 0x0010_0000_0000_0000;
+    let values: [u64; 14] = [
+        0x3ff0_0000_0000_0000, // 1
+        0x4008_0000_0000_0000, // 3
+        0xbfe0_0000_0000_0000, // -0.5
+        MIN_NORMAL,            // smallest normal
+        MIN_NORMAL + 1,        // just above it
+        0x0020_0000_0000_0000, // twice it
+        0x000f_ffff_ffff_ffff, // largest subnormal
+        0x7fef_ffff_ffff_ffff, // largest finite
+        0x7fe0_0000_0000_0000, // 2^1023
+        0,                     // +0
+        1 << 63,               // -0
+        0x7ff0_0000_0000_0000, // +inf
+        0x7ff8_0000_0000_0000, // qNaN
+        0x3ca0_0000_0000_0000, // 2^-53
+    ];
+    type Op3 = fn(u32, u32, u32, u32, u32) -> u32;
+    let ops: [Op3; 4] = [fadd, fsub, fmul, fdiv];
+    // f1, f2, f3 from the table at x9 (indices in x10, x11, x12 of the loop), the result to
+    // x8, then fflags; fflags written from x13 (0 or NX) before each operation.
+    // The same classes in single precision, NaN-boxed, and one single not boxed.
+    let mut singles: [u64; 15] = [
+        0x3f80_0000,
+        0x4040_0000,
+        0xbf00_0000,
+        0x0080_0000,
+        0x0080_0001,
+        0x0100_0000,
+        0x007f_ffff,
+        0x7f7f_ffff,
+        0x7f00_0000,
+        0,
+        0x8000_0000,
+        0x7f80_0000,
+        0x7fc0_0000,
+        0x3380_0000,
+        0x3f80_0000,
+    ]
+    .map(|v| v | 0xffff_ffff_0000_0000);
+    singles[14] = 0x0000_0001_3f80_0000;
+    let mut body = Vec::new();
+    let mut rng = XorShift::new(0xf1a6);
+    for (fmt, base, n) in [(FMT_D, 0, values.len()), (FMT_S, 0x100, singles.len())] {
+        for rm in [0, 1, 2, 3, 4, 7] {
+            for nx in [0, 1] {
+                for _ in 0..40 {
+                    let [i, j, k] = [0; 3].map(|_| base + 8 * rng.below(n as u64) as i32);
+                    body.extend([fld(1, 9, i), fld(2, 9, j), fld(3, 9, k)]);
+                    body.push(csrrwi(0, FFLAGS, nx));
+                    body.push(match rng.below(9) {
+                        k @ 0..=3 => ops[k as usize](fmt, 4, 1, 2, rm),
+                        4 => fsqrt(fmt, 4, 1, rm),
+                        5 => fmadd(fmt, 4, 1, 2, 3, rm),
+                        6 => fmsub(fmt, 4, 1, 2, 3, rm),
+                        7 => fnmsub(fmt, 4, 1, 2, 3, rm),
+                        _ => fnmadd(fmt, 4, 1, 2, 3, rm),
+                    });
+                    body.extend([fsd(4, 8, 0), csrr(5, FFLAGS), sd(5, 8, 8), addi(8, 8, 16)]);
+                }
+            }
+        }
+    }
+    // Checked cases, RNE with NX set before: 1/3 (inexact); MIN_NORMAL / 3 (tiny and
+    // inexact: UF); (MIN_NORMAL + 1) - MIN_NORMAL and MIN_NORMAL * -0.5 (tiny but exact: no
+    // UF); largest * 2^1023 (OF). f3 and f4 from the table by `(a, b)`.
+    let checked = [
+        (fdiv(FMT_D, 4, 1, 2, 0), 0, 0),
+        (fdiv(FMT_D, 4, 3, 2, 0), 3, 0),
+        (fsub(FMT_D, 4, 4, 3, 0), 3, 4),
+        (fmul(FMT_D, 4, 3, 4, 0), 3, 2),
+        (fmul(FMT_D, 4, 7, 8, 0), 0, 0),
+    ];
+    for (op, a, b) in checked {
+        body.extend([
+            fld(1, 9, 0),
+            fld(2, 9, 8),
+            fld(3, 9, 8 * a),
+            fld(4, 9, 8 * b),
+        ]);
+        body.extend([fld(7, 9, 8 * 7), fld(8, 9, 8 * 8)]);
+        body.extend([csrrwi(0, FFLAGS, 1), op]);
+        body.extend([fsd(4, 8, 0), csrr(5, FFLAGS), sd(5, 8, 8), addi(8, 8, 16)]);
+    }
+    let table = DATA + 0x1d00;
+    let mut p = Pair::new();
+    p.both(|vm| {
+        for (k, &v) in values.iter().enumerate() {
+            vm.w64(table + 8 * k as u64, v);
+        }
+        for (k, &v) in singles.iter().enumerate() {
+            vm.w64(table + 0x100 + 8 * k as u64, v);
+        }
+        vm.set_x(9, table);
+        vm.set_x(8, DATA + 0x2000);
+        let mut prologue = vec![lui(6, 2), csrrs(0, MSTATUS, 6)];
+        prologue.extend(&body);
+        vm.code(&prologue);
+    });
+    p.run_to_wfi("double arithmetic");
+    p.assert_same_ram("double arithmetic");
+    let end = DATA + 0x2000 + 16 * (body.iter().filter(|&&w| w == addi(8, 8, 16)).count() as u64);
+    let result = |k: u64| {
+        let at = end - 16 * (5 - k);
+        (p.jit.r64(at), p.jit.r64(at + 8))
+    };
+    assert_eq!(result(0), (0x3fd5_5555_5555_5555, 1)); // NX
+    assert_eq!(result(1), (0x0005_5555_5555_5555, 3)); // UF, NX
+    assert_eq!(result(2), (1, 1));
+    assert_eq!(result(3), (0x8008_0000_0000_0000, 1));
+    assert_eq!(result(4), (0x7ff0_0000_0000_0000, 5)); // OF, NX
+}
+
+/// Counter CSRs read in the middle of translated blocks (`cycle`, `time`, `instret`,
+/// `hpmcounter3`, `minstret`), with a write of `minstret` in the loop, run in budget steps of
+/// every size from 1 to 40: every value read is the interpreter's, and consecutive `instret`
+/// reads differ by the loop's length.
+#[test]
+fn counter_reads_in_translated_blocks() {
+    const MHPMCOUNTER3: u32 = 0xb03;
+    // x8 the store pointer, x9 the pass count; the reads go to x10-x14 and then to RAM.
+    let mut body = vec![addi(9, 0, 60)];
+    let head = body.len();
+    body.extend([
+        addi(15, 15, 3),
+        csrr(10, CYCLE),
+        mul(16, 15, 15),
+        csrr(11, TIME),
+        csrr(12, INSTRET),
+        div(17, 16, 15),
+        csrr(13, 0xc03),
+        csrr(14, MINSTRET),
+        sd(10, 8, 0),
+        sd(11, 8, 8),
+        sd(12, 8, 16),
+        sd(13, 8, 24),
+        sd(14, 8, 32),
+        addi(8, 8, 40),
+        andi(18, 9, 15),
+    ]);
+    // Every 16th pass: minstret and mhpmcounter3 written (the block ends there).
+    let skip = body.len();
+    body.push(0);
+    body.extend([csrw(MINSTRET, 16), csrw(MHPMCOUNTER3, 9)]);
+    let after = body.len();
+    body[skip] = bne(18, 0, 4 * (after - skip) as i32);
+    body.extend([addi(9, 9, -1)]);
+    let back = -4 * (body.len() - head) as i32;
+    body.push(bne(9, 0, back));
+    // A pass without the writes: the instructions from `head` to `after` less the two
+    // writes, plus the closing ADDI and BNE.
+    let pass = (after - head) as u64;
+    for budget in 1..=40u64 {
+        let mut p = Pair::new();
+        p.both(|vm| {
+            vm.set_x(8, DATA);
+            vm.code(&body);
+        });
+        let ctx = format!("budget {budget}");
+        for n in 0.. {
+            match p.run(budget, &ctx) {
+                VcpuExit::BudgetExhausted => {}
+                VcpuExit::Wfi => break,
+                other => panic!("{ctx}: unexpected exit {other:?}"),
+            }
+            assert!(n < 100_000, "{ctx}: no end");
+        }
+        p.assert_same_ram(&ctx);
+        // Consecutive `instret` reads of passes without the writes: one loop apart.
+        let instret = |k: u64| p.jit.r64(DATA + 40 * k + 16);
+        assert_eq!(instret(2) - instret(1), pass, "{ctx}");
+        assert!(p.jit.hart.translated_blocks() > 0);
+    }
+}
+
+/// DIV, DIVU, REM, REMU, their W forms and MULHSU on the corner cases of the M extension's
+/// table ("Semantics for division by zero and division overflow") and around them, in one
+/// loop that runs translated: the results (stored to DATA) are the spec's and the
+/// interpreter's.
+#[test]
+fn division_corner_cases() {
+    const MIN: u64 = i64::MIN as u64;
+    const W_MIN: u64 = 0xffff_ffff_8000_0000;
+    let cases: [(u64, u64); 10] = [
+        (7, 0),
+        (MIN, u64::MAX),
+        (W_MIN, u64::MAX),
+        (0x1_8000_0000, 0xffff_ffff),
+        (u64::MAX, 2),
+        (MIN, 0),
+        (100, 0xffff_ffff_0000_0000),
+        (0xffff_fff9, 2),
+        (0xdead_beef_0bad_f00d, 0x1234_5678),
+        (5, u64::MAX),
+    ];
+    let ops: [fn(u32, u32, u32) -> u32; 9] =
+        [div, divu, rem, remu, divw, divuw, remw, remuw, mulhsu];
+    // x10 and x11 are the operands, x12 the store pointer (from x15); two passes, so that the second
+    // runs the translated block.
+    let mut body = vec![addi(13, 0, 2)];
+    let head = body.len();
+    body.push(addi(12, 15, 0));
+    for k in 0..cases.len() {
+        body.extend([ld(10, 9, 16 * k as i32), ld(11, 9, 16 * k as i32 + 8)]);
+        for op in ops {
+            body.extend([op(14, 10, 11), sd(14, 12, 0), addi(12, 12, 8)]);
+        }
+    }
+    body.extend([addi(13, 13, -1)]);
+    let back = -4 * (body.len() - head) as i32;
+    body.push(bne(13, 0, back));
+    let operands = DATA + 0x1000;
+    let mut p = Pair::new();
+    p.both(|vm| {
+        for (k, &(a, b)) in cases.iter().enumerate() {
+            vm.w64(operands + 16 * k as u64, a);
+            vm.w64(operands + 16 * k as u64 + 8, b);
+        }
+        vm.set_x(9, operands);
+        vm.set_x(15, DATA);
+        vm.code(&body);
+    });
+    p.run_to_wfi("divisions");
+    p.assert_same_ram("divisions");
+    let got = |k: usize, op: usize| p.jit.r64(DATA + 8 * (9 * k + op) as u64);
+    // x / 0: quotient all ones, remainder the dividend (W forms: of its low word).
+    assert_eq!(
+        (0..8).map(|op| got(0, op)).collect::<Vec<_>>(),
+        [u64::MAX, u64::MAX, 7, 7, u64::MAX, u64::MAX, 7, 7]
+    );
+    assert_eq!((got(5, 0), got(5, 2), got(5, 6)), (u64::MAX, MIN, 0));
+    // Signed overflow: quotient the dividend, remainder 0.
+    assert_eq!((got(1, 0), got(1, 2)), (MIN, 0));
+    assert_eq!((got(2, 4), got(2, 6)), (W_MIN, 0));
+    // W forms use the low words and sign-extend: 0x8000_0000 / 0xffff_ffff.
+    assert_eq!((got(3, 4), got(3, 5)), (W_MIN, 0));
+    assert_eq!((got(3, 6), got(3, 7)), (0, 0xffff_ffff_8000_0000));
+    // Ordinary divisions truncate toward zero.
+    assert_eq!((got(4, 0), got(4, 2)), (0, u64::MAX));
+    assert_eq!((got(4, 1), got(4, 3)), (u64::MAX / 2, 1));
+    assert_eq!((got(7, 4), got(7, 6)), (0xffff_ffff_ffff_fffd, u64::MAX));
+    // MULHSU: signed times unsigned.
+    assert_eq!(got(9, 8), 4);
+    assert_eq!(got(1, 8), MIN);
+    assert_eq!(p.jit.hart.instret(), p.int.hart.instret());
 }
 
 #[test]
@@ -1650,6 +2142,27 @@ fn around(access: u32) -> Vec<u32> {
 /// Two compressed instructions as one word (x13 += 1; nop).
 fn c_pair() -> u32 {
     c_addi(13, 1) as u32 | (c_nop() as u32) << 16
+}
+
+/// LR, SC and AMOs (helpers in translated code) that fault in the middle of a translated
+/// loop: the block leaves before them and the interpreter takes the trap.
+#[test]
+fn an_atomic_fault_inside_a_translated_loop() {
+    const RAM_END: u64 = RAM_BASE + RAM_SIZE as u64;
+    let last = RAM_END - 0x1000;
+    for (access, c) in [
+        (amo(AMO_ADD, 3, 11, 20, 10), cause::STORE_ACCESS),
+        (amo(AMO_SWAP, 2, 0, 20, 10), cause::STORE_ACCESS),
+        (lr_d(11, 20), cause::LOAD_ACCESS),
+        (sc_d(11, 20, 10), cause::STORE_ACCESS),
+    ] {
+        let mut p = Pair::new();
+        p.set_x(21, DATA);
+        let start = last - 3 * 0x1000 + 8;
+        fault_loop(&mut p, CODE, start, &around(access), 2, (c, RAM_END + 8));
+        assert_eq!(p.jit.x(10), 5);
+        assert_eq!(p.jit.x(12), 4);
+    }
 }
 
 #[test]

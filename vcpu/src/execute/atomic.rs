@@ -34,7 +34,7 @@ fn amo32(op: Op, old: u32, src: u32) -> u32 {
 }
 
 impl Hart {
-    pub(super) fn exec_atomic(&mut self, i: &Insn) -> Result<(), Ctl> {
+    pub(crate) fn exec_atomic(&mut self, i: &Insn) -> Result<(), Ctl> {
         let word = i.fmt == 2;
         let size = if word { 4 } else { 8 };
         let va = self.rs1(i);

@@ -40,10 +40,16 @@ impl Hart {
         }
     }
 
-    pub(super) fn exec_float(&mut self, i: &Insn) -> Result<(), Ctl> {
-        // With V=1, vsstatus.FS = Off also makes FP instructions illegal.
+    /// Whether F/D instructions are enabled: `mstatus.FS`, and with V=1 `vsstatus.FS`, not
+    /// Off.
+    #[inline]
+    fn fp_enabled(&self) -> bool {
         let fs = crate::csr::MSTATUS_FS;
-        if self.csr.mstatus & fs == 0 || (self.virt && self.csr.h.vsstatus & fs == 0) {
+        self.csr.mstatus & fs != 0 && (!self.virt || self.csr.h.vsstatus & fs != 0)
+    }
+
+    pub(crate) fn exec_float(&mut self, i: &Insn) -> Result<(), Ctl> {
+        if !self.fp_enabled() {
             return Err(Exception::illegal(i.bits()).into());
         }
         let fmt = if i.fmt == FMT_S { Fmt::S } else { Fmt::D };
@@ -162,5 +168,72 @@ impl Hart {
         }
         self.accrue(fl);
         Ok(())
+    }
+
+    /// Translated code's shortcut for the double-precision arithmetic of FADD, FSUB, FMUL,
+    /// FDIV, FSQRT and the fused multiply-adds: the host's IEEE 754 binary64 operations
+    /// (x86-64 SSE2 and `fma`, round to nearest even), where they give the result and flags
+    /// [`Hart::exec_float`] would. That holds when the rounding mode is RNE, `fflags.NX` is
+    /// already set (the only flag the instruction can raise here, so accrual changes
+    /// nothing), the operands are finite (no NaN to propagate, no invalid operation but 0/0
+    /// and the square root of a negative number, both left out, as is division by zero), and
+    /// the result is finite and above the smallest normal number in magnitude (no overflow,
+    /// no underflow, whichever way tininess is detected, and no zero whose sign depends on
+    /// the rounding mode). Returns false, with nothing changed, when it does not apply.
+    ///
+    /// FCVT.D.{W,WU,L,LU} of an integer of at most 53 significant bits is exact in any
+    /// rounding mode and raises no flag: the host converts it too.
+    pub(crate) fn exec_float_host(&mut self, i: &Insn) -> bool {
+        const NX: u8 = 1;
+        if i.fmt == FMT_S || !self.fp_enabled() {
+            return false;
+        }
+        if i.op == Op::FcvtFI {
+            let x = self.rs1(i);
+            let v = match int_fmt(i.rs2) {
+                IntFmt::W => x as i32 as f64,
+                IntFmt::Wu => x as u32 as f64,
+                IntFmt::L if (x as i64).unsigned_abs() <= 1 << 53 => x as i64 as f64,
+                IntFmt::Lu if x <= 1 << 53 => x as f64,
+                _ => return false,
+            };
+            if self.rounding_mode(i).is_err() {
+                return false;
+            }
+            self.set_frd(i, v.to_bits());
+            return true;
+        }
+        if self.csr.fflags & NX == 0 {
+            return false;
+        }
+        if !matches!(self.rounding_mode(i), Ok(0)) {
+            return false;
+        }
+        let reg = |r: u8| f64::from_bits(self.f[r as usize & 31]);
+        let (a, b, c) = (reg(i.rs1), reg(i.rs2), reg(i.rs3));
+        let finite = |x: f64| x.is_finite();
+        let r = match i.op {
+            Op::Fadd if finite(a) && finite(b) => a + b,
+            Op::Fsub if finite(a) && finite(b) => a - b,
+            Op::Fmul if finite(a) && finite(b) => a * b,
+            Op::Fdiv if finite(a) && finite(b) && b != 0.0 => a / b,
+            Op::Fsqrt if finite(a) && a.is_sign_positive() => a.sqrt(),
+            Op::Fmadd | Op::Fmsub | Op::Fnmsub | Op::Fnmadd
+                if finite(a) && finite(b) && finite(c) =>
+            {
+                match i.op {
+                    Op::Fmadd => a.mul_add(b, c),
+                    Op::Fmsub => a.mul_add(b, -c),
+                    Op::Fnmsub => (-a).mul_add(b, c),
+                    _ => (-a).mul_add(b, -c),
+                }
+            }
+            _ => return false,
+        };
+        if !(r.is_finite() && r.abs() > f64::MIN_POSITIVE) {
+            return false;
+        }
+        self.set_frd(i, r.to_bits());
+        true
     }
 }

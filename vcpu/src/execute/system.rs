@@ -163,7 +163,7 @@ impl Hart {
 
     /// CSRRW/CSRRS/CSRRC and their immediate forms. CSRRW with rd = x0 does not read; the
     /// set/clear forms with rs1 = x0 (or uimm = 0) do not write (Zicsr chapter).
-    fn exec_csr(&mut self, i: &Insn) -> Result<(), Ctl> {
+    pub(crate) fn exec_csr(&mut self, i: &Insn) -> Result<(), Ctl> {
         let num = (i.imm as u32 & 0xfff) as u16;
         let operand = match i.op {
             Op::Csrrwi | Op::Csrrsi | Op::Csrrci => i.rs1 as u64,

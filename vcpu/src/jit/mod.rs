@@ -3,11 +3,12 @@
 //! no active performance monitor).
 //!
 //! A block starts at a guest pc, lies within one page, and ends at the first jump or branch
-//! (included), at the first instruction the code generator leaves to the interpreter
-//! (excluded: CSR accesses, atomics, floating point, division, system instructions...), at
-//! the page end, or after [`MAX_INSNS`]. Blocks are found through a direct-mapped table keyed
-//! by the pc *and* the RAM offset it translates to (so another address space's code at the
-//! same pc never matches), and every block starts by comparing its code bytes in guest RAM
+//! (included), at the first CSR write, SC or AMO (included: see `x64::emit_csr`), at the
+//! first instruction the code generator leaves to the interpreter (excluded: system
+//! instructions; in monitored blocks also CSR accesses, atomics, floating point, division),
+//! at the page end, or after [`MAX_INSNS`]. Blocks are found through a direct-mapped table
+//! keyed by the pc *and* the RAM offset it translates to (so another address space's code
+//! at the same pc never matches), and every block starts by comparing its code bytes in guest RAM
 //! with the ones it was translated from: a store to code (by any hart or the VMM) is seen at
 //! the next block entry, with no invalidation protocol and independent of FENCE.I, exactly
 //! as the interpreter's decode cache behaves. A block's own store into its later
@@ -102,6 +103,21 @@ pub(crate) struct Layout {
     tally: i32,
     last_fetch_page: i32,
     view: i32,
+    /// Floating point (unmonitored blocks): `Hart::f`, `mstatus`, `vsstatus`, `Hart::virt`
+    /// and the helper that executes an F/D instruction with the interpreter's code.
+    f: i32,
+    mstatus: i32,
+    vsstatus: i32,
+    virt: i32,
+    float_helper: usize,
+    /// `fflags` and `frm` (bytes), and whether the host has FMA3 (fused multiply-adds).
+    fflags: i32,
+    frm: i32,
+    fma: bool,
+    /// The helpers that execute a CSR instruction and an LR, SC or AMO with the
+    /// interpreter's code.
+    csr_helper: usize,
+    atomic_helper: usize,
 
     ram_host: u64,
     /// Address of the block table (entries `{va, off, code, insns}`, 32 bytes).
@@ -190,6 +206,72 @@ unsafe extern "sysv64" fn jit_store(hart: *mut Hart, va: u64, val: u64, size: u6
     if h.store_slow(va, size as u32, val).is_err() {
         h.jit_fault = true;
     }
+}
+
+/// An F or D instruction other than a load or store, packed by `x64::pack` into `lo` and
+/// `hi`: executed by the interpreter's code (`Hart::exec_float`: `mstatus.FS`, the rounding
+/// mode, NaN boxing, `fflags`), or for common double-precision arithmetic by the host's
+/// where that gives the same result and flags (`Hart::exec_float_host`). Returns 1 when it raises an exception (FS off, a reserved
+/// rounding mode), with nothing changed: the block then leaves before the instruction and
+/// the interpreter executes it again, taking the trap.
+///
+/// # Safety
+/// As for [`jit_load`].
+#[cfg(target_arch = "x86_64")]
+unsafe extern "sysv64" fn jit_float(hart: *mut Hart, lo: u64, hi: u64) -> u64 {
+    // SAFETY: as for `jit_load`.
+    let h = unsafe { &mut *hart };
+    let i = x64::unpack(lo, hi);
+    if h.exec_float_host(&i) {
+        return 0;
+    }
+    h.exec_float(&i).is_err() as u64
+}
+
+/// A CSR instruction, packed by `x64::pack` into `lo` and `hi`, `undone` instructions before
+/// the end of the block (itself included): executed by the interpreter's code
+/// (`Hart::exec_csr`), with the clock and the retired count of that instruction, as the
+/// interpreter has them while it executes it (counters read exactly). Returns 1 when it
+/// raises an exception, with nothing changed (the block leaves before it and the
+/// interpreter takes the trap). A write ends the block after it and the chunk as well
+/// (`Hart::jit_break`), as `Ctl::Break` does in the interpreter.
+///
+/// # Safety
+/// As for [`jit_load`].
+#[cfg(target_arch = "x86_64")]
+unsafe extern "sysv64" fn jit_csr(hart: *mut Hart, lo: u64, hi: u64, undone: u64) -> u64 {
+    // SAFETY: as for `jit_load`.
+    let h = unsafe { &mut *hart };
+    let i = x64::unpack(lo, hi);
+    let before = h.jit_clock - h.vclock - h.jit_budget - undone;
+    h.vclock += before + 1;
+    h.retired += before;
+    let r = h.exec_csr(&i);
+    h.vclock -= before + 1;
+    h.retired -= before;
+    match r {
+        Ok(()) => 0,
+        Err(crate::hart::Ctl::Break) => {
+            h.jit_break = true;
+            0
+        }
+        Err(_) => 1,
+    }
+}
+
+/// LR, SC or an AMO, packed by `x64::pack` into `lo` and `hi`: executed by the interpreter's
+/// code (`Hart::exec_atomic`: the same reservation, compare-and-swap and read-modify-write
+/// on guest RAM, so harts interact exactly as when interpreting). Returns 1 when it raises
+/// an exception or meets a device, with nothing changed (the block leaves before it).
+///
+/// # Safety
+/// As for [`jit_load`].
+#[cfg(target_arch = "x86_64")]
+unsafe extern "sysv64" fn jit_atomic(hart: *mut Hart, lo: u64, hi: u64) -> u64 {
+    // SAFETY: as for `jit_load`.
+    let h = unsafe { &mut *hart };
+    let i = x64::unpack(lo, hi);
+    h.exec_atomic(&i).is_err() as u64
 }
 
 /// CTR: the block's closing jump or branch of type `t` from `from` qualifies for recording
@@ -366,6 +448,7 @@ impl Hart {
         let page_end = (off | 0xfff) + 1;
         let mut insns = Vec::with_capacity(MAX_INSNS);
         let (mut va, mut o) = (pc, off);
+        let monitored = self.jit.as_deref().is_some_and(|j| j.kind != 0);
         #[cfg(target_arch = "x86_64")]
         while insns.len() < MAX_INSNS && o + 2 <= page_end {
             let lo = self.ram.load(o, 2) as u32;
@@ -379,8 +462,10 @@ impl Hart {
                 lo
             };
             let i = decode::decode(bits);
-            let terminal = x64::terminal(i.op);
-            if !terminal && !x64::straight(i.op) {
+            // An unmonitored block also ends after a CSR write, an SC or an AMO (included).
+            let terminal = x64::terminal(i.op)
+                || (!monitored && (x64::csr_write(&i) || x64::atomic_write(i.op)));
+            if !terminal && !x64::straight(i.op) && (monitored || !x64::unmonitored(&i)) {
                 break;
             }
             insns.push((va, i));
@@ -413,7 +498,7 @@ impl Hart {
             end_pc: va,
             code_host: self.ram.host_addr(off),
             check,
-            monitored: self.jit.as_deref().is_some_and(|j| j.kind != 0),
+            monitored,
         }
     }
 
@@ -453,6 +538,19 @@ impl Hart {
             tally: (offset_of!(Hart, pmu) + tally) as i32,
             last_fetch_page: (offset_of!(Hart, pmu) + last_fetch_page) as i32,
             view: offset_of!(Hart, jit_view) as i32,
+            f: offset_of!(Hart, f) as i32,
+            mstatus: (offset_of!(Hart, csr) + offset_of!(crate::csr::CsrFile, mstatus)) as i32,
+            vsstatus: (offset_of!(Hart, csr)
+                + offset_of!(crate::csr::CsrFile, h)
+                + offset_of!(crate::hypervisor::HypervisorCsrs, vsstatus))
+                as i32,
+            virt: offset_of!(Hart, virt) as i32,
+            float_helper: jit_float as *const () as usize,
+            fflags: (offset_of!(Hart, csr) + offset_of!(crate::csr::CsrFile, fflags)) as i32,
+            frm: (offset_of!(Hart, csr) + offset_of!(crate::csr::CsrFile, frm)) as i32,
+            fma: std::is_x86_feature_detected!("fma"),
+            csr_helper: jit_csr as *const () as usize,
+            atomic_helper: jit_atomic as *const () as usize,
 
             fetch_ctx: (tlb + fetch_ctx) as i32,
             ram_host: self.ram.host_addr(0) as u64,

@@ -8,6 +8,11 @@
 //! path cannot do (a TLB miss, a page-crossing access, a device) ends the block *before*
 //! that instruction, so the interpreter executes it with the full rules (page walk, faults,
 //! MMIO exits).
+//!
+//! In plain (unmonitored) blocks, divisions are inline, F/D loads and stores take the same
+//! path as integer ones, and the other F/D instructions, CSR accesses and atomics call the
+//! interpreter's code (`super::jit_float`, `super::jit_csr`, `super::jit_atomic`), F/D
+//! arithmetic first trying the host's SSE2/FMA3 where it is exact ([`emit_float_host`]).
 
 use dynasmrt::x64::X64Relocation;
 use dynasmrt::{dynasm, DynamicLabel, DynasmApi, DynasmLabelApi, VecAssembler};
@@ -567,6 +572,39 @@ pub(super) fn straight(op: Op) -> bool {
     )
 }
 
+/// Whether the code generator handles `i` in an unmonitored block (a monitored block ends
+/// before it and leaves it to the interpreter, which reports its events): the M extension's
+/// divisions and MULHSU, the F and D instructions, CSR accesses ([`csr_write`]s end the
+/// block), LR, SC and AMOs (helpers; SC and AMOs end the block).
+pub(super) fn unmonitored(i: &Insn) -> bool {
+    muldiv(i.op) || float_memory(i.op) || float_op(i.op) || csr(i.op) || atomic(i.op)
+}
+
+fn atomic(op: Op) -> bool {
+    op == Op::Lr || atomic_write(op)
+}
+
+/// Whether `op` is SC or an AMO: it ends an unmonitored block, after it (it may have
+/// written the block's own code; the next block checks its bytes at entry).
+pub(super) fn atomic_write(op: Op) -> bool {
+    use Op::*;
+    matches!(
+        op,
+        Sc | AmoSwap | AmoAdd | AmoXor | AmoAnd | AmoOr | AmoMin | AmoMax | AmoMinu | AmoMaxu
+    )
+}
+
+fn csr(op: Op) -> bool {
+    use Op::*;
+    matches!(op, Csrrw | Csrrs | Csrrc | Csrrwi | Csrrsi | Csrrci)
+}
+
+/// Whether `i` is a CSR instruction that writes the CSR (Zicsr: all but CSRRS/CSRRC with
+/// `rs1` = x0 and CSRRSI/CSRRCI with `uimm` = 0): it ends an unmonitored block, after it.
+pub(super) fn csr_write(i: &Insn) -> bool {
+    csr(i.op) && (matches!(i.op, Op::Csrrw | Op::Csrrwi) || i.rs1 != 0)
+}
+
 /// Whether `op` ends a block (it sets pc itself).
 pub(super) fn terminal(op: Op) -> bool {
     use Op::*;
@@ -628,6 +666,7 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
     // (which cannot trap), or on the way out of a first store that rewrites the block.
     let monitored = plan.monitored;
     let fetch = |a: &mut Asm| monitor_fetch(a, l, start_pc(plan) >> 12);
+    let mut fp = FloatState::default();
     for (k, &(pc, ref i)) in plan.insns.iter().enumerate() {
         if terminal(i.op) {
             debug_assert_eq!(k + 1, plan.insns.len());
@@ -640,20 +679,51 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
             i.op,
             Op::Lb | Op::Lh | Op::Lw | Op::Ld | Op::Lbu | Op::Lhu | Op::Lwu
         ) || matches!(i.op, Op::Sb | Op::Sh | Op::Sw | Op::Sd)
+            || float_memory(i.op)
         {
             let bail = a.new_dynamic_label();
             bails.push((bail, pc, n - k as u32));
+            if float_memory(i.op) {
+                fp.check(&mut a, l, bail);
+            }
             // A store into the rest of this block's code leaves the block after it, so
             // that the next instruction is fetched again (as the interpreter does).
             let next = pc.wrapping_add(i.len as u64);
             let rest = bytes - next.wrapping_sub(start);
-            let store = matches!(i.op, Op::Sb | Op::Sh | Op::Sw | Op::Sd);
+            let store = is_store(i.op);
             let rewrite = (store && rest > 0).then(|| {
                 let label = a.new_dynamic_label();
                 rewrites.push((label, next, n - k as u32 - 1, k == 0));
                 (code_off + (next - start), rest, label)
             });
             emit_memory(&mut a, l, i, bail, rewrite, monitored, &mut slows);
+            if matches!(i.op, Op::Flw | Op::Fld) {
+                fp.dirty(&mut a, l);
+            }
+        } else if float_op(i.op) {
+            let bail = a.new_dynamic_label();
+            bails.push((bail, pc, n - k as u32));
+            emit_float(&mut a, l, i, bail, &mut fp);
+        } else if muldiv(i.op) {
+            emit_muldiv(&mut a, l, i);
+        } else if atomic(i.op) {
+            let bail = a.new_dynamic_label();
+            bails.push((bail, pc, n - k as u32));
+            let (lo, hi) = pack(i);
+            dynasm!(a ; .arch x64
+                ; mov rsi, QWORD lo as i64
+                ; mov rdx, QWORD hi as i64
+            );
+            call(&mut a, l.atomic_helper);
+            dynasm!(a ; .arch x64 ; test eax, eax ; jnz =>bail);
+            if atomic_write(i.op) {
+                let next = pc.wrapping_add(i.len as u64);
+                exit_to(&mut a, l, next, Next::to(next, page, monitored), &mut links);
+            }
+        } else if csr(i.op) {
+            let bail = a.new_dynamic_label();
+            bails.push((bail, pc, n - k as u32));
+            emit_csr(&mut a, l, pc, i, bail, n - k as u32, &mut links);
         } else {
             emit_straight(&mut a, l, pc, i);
             if monitored && matches!(i.op, Op::Mul | Op::Mulh | Op::Mulhu | Op::Mulw) {
@@ -833,10 +903,10 @@ fn emit_memory(
     let size: i32 = match i.op {
         Lb | Lbu | Sb => 1,
         Lh | Lhu | Sh => 2,
-        Lw | Lwu | Sw => 4,
+        Lw | Lwu | Sw | Flw | Fsw => 4,
         _ => 8,
     };
-    let store = matches!(i.op, Sb | Sh | Sw | Sd);
+    let store = is_store(i.op);
     let (slow, resume) = (a.new_dynamic_label(), a.new_dynamic_label());
     slows.push(SlowPath {
         slow,
@@ -867,7 +937,12 @@ fn emit_memory(
     let ram = l.ram_host as i64;
     dynasm!(a ; .arch x64 ; mov rdx, QWORD ram);
     if store {
-        get_rcx(a, l, i.rs2);
+        if float_memory(i.op) {
+            let d = fd(l, i.rs2);
+            dynasm!(a ; .arch x64 ; mov rcx, QWORD [rdi + d]);
+        } else {
+            get_rcx(a, l, i.rs2);
+        }
         match size {
             1 => dynasm!(a ; .arch x64 ; mov BYTE [rdx + rax], cl),
             2 => dynasm!(a ; .arch x64 ; mov WORD [rdx + rax], cx),
@@ -897,11 +972,18 @@ fn emit_memory(
         Lh => dynasm!(a ; .arch x64 ; movsx rcx, WORD [rdx + rax]),
         Lhu => dynasm!(a ; .arch x64 ; movzx ecx, WORD [rdx + rax]),
         Lw => dynasm!(a ; .arch x64 ; movsxd rcx, DWORD [rdx + rax]),
-        Lwu => dynasm!(a ; .arch x64 ; mov ecx, DWORD [rdx + rax]),
+        Lwu | Flw => dynasm!(a ; .arch x64 ; mov ecx, DWORD [rdx + rax]),
         _ => dynasm!(a ; .arch x64 ; mov rcx, QWORD [rdx + rax]),
     }
     dynasm!(a ; .arch x64 ; =>resume);
-    if i.rd != X0_SINK {
+    if float_memory(i.op) {
+        // FLW NaN-boxes the single in the 64-bit register.
+        if i.op == Flw {
+            dynasm!(a ; .arch x64 ; mov rax, QWORD BOX ; or rcx, rax);
+        }
+        let d = fd(l, i.rd);
+        dynasm!(a ; .arch x64 ; mov QWORD [rdi + d], rcx);
+    } else if i.rd != X0_SINK {
         let d = xd(l, i.rd);
         dynasm!(a ; .arch x64 ; mov QWORD [rdi + d], rcx);
     }
@@ -914,7 +996,7 @@ fn emit_memory(
 /// stack aligned (a block runs with rsp = 8 mod 16, as on entry to a function), then
 /// resume, or bail when the helper reports a fault or device.
 fn emit_slow_path(a: &mut Asm, l: &Layout, s: &SlowPath) {
-    let store = matches!(s.op, Op::Sb | Op::Sh | Op::Sw | Op::Sd);
+    let store = is_store(s.op);
     let size = s.size;
     let fault = l.fault;
     let (slow, resume, bail) = (s.slow, s.resume, s.bail);
@@ -923,7 +1005,12 @@ fn emit_slow_path(a: &mut Asm, l: &Layout, s: &SlowPath) {
     if s.monitored {
         dynasm!(a ; .arch x64 ; mov QWORD [rdi + addr], rsi);
     }
-    if store {
+    if float_memory(s.op) && store {
+        let d = fd(l, s.rs2);
+        dynasm!(a ; .arch x64 ; mov rdx, QWORD [rdi + d]);
+        dynasm!(a ; .arch x64 ; mov ecx, size);
+        call(a, l.store_helper);
+    } else if store {
         get(a, l, RDX, s.rs2);
         dynasm!(a ; .arch x64 ; mov ecx, size);
         call(a, l.store_helper);
@@ -939,7 +1026,8 @@ fn emit_slow_path(a: &mut Asm, l: &Layout, s: &SlowPath) {
         Op::Lb => dynasm!(a ; .arch x64 ; movsx rcx, al),
         Op::Lh => dynasm!(a ; .arch x64 ; movsx rcx, ax),
         Op::Lw => dynasm!(a ; .arch x64 ; movsxd rcx, eax),
-        Op::Lbu | Op::Lhu | Op::Lwu | Op::Ld => dynasm!(a ; .arch x64 ; mov rcx, rax),
+        Op::Lbu | Op::Lhu | Op::Lwu | Op::Ld | Op::Fld => dynasm!(a ; .arch x64 ; mov rcx, rax),
+        Op::Flw => dynasm!(a ; .arch x64 ; mov ecx, eax),
         _ => {}
     }
     if s.monitored {
@@ -1043,4 +1131,490 @@ fn emit_terminal(
             );
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Unmonitored blocks: division and MULHSU inline; F and D loads, stores and moves inline, the
+// rest through the interpreter's code (`Hart::exec_float`).
+// ---------------------------------------------------------------------------------------------
+
+/// The upper half of a NaN-boxed single (unprivileged spec, "NaN Boxing of Narrower Values").
+const BOX: i64 = !0xffff_ffffu64 as i64;
+
+/// The M extension's instructions the translator adds to `straight` in unmonitored blocks.
+fn muldiv(op: Op) -> bool {
+    use Op::*;
+    matches!(
+        op,
+        Mulhsu | Div | Divu | Rem | Remu | Divw | Divuw | Remw | Remuw
+    )
+}
+
+fn float_memory(op: Op) -> bool {
+    matches!(op, Op::Flw | Op::Fld | Op::Fsw | Op::Fsd)
+}
+
+fn is_store(op: Op) -> bool {
+    matches!(op, Op::Sb | Op::Sh | Op::Sw | Op::Sd | Op::Fsw | Op::Fsd)
+}
+
+/// The F and D instructions other than loads and stores.
+fn float_op(op: Op) -> bool {
+    use Op::*;
+    matches!(
+        op,
+        Fmadd
+            | Fmsub
+            | Fnmsub
+            | Fnmadd
+            | Fadd
+            | Fsub
+            | Fmul
+            | Fdiv
+            | Fsqrt
+            | Fsgnj
+            | Fsgnjn
+            | Fsgnjx
+            | Fmin
+            | Fmax
+            | FcvtFF
+            | Feq
+            | Flt
+            | Fle
+            | Fclass
+            | FcvtIF
+            | FcvtFI
+            | FmvXF
+            | FmvFX
+    )
+}
+
+/// Displacement of floating-point register `r` from the hart pointer.
+fn fd(l: &Layout, r: u8) -> i32 {
+    l.f + 8 * (r as i32 & 31)
+}
+
+/// An instruction for `super::jit_float`, in two registers.
+fn pack(i: &Insn) -> (u64, u64) {
+    let lo = u64::from_le_bytes([i.op as u8, i.rd, i.rs1, i.rs2, i.rs3, i.rm, i.len, i.fmt]);
+    (lo, i.imm as u32 as u64 | (i.raw as u64) << 32)
+}
+
+/// The instruction [`pack`] packed.
+pub(super) fn unpack(lo: u64, hi: u64) -> Insn {
+    let b = lo.to_le_bytes();
+    // SAFETY: `b[0]` is the discriminant of an `Op` (a `repr(u8)` enum) taken by `pack`.
+    let op = unsafe { std::mem::transmute::<u8, Op>(b[0]) };
+    Insn {
+        op,
+        rd: b[1],
+        rs1: b[2],
+        rs2: b[3],
+        rs3: b[4],
+        rm: b[5],
+        len: b[6],
+        fmt: b[7],
+        imm: hi as u32 as i32,
+        raw: (hi >> 32) as u32,
+    }
+}
+
+/// What the block has established about `mstatus.FS` so far. Within a block it can only go
+/// from Off to nothing else (no CSR write or trap runs inside a block) and from clean to
+/// Dirty by the block's own writes, so one check and one marking suffice on the straight
+/// path, before the first instruction that needs them.
+#[derive(Default)]
+struct FloatState {
+    /// FS (and with V=1 `vsstatus.FS`) is known not to be Off.
+    checked: bool,
+    /// FS is known to be Dirty.
+    dirty: bool,
+}
+
+impl FloatState {
+    /// With FS (or with V=1 `vsstatus.FS`) Off an F/D instruction is illegal: leave through
+    /// `bail` so that the interpreter takes the trap.
+    fn check(&mut self, a: &mut Asm, l: &Layout, bail: DynamicLabel) {
+        if std::mem::replace(&mut self.checked, true) {
+            return;
+        }
+        let (ms, vs, virt) = (l.mstatus, l.vsstatus, l.virt);
+        let fs_bits = crate::csr::MSTATUS_FS as i16; // bits 14:13
+        let ok = a.new_dynamic_label();
+        dynasm!(a ; .arch x64
+            ; test WORD [rdi + ms], fs_bits
+            ; jz =>bail
+            ; cmp BYTE [rdi + virt], 0
+            ; je =>ok
+            ; test WORD [rdi + vs], fs_bits
+            ; jz =>bail
+            ; =>ok
+        );
+    }
+
+    /// An F/D register was written: FS becomes Dirty (`Hart::mark_fs_dirty`).
+    fn dirty(&mut self, a: &mut Asm, l: &Layout) {
+        if std::mem::replace(&mut self.dirty, true) {
+            return;
+        }
+        let (ms, vs, virt) = (l.mstatus, l.vsstatus, l.virt);
+        let fs_bits = crate::csr::MSTATUS_FS as i16; // bits 14:13
+        let done = a.new_dynamic_label();
+        dynasm!(a ; .arch x64
+            ; or WORD [rdi + ms], fs_bits
+            ; cmp BYTE [rdi + virt], 0
+            ; je =>done
+            ; or WORD [rdi + vs], fs_bits
+            ; =>done
+        );
+    }
+}
+
+/// An F or D instruction other than a load or store. Moves between register files and the
+/// double-precision sign injections (no rounding, no flags, no NaN boxing) are inline; the
+/// rest calls the interpreter's code, which leaves everything unchanged when the instruction
+/// raises an exception: the block then leaves through `bail`, before it.
+fn emit_float(a: &mut Asm, l: &Layout, i: &Insn, bail: DynamicLabel, fp: &mut FloatState) {
+    use crate::decode::FMT_S;
+    use Op::*;
+    let single = i.fmt == FMT_S;
+    match i.op {
+        FmvXF => {
+            fp.check(a, l, bail);
+            if i.rd != X0_SINK {
+                let (s, d) = (fd(l, i.rs1), xd(l, i.rd));
+                if single {
+                    dynasm!(a ; .arch x64 ; movsxd rax, DWORD [rdi + s]);
+                } else {
+                    dynasm!(a ; .arch x64 ; mov rax, QWORD [rdi + s]);
+                }
+                dynasm!(a ; .arch x64 ; mov QWORD [rdi + d], rax);
+            }
+        }
+        FmvFX => {
+            fp.check(a, l, bail);
+            get_rax(a, l, i.rs1);
+            if single {
+                dynasm!(a ; .arch x64 ; mov eax, eax ; mov rcx, QWORD BOX ; or rax, rcx);
+            }
+            let d = fd(l, i.rd);
+            dynasm!(a ; .arch x64 ; mov QWORD [rdi + d], rax);
+            fp.dirty(a, l);
+        }
+        Fsgnj | Fsgnjn | Fsgnjx if !single => {
+            fp.check(a, l, bail);
+            let (s1, s2, d) = (fd(l, i.rs1), fd(l, i.rs2), fd(l, i.rd));
+            dynasm!(a ; .arch x64
+                ; mov rax, QWORD [rdi + s1]
+                ; mov rcx, QWORD [rdi + s2]
+                ; btr rax, 63
+            );
+            match i.op {
+                Fsgnj => {}
+                Fsgnjn => dynasm!(a ; .arch x64 ; not rcx),
+                _ => dynasm!(a ; .arch x64 ; xor rcx, QWORD [rdi + s1]),
+            }
+            dynasm!(a ; .arch x64
+                ; shr rcx, 63
+                ; shl rcx, 63
+                ; or rax, rcx
+                ; mov QWORD [rdi + d], rax
+            );
+            fp.dirty(a, l);
+        }
+        Fadd | Fsub | Fmul | Fdiv | Fsqrt if matches!(i.rm, 0 | 7) => {
+            emit_float_host(a, l, i, bail, fp);
+        }
+        Fmadd | Fmsub | Fnmsub | Fnmadd if matches!(i.rm, 0 | 7) && l.fma => {
+            emit_float_host(a, l, i, bail, fp);
+        }
+        _ => emit_float_helper(a, l, i, bail, fp),
+    }
+}
+
+/// The call of `super::jit_float` for `i` (see [`emit_float`]).
+fn emit_float_helper(a: &mut Asm, l: &Layout, i: &Insn, bail: DynamicLabel, fp: &mut FloatState) {
+    use Op::*;
+    let (lo, hi) = pack(i);
+    dynasm!(a ; .arch x64
+        ; mov rsi, QWORD lo as i64
+        ; mov rdx, QWORD hi as i64
+    );
+    call(a, l.float_helper);
+    dynasm!(a ; .arch x64 ; test eax, eax ; jnz =>bail);
+    // It passed the FS check; it marked FS Dirty when it wrote an F register.
+    fp.checked = true;
+    if !matches!(i.op, Feq | Flt | Fle | Fclass | FcvtIF) {
+        fp.dirty = true;
+    }
+}
+
+/// FADD, FSUB, FMUL, FDIV, FSQRT and (with host FMA3) the fused multiply-adds, in double
+/// precision, and in single precision on NaN-boxed operands, in round-to-nearest-even (static, or dynamic with `frm` = RNE), on the
+/// host's SSE2/FMA3 unit where that gives the result and flags of the interpreter's code,
+/// under the conditions of `Hart::exec_float_host`: `fflags.NX` already set, and a result
+/// that is finite and above the smallest normal number in magnitude. (Non-finite operands
+/// give non-finite or zero results, and so do the invalid operations and division by zero,
+/// so the operands need no test.) The host's exceptions are masked (the MXCSR default), so
+/// the operation is tried first and its result kept only when it qualifies; otherwise the
+/// helper runs (`emit_float_helper`).
+fn emit_float_host(a: &mut Asm, l: &Layout, i: &Insn, bail: DynamicLabel, fp: &mut FloatState) {
+    use Op::*;
+    fp.check(a, l, bail);
+    let (slow, done) = (a.new_dynamic_label(), a.new_dynamic_label());
+    let (fflags, frm) = (l.fflags, l.frm);
+    dynasm!(a ; .arch x64
+        ; test BYTE [rdi + fflags], 1
+        ; jz =>slow
+    );
+    if i.rm == 7 {
+        dynasm!(a ; .arch x64
+            ; cmp BYTE [rdi + frm], 0
+            ; jne =>slow
+        );
+    }
+    let (s1, s2, s3, d) = (fd(l, i.rs1), fd(l, i.rs2), fd(l, i.rs3), fd(l, i.rd));
+    if i.fmt == crate::decode::FMT_S {
+        // Singles: every operand NaN-boxed (else it reads as the canonical NaN).
+        let operands: &[i32] = match i.op {
+            Fsqrt => &[s1],
+            Fadd | Fsub | Fmul | Fdiv => &[s1, s2],
+            _ => &[s1, s2, s3],
+        };
+        for &r in operands {
+            let upper = r + 4;
+            dynasm!(a ; .arch x64
+                ; cmp DWORD [rdi + upper], -1
+                ; jne =>slow
+            );
+        }
+        dynasm!(a ; .arch x64 ; movss xmm0, DWORD [rdi + s1]);
+        match i.op {
+            Fadd => dynasm!(a ; .arch x64 ; addss xmm0, DWORD [rdi + s2]),
+            Fsub => dynasm!(a ; .arch x64 ; subss xmm0, DWORD [rdi + s2]),
+            Fmul => dynasm!(a ; .arch x64 ; mulss xmm0, DWORD [rdi + s2]),
+            Fdiv => dynasm!(a ; .arch x64 ; divss xmm0, DWORD [rdi + s2]),
+            Fsqrt => dynasm!(a ; .arch x64 ; sqrtss xmm0, xmm0),
+            _ => {
+                dynasm!(a ; .arch x64
+                    ; movss xmm1, DWORD [rdi + s2]
+                    ; movss xmm2, DWORD [rdi + s3]
+                );
+                match i.op {
+                    Fmadd => dynasm!(a ; .arch x64 ; vfmadd231ss xmm2, xmm0, xmm1),
+                    Fmsub => dynasm!(a ; .arch x64 ; vfmsub231ss xmm2, xmm0, xmm1),
+                    Fnmsub => dynasm!(a ; .arch x64 ; vfnmadd231ss xmm2, xmm0, xmm1),
+                    _ => dynasm!(a ; .arch x64 ; vfnmsub231ss xmm2, xmm0, xmm1),
+                }
+                dynasm!(a ; .arch x64 ; movaps xmm0, xmm2);
+            }
+        }
+        const MIN_NORMAL_S: i32 = 0x0080_0000;
+        const INFINITY_S: i32 = 0x7f80_0000;
+        dynasm!(a ; .arch x64
+            ; movd eax, xmm0
+            ; mov ecx, eax
+            ; and ecx, 0x7fff_ffff
+            ; cmp ecx, MIN_NORMAL_S
+            ; jbe =>slow
+            ; cmp ecx, INFINITY_S
+            ; jae =>slow
+            ; mov rcx, QWORD BOX
+            ; or rax, rcx
+            ; mov QWORD [rdi + d], rax
+        );
+        fp.dirty(a, l);
+        dynasm!(a ; .arch x64 ; jmp =>done ; =>slow);
+        emit_float_helper(a, l, i, bail, fp);
+        dynasm!(a ; .arch x64 ; =>done);
+        return;
+    }
+    dynasm!(a ; .arch x64 ; movsd xmm0, QWORD [rdi + s1]);
+    match i.op {
+        Fadd => dynasm!(a ; .arch x64 ; addsd xmm0, QWORD [rdi + s2]),
+        Fsub => dynasm!(a ; .arch x64 ; subsd xmm0, QWORD [rdi + s2]),
+        Fmul => dynasm!(a ; .arch x64 ; mulsd xmm0, QWORD [rdi + s2]),
+        Fdiv => dynasm!(a ; .arch x64 ; divsd xmm0, QWORD [rdi + s2]),
+        Fsqrt => dynasm!(a ; .arch x64 ; sqrtsd xmm0, xmm0),
+        _ => {
+            // xmm2 = ±(xmm0 * xmm1) ± xmm2. x86's FNMADD is -(a * b) + c, RISC-V's FNMSUB.
+            dynasm!(a ; .arch x64
+                ; movsd xmm1, QWORD [rdi + s2]
+                ; movsd xmm2, QWORD [rdi + s3]
+            );
+            match i.op {
+                Fmadd => dynasm!(a ; .arch x64 ; vfmadd231sd xmm2, xmm0, xmm1),
+                Fmsub => dynasm!(a ; .arch x64 ; vfmsub231sd xmm2, xmm0, xmm1),
+                Fnmsub => dynasm!(a ; .arch x64 ; vfnmadd231sd xmm2, xmm0, xmm1),
+                _ => dynasm!(a ; .arch x64 ; vfnmsub231sd xmm2, xmm0, xmm1),
+            }
+            dynasm!(a ; .arch x64 ; movapd xmm0, xmm2);
+        }
+    }
+    const MIN_NORMAL: i64 = 0x0010_0000_0000_0000;
+    const INFINITY: i64 = 0x7ff0_0000_0000_0000;
+    dynasm!(a ; .arch x64
+        ; movq rax, xmm0
+        ; mov rcx, rax
+        ; btr rcx, 63
+        ; mov rdx, QWORD MIN_NORMAL
+        ; cmp rcx, rdx
+        ; jbe =>slow
+        ; mov rdx, QWORD INFINITY
+        ; cmp rcx, rdx
+        ; jae =>slow
+        ; mov QWORD [rdi + d], rax
+    );
+    fp.dirty(a, l);
+    dynasm!(a ; .arch x64 ; jmp =>done ; =>slow);
+    emit_float_helper(a, l, i, bail, fp);
+    dynasm!(a ; .arch x64 ; =>done);
+}
+
+/// A CSR instruction at `pc`, `undone` instructions before the end of the block: a call of
+/// `super::jit_csr`, which leaves everything unchanged on an exception (the block then
+/// leaves through `bail`, before it). After a write the block returns to the dispatcher
+/// (unlinked), which ends the chunk: the write may have enabled an interrupt, changed the
+/// address translation, the privilege rules, CTR or the monitor.
+fn emit_csr(
+    a: &mut Asm,
+    l: &Layout,
+    pc: u64,
+    i: &Insn,
+    bail: DynamicLabel,
+    undone: u32,
+    links: &mut Vec<(usize, usize)>,
+) {
+    let (lo, hi) = pack(i);
+    dynasm!(a ; .arch x64
+        ; mov rsi, QWORD lo as i64
+        ; mov rdx, QWORD hi as i64
+        ; mov ecx, undone as i32
+    );
+    call(a, l.csr_helper);
+    dynasm!(a ; .arch x64 ; test eax, eax ; jnz =>bail);
+    if csr_write(i) {
+        // Back to the dispatcher: the write may change what blocks depend on.
+        exit_to(
+            a,
+            l,
+            pc.wrapping_add(i.len as u64),
+            (Next::Dispatcher, false),
+            links,
+        );
+    }
+}
+
+/// DIV, DIVU, REM, REMU, their W forms and MULHSU, with the M extension's results for
+/// division by zero (quotient all ones, remainder the dividend) and signed overflow
+/// (quotient the dividend, remainder 0), which the host's divide would trap on: a divisor
+/// of -1 is negation (or a zero remainder) without dividing.
+fn emit_muldiv(a: &mut Asm, l: &Layout, i: &Insn) {
+    use Op::*;
+    if i.rd == X0_SINK {
+        return; // no architectural effect: no trap, no flags
+    }
+    get_rax(a, l, i.rs1);
+    get_rcx(a, l, i.rs2);
+    let (zero, minus, done) = (
+        a.new_dynamic_label(),
+        a.new_dynamic_label(),
+        a.new_dynamic_label(),
+    );
+    match i.op {
+        Mulhsu => {
+            // The unsigned high half, less the multiplier when the multiplicand is negative.
+            dynasm!(a ; .arch x64
+                ; mov rsi, rax
+                ; mul rcx
+                ; sar rsi, 63
+                ; and rsi, rcx
+                ; sub rdx, rsi
+                ; mov rax, rdx
+            );
+        }
+        Div | Rem => {
+            dynasm!(a ; .arch x64
+                ; test rcx, rcx
+                ; jz =>zero
+                ; cmp rcx, -1
+                ; je =>minus
+                ; cqo
+                ; idiv rcx
+            );
+            if i.op == Rem {
+                dynasm!(a ; .arch x64 ; mov rax, rdx);
+            }
+            dynasm!(a ; .arch x64 ; jmp =>done ; =>zero);
+            if i.op == Div {
+                dynasm!(a ; .arch x64 ; mov rax, -1);
+            }
+            dynasm!(a ; .arch x64 ; jmp =>done ; =>minus);
+            if i.op == Div {
+                dynasm!(a ; .arch x64 ; neg rax);
+            } else {
+                dynasm!(a ; .arch x64 ; xor eax, eax);
+            }
+        }
+        Divu | Remu => {
+            dynasm!(a ; .arch x64
+                ; test rcx, rcx
+                ; jz =>zero
+                ; xor edx, edx
+                ; div rcx
+            );
+            if i.op == Remu {
+                dynasm!(a ; .arch x64 ; mov rax, rdx);
+            }
+            dynasm!(a ; .arch x64 ; jmp =>done ; =>zero);
+            if i.op == Divu {
+                dynasm!(a ; .arch x64 ; mov rax, -1);
+            }
+        }
+        Divw | Remw => {
+            dynasm!(a ; .arch x64
+                ; test ecx, ecx
+                ; jz =>zero
+                ; cmp ecx, -1
+                ; je =>minus
+                ; cdq
+                ; idiv ecx
+            );
+            if i.op == Remw {
+                dynasm!(a ; .arch x64 ; mov eax, edx);
+            }
+            dynasm!(a ; .arch x64 ; movsxd rax, eax ; jmp =>done ; =>zero);
+            if i.op == Divw {
+                dynasm!(a ; .arch x64 ; mov rax, -1);
+            } else {
+                dynasm!(a ; .arch x64 ; movsxd rax, eax);
+            }
+            dynasm!(a ; .arch x64 ; jmp =>done ; =>minus);
+            if i.op == Divw {
+                dynasm!(a ; .arch x64 ; neg eax ; movsxd rax, eax);
+            } else {
+                dynasm!(a ; .arch x64 ; xor eax, eax);
+            }
+        }
+        _ => {
+            // Divuw, Remuw
+            dynasm!(a ; .arch x64
+                ; test ecx, ecx
+                ; jz =>zero
+                ; xor edx, edx
+                ; div ecx
+            );
+            if i.op == Remuw {
+                dynasm!(a ; .arch x64 ; mov eax, edx);
+            }
+            dynasm!(a ; .arch x64 ; movsxd rax, eax ; jmp =>done ; =>zero);
+            if i.op == Divuw {
+                dynasm!(a ; .arch x64 ; mov rax, -1);
+            } else {
+                dynasm!(a ; .arch x64 ; movsxd rax, eax);
+            }
+        }
+    }
+    dynasm!(a ; .arch x64 ; =>done);
+    put_rax(a, l, i.rd);
 }
