@@ -5,7 +5,7 @@
 //! A block starts at a guest pc, lies within one page, and ends at the first jump or branch
 //! (included), at the first CSR write, SC or AMO (included: see `x64::emit_csr`), at the
 //! first instruction the code generator leaves to the interpreter (excluded: system
-//! instructions; in monitored blocks also CSR accesses, atomics, floating point, division),
+//! instructions; in monitored blocks also CSR accesses, atomics and floating point),
 //! at the page end, or after [`MAX_INSNS`]. Blocks are found through a direct-mapped table
 //! keyed by the pc *and* the RAM offset it translates to (so another address space's code
 //! at the same pc never matches), and every block starts by comparing its code bytes in guest RAM
@@ -465,7 +465,9 @@ impl Hart {
             // An unmonitored block also ends after a CSR write, an SC or an AMO (included).
             let terminal = x64::terminal(i.op)
                 || (!monitored && (x64::csr_write(&i) || x64::atomic_write(i.op)));
-            if !terminal && !x64::straight(i.op) && (monitored || !x64::unmonitored(&i)) {
+            let translated =
+                x64::straight(i.op) || x64::muldiv(i.op) || (!monitored && x64::unmonitored(&i));
+            if !terminal && !translated {
                 break;
             }
             insns.push((va, i));

@@ -577,7 +577,7 @@ pub(super) fn straight(op: Op) -> bool {
 /// divisions and MULHSU, the F and D instructions, CSR accesses ([`csr_write`]s end the
 /// block), LR, SC and AMOs (helpers; SC and AMOs end the block).
 pub(super) fn unmonitored(i: &Insn) -> bool {
-    muldiv(i.op) || float_memory(i.op) || float_op(i.op) || csr(i.op) || atomic(i.op)
+    float_memory(i.op) || float_op(i.op) || csr(i.op) || atomic(i.op)
 }
 
 fn atomic(op: Op) -> bool {
@@ -706,6 +706,18 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
             emit_float(&mut a, l, i, bail, &mut fp);
         } else if muldiv(i.op) {
             emit_muldiv(&mut a, l, i);
+            if monitored {
+                // The cost model's extra cycles (`Hart::pmu_cycles`, as the interpreter's
+                // monitoring variants add them).
+                use crate::pmu::model::Cost;
+                let cycles = tally(l, crate::pmu::events::Event::Cycles);
+                let cost = if i.op == Op::Mulhsu {
+                    Cost::MUL
+                } else {
+                    Cost::DIV
+                } as i32;
+                dynasm!(a ; .arch x64 ; add QWORD [rdi + cycles], cost);
+            }
         } else if atomic(i.op) {
             let bail = a.new_dynamic_label();
             bails.push((bail, pc, n - k as u32));
@@ -1141,8 +1153,9 @@ fn emit_terminal(
 /// The upper half of a NaN-boxed single (unprivileged spec, "NaN Boxing of Narrower Values").
 const BOX: i64 = !0xffff_ffffu64 as i64;
 
-/// The M extension's instructions the translator adds to `straight` in unmonitored blocks.
-fn muldiv(op: Op) -> bool {
+/// The M extension's instructions beyond `straight`'s multiplies (in monitored blocks too:
+/// their cycles are reported inline).
+pub(super) fn muldiv(op: Op) -> bool {
     use Op::*;
     matches!(
         op,
