@@ -818,10 +818,10 @@ linux-headers-*-common or linux-kbuild-* (Depends: $(dpkg-deb -f "$hdeb" Depends
     for f in "$hdeb" "$cdeb" "$kdeb"; do dpkg-deb -x "$f" "$root"; done
     dpkg-deb -x "$ldeb" "$build/libc"
     {
-        echo "linux-headers-$release $(dpkg-deb -f "$hdeb" Version)"
-        echo "$common $(dpkg-deb -f "$cdeb" Version)"
-        echo "$kbuild:amd64 $(dpkg-deb -f "$kdeb" Version)"
-        echo "libc6:amd64 $(dpkg-deb -f "$ldeb" Version)"
+        echo "ctr linux-headers-$release $(dpkg-deb -f "$hdeb" Version)"
+        echo "ctr $common $(dpkg-deb -f "$cdeb" Version)"
+        echo "ctr $kbuild:amd64 $(dpkg-deb -f "$kdeb" Version)"
+        echo "ctr libc6:amd64 $(dpkg-deb -f "$ldeb" Version)"
     } >>"$out/versions.tmp"
     hdir=$root/usr/src/linux-headers-$release
     [ -f "$hdir/Makefile" ] || die "no /usr/src/linux-headers-$release/Makefile in $hdeb"
@@ -879,7 +879,7 @@ against linux-headers-$release ($suite) failed (make exit status $rc; its output
     "$nm" -S "$ctr_dir/ctrtest" | awk '$3 ~ /^[Tt]$/ && ($4 == "main" || $4 == "work" || $4 == "leaf") { print $1, $2, $4 }' \
         >"$ctr_dir/ctrtest.syms"
     [ "$(wc -l <"$ctr_dir/ctrtest.syms")" = 3 ] || die "ctrtest lacks main, work or leaf: $(cat "$ctr_dir/ctrtest.syms")"
-    echo "ctr-module $release $("$gcc" -dumpversion)" >>"$out/versions.tmp"
+    echo "ctr module-for $release gcc $("$gcc" -dumpversion)" >>"$out/versions.tmp"
     {
         base_entries
         cpio_entry lib 040755
@@ -1014,10 +1014,14 @@ verify_image_libs() {
 # True if the cache of $suite holds a complete kit of that suite, built by this version of
 # the script.
 cached() {
+    cached_base && [ -s "$ctr_initrd" ] && [ "$ctr_initrd" -nt "$0" ] && ctr_newer_than_sources
+}
+
+# The same without the CTR kit.
+cached_base() {
     [ -s "$image" ] && [ -s "$initrd" ] && [ -s "$perf_initrd" ] && [ -s "$out/versions" ] &&
         [ "$initrd" -nt "$0" ] && [ "$perf_initrd" -nt "$0" ] &&
-        [ "$(head -n1 "$out/versions")" = "suite $suite" ] && is_image "$image" &&
-        [ -s "$ctr_initrd" ] && [ "$ctr_initrd" -nt "$0" ] && ctr_newer_than_sources
+        [ "$(head -n1 "$out/versions")" = "suite $suite" ] && is_image "$image"
 }
 
 # True if the CTR initramfs is newer than every file of guest/linux/ctr.
@@ -1028,10 +1032,23 @@ ctr_newer_than_sources() {
     done
 }
 
-# Fetches and builds the kit of $suite (run in a subshell: dies on failure).
+# Fetches and builds the kit of $suite (run in a subshell: dies on failure). When only the
+# CTR kit is missing or older than guest/linux/ctr, only it is built.
 build_suite() {
     setup_apt
     mkdir -p "$debs"
+    if [ "$force" = 0 ] && cached_base; then
+        say "kernel and initramfs cached; building the CTR kit"
+        grep -v '^ctr ' "$out/versions" >"$out/versions.tmp"
+        rm -f "$out/versions"
+        fetch_busybox
+        write_init "$out/init.tmp"
+        write_drain "$out/drain.tmp"
+        build_ctr_kit
+        rm -rf "$out/busybox-pkg" "$out/init.tmp" "$out/drain.tmp"
+        mv "$out/versions.tmp" "$out/versions"
+        return
+    fi
     # Until the new versions file is in place the cache of this suite is incomplete.
     rm -f "$out/versions" "$out/versions.tmp"
     echo "suite $suite" >"$out/versions.tmp"

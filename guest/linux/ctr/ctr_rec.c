@@ -188,7 +188,7 @@ static int cmd_arm(void)
 	unsigned long flags;
 
 	if (!rec_idle()) {
-		pr_err("ctr_rec: task %d is still being recorded\n", task_pid_nr(rec->task));
+		pr_warn("ctr_rec: task %d is still being recorded\n", task_pid_nr(rec->task));
 		return -EBUSY;
 	}
 	if (rec->task)
@@ -215,12 +215,12 @@ static int cmd_depth(unsigned int depth)
 	int f;
 
 	if (depth < 16 || depth > MAX_DEPTH || !is_power_of_2(depth)) {
-		pr_err("ctr_rec: depth %u is not a CTR depth (16, 32, 64, 128, 256)\n", depth);
+		pr_warn("ctr_rec: depth %u is not a CTR depth (16, 32, 64, 128, 256)\n", depth);
 		return -EINVAL;
 	}
 	f = depth_field(depth);
 	if (!(depths_allowed & (1U << f))) {
-		pr_err("ctr_rec: depth %u refused: sctrdepth does not take it (this hart allows 0x%x: bit n = 2^(n+4) entries)\n",
+		pr_warn("ctr_rec: depth %u refused: sctrdepth does not take it (this hart allows 0x%x: bit n = 2^(n+4) entries)\n",
 		       depth, depths_allowed);
 		return -EINVAL;
 	}

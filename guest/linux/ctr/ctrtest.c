@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * ctrtest: a static riscv64 Linux program with a known call structure for ctrrec.
- * main calls work N times (argv[1], default 100); work calls leaf; both return. After the
- * loop it exits with the exit_group system call directly, so that the last records are
- * the loop's and not the C library's exit path.
+ * main calls work N times (argv[1], default 100); work calls leaf; both return. With a
+ * second argument "hop" every iteration also moves the task to the other of CPUs 0 and 1
+ * (sched_setaffinity, called with ecall directly), so that its records are saved and
+ * restored across CPUs all along. After the loop it exits with the exit_group system call
+ * directly, so that the last records are the loop's and not the C library's exit path.
  */
 #include <stdlib.h>
 
@@ -20,12 +22,30 @@ __attribute__((noinline, noipa)) long work(long x)
 	return leaf(x) + 1;
 }
 
+static inline long sys3(long nr, long x, long y, long z)
+{
+	register long a0 asm("a0") = x;
+	register long a1 asm("a1") = y;
+	register long a2 asm("a2") = z;
+	register long a7 asm("a7") = nr;
+
+	asm volatile("ecall" : "+r"(a0) : "r"(a1), "r"(a2), "r"(a7) : "memory");
+	return a0;
+}
+
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 100, acc = 0, i;
+	int hop = argc > 2 && argv[2][0] == 'h';
+	unsigned long mask;
 
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		acc += work(i);
+		if (hop) {
+			mask = 1UL << (i & 1);
+			sys3(122 /* sched_setaffinity */, 0, sizeof(mask), (long)&mask);
+		}
+	}
 	sink = acc;
 	{
 		register long a0 asm("a0") = 0;
