@@ -5,7 +5,8 @@
  * second argument "hop" every iteration also moves the task to the other of CPUs 0 and 1
  * (sched_setaffinity, called with ecall directly), so that its records are saved and
  * restored across CPUs all along. After the loop it exits with the exit_group system call
- * directly, so that the last records are the loop's and not the C library's exit path.
+ * directly, so that the last records are the loop's and not the C library's exit path;
+ * its status is 1 if a move failed, else 0.
  */
 #include <stdlib.h>
 
@@ -36,19 +37,20 @@ static inline long sys3(long nr, long x, long y, long z)
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 100, acc = 0, i;
-	int hop = argc > 2 && argv[2][0] == 'h';
+	int hop = argc > 2 && argv[2][0] == 'h', failed = 0;
 	unsigned long mask;
 
 	for (i = 0; i < n; i++) {
 		acc += work(i);
 		if (hop) {
 			mask = 1UL << (i & 1);
-			sys3(122 /* sched_setaffinity */, 0, sizeof(mask), (long)&mask);
+			if (sys3(122 /* sched_setaffinity */, 0, sizeof(mask), (long)&mask))
+				failed = 1;
 		}
 	}
 	sink = acc;
 	{
-		register long a0 asm("a0") = 0;
+		register long a0 asm("a0") = failed;
 		register long a7 asm("a7") = 94; /* exit_group */
 
 		asm volatile("ecall" : : "r"(a0), "r"(a7) : "memory");
