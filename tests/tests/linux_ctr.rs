@@ -254,10 +254,12 @@ fn ctrrec_records_ctrtest_calls_and_returns() {
     let out = boot(
         "echo '=== syms'\ncat /usr/share/ctrtest.syms\n\
          echo '=== d16'\nctrrec -- ctrtest 100\n\
-         echo '=== d64'\nctrrec -d 64 -- ctrtest 100\necho '=== end'\n",
+         echo '=== d64'\nctrrec -d 64 -- ctrtest 100\n\
+         echo '=== rmmod'\nrmmod ctr_rec && echo unloaded\necho '=== end'\n",
         |_| {},
     );
     assert!(out.contains("VMM-MODULE-LOADED ctr_rec.ko"), "{out}");
+    assert!(section(&out, "rmmod").contains("unloaded"), "{out}");
     let syms = symbols(&out);
     for (name, depth) in [("d16", 16), ("d64", 64)] {
         let text = section(&out, name);

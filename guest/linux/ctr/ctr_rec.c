@@ -14,7 +14,11 @@
  *
  * On every switch away from the task its records and sctrstatus are saved (and the
  * hart's CTR state is cleared, so that no other task sees or adds to them); on every
- * switch to it they are restored, through preempt notifiers.
+ * switch to it they are restored, through preempt notifiers. One task at a time; its
+ * children are not recorded. While a recorded task may still run the module cannot be
+ * unloaded (the reference is dropped by the first read or "arm" after the task exited).
+ * Depth changes (sctrdepth) exit to the hypervisor; they are made only when the CPU's
+ * depth differs from the task's.
  */
 #include <linux/module.h>
 #include <linux/kernel.h>
@@ -54,8 +58,8 @@ struct ctr_entry {
 struct ctr_rec {
 	struct preempt_notifier pn;
 	struct task_struct *task;	/* the recorded task (a reference is held) */
-	bool registered;		/* pn is on task's list */
 	bool done;			/* the task has exited; the saved state is final */
+	bool holds_module;		/* a module reference while the task may still run */
 	unsigned int depth;		/* entries */
 	unsigned long status;		/* saved sctrstatus */
 	struct ctr_entry e[MAX_DEPTH];	/* saved entries, logical order (0: youngest) */
@@ -183,10 +187,20 @@ static bool rec_idle(void)
 	return !rec->task || READ_ONCE(rec->done);
 }
 
+/* Drops the module reference of a recording whose task has exited. */
+static void release_if_done(void)
+{
+	if (rec->holds_module && READ_ONCE(rec->done)) {
+		module_put(THIS_MODULE);
+		rec->holds_module = false;
+	}
+}
+
 static int cmd_arm(void)
 {
 	unsigned long flags;
 
+	release_if_done();
 	if (!rec_idle()) {
 		pr_warn("ctr_rec: task %d is still being recorded\n", task_pid_nr(rec->task));
 		return -EBUSY;
@@ -199,10 +213,12 @@ static int cmd_arm(void)
 	rec->done = false;
 	rec->task = current;
 	get_task_struct(current);
+	/* The notifiers must outlive the task: no unloading until it has exited. */
+	__module_get(THIS_MODULE);
+	rec->holds_module = true;
 	preempt_notifier_init(&rec->pn, &ctr_preempt_ops);
 	preempt_disable();
 	preempt_notifier_register(&rec->pn);
-	rec->registered = true;
 	local_irq_save(flags);
 	ctr_load(rec);
 	local_irq_restore(flags);
@@ -282,6 +298,7 @@ static int ctr_show(struct seq_file *m, void *v)
 	memcpy(copy, rec->e, sizeof(copy[0]) * depth);
 	rec->status &= ~STATUS_FROZEN;
 	raw_spin_unlock_irqrestore(&ctr_state_lock, flags);
+	release_if_done();
 	for (i = depth; i-- > 0;) {
 		const struct ctr_entry *e = &copy[i];
 		long long c;
@@ -371,7 +388,7 @@ static int __init ctr_rec_init(void)
 static void __exit ctr_rec_exit(void)
 {
 	remove_proc_entry("ctr_rec", NULL);
-	/* A task still recorded keeps the module (cmd_arm takes a reference). */
+	/* A task that may still run keeps the module (cmd_arm takes a reference). */
 	if (rec->task)
 		put_task_struct(rec->task);
 	preempt_notifier_dec();
