@@ -23,7 +23,7 @@
 #                  ${XDG_CACHE_HOME:-$HOME/.cache}/riscv-ctr-vmm/linux-guest
 #   --force        refresh the package lists, download and rebuild even when cached (the
 #                  initramfs is also rebuilt whenever this script is newer than it)
-#   --quiet        print only the final SUITE=/KERNEL=/INITRD=/INITRD_PERF= lines, and the
+#   --quiet        print only the final SUITE=/KERNEL=/INITRD=/INITRD_PERF=/INITRD_CTR= lines, and the
 #                  messages about suites given up (with the output of the failed apt
 #                  command), on stderr
 #
@@ -49,11 +49,23 @@
 #                    of every ELF file in it resolve inside the image. Not compressed:
 #                    unpacking it costs the kernel about 0.3 billion guest instructions,
 #                    gunzipping it 1.1 billion.
-#   versions         "suite $SUITE", then the package versions the files came from; a
-#                    cache is only used if its first line names its own suite
+#   initramfs-ctr.cpio.gz  cpio (newc) + gzip: the plain initramfs's files plus the CTR
+#                    kit of guest/linux/ctr (GPL-2.0): /lib/vmm-modules/ctr_rec.ko (which
+#                    /init loads, printing VMM-MODULE-LOADED or VMM-MODULE-REFUSED), the
+#                    recorder /usr/bin/ctrrec, the static test program /usr/bin/ctrtest and
+#                    its symbols /usr/share/ctrtest.syms (ADDRESS SIZE NAME of main, work,
+#                    leaf). The module is built out of tree against Debian's riscv64
+#                    linux-headers-RELEASE and -common of the kit's kernel and the suite's
+#                    amd64 linux-kbuild, with the host's gcc-riscv64-linux-gnu (see
+#                    build_ctr_kit); rebuilt alone when a file of guest/linux/ctr changes.
+#                    Needs --memory 256 (docs/linux-ctr.md).
+#   ctr/             ctr_rec.ko, ctrtest and ctrtest.syms
+#   versions         "suite $SUITE", then the package versions the files came from (the
+#                    CTR kit's lines start with "ctr "); a cache is only used if its first
+#                    line names its own suite
 #   debs/            the downloaded .deb files
-# The last four lines printed are `SUITE=<suite>`, `KERNEL=<path>`, `INITRD=<path>` and
-# `INITRD_PERF=<path>` (easy to `eval`). The plain initramfs stays small so boots that do
+# The last five lines printed are `SUITE=<suite>`, `KERNEL=<path>`, `INITRD=<path>`,
+# `INITRD_PERF=<path>` and `INITRD_CTR=<path>` (easy to `eval`). The plain initramfs stays small so boots that do
 # not need perf stay fast.
 #
 # Guest memory (vmm run --memory, MiB): the plain initramfs needs 128 or more with
@@ -88,13 +100,15 @@
 # Host requirements: Debian (bookworm or later) with apt, run as root the first time (or
 # whenever the package lists must be refreshed): the script adds the foreign architecture
 # riscv64 (`dpkg --add-architecture riscv64`), an apt source for the suite restricted to
-# [arch=riscv64] (/etc/apt/sources.list.d/riscv-ctr-vmm-riscv64-$SUITE.sources) and an
+# [arch=riscv64 amd64] (/etc/apt/sources.list.d/riscv-ctr-vmm-riscv64-$SUITE.sources; amd64
+# for the suite's linux-kbuild and libc6, which build the CTR module on this host) and an
 # APT pin of priority 1 for that suite (/etc/apt/preferences.d/riscv-ctr-vmm-riscv64-$SUITE),
 # so nothing on the host is ever upgraded from it. A suite that fails has its source and
 # pin removed again, so that the host's own `apt-get update` is not broken by a suite
 # without riscv64 lists. Packages are fetched with
 # `apt-get download` and unpacked with `dpkg-deb -x`; nothing is installed. The perf
-# initramfs also needs `readelf` (binutils).
+# initramfs also needs `readelf` (binutils); the CTR kit needs gcc-riscv64-linux-gnu,
+# libc6-dev-riscv64-cross and make.
 
 set -euo pipefail
 
