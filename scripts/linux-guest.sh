@@ -467,8 +467,8 @@ fetch_kernel() {
     [ -n "$kfile" ] || die "no kernel file (/boot/vmlinu[xz]-*, /usr/lib/modules/*/vmlinu[xz]) in $kdeb"
     say "kernel file: ${kfile#"$kdir"} ($(file -b "$kfile" 2>/dev/null | cut -c1-60))"
     make_image "$kfile" "$image"
-    printf '%s\n' "${used[@]}" >>"$out/versions.tmp"
-    echo "kernel-file ${kfile#"$kdir"}" >>"$out/versions.tmp"
+    printf '%s\n' "${used[@]}" >>"$versions_file"
+    echo "kernel-file ${kfile#"$kdir"}" >>"$versions_file"
     rm -rf "$kdir"
 }
 
@@ -553,12 +553,16 @@ done
 EOF
 }
 
-# Extracts busybox-static into $out/busybox-pkg; sets $busybox to its binary.
+# Scratch files of a build: busybox extracted, /init, /bin/drain-console (the CTR-only
+# build uses its own, so that it never disturbs another build of the same cache).
+scratch=
+versions_file=
+# Extracts busybox-static into $scratch/busybox-pkg; sets $busybox to its binary.
 busybox=
 fetch_busybox() {
     local bdeb bdir f
     bdeb=$(download busybox-static)
-    bdir=$out/busybox-pkg
+    bdir=$scratch/busybox-pkg
     rm -rf "$bdir"
     mkdir -p "$bdir"
     dpkg-deb -x "$bdeb" "$bdir"
@@ -567,7 +571,7 @@ fetch_busybox() {
         if [ -f "$f" ]; then busybox=$f; break; fi
     done
     [ -n "$busybox" ] || die "no busybox binary in $bdeb"
-    echo "busybox-static $(dpkg-deb -f "$bdeb" Version)" >>"$out/versions.tmp"
+    echo "busybox-static $(dpkg-deb -f "$bdeb" Version)" >>"$versions_file"
 }
 
 # The cpio entries both initramfs images share (no trailer): the directories, the two
@@ -581,8 +585,8 @@ base_entries() {
     cpio_entry dev/null 020666 - 1 3
     cpio_entry bin/busybox 0100755 "$busybox"
     cpio_entry bin/sh 0120777 - 0 0 busybox
-    cpio_entry init 0100755 "$out/init.tmp"
-    cpio_entry bin/drain-console 0100755 "$out/drain.tmp"
+    cpio_entry init 0100755 "$scratch/init.tmp"
+    cpio_entry bin/drain-console 0100755 "$scratch/drain.tmp"
 }
 
 build_initramfs() {
@@ -639,7 +643,7 @@ perf_add_pkg() {
     mkdir -p "$perf_root/$pkg"
     dpkg-deb -x "$deb" "$perf_root/$pkg"
     perf_pkgs+=("$pkg")
-    echo "$pkg $(dpkg-deb -f "$deb" Version)" >>"$out/versions.tmp"
+    echo "$pkg $(dpkg-deb -f "$deb" Version)" >>"$versions_file"
 }
 
 # Adds the riscv64 packages package $1 depends on (Pre-Depends, Depends; the first
@@ -814,8 +818,8 @@ Debian's cross compiler (apt-get install gcc-riscv64-linux-gnu libc6-dev-riscv64
     command -v make >/dev/null || die "'make' not found: building the CTR module needs it (Debian package make)"
     [ -f "$ctr_src/ctr_rec.c" ] || die "no $ctr_src/ctr_rec.c (the CTR module's source)"
     release=$(sed -n 's#^kernel-file /usr/lib/modules/\([^/]*\)/.*#\1#p; s#^kernel-file /boot/vmlinu[xz]-##p' \
-        "$out/versions.tmp" | head -n1)
-    [ -n "$release" ] || die "CTR module: no kernel release in $out/versions.tmp"
+        "$versions_file" | head -n1)
+    [ -n "$release" ] || die "CTR module: no kernel release in $versions_file"
     build=$ctr_dir/build
     rm -rf "$ctr_dir"
     mkdir -p "$build/root" "$build/libc" "$build/mod"
@@ -836,7 +840,7 @@ linux-headers-*-common or linux-kbuild-* (Depends: $(dpkg-deb -f "$hdeb" Depends
         echo "ctr $common $(dpkg-deb -f "$cdeb" Version)"
         echo "ctr $kbuild:amd64 $(dpkg-deb -f "$kdeb" Version)"
         echo "ctr libc6:amd64 $(dpkg-deb -f "$ldeb" Version)"
-    } >>"$out/versions.tmp"
+    } >>"$versions_file"
     hdir=$root/usr/src/linux-headers-$release
     [ -f "$hdir/Makefile" ] || die "no /usr/src/linux-headers-$release/Makefile in $hdeb"
     # The Makefile names the trees by their installed (absolute) paths.
@@ -893,7 +897,7 @@ against linux-headers-$release ($suite) failed (make exit status $rc; its output
     "$nm" -S "$ctr_dir/ctrtest" | awk '$3 ~ /^[Tt]$/ && ($4 == "main" || $4 == "work" || $4 == "leaf") { print $1, $2, $4 }' \
         >"$ctr_dir/ctrtest.syms"
     [ "$(wc -l <"$ctr_dir/ctrtest.syms")" = 3 ] || die "ctrtest lacks main, work or leaf: $(cat "$ctr_dir/ctrtest.syms")"
-    echo "ctr module-for $release gcc $("$gcc" -dumpversion)" >>"$out/versions.tmp"
+    echo "ctr module-for $release gcc $("$gcc" -dumpversion)" >>"$versions_file"
     {
         base_entries
         cpio_entry lib 040755
@@ -1052,17 +1056,22 @@ build_suite() {
     setup_apt
     mkdir -p "$debs"
     if [ "$force" = 0 ] && cached_base; then
+        # Only the CTR files and (atomically) the versions file change: a run of the script
+        # that finds the rest cached meanwhile still finds it complete.
         say "kernel and initramfs cached; building the CTR kit"
-        grep -v '^ctr ' "$out/versions" >"$out/versions.tmp"
-        rm -f "$out/versions"
+        scratch=$(mktemp -d "$out/ctr-scratch.XXXXXX")
+        versions_file=$scratch/versions
+        grep -v '^ctr \|^busybox-static ' "$out/versions" >"$versions_file"
         fetch_busybox
-        write_init "$out/init.tmp"
-        write_drain "$out/drain.tmp"
+        write_init "$scratch/init.tmp"
+        write_drain "$scratch/drain.tmp"
         build_ctr_kit
-        rm -rf "$out/busybox-pkg" "$out/init.tmp" "$out/drain.tmp"
-        mv "$out/versions.tmp" "$out/versions"
+        mv "$versions_file" "$out/versions"
+        rm -rf "$scratch"
         return
     fi
+    scratch=$out
+    versions_file=$out/versions.tmp
     # Until the new versions file is in place the cache of this suite is incomplete.
     rm -f "$out/versions" "$out/versions.tmp"
     echo "suite $suite" >"$out/versions.tmp"
@@ -1088,6 +1097,22 @@ if [ "$force" = 0 ]; then
             break
         fi
     done
+fi
+# One build at a time per cache (another run of this script, e.g. the tests of another
+# checkout, may be building the same suite): wait for it, then look at the cache again.
+if [ -z "$served" ] && command -v flock >/dev/null; then
+    mkdir -p "$cache_root"
+    exec 9>"$cache_root/.lock"
+    if ! flock -n 9; then
+        warn "waiting for another run of $prog to finish building in $cache_root"
+        flock 9
+        if [ "$force" = 0 ]; then
+            for s in "${suite_list[@]}"; do
+                select_suite "$s"
+                if cached; then served=$s; break; fi
+            done
+        fi
+    fi
 fi
 if [ -z "$served" ]; then
     failed=()
