@@ -809,14 +809,27 @@ $(stat -c %s "$perf_initrd") bytes"
 
 ctr_src=$(cd "$(dirname "$0")/.." && pwd)/guest/linux/ctr
 
+# The host tools of the CTR kit, checked before anything is fetched (a missing tool is not
+# a suite's fault).
+check_ctr_tools() {
+    local t
+    [ -f "$ctr_src/ctr_rec.c" ] || die "no $ctr_src/ctr_rec.c (the CTR module's source)"
+    command -v riscv64-linux-gnu-gcc >/dev/null || die "'riscv64-linux-gnu-gcc' not found: \
+the CTR module and ctrtest need Debian's cross compiler: apt-get install \
+gcc-riscv64-linux-gnu libc6-dev-riscv64-cross"
+    [ -n "$(riscv64-linux-gnu-gcc -print-file-name=libc.a | grep /)" ] || die "the static C \
+library of riscv64-linux-gnu-gcc is missing (ctrtest is static): apt-get install \
+libc6-dev-riscv64-cross"
+    command -v riscv64-linux-gnu-nm >/dev/null ||
+        die "'riscv64-linux-gnu-nm' not found: apt-get install binutils-riscv64-linux-gnu"
+    for t in make tar; do
+        command -v "$t" >/dev/null || die "'$t' not found: building the CTR module needs it (Debian package $t)"
+    done
+}
+
 build_ctr_kit() {
     local release hdeb cdeb kdeb ldeb common kbuild deps build root hdir kb libdir loader f
     local gcc=riscv64-linux-gnu-gcc nm=riscv64-linux-gnu-nm ext drop='' log rc
-    command -v "$gcc" >/dev/null || die "'$gcc' not found: the CTR module and ctrtest need \
-Debian's cross compiler (apt-get install gcc-riscv64-linux-gnu libc6-dev-riscv64-cross)"
-    command -v "$nm" >/dev/null || die "'$nm' not found (Debian package binutils-riscv64-linux-gnu)"
-    command -v make >/dev/null || die "'make' not found: building the CTR module needs it (Debian package make)"
-    [ -f "$ctr_src/ctr_rec.c" ] || die "no $ctr_src/ctr_rec.c (the CTR module's source)"
     release=$(sed -n 's#^kernel-file /usr/lib/modules/\([^/]*\)/.*#\1#p; s#^kernel-file /boot/vmlinu[xz]-##p' \
         "$versions_file" | head -n1)
     [ -n "$release" ] || die "CTR module: no kernel release in $versions_file"
@@ -1115,6 +1128,7 @@ if [ -z "$served" ] && command -v flock >/dev/null; then
     fi
 fi
 if [ -z "$served" ]; then
+    check_ctr_tools
     failed=()
     reason_file=$(mktemp)
     for s in "${suite_list[@]}"; do
