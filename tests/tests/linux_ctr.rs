@@ -274,14 +274,15 @@ fn ctrrec_records_ctrtest_calls_and_returns() {
 /// Two vCPUs: ctrtest moves itself to the other CPU in every iteration
 /// (sched_setaffinity; its status is 0 only if every move succeeded) while another task
 /// hashes busybox in a loop on both: the records are saved and restored on every switch, so
-/// none is lost and none of the other task shows.
+/// none is lost and none of the other task shows. Then `ctrrec --kernel` records S-mode on
+/// CPU 1 for 50 ms.
 #[test]
 fn ctrrec_follows_the_task_across_cpus() {
     let out = boot(
         "echo '=== syms'\ncat /usr/share/ctrtest.syms\necho '=== cpus'\nnproc\n\
          (while :; do md5sum /bin/busybox >/dev/null; done) &\nb=$!\n\
          echo '=== hop'\nctrrec -d 64 -- ctrtest 1000 hop\necho status $?\n\
-         kill $b\necho '=== end'\n",
+         echo '=== kernel'\nctrrec -d 32 --kernel -c 1 -m 50\nkill $b\necho '=== end'\n",
         |c| c.vcpus = 2,
     );
     assert_eq!(section(&out, "cpus").trim(), "2", "{out}");
@@ -295,6 +296,21 @@ fn ctrrec_follows_the_task_across_cpus() {
     assert_eq!((n, d), (64, 64), "{text}");
     let iterations = check_loop(text, syms);
     assert!(iterations >= 64 / 6 - 2, "{iterations}:\n{text}");
+    // S-mode on CPU 1 for 50 ms: a full buffer of kernel transfers (kernel and module
+    // addresses have the top bit set), calls and returns among them.
+    let text = section(&out, "kernel");
+    let (recs, n, d) = records(text);
+    assert_eq!((n, d), (32, 32), "{text}");
+    assert!(
+        recs.iter().all(|r| r.src >> 63 == 1 && r.dst >> 63 == 1),
+        "a record outside the kernel:\n{text}"
+    );
+    for kind in ["function return", "call"] {
+        assert!(
+            recs.iter().any(|r| r.kind.ends_with(kind)),
+            "no {kind}:\n{text}"
+        );
+    }
 }
 
 /// A host hart with depth 16 only (`--host-ctr-depths 16`): the VM's depth set is {16};

@@ -8,6 +8,8 @@
  *                    refused (EINVAL, one log line) when sctrdepth does not take it
  *   write "arm"      start recording the user-mode transfers of the writing task (from
  *                    then on, across exec, context switches and CPUs, until it exits)
+ *   write "kernel CPU MS"  record everything in S-mode on CPU for MS milliseconds (the
+ *                    write returns when it is done)
  *   read             the records of the last recording, oldest first, one per line
  *                    "SRC -> DST TYPE CYCLES", then "records N depth D"; reading clears
  *                    FROZEN in the saved state
@@ -31,6 +33,9 @@
 #include <linux/spinlock.h>
 #include <linux/uaccess.h>
 #include <linux/mutex.h>
+#include <linux/delay.h>
+#include <linux/smp.h>
+#include <linux/cpumask.h>
 #include <asm/csr.h>
 #include <asm/asm-extable.h>
 
@@ -45,6 +50,7 @@
 #define CTR_ENTRY0	0x200
 
 #define CTL_U		(1UL << 0)
+#define CTL_S		(1UL << 1)
 #define STATUS_WRPTR	0xffUL
 #define STATUS_FROZEN	(1UL << 31)
 #define MAX_DEPTH	256
@@ -226,6 +232,57 @@ static int cmd_arm(void)
 	return 0;
 }
 
+/* S-mode recording on one CPU ("kernel CPU MS"): started and stopped on that CPU. */
+static void ctr_kstart(void *arg)
+{
+	struct ctr_rec *r = arg;
+	unsigned long flags;
+
+	local_irq_save(flags);
+	csr_write(CTR_SCTRCTL, 0);
+	SCTRCLR();
+	set_depth(r->depth);
+	csr_write(CTR_SCTRSTATUS, 0);
+	csr_write(CTR_SCTRCTL, CTL_S);
+	local_irq_restore(flags);
+}
+
+static void ctr_kstop(void *arg)
+{
+	unsigned long flags;
+
+	local_irq_save(flags);
+	ctr_save(arg);
+	local_irq_restore(flags);
+}
+
+static int cmd_kernel(unsigned int cpu, unsigned int ms)
+{
+	int ret;
+
+	release_if_done();
+	if (!rec_idle()) {
+		pr_warn("ctr_rec: task %d is still being recorded\n", task_pid_nr(rec->task));
+		return -EBUSY;
+	}
+	if (cpu >= nr_cpu_ids || !cpu_online(cpu) || ms > 60000) {
+		pr_warn("ctr_rec: kernel recording needs an online CPU and at most 60000 ms (CPU %u, %u ms)\n",
+			cpu, ms);
+		return -EINVAL;
+	}
+	if (rec->task)
+		put_task_struct(rec->task);
+	rec->task = NULL;
+	memset(rec->e, 0, sizeof(rec->e));
+	rec->status = 0;
+	rec->depth = next_depth;
+	ret = smp_call_function_single(cpu, ctr_kstart, rec, 1);
+	if (ret)
+		return ret;
+	msleep(ms);
+	return smp_call_function_single(cpu, ctr_kstop, rec, 1);
+}
+
 static int cmd_depth(unsigned int depth)
 {
 	int f;
@@ -247,7 +304,7 @@ static int cmd_depth(unsigned int depth)
 static ssize_t ctr_write(struct file *file, const char __user *ubuf, size_t len, loff_t *ppos)
 {
 	char buf[32];
-	unsigned int depth;
+	unsigned int depth, cpu, ms;
 	int ret;
 
 	if (len >= sizeof(buf))
@@ -261,6 +318,8 @@ static ssize_t ctr_write(struct file *file, const char __user *ubuf, size_t len,
 		ret = cmd_arm();
 	else if (sscanf(buf, "depth %u", &depth) == 1)
 		ret = cmd_depth(depth);
+	else if (sscanf(buf, "kernel %u %u", &cpu, &ms) == 2)
+		ret = cmd_kernel(cpu, ms);
 	else
 		ret = -EINVAL;
 	mutex_unlock(&ctr_lock);
