@@ -14,7 +14,8 @@
 use std::time::Duration;
 
 use ctr_virt::DepthSet;
-use vmm::run::{run_kernel, ConsoleInput, RunConfig};
+use vmm::run::snapshot::{restore_and_run, RestoreConfig};
+use vmm::run::{run_kernel, ConsoleInput, GuestVm, RunConfig, RunExit};
 use vmm_tests::linux_kit::linux_guest;
 use vmm_tests::SharedBuf;
 
@@ -368,4 +369,70 @@ fn ctr_off_module_refuses_to_load() {
         "{rec}"
     );
     assert!(section(&out, "after").contains("guest goes on"), "{out}");
+}
+
+/// The CTR guest's configuration for the snapshot test (one vCPU).
+fn snapshot_config(script: &str) -> RunConfig {
+    let guest = linux_guest();
+    let mut config = RunConfig::new(&guest.kernel);
+    config.initrd = Some(guest.initrd_ctr.clone());
+    config.cmdline = format!(
+        "{BASE_CMDLINE} vmmcmd=\"echo {} | base64 -d | sh\"",
+        base64(script.as_bytes())
+    );
+    config.memory_mib = MEMORY_MIB;
+    config.timeout = Some(TIMEOUT);
+    config
+}
+
+/// Snapshot of the Linux guest in the middle of a recording, restored on a host model with
+/// depths 16, 32 and 64 only: the records read after the restore are exactly those of a run
+/// straight through (the ones made before the snapshot plus what ran since, cycle counts
+/// included: the runs are deterministic).
+#[test]
+fn recording_survives_snapshot_and_restore() {
+    // ctrtest 30 000 000: about 330 million instructions of loop, near the end of the run.
+    let script = "echo '=== rec'\nctrrec -- ctrtest 30000000\necho '=== end'\n";
+    let straight = SharedBuf::default();
+    let mut config = snapshot_config(script);
+    config.max_insns = Some(BUDGET);
+    let (exit, stats) = run_kernel(&config, Box::new(straight.clone()), ConsoleInput::None)
+        .unwrap_or_else(|e| panic!("vmm: {e}\n{}", straight.text()));
+    let want = straight.text().replace("\r\n", "\n");
+    assert!(exit.is_clean_shutdown(), "{exit:?}\n{want}");
+    let want_rec = section(&want, "rec").to_string();
+    records(&want_rec);
+    // Cut 200 million instructions before the end: inside ctrtest's loop.
+    let cut = stats.instructions - 200_000_000;
+    let path = std::env::temp_dir().join(format!("vmm-linux-ctr-{}.snap", std::process::id()));
+    let before = SharedBuf::default();
+    let mut config = snapshot_config(script);
+    config.max_insns = Some(cut);
+    let mut vm = GuestVm::new(&config, Box::new(before.clone())).expect("vmm");
+    let exit = vm.run().expect("vmm");
+    assert!(matches!(exit, RunExit::BudgetExhausted { .. }), "{exit:?}");
+    vm.write_snapshot(&path).expect("snapshot");
+    let before = before.text().replace("\r\n", "\n");
+    assert!(
+        before.contains("\n=== rec\n") && !before.contains("records "),
+        "the snapshot is not in the middle of the recording:\n{before}"
+    );
+    let after = SharedBuf::default();
+    let options = RestoreConfig {
+        host_ctr_depths: DepthSet::parse("16,32,64").unwrap(),
+        max_insns: Some(BUDGET),
+        timeout: Some(TIMEOUT),
+        ..RestoreConfig::default()
+    };
+    let r = restore_and_run(&path, &options, Box::new(after.clone()), ConsoleInput::None);
+    let _ = std::fs::remove_file(&path);
+    let after = after.text().replace("\r\n", "\n");
+    let (exit, _) = r.unwrap_or_else(|e| panic!("restore: {e}\n{after}"));
+    assert!(exit.is_clean_shutdown(), "{exit:?}\n{after}");
+    let all = format!("{before}{after}");
+    assert_eq!(
+        section(&all, "rec"),
+        want_rec,
+        "records after the restore differ"
+    );
 }
