@@ -249,13 +249,17 @@ fn check_loop(text: &str, syms: [Func; 3]) -> usize {
 }
 
 /// `ctrrec` of ctrtest at the default depth (the smallest the VM has, 16) and at 64: the
-/// buffer is full of the loop's calls and returns at the right addresses.
+/// buffer is full of the loop's calls and returns at the right addresses; with `-t` only
+/// the types asked for; then the module unloads.
 #[test]
 fn ctrrec_records_ctrtest_calls_and_returns() {
     let out = boot(
         "echo '=== syms'\ncat /usr/share/ctrtest.syms\n\
          echo '=== d16'\nctrrec -- ctrtest 100\n\
          echo '=== d64'\nctrrec -d 64 -- ctrtest 100\n\
+         echo '=== call'\nctrrec -t call -- ctrtest 100\n\
+         echo '=== ret'\nctrrec -t return,ntbranch -- ctrtest 100\n\
+         echo '=== bad'\nctrrec -t bogus -- ctrtest 1 2>&1\n\
          echo '=== rmmod'\nrmmod ctr_rec && echo unloaded\necho '=== end'\n",
         |_| {},
     );
@@ -270,6 +274,36 @@ fn ctrrec_records_ctrtest_calls_and_returns() {
         // 6 records per iteration (2 loop branches: the loop and the `hop` test).
         assert!(iterations as u64 >= depth / 6 - 2, "{iterations}:\n{text}");
     }
+    // Type filters (sctrctl inhibits and NTBREN): only calls; only returns, and the one
+    // not-taken branch (the loop's exit; its target is the next instruction).
+    let [main, work, leaf] = syms;
+    let text = section(&out, "call");
+    let (recs, n, _) = records(text);
+    assert_eq!(n, 16, "{text}");
+    assert!(
+        recs.iter().all(|r| r.kind == "direct call"
+            && (r.dst == work.start && main.contains(r.src)
+                || r.dst == leaf.start && work.contains(r.src))),
+        "{text}"
+    );
+    let text = section(&out, "ret");
+    let (recs, n, _) = records(text);
+    assert_eq!(n, 16, "{text}");
+    let (last, rets) = recs.split_last().unwrap();
+    assert!(
+        rets.iter().all(|r| r.kind == "function return"
+            && (leaf.contains(r.src) && work.contains(r.dst)
+                || work.contains(r.src) && main.contains(r.dst))),
+        "{text}"
+    );
+    assert!(
+        last.kind == "not-taken branch" && main.contains(last.src) && last.dst == last.src + 4,
+        "{text}"
+    );
+    assert!(
+        section(&out, "bad").contains("ctrrec: transfer types 'bogus' refused"),
+        "{out}"
+    );
 }
 
 /// Two vCPUs: ctrtest moves itself to the other CPU in every iteration

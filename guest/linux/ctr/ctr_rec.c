@@ -4,12 +4,14 @@
  * Transfer Records extension (Smctr/Ssctr v1.0), for the riscv-ctr-vmm test bed.
  *
  * Written from the Smctr/Ssctr v1.0 specification. Interface: /proc/ctr_rec
- *   write "depth N"  select the depth (16, 32, ... 256 entries) for the next recording;
- *                    refused (EINVAL, one log line) when sctrdepth does not take it
+ *   write "depth N"  select the depth (16, 32, ... 256 entries) for the next recordings
+ *                    (0: the smallest the hart takes, the default); refused (EINVAL, one
+ *                    log line) when sctrdepth does not take it
  *   write "arm"      start recording the user-mode transfers of the writing task (from
  *                    then on, across exec, context switches and CPUs, until it exits)
  *   write "kernel CPU MS"  record everything in S-mode on CPU for MS milliseconds (the
  *                    write returns when it is done)
+ *   write "types LIST"  the transfer types of the next recordings (see cmd_types)
  *   read             the records of the last recording, oldest first, one per line
  *                    "SRC -> DST TYPE CYCLES", then "records N depth D"; reading clears
  *                    FROZEN in the saved state
@@ -51,6 +53,23 @@
 
 #define CTL_U		(1UL << 0)
 #define CTL_S		(1UL << 1)
+/* Transfer type filters of sctrctl (inhibits, and NTBREN which enables). */
+#define CTL_EXCINH	(1UL << 33)
+#define CTL_INTRINH	(1UL << 34)
+#define CTL_TRETINH	(1UL << 35)
+#define CTL_NTBREN	(1UL << 36)
+#define CTL_TKBRINH	(1UL << 37)
+#define CTL_INDCALLINH	(1UL << 40)
+#define CTL_DIRCALLINH	(1UL << 41)
+#define CTL_INDJMPINH	(1UL << 42)
+#define CTL_DIRJMPINH	(1UL << 43)
+#define CTL_CORSWAPINH	(1UL << 44)
+#define CTL_RETINH	(1UL << 45)
+#define CTL_INDLJMPINH	(1UL << 46)
+#define CTL_DIRLJMPINH	(1UL << 47)
+#define CTL_ALLINH	(CTL_EXCINH | CTL_INTRINH | CTL_TRETINH | CTL_TKBRINH | \
+			 CTL_INDCALLINH | CTL_DIRCALLINH | CTL_INDJMPINH | CTL_DIRJMPINH | \
+			 CTL_CORSWAPINH | CTL_RETINH | CTL_INDLJMPINH | CTL_DIRLJMPINH)
 #define STATUS_WRPTR	0xffUL
 #define STATUS_FROZEN	(1UL << 31)
 #define MAX_DEPTH	256
@@ -67,6 +86,7 @@ struct ctr_rec {
 	bool done;			/* the task has exited; the saved state is final */
 	bool holds_module;		/* a module reference while the task may still run */
 	unsigned int depth;		/* entries */
+	unsigned long filter;		/* sctrctl type filter bits of the recording */
 	unsigned long status;		/* saved sctrstatus */
 	struct ctr_entry e[MAX_DEPTH];	/* saved entries, logical order (0: youngest) */
 };
@@ -76,6 +96,7 @@ static DEFINE_RAW_SPINLOCK(ctr_state_lock);	/* rec->status/e against the notifie
 static struct ctr_rec *rec;
 static unsigned int depths_allowed;	/* bit n: 2^(n+4) entries */
 static unsigned int next_depth;		/* entries, for the next "arm" */
+static unsigned long next_filter;	/* sctrctl filter bits, for the next recording */
 static DEFINE_PER_CPU(int, cpu_depth_field);	/* sctrdepth.DEPTH last written, or -1 */
 
 /* csrr of sctrdepth that returns false instead of oopsing when it traps. */
@@ -156,7 +177,7 @@ static void ctr_load(struct ctr_rec *r)
 		entry_write(i, &r->e[i]);
 	raw_spin_unlock(&ctr_state_lock);
 	csr_write(CTR_SISELECT, siselect);
-	csr_write(CTR_SCTRCTL, CTL_U);
+	csr_write(CTR_SCTRCTL, CTL_U | r->filter);
 }
 
 static void ctr_sched_in(struct preempt_notifier *pn, int cpu)
@@ -216,6 +237,7 @@ static int cmd_arm(void)
 	memset(rec->e, 0, sizeof(rec->e));
 	rec->status = 0;
 	rec->depth = next_depth;
+	rec->filter = next_filter;
 	rec->done = false;
 	rec->task = current;
 	get_task_struct(current);
@@ -243,7 +265,7 @@ static void ctr_kstart(void *arg)
 	SCTRCLR();
 	set_depth(r->depth);
 	csr_write(CTR_SCTRSTATUS, 0);
-	csr_write(CTR_SCTRCTL, CTL_S);
+	csr_write(CTR_SCTRCTL, CTL_S | r->filter);
 	local_irq_restore(flags);
 }
 
@@ -276,6 +298,7 @@ static int cmd_kernel(unsigned int cpu, unsigned int ms)
 	memset(rec->e, 0, sizeof(rec->e));
 	rec->status = 0;
 	rec->depth = next_depth;
+	rec->filter = next_filter;
 	ret = smp_call_function_single(cpu, ctr_kstart, rec, 1);
 	if (ret)
 		return ret;
@@ -283,10 +306,59 @@ static int cmd_kernel(unsigned int cpu, unsigned int ms)
 	return smp_call_function_single(cpu, ctr_kstop, rec, 1);
 }
 
+/*
+ * "types LIST": the transfer types of the next recordings, comma-separated: call (direct
+ * and indirect calls), return, jump (jumps with and without linkage), branch (taken),
+ * ntbranch (not-taken branches), trap (exceptions, interrupts, trap returns), swap
+ * (co-routine swaps); "default" is all of them but ntbranch.
+ */
+static int cmd_types(char *list)
+{
+	static const struct {
+		const char *name;
+		unsigned long inh, en;
+	} names[] = {
+		{ "call", CTL_INDCALLINH | CTL_DIRCALLINH, 0 },
+		{ "return", CTL_RETINH, 0 },
+		{ "jump", CTL_INDJMPINH | CTL_DIRJMPINH | CTL_INDLJMPINH | CTL_DIRLJMPINH, 0 },
+		{ "branch", CTL_TKBRINH, 0 },
+		{ "ntbranch", 0, CTL_NTBREN },
+		{ "trap", CTL_EXCINH | CTL_INTRINH | CTL_TRETINH, 0 },
+		{ "swap", CTL_CORSWAPINH, 0 },
+	};
+	unsigned long filter = CTL_ALLINH;
+	char *tok;
+	unsigned int i;
+
+	if (!strcmp(list, "default")) {
+		next_filter = 0;
+		return 0;
+	}
+	while ((tok = strsep(&list, ",")) != NULL) {
+		for (i = 0; i < ARRAY_SIZE(names); i++) {
+			if (!strcmp(tok, names[i].name)) {
+				filter = (filter & ~names[i].inh) | names[i].en;
+				break;
+			}
+		}
+		if (i == ARRAY_SIZE(names)) {
+			pr_warn("ctr_rec: unknown transfer type '%s' (call, return, jump, branch, ntbranch, trap, swap, default)\n",
+				tok);
+			return -EINVAL;
+		}
+	}
+	next_filter = filter;
+	return 0;
+}
+
 static int cmd_depth(unsigned int depth)
 {
 	int f;
 
+	if (depth == 0) {	/* the smallest depth the hart takes */
+		next_depth = 16 << __ffs(depths_allowed);
+		return 0;
+	}
 	if (depth < 16 || depth > MAX_DEPTH || !is_power_of_2(depth)) {
 		pr_warn("ctr_rec: depth %u is not a CTR depth (16, 32, 64, 128, 256)\n", depth);
 		return -EINVAL;
@@ -303,7 +375,7 @@ static int cmd_depth(unsigned int depth)
 
 static ssize_t ctr_write(struct file *file, const char __user *ubuf, size_t len, loff_t *ppos)
 {
-	char buf[32];
+	char buf[96];
 	unsigned int depth, cpu, ms;
 	int ret;
 
@@ -318,6 +390,8 @@ static ssize_t ctr_write(struct file *file, const char __user *ubuf, size_t len,
 		ret = cmd_arm();
 	else if (sscanf(buf, "depth %u", &depth) == 1)
 		ret = cmd_depth(depth);
+	else if (!strncmp(buf, "types ", 6))
+		ret = cmd_types(buf + 6);
 	else if (sscanf(buf, "kernel %u %u", &cpu, &ms) == 2)
 		ret = cmd_kernel(cpu, ms);
 	else
