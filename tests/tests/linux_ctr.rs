@@ -349,14 +349,17 @@ fn ctrrec_follows_the_task_across_cpus() {
 }
 
 /// A host hart with depth 16 only (`--host-ctr-depths 16`): the VM's depth set is {16};
-/// the module finds that through sctrdepth, refuses depth 32 and records 16.
+/// the module finds that through sctrdepth, refuses depth 32 and records 16. Also
+/// LCOFIFRZ (`ctrrec -f`).
 #[test]
 fn host_with_depth_16_gives_depth_16() {
     let out = boot(
         "echo '=== syms'\ncat /usr/share/ctrtest.syms\n\
          echo '=== d32'\nctrrec -d 32 -- ctrtest 100 2>&1\necho status $?\n\
          echo '=== dmesg'\ndmesg | grep ctr_rec\n\
-         echo '=== d16'\nctrrec -d 16 -- ctrtest 100\necho '=== end'\n",
+         echo '=== d16'\nctrrec -d 16 -- ctrtest 100\n\
+         echo '=== frz'\nctrrec -f -- ctrtest 1000000 lcofi\necho status $?\n\
+         echo '=== nofrz'\nctrrec -- ctrtest 1000000 lcofi\necho status $?\necho '=== end'\n",
         |c| c.host_ctr_depths = DepthSet::from_bits(1),
     );
     let d32 = section(&out, "d32");
@@ -372,6 +375,17 @@ fn host_with_depth_16_gives_depth_16() {
     let (_, n, d) = records(text);
     assert_eq!((n, d), (16, 16), "{text}");
     check_loop(text, symbols(&out));
+    // ctrtest with a perf event sampling its instructions (counter-overflow interrupts,
+    // LCOFI): with -f (LCOFIFRZ) the first one freezes the records in the loop, without it
+    // they run on to the loop's end.
+    for (name, frozen) in [("frz", true), ("nofrz", false)] {
+        let text = section(&out, name);
+        assert!(text.contains("\nstatus 0"), "{text}");
+        assert_eq!(text.contains("\nfrozen\n"), frozen, "{text}");
+        let (_, n, _) = records(text);
+        assert_eq!(n, 16, "{text}");
+        check_loop(text, symbols(&out));
+    }
 }
 
 /// `--ctr off`: the device tree lists no ssctr, the module refuses to load with one kernel

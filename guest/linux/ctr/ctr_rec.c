@@ -12,6 +12,9 @@
  *   write "kernel CPU MS"  record everything in S-mode on CPU for MS milliseconds (the
  *                    write returns when it is done)
  *   write "types LIST"  the transfer types of the next recordings (see cmd_types)
+ *   write "freeze on|off"  LCOFIFRZ for the next recordings: a local counter-overflow
+ *                    interrupt freezes the records (sctrstatus.FROZEN); a read then prints
+ *                    "frozen" before the last line and clears FROZEN
  *   read             the records of the last recording, oldest first, one per line
  *                    "SRC -> DST TYPE CYCLES", then "records N depth D"; reading clears
  *                    FROZEN in the saved state
@@ -53,6 +56,7 @@
 
 #define CTL_U		(1UL << 0)
 #define CTL_S		(1UL << 1)
+#define CTL_LCOFIFRZ	(1UL << 12)
 /* Transfer type filters of sctrctl (inhibits, and NTBREN which enables). */
 #define CTL_EXCINH	(1UL << 33)
 #define CTL_INTRINH	(1UL << 34)
@@ -97,6 +101,7 @@ static struct ctr_rec *rec;
 static unsigned int depths_allowed;	/* bit n: 2^(n+4) entries */
 static unsigned int next_depth;		/* entries, for the next "arm" */
 static unsigned long next_filter;	/* sctrctl filter bits, for the next recording */
+static unsigned long next_freeze;	/* CTL_LCOFIFRZ or 0, for the next recording */
 static DEFINE_PER_CPU(int, cpu_depth_field);	/* sctrdepth.DEPTH last written, or -1 */
 
 /* csrr of sctrdepth that returns false instead of oopsing when it traps. */
@@ -237,7 +242,7 @@ static int cmd_arm(void)
 	memset(rec->e, 0, sizeof(rec->e));
 	rec->status = 0;
 	rec->depth = next_depth;
-	rec->filter = next_filter;
+	rec->filter = next_filter | next_freeze;
 	rec->done = false;
 	rec->task = current;
 	get_task_struct(current);
@@ -298,7 +303,7 @@ static int cmd_kernel(unsigned int cpu, unsigned int ms)
 	memset(rec->e, 0, sizeof(rec->e));
 	rec->status = 0;
 	rec->depth = next_depth;
-	rec->filter = next_filter;
+	rec->filter = next_filter | next_freeze;
 	ret = smp_call_function_single(cpu, ctr_kstart, rec, 1);
 	if (ret)
 		return ret;
@@ -390,6 +395,10 @@ static ssize_t ctr_write(struct file *file, const char __user *ubuf, size_t len,
 		ret = cmd_arm();
 	else if (sscanf(buf, "depth %u", &depth) == 1)
 		ret = cmd_depth(depth);
+	else if (!strcmp(buf, "freeze on"))
+		next_freeze = CTL_LCOFIFRZ, ret = 0;
+	else if (!strcmp(buf, "freeze off"))
+		next_freeze = 0, ret = 0;
 	else if (!strncmp(buf, "types ", 6))
 		ret = cmd_types(buf + 6);
 	else if (sscanf(buf, "kernel %u %u", &cpu, &ms) == 2)
@@ -424,11 +433,13 @@ static int ctr_show(struct seq_file *m, void *v)
 	static struct ctr_entry copy[MAX_DEPTH];
 	unsigned long flags;
 	unsigned int i, n = 0, depth;
+	bool frozen;
 
 	mutex_lock(&ctr_lock);
 	depth = rec->depth;
 	raw_spin_lock_irqsave(&ctr_state_lock, flags);
 	memcpy(copy, rec->e, sizeof(copy[0]) * depth);
+	frozen = rec->status & STATUS_FROZEN;
 	rec->status &= ~STATUS_FROZEN;
 	raw_spin_unlock_irqrestore(&ctr_state_lock, flags);
 	release_if_done();
@@ -447,6 +458,8 @@ static int ctr_show(struct seq_file *m, void *v)
 		else
 			seq_printf(m, "%lld\n", c);
 	}
+	if (frozen)
+		seq_puts(m, "frozen\n");
 	seq_printf(m, "records %u depth %u\n", n, depth);
 	mutex_unlock(&ctr_lock);
 	return 0;
