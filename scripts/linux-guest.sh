@@ -23,7 +23,7 @@
 #                  ${XDG_CACHE_HOME:-$HOME/.cache}/riscv-ctr-vmm/linux-guest
 #   --force        refresh the package lists, download and rebuild even when cached (the
 #                  initramfs is also rebuilt whenever this script is newer than it)
-#   --quiet        print only the final SUITE=/KERNEL=/INITRD=/INITRD_PERF= lines, and the
+#   --quiet        print only the final SUITE=/KERNEL=/INITRD=/INITRD_PERF=/INITRD_CTR= lines, and the
 #                  messages about suites given up (with the output of the failed apt
 #                  command), on stderr
 #
@@ -49,11 +49,23 @@
 #                    of every ELF file in it resolve inside the image. Not compressed:
 #                    unpacking it costs the kernel about 0.3 billion guest instructions,
 #                    gunzipping it 1.1 billion.
-#   versions         "suite $SUITE", then the package versions the files came from; a
-#                    cache is only used if its first line names its own suite
+#   initramfs-ctr.cpio.gz  cpio (newc) + gzip: the plain initramfs's files plus the CTR
+#                    kit of guest/linux/ctr (GPL-2.0): /lib/vmm-modules/ctr_rec.ko (which
+#                    /init loads, printing VMM-MODULE-LOADED or VMM-MODULE-REFUSED), the
+#                    recorder /usr/bin/ctrrec, the static test program /usr/bin/ctrtest and
+#                    its symbols /usr/share/ctrtest.syms (ADDRESS SIZE NAME of main, work,
+#                    leaf). The module is built out of tree against Debian's riscv64
+#                    linux-headers-RELEASE and -common of the kit's kernel and the suite's
+#                    amd64 linux-kbuild, with the host's gcc-riscv64-linux-gnu (see
+#                    build_ctr_kit); rebuilt alone when a file of guest/linux/ctr changes.
+#                    Needs --memory 256 (docs/linux-ctr.md).
+#   ctr/             ctr_rec.ko, ctrtest and ctrtest.syms
+#   versions         "suite $SUITE", then the package versions the files came from (the
+#                    CTR kit's lines start with "ctr "); a cache is only used if its first
+#                    line names its own suite
 #   debs/            the downloaded .deb files
-# The last four lines printed are `SUITE=<suite>`, `KERNEL=<path>`, `INITRD=<path>` and
-# `INITRD_PERF=<path>` (easy to `eval`). The plain initramfs stays small so boots that do
+# The last five lines printed are `SUITE=<suite>`, `KERNEL=<path>`, `INITRD=<path>`,
+# `INITRD_PERF=<path>` and `INITRD_CTR=<path>` (easy to `eval`). The plain initramfs stays small so boots that do
 # not need perf stay fast.
 #
 # Guest memory (vmm run --memory, MiB): the plain initramfs needs 128 or more with
@@ -88,13 +100,15 @@
 # Host requirements: Debian (bookworm or later) with apt, run as root the first time (or
 # whenever the package lists must be refreshed): the script adds the foreign architecture
 # riscv64 (`dpkg --add-architecture riscv64`), an apt source for the suite restricted to
-# [arch=riscv64] (/etc/apt/sources.list.d/riscv-ctr-vmm-riscv64-$SUITE.sources) and an
+# [arch=riscv64 amd64] (/etc/apt/sources.list.d/riscv-ctr-vmm-riscv64-$SUITE.sources; amd64
+# for the suite's linux-kbuild and libc6, which build the CTR module on this host) and an
 # APT pin of priority 1 for that suite (/etc/apt/preferences.d/riscv-ctr-vmm-riscv64-$SUITE),
 # so nothing on the host is ever upgraded from it. A suite that fails has its source and
 # pin removed again, so that the host's own `apt-get update` is not broken by a suite
 # without riscv64 lists. Packages are fetched with
 # `apt-get download` and unpacked with `dpkg-deb -x`; nothing is installed. The perf
-# initramfs also needs `readelf` (binutils).
+# initramfs also needs `readelf` (binutils); the CTR kit needs gcc-riscv64-linux-gnu,
+# libc6-dev-riscv64-cross and make.
 
 set -euo pipefail
 
@@ -179,6 +193,8 @@ select_suite() {
     image=$out/Image
     initrd=$out/initramfs.cpio.gz
     perf_initrd=$out/initramfs-perf.cpio
+    ctr_initrd=$out/initramfs-ctr.cpio.gz
+    ctr_dir=$out/ctr
     debs=$out/debs
     sources=/etc/apt/sources.list.d/riscv-ctr-vmm-riscv64-$suite.sources
     pin=/etc/apt/preferences.d/riscv-ctr-vmm-riscv64-$suite
@@ -199,9 +215,9 @@ write_if_changed() {
 
 mirror_host=${mirror#*://}
 mirror_host=${mirror_host%%/*}
-# True if apt has a riscv64 package list of $suite.
+# True if apt has a package list of $suite for architecture $1 (default riscv64).
 have_list() {
-    compgen -G "/var/lib/apt/lists/${mirror_host}_*dists_${suite}_main_binary-riscv64_Packages*" >/dev/null
+    compgen -G "/var/lib/apt/lists/${mirror_host}_*dists_${suite}_main_binary-${1:-riscv64}_Packages*" >/dev/null
 }
 
 # apt-get update of this suite's source only, with retries (apt's own, then once more
@@ -212,7 +228,7 @@ apt_update() {
     local attempt log rc reason='' note=''
     for attempt in 1 2; do
         [ "$attempt" = 1 ] || note=", second attempt"
-        say "apt-get update ($suite, riscv64)$note"
+        say "apt-get update ($suite, riscv64 and amd64)$note"
         log=$(mktemp)
         rc=0
         apt-get update -q -o Acquire::Retries=3 \
@@ -220,10 +236,11 @@ apt_update() {
             -o APT::Get::List-Cleanup=0 >"$log" 2>&1 || rc=$?
         if [ "$quiet" = 0 ]; then cat "$log" >&2; fi
         reason=
-        if [ "$rc" != 0 ] || grep -Eq '^(E: |W: Failed to fetch|Err:)' "$log" || ! have_list; then
+        if [ "$rc" != 0 ] || grep -Eq '^(E: |W: Failed to fetch|Err:)' "$log" || ! have_list ||
+            ! have_list amd64; then
             reason=$(grep -E '^(E|W): ' "$log" | head -n1 | cut -c1-240 || true)
-            [ -n "$reason" ] || reason="exit status $rc but no riscv64 package list of $suite \
-(does the suite have riscv64?)"
+            [ -n "$reason" ] || reason="exit status $rc but no riscv64 or amd64 package list of \
+$suite (does the suite have riscv64?)"
             if [ "$quiet" = 1 ]; then cat "$log" >&2; fi
         fi
         rm -f "$log"
@@ -233,7 +250,7 @@ apt_update() {
             sleep 10
         fi
     done
-    die "apt-get update failed for $mirror $suite (riscv64): $reason"
+    die "apt-get update failed for $mirror $suite (riscv64, amd64): $reason"
 }
 
 setup_apt() {
@@ -245,12 +262,15 @@ setup_apt() {
         changed=1
     fi
     [ -r "$keyring" ] || die "$keyring missing: install debian-archive-keyring"
-    if write_if_changed "$sources" "# Added by riscv-ctr-vmm scripts/linux-guest.sh: riscv64 guest packages only.
+    # amd64 too: the CTR module's build tools run on this host (the suite's linux-kbuild
+    # and the C library its programs need; the pin below keeps the host from upgrading to
+    # any of them).
+    if write_if_changed "$sources" "# Added by riscv-ctr-vmm scripts/linux-guest.sh: riscv64 guest packages and the amd64 linux-kbuild only.
 Types: deb
 URIs: $mirror
 Suites: $suite
 Components: main
-Architectures: riscv64
+Architectures: riscv64 amd64
 Signed-By: $keyring"; then
         changed=1
     fi
@@ -268,7 +288,7 @@ Pin-Priority: 1"; then
         changed=1
     fi
     # Refresh the lists of this one source when it is new or its lists are missing.
-    if [ "$changed" = 1 ] || [ "$force" = 1 ] || ! have_list; then
+    if [ "$changed" = 1 ] || [ "$force" = 1 ] || ! have_list || ! have_list amd64; then
         [ "$(id -u)" = 0 ] || die "apt-get update needs root (run once as root)"
         apt_update
     fi
@@ -325,32 +345,44 @@ prefetch_candidates() {
             gsub(/ /, "", $1); gsub(/ /, "", $2); sub(/:riscv64$/, "", $1); print $1, $2 }')
 }
 
-# Downloads riscv64 package $1 from $suite into $debs; prints the .deb path.
+# Downloads package $1 from $suite into $debs; prints the .deb path. $2 is its
+# architecture: riscv64 (the default), all (an architecture-independent package) or amd64
+# (a build tool for this host).
 download() {
-    local pkg=$1 ver deb
-    ver=$(candidate "$pkg")
-    [ -n "$ver" ] || die "package $pkg:riscv64 is not available from Debian $suite ($mirror); \
-check 'apt-cache policy $pkg:riscv64' and that the suite has riscv64"
-    deb=$debs/${pkg}_${ver//:/%3a}_riscv64.deb
+    local pkg=$1 arch=${2:-riscv64} ver deb spec
+    case $arch in
+    riscv64) ver=$(candidate "$pkg") ;;
+    *)
+        # (an Architecture: all package has no "$pkg:riscv64" for apt-cache)
+        spec=$pkg
+        [ "$arch" = all ] || spec=$pkg:$arch
+        ver=$(apt-cache madison "$spec" 2>/dev/null |
+            awk -F'|' -v s="$suite" '$3 ~ ("[ /]" s "[/ ]") { gsub(/ /, "", $2); print $2; exit }')
+        ;;
+    esac
+    [ -n "$ver" ] || die "package $pkg:$arch is not available from Debian $suite ($mirror); \
+check 'apt-cache policy $pkg:$arch' and that the suite has $arch"
+    deb=$debs/${pkg}_${ver//:/%3a}_$arch.deb
+    case $arch in all) spec="$pkg=$ver" ;; *) spec="$pkg:$arch=$ver" ;; esac
     if [ ! -s "$deb" ] || [ "$force" = 1 ]; then
         # apt retries by itself; after a failure, once more after a pause.
         local attempt ok=0
         for attempt in 1 2; do
-            say "apt-get download $pkg:riscv64=$ver"
+            say "apt-get download $spec"
             # As root, apt drops privileges to _apt, which cannot write into a private cache.
             if (cd "$debs" && run apt-get download -q -o Acquire::Retries=3 \
-                -o APT::Sandbox::User="$(id -un)" "$pkg:riscv64=$ver"); then
+                -o APT::Sandbox::User="$(id -un)" "$spec"); then
                 ok=1
                 break
             fi
             if [ "$attempt" = 1 ]; then
-                warn "apt-get download $pkg:riscv64=$ver ($suite) failed; trying again in 10 s"
+                warn "apt-get download $spec ($suite, $mirror) failed; trying again in 10 s"
                 sleep 10
             fi
         done
-        [ "$ok" = 1 ] || die "apt-get download $pkg:riscv64=$ver ($suite) failed twice"
+        [ "$ok" = 1 ] || die "apt-get download $spec ($suite, $mirror) failed twice"
     fi
-    [ -f "$deb" ] || die "downloaded $pkg but cannot find its .deb in $debs"
+    [ -f "$deb" ] || die "downloaded $spec but cannot find its .deb ($deb) in $debs"
     echo "$deb"
 }
 
@@ -435,8 +467,8 @@ fetch_kernel() {
     [ -n "$kfile" ] || die "no kernel file (/boot/vmlinu[xz]-*, /usr/lib/modules/*/vmlinu[xz]) in $kdeb"
     say "kernel file: ${kfile#"$kdir"} ($(file -b "$kfile" 2>/dev/null | cut -c1-60))"
     make_image "$kfile" "$image"
-    printf '%s\n' "${used[@]}" >>"$out/versions.tmp"
-    echo "kernel-file ${kfile#"$kdir"}" >>"$out/versions.tmp"
+    printf '%s\n' "${used[@]}" >>"$versions_file"
+    echo "kernel-file ${kfile#"$kdir"}" >>"$versions_file"
     rm -rf "$kdir"
 }
 
@@ -478,6 +510,12 @@ export PATH=/sbin:/usr/sbin:/bin:/usr/bin HOME=/root
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null || true
+# Kernel modules of the image (the CTR initramfs has ctr_rec.ko): one that refuses to load
+# says why in the kernel log, and the guest goes on.
+for m in /lib/vmm-modules/*.ko; do
+    [ -e "$m" ] || continue
+    if insmod "$m"; then echo "VMM-MODULE-LOADED ${m##*/}"; else echo "VMM-MODULE-REFUSED ${m##*/}"; fi
+done
 echo "VMM-GUEST-READY"
 if [ -n "${vmmcmd:-}" ]; then
     sh -c "$vmmcmd"
@@ -515,12 +553,16 @@ done
 EOF
 }
 
-# Extracts busybox-static into $out/busybox-pkg; sets $busybox to its binary.
+# Scratch files of a build: busybox extracted, /init, /bin/drain-console (the CTR-only
+# build uses its own, so that it never disturbs another build of the same cache).
+scratch=
+versions_file=
+# Extracts busybox-static into $scratch/busybox-pkg; sets $busybox to its binary.
 busybox=
 fetch_busybox() {
     local bdeb bdir f
     bdeb=$(download busybox-static)
-    bdir=$out/busybox-pkg
+    bdir=$scratch/busybox-pkg
     rm -rf "$bdir"
     mkdir -p "$bdir"
     dpkg-deb -x "$bdeb" "$bdir"
@@ -529,7 +571,7 @@ fetch_busybox() {
         if [ -f "$f" ]; then busybox=$f; break; fi
     done
     [ -n "$busybox" ] || die "no busybox binary in $bdeb"
-    echo "busybox-static $(dpkg-deb -f "$bdeb" Version)" >>"$out/versions.tmp"
+    echo "busybox-static $(dpkg-deb -f "$bdeb" Version)" >>"$versions_file"
 }
 
 # The cpio entries both initramfs images share (no trailer): the directories, the two
@@ -543,8 +585,8 @@ base_entries() {
     cpio_entry dev/null 020666 - 1 3
     cpio_entry bin/busybox 0100755 "$busybox"
     cpio_entry bin/sh 0120777 - 0 0 busybox
-    cpio_entry init 0100755 "$out/init.tmp"
-    cpio_entry bin/drain-console 0100755 "$out/drain.tmp"
+    cpio_entry init 0100755 "$scratch/init.tmp"
+    cpio_entry bin/drain-console 0100755 "$scratch/drain.tmp"
 }
 
 build_initramfs() {
@@ -601,7 +643,7 @@ perf_add_pkg() {
     mkdir -p "$perf_root/$pkg"
     dpkg-deb -x "$deb" "$perf_root/$pkg"
     perf_pkgs+=("$pkg")
-    echo "$pkg $(dpkg-deb -f "$deb" Version)" >>"$out/versions.tmp"
+    echo "$pkg $(dpkg-deb -f "$deb" Version)" >>"$versions_file"
 }
 
 # Adds the riscv64 packages package $1 depends on (Pre-Depends, Depends; the first
@@ -754,6 +796,138 @@ $(stat -c %s "$perf_initrd") bytes"
 }
 
 # ---------------------------------------------------------------------------------------
+# The CTR kit (guest/linux/ctr/, GPL-2.0): the ctr_rec kernel module built out of tree for
+# the kit's kernel, the ctrrec recorder and the ctrtest program, in initramfs-ctr.cpio.gz.
+# The module is built with Debian's riscv64 linux-headers-RELEASE (+ -common) of the kit's
+# kernel, the suite's amd64 linux-kbuild-VERSION (fixdep, modpost) and this host's
+# gcc-riscv64-linux-gnu. The suite's amd64 programs may need a newer C library than the
+# host's (forky's modpost needs glibc 2.38, bookworm has 2.36): they run with the suite's
+# amd64 libc6 and its loader (wrappers in the kbuild tree). The host compiler is older than
+# the one that built the kernel: a wrapper drops the options and -march extensions it does
+# not know (-fmin-function-alignment=N becomes -falign-functions=N); BTF of the module is
+# not generated (no pahole needed).
+
+ctr_src=$(cd "$(dirname "$0")/.." && pwd)/guest/linux/ctr
+
+# The host tools of the CTR kit, checked before anything is fetched (a missing tool is not
+# a suite's fault).
+check_ctr_tools() {
+    local t
+    [ -f "$ctr_src/ctr_rec.c" ] || die "no $ctr_src/ctr_rec.c (the CTR module's source)"
+    command -v riscv64-linux-gnu-gcc >/dev/null || die "'riscv64-linux-gnu-gcc' not found: \
+the CTR module and ctrtest need Debian's cross compiler: apt-get install \
+gcc-riscv64-linux-gnu libc6-dev-riscv64-cross"
+    [ -n "$(riscv64-linux-gnu-gcc -print-file-name=libc.a | grep /)" ] || die "the static C \
+library of riscv64-linux-gnu-gcc is missing (ctrtest is static): apt-get install \
+libc6-dev-riscv64-cross"
+    command -v riscv64-linux-gnu-nm >/dev/null ||
+        die "'riscv64-linux-gnu-nm' not found: apt-get install binutils-riscv64-linux-gnu"
+    for t in make tar; do
+        command -v "$t" >/dev/null || die "'$t' not found: building the CTR module needs it (Debian package $t)"
+    done
+}
+
+build_ctr_kit() {
+    local release hdeb cdeb kdeb ldeb common kbuild deps build root hdir kb libdir loader f
+    local gcc=riscv64-linux-gnu-gcc nm=riscv64-linux-gnu-nm ext drop='' log rc
+    release=$(sed -n 's#^kernel-file /usr/lib/modules/\([^/]*\)/.*#\1#p; s#^kernel-file /boot/vmlinu[xz]-##p' \
+        "$versions_file" | head -n1)
+    [ -n "$release" ] || die "CTR module: no kernel release in $versions_file"
+    build=$ctr_dir/build
+    rm -rf "$ctr_dir"
+    mkdir -p "$build/root" "$build/libc" "$build/mod"
+    root=$build/root
+    hdeb=$(download "linux-headers-$release")
+    deps=$(dpkg-deb -f "$hdeb" Depends | tr ',' '\n' | sed 's/([^)]*)//g; s/[[:space:]]//g; s/:.*//')
+    common=$(grep -E '^linux-headers-.*-common$' <<<"$deps" | head -n1 || true)
+    kbuild=$(grep -E '^linux-kbuild-' <<<"$deps" | head -n1 || true)
+    [ -n "$common" ] && [ -n "$kbuild" ] || die "linux-headers-$release ($suite) depends on no \
+linux-headers-*-common or linux-kbuild-* (Depends: $(dpkg-deb -f "$hdeb" Depends))"
+    cdeb=$(download "$common" all)
+    kdeb=$(download "$kbuild" amd64)
+    ldeb=$(download libc6 amd64)
+    for f in "$hdeb" "$cdeb" "$kdeb"; do dpkg-deb -x "$f" "$root"; done
+    dpkg-deb -x "$ldeb" "$build/libc"
+    {
+        echo "ctr linux-headers-$release $(dpkg-deb -f "$hdeb" Version)"
+        echo "ctr $common $(dpkg-deb -f "$cdeb" Version)"
+        echo "ctr $kbuild:amd64 $(dpkg-deb -f "$kdeb" Version)"
+        echo "ctr libc6:amd64 $(dpkg-deb -f "$ldeb" Version)"
+    } >>"$versions_file"
+    hdir=$root/usr/src/linux-headers-$release
+    [ -f "$hdir/Makefile" ] || die "no /usr/src/linux-headers-$release/Makefile in $hdeb"
+    # The Makefile names the trees by their installed (absolute) paths.
+    sed -i "s#/usr/src/#$root/usr/src/#g" "$hdir/Makefile"
+    kb=$(find "$root/usr/lib" -maxdepth 1 -name 'linux-kbuild-*' | head -n1)
+    [ -n "$kb" ] || die "no /usr/lib/linux-kbuild-* in $kdeb"
+    libdir=$build/libc/usr/lib/x86_64-linux-gnu
+    loader=$libdir/ld-linux-x86-64.so.2
+    [ -f "$loader" ] || die "no ld-linux-x86-64.so.2 in $ldeb (libc6:amd64, $suite)"
+    for f in "$kb"/scripts/basic/fixdep "$kb"/scripts/mod/modpost.real-*; do
+        [ -f "$f" ] || continue
+        mv "$f" "$f.bin"
+        printf '#!/bin/sh\nexec "%s" --library-path "%s" "%s" "$@"\n' "$loader" "$libdir" "$f.bin" >"$f"
+        chmod +x "$f"
+    done
+    # The compiler wrapper: -march extensions this assembler lacks are dropped.
+    for ext in zabha zacas zawrs zbb zbc zbkb zba zbs zicbom zicboz zicbop zihintpause zfh zvfh; do
+        echo 'void f(void){}' | "$gcc" -march="rv64imac_zicsr_zifencei_$ext" -mabi=lp64 -x c -c \
+            -o /dev/null - 2>/dev/null || drop="$drop $ext"
+    done
+    {
+        echo '#!/bin/bash'
+        echo "# $prog: $gcc for Linux's kbuild; drops:$drop"
+        echo 'args=()'
+        echo 'for a in "$@"; do'
+        echo '    case $a in'
+        if ! echo 'void f(void){}' | "$gcc" -fmin-function-alignment=8 -x c -c -o /dev/null - 2>/dev/null; then
+            echo '    -fmin-function-alignment=*) a=-falign-functions=${a#*=} ;;'
+        fi
+        echo '    -march=*)'
+        for ext in $drop; do echo "        a=\${a//_$ext/}"; done
+        echo '        ;;'
+        echo '    esac'
+        echo '    args+=("$a")'
+        echo 'done'
+        echo "exec $gcc \"\${args[@]}\""
+    } >"$build/cc"
+    chmod +x "$build/cc"
+    cp "$ctr_src/ctr_rec.c" "$ctr_src/Kbuild" "$build/mod/"
+    say "building ctr_rec.ko for Linux $release (compiler wrapper drops:${drop:- nothing})"
+    log=$(mktemp)
+    rc=0
+    make -C "$hdir" M="$build/mod" CC="$build/cc" CONFIG_DEBUG_INFO_BTF_MODULES= modules >"$log" 2>&1 || rc=$?
+    if [ "$quiet" = 0 ] || [ "$rc" != 0 ]; then grep -v 'counted_by\|^ *[0-9]* |\|^ *|' "$log" >&2 || true; fi
+    rm -f "$log"
+    [ "$rc" = 0 ] && [ -f "$build/mod/ctr_rec.ko" ] || die "building the CTR module (guest/linux/ctr) \
+against linux-headers-$release ($suite) failed (make exit status $rc; its output is above)"
+    grep -aq "vermagic=$release " "$build/mod/ctr_rec.ko" ||
+        die "ctr_rec.ko has no vermagic for $release: it would not load into the kit's kernel"
+    cp "$build/mod/ctr_rec.ko" "$ctr_dir/ctr_rec.ko"
+    "$gcc" -O2 -static -o "$ctr_dir/ctrtest" "$ctr_src/ctrtest.c" ||
+        die "$gcc -static failed on guest/linux/ctr/ctrtest.c (needs libc6-dev-riscv64-cross)"
+    # ADDRESS SIZE NAME of the functions the tests look for.
+    "$nm" -S "$ctr_dir/ctrtest" | awk '$3 ~ /^[Tt]$/ && ($4 == "main" || $4 == "work" || $4 == "leaf") { print $1, $2, $4 }' \
+        >"$ctr_dir/ctrtest.syms"
+    [ "$(wc -l <"$ctr_dir/ctrtest.syms")" = 3 ] || die "ctrtest lacks main, work or leaf: $(cat "$ctr_dir/ctrtest.syms")"
+    echo "ctr module-for $release gcc $("$gcc" -dumpversion)" >>"$versions_file"
+    {
+        base_entries
+        cpio_entry lib 040755
+        cpio_entry lib/vmm-modules 040755
+        cpio_entry lib/vmm-modules/ctr_rec.ko 0100644 "$ctr_dir/ctr_rec.ko"
+        cpio_entry usr/bin/ctrrec 0100755 "$ctr_src/ctrrec"
+        cpio_entry usr/bin/ctrtest 0100755 "$ctr_dir/ctrtest"
+        cpio_entry usr/share 040755
+        cpio_entry usr/share/ctrtest.syms 0100644 "$ctr_dir/ctrtest.syms"
+        cpio_entry TRAILER!!! 0
+    } | gzip -n -9 >"$ctr_initrd.tmp"
+    mv "$ctr_initrd.tmp" "$ctr_initrd"
+    rm -rf "$build"
+    say "CTR initramfs: ctr_rec.ko (Linux $release), ctrrec, ctrtest: $(stat -c %s "$ctr_initrd") bytes"
+}
+
+# ---------------------------------------------------------------------------------------
 # Checking an initramfs image as the guest will see it: every ELF file's program
 # interpreter and DT_NEEDED libraries must resolve inside the image.
 
@@ -871,15 +1045,46 @@ verify_image_libs() {
 # True if the cache of $suite holds a complete kit of that suite, built by this version of
 # the script.
 cached() {
+    cached_base && [ -s "$ctr_initrd" ] && [ "$ctr_initrd" -nt "$0" ] && ctr_newer_than_sources
+}
+
+# The same without the CTR kit.
+cached_base() {
     [ -s "$image" ] && [ -s "$initrd" ] && [ -s "$perf_initrd" ] && [ -s "$out/versions" ] &&
         [ "$initrd" -nt "$0" ] && [ "$perf_initrd" -nt "$0" ] &&
         [ "$(head -n1 "$out/versions")" = "suite $suite" ] && is_image "$image"
 }
 
-# Fetches and builds the kit of $suite (run in a subshell: dies on failure).
+# True if the CTR initramfs is newer than every file of guest/linux/ctr.
+ctr_newer_than_sources() {
+    local f
+    for f in "$ctr_src"/*; do
+        [ "$ctr_initrd" -nt "$f" ] || return 1
+    done
+}
+
+# Fetches and builds the kit of $suite (run in a subshell: dies on failure). When only the
+# CTR kit is missing or older than guest/linux/ctr, only it is built.
 build_suite() {
     setup_apt
     mkdir -p "$debs"
+    if [ "$force" = 0 ] && cached_base; then
+        # Only the CTR files and (atomically) the versions file change: a run of the script
+        # that finds the rest cached meanwhile still finds it complete.
+        say "kernel and initramfs cached; building the CTR kit"
+        scratch=$(mktemp -d "$out/ctr-scratch.XXXXXX")
+        versions_file=$scratch/versions
+        grep -v '^ctr \|^busybox-static ' "$out/versions" >"$versions_file"
+        fetch_busybox
+        write_init "$scratch/init.tmp"
+        write_drain "$scratch/drain.tmp"
+        build_ctr_kit
+        mv "$versions_file" "$out/versions"
+        rm -rf "$scratch"
+        return
+    fi
+    scratch=$out
+    versions_file=$out/versions.tmp
     # Until the new versions file is in place the cache of this suite is incomplete.
     rm -f "$out/versions" "$out/versions.tmp"
     echo "suite $suite" >"$out/versions.tmp"
@@ -889,6 +1094,7 @@ build_suite() {
     write_drain "$out/drain.tmp"
     build_initramfs
     build_perf_initramfs
+    build_ctr_kit
     rm -rf "$out/busybox-pkg" "$out/init.tmp" "$out/drain.tmp"
     mv "$out/versions.tmp" "$out/versions"
 }
@@ -905,7 +1111,24 @@ if [ "$force" = 0 ]; then
         fi
     done
 fi
+# One build at a time per cache (another run of this script, e.g. the tests of another
+# checkout, may be building the same suite): wait for it, then look at the cache again.
+if [ -z "$served" ] && command -v flock >/dev/null; then
+    mkdir -p "$cache_root"
+    exec 9>"$cache_root/.lock"
+    if ! flock -n 9; then
+        warn "waiting for another run of $prog to finish building in $cache_root"
+        flock 9
+        if [ "$force" = 0 ]; then
+            for s in "${suite_list[@]}"; do
+                select_suite "$s"
+                if cached; then served=$s; break; fi
+            done
+        fi
+    fi
+fi
 if [ -z "$served" ]; then
+    check_ctr_tools
     failed=()
     reason_file=$(mktemp)
     for s in "${suite_list[@]}"; do
@@ -953,3 +1176,4 @@ echo "SUITE=$suite"
 echo "KERNEL=$image"
 echo "INITRD=$initrd"
 echo "INITRD_PERF=$perf_initrd"
+echo "INITRD_CTR=$ctr_initrd"

@@ -1,6 +1,6 @@
 //! The Linux guest kit for the tests: Debian's kernel and the initramfs images that
 //! `scripts/linux-guest.sh -q` fetches, builds and caches (its `SUITE=`, `KERNEL=`,
-//! `INITRD=` and `INITRD_PERF=` lines). The suite is whichever the script serves: a cached
+//! `INITRD=`, `INITRD_PERF=` and `INITRD_CTR=` lines). The suite is whichever the script serves: a cached
 //! kit of its list of suites (trixie, forky, sid), else the first it can fetch; the
 //! environment (`LINUX_GUEST_SUITE`, `LINUX_GUEST_SUITES`, `LINUX_GUEST_DIR`, ...) passes
 //! through to it. The script runs once per test process, so the tests of a file never
@@ -26,6 +26,9 @@ pub struct LinuxGuest {
     pub initrd: PathBuf,
     /// The same plus Debian's `perf` and its shared libraries (uncompressed cpio).
     pub initrd_perf: PathBuf,
+    /// busybox, `/init`, the `ctr_rec` kernel module (loaded by `/init`), `ctrrec` and
+    /// `ctrtest` (guest/linux/ctr; gzip-compressed cpio).
+    pub initrd_ctr: PathBuf,
 }
 
 /// The kit, fetched on first use; panics with the script's message if it fails.
@@ -107,18 +110,20 @@ fn fetch() -> Result<LinuxGuest, String> {
         kernel,
         initrd: value("INITRD=")?,
         initrd_perf: value("INITRD_PERF=")?,
+        initrd_ctr: value("INITRD_CTR=")?,
     };
     // Messages the script gives even with -q: the suites it gave up and why.
     if !stderr.trim().is_empty() {
         eprintln!("linux-guest.sh said:\n{stderr}");
     }
     eprintln!(
-        "linux-guest.sh: Debian {} (Linux {}): {}, {} and {} ({:.1} s)",
+        "linux-guest.sh: Debian {} (Linux {}): {}, {}, {} and {} ({:.1} s)",
         guest.suite,
         guest.kernel_release,
         guest.kernel.display(),
         guest.initrd.display(),
         guest.initrd_perf.display(),
+        guest.initrd_ctr.display(),
         start.elapsed().as_secs_f64()
     );
     Ok(guest)
