@@ -137,6 +137,7 @@ pub fn run_vmm_jit(path: &Path, max_insns: u64, jit: bool) -> Result<VmmRun, vmm
         timeout: None,
         trace: false,
         jit,
+        ..MachineConfig::default()
     };
     let (exit, stats) = machine::run_elf(path, &config, Box::new(console.clone()))?;
     Ok(VmmRun {

@@ -46,6 +46,9 @@ pub struct HartConfig {
     /// Host code space for translated blocks, in bytes (reserved, used as needed; emptied
     /// as a whole when full). At least 1 MiB.
     pub jit_code_bytes: usize,
+    /// Append a line per translated block to `/tmp/perf-PID.map` (start, size and the guest
+    /// pc), so that a host `perf` profile names guest code instead of `[JIT]`.
+    pub jit_perf_map: bool,
 }
 
 impl Default for HartConfig {
@@ -59,6 +62,7 @@ impl Default for HartConfig {
             pmu: crate::pmu::PmuConfig::default(),
             jit: true,
             jit_code_bytes: 256 << 20,
+            jit_perf_map: false,
         }
     }
 }

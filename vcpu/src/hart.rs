@@ -201,7 +201,7 @@ impl Hart {
             dcache: vec![decode::decode(EMPTY_SLOT); n],
             dcache_mask: n - 1,
             jit: if config.jit {
-                let jit = crate::jit::Jit::new(config.jit_code_bytes);
+                let jit = crate::jit::Jit::new(config.jit_code_bytes, config.jit_perf_map);
                 if jit.is_none() && cfg!(target_arch = "x86_64") {
                     log::warn!(
                         "hart {}: no executable memory for block translation; interpreting",

@@ -2324,3 +2324,54 @@ fn device_accesses_inside_a_translated_loop() {
     assert_eq!(p.jit.x(14), 40);
     p.assert_same_ram("devices");
 }
+
+/// `HartConfig::jit_perf_map`: every translated block gets a line `START SIZE NAME` in
+/// `/tmp/perf-PID.map` (hex, as `perf report` reads it) naming its guest pc, and the
+/// host range lies in no other block's.
+#[test]
+fn the_perf_map_names_every_translated_block() {
+    let path = format!("/tmp/perf-{}.map", std::process::id());
+    let _ = std::fs::remove_file(&path);
+    let mut vm = Vm::with_config(HartConfig {
+        jit: true,
+        jit_perf_map: true,
+        ..HartConfig::default()
+    });
+    // A loop of two blocks: the body (ending in its branch) and what follows it.
+    vm.put32(
+        CODE,
+        &[
+            addi(5, 0, 100),
+            addi(6, 6, 3),
+            addi(5, 5, -1),
+            bne(5, 0, -8),
+            addi(7, 0, 1),
+            wfi(),
+        ],
+    );
+    vm.hart.set_pc(CODE);
+    assert_eq!(vm.hart.run(10_000), VcpuExit::Wfi);
+    assert_eq!(vm.x(6), 300);
+    let map = std::fs::read_to_string(&path).expect("no perf map written");
+    let _ = std::fs::remove_file(&path);
+    let mut ranges = Vec::new();
+    for line in map.lines() {
+        let mut w = line.split(' ');
+        let start = u64::from_str_radix(w.next().unwrap(), 16).unwrap();
+        let len = u64::from_str_radix(w.next().unwrap(), 16).unwrap();
+        assert_eq!(w.next(), Some("guest"), "{line}");
+        let pc = w.next().unwrap();
+        assert!(len > 0 && pc.starts_with("0x8000"), "{line}");
+        ranges.push((start, start + len, pc.to_string()));
+    }
+    let pcs: Vec<_> = ranges.iter().map(|r| r.2.as_str()).collect();
+    assert!(
+        pcs.contains(&"0x80001004"),
+        "the loop body's block is not named: {map}"
+    );
+    ranges.sort();
+    assert!(
+        ranges.windows(2).all(|w| w[0].1 <= w[1].0),
+        "overlapping blocks: {map}"
+    );
+}

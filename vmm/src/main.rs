@@ -95,6 +95,11 @@ struct RestoreArgs {
     #[arg(long, value_name = "on|off", default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
     jit: bool,
 
+    /// Name translated blocks in /tmp/perf-PID.map (start, size, guest pc), so that a host
+    /// `perf record`/`perf report` of this process shows guest pcs instead of [JIT].
+    #[arg(long)]
+    perf_map: bool,
+
     /// Print instructions, wall time, MIPS and the exit table on stderr.
     #[arg(long)]
     stats: bool,
@@ -219,12 +224,18 @@ struct RunArgs {
     #[arg(long, value_name = "N", default_value_t = runner::DEFAULT_SLICE_INSNS, allow_negative_numbers = true, value_parser = parse_slice_insns)]
     slice_insns: u64,
 
-    /// Block translation: `on` runs straight-line blocks of integer instructions as x86-64
-    /// code while nothing is observed per instruction (no --trace, no CTR recording, no
-    /// counting hpm counter); `off` interprets every instruction. Guest-visible behaviour is
-    /// the same (instruction counts, traps, timer and budget points included).
+    /// Block translation: `on` runs straight-line blocks of guest instructions as x86-64
+    /// code (integer, M, F/D, CSR and atomic instructions; the blocks write CTR records and
+    /// report the performance monitor's events; only --trace and PDIS counting keep every
+    /// instruction in the interpreter); `off` interprets every instruction. Guest-visible
+    /// behaviour is the same (instruction counts, traps, timer and budget points included).
     #[arg(long, value_name = "on|off", default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
     jit: bool,
+
+    /// Name translated blocks in /tmp/perf-PID.map (start, size, guest pc), so that a host
+    /// `perf record`/`perf report` of this process shows guest pcs instead of [JIT].
+    #[arg(long)]
+    perf_map: bool,
 
     /// Print instructions, wall time, MIPS and a table of exits by reason on stderr
     /// (summed over all vCPUs).
@@ -251,12 +262,18 @@ struct MachineArgs {
     #[arg(long, value_name = "SECS", allow_negative_numbers = true, value_parser = parse_timeout)]
     timeout: Option<std::time::Duration>,
 
-    /// Block translation: `on` runs straight-line blocks of integer instructions as x86-64
-    /// code while nothing is observed per instruction (no --trace, no CTR recording, no
-    /// counting hpm counter); `off` interprets every instruction. Guest-visible behaviour is
-    /// the same (instruction counts, traps, timer and budget points included).
+    /// Block translation: `on` runs straight-line blocks of guest instructions as x86-64
+    /// code (integer, M, F/D, CSR and atomic instructions; the blocks write CTR records and
+    /// report the performance monitor's events; only --trace and PDIS counting keep every
+    /// instruction in the interpreter); `off` interprets every instruction. Guest-visible
+    /// behaviour is the same (instruction counts, traps, timer and budget points included).
     #[arg(long, value_name = "on|off", default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
     jit: bool,
+
+    /// Name translated blocks in /tmp/perf-PID.map (start, size, guest pc), so that a host
+    /// `perf record`/`perf report` of this process shows guest pcs instead of [JIT].
+    #[arg(long)]
+    perf_map: bool,
 
     /// Print instructions retired, wall time and MIPS on stderr.
     #[arg(long)]
@@ -360,6 +377,7 @@ fn run_machine(args: MachineArgs) -> ExitCode {
         timeout: args.timeout,
         trace: args.trace,
         jit: args.jit,
+        perf_map: args.perf_map,
     };
     let console = Box::new(std::io::stdout());
     match machine::run_elf(&args.program, &config, console) {
@@ -422,6 +440,7 @@ fn run_kernel(args: RunArgs) -> ExitCode {
         pdis: args.pdis,
         pmu_snapshot: args.pmu_snapshot,
         jit: args.jit,
+        perf_map: args.perf_map,
         ctr_depths: args.ctr_depths,
         host_ctr_depths: args.host_ctr_depths,
         api_sock: args.api_sock,
@@ -487,6 +506,7 @@ fn restore(args: RestoreArgs) -> ExitCode {
         pcpus: args.pcpus,
         slice_insns: args.slice_insns,
         jit: args.jit,
+        perf_map: args.perf_map,
     };
     let console = Box::new(std::io::stdout());
     report(

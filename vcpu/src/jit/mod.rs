@@ -168,6 +168,8 @@ pub(crate) struct Jit {
     pub(crate) generation: u64,
     /// [`MONITORED`] while blocks run with the monitor active, else 0.
     kind: u64,
+    /// The host profiler's map of translated code (`HartConfig::jit_perf_map`).
+    perf_map: Option<std::fs::File>,
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -293,10 +295,11 @@ unsafe extern "sysv64" fn jit_ctr(hart: *mut Hart, from: u64, t: u64) {
 impl Jit {
     /// A translator for this host, or `None` where there is none (not x86-64, or no
     /// executable memory).
-    pub(crate) fn new(code_bytes: usize) -> Option<Box<Jit>> {
+    pub(crate) fn new(code_bytes: usize, perf_map: bool) -> Option<Box<Jit>> {
         if !cfg!(target_arch = "x86_64") {
             return None;
         }
+        let perf_map = perf_map.then(Self::open_perf_map).flatten();
         Some(Box::new(Jit {
             region: region::Region::new(code_bytes)?,
             // SAFETY: `Block` is plain integers, for which all zeros is a valid value.
@@ -304,7 +307,45 @@ impl Jit {
             translated: 0,
             generation: 0,
             kind: 0,
+            perf_map,
         }))
+    }
+
+    /// `/tmp/perf-PID.map`, the file `perf report` reads symbols for anonymous executable
+    /// memory from (one `START SIZE NAME` line per symbol, hexadecimal), opened for
+    /// appending: every hart of the process adds its blocks. A failure is logged and the map
+    /// left out.
+    fn open_perf_map() -> Option<std::fs::File> {
+        let path = format!("/tmp/perf-{}.map", std::process::id());
+        match std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+        {
+            Ok(f) => Some(f),
+            Err(e) => {
+                log::warn!("cannot write the perf map {path}: {e}; translated code stays unnamed");
+                None
+            }
+        }
+    }
+
+    /// Name the block at host address `code` (`len` bytes) for guest pc `pc`: one line,
+    /// written whole (`O_APPEND`), so harts writing at once never interleave.
+    fn name_block(&mut self, code: usize, len: usize, pc: u64) {
+        use std::io::Write;
+        if let Some(f) = self.perf_map.as_mut() {
+            let kind = if self.kind == MONITORED {
+                " monitored"
+            } else {
+                ""
+            };
+            let line = format!("{code:x} {len:x} guest {pc:#x}{kind}\n");
+            if let Err(e) = f.write_all(line.as_bytes()) {
+                log::warn!("perf map: {e}; no more blocks are named");
+                self.perf_map = None;
+            }
+        }
     }
 
     /// The table slot of a block key (RAM offset, with [`MONITORED`] for a monitored
@@ -431,6 +472,7 @@ impl Hart {
                 if code.len() <= MAX_BLOCK_BYTES {
                     block.code = jit.region.push(&code);
                     jit.translated += 1;
+                    jit.name_block(block.code, code.len(), pc);
                 }
             }
         }

@@ -46,6 +46,8 @@ pub struct MachineConfig {
     pub trace: bool,
     /// Block translation in the hart (`--jit`).
     pub jit: bool,
+    /// `--perf-map`: name translated blocks in `/tmp/perf-PID.map` for a host `perf`.
+    pub perf_map: bool,
 }
 
 impl Default for MachineConfig {
@@ -56,6 +58,7 @@ impl Default for MachineConfig {
             timeout: None,
             trace: false,
             jit: true,
+            perf_map: false,
         }
     }
 }
@@ -197,6 +200,7 @@ impl Machine {
             hart_id: HART_ID,
             mmio,
             jit: config.jit,
+            jit_perf_map: config.perf_map,
             ..HartConfig::default()
         };
         let mut hart = Hart::new(hart_config, mem.clone())?;

@@ -178,6 +178,8 @@ pub struct RunConfig {
     pub pmu_snapshot: bool,
     /// `--jit on|off`: block translation in the harts (see `vcpu`'s `jit` module).
     pub jit: bool,
+    /// `--perf-map`: name translated blocks in `/tmp/perf-PID.map` for a host `perf`.
+    pub perf_map: bool,
     /// `--api-sock`: the control socket's path (`run/api.rs`).
     pub api_sock: Option<PathBuf>,
     /// `--snapshot-on-stop`: when the instruction budget or the timeout ends the run, write a
@@ -225,6 +227,7 @@ impl RunConfig {
             pdis: true,
             pmu_snapshot: false,
             jit: true,
+            perf_map: false,
             api_sock: None,
             snapshot_on_stop: None,
         }
@@ -549,6 +552,7 @@ impl GuestVm {
                 shared_clock: clock.clone(),
                 ctr: host_ctr.clone(),
                 jit: config.jit,
+                jit_perf_map: config.perf_map,
                 ..HartConfig::default()
             };
             let mut hart = Hart::new_guest(hart_config, mem.clone())?;

@@ -57,6 +57,8 @@ pub struct RestoreConfig {
     pub slice_insns: u64,
     /// `--jit on|off`, as for `vmm run`.
     pub jit: bool,
+    /// `--perf-map`, as for `vmm run`.
+    pub perf_map: bool,
 }
 
 impl Default for RestoreConfig {
@@ -72,6 +74,7 @@ impl Default for RestoreConfig {
             pcpus: None,
             slice_insns: super::DEFAULT_SLICE_INSNS,
             jit: true,
+            perf_map: false,
         }
     }
 }
@@ -460,6 +463,7 @@ impl GuestVm {
                 shared_clock: clock.clone(),
                 ctr: host_ctr.clone(),
                 jit: options.jit,
+                jit_perf_map: options.perf_map,
                 ..HartConfig::default()
             };
             let mut hart = Hart::new_guest(hart_config.clone(), mem.clone())?;
