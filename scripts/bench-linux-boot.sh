@@ -25,31 +25,7 @@ cmdline='console=ttyS0 earlycon=sbi panic=-1 vmmcmd="true"'
 marker=VMM-GUEST-READY
 limit=600 # seconds, per boot
 
-die() {
-    echo "${0##*/}: error: $*" >&2
-    exit 1
-}
-if [ "$(id -u)" = 0 ]; then SUDO=(); else SUDO=(sudo); fi
-
-command -v "$qemu" >/dev/null 2>&1 ||
-    die "$qemu not found (Debian package qemu-system-misc)"
-
-# Debian's OpenSBI.
-if ! dpkg -s opensbi >/dev/null 2>&1; then
-    echo "installing opensbi (apt-get)..." >&2
-    DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -q opensbi >&2 ||
-        die "apt-get install opensbi failed"
-fi
-# The riscv64 build (newer packages also ship riscv32 firmware).
-fw=$(dpkg -L opensbi | grep -E '/riscv64-linux-gnu/opensbi/generic/fw_dynamic\.bin$' | head -n1 || true)
-[ -n "$fw" ] && [ -f "$fw" ] || die "no generic/fw_dynamic.bin in package opensbi (dpkg -L opensbi)"
-
-echo "building vmm (release)..." >&2
-cargo build -q --release -p vmm
-vmm=${CARGO_TARGET_DIR:-target}/release/vmm
-
-eval "$(scripts/linux-guest.sh -q)"
-[ -f "$KERNEL" ] && [ -f "$INITRD" ] || die "scripts/linux-guest.sh gave no kernel/initrd"
+. scripts/lib/linux-bench.sh
 
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT

@@ -38,26 +38,7 @@ cmd_perf="cd /tmp; perf record -o /tmp/c.data -e $event -c $period $work 2>&1 >/
 cmdline() { echo "console=ttyS0 earlycon=sbi panic=-1 loglevel=4 cryptomgr.notests vmmcmd=\"$1\""; }
 limit=900 # seconds, per boot
 
-die() {
-    echo "${0##*/}: error: $*" >&2
-    exit 1
-}
-if [ "$(id -u)" = 0 ]; then SUDO=(); else SUDO=(sudo); fi
-command -v "$qemu" >/dev/null 2>&1 || die "$qemu not found (Debian package qemu-system-misc)"
-if ! dpkg -s opensbi >/dev/null 2>&1; then
-    echo "installing opensbi (apt-get)..." >&2
-    DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -q opensbi >&2 ||
-        die "apt-get install opensbi failed"
-fi
-fw=$(dpkg -L opensbi | grep -E '/riscv64-linux-gnu/opensbi/generic/fw_dynamic\.bin$' | head -n1 || true)
-[ -n "$fw" ] && [ -f "$fw" ] || die "no generic/fw_dynamic.bin in package opensbi (dpkg -L opensbi)"
-
-echo "building vmm (release)..." >&2
-cargo build -q --release -p vmm
-vmm=${CARGO_TARGET_DIR:-target}/release/vmm
-
-eval "$(scripts/linux-guest.sh -q)"
-[ -f "$KERNEL" ] && [ -f "$INITRD_PERF" ] || die "scripts/linux-guest.sh gave no kernel/perf initrd"
+. scripts/lib/linux-bench.sh
 
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
