@@ -187,6 +187,18 @@ const NOT_COMPARED: &[(&str, &str)] = &[
         "H-level Smstateen/Sscsrind/Sstc/Ssaia; off in QEMU 10.0's default CPU, other choices when on",
     ),
     (
+        "sbi_bench_off",
+        "the VS-mode observation benchmark (`vmm run`, scripts/bench-vs.sh; tests/run.rs)",
+    ),
+    (
+        "sbi_bench_ctr",
+        "the VS-mode observation benchmark (`vmm run`, scripts/bench-vs.sh; tests/run.rs)",
+    ),
+    (
+        "sbi_bench_pmu",
+        "the VS-mode observation benchmark (`vmm run`, scripts/bench-vs.sh; tests/run.rs)",
+    ),
+    (
         "sbi_console",
         "a `vmm run` guest kernel (VS-mode, SBI calls); QEMU would need an SBI firmware",
     ),
