@@ -43,6 +43,7 @@ fn main() {
     fs::create_dir_all(&elf_dir).expect("create OUT_DIR/guests");
 
     println!("cargo:rerun-if-changed=guests");
+    println!("cargo:rerun-if-changed=../guest/sdk/include");
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=RISCV_CC");
 
@@ -164,9 +165,13 @@ fn build_guest(
 ) -> Result<PathBuf, String> {
     let elf = elf_dir.join(format!("{name}.elf"));
     let mut cmd = Command::new(cc);
+    // The CSR header generated from vcpu-api (guest/sdk/include/csr.h).
+    let sdk_include = guests_dir.join("../../guest/sdk/include");
     cmd.args(CFLAGS)
         .arg("-I")
         .arg(guests_dir)
+        .arg("-I")
+        .arg(sdk_include)
         .arg("-T")
         .arg(linker_script)
         .arg("-o")

@@ -1,6 +1,6 @@
 //! A vCPU's guest CTR state and how it moves between the VMM and a hart.
 
-use vcpu::Vcpu;
+use vcpu_api::Vcpu;
 
 use crate::csr::*;
 
@@ -46,11 +46,11 @@ impl CtrContext {
         let depth = (rd(SCTRDEPTH) & 7) as u8;
         let entries = (0..16u64 << depth)
             .map(|x| {
-                let (source, target, data) = hart.ctr_entry(x);
+                let e = hart.ctr_entry(x);
                 CtrEntryState {
-                    source,
-                    target,
-                    data,
+                    source: e.source,
+                    target: e.target,
+                    data: e.data,
                 }
             })
             .collect();
@@ -69,15 +69,15 @@ impl CtrContext {
     pub fn load<V: Vcpu>(&self, hart: &mut V) {
         let vsiselect = hart.host_csr(VSISELECT).unwrap_or(0);
         hart.ctr_clear();
-        hart.set_host_csr(SCTRDEPTH, self.depth as u64);
-        hart.set_host_csr(SCTRSTATUS, self.sctrstatus);
+        hart.set_known_csr(SCTRDEPTH, self.depth as u64);
+        hart.set_known_csr(SCTRSTATUS, self.sctrstatus);
         for (x, e) in self.entries.iter().enumerate() {
-            hart.set_host_csr(VSISELECT, 0x200 + x as u64);
-            hart.set_host_csr(VSIREG, e.source);
-            hart.set_host_csr(VSIREG2, e.target);
-            hart.set_host_csr(VSIREG3, e.data);
+            hart.set_known_csr(VSISELECT, 0x200 + x as u64);
+            hart.set_known_csr(VSIREG, e.source);
+            hart.set_known_csr(VSIREG2, e.target);
+            hart.set_known_csr(VSIREG3, e.data);
         }
-        hart.set_host_csr(VSCTRCTL, self.vsctrctl);
-        hart.set_host_csr(VSISELECT, vsiselect);
+        hart.set_known_csr(VSCTRCTL, self.vsctrctl);
+        hart.set_known_csr(VSISELECT, vsiselect);
     }
 }

@@ -13,7 +13,7 @@
 //!   ([`Outcome::InjectIllegal`]).
 //! - Anything else: [`Outcome::NotCtr`], for the VMM's other handlers.
 
-use vcpu::Vcpu;
+use vcpu_api::Vcpu;
 
 use crate::csr::*;
 use crate::{CtrContext, CtrPolicy};
@@ -117,7 +117,7 @@ impl GuestCtr {
         } else {
             0
         };
-        hart.set_host_csr(HSTATEEN0, h | csrind);
+        hart.set_known_csr(HSTATEEN0, h | csrind);
     }
 
     /// The policy.
@@ -139,7 +139,7 @@ impl GuestCtr {
     pub fn load<V: Vcpu>(&mut self, hart: &mut V) {
         self.context.load(hart);
         let h = hart.host_csr(HSTATEEN0).unwrap_or(0);
-        hart.set_host_csr(HSTATEEN0, h | STATEEN0_CTR);
+        hart.set_known_csr(HSTATEEN0, h | STATEEN0_CTR);
         self.loaded = true;
     }
 
@@ -149,9 +149,9 @@ impl GuestCtr {
         if self.loaded {
             self.context = CtrContext::save(hart);
             hart.ctr_clear();
-            hart.set_host_csr(VSCTRCTL, 0);
+            hart.set_known_csr(VSCTRCTL, 0);
             let h = hart.host_csr(HSTATEEN0).unwrap_or(0);
-            hart.set_host_csr(HSTATEEN0, h & !STATEEN0_CTR);
+            hart.set_known_csr(HSTATEEN0, h & !STATEEN0_CTR);
             self.loaded = false;
         }
     }
@@ -187,7 +187,7 @@ impl GuestCtr {
         }
         let depth = 16u64 << state.context.depth;
         let status = state.context.sctrstatus;
-        if status & !(vcpu::ctr::SCTRSTATUS_FROZEN | (depth - 1)) != 0 {
+        if status & !(vcpu_api::ctr::SCTRSTATUS_FROZEN | (depth - 1)) != 0 {
             return Err(crate::CtrVirtError::BadStatus {
                 field: "ctr.context.sctrstatus",
                 value: status,
@@ -278,7 +278,7 @@ impl GuestCtr {
         epc: u64,
         handler: u64,
     ) {
-        use vcpu::ctr::{
+        use vcpu_api::ctr::{
             CTRCTL_BPFRZ as BPFRZ, CTRCTL_LCOFIFRZ as LCOFIFRZ, CTRCTL_RASEMU as RASEMU,
             CTRCTL_S as S, CTRCTL_STE as STE, CTRCTL_U as U, SCTRSTATUS_FROZEN as FROZEN,
         };
@@ -294,7 +294,7 @@ impl GuestCtr {
             cause == 3 && vs & BPFRZ != 0
         };
         if freeze {
-            hart.set_host_csr(SCTRSTATUS, status | FROZEN);
+            hart.set_known_csr(SCTRSTATUS, status | FROZEN);
             return;
         }
         if status & FROZEN != 0 || vs & RASEMU != 0 {
@@ -313,13 +313,13 @@ impl GuestCtr {
         };
         let depth = 16u64 << (hart.host_csr(SCTRDEPTH).unwrap_or(0) & 7);
         let wrptr = ((status & 0xff) + 1) & (depth - 1);
-        hart.set_host_csr(SCTRSTATUS, (status & !0xff) | wrptr);
+        hart.set_known_csr(SCTRSTATUS, (status & !0xff) | wrptr);
         let vsiselect = hart.host_csr(VSISELECT).unwrap_or(0);
-        hart.set_host_csr(VSISELECT, 0x200);
-        hart.set_host_csr(VSIREG, source | 1);
-        hart.set_host_csr(VSIREG2, target);
-        hart.set_host_csr(VSIREG3, t);
-        hart.set_host_csr(VSISELECT, vsiselect);
+        hart.set_known_csr(VSISELECT, 0x200);
+        hart.set_known_csr(VSIREG, source | 1);
+        hart.set_known_csr(VSIREG2, target);
+        hart.set_known_csr(VSIREG3, t);
+        hart.set_known_csr(VSISELECT, vsiselect);
         self.stats.synthesized += 1;
     }
 
@@ -328,19 +328,19 @@ impl GuestCtr {
     /// follows when the context is loaded (its WRPTR and entries stay legal, Smctr 2.4).
     fn emulate_depth<V: Vcpu>(&mut self, hart: &mut V, insn: u32) {
         let old = self.context.depth as u64;
-        let new = vcpu::zicsr::CsrInsn::decode(insn).and_then(|c| c.emulate(hart, old));
+        let new = vcpu_api::zicsr::CsrInsn::decode(insn).and_then(|c| c.emulate(hart, old));
         if let Some(v) = new {
             let enc = v & 7;
             if self.policy.guest_depths.contains_encoding(enc) {
                 self.context.depth = enc as u8;
                 if self.loaded {
-                    hart.set_host_csr(SCTRDEPTH, enc);
+                    hart.set_known_csr(SCTRDEPTH, enc);
                 } else {
                     // Not on the hart: resize the saved buffer as the hart would (kept
                     // entries stay, new ones are zero; WRPTR stays legal).
                     let n = 16usize << enc;
                     self.context.entries.resize(n, Default::default());
-                    self.context.sctrstatus &= vcpu::ctr::SCTRSTATUS_FROZEN | (n as u64 - 1);
+                    self.context.sctrstatus &= vcpu_api::ctr::SCTRSTATUS_FROZEN | (n as u64 - 1);
                 }
             }
         }
@@ -353,7 +353,7 @@ mod restore_tests {
     use crate::{CtrVirtError, DepthSet};
 
     fn saved() -> GuestCtrState {
-        let policy = CtrPolicy::on(None, Some(&vcpu::ctr::CtrConfig::full())).unwrap();
+        let policy = CtrPolicy::on(None, Some(&vcpu_api::ctr::CtrConfig::full())).unwrap();
         GuestCtr::new(policy).snapshot()
     }
 
@@ -396,7 +396,7 @@ mod restore_tests {
             assert!(e.to_string().contains("ctr.context.sctrstatus"), "{e}");
         }
         let mut m = s.clone();
-        m.context.sctrstatus = 15 | vcpu::ctr::SCTRSTATUS_FROZEN;
+        m.context.sctrstatus = 15 | vcpu_api::ctr::SCTRSTATUS_FROZEN;
         assert!(GuestCtr::restore(&m, 0, DepthSet::ALL).is_ok());
     }
 }

@@ -18,7 +18,7 @@
 //!   recorded that trap, the record is synthesized (WRPTR increment and a write of logical
 //!   entry 0, as the spec's note in section 2.5 describes), or FROZEN set for BPFRZ/LCOFIFRZ.
 //!
-//! It depends only on the backend-neutral [`vcpu::Vcpu`] interface, not on the interpreter.
+//! It depends only on the backend-neutral [`vcpu_api::Vcpu`] interface, not on the interpreter.
 //! Not implemented yet (later parts of the ctr-virt issue): multiplexing vCPUs on fewer
 //! harts, and snapshots.
 
@@ -32,26 +32,12 @@ pub use emulate::{classify, CtrAccess, CtrStats, GuestCtr, GuestCtrState, Outcom
 
 use thiserror::Error;
 
-/// CSR numbers (Smctr chapter 2, Sscsrind, Smstateen).
+/// CSR numbers and fields (Smctr chapter 2, Sscsrind, Smstateen), from `vcpu_api::csr`.
 pub mod csr {
-    #![allow(missing_docs)]
-    pub const SCTRCTL: u16 = 0x14e;
-    pub const SCTRSTATUS: u16 = 0x14f;
-    pub const SIREG: u16 = 0x151;
-    pub const SIREG6: u16 = 0x157;
-    pub const SCTRDEPTH: u16 = 0x15f;
-    pub const VSCTRCTL: u16 = 0x24e;
-    pub const VSISELECT: u16 = 0x250;
-    pub const VSIREG: u16 = 0x251;
-    pub const VSIREG2: u16 = 0x252;
-    pub const VSIREG3: u16 = 0x253;
-    pub const HSTATEEN0: u16 = 0x60c;
-    /// `hstateen0.CTR`.
-    pub const STATEEN0_CTR: u64 = 1 << 54;
-    /// `hstateen0.CSRIND`.
-    pub const STATEEN0_CSRIND: u64 = 1 << 60;
-    /// `vstvec`.
-    pub const VSTVEC: u16 = 0x205;
+    pub use vcpu_api::csr::{
+        HSTATEEN0, SCTRCTL, SCTRDEPTH, SCTRSTATUS, SIREG, SIREG6, STATEEN0_CSRIND, STATEEN0_CTR,
+        VSCTRCTL, VSIREG, VSIREG2, VSIREG3, VSISELECT, VSTVEC,
+    };
     /// The SCTRCLR instruction.
     pub const SCTRCLR: u32 = 0x1040_0073;
     /// The select values of the CTR entries.
@@ -144,7 +130,7 @@ impl CtrPolicy {
     /// hart `host` supports; an empty intersection or a host without CTR is refused.
     pub fn on(
         requested: Option<DepthSet>,
-        host: Option<&vcpu::ctr::CtrConfig>,
+        host: Option<&vcpu_api::ctr::CtrConfig>,
     ) -> Result<CtrPolicy, CtrVirtError> {
         let host = host.ok_or(CtrVirtError::NoHostCtr)?;
         let host_depths = DepthSet::from_bits(host.depths);

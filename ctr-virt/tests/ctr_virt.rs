@@ -103,10 +103,10 @@ fn sctrdepth_reads_the_guest_depth_and_writes_are_legalized() {
     }
     // Loaded: the hart's sctrdepth follows the guest's.
     g.load(&mut h);
-    assert_eq!(h.host_csr(csr::SCTRDEPTH), Some(3));
+    assert_eq!(h.host_csr(csr::SCTRDEPTH), Ok(3));
     h.set_xreg(11, 1);
     g.on_virtual_insn(&mut h, csrrw(12, csr::SCTRDEPTH, 11), false);
-    assert_eq!(h.host_csr(csr::SCTRDEPTH), Some(1));
+    assert_eq!(h.host_csr(csr::SCTRDEPTH), Ok(1));
     assert_eq!(h.xreg(12), 3);
     assert_eq!(g.stats.depth_emulated, 6);
 }
@@ -130,14 +130,10 @@ fn save_after_load_is_bit_identical() {
     for depth in [0u8, 2, 4] {
         let mut h = guest_hart(0x1f);
         let c = sample_context(depth, 0);
-        h.set_host_csr(csr::VSISELECT, 0x123);
+        h.set_host_csr(csr::VSISELECT, 0x123).unwrap();
         c.load(&mut h);
         assert_eq!(CtrContext::save(&h), c, "depth {depth}");
-        assert_eq!(
-            h.host_csr(csr::VSISELECT),
-            Some(0x123),
-            "vsiselect preserved"
-        );
+        assert_eq!(h.host_csr(csr::VSISELECT), Ok(0x123), "vsiselect preserved");
     }
 }
 
@@ -175,8 +171,8 @@ fn delegated_vs_injected(vsctrctl: u64, insn: u32, cause: u64) -> (CtrContext, C
         let mut g = GuestCtr::new(CtrPolicy::on(None, h.ctr_config().as_ref()).unwrap());
         g.prepare(&mut h);
         g.load(&mut h);
-        h.set_host_csr(csr::VSTVEC, HANDLER);
-        h.set_host_csr(csr::VSCTRCTL, vsctrctl);
+        h.set_host_csr(csr::VSTVEC, HANDLER).unwrap();
+        h.set_host_csr(csr::VSCTRCTL, vsctrctl).unwrap();
         h.set_pc(CODE);
         (h, g, mem)
     };

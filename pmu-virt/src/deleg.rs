@@ -51,41 +51,25 @@
 //! `siselect` directly; Sscsrind, on which Ssccfg depends); `mcounteren` has every counter
 //! of the VM; `hcounteren` the identity-mapped ones.
 
-use vcpu::pmu::{EVENT_SELECT, MENVCFG_CDE, OF, SINH, UINH, VSINH, VUINH};
-use vcpu::Vcpu;
+use vcpu_api::csr::{
+    MENVCFG_CDE, MHPMEVENT_EVENT as EVENT_SELECT, MHPMEVENT_OF as OF, MHPMEVENT_SINH as SINH,
+    MHPMEVENT_UINH as UINH, MHPMEVENT_VSINH as VSINH, MHPMEVENT_VUINH as VUINH,
+};
+use vcpu_api::Vcpu;
 
 use crate::event::EventTarget;
 use crate::guest::{csr, HOST_INH};
 use crate::{GuestPmu, CY, HW_COUNTERS, IR};
 
-/// CSR numbers of the trapped accesses.
+/// CSR numbers of the trapped accesses (from `vcpu_api::csr`).
 pub mod num {
-    /// `scountinhibit`.
-    pub const SCOUNTINHIBIT: u16 = 0x120;
-    /// `sireg`.
-    pub const SIREG: u16 = 0x151;
-    /// `sireg2`.
-    pub const SIREG2: u16 = 0x152;
-    /// `sireg3`.
-    pub const SIREG3: u16 = 0x153;
-    /// `sireg4`.
-    pub const SIREG4: u16 = 0x155;
-    /// `sireg5`.
-    pub const SIREG5: u16 = 0x156;
-    /// `sireg6`.
-    pub const SIREG6: u16 = 0x157;
-    /// `vsiselect`.
-    pub const VSISELECT: u16 = 0x250;
-    /// `scountovf`.
-    pub const SCOUNTOVF: u16 = 0xda0;
-    /// `cycle` (`hpmcounterN` is this + N).
-    pub const CYCLE: u16 = 0xc00;
-    /// `hpmcounter31`.
-    pub const HPMCOUNTER31: u16 = 0xc1f;
+    pub use vcpu_api::csr::{
+        CYCLE, HPMCOUNTER31, SCOUNTINHIBIT, SCOUNTOVF, SIREG, SIREG2, SIREG3, SIREG4, SIREG5,
+        SIREG6, VSISELECT,
+    };
 }
 
-/// `hstateen0.CSRIND` (Smstateen / Smcsrind).
-pub const STATEEN0_CSRIND: u64 = 1 << 60;
+pub use vcpu_api::csr::STATEEN0_CSRIND;
 /// The first `siselect` value of the delegated counters.
 pub const SELECT_BASE: u64 = 0x40;
 /// The last one.
@@ -130,7 +114,7 @@ pub fn valid_map(map: &[u8; HW_COUNTERS], mask: u32) -> bool {
 pub(crate) fn prepare(pmu: &GuestPmu, vcpu: &mut dyn Vcpu) {
     let set = |vcpu: &mut dyn Vcpu, num: u16, f: &dyn Fn(u64) -> u64| {
         let v = vcpu.host_csr(num).unwrap_or(0);
-        vcpu.set_host_csr(num, f(v));
+        vcpu.set_known_csr(num, f(v));
     };
     let mask = u64::from(pmu.policy.hw_mask());
     let direct = (0..HW_COUNTERS)
@@ -142,7 +126,7 @@ pub(crate) fn prepare(pmu: &GuestPmu, vcpu: &mut dyn Vcpu) {
     set(vcpu, csr::HCOUNTEREN, &|v| (v & !mask) | direct);
 }
 
-pub use vcpu::zicsr::{CsrInsn, CsrOp};
+pub use vcpu_api::zicsr::{CsrInsn, CsrOp};
 
 /// Which delegated state an emulated access reached.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -374,7 +358,7 @@ impl GuestPmu {
         };
         self.counters[i].inhibit = inhibit;
         let num = self.event_csr(i);
-        vcpu.set_host_csr(num, hw);
+        vcpu.set_known_csr(num, hw);
         if i != CY && i != IR {
             // The selector as the hart kept it (WARL), for the SBI view of the counter.
             let sel = vcpu.host_csr(num).unwrap_or(0) & EVENT_SELECT;

@@ -10,7 +10,7 @@
 //! - type 15, firmware events ([`FwEvent`]).
 //!
 //! The hart's `mhpmevent` selectors are the SBI `event_idx` values for types 0 and 1
-//! (`vcpu::pmu::events`), so a general or cache event is programmed as its `event_idx`.
+//! (`vcpu_api::pmu::events`), so a general or cache event is programmed as its `event_idx`.
 //! Non-zero `event_data` where the spec reserves it, codes the spec does not define and
 //! other types are `SBI_ERR_INVALID_PARAM`; defined events the hart (or this VMM) does not
 //! count are `SBI_ERR_NOT_SUPPORTED`.
@@ -70,7 +70,7 @@ pub fn decode(event_idx: u64, event_data: u64) -> Result<EventTarget, PmuError> 
         }
     };
     let hart_event = |selector: u64| {
-        if vcpu::pmu::events::from_selector(selector).is_some() {
+        if vcpu_api::pmu::from_selector(selector).is_some() {
             Ok(EventTarget::Hardware(selector))
         } else {
             Err(PmuError::EventNotSupported(event_idx))

@@ -1,8 +1,11 @@
 //! A vCPU's virtual PMU and the SBI PMU functions on it.
 
 use serde::{Deserialize, Serialize};
-use vcpu::pmu::{MINH, OF, SINH, UINH, VSINH, VUINH};
-use vcpu::Vcpu;
+use vcpu_api::csr::{
+    MHPMEVENT_MINH as MINH, MHPMEVENT_OF as OF, MHPMEVENT_SINH as SINH, MHPMEVENT_UINH as UINH,
+    MHPMEVENT_VSINH as VSINH, MHPMEVENT_VUINH as VUINH,
+};
+use vcpu_api::Vcpu;
 use vm_memory::{Bytes, GuestAddress, GuestMemoryBackend, GuestMemoryMmap};
 
 use crate::event::{self, EventTarget};
@@ -11,18 +14,17 @@ use crate::sample::{GuestSampling, GuestSamplingState};
 use crate::sbi::*;
 use crate::{PmuError, PmuPolicy, CY, FW_COUNTERS, HW_COUNTERS, IR, NUM_COUNTERS};
 
-/// CSR numbers the VMM programs.
+/// CSR numbers the VMM programs (from `vcpu_api::csr`).
 pub(crate) mod csr {
-    pub const MENVCFG: u16 = 0x30a;
-    pub const HSTATEEN0: u16 = 0x60c;
-    pub const MCOUNTEREN: u16 = 0x306;
-    pub const MCOUNTINHIBIT: u16 = 0x320;
-    pub const MCYCLECFG: u16 = 0x321;
-    pub const MINSTRETCFG: u16 = 0x322;
-    pub const MHPMEVENT: u16 = 0x320; // + counter index 3-31
-    pub const MHPMCOUNTER: u16 = 0xb00; // + counter index (mcycle 0, minstret 2)
-    pub const HCOUNTEREN: u16 = 0x606;
-    pub const CYCLE: u64 = 0xc00;
+    pub use vcpu_api::csr::{
+        HCOUNTEREN, HSTATEEN0, MCOUNTEREN, MCOUNTINHIBIT, MCYCLECFG, MENVCFG, MINSTRETCFG,
+    };
+    /// `mhpmevent3` - 3: add the counter index (3-31).
+    pub const MHPMEVENT: u16 = vcpu_api::csr::MHPMEVENT3 - 3;
+    /// `mcycle`: add the counter index (`mcycle` 0, `minstret` 2, `mhpmcounter3-31`).
+    pub const MHPMCOUNTER: u16 = vcpu_api::csr::MCYCLE;
+    /// `cycle`, as a selector value.
+    pub const CYCLE: u64 = vcpu_api::csr::CYCLE as u64;
 }
 
 /// The inhibit bits that keep everything but the guest (VS and VU) from being counted.
@@ -64,7 +66,7 @@ pub struct GuestPmuState {
 /// A vCPU's virtual PMU (see the crate documentation).
 ///
 /// ```no_run
-/// # fn f(hart: &mut vcpu::Hart, mem: &vm_memory::GuestMemoryMmap) {
+/// # fn f(hart: &mut vcpu_api::Hart, mem: &vm_memory::GuestMemoryMmap) {
 /// use pmu_virt::{FwTallies, GuestPmu, PmuPolicy};
 /// let mut pmu = GuestPmu::new(PmuPolicy::on(), 0, FwTallies::new(1));
 /// pmu.prepare(hart);
@@ -154,12 +156,12 @@ impl GuestPmu {
         let mask = u64::from(self.policy.hw_mask());
         let inhibit = vcpu.host_csr(csr::MCOUNTINHIBIT).unwrap_or(0);
         let stopped = mask & !(1 << CY | 1 << IR);
-        vcpu.set_host_csr(csr::MCOUNTINHIBIT, (inhibit & !mask) | stopped);
-        vcpu.set_host_csr(csr::MCYCLECFG, HOST_INH);
-        vcpu.set_host_csr(csr::MINSTRETCFG, HOST_INH);
+        vcpu.set_known_csr(csr::MCOUNTINHIBIT, (inhibit & !mask) | stopped);
+        vcpu.set_known_csr(csr::MCYCLECFG, HOST_INH);
+        vcpu.set_known_csr(csr::MINSTRETCFG, HOST_INH);
         for i in 3..HW_COUNTERS {
             if mask >> i & 1 != 0 {
-                vcpu.set_host_csr(csr::MHPMEVENT + i as u16, HOST_INH);
+                vcpu.set_known_csr(csr::MHPMEVENT + i as u16, HOST_INH);
             }
         }
         if self.policy.sscofpmf {
@@ -361,7 +363,7 @@ impl GuestPmu {
             let bit = 1u64 << chosen;
             for num in [csr::MCOUNTEREN, csr::HCOUNTEREN] {
                 let v = vcpu.host_csr(num).unwrap_or(0);
-                vcpu.set_host_csr(num, v | bit);
+                vcpu.set_known_csr(num, v | bit);
             }
         }
         if flags & CFG_CLEAR_VALUE != 0 {
@@ -408,14 +410,14 @@ impl GuestPmu {
         let c = &self.counters[i];
         let filter = HOST_INH | c.inhibit;
         match i {
-            CY => vcpu.set_host_csr(csr::MCYCLECFG, filter),
-            IR => vcpu.set_host_csr(csr::MINSTRETCFG, filter),
+            CY => vcpu.set_known_csr(csr::MCYCLECFG, filter),
+            IR => vcpu.set_known_csr(csr::MINSTRETCFG, filter),
             _ => {
                 let selector = match c.event {
                     Some(EventTarget::Hardware(s)) => s,
                     _ => 0,
                 };
-                vcpu.set_host_csr(csr::MHPMEVENT + self.phys(i) as u16, filter | selector)
+                vcpu.set_known_csr(csr::MHPMEVENT + self.phys(i) as u16, filter | selector)
             }
         };
     }
@@ -438,7 +440,7 @@ impl GuestPmu {
             c.value = value;
             c.base = now;
         } else {
-            vcpu.set_host_csr(csr::MHPMCOUNTER + self.phys(i) as u16, value);
+            vcpu.set_known_csr(csr::MHPMCOUNTER + self.phys(i) as u16, value);
         }
     }
 
@@ -455,7 +457,7 @@ impl GuestPmu {
         let p = self.phys(i);
         let v = vcpu.host_csr(csr::MCOUNTINHIBIT).unwrap_or(0);
         let v = if inhibit { v | 1 << p } else { v & !(1 << p) };
-        vcpu.set_host_csr(csr::MCOUNTINHIBIT, v);
+        vcpu.set_known_csr(csr::MCOUNTINHIBIT, v);
     }
 
     fn start_one(&mut self, vcpu: &mut dyn Vcpu, i: usize) {
@@ -465,7 +467,7 @@ impl GuestPmu {
             if i >= 3 {
                 let num = csr::MHPMEVENT + self.phys(i) as u16;
                 let ev = vcpu.host_csr(num).unwrap_or(0);
-                vcpu.set_host_csr(num, ev & !OF);
+                vcpu.set_known_csr(num, ev & !OF);
             }
             self.set_inhibit(vcpu, i, false);
         }
@@ -496,7 +498,7 @@ impl GuestPmu {
             if i >= 3 && !self.policy.deleg_on() {
                 for num in [csr::MCOUNTEREN, csr::HCOUNTEREN] {
                     let v = vcpu.host_csr(num).unwrap_or(0);
-                    vcpu.set_host_csr(num, v & !(1 << i));
+                    vcpu.set_known_csr(num, v & !(1 << i));
                 }
             }
         }

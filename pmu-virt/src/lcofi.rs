@@ -7,7 +7,7 @@
 //!   without the VMM.
 //! - **Selective**: `hideleg` bit 13 = 0 and `sie.LCOFIE` = 1 at HS level. The LCOFI is an
 //!   HS-level interrupt, always enabled while V=1, so it leaves the guest to the VMM
-//!   ([`vcpu::VcpuExit::HostInterrupt`]). The VMM decides whom it belongs to (here: to the
+//!   ([`vcpu_api::VcpuExit::HostInterrupt`]). The VMM decides whom it belongs to (here: to the
 //!   guest when an overflowed counter is one of the guest's) and, if it is the guest's,
 //!   clears `sip.LCOFI` and sets `hvip` bit 13 with `hvien` bit 13 = 1 (AIA, "Interrupt
 //!   filtering and virtual interrupts for VS level": with `hideleg[13]` = 0 and
@@ -20,18 +20,15 @@
 //! CTR history on it.
 
 use serde::{Deserialize, Serialize};
-use vcpu::Vcpu;
+use vcpu_api::Vcpu;
 
 /// `sip`/`hideleg`/`hvien`/`hvip` bit 13.
-pub const LCOFIP: u64 = 1 << 13;
+pub const LCOFIP: u64 = vcpu_api::csr::MIP_LCOFIP;
 
 mod csr {
-    pub const SIE: u16 = 0x104;
-    pub const SIP: u16 = 0x144;
-    pub const HIDELEG: u16 = 0x603;
-    pub const HVIEN: u16 = 0x608;
-    pub const HVIP: u16 = 0x645;
-    pub const MHPMEVENT: u16 = 0x320; // + counter index 3-31
+    pub use vcpu_api::csr::{HIDELEG, HVIEN, HVIP, SIE, SIP};
+    /// `mhpmevent3` - 3: add the counter index (3-31).
+    pub const MHPMEVENT: u16 = vcpu_api::csr::MHPMEVENT3 - 3;
 }
 
 /// Where a guest's LCOFI goes (see the module documentation).
@@ -73,14 +70,14 @@ pub(crate) fn prepare(vcpu: &mut dyn Vcpu, delivery: LcofiDelivery) {
     let sie = vcpu.host_csr(csr::SIE).unwrap_or(0);
     match delivery {
         LcofiDelivery::Direct => {
-            vcpu.set_host_csr(csr::HIDELEG, hideleg | LCOFIP);
-            vcpu.set_host_csr(csr::HVIEN, hvien & !LCOFIP);
-            vcpu.set_host_csr(csr::SIE, sie & !LCOFIP);
+            vcpu.set_known_csr(csr::HIDELEG, hideleg | LCOFIP);
+            vcpu.set_known_csr(csr::HVIEN, hvien & !LCOFIP);
+            vcpu.set_known_csr(csr::SIE, sie & !LCOFIP);
         }
         LcofiDelivery::Selective => {
-            vcpu.set_host_csr(csr::HIDELEG, hideleg & !LCOFIP);
-            vcpu.set_host_csr(csr::HVIEN, hvien | LCOFIP);
-            vcpu.set_host_csr(csr::SIE, sie | LCOFIP);
+            vcpu.set_known_csr(csr::HIDELEG, hideleg & !LCOFIP);
+            vcpu.set_known_csr(csr::HVIEN, hvien | LCOFIP);
+            vcpu.set_known_csr(csr::SIE, sie | LCOFIP);
         }
     }
 }
@@ -102,15 +99,17 @@ pub(crate) fn take(
     pdis_overflowed: bool,
 ) -> LcofiOutcome {
     let sip = vcpu.host_csr(csr::SIP).unwrap_or(0);
-    vcpu.set_host_csr(csr::SIP, sip & !LCOFIP);
+    vcpu.set_known_csr(csr::SIP, sip & !LCOFIP);
     let overflowed = pdis_overflowed
         || (3..32u16)
             .filter(|&i| guest_counters >> i & 1 != 0)
-            .any(|i| vcpu.host_csr(csr::MHPMEVENT + i).unwrap_or(0) & vcpu::pmu::OF != 0);
+            .any(|i| {
+                vcpu.host_csr(csr::MHPMEVENT + i).unwrap_or(0) & vcpu_api::csr::MHPMEVENT_OF != 0
+            });
     if !overflowed {
         return LcofiOutcome::Spurious;
     }
     let hvip = vcpu.host_csr(csr::HVIP).unwrap_or(0);
-    vcpu.set_host_csr(csr::HVIP, hvip | LCOFIP);
+    vcpu.set_known_csr(csr::HVIP, hvip | LCOFIP);
     LcofiOutcome::Injected
 }

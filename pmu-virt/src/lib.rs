@@ -7,7 +7,7 @@
 //! - [`GuestPmu`]: per vCPU, the virtual counters (event, started or stopped, filter flags,
 //!   firmware counter values), the PMU snapshot shared memory, and the SBI PMU functions
 //!   ([`GuestPmu::sbi_call`]), which program the hart's counters through the backend-neutral
-//!   [`vcpu::Vcpu`] interface (`host_csr`/`set_host_csr`), as HS/M-mode software would.
+//!   [`vcpu_api::Vcpu`] interface (`host_csr`/`set_host_csr`), as HS/M-mode software would.
 //! - [`fw`]: the firmware events the VMM counts (SBI calls, timers, IPIs, remote fences,
 //!   traps it redirects), with per-vCPU tallies shared by the VM's vCPU threads.
 //! - [`event`]: decoding `event_idx`/`event_data`.

@@ -1,6 +1,6 @@
 //! Sampling for guests: Sspesa (`shpmspc`/`shpmsdata`) and Smpdis/Sspdis (PDIS), from the
 //! draft `sspesa-ssplcofi-smpdis-draft.adoc`, on the hart's provisional CSR numbers
-//! ([`vcpu::pmu::DraftNumbers`]).
+//! ([`vcpu_api::pmu::DraftNumbers`]).
 //!
 //! # Sspesa
 //! There is no VS-level `shpmspc`: the draft makes VS-mode accesses to `shpmspc`/`shpmsdata`
@@ -33,28 +33,24 @@
 //! guest (injected).
 
 use serde::{Deserialize, Serialize};
-use vcpu::pmu::{pdis, DraftNumbers, OF};
-use vcpu::Vcpu;
+use vcpu_api::csr::{MHPMEVENT_OF as OF, PDISCTL_OF};
+use vcpu_api::pmu::DraftNumbers;
+use vcpu_api::Vcpu;
 
-/// CSR numbers and bits (privileged spec, Smstateen, Smcdeleg, Sscsrind).
+/// CSR numbers and bits (privileged spec, Smstateen, Smcdeleg, Sscsrind), from
+/// `vcpu_api::csr`.
 mod csr {
-    pub const MENVCFG: u16 = 0x30a;
-    pub const MSTATEEN0: u16 = 0x30c;
-    pub const HSTATEEN0: u16 = 0x60c;
-    pub const MCOUNTEREN: u16 = 0x306;
-    pub const HCOUNTEREN: u16 = 0x606;
-    pub const MCOUNTINHIBIT: u16 = 0x320;
-    pub const MHPMEVENT: u16 = 0x320;
-    pub const VSISELECT: u16 = 0x250;
-    pub const SIREG: u16 = 0x151;
-    pub const SIREG6: u16 = 0x157;
+    pub use vcpu_api::csr::{
+        HCOUNTEREN, HSTATEEN0, MCOUNTEREN, MCOUNTINHIBIT, MENVCFG, MENVCFG_CDE as CDE, MSTATEEN0,
+        SCOUNTOVF, SIREG, SIREG6, STATEEN0_CSRIND, VSISELECT,
+    };
+    /// `mhpmevent3` - 3: add the counter index (3-31).
+    pub const MHPMEVENT: u16 = vcpu_api::csr::MHPMEVENT3 - 3;
     /// `vsireg`..`vsireg6` (0x254 does not exist).
-    pub const VSIREGS: [u16; 6] = [0x251, 0x252, 0x253, 0x255, 0x256, 0x257];
-    pub const SCOUNTOVF: u16 = 0xda0;
-    /// `menvcfg.CDE` (Smcdeleg chapter 2).
-    pub const CDE: u64 = 1 << 60;
-    /// `mstateen0`/`hstateen0` bit 60 (CSRIND).
-    pub const STATEEN0_CSRIND: u64 = 1 << 60;
+    pub const VSIREGS: [u16; 6] = {
+        use vcpu_api::csr::*;
+        [VSIREG, VSIREG2, VSIREG3, VSIREG4, VSIREG5, VSIREG6]
+    };
     /// `mcountinhibit` bit 1: the PDIS counter.
     pub const INHIBIT_PDIS: u64 = 1 << 1;
     /// The PDIS sample record's select values.
@@ -119,17 +115,17 @@ impl PdisContext {
     /// Load this context onto `hart` (numbers `n`): the filters and the counter, the record,
     /// then `vspdisctl` (which starts counting). The guest's `vsiselect` is preserved.
     pub fn load(&self, hart: &mut dyn Vcpu, n: &DraftNumbers) {
-        hart.set_host_csr(n.spdisevmask, self.spdisevmask);
-        hart.set_host_csr(n.spdisevmatch, self.spdisevmatch);
-        hart.set_host_csr(n.spdisfilter, self.spdisfilter);
-        hart.set_host_csr(n.spdiscounter, self.spdiscounter);
+        hart.set_known_csr(n.spdisevmask, self.spdisevmask);
+        hart.set_known_csr(n.spdisevmatch, self.spdisevmatch);
+        hart.set_known_csr(n.spdisfilter, self.spdisfilter);
+        hart.set_known_csr(n.spdiscounter, self.spdiscounter);
         let vsiselect = hart.host_csr(csr::VSISELECT).unwrap_or(0);
-        hart.set_host_csr(csr::VSISELECT, *csr::PDIS_SELECT.start());
+        hart.set_known_csr(csr::VSISELECT, *csr::PDIS_SELECT.start());
         for (num, v) in csr::VSIREGS.iter().zip(self.record) {
-            hart.set_host_csr(*num, v);
+            hart.set_known_csr(*num, v);
         }
-        hart.set_host_csr(csr::VSISELECT, vsiselect);
-        hart.set_host_csr(n.vspdisctl, self.vspdisctl);
+        hart.set_known_csr(csr::VSISELECT, vsiselect);
+        hart.set_known_csr(n.vspdisctl, self.vspdisctl);
     }
 }
 
@@ -257,16 +253,16 @@ impl GuestSampling {
         let rd = |hart: &dyn Vcpu, n| hart.host_csr(n).unwrap_or(0);
         let envcfg = rd(hart, csr::MENVCFG) & !csr::CDE;
         let cde = if self.policy.sspesa { csr::CDE } else { 0 };
-        hart.set_host_csr(csr::MENVCFG, envcfg | cde);
+        hart.set_known_csr(csr::MENVCFG, envcfg | cde);
         let bit = self.policy.stateen_pdis();
         let m = rd(hart, csr::MSTATEEN0) & !bit;
         let h = rd(hart, csr::HSTATEEN0) & !bit;
         if self.policy.pdis {
-            hart.set_host_csr(csr::MSTATEEN0, m | bit);
-            hart.set_host_csr(csr::HSTATEEN0, h | csr::STATEEN0_CSRIND);
+            hart.set_known_csr(csr::MSTATEEN0, m | bit);
+            hart.set_known_csr(csr::HSTATEEN0, h | csr::STATEEN0_CSRIND);
         } else {
-            hart.set_host_csr(csr::MSTATEEN0, m);
-            hart.set_host_csr(csr::HSTATEEN0, h);
+            hart.set_known_csr(csr::MSTATEEN0, m);
+            hart.set_known_csr(csr::HSTATEEN0, h);
         }
     }
 
@@ -277,9 +273,9 @@ impl GuestSampling {
         let n = self.policy.numbers;
         self.context.load(hart, &n);
         let inhibit = hart.host_csr(csr::MCOUNTINHIBIT).unwrap_or(0);
-        hart.set_host_csr(csr::MCOUNTINHIBIT, inhibit & !csr::INHIBIT_PDIS);
+        hart.set_known_csr(csr::MCOUNTINHIBIT, inhibit & !csr::INHIBIT_PDIS);
         let h = hart.host_csr(csr::HSTATEEN0).unwrap_or(0);
-        hart.set_host_csr(
+        hart.set_known_csr(
             csr::HSTATEEN0,
             h | self.policy.stateen_pdis() | csr::STATEEN0_CSRIND,
         );
@@ -300,7 +296,7 @@ impl GuestSampling {
     /// From a snapshot; `None` when its draft numbers are not a valid hart configuration
     /// (they would make the VMM take other CSRs for sampling ones).
     pub fn restore(state: &GuestSamplingState) -> Option<GuestSampling> {
-        let config = vcpu::pmu::PmuConfig {
+        let config = vcpu_api::pmu::PmuConfig {
             numbers: state.policy.numbers,
         };
         config.validate().ok()?;
@@ -316,7 +312,7 @@ impl GuestSampling {
     /// Whether the guest's PDIS sample counter overflowed (its context is on the hart and
     /// `mpdisctl.OF` is set): an LCOFI of the guest's.
     pub fn pdis_overflowed(&self, hart: &dyn Vcpu) -> bool {
-        self.loaded && hart.host_csr(self.policy.numbers.mpdisctl).unwrap_or(0) & pdis::OF != 0
+        self.loaded && hart.host_csr(self.policy.numbers.mpdisctl).unwrap_or(0) & PDISCTL_OF != 0
     }
 
     /// Selective LCOFI delivery: the VMM just made the guest's virtual LCOFI pending
@@ -382,7 +378,7 @@ impl GuestSampling {
                 let shown = if is_data { to_virtual(old) } else { old };
                 if let Some(new) = zicsr(hart, insn, shown) {
                     // WARL as the hart applies it (shpmsdata: CNTRID only).
-                    hart.set_host_csr(num, if is_data { to_hart(new) } else { new });
+                    hart.set_known_csr(num, if is_data { to_hart(new) } else { new });
                     if let Some((pc, data)) = &mut self.latched {
                         let legal = hart.host_csr(num).unwrap_or(0);
                         *(if is_data { data } else { pc }) = legal;
@@ -429,7 +425,7 @@ impl GuestSampling {
                 v |= 1 << i;
             }
         }
-        if self.loaded && rd(self.policy.numbers.mpdisctl) & pdis::OF != 0 {
+        if self.loaded && rd(self.policy.numbers.mpdisctl) & PDISCTL_OF != 0 {
             v |= csr::INHIBIT_PDIS;
         }
         v
@@ -439,5 +435,5 @@ impl GuestSampling {
 /// Zicsr semantics of CSR instruction `insn` on a CSR whose value is `old`: `rd` gets `old`;
 /// returns the value to write, if the instruction writes.
 fn zicsr(hart: &mut dyn Vcpu, insn: u32, old: u64) -> Option<u64> {
-    vcpu::zicsr::CsrInsn::decode(insn).and_then(|c| c.emulate(hart, old))
+    vcpu_api::zicsr::CsrInsn::decode(insn).and_then(|c| c.emulate(hart, old))
 }

@@ -69,7 +69,7 @@ fn emulate(
     insn: u32,
     arg: u64,
 ) -> (DelegOutcome, u64) {
-    hart.set_host_csr(VSISELECT, sel);
+    hart.set_host_csr(VSISELECT, sel).unwrap();
     Vcpu::set_xreg(hart, 11, arg);
     Vcpu::set_xreg(hart, 10, 0xdead);
     let r = pmu.on_virtual_insn(hart, insn, false);
@@ -94,13 +94,13 @@ fn prepare_enables_cde_csrind_and_traps_moved_counters() {
     );
     assert_eq!(hart.host_csr(0x306).unwrap() & 0xffff_ffff, 0xffff_ffff);
     // hcounteren: cycle, time, instret and the identity-mapped counter 17.
-    assert_eq!(hart.host_csr(0x606), Some(0b111 | 1 << 17));
+    assert_eq!(hart.host_csr(0x606), Ok(0b111 | 1 << 17));
     assert_eq!(pmu.hart_counter(3), Some(31));
     assert_eq!(pmu.hart_counter(17), Some(17));
     // Without delegation (and Sspesa): nothing of that, the identity.
     let (hart, pmu) = setup(no_cde());
     assert_eq!(hart.host_csr(0x30a).unwrap() & vcpu::pmu::MENVCFG_CDE, 0);
-    assert_eq!(hart.host_csr(0x606), Some(0b111));
+    assert_eq!(hart.host_csr(0x606), Ok(0b111));
     assert_eq!(pmu.hart_counter(3), Some(3));
     assert!(!PmuPolicy::off().with_deleg(true).deleg);
 }
@@ -111,7 +111,7 @@ fn the_hart_traps_the_guest_accesses_as_virtual_instruction() {
         RD_SIREG, RD_SIREG2, RD_SIREG3, RD_SIREG6, RD_INH, RD_OVF, RD_HPM3,
     ] {
         let (mut hart, _) = setup_at(deleg(), insn);
-        hart.set_host_csr(VSISELECT, 0x43);
+        hart.set_host_csr(VSISELECT, 0x43).unwrap();
         match Vcpu::run(&mut hart, 10) {
             VcpuExit::GuestTrap(t) => {
                 assert_eq!(t.cause, 22, "{insn:#x}");
@@ -124,11 +124,11 @@ fn the_hart_traps_the_guest_accesses_as_virtual_instruction() {
     // takes it (hedeleg), no exit.
     for insn in [RD_SIREG, RD_INH] {
         let (mut hart, _) = setup_at(no_cde(), insn);
-        hart.set_host_csr(0x60c, 1 << 60);
-        hart.set_host_csr(VSISELECT, 0x43);
-        hart.set_host_csr(0x205, RAM + 0x100); // vstvec
+        hart.set_host_csr(0x60c, 1 << 60).unwrap();
+        hart.set_host_csr(VSISELECT, 0x43).unwrap();
+        hart.set_host_csr(0x205, RAM + 0x100).unwrap(); // vstvec
         assert!(matches!(Vcpu::run(&mut hart, 1), VcpuExit::BudgetExhausted));
-        assert_eq!(hart.host_csr(0x242), Some(2), "vscause {insn:#x}");
+        assert_eq!(hart.host_csr(0x242), Ok(2), "vscause {insn:#x}");
     }
 }
 
@@ -139,8 +139,8 @@ fn sireg_reaches_the_backing_counter() {
     let (r, old) = emulate(&mut hart, &mut pmu, 0x43, SWAP_SIREG, 1234);
     assert_eq!(emulated(r), DelegAccess::Counter);
     assert_eq!(old, 0);
-    assert_eq!(hart.host_csr(0xb1f), Some(1234));
-    assert_eq!(hart.host_csr(0xb03), Some(0));
+    assert_eq!(hart.host_csr(0xb1f), Ok(1234));
+    assert_eq!(hart.host_csr(0xb03), Ok(0));
     assert_eq!(Vcpu::pc(&hart), RAM + 4);
     let (_, v) = emulate(&mut hart, &mut pmu, 0x43, RD_SIREG, 0);
     assert_eq!(v, 1234);
@@ -164,7 +164,7 @@ fn sireg2_translates_the_filter_and_hides_minh() {
         MINH | SINH | VSINH | 0x101,
     );
     assert_eq!(emulated(r), DelegAccess::Event);
-    assert_eq!(hart.host_csr(0x33f), Some(host | VSINH | 0x101));
+    assert_eq!(hart.host_csr(0x33f), Ok(host | VSINH | 0x101));
     let (_, v) = emulate(&mut hart, &mut pmu, 0x43, RD_SIREG2, 0);
     assert_eq!(v, SINH | 0x101);
     // The SBI view of the same virtual counter.
@@ -173,7 +173,7 @@ fn sireg2_translates_the_filter_and_hides_minh() {
     assert_eq!(c.inhibit, VSINH);
     // cyclecfg: UINH is the guest's VU.
     emulate(&mut hart, &mut pmu, 0x40, WR_SIREG2, UINH | VUINH | OF);
-    assert_eq!(hart.host_csr(0x321), Some(host | VUINH));
+    assert_eq!(hart.host_csr(0x321), Ok(host | VUINH));
     let (_, v) = emulate(&mut hart, &mut pmu, 0x40, RD_SIREG2, 0);
     assert_eq!(v, UINH);
     // OF is the backing counter's; scountovf shows it at the guest's position.
@@ -229,14 +229,14 @@ fn what_the_spec_makes_illegal_is_injected() {
         assert_eq!((a0, Vcpu::pc(&hart)), (0xdead, pc), "untouched");
     }
     // VU-mode: S-level CSRs are illegal; a counter read needs the guest's scounteren.
-    hart.set_host_csr(VSISELECT, 0x43);
+    hart.set_host_csr(VSISELECT, 0x43).unwrap();
     for insn in [RD_SIREG, RD_INH, RD_OVF, RD_HPM3] {
         assert_eq!(
             pmu.on_virtual_insn(&mut hart, insn, true),
             DelegOutcome::InjectIllegal
         );
     }
-    hart.set_host_csr(0x106, 1 << 3);
+    hart.set_host_csr(0x106, 1 << 3).unwrap();
     assert!(matches!(
         pmu.on_virtual_insn(&mut hart, RD_HPM3, true),
         DelegOutcome::Emulated { .. }

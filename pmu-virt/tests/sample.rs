@@ -141,8 +141,8 @@ fn shpmspc_accesses_are_emulated_with_zicsr_semantics() {
         csr_insn(7, 0x5c1, 0x10, 14),
     ];
     let (mut hart, mut pmu) = setup(PmuPolicy::on(), &prog);
-    hart.set_host_csr(0x5c0, 0x8000_1000);
-    hart.set_host_csr(0x5c1, 0x1f);
+    hart.set_host_csr(0x5c0, 0x8000_1000).unwrap();
+    hart.set_host_csr(0x5c1, 0x1f).unwrap();
     Vcpu::set_xreg(&mut hart, 12, 0x8000_2000);
     for i in 0..3 {
         let t = virtual_insn(hart.run(100));
@@ -154,7 +154,7 @@ fn shpmspc_accesses_are_emulated_with_zicsr_semantics() {
     assert_eq!(Vcpu::xreg(&hart, 11), 0x8000_1000, "old value");
     assert_eq!(Vcpu::xreg(&hart, 13), 0x8000_2000, "written");
     assert_eq!(Vcpu::xreg(&hart, 14), 0x1f);
-    assert_eq!(hart.host_csr(0x5c1), Some(0xf));
+    assert_eq!(hart.host_csr(0x5c1), Ok(0xf));
     // From VU: illegal for the guest.
     assert_eq!(
         pmu.sampling_virtual_insn(&mut hart, prog[1], true),

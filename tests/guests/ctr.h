@@ -28,49 +28,11 @@
 #define CTR_H
 
 #include "rt/rt.h"
+#include "csr.h"
 
 #define CTR_STR_(x) #x
 #define CTR_STR(x) CTR_STR_(x)
 
-#define CSR_SSTATUS 0x100
-#define CSR_SIE 0x104
-#define CSR_SIP 0x144
-#define CSR_SCTRCTL 0x14e
-#define CSR_SCTRSTATUS 0x14f
-#define CSR_SISELECT 0x150
-#define CSR_SIREG 0x151
-#define CSR_SIREG2 0x152
-#define CSR_SIREG3 0x153
-#define CSR_SIREG4 0x155
-#define CSR_SIREG5 0x156
-#define CSR_SIREG6 0x157
-#define CSR_SCTRDEPTH 0x15f
-#define CSR_VSSTATUS 0x200
-#define CSR_VSIE 0x204
-#define CSR_VSTVEC 0x205
-#define CSR_VSCTRCTL 0x24e
-#define CSR_VSISELECT 0x250
-#define CSR_VSIREG 0x251
-#define CSR_VSIREG2 0x252
-#define CSR_VSIREG3 0x253
-#define CSR_MSTATUS 0x300
-#define CSR_MEDELEG 0x302
-#define CSR_MIDELEG 0x303
-#define CSR_MIE 0x304
-#define CSR_MTVEC 0x305
-#define CSR_MCOUNTEREN 0x306
-#define CSR_MSTATEEN0 0x30c
-#define CSR_MIP 0x344
-#define CSR_MCTRCTL 0x34e
-#define CSR_MISELECT 0x350
-#define CSR_MIREG 0x351
-#define CSR_HSTATUS 0x600
-#define CSR_HEDELEG 0x602
-#define CSR_HIDELEG 0x603
-#define CSR_HIE 0x604
-#define CSR_HSTATEEN0 0x60c
-#define CSR_HVIP 0x645
-#define CSR_HGATP 0x680
 
 #define csrr_n(n)                                                              \
 	({                                                                     \
@@ -117,7 +79,6 @@
 #define STATUS_FROZEN (1UL << 31)
 #define STATEEN_CTR (1UL << 54)
 #define STATEEN_CSRIND (1UL << 60)
-#define STATEEN_SE0 (1UL << 63)
 
 #define CAUSE_ILLEGAL 2
 #define CAUSE_BREAKPOINT 3

@@ -22,57 +22,12 @@
 #define H_H
 
 #include "rt/rt.h"
+#include "csr.h"
 
 #define H_STR_(x) #x
 #define H_STR(x) H_STR_(x)
 
 /* CSR numbers. */
-#define CSR_SSTATUS 0x100
-#define CSR_SIE 0x104
-#define CSR_STVEC 0x105
-#define CSR_SCOUNTEREN 0x106
-#define CSR_SSCRATCH 0x140
-#define CSR_SEPC 0x141
-#define CSR_SCAUSE 0x142
-#define CSR_STVAL 0x143
-#define CSR_SIP 0x144
-#define CSR_SATP 0x180
-#define CSR_VSSTATUS 0x200
-#define CSR_VSIE 0x204
-#define CSR_VSTVEC 0x205
-#define CSR_VSSCRATCH 0x240
-#define CSR_VSEPC 0x241
-#define CSR_VSCAUSE 0x242
-#define CSR_VSTVAL 0x243
-#define CSR_VSIP 0x244
-#define CSR_VSATP 0x280
-#define CSR_MSTATUS 0x300
-#define CSR_MISA 0x301
-#define CSR_MEDELEG 0x302
-#define CSR_MIDELEG 0x303
-#define CSR_MIE 0x304
-#define CSR_MCOUNTEREN 0x306
-#define CSR_MENVCFG 0x30a
-#define CSR_MIP 0x344
-#define CSR_MTINST 0x34a
-#define CSR_MTVAL2 0x34b
-#define CSR_HSTATUS 0x600
-#define CSR_HEDELEG 0x602
-#define CSR_HIDELEG 0x603
-#define CSR_HIE 0x604
-#define CSR_HTIMEDELTA 0x605
-#define CSR_HCOUNTEREN 0x606
-#define CSR_HGEIE 0x607
-#define CSR_HENVCFG 0x60a
-#define CSR_HTVAL 0x643
-#define CSR_HIP 0x644
-#define CSR_HVIP 0x645
-#define CSR_HTINST 0x64a
-#define CSR_HGATP 0x680
-#define CSR_HGEIP 0xe12
-#define CSR_CYCLE 0xc00
-#define CSR_TIME 0xc01
-#define CSR_INSTRET 0xc02
 
 #define csrr_n(n)                                                              \
 	({                                                                     \
@@ -88,33 +43,19 @@
 	__asm__ volatile("csrc " H_STR(n) ", %0" ::"r"((u64)(val)) : "memory")
 
 /* mstatus (H additions). */
-#define MSTATUS_GVA (1UL << 38)
-#define MSTATUS_MPV (1UL << 39)
 #define SSTATUS_SPP (1UL << 8)
 #define SSTATUS_SPIE (1UL << 5)
 #define SSTATUS_SIE (1UL << 1)
 
 /* hstatus. */
 #define HSTATUS_VSBE (1UL << 5)
-#define HSTATUS_GVA (1UL << 6)
-#define HSTATUS_SPV (1UL << 7)
-#define HSTATUS_SPVP (1UL << 8)
-#define HSTATUS_HU (1UL << 9)
 #define HSTATUS_VGEIN (0x3fUL << 12)
-#define HSTATUS_VTVM (1UL << 20)
-#define HSTATUS_VTW (1UL << 21)
-#define HSTATUS_VTSR (1UL << 22)
-#define HSTATUS_VSXL (3UL << 32)
 
 /* Interrupt bits. */
 #define IRQ_VSSI 2
 #define IRQ_VSTI 6
 #define IRQ_VSEI 10
 #define IRQ_SGEI 12
-#define MIP_VSSIP (1UL << IRQ_VSSI)
-#define MIP_VSTIP (1UL << IRQ_VSTI)
-#define MIP_VSEIP (1UL << IRQ_VSEI)
-#define MIP_SGEIP (1UL << IRQ_SGEI)
 
 /* Exception causes. */
 #define CAUSE_MISALIGNED_FETCH 0

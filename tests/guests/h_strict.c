@@ -22,6 +22,7 @@
  * Expected to FAIL under QEMU; each check names the rule.
  */
 #include "h.h"
+#include "csr.h"
 
 H_CSRR_PROBE(rd_sstatus, CSR_SSTATUS);
 H_CSRR_PROBE(rd_satp, CSR_SATP);
@@ -82,7 +83,6 @@ static void csr_rules(void)
 	csrw_n(CSR_HIDELEG, 0);
 }
 
-#define CSR_VSTIMECMP 0x24d
 #define ENVCFG_STCE (1UL << 63)
 
 /* Interrupt CSRs: one choice of vmm's and two rules QEMU 10.0 departs from. */

@@ -13,23 +13,8 @@
  * 10.0 has them only as non-default CPU properties, with other choices.
  */
 #include "h.h"
+#include "csr.h"
 
-#define CSR_SENVCFG 0x10a
-#define CSR_SSTATEEN0 0x10c
-#define CSR_STIMECMP 0x14d
-#define CSR_SISELECT 0x150
-#define CSR_SIREG 0x151
-#define CSR_SIREG2 0x152
-#define CSR_VSTIMECMP 0x24d
-#define CSR_VSISELECT 0x250
-#define CSR_VSIREG 0x251
-#define CSR_MSTATEEN0 0x30c
-#define CSR_HVIEN 0x608
-#define CSR_HVICTL 0x609
-#define CSR_HSTATEEN0 0x60c
-#define CSR_HVIPRIO1 0x646
-#define CSR_STOPI 0xdb0
-#define CSR_VSTOPI 0xeb0
 
 #define SE0 (1UL << 63)
 #define ENVCFG (1UL << 62)

@@ -20,30 +20,8 @@
 #define PMU_H
 
 #include "h.h"
+#include "csr.h"
 
-#define CSR_SCOUNTINHIBIT 0x120
-#define CSR_SISELECT 0x150
-#define CSR_SIREG 0x151
-#define CSR_SIREG2 0x152
-#define CSR_SIREG3 0x153
-#define CSR_SIREG4 0x155
-#define CSR_SIREG5 0x156
-#define CSR_SIREG6 0x157
-#define CSR_VSISELECT 0x250
-#define CSR_VSIREG 0x251
-#define CSR_MSTATEEN0 0x30c
-#define CSR_MVIEN 0x308
-#define CSR_MVIP 0x309
-#define CSR_MCOUNTINHIBIT 0x320
-#define CSR_MCYCLECFG 0x321
-#define CSR_MINSTRETCFG 0x322
-#define CSR_MHPMEVENT3 0x323
-#define CSR_HVIEN 0x608
-#define CSR_HSTATEEN0 0x60c
-#define CSR_MCYCLE 0xb00
-#define CSR_MINSTRET 0xb02
-#define CSR_MHPMCOUNTER3 0xb03
-#define CSR_SCOUNTOVF 0xda0
 
 /* mhpmevent / mcyclecfg / minstretcfg fields (Sscofpmf, Smcntrpmf). */
 #define EV_OF (1UL << 63)
@@ -66,12 +44,9 @@
 #define EV_INTERRUPTS 0x104
 #define EV_JUMPS 0x105
 
-#define MENVCFG_CDE (1UL << 60)
 #define STATEEN_CSRIND (1UL << 60)
-#define STATEEN_SE0 (1UL << 63)
 
 #define IRQ_LCOF 13
-#define MIP_LCOFIP (1UL << IRQ_LCOF)
 #define CAUSE_LCOFI (INTERRUPT_BIT | IRQ_LCOF)
 
 /* Mode codes for pmu_probe: MPP plus V in bit 8. */

@@ -14,13 +14,8 @@
  * recorded (type 2, interrupt) and nothing freezes.
  */
 #include "pmu.h"
+#include "csr.h"
 
-#define CSR_SCTRCTL 0x14e
-#define CSR_SCTRSTATUS 0x14f
-#define CSR_SCTRDEPTH 0x15f
-#define CSR_VSCTRCTL 0x24e
-#define CSR_MCTRCTL 0x34e
-#define CSR_SHPMSPC 0x5c0
 
 #define CTL_U (1UL << 0)
 #define CTL_S (1UL << 1)

@@ -20,14 +20,8 @@
  *   WARL SEL (reserved values keep the old one).
  */
 #include "pmu.h"
+#include "csr.h"
 
-#define CSR_SPDISCTL 0x5c2
-#define CSR_SPDISCOUNTER 0x5c3
-#define CSR_SPDISEVMASK 0x5c4
-#define CSR_SPDISEVMATCH 0x5c5
-#define CSR_SPDISFILTER 0x5c6
-#define CSR_VSPDISCTL 0x6c0
-#define CSR_MPDISCTL 0x7c0
 #define CSR_SATP_N 0x180
 
 #define PD_SEL_ALL 0UL

@@ -23,9 +23,8 @@
  * so that nothing in the C code around it is counted.
  */
 #include "pmu.h"
+#include "csr.h"
 
-#define CSR_SHPMSPC 0x5c0
-#define CSR_SHPMSDATA 0x5c1
 #define CSR_MCOUNTINHIBIT_S "0x320"
 
 /* Modes counted: every other mode's inhibit bit. */

@@ -24,6 +24,7 @@
    - STOP with RESET takes a hardware counter away: reading it is illegal-instruction.
    Shuts down through SRST, status 0 when every check passed. */
 #include "rt_sbi/sbi.h"
+#include "csr.h"
 #include "rt_sbi/pmu.h"
 
 
@@ -298,8 +299,6 @@ __attribute__((noinline)) static void ovf_work(u64 n)
 			 : "t1", "memory");
 }
 
-#define CSR_SCTRCTL 0x14e
-#define CSR_SCTRSTATUS 0x14f
 #define CTL_S (1UL << 1)
 #define CTL_LCOFIFRZ (1UL << 12)
 #define STATUS_FROZEN (1UL << 31)

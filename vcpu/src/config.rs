@@ -35,7 +35,7 @@ pub struct HartConfig {
     /// Number of entries in the decoded-instruction cache (a power of two).
     pub decode_cache_entries: usize,
     /// A virtual clock shared with other harts (SMP); `None`: the hart's clock is its own.
-    pub shared_clock: Option<std::sync::Arc<crate::smp::SharedClock>>,
+    pub shared_clock: Option<std::sync::Arc<vcpu_api::SharedClock>>,
     /// Control Transfer Records (Smctr/Ssctr): what this hart implements, or `None`.
     pub ctr: Option<crate::ctr::CtrConfig>,
     /// Performance monitoring: the numbers of the draft extensions' CSRs.

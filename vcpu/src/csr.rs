@@ -12,42 +12,21 @@
 
 use crate::hart::{Hart, PrivilegeMode};
 use crate::trap::irq;
+use vcpu_api::csr as num;
 
-// mstatus fields (privileged spec 3.1.6).
-/// `mstatus.SIE`
-pub const MSTATUS_SIE: u64 = 1 << 1;
-/// `mstatus.MIE`
-pub const MSTATUS_MIE: u64 = 1 << 3;
-/// `mstatus.SPIE`
-pub const MSTATUS_SPIE: u64 = 1 << 5;
-/// `mstatus.MPIE`
-pub const MSTATUS_MPIE: u64 = 1 << 7;
-/// `mstatus.SPP`
-pub const MSTATUS_SPP: u64 = 1 << 8;
+pub use vcpu_api::csr::{name, ALL as NAMES};
+
+// mstatus fields (privileged spec 3.1.6), defined in `vcpu_api::csr`.
+pub use vcpu_api::csr::{
+    MSTATUS_FS, MSTATUS_MIE, MSTATUS_MPIE, MSTATUS_MPP, MSTATUS_MPRV, MSTATUS_MXR, MSTATUS_SD,
+    MSTATUS_SIE, MSTATUS_SPIE, MSTATUS_SPP, MSTATUS_SUM, MSTATUS_TSR, MSTATUS_TVM, MSTATUS_TW,
+};
+/// `mstatus.UXL` = 2 (64-bit), read-only.
+pub const MSTATUS_UXL_64: u64 = vcpu_api::csr::XL_64 << 32;
+/// `mstatus.SXL` = 2 (64-bit), read-only.
+pub const MSTATUS_SXL_64: u64 = vcpu_api::csr::XL_64 << 34;
 /// `mstatus.MPP` shift
 pub const MSTATUS_MPP_SHIFT: u64 = 11;
-/// `mstatus.MPP`
-pub const MSTATUS_MPP: u64 = 3 << 11;
-/// `mstatus.FS`
-pub const MSTATUS_FS: u64 = 3 << 13;
-/// `mstatus.MPRV`
-pub const MSTATUS_MPRV: u64 = 1 << 17;
-/// `mstatus.SUM`
-pub const MSTATUS_SUM: u64 = 1 << 18;
-/// `mstatus.MXR`
-pub const MSTATUS_MXR: u64 = 1 << 19;
-/// `mstatus.TVM`
-pub const MSTATUS_TVM: u64 = 1 << 20;
-/// `mstatus.TW`
-pub const MSTATUS_TW: u64 = 1 << 21;
-/// `mstatus.TSR`
-pub const MSTATUS_TSR: u64 = 1 << 22;
-/// `mstatus.UXL` = 2 (64-bit), read-only.
-pub const MSTATUS_UXL: u64 = 2 << 32;
-/// `mstatus.SXL` = 2 (64-bit), read-only.
-pub const MSTATUS_SXL: u64 = 2 << 34;
-/// `mstatus.SD`
-pub const MSTATUS_SD: u64 = 1 << 63;
 
 const MSTATUS_WRITABLE: u64 = MSTATUS_SIE
     | MSTATUS_MIE
@@ -190,10 +169,8 @@ pub enum CsrFault {
 
 /// One CSR: how to access it.
 pub struct CsrDesc {
-    /// CSR number.
+    /// CSR number (its name: [`name`]).
     pub num: u16,
-    /// Name as in the spec.
-    pub name: &'static str,
     /// Extra access predicate beyond the number's privilege and read-only bits.
     pub check: fn(&Hart, bool) -> Result<(), CsrFault>,
     /// Read the current value.
@@ -271,7 +248,7 @@ impl Hart {
     }
 
     fn read_mstatus(&self) -> u64 {
-        let s = self.csr.mstatus | MSTATUS_UXL | MSTATUS_SXL;
+        let s = self.csr.mstatus | MSTATUS_UXL_64 | MSTATUS_SXL_64;
         if s & MSTATUS_FS == MSTATUS_FS {
             s | MSTATUS_SD
         } else {
@@ -317,10 +294,9 @@ fn satp_write(h: &mut Hart, v: u64) {
 }
 
 macro_rules! csr {
-    ($num:expr, $name:expr, $check:expr, $read:expr, $write:expr) => {
+    ($num:expr, $check:expr, $read:expr, $write:expr) => {
         CsrDesc {
             num: $num,
-            name: $name,
             check: $check,
             read: $read,
             write: $write,
@@ -341,8 +317,7 @@ pub mod stateen;
 static TABLE: &[CsrDesc] = &[
     // Unprivileged floating-point CSRs.
     csr!(
-        0x001,
-        "fflags",
+        num::FFLAGS,
         fp_on,
         |h| h.csr.fflags as u64,
         Some(|h, v| {
@@ -351,8 +326,7 @@ static TABLE: &[CsrDesc] = &[
         })
     ),
     csr!(
-        0x002,
-        "frm",
+        num::FRM,
         fp_on,
         |h| h.csr.frm as u64,
         Some(|h, v| {
@@ -361,8 +335,7 @@ static TABLE: &[CsrDesc] = &[
         })
     ),
     csr!(
-        0x003,
-        "fcsr",
+        num::FCSR,
         fp_on,
         |h| h.fcsr(),
         Some(|h, v| {
@@ -373,12 +346,11 @@ static TABLE: &[CsrDesc] = &[
     ),
     // Supervisor trap setup.
     csr!(
-        0x100,
-        "sstatus",
+        num::SSTATUS,
         ok,
         |h| {
             let s = h.read_mstatus();
-            (s & (SSTATUS_MASK | MSTATUS_UXL)) | (s & MSTATUS_SD)
+            (s & (SSTATUS_MASK | MSTATUS_UXL_64)) | (s & MSTATUS_SD)
         },
         Some(|h, v| {
             let m = (h.csr.mstatus & !SSTATUS_MASK) | (v & SSTATUS_MASK);
@@ -386,162 +358,140 @@ static TABLE: &[CsrDesc] = &[
         })
     ),
     csr!(
-        0x104,
-        "sie",
+        num::SIE,
         aia::vti_check,
         |h| h.sie(),
         Some(|h, v| h.write_sie(v))
     ),
     csr!(
-        0x105,
-        "stvec",
+        num::STVEC,
         ok,
         |h| h.csr.stvec,
         Some(|h, v| h.csr.stvec = tvec_legalize(v))
     ),
     csr!(
-        0x106,
-        "scounteren",
+        num::SCOUNTEREN,
         ok,
         |h| h.csr.scounteren,
         Some(|h, v| h.csr.scounteren = v & 0xffff_ffff)
     ),
     csr!(
-        0x10a,
-        "senvcfg",
+        num::SENVCFG,
         stateen::envcfg_check,
         |h| h.csr.senvcfg,
         Some(|h, v| h.csr.senvcfg = v & 1)
     ),
     // Supervisor trap handling.
     csr!(
-        0x140,
-        "sscratch",
+        num::SSCRATCH,
         ok,
         |h| h.csr.sscratch,
         Some(|h, v| h.csr.sscratch = v)
     ),
     csr!(
-        0x141,
-        "sepc",
+        num::SEPC,
         ok,
         |h| h.csr.sepc,
         Some(|h, v| h.csr.sepc = v & !1)
     ),
     csr!(
-        0x142,
-        "scause",
+        num::SCAUSE,
         ok,
         |h| h.csr.scause,
         Some(|h, v| h.csr.scause = v)
     ),
     csr!(
-        0x143,
-        "stval",
+        num::STVAL,
         ok,
         |h| h.csr.stval,
         Some(|h, v| h.csr.stval = v)
     ),
     csr!(
-        0x144,
-        "sip",
+        num::SIP,
         aia::vti_check,
         |h| h.sip(),
         Some(|h, v| h.write_sip(v))
     ),
     // Supervisor protection and translation.
-    csr!(0x180, "satp", satp_check, |h| h.csr.satp, Some(satp_write)),
+    csr!(num::SATP, satp_check, |h| h.csr.satp, Some(satp_write)),
     // Machine trap setup.
     csr!(
-        0x300,
-        "mstatus",
+        num::MSTATUS,
         ok,
         |h| h.read_mstatus(),
         Some(|h, v| h.write_mstatus(v))
     ),
-    csr!(0x301, "misa", ok, |_| MISA, Some(|_, _| {})),
+    csr!(num::MISA, ok, |_| MISA, Some(|_, _| {})),
     csr!(
-        0x302,
-        "medeleg",
+        num::MEDELEG,
         ok,
         |h| h.csr.medeleg,
         Some(|h, v| h.csr.medeleg = v & MEDELEG_WRITABLE)
     ),
     csr!(
-        0x303,
-        "mideleg",
+        num::MIDELEG,
         ok,
         // VS-level interrupts are always delegated (read-only 1, H extension).
         |h| h.csr.mideleg | crate::hypervisor::VS_INTERRUPTS,
         Some(|h, v| h.csr.mideleg = v & S_INTERRUPTS)
     ),
     csr!(
-        0x304,
-        "mie",
+        num::MIE,
         ok,
         |h| h.csr.mie,
         Some(|h, v| h.csr.mie = v & ALL_INTERRUPTS)
     ),
     csr!(
-        0x305,
-        "mtvec",
+        num::MTVEC,
         ok,
         |h| h.csr.mtvec,
         Some(|h, v| h.csr.mtvec = tvec_legalize(v))
     ),
     csr!(
-        0x306,
-        "mcounteren",
+        num::MCOUNTEREN,
         ok,
         |h| h.csr.mcounteren,
         Some(|h, v| h.csr.mcounteren = v & 0xffff_ffff)
     ),
     csr!(
-        0x30a,
-        "menvcfg",
+        num::MENVCFG,
         ok,
         |h| h.csr.menvcfg,
         Some(|h, v| h.csr.menvcfg = v & MENVCFG_WRITABLE)
     ),
     csr!(
-        0x320,
-        "mcountinhibit",
+        num::MCOUNTINHIBIT,
         ok,
         |h| h.pmu.state.mcountinhibit,
         Some(|h, v| h.write_mcountinhibit(0, v))
     ),
     // Machine trap handling.
     csr!(
-        0x340,
-        "mscratch",
+        num::MSCRATCH,
         ok,
         |h| h.csr.mscratch,
         Some(|h, v| h.csr.mscratch = v)
     ),
     csr!(
-        0x341,
-        "mepc",
+        num::MEPC,
         ok,
         |h| h.csr.mepc,
         Some(|h, v| h.csr.mepc = v & !1)
     ),
     csr!(
-        0x342,
-        "mcause",
+        num::MCAUSE,
         ok,
         |h| h.csr.mcause,
         Some(|h, v| h.csr.mcause = v)
     ),
     csr!(
-        0x343,
-        "mtval",
+        num::MTVAL,
         ok,
         |h| h.csr.mtval,
         Some(|h, v| h.csr.mtval = v)
     ),
     csr!(
-        0x344,
-        "mip",
+        num::MIP,
         ok,
         |h| h.mip(),
         Some(|h, v| {
@@ -554,24 +504,21 @@ static TABLE: &[CsrDesc] = &[
     ),
     // Machine counters.
     csr!(
-        0xb00,
-        "mcycle",
+        num::MCYCLE,
         ok,
         |h| h.counter(crate::pmu::CY),
         Some(|h, v| h.write_counter(crate::pmu::CY, v))
     ),
     csr!(
-        0xb02,
-        "minstret",
+        num::MINSTRET,
         ok,
         |h| h.counter(crate::pmu::IR),
         Some(|h, v| h.write_counter(crate::pmu::IR, v))
     ),
     // Unprivileged counters (Zicntr).
-    csr!(0xc00, "cycle", ok, |h| h.counter(crate::pmu::CY), None),
+    csr!(num::CYCLE, ok, |h| h.counter(crate::pmu::CY), None),
     csr!(
-        0xc01,
-        "time",
+        num::TIME,
         ok,
         // VS/VU see time + htimedelta (H extension, "Hypervisor Time Delta Register").
         |h| if h.virt {
@@ -581,20 +528,23 @@ static TABLE: &[CsrDesc] = &[
         },
         None
     ),
-    csr!(0xc02, "instret", ok, |h| h.counter(crate::pmu::IR), None),
+    csr!(num::INSTRET, ok, |h| h.counter(crate::pmu::IR), None),
     // Machine information registers.
-    csr!(0xf11, "mvendorid", ok, |_| 0, None),
-    csr!(0xf12, "marchid", ok, |_| 0, None),
-    csr!(0xf13, "mimpid", ok, |_| 0, None),
-    csr!(0xf14, "mhartid", ok, |h| h.hart_id(), None),
-    csr!(0xf15, "mconfigptr", ok, |_| 0, None),
+    csr!(num::MVENDORID, ok, |_| 0, None),
+    csr!(num::MARCHID, ok, |_| 0, None),
+    csr!(num::MIMPID, ok, |_| 0, None),
+    csr!(num::MHARTID, ok, |h| h.hart_id(), None),
+    csr!(num::MCONFIGPTR, ok, |_| 0, None),
 ];
 
 /// Read-only-zero CSRs that exist as ranges: the PMP (zero entries, privileged spec 3.7:
 /// "all PMP CSRs read-only zero" is legal).
-static ZERO_RANGES: &[(u16, u16, &str)] = &[(0x3a0, 0x3af, "pmpcfg"), (0x3b0, 0x3ef, "pmpaddr")];
+static ZERO_RANGES: &[(u16, u16)] = &[
+    (num::PMPCFG0, num::PMPCFG14 + 1),
+    (num::PMPADDR0, num::PMPADDR63),
+];
 
-static ZERO_RO: CsrDesc = csr!(0, "zero", ok, |_| 0, Some(|_, _| {}));
+static ZERO_RO: CsrDesc = csr!(0, ok, |_| 0, Some(|_, _| {}));
 
 /// Every CSR table: the base one and one per extension, each sorted by number.
 static TABLES: &[&[CsrDesc]] = &[
@@ -615,10 +565,10 @@ pub fn lookup(num: u16) -> Option<&'static CsrDesc> {
             return Some(&table[i]);
         }
     }
-    for &(lo, hi, _) in ZERO_RANGES {
+    for &(lo, hi) in ZERO_RANGES {
         if (lo..=hi).contains(&num) {
             // RV64: odd pmpcfg numbers do not exist.
-            if lo == 0x3a0 && num & 1 == 1 {
+            if lo == num::PMPCFG0 && num & 1 == 1 {
                 return None;
             }
             return Some(&ZERO_RO);
@@ -738,8 +688,30 @@ mod tests {
         all.sort_unstable();
         all.dedup();
         assert_eq!(all.len(), n, "a CSR number is in two tables");
-        for &(lo, hi, _) in ZERO_RANGES {
+        for &(lo, hi) in ZERO_RANGES {
             assert!(all.iter().all(|&c| c < lo || c > hi));
+        }
+    }
+}
+
+#[cfg(test)]
+mod naming_tests {
+    use super::*;
+
+    /// The hart implements exactly the CSRs `vcpu_api::csr` names: every table entry has a
+    /// name there, and every named number is found by [`lookup`].
+    #[test]
+    fn every_csr_is_named_once_in_vcpu_api() {
+        for table in TABLES {
+            for d in table.iter() {
+                assert!(name(d.num).is_some(), "CSR {:#05x} has no name", d.num);
+            }
+        }
+        for &(n, spec) in NAMES {
+            assert!(
+                lookup(n).is_some(),
+                "{spec} ({n:#05x}) is named but not implemented"
+            );
         }
     }
 }

@@ -5,38 +5,16 @@ use vm_memory::GuestMemoryMmap;
 use crate::config::{HartConfig, MmioRange};
 use crate::csr::CsrFile;
 use crate::decode::{self, Insn, Op};
-use crate::exit::{MmioAccess, StopHandle, VcpuExit};
 use crate::memory::Ram;
 use crate::mmu::Tlb;
 use crate::pmu::{PMU_FULL, PMU_OFF};
-use crate::smp::{HartMailbox, SharedClock};
 use crate::trap::{Exception, TrapTarget};
 use crate::{INSNS_PER_TICK, TIMEBASE_HZ};
 use std::sync::Arc;
+use vcpu_api::{HartMailbox, SharedClock};
+use vcpu_api::{MmioAccess, StopHandle, VcpuExit};
 
-/// Privilege levels (privileged spec 1.2).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-#[repr(u8)]
-pub enum PrivilegeMode {
-    /// U-mode.
-    User = 0,
-    /// S-mode.
-    Supervisor = 1,
-    /// M-mode.
-    Machine = 3,
-}
-
-impl PrivilegeMode {
-    /// Decode a 2-bit privilege field; the reserved value 2 reads as U (MPP is WARL and never
-    /// holds 2, see `csr`).
-    pub fn from_bits(v: u64) -> PrivilegeMode {
-        match v & 3 {
-            3 => PrivilegeMode::Machine,
-            1 => PrivilegeMode::Supervisor,
-            _ => PrivilegeMode::User,
-        }
-    }
-}
+pub use vcpu_api::PrivilegeMode;
 
 /// Errors creating a hart.
 #[derive(Debug, thiserror::Error)]
@@ -47,6 +25,12 @@ pub enum HartError {
     /// A configuration value is out of range.
     #[error("invalid hart configuration: {0}")]
     Config(String),
+    /// The CTR configuration is not one a hart can have.
+    #[error("invalid hart configuration: {0}")]
+    Ctr(#[from] vcpu_api::ctr::CtrConfigError),
+    /// The performance-monitoring configuration is not one a hart can have.
+    #[error("invalid hart configuration: {0}")]
+    Pmu(#[from] vcpu_api::pmu::PmuConfigError),
 }
 
 /// Control flow out of an instruction other than normal completion.
@@ -131,7 +115,7 @@ pub struct Hart {
     /// Hosted mode: the hart runs a guest (V=1) and traps to HS/M exit to the caller.
     pub(crate) hosted: bool,
     /// The trap that ends the current `run` in hosted mode.
-    pub(crate) guest_exit: Option<crate::exit::GuestTrap>,
+    pub(crate) guest_exit: Option<vcpu_api::GuestTrap>,
     /// The VMM's timer for the guest: VSTIP while guest time >= this (hosted mode).
     pub(crate) guest_timer: u64,
     hart_id: u64,
@@ -167,7 +151,7 @@ impl Hart {
             )));
         }
         if let Some(c) = &config.ctr {
-            c.validate().map_err(HartError::Config)?;
+            c.validate()?;
         }
         if config.jit && config.jit_code_bytes < 1 << 20 {
             return Err(HartError::Config(format!(
@@ -175,7 +159,7 @@ impl Hart {
                 config.jit_code_bytes
             )));
         }
-        config.pmu.validate().map_err(HartError::Config)?;
+        config.pmu.validate()?;
         let csr_alias = config
             .pmu
             .numbers

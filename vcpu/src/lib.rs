@@ -30,7 +30,6 @@ pub mod csr;
 pub mod ctr;
 pub mod decode;
 mod execute;
-mod exit;
 pub mod fpu;
 mod hart;
 pub mod hypervisor;
@@ -38,21 +37,14 @@ mod jit;
 mod memory;
 mod mmu;
 pub mod pmu;
-mod smp;
 pub mod state;
 pub mod trap;
 mod vcpu;
-pub mod zicsr;
 
 pub use config::{HartConfig, MmioRange};
-pub use exit::{GuestTrap, MmioAccess, StopHandle, VcpuExit};
-pub use hart::{Hart, HartError, PrivilegeMode};
-pub use smp::{HartMailbox, SharedClock};
-pub use vcpu::{GuestTraps, Vcpu, GUEST_HEDELEG};
-
-/// Frequency of `mtime`/`time` in Hz (the same timebase as QEMU's `virt` board).
-pub const TIMEBASE_HZ: u64 = 10_000_000;
-
-/// Retired-instruction slots per `mtime` tick: the hart's nominal speed is 100 MIPS of
-/// virtual time, so time is deterministic and independent of the host's speed.
-pub const INSNS_PER_TICK: u64 = 10;
+pub use hart::{Hart, HartError};
+pub use vcpu::GUEST_HEDELEG;
+pub use vcpu_api::{
+    zicsr, CsrError, GuestTrap, GuestTraps, HartMailbox, MmioAccess, PrivilegeMode, SharedClock,
+    StateError, StopHandle, Vcpu, VcpuExit, VcpuState, INSNS_PER_TICK, TIMEBASE_HZ,
+};

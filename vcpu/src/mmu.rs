@@ -15,12 +15,12 @@
 use std::sync::atomic::Ordering;
 
 use crate::csr::{MSTATUS_MPP, MSTATUS_MPP_SHIFT, MSTATUS_MPRV, MSTATUS_MXR, MSTATUS_SUM};
-use crate::exit::MmioAccess;
 use crate::hart::{Ctl, Hart, PrivilegeMode};
 use crate::hypervisor::{
     tinst, HGATP_MODE_SV39X4, HGATP_MODE_SV48X4, HGATP_MODE_SV57X4, HGATP_PPN, MSTATUS_MPV,
 };
 use crate::trap::{cause, Exception};
+use vcpu_api::MmioAccess;
 
 /// Entries per TLB array (a power of two).
 pub(crate) const TLB_SIZE: usize = 256;

@@ -76,16 +76,7 @@ pub struct HartState {
     pub pmu: crate::pmu::PmuState,
 }
 
-/// Why a state cannot be restored onto a hart.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum StateError {
-    /// A field is malformed.
-    #[error("bad hart state: {0}")]
-    Malformed(String),
-    /// The hart cannot hold the state (its configuration lacks something the state uses).
-    #[error("this hart cannot hold the saved state: {0}")]
-    Unsupported(String),
-}
+pub use vcpu_api::StateError;
 
 impl Hart {
     /// The hart's architectural state.

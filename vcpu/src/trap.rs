@@ -4,50 +4,7 @@
 
 use crate::hart::{Hart, PrivilegeMode};
 
-/// Synchronous exception codes (`xcause` with the interrupt bit clear).
-pub mod cause {
-    #![allow(missing_docs)]
-    pub const INSN_MISALIGNED: u64 = 0;
-    pub const INSN_ACCESS: u64 = 1;
-    pub const ILLEGAL_INSN: u64 = 2;
-    pub const BREAKPOINT: u64 = 3;
-    pub const LOAD_MISALIGNED: u64 = 4;
-    pub const LOAD_ACCESS: u64 = 5;
-    pub const STORE_MISALIGNED: u64 = 6;
-    pub const STORE_ACCESS: u64 = 7;
-    pub const ECALL_U: u64 = 8;
-    pub const ECALL_S: u64 = 9;
-    pub const ECALL_M: u64 = 11;
-    pub const INSN_PAGE_FAULT: u64 = 12;
-    pub const LOAD_PAGE_FAULT: u64 = 13;
-    pub const STORE_PAGE_FAULT: u64 = 15;
-    // H extension.
-    pub const ECALL_VS: u64 = 10;
-    pub const INSN_GUEST_PAGE_FAULT: u64 = 20;
-    pub const LOAD_GUEST_PAGE_FAULT: u64 = 21;
-    pub const VIRTUAL_INSN: u64 = 22;
-    pub const STORE_GUEST_PAGE_FAULT: u64 = 23;
-}
-
-/// Interrupt numbers (bit positions in `mip`/`mie`).
-pub mod irq {
-    #![allow(missing_docs)]
-    pub const SSI: u64 = 1;
-    pub const VSSI: u64 = 2;
-    pub const MSI: u64 = 3;
-    pub const STI: u64 = 5;
-    pub const VSTI: u64 = 6;
-    pub const MTI: u64 = 7;
-    pub const SEI: u64 = 9;
-    pub const VSEI: u64 = 10;
-    pub const MEI: u64 = 11;
-    pub const SGEI: u64 = 12;
-    /// Local counter overflow interrupt (Sscofpmf).
-    pub const LCOFI: u64 = 13;
-}
-
-/// The interrupt bit of `xcause`.
-pub const INTERRUPT_BIT: u64 = 1 << 63;
+pub use vcpu_api::trap::{cause, irq, INTERRUPT_BIT};
 
 /// A synchronous exception: cause code and the values the trap writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -274,7 +231,7 @@ impl Hart {
         }
         if self.hosted && target != TrapTarget::Vs {
             // Hosted mode: HS and M are the VMM. Report the trap and change nothing.
-            self.guest_exit = Some(crate::exit::GuestTrap {
+            self.guest_exit = Some(vcpu_api::GuestTrap {
                 cause: code,
                 tval: e.tval,
                 htval: e.tval2,

@@ -1,9 +1,6 @@
-//! The backend-neutral vCPU interface and hosted mode.
+//! Hosted mode: the hart as a [`Vcpu`] (the backend-neutral interface of `vcpu-api`).
 //!
-//! A VMM drives a guest through [`Vcpu`], shaped like KVM's vCPU interface so that a
-//! hardware-backed vCPU could implement it too: run until an exit, read and write the
-//! guest's registers, complete MMIO loads, redirect traps into the guest, and drive its
-//! VS-level interrupts and timer. [`Hart`] implements it in *hosted mode* ([`Hart::new_guest`]):
+//! [`Hart`] implements [`Vcpu`] and [`VcpuState`] in *hosted mode* ([`Hart::new_guest`]):
 //! the hart runs the guest with V=1 and every trap that would be taken into HS-mode or M-mode
 //! becomes a [`VcpuExit::GuestTrap`] instead, since HS-mode is the VMM itself.
 //!
@@ -15,9 +12,17 @@ use vm_memory::GuestMemoryMmap;
 
 use crate::config::HartConfig;
 use crate::csr::stateen::{STATEEN0_AIA, STATEEN0_CSRIND, STATEEN0_ENVCFG, STATEEN_SE0};
-use crate::exit::{StopHandle, VcpuExit};
+
+use std::sync::Arc;
+
+use vcpu_api::ctr::{CtrConfig, CtrEntry};
+use vcpu_api::{
+    CsrError, GuestTraps, HartMailbox, StateError, StopHandle, Vcpu, VcpuExit, VcpuState,
+};
+
 use crate::hart::{Hart, HartError, PrivilegeMode};
 use crate::hypervisor::VS_INTERRUPTS;
+use crate::state::HartState;
 use crate::trap::{cause, Exception, TrapTarget};
 
 /// Exceptions the guest handles itself (`hedeleg` in hosted mode): instruction address
@@ -31,82 +36,6 @@ pub const GUEST_HEDELEG: u64 = (1 << cause::INSN_MISALIGNED)
     | (1 << cause::INSN_PAGE_FAULT)
     | (1 << cause::LOAD_PAGE_FAULT)
     | (1 << cause::STORE_PAGE_FAULT);
-
-/// A virtual CPU as a VMM sees it (see the module documentation).
-pub trait Vcpu {
-    /// Run the guest until an exit; at most `budget` instructions.
-    fn run(&mut self, budget: u64) -> VcpuExit;
-    /// The guest's program counter.
-    fn pc(&self) -> u64;
-    /// Set the guest's program counter (e.g. past an emulated instruction).
-    fn set_pc(&mut self, pc: u64);
-    /// Integer register `i`.
-    fn xreg(&self, i: usize) -> u64;
-    /// Set integer register `i` (x0 is ignored).
-    fn set_xreg(&mut self, i: usize, v: u64);
-    /// Complete the MMIO load of the last [`VcpuExit::Mmio`] exit.
-    fn complete_mmio_read(&mut self, data: u64);
-    /// Redirect a trap into the guest: VS-mode trap entry with `vscause` = `cause`,
-    /// `vstval` = `tval`, `vsepc` = the current pc. Done as a hypervisor does it (writes to
-    /// the VS CSRs and a return into the handler), so the hart's CTR records nothing; a
-    /// hypervisor that virtualizes CTR synthesizes the record (`ctr-virt`).
-    fn inject_exception(&mut self, cause: u64, tval: u64);
-    /// The guest's privilege mode (Supervisor: VS-mode, User: VU-mode).
-    fn guest_privilege(&self) -> PrivilegeMode;
-    /// Set the VS-level interrupt lines of `hvip` (VSSIP bit 2, VSTIP 6, VSEIP 10); its other
-    /// bits (the AIA's virtual interrupts 13-63, e.g. an LCOFI passed on to the guest) are
-    /// left as they are.
-    fn set_virtual_interrupts(&mut self, hvip: u64);
-    /// Current `hvip`.
-    fn virtual_interrupts(&self) -> u64;
-    /// Program the guest timer: a VS-level timer interrupt is pending while the guest's time
-    /// is at or past `deadline` (`u64::MAX`: off).
-    fn set_guest_timer(&mut self, deadline: u64);
-    /// The `time` CSR as the guest reads it.
-    fn guest_time(&self) -> u64;
-    /// After a [`VcpuExit::Wfi`]: advance virtual time to the next deadline; `false` when
-    /// nothing can ever wake the guest.
-    fn skip_to_timer(&mut self) -> bool;
-    /// Instructions executed so far.
-    fn executed(&self) -> u64;
-    /// A handle that stops [`Vcpu::run`] from another thread.
-    fn stop_handle(&self) -> StopHandle;
-    /// Which VS-mode instructions exit to the VMM as virtual-instruction traps
-    /// (`hstatus.VTW`, `VTSR`, `VTVM`).
-    fn set_guest_traps(&mut self, traps: GuestTraps);
-    /// The counters the guest may read directly (`hcounteren`, within what the hart allows);
-    /// reads of the others exit as virtual-instruction traps.
-    fn set_guest_counteren(&mut self, mask: u64);
-    /// The guest's own `scounteren` (whether its U-mode may read a counter).
-    fn guest_scounteren(&self) -> u64;
-    /// Read CSR `num` as HS/M-mode software would (no access check, no VS substitution:
-    /// `vsctrctl`, `vsiselect`/`vsireg*`, `hstateen0`, `sctrstatus` ...); `None` if the hart
-    /// does not implement it. What a hypervisor needs to switch and emulate guest state.
-    fn host_csr(&self, num: u16) -> Option<u64>;
-    /// Write CSR `num` as HS/M-mode software would (the CSR's WARL rules apply); `false` if
-    /// the hart does not implement it or it is read-only.
-    fn set_host_csr(&mut self, num: u16, value: u64) -> bool;
-    /// The hart's Control Transfer Records hardware (`None`: no Smctr/Ssctr).
-    fn ctr_config(&self) -> Option<crate::ctr::CtrConfig>;
-    /// SCTRCLR executed by the hypervisor: zero every CTR entry (at every depth) and the
-    /// cycle counter.
-    fn ctr_clear(&mut self);
-    /// CTR logical entry `x` as (`ctrsource`, `ctrtarget`, `ctrdata`), what `vsireg`,
-    /// `vsireg2`, `vsireg3` read with `vsiselect` = 0x200 + `x` (zeros at or beyond the
-    /// depth), without touching `vsiselect`.
-    fn ctr_entry(&self, x: u64) -> (u64, u64, u64);
-}
-
-/// Guest instructions a VMM can ask to trap (`hstatus` bits).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct GuestTraps {
-    /// WFI in VS-mode (`hstatus.VTW`).
-    pub wfi: bool,
-    /// SRET in VS-mode (`hstatus.VTSR`).
-    pub sret: bool,
-    /// SFENCE.VMA and `satp` accesses in VS-mode (`hstatus.VTVM`).
-    pub vm: bool,
-}
 
 impl Hart {
     /// A hart in hosted mode, ready to run a guest in VS-mode (pc 0: set the entry point and
@@ -219,32 +148,63 @@ impl Vcpu for Hart {
     fn guest_scounteren(&self) -> u64 {
         self.csr.scounteren
     }
-    fn host_csr(&self, num: u16) -> Option<u64> {
-        self.csr(num)
+    fn host_csr(&self, num: u16) -> Result<u64, CsrError> {
+        self.csr(num).ok_or(CsrError::NotImplemented(num))
     }
-    fn set_host_csr(&mut self, num: u16, value: u64) -> bool {
-        match crate::csr::lookup(num).and_then(|d| d.write) {
+    fn set_host_csr(&mut self, num: u16, value: u64) -> Result<(), CsrError> {
+        let desc = crate::csr::lookup(num).ok_or(CsrError::NotImplemented(num))?;
+        match desc.write {
             Some(write) if (num >> 10) & 3 != 3 => {
                 // No instruction of the hart retires with this write (counters of instret).
                 self.pmu.host_write = true;
                 write(self, value);
                 self.pmu.host_write = false;
-                true
+                Ok(())
             }
-            _ => false,
+            _ => Err(CsrError::ReadOnly(num)),
         }
     }
-    fn ctr_config(&self) -> Option<crate::ctr::CtrConfig> {
+    fn ctr_config(&self) -> Option<CtrConfig> {
         self.ctr.config.clone()
     }
     fn ctr_clear(&mut self) {
         self.sctrclr();
     }
-    fn ctr_entry(&self, x: u64) -> (u64, u64, u64) {
+    fn ctr_entry(&self, x: u64) -> CtrEntry {
         if !self.ctr.implemented() || x >= self.ctr.depth_entries() {
-            return (0, 0, 0);
+            return CtrEntry::default();
         }
-        let e = self.ctr.entries[self.ctr.physical(x)];
-        (e.source, e.target, e.data)
+        self.ctr.entries[self.ctr.physical(x)]
+    }
+    fn wakeup_pending(&self) -> bool {
+        Hart::wakeup_pending(self)
+    }
+    fn timer_deadline_slots(&self) -> Option<u64> {
+        Hart::timer_deadline_slots(self)
+    }
+    fn mailbox(&self) -> Arc<HartMailbox> {
+        Hart::mailbox(self)
+    }
+    fn set_mailbox(&mut self, mailbox: Arc<HartMailbox>) {
+        Hart::set_mailbox(self, mailbox)
+    }
+    fn guest_start(&mut self, pc: u64, a0: u64, a1: u64) {
+        Hart::guest_start(self, pc, a0, a1)
+    }
+    fn translated_blocks(&self) -> u64 {
+        Hart::translated_blocks(self)
+    }
+    fn set_trace(&mut self, on: bool) {
+        Hart::set_trace(self, on)
+    }
+}
+
+impl VcpuState for Hart {
+    type State = HartState;
+    fn save_state(&self) -> HartState {
+        Hart::save_state(self)
+    }
+    fn restore_state(&mut self, state: &HartState) -> Result<(), StateError> {
+        Hart::restore_state(self, state)
     }
 }

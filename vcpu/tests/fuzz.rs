@@ -120,7 +120,7 @@ fn run_seed(seed: u64, hosted: bool) {
             VcpuExit::HostInterrupt(_) => {
                 assert!(hosted, "only a hosted hart reports HS-level interrupts");
                 // Like a VMM that keeps nothing pending: clear sip.
-                hart.set_host_csr(0x144, 0);
+                hart.set_host_csr(0x144, 0).unwrap();
                 exits += 1;
             }
         }

@@ -1,26 +1,14 @@
 /* Constants and macros shared by the runtime's assembly and C code. */
 #ifndef RT_ASM_H
 #define RT_ASM_H
+#include "csr.h"
 
 /* a7 value of the ecall that ends a lower-mode run (see rt_run_at). */
 #define RT_MAGIC 0x5e7
 /* a7 value of an ebreak that ends a lower-mode run (when ecalls are delegated). */
 #define RT_MAGIC_BRK 0x5e8
 
-#define MSTATUS_SIE (1 << 1)
-#define MSTATUS_MIE (1 << 3)
-#define MSTATUS_SPIE (1 << 5)
-#define MSTATUS_MPIE (1 << 7)
-#define MSTATUS_SPP (1 << 8)
-#define MSTATUS_MPP (3 << 11)
 #define MSTATUS_FS_INITIAL (1 << 13)
-#define MSTATUS_FS (3 << 13)
-#define MSTATUS_MPRV (1 << 17)
-#define MSTATUS_SUM (1 << 18)
-#define MSTATUS_MXR (1 << 19)
-#define MSTATUS_TVM (1 << 20)
-#define MSTATUS_TW (1 << 21)
-#define MSTATUS_TSR (1 << 22)
 
 #define FRAME_SIZE 256
 

@@ -10,6 +10,7 @@
 #define RT_SBI_SAMPLE_H
 
 #include "sbi.h"
+#include "csr.h"
 #include "pmu.h"
 
 #define CONFIG_MATCHING 2
@@ -18,14 +19,6 @@
 #define CFG_SET_SINH (1 << 6)
 #define EV_L1D_READ_ACCESS 0x10000
 
-#define CSR_SHPMSPC 0x5c0
-#define CSR_SHPMSDATA 0x5c1
-#define CSR_SPDISCTL 0x5c2
-#define CSR_SPDISCOUNTER 0x5c3
-#define CSR_SPDISEVMASK 0x5c4
-#define CSR_SPDISFILTER 0x5c6
-#define CSR_SISELECT 0x150
-#define CSR_SCOUNTOVF 0xda0
 
 #define PD_SEL_LOAD 1UL
 #define PD_HPM(i) (1UL << (i))

@@ -42,6 +42,7 @@ use super::stateen::aia_check;
 use super::{CsrDesc, CsrFault, S_INTERRUPTS};
 use crate::hart::Hart;
 use crate::trap::{default_above_sei, highest_priority, irq};
+use vcpu_api::csr as num;
 
 /// Local counter-overflow interrupt (Sscofpmf): writable in `mie`, `mip`, `mideleg`, `mvien`,
 /// `mvip`, `hideleg`, `hvien` and `hvip`; after STI in the default priority order
@@ -337,37 +338,33 @@ pub(super) fn iprio_write(_: &mut Hart, _: u64, _: u64) {}
 /// The AIA CSRs, sorted by number.
 pub(super) static TABLE: &[CsrDesc] = &[
     csr!(
-        0x308,
-        "mvien",
+        num::MVIEN,
         super::ok,
         |h| h.csr.mvien,
         Some(|h, v| h.csr.mvien = v & MVIEN_WRITABLE)
     ),
     csr!(
-        0x309,
-        "mvip",
+        num::MVIP,
         super::ok,
         |h| h.read_mvip(),
         Some(|h, v| h.write_mvip(v))
     ),
     csr!(
-        0x608,
-        "hvien",
+        num::HVIEN,
         aia_check,
         |h| h.csr.hvien,
         Some(|h, v| h.csr.hvien = v & HVIEN_WRITABLE)
     ),
     csr!(
-        0x609,
-        "hvictl",
+        num::HVICTL,
         aia_check,
         |h| h.csr.hvictl,
         Some(|h, v| h.csr.hvictl = v & HVICTL_WRITABLE)
     ),
-    csr!(0x646, "hviprio1", aia_check, |_| 0, Some(|_, _| {})),
-    csr!(0x647, "hviprio2", aia_check, |_| 0, Some(|_, _| {})),
+    csr!(num::HVIPRIO1, aia_check, |_| 0, Some(|_, _| {})),
+    csr!(num::HVIPRIO2, aia_check, |_| 0, Some(|_, _| {})),
     // With V = 1 the check (mstateen0.AIA, then hstateen0.AIA) runs and vstopi is read.
-    csr!(0xdb0, "stopi", aia_check, |h| topi(h.s_pending()), None),
-    csr!(0xeb0, "vstopi", aia_check, |h| h.vstopi(), None),
-    csr!(0xfb0, "mtopi", super::ok, |h| topi(h.m_pending()), None),
+    csr!(num::STOPI, aia_check, |h| topi(h.s_pending()), None),
+    csr!(num::VSTOPI, aia_check, |h| h.vstopi(), None),
+    csr!(num::MTOPI, super::ok, |h| topi(h.m_pending()), None),
 ];

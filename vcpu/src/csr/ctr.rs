@@ -15,6 +15,7 @@ use super::stateen::{gate, STATEEN0_CTR};
 use super::{CsrDesc, CsrFault};
 use crate::ctr::{CTRCTL_M_ONLY, SCTRSTATUS_FROZEN};
 use crate::hart::{Hart, PrivilegeMode};
+use vcpu_api::csr as num;
 
 /// `sctrctl`, `sctrstatus` and the entry registers: Smctr present and the stateen gates.
 fn ctr_check(h: &Hart, _: bool) -> Result<(), CsrFault> {
@@ -94,36 +95,31 @@ impl Hart {
 /// The CTR CSRs, sorted by number.
 pub(super) static TABLE: &[CsrDesc] = &[
     csr!(
-        0x14e,
-        "sctrctl",
+        num::SCTRCTL,
         ctr_check,
         |h| h.ctr.mctrctl & !CTRCTL_M_ONLY,
         Some(|h, v| h.write_ctrctl(false, CTRCTL_M_ONLY, v))
     ),
     csr!(
-        0x14f,
-        "sctrstatus",
+        num::SCTRSTATUS,
         ctr_check,
         |h| h.ctr.sctrstatus(),
         Some(|h, v| h.write_sctrstatus(v))
     ),
     csr!(
-        0x15f,
-        "sctrdepth",
+        num::SCTRDEPTH,
         sctrdepth_check,
         |h| h.ctr.depth as u64,
         Some(|h, v| h.write_sctrdepth(v))
     ),
     csr!(
-        0x24e,
-        "vsctrctl",
+        num::VSCTRCTL,
         ctr_check,
         |h| h.ctr.vsctrctl,
         Some(|h, v| h.write_ctrctl(true, CTRCTL_M_ONLY, v))
     ),
     csr!(
-        0x34e,
-        "mctrctl",
+        num::MCTRCTL,
         mctrctl_check,
         |h| h.ctr.mctrctl,
         Some(|h, v| h.write_ctrctl(false, 0, v))

@@ -8,12 +8,13 @@
 //! substitutes the VS CSRs for the supervisor CSRs when V=1 (see [`vs_counterpart`]).
 
 use super::{
-    tvec_legalize, CsrDesc, CsrFault, MSTATUS_FS, MSTATUS_SD, MSTATUS_TVM, MSTATUS_UXL,
+    tvec_legalize, CsrDesc, CsrFault, MSTATUS_FS, MSTATUS_SD, MSTATUS_TVM, MSTATUS_UXL_64,
     SSTATUS_MASK,
 };
 use crate::hart::{Hart, PrivilegeMode};
 use crate::hypervisor::*;
 use crate::trap::irq;
+use vcpu_api::csr as num;
 
 fn ok(_: &Hart, _: bool) -> Result<(), CsrFault> {
     Ok(())
@@ -48,7 +49,7 @@ fn write_vsatp(h: &mut Hart, v: u64) {
 }
 
 fn read_vsstatus(h: &Hart) -> u64 {
-    let s = h.csr.h.vsstatus | MSTATUS_UXL;
+    let s = h.csr.h.vsstatus | MSTATUS_UXL_64;
     if s & MSTATUS_FS == MSTATUS_FS {
         s | MSTATUS_SD
     } else {
@@ -61,8 +62,7 @@ const VSSIP: u64 = 1 << irq::VSSI;
 /// Hypervisor CSRs and VS CSRs, sorted by number.
 pub(super) static TABLE: &[CsrDesc] = &[
     csr!(
-        0x200,
-        "vsstatus",
+        num::VSSTATUS,
         ok,
         read_vsstatus,
         Some(|h, v| {
@@ -70,157 +70,131 @@ pub(super) static TABLE: &[CsrDesc] = &[
             h.update_translation_context();
         })
     ),
+    csr!(num::VSIE, ok, |h| h.vsie(), Some(|h, v| h.write_vsie(v))),
     csr!(
-        0x204,
-        "vsie",
-        ok,
-        |h| h.vsie(),
-        Some(|h, v| h.write_vsie(v))
-    ),
-    csr!(
-        0x205,
-        "vstvec",
+        num::VSTVEC,
         ok,
         |h| h.csr.h.vstvec,
         Some(|h, v| h.csr.h.vstvec = tvec_legalize(v))
     ),
     csr!(
-        0x240,
-        "vsscratch",
+        num::VSSCRATCH,
         ok,
         |h| h.csr.h.vsscratch,
         Some(|h, v| h.csr.h.vsscratch = v)
     ),
     csr!(
-        0x241,
-        "vsepc",
+        num::VSEPC,
         ok,
         |h| h.csr.h.vsepc,
         Some(|h, v| h.csr.h.vsepc = v & !1)
     ),
     csr!(
-        0x242,
-        "vscause",
+        num::VSCAUSE,
         ok,
         |h| h.csr.h.vscause,
         Some(|h, v| h.csr.h.vscause = v)
     ),
     csr!(
-        0x243,
-        "vstval",
+        num::VSTVAL,
         ok,
         |h| h.csr.h.vstval,
         Some(|h, v| h.csr.h.vstval = v)
     ),
     csr!(
-        0x244,
-        "vsip",
+        num::VSIP,
         ok,
         |h| h.vsip_from(h.mip()),
         Some(|h, v| h.write_vsip(v))
     ),
-    csr!(0x280, "vsatp", ok, |h| h.csr.h.vsatp, Some(write_vsatp)),
+    csr!(num::VSATP, ok, |h| h.csr.h.vsatp, Some(write_vsatp)),
     csr!(
-        0x34a,
-        "mtinst",
+        num::MTINST,
         ok,
         |h| h.csr.h.mtinst,
         Some(|h, v| h.csr.h.mtinst = v)
     ),
     csr!(
-        0x34b,
-        "mtval2",
+        num::MTVAL2,
         ok,
         |h| h.csr.h.mtval2,
         Some(|h, v| h.csr.h.mtval2 = v)
     ),
     csr!(
-        0x600,
-        "hstatus",
+        num::HSTATUS,
         ok,
-        |h| h.csr.h.hstatus | HSTATUS_VSXL,
+        |h| h.csr.h.hstatus | HSTATUS_VSXL_64,
         Some(|h, v| h.csr.h.hstatus = v & HSTATUS_WRITABLE)
     ),
     csr!(
-        0x602,
-        "hedeleg",
+        num::HEDELEG,
         ok,
         |h| h.csr.h.hedeleg,
         Some(|h, v| h.csr.h.hedeleg = v & HEDELEG_WRITABLE)
     ),
     csr!(
-        0x603,
-        "hideleg",
+        num::HIDELEG,
         ok,
         |h| h.csr.h.hideleg,
         Some(|h, v| h.csr.h.hideleg = v & (VS_INTERRUPTS | (1 << crate::trap::irq::LCOFI)))
     ),
     csr!(
-        0x604,
-        "hie",
+        num::HIE,
         ok,
         |h| h.csr.mie & VS_INTERRUPTS,
         Some(|h, v| h.csr.mie = (h.csr.mie & !VS_INTERRUPTS) | (v & VS_INTERRUPTS))
     ),
     csr!(
-        0x605,
-        "htimedelta",
+        num::HTIMEDELTA,
         ok,
         |h| h.csr.h.htimedelta,
         Some(|h, v| h.csr.h.htimedelta = v)
     ),
     csr!(
-        0x606,
-        "hcounteren",
+        num::HCOUNTEREN,
         ok,
         |h| h.csr.h.hcounteren,
         Some(|h, v| h.csr.h.hcounteren = v & 0xffff_ffff)
     ),
-    csr!(0x607, "hgeie", ok, |_| 0, Some(|_, _| {})),
+    csr!(num::HGEIE, ok, |_| 0, Some(|_, _| {})),
     csr!(
-        0x60a,
-        "henvcfg",
+        num::HENVCFG,
         super::stateen::henvcfg_check,
         |h| h.csr.h.henvcfg & h.henvcfg_writable(),
         Some(|h, v| h.csr.h.henvcfg = v & h.henvcfg_writable())
     ),
     csr!(
-        0x643,
-        "htval",
+        num::HTVAL,
         ok,
         |h| h.csr.h.htval,
         Some(|h, v| h.csr.h.htval = v)
     ),
     csr!(
-        0x644,
-        "hip",
+        num::HIP,
         ok,
         |h| h.mip() & VS_INTERRUPTS,
         Some(|h, v| h.csr.h.hvip = (h.csr.h.hvip & !VSSIP) | (v & VSSIP))
     ),
     csr!(
-        0x645,
-        "hvip",
+        num::HVIP,
         ok,
         |h| h.csr.h.hvip,
         // Bits 13-63: those hvien can enable (AIA).
         Some(|h, v| h.csr.h.hvip = v & (VS_INTERRUPTS | super::aia::HVIEN_WRITABLE))
     ),
     csr!(
-        0x64a,
-        "htinst",
+        num::HTINST,
         ok,
         |h| h.csr.h.htinst,
         Some(|h, v| h.csr.h.htinst = v)
     ),
     csr!(
-        0x680,
-        "hgatp",
+        num::HGATP,
         hgatp_check,
         |h| h.csr.h.hgatp,
         Some(write_hgatp)
     ),
-    csr!(0xe12, "hgeip", ok, |_| 0, None),
+    csr!(num::HGEIP, ok, |_| 0, None),
 ];
 
 /// The VS CSR that replaces supervisor CSR `num` when V=1, if there is one. The supervisor

@@ -34,6 +34,7 @@
 use super::stateen::csrind_check;
 use super::{CsrDesc, CsrFault};
 use crate::hart::Hart;
+use vcpu_api::csr as num;
 
 /// The select values `miselect`/`siselect` can hold.
 pub const ISELECT_MASK: u64 = 0xfff;
@@ -346,10 +347,9 @@ fn ireg_write(h: &mut Hart, w: Window, ireg: u8, v: u64) {
 }
 
 macro_rules! ireg {
-    ($w:expr, $i:expr, $num:expr, $name:expr) => {
+    ($w:expr, $i:expr, $num:expr) => {
         csr!(
             $num,
-            $name,
             |h, wr| ireg_check(h, $w, $i, wr),
             |h| ireg_read(h, $w, $i),
             Some(|h, v| ireg_write(h, $w, $i, v))
@@ -364,42 +364,39 @@ const VS: Window = Window::VirtualSupervisor;
 /// The window CSRs, sorted by number.
 pub(super) static TABLE: &[CsrDesc] = &[
     csr!(
-        0x150,
-        "siselect",
+        num::SISELECT,
         |h, w| window_check(h, S, w),
         |h| h.csr.siselect,
         Some(|h, v| h.csr.siselect = v & ISELECT_MASK)
     ),
-    ireg!(S, 1, 0x151, "sireg"),
-    ireg!(S, 2, 0x152, "sireg2"),
-    ireg!(S, 3, 0x153, "sireg3"),
-    ireg!(S, 4, 0x155, "sireg4"),
-    ireg!(S, 5, 0x156, "sireg5"),
-    ireg!(S, 6, 0x157, "sireg6"),
+    ireg!(S, 1, num::SIREG),
+    ireg!(S, 2, num::SIREG2),
+    ireg!(S, 3, num::SIREG3),
+    ireg!(S, 4, num::SIREG4),
+    ireg!(S, 5, num::SIREG5),
+    ireg!(S, 6, num::SIREG6),
     csr!(
-        0x250,
-        "vsiselect",
+        num::VSISELECT,
         |h, w| window_check(h, VS, w),
         |h| h.csr.vsiselect,
         Some(|h, v| h.csr.vsiselect = v & ISELECT_MASK)
     ),
-    ireg!(VS, 1, 0x251, "vsireg"),
-    ireg!(VS, 2, 0x252, "vsireg2"),
-    ireg!(VS, 3, 0x253, "vsireg3"),
-    ireg!(VS, 4, 0x255, "vsireg4"),
-    ireg!(VS, 5, 0x256, "vsireg5"),
-    ireg!(VS, 6, 0x257, "vsireg6"),
+    ireg!(VS, 1, num::VSIREG),
+    ireg!(VS, 2, num::VSIREG2),
+    ireg!(VS, 3, num::VSIREG3),
+    ireg!(VS, 4, num::VSIREG4),
+    ireg!(VS, 5, num::VSIREG5),
+    ireg!(VS, 6, num::VSIREG6),
     csr!(
-        0x350,
-        "miselect",
+        num::MISELECT,
         super::ok,
         |h| h.csr.miselect,
         Some(|h, v| h.csr.miselect = v & ISELECT_MASK)
     ),
-    ireg!(M, 1, 0x351, "mireg"),
-    ireg!(M, 2, 0x352, "mireg2"),
-    ireg!(M, 3, 0x353, "mireg3"),
-    ireg!(M, 4, 0x355, "mireg4"),
-    ireg!(M, 5, 0x356, "mireg5"),
-    ireg!(M, 6, 0x357, "mireg6"),
+    ireg!(M, 1, num::MIREG),
+    ireg!(M, 2, num::MIREG2),
+    ireg!(M, 3, num::MIREG3),
+    ireg!(M, 4, num::MIREG4),
+    ireg!(M, 5, num::MIREG5),
+    ireg!(M, 6, num::MIREG6),
 ];

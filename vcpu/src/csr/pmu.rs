@@ -32,6 +32,7 @@ use super::stateen::gate;
 use super::{CsrDesc, CsrFault};
 use crate::hart::{Hart, PrivilegeMode};
 use crate::pmu::{pdis, INH, MENVCFG_CDE, MINH, OF};
+use vcpu_api::csr as num;
 
 fn cde(h: &Hart) -> bool {
     h.csr.menvcfg & MENVCFG_CDE != 0
@@ -76,7 +77,7 @@ pub(super) fn pdis_check(h: &Hart, _: bool) -> Result<(), CsrFault> {
 pub(super) fn hs_could_access(h: &Hart, num: u16) -> Option<bool> {
     let p = crate::pmu::DraftNumbers::PROVISIONAL;
     Some(match num {
-        0x120 => cde(h),
+        num::SCOUNTINHIBIT => cde(h),
         n if n == p.shpmspc || n == p.shpmsdata => cde(h),
         n if (p.spdisctl..=p.spdisfilter).contains(&n) || n == p.vspdisctl => {
             h.csr.mstateen[0] & h.pmu.stateen_bit() != 0
@@ -140,111 +141,96 @@ macro_rules! pmu_table {
         /// The performance-monitoring CSRs, sorted by number.
         pub(super) static TABLE: &[CsrDesc] = &[
             csr!(
-                0x120,
-                "scountinhibit",
+                num::SCOUNTINHIBIT,
                 scountinhibit_check,
                 |h| h.pmu.state.mcountinhibit & h.scountinhibit_mask(),
                 Some(|h, v| h.write_mcountinhibit(!h.scountinhibit_mask(), v))
             ),
             csr!(
-                0x321,
-                "mcyclecfg",
+                num::MCYCLECFG,
                 super::ok,
                 |h| h.pmu.state.mcyclecfg,
                 Some(|h, v| h.write_cfg(false, v))
             ),
             csr!(
-                0x322,
-                "minstretcfg",
+                num::MINSTRETCFG,
                 super::ok,
                 |h| h.pmu.state.minstretcfg,
                 Some(|h, v| h.write_cfg(true, v))
             ),
             $(csr!(
-                0x320 + $i,
-                concat!("mhpmevent", stringify!($i)),
+                num::MHPMEVENT3 - 3 + $i,
                 super::ok,
                 |h| h.pmu.state.mhpmevent[$i],
                 Some(|h, v| h.write_mhpmevent($i, v))
             ),)*
             csr!(
-                0x5c0,
-                "shpmspc",
+                num::SHPMSPC,
                 sspesa_check,
                 |h| h.pmu.state.shpmspc,
                 Some(|h, v| h.pmu.state.shpmspc = v)
             ),
             csr!(
-                0x5c1,
-                "shpmsdata",
+                num::SHPMSDATA,
                 sspesa_check,
                 |h| h.pmu.state.shpmsdata,
                 Some(|h, v| h.pmu.state.shpmsdata = v & 0x1f)
             ),
             csr!(
-                0x5c2,
-                "spdisctl",
+                num::SPDISCTL,
                 pdis_check,
                 |h| h.pmu.state.pdis.mpdisctl & !pdis::M,
                 Some(|h, v| h.write_pdisctl(pdis::M, v))
             ),
             csr!(
-                0x5c3,
-                "spdiscounter",
+                num::SPDISCOUNTER,
                 pdis_check,
                 |h| h.pmu.state.pdis.counter,
                 Some(|h, v| h.write_spdiscounter(v))
             ),
             csr!(
-                0x5c4,
-                "spdisevmask",
+                num::SPDISEVMASK,
                 pdis_check,
                 |h| h.pmu.state.pdis.evmask,
                 Some(|h, v| h.pmu.state.pdis.evmask = v & pdis::EVMASK)
             ),
             csr!(
-                0x5c5,
-                "spdisevmatch",
+                num::SPDISEVMATCH,
                 pdis_check,
                 |h| h.pmu.state.pdis.evmatch,
                 Some(|h, v| h.pmu.state.pdis.evmatch = v & pdis::EVMASK)
             ),
             csr!(
-                0x5c6,
-                "spdisfilter",
+                num::SPDISFILTER,
                 pdis_check,
                 |h| h.pmu.state.pdis.filter,
                 Some(|h, v| h.write_spdisfilter(v))
             ),
             csr!(
-                0x6c0,
-                "vspdisctl",
+                num::VSPDISCTL,
                 pdis_check,
                 |h| h.read_vspdisctl(),
                 Some(|h, v| h.write_vspdisctl(v))
             ),
             csr!(
-                0x7c0,
-                "mpdisctl",
+                num::MPDISCTL,
                 super::ok,
                 |h| h.pmu.state.pdis.mpdisctl,
                 Some(|h, v| h.write_pdisctl(0, v))
             ),
             $(csr!(
-                0xb00 + $i,
-                concat!("mhpmcounter", stringify!($i)),
+                num::MCYCLE + $i,
                 super::ok,
                 |h| h.counter($i),
                 Some(|h, v| h.write_counter($i, v))
             ),)*
             $(csr!(
-                0xc00 + $i,
-                concat!("hpmcounter", stringify!($i)),
+                num::CYCLE + $i,
                 super::ok,
                 |h| h.counter($i),
                 None
             ),)*
-            csr!(0xda0, "scountovf", scountovf_check, |h| h.scountovf(), None),
+            csr!(num::SCOUNTOVF, scountovf_check, |h| h.scountovf(), None),
         ];
     };
 }

@@ -17,6 +17,7 @@
 
 use super::{CsrDesc, CsrFault, ENVCFG_FIOM, MENVCFG_STCE};
 use crate::hart::{Hart, PrivilegeMode};
+use vcpu_api::csr as num;
 
 /// `mcounteren.TM` (and `hcounteren.TM`).
 const COUNTEREN_TM: u64 = 1 << 1;
@@ -90,15 +91,13 @@ fn vstimecmp_check(h: &Hart, _: bool) -> Result<(), CsrFault> {
 /// The Sstc CSRs, sorted by number.
 pub(super) static TABLE: &[CsrDesc] = &[
     csr!(
-        0x14d,
-        "stimecmp",
+        num::STIMECMP,
         stimecmp_check,
         |h| h.csr.stimecmp,
         Some(|h, v| h.csr.stimecmp = v)
     ),
     csr!(
-        0x24d,
-        "vstimecmp",
+        num::VSTIMECMP,
         vstimecmp_check,
         |h| h.csr.vstimecmp,
         Some(|h, v| h.csr.vstimecmp = v)

@@ -28,34 +28,12 @@
 
 use super::{CsrDesc, CsrFault};
 use crate::hart::{Hart, PrivilegeMode};
+use vcpu_api::csr as num;
 
-/// Bit 63 of every `mstateen{n}`: access to `sstateen{n}` and `hstateen{n}`; of `hstateen{n}`:
-/// access to `sstateen{n}` from VS-mode.
-pub const STATEEN_SE0: u64 = 1 << 63;
-/// `mstateen0.ENVCFG`: `senvcfg` and `henvcfg`; `hstateen0.ENVCFG`: `senvcfg` from VS.
-pub const STATEEN0_ENVCFG: u64 = 1 << 62;
-/// `mstateen0.CSRIND`: `siselect`, `sireg*`, `vsiselect`, `vsireg*`; `hstateen0.CSRIND`:
-/// `siselect`, `sireg*` from VS/VU.
-pub const STATEEN0_CSRIND: u64 = 1 << 60;
-/// `mstateen0.AIA`: AIA state not covered by CSRIND or IMSIC (`stopi`, the S-level `iprio`
-/// array, `hvien`, `hvictl`, `hviprio1/2`, `vstopi`); `hstateen0.AIA`: `stopi` from VS.
-pub const STATEEN0_AIA: u64 = 1 << 59;
-/// `mstateen0.IMSIC`: read-only zero (no IMSIC).
-pub const STATEEN0_IMSIC: u64 = 1 << 58;
-/// `mstateen0.CONTEXT`: read-only zero (no Sdtrig `scontext`/`hcontext`).
-pub const STATEEN0_CONTEXT: u64 = 1 << 57;
-/// `mstateen0.P1P13`: read-only zero (`hedelegh` exists only for RV32 with H).
-pub const STATEEN0_P1P13: u64 = 1 << 56;
-/// `mstateen0.P1P14`: read-only zero (no Ssqosid `srmcfg`).
-pub const STATEEN0_P1P14: u64 = 1 << 55;
-/// `mstateen0.CTR` (and `hstateen0.CTR`): CTR state below M (Smctr chapter 5).
-pub const STATEEN0_CTR: u64 = 1 << 54;
-/// `mstateen0.JVT`: read-only zero (no Zcmt).
-pub const STATEEN0_JVT: u64 = 1 << 2;
-/// `mstateen0.FCSR`: read-only zero because `misa.F` = 1.
-pub const STATEEN0_FCSR: u64 = 1 << 1;
-/// `mstateen0.C`: read-only zero (no custom state).
-pub const STATEEN0_C: u64 = 1 << 0;
+pub use vcpu_api::csr::{
+    STATEEN0_AIA, STATEEN0_C, STATEEN0_CONTEXT, STATEEN0_CSRIND, STATEEN0_CTR, STATEEN0_ENVCFG,
+    STATEEN0_FCSR, STATEEN0_IMSIC, STATEEN0_JVT, STATEEN0_P1P13, STATEEN0_P1P14, STATEEN_SE0,
+};
 
 /// Writable bits of `mstateen0-3`.
 pub const MSTATEEN_WRITABLE: [u64; 4] = [
@@ -175,25 +153,22 @@ impl Hart {
 }
 
 macro_rules! stateen_set {
-    ($n:expr, $mnum:expr, $mname:expr, $hnum:expr, $hname:expr, $snum:expr, $sname:expr) => {
+    ($n:expr, $mnum:expr, $hnum:expr, $snum:expr) => {
         (
             csr!(
                 $snum,
-                $sname,
                 |h, _| gate(h, $n, STATEEN_SE0),
                 |h| h.read_sstateen($n),
                 Some(|h, v| h.write_sstateen($n, v))
             ),
             csr!(
                 $mnum,
-                $mname,
                 super::ok,
                 |h| h.csr.mstateen[$n],
                 Some(|h, v| h.csr.mstateen[$n] = v & h.mstateen_writable($n))
             ),
             csr!(
                 $hnum,
-                $hname,
                 |h, _| gate(h, $n, STATEEN_SE0),
                 |h| h.read_hstateen($n),
                 Some(|h, v| h.write_hstateen($n, v))
@@ -203,42 +178,10 @@ macro_rules! stateen_set {
 }
 
 type Set = (CsrDesc, CsrDesc, CsrDesc);
-const P0: Set = stateen_set!(
-    0,
-    0x30c,
-    "mstateen0",
-    0x60c,
-    "hstateen0",
-    0x10c,
-    "sstateen0"
-);
-const P1: Set = stateen_set!(
-    1,
-    0x30d,
-    "mstateen1",
-    0x60d,
-    "hstateen1",
-    0x10d,
-    "sstateen1"
-);
-const P2: Set = stateen_set!(
-    2,
-    0x30e,
-    "mstateen2",
-    0x60e,
-    "hstateen2",
-    0x10e,
-    "sstateen2"
-);
-const P3: Set = stateen_set!(
-    3,
-    0x30f,
-    "mstateen3",
-    0x60f,
-    "hstateen3",
-    0x10f,
-    "sstateen3"
-);
+const P0: Set = stateen_set!(0, num::MSTATEEN0, num::HSTATEEN0, num::SSTATEEN0);
+const P1: Set = stateen_set!(1, num::MSTATEEN1, num::HSTATEEN1, num::SSTATEEN1);
+const P2: Set = stateen_set!(2, num::MSTATEEN2, num::HSTATEEN2, num::SSTATEEN2);
+const P3: Set = stateen_set!(3, num::MSTATEEN3, num::HSTATEEN3, num::SSTATEEN3);
 
 /// The stateen CSRs, sorted by number.
 pub(super) static TABLE: &[CsrDesc] = &[

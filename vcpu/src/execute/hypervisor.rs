@@ -4,10 +4,10 @@
 //! faults report guest virtual addresses (GVA = 1). They bypass the software TLB.
 
 use crate::decode::{Insn, Op};
-use crate::exit::MmioAccess;
 use crate::hart::{Ctl, Hart, PrivilegeMode};
 use crate::hypervisor::HSTATUS_SPVP;
 use crate::mmu::{Access, AccessMode, Phys};
+use vcpu_api::MmioAccess;
 
 impl Hart {
     /// Execute an HLV/HLVX/HSV whose privilege checks have passed.

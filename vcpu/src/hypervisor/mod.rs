@@ -11,24 +11,14 @@
 
 pub mod tinst;
 
-use crate::trap::irq;
-
-/// `hstatus.GVA`
-pub const HSTATUS_GVA: u64 = 1 << 6;
-/// `hstatus.SPV`
-pub const HSTATUS_SPV: u64 = 1 << 7;
-/// `hstatus.SPVP`
-pub const HSTATUS_SPVP: u64 = 1 << 8;
-/// `hstatus.HU`
-pub const HSTATUS_HU: u64 = 1 << 9;
-/// `hstatus.VTVM`
-pub const HSTATUS_VTVM: u64 = 1 << 20;
-/// `hstatus.VTW`
-pub const HSTATUS_VTW: u64 = 1 << 21;
-/// `hstatus.VTSR`
-pub const HSTATUS_VTSR: u64 = 1 << 22;
+pub use vcpu_api::csr::{
+    HSTATUS_GVA, HSTATUS_HU, HSTATUS_SPV, HSTATUS_SPVP, HSTATUS_VTSR, HSTATUS_VTVM, HSTATUS_VTW,
+    MSTATUS_GVA, MSTATUS_MPV,
+};
 /// `hstatus.VSXL` = 2 (64-bit), read-only.
-pub const HSTATUS_VSXL: u64 = 2 << 32;
+pub const HSTATUS_VSXL_64: u64 = vcpu_api::csr::XL_64 << 32;
+pub use vcpu_api::trap::VS_INTERRUPTS;
+
 /// Writable `hstatus` bits.
 pub const HSTATUS_WRITABLE: u64 = HSTATUS_GVA
     | HSTATUS_SPV
@@ -37,14 +27,6 @@ pub const HSTATUS_WRITABLE: u64 = HSTATUS_GVA
     | HSTATUS_VTVM
     | HSTATUS_VTW
     | HSTATUS_VTSR;
-
-/// `mstatus.GVA`
-pub const MSTATUS_GVA: u64 = 1 << 38;
-/// `mstatus.MPV`
-pub const MSTATUS_MPV: u64 = 1 << 39;
-
-/// VS-level interrupts (bits of `mip`/`mie`/`hip`/`hie`/`hvip`/`hideleg`).
-pub const VS_INTERRUPTS: u64 = (1 << irq::VSSI) | (1 << irq::VSTI) | (1 << irq::VSEI);
 
 /// `hedeleg` bits that are writable (privileged spec table "Bits of hedeleg that must be
 /// writable or must be read-only zero"); 9, 10, 11 and 20-23 are read-only 0.

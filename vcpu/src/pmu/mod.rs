@@ -33,30 +33,20 @@ use crate::trap::irq;
 use events::{class, Event, CLASS, NUM_EVENTS};
 use model::{Cost, Models};
 
-/// `mhpmevent.OF` (Sscofpmf).
-pub const OF: u64 = 1 << 63;
-/// `mhpmevent.MINH` (also `mcyclecfg`/`minstretcfg`).
-pub const MINH: u64 = 1 << 62;
-/// `mhpmevent.SINH`.
-pub const SINH: u64 = 1 << 61;
-/// `mhpmevent.UINH`.
-pub const UINH: u64 = 1 << 60;
-/// `mhpmevent.VSINH`.
-pub const VSINH: u64 = 1 << 59;
-/// `mhpmevent.VUINH`.
-pub const VUINH: u64 = 1 << 58;
+pub use vcpu_api::csr::{
+    MENVCFG_CDE, MHPMEVENT_EVENT as EVENT_SELECT, MHPMEVENT_MINH as MINH, MHPMEVENT_OF as OF,
+    MHPMEVENT_SINH as SINH, MHPMEVENT_UINH as UINH, MHPMEVENT_VSINH as VSINH,
+    MHPMEVENT_VUINH as VUINH,
+};
+
 /// All five mode inhibit bits.
 pub const INH: u64 = MINH | SINH | UINH | VSINH | VUINH;
-/// The event selector field of `mhpmevent` (bits 55:0).
-pub const EVENT_SELECT: u64 = (1 << 56) - 1;
 /// `mcountinhibit` bits that exist: CY, bit 1 (PDIS, Smpdis), IR, HPM3-31.
 pub const MCOUNTINHIBIT_MASK: u64 = 0xffff_fffb | 4;
 /// `mcountinhibit` bit 1: the PDIS counter (Smpdis).
 pub const INHIBIT_PDIS: u64 = 1 << 1;
 /// The LCOFI pending/enable bit (interrupt 13) in `mip`/`mie`/`sip`/`sie`.
 pub const LCOFIP: u64 = 1 << irq::LCOFI;
-/// `menvcfg.CDE` (Smcdeleg chapter 2).
-pub const MENVCFG_CDE: u64 = 1 << 60;
 
 /// Tallies kept beside the catalog's events (from which other events are derived), indices
 /// into `PmuState::extra`.
@@ -103,108 +93,7 @@ fn max_rate(ev: Event) -> u64 {
     }
 }
 
-/// The provisional numbers of the draft extensions' CSRs and `mstateen0` bit (Sspesa, Smpdis:
-/// the draft assigns none). One table, overridable per hart ([`PmuConfig::numbers`]); see
-/// `docs/csr-map.md`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct DraftNumbers {
-    /// `shpmspc` (Sspesa).
-    pub shpmspc: u16,
-    /// `shpmsdata` (Sspesa).
-    pub shpmsdata: u16,
-    /// `spdisctl`.
-    pub spdisctl: u16,
-    /// `spdiscounter`.
-    pub spdiscounter: u16,
-    /// `spdisevmask`.
-    pub spdisevmask: u16,
-    /// `spdisevmatch`.
-    pub spdisevmatch: u16,
-    /// `spdisfilter`.
-    pub spdisfilter: u16,
-    /// `vspdisctl`.
-    pub vspdisctl: u16,
-    /// `mpdisctl`.
-    pub mpdisctl: u16,
-    /// The `mstateen0`/`hstateen0` bit of PDIS state.
-    pub stateen_pdis_bit: u8,
-}
-
-impl DraftNumbers {
-    /// The project's provisional numbers: the custom read/write ranges of each level
-    /// (S 0x5C0-, HS 0x6C0-, M 0x7C0-) and `mstateen0` bit 53.
-    pub const PROVISIONAL: DraftNumbers = DraftNumbers {
-        shpmspc: 0x5c0,
-        shpmsdata: 0x5c1,
-        spdisctl: 0x5c2,
-        spdiscounter: 0x5c3,
-        spdisevmask: 0x5c4,
-        spdisevmatch: 0x5c5,
-        spdisfilter: 0x5c6,
-        vspdisctl: 0x6c0,
-        mpdisctl: 0x7c0,
-        stateen_pdis_bit: 53,
-    };
-
-    /// (configured number, provisional number) of every CSR.
-    pub fn pairs(&self) -> [(u16, u16); 9] {
-        let p = Self::PROVISIONAL;
-        [
-            (self.shpmspc, p.shpmspc),
-            (self.shpmsdata, p.shpmsdata),
-            (self.spdisctl, p.spdisctl),
-            (self.spdiscounter, p.spdiscounter),
-            (self.spdisevmask, p.spdisevmask),
-            (self.spdisevmatch, p.spdisevmatch),
-            (self.spdisfilter, p.spdisfilter),
-            (self.vspdisctl, p.vspdisctl),
-            (self.mpdisctl, p.mpdisctl),
-        ]
-    }
-}
-
-impl Default for DraftNumbers {
-    fn default() -> Self {
-        Self::PROVISIONAL
-    }
-}
-
-/// What a hart implements of the performance-monitoring extensions beyond the ratified
-/// ones (which are always present).
-#[derive(Clone, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-pub struct PmuConfig {
-    /// CSR numbers and the stateen bit of the draft extensions.
-    pub numbers: DraftNumbers,
-}
-
-impl PmuConfig {
-    /// Reject numbers that collide or change privilege class.
-    pub fn validate(&self) -> Result<(), String> {
-        let pairs = self.numbers.pairs();
-        for (i, &(n, p)) in pairs.iter().enumerate() {
-            if n > 0xfff || n >> 8 != p >> 8 || (n >> 10) & 3 == 3 {
-                return Err(format!(
-                    "draft CSR number {n:#x} must be a read/write CSR with the privilege \
-                     class of {p:#x} (bits 11:8 = {:#x})",
-                    p >> 8
-                ));
-            }
-            if crate::csr::lookup(n).is_some() && !pairs.iter().any(|&(_, q)| q == n) {
-                return Err(format!("draft CSR number {n:#x} is taken by another CSR"));
-            }
-            if pairs[i + 1..].iter().any(|&(m, _)| m == n) {
-                return Err(format!("draft CSR number {n:#x} is given twice"));
-            }
-        }
-        let b = self.numbers.stateen_pdis_bit;
-        if !(3..=53).contains(&b) {
-            return Err(format!(
-                "mstateen0 bit {b} for PDIS: choose a free bit in 3..=53"
-            ));
-        }
-        Ok(())
-    }
-}
+pub use vcpu_api::pmu::{DraftNumbers, PmuConfig};
 
 /// Architectural and model state of the monitor (what a snapshot carries).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -21,28 +21,12 @@ use super::model::Cost;
 use crate::decode::{Insn, Op};
 use crate::hart::{Hart, PrivilegeMode};
 
-/// `mpdisctl.SEL` (bits 2:0).
-pub const SEL: u64 = 7;
-/// `mpdisctl.HPM[31:3]`.
-pub const HPM: u64 = 0xffff_fff8;
-/// `mpdisctl.MEM` (hardwired 0).
-pub const MEM: u64 = 1 << 32;
-/// `mpdisctl.ACC`.
-pub const ACC: u64 = 1 << 33;
-/// `mpdisctl.TS`.
-pub const TS: u64 = 1 << 34;
-/// `mpdisctl.PA`.
-pub const PA: u64 = 1 << 35;
-/// `mpdisctl.EPT`.
-pub const EPT: u64 = 1 << 36;
-/// `mpdisctl.U`.
-pub const U: u64 = 1 << 60;
-/// `mpdisctl.S`.
-pub const S: u64 = 1 << 61;
-/// `mpdisctl.M` (read-only 0 in `spdisctl` and `vspdisctl`).
-pub const M: u64 = 1 << 62;
-/// `mpdisctl.OF`.
-pub const OF: u64 = 1 << 63;
+pub use vcpu_api::csr::{
+    PDISCTL_ACC as ACC, PDISCTL_EPT as EPT, PDISCTL_HPM as HPM, PDISCTL_M as M, PDISCTL_MEM as MEM,
+    PDISCTL_OF as OF, PDISCTL_PA as PA, PDISCTL_S as S, PDISCTL_SEL as SEL, PDISCTL_TS as TS,
+    PDISCTL_U as U,
+};
+
 /// Writable `mpdisctl` bits (MEM and the custom bits are hardwired 0).
 pub const MPDISCTL_WRITABLE: u64 = SEL | HPM | ACC | TS | PA | EPT | U | S | M | OF;
 /// The fields `vspdisctl` holds itself (S and U: VS and VU counting; PA: guest physical

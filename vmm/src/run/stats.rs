@@ -202,8 +202,8 @@ pub fn virtual_insn_reason(insn: u32) -> String {
     let funct3 = (insn >> 12) & 7;
     if opcode == 0x73 && funct3 != 0 && funct3 != 4 {
         let csr = (insn >> 20) as u16;
-        match vcpu::csr::lookup(csr) {
-            Some(d) => format!("virtual-insn csr {} ({csr:#x})", d.name),
+        match vcpu::csr::name(csr) {
+            Some(name) => format!("virtual-insn csr {name} ({csr:#x})"),
             None => format!("virtual-insn csr {csr:#x}"),
         }
     } else if opcode == 0x73 {

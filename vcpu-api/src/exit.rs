@@ -1,4 +1,4 @@
-//! The exit interface: why [`crate::Hart::run`] returned.
+//! The exit interface: why [`crate::Vcpu::run`] returned.
 //!
 //! It is shaped like KVM's `kvm_run` exits so that a hardware backend could present the same
 //! interface: no interpreter details leak through it.
@@ -14,18 +14,18 @@ pub struct MmioAccess {
     /// Access size in bytes: 1, 2, 4 or 8.
     pub size: u8,
     /// `Some(data)` for a store (already retired when the exit is reported); `None` for a
-    /// load, which the caller completes with [`crate::Hart::complete_mmio_read`] before the next
-    /// [`crate::Hart::run`].
+    /// load, which the caller completes with [`crate::Vcpu::complete_mmio_read`] before the next
+    /// [`crate::Vcpu::run`].
     pub write: Option<u64>,
 }
 
-/// Why [`crate::Hart::run`] returned.
+/// Why [`crate::Vcpu::run`] returned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum VcpuExit {
     /// The hart touched a device.
     Mmio(MmioAccess),
     /// The hart executed WFI and no enabled interrupt is pending. The WFI has retired; the
-    /// caller may advance time (see [`crate::Hart::skip_to_timer`]) and run again.
+    /// caller may advance time (see [`crate::Vcpu::skip_to_timer`]) and run again.
     Wfi,
     /// The instruction budget given to `run` is used up.
     BudgetExhausted,
@@ -71,7 +71,7 @@ pub struct GuestTrap {
 
 /// Lets another thread ask a running hart to return [`VcpuExit::StopRequested`].
 #[derive(Debug, Clone, Default)]
-pub struct StopHandle(pub(crate) Arc<AtomicBool>);
+pub struct StopHandle(Arc<AtomicBool>);
 
 impl StopHandle {
     /// Ask the hart to stop at the next instruction boundary it checks (within a few thousand
@@ -80,7 +80,13 @@ impl StopHandle {
         self.0.store(true, Ordering::Release);
     }
 
-    pub(crate) fn take(&self) -> bool {
+    /// Backend side: whether a stop is requested (without clearing it).
+    pub fn is_requested(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+
+    /// Backend side: whether a stop was requested since the last call (and clear it).
+    pub fn take(&self) -> bool {
         self.0.swap(false, Ordering::AcqRel)
     }
 }

@@ -7,7 +7,7 @@
 //! backward on a hart and the skew between harts is bounded by one chunk.
 //!
 //! A [`HartMailbox`] is merged by its hart at every chunk boundary and on entry to
-//! [`crate::Hart::run`]: posted `hvip` bits are ORed into `hvip`, and a flush request
+//! the backend's [`crate::Vcpu::run`]: posted `hvip` bits are ORed into `hvip`, and a flush request
 //! flushes the TLB and is then acknowledged (the decode cache never needs a flush).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -66,22 +66,25 @@ impl HartMailbox {
         self.flush_done.load(Ordering::SeqCst) >= ticket || !self.running.load(Ordering::SeqCst)
     }
 
-    pub(crate) fn set_running(&self, on: bool) {
+    /// Backend side: the hart enters (`true`) or leaves `run`.
+    pub fn set_running(&self, on: bool) {
         self.running.store(on, Ordering::SeqCst);
     }
-    pub(crate) fn take_interrupts(&self) -> u64 {
+    /// Backend side: the posted `hvip` bits, cleared.
+    pub fn take_interrupts(&self) -> u64 {
         if self.hvip.load(Ordering::Relaxed) == 0 {
             0
         } else {
             self.hvip.swap(0, Ordering::SeqCst)
         }
     }
-    /// The flush ticket to acknowledge, if a flush is outstanding.
-    pub(crate) fn flush_wanted(&self) -> Option<u64> {
+    /// Backend side: the flush ticket to acknowledge, if a flush is outstanding.
+    pub fn flush_wanted(&self) -> Option<u64> {
         let req = self.flush_requested.load(Ordering::SeqCst);
         (req > self.flush_done.load(Ordering::Relaxed)).then_some(req)
     }
-    pub(crate) fn ack_flush(&self, ticket: u64) {
+    /// Backend side: the flush of `ticket` (and every earlier one) is done.
+    pub fn ack_flush(&self, ticket: u64) {
         self.flush_done.fetch_max(ticket, Ordering::SeqCst);
     }
 }

@@ -1,0 +1,180 @@
+//! The backend-neutral vCPU interface.
+//!
+//! A VMM drives a guest through [`Vcpu`], shaped like KVM's vCPU interface so that a
+//! hardware-backed vCPU could implement it too: run until an exit, read and write the
+//! guest's registers, complete MMIO loads, redirect traps into the guest, drive its VS-level
+//! interrupts and timer, and reach the hypervisor-level CSRs (HS-mode's view) that a
+//! hypervisor needs to virtualize CTR and the counters. [`VcpuState`] saves and restores the
+//! whole architectural state (snapshots, migration, several vCPUs on one hart).
+//!
+//! The software hart (`vcpu::Hart` in *hosted mode*) implements both; [`crate::fake::FakeVcpu`]
+//! implements [`Vcpu`] for unit tests of code above the boundary.
+
+use std::sync::Arc;
+
+use crate::ctr::{CtrConfig, CtrEntry};
+use crate::exit::{StopHandle, VcpuExit};
+use crate::smp::HartMailbox;
+
+/// Privilege levels (privileged spec 1.2, "Privilege Levels").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(u8)]
+pub enum PrivilegeMode {
+    /// U-mode.
+    User = 0,
+    /// S-mode.
+    Supervisor = 1,
+    /// M-mode.
+    Machine = 3,
+}
+
+impl PrivilegeMode {
+    /// Decode a 2-bit privilege field; the reserved value 2 reads as U (MPP is WARL and never
+    /// holds 2).
+    pub fn from_bits(v: u64) -> PrivilegeMode {
+        match v & 3 {
+            3 => PrivilegeMode::Machine,
+            1 => PrivilegeMode::Supervisor,
+            _ => PrivilegeMode::User,
+        }
+    }
+}
+
+/// Why a hypervisor-level CSR access through [`Vcpu::host_csr`] or [`Vcpu::set_host_csr`]
+/// failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CsrError {
+    /// The vCPU does not implement the CSR.
+    #[error("CSR {0:#05x} is not implemented")]
+    NotImplemented(u16),
+    /// The CSR is read-only (number bits 11:10 = 3, or no write behaviour).
+    #[error("CSR {0:#05x} is read-only")]
+    ReadOnly(u16),
+}
+
+/// Guest instructions a VMM can ask to trap (`hstatus` bits).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GuestTraps {
+    /// WFI in VS-mode (`hstatus.VTW`).
+    pub wfi: bool,
+    /// SRET in VS-mode (`hstatus.VTSR`).
+    pub sret: bool,
+    /// SFENCE.VMA and `satp` accesses in VS-mode (`hstatus.VTVM`).
+    pub vm: bool,
+}
+
+/// Why a saved state cannot be restored onto a vCPU.
+#[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
+pub enum StateError {
+    /// A field is malformed.
+    #[error("bad hart state: {0}")]
+    Malformed(String),
+    /// The vCPU cannot hold the state (its configuration lacks something the state uses).
+    #[error("this hart cannot hold the saved state: {0}")]
+    Unsupported(String),
+}
+
+/// A virtual CPU as a VMM sees it (see the module documentation).
+pub trait Vcpu {
+    /// Run the guest until an exit; at most `budget` instructions.
+    fn run(&mut self, budget: u64) -> VcpuExit;
+    /// The guest's program counter.
+    fn pc(&self) -> u64;
+    /// Set the guest's program counter (e.g. past an emulated instruction).
+    fn set_pc(&mut self, pc: u64);
+    /// Integer register `i`.
+    fn xreg(&self, i: usize) -> u64;
+    /// Set integer register `i` (x0 is ignored).
+    fn set_xreg(&mut self, i: usize, v: u64);
+    /// Complete the MMIO load of the last [`VcpuExit::Mmio`] exit.
+    fn complete_mmio_read(&mut self, data: u64);
+    /// Redirect a trap into the guest: VS-mode trap entry with `vscause` = `cause`,
+    /// `vstval` = `tval`, `vsepc` = the current pc. Done as a hypervisor does it (writes to
+    /// the VS CSRs and a return into the handler), so the hart's CTR records nothing; a
+    /// hypervisor that virtualizes CTR synthesizes the record (`ctr-virt`).
+    fn inject_exception(&mut self, cause: u64, tval: u64);
+    /// The guest's privilege mode (Supervisor: VS-mode, User: VU-mode).
+    fn guest_privilege(&self) -> PrivilegeMode;
+    /// Set the VS-level interrupt lines of `hvip` (VSSIP bit 2, VSTIP 6, VSEIP 10); its other
+    /// bits (the AIA's virtual interrupts 13-63, e.g. an LCOFI passed on to the guest) are
+    /// left as they are.
+    fn set_virtual_interrupts(&mut self, hvip: u64);
+    /// Current `hvip`.
+    fn virtual_interrupts(&self) -> u64;
+    /// Program the guest timer: a VS-level timer interrupt is pending while the guest's time
+    /// is at or past `deadline` (`u64::MAX`: off).
+    fn set_guest_timer(&mut self, deadline: u64);
+    /// The `time` CSR as the guest reads it.
+    fn guest_time(&self) -> u64;
+    /// After a [`VcpuExit::Wfi`]: advance virtual time to the next deadline; `false` when
+    /// nothing can ever wake the guest.
+    fn skip_to_timer(&mut self) -> bool;
+    /// Whether an enabled interrupt is pending at any level (what ends a WFI), counting
+    /// interrupts posted to the mailbox.
+    fn wakeup_pending(&self) -> bool;
+    /// The virtual clock (instruction slots) at which the earliest enabled timer fires;
+    /// `None` when no timer is armed. Comparable with [`crate::SharedClock::now`].
+    fn timer_deadline_slots(&self) -> Option<u64>;
+    /// Instructions executed so far.
+    fn executed(&self) -> u64;
+    /// A handle that stops [`Vcpu::run`] from another thread.
+    fn stop_handle(&self) -> StopHandle;
+    /// The mailbox other threads post interrupts and fence requests to.
+    fn mailbox(&self) -> Arc<HartMailbox>;
+    /// Replace the mailbox (outside [`Vcpu::run`]): a VMM that multiplexes several vCPUs on
+    /// one hart gives each vCPU a mailbox of its own and installs it with the vCPU's state.
+    fn set_mailbox(&mut self, mailbox: Arc<HartMailbox>);
+    /// SBI HSM `hart_start`: the guest (re)starts in VS-mode at `pc` with `a0`/`a1` set,
+    /// `vsatp` Bare and `vsstatus.SIE` clear; other state is kept.
+    fn guest_start(&mut self, pc: u64, a0: u64, a1: u64);
+    /// Which VS-mode instructions exit to the VMM as virtual-instruction traps
+    /// (`hstatus.VTW`, `VTSR`, `VTVM`).
+    fn set_guest_traps(&mut self, traps: GuestTraps);
+    /// The counters the guest may read directly (`hcounteren`, within what the hart allows);
+    /// reads of the others exit as virtual-instruction traps.
+    fn set_guest_counteren(&mut self, mask: u64);
+    /// The guest's own `scounteren` (whether its U-mode may read a counter).
+    fn guest_scounteren(&self) -> u64;
+    /// Read CSR `num` as HS/M-mode software would (no access check, no VS substitution:
+    /// `vsctrctl`, `vsiselect`/`vsireg*`, `hstateen0`, `sctrstatus` ...). What a hypervisor
+    /// needs to switch and emulate guest state.
+    fn host_csr(&self, num: u16) -> Result<u64, CsrError>;
+    /// Write CSR `num` as HS/M-mode software would (the CSR's WARL rules apply).
+    fn set_host_csr(&mut self, num: u16, value: u64) -> Result<(), CsrError>;
+    /// [`Vcpu::set_host_csr`] of a CSR the caller knows the vCPU has: one of its own
+    /// extension's registers after checking the vCPU implements the extension (e.g.
+    /// `vsctrctl` where [`Vcpu::ctr_config`] is `Some`), or a write-back of a value just read.
+    /// A refusal is a backend bug, not a guest's doing: debug builds stop on it.
+    fn set_known_csr(&mut self, num: u16, value: u64) {
+        let r = self.set_host_csr(num, value);
+        debug_assert!(r.is_ok(), "{r:?}");
+    }
+    /// The hart's Control Transfer Records hardware (`None`: no Smctr/Ssctr).
+    fn ctr_config(&self) -> Option<CtrConfig>;
+    /// SCTRCLR executed by the hypervisor: zero every CTR entry (at every depth) and the
+    /// cycle counter.
+    fn ctr_clear(&mut self);
+    /// CTR logical entry `x` (`ctrsource`, `ctrtarget`, `ctrdata`: what `vsireg`, `vsireg2`,
+    /// `vsireg3` read with `vsiselect` = 0x200 + `x`; zeros at or beyond the depth), without
+    /// touching `vsiselect`.
+    fn ctr_entry(&self, x: u64) -> CtrEntry;
+    /// Blocks translated to host code so far (0 for a backend without translation).
+    fn translated_blocks(&self) -> u64 {
+        0
+    }
+    /// Per-instruction tracing on or off, where the backend has it.
+    fn set_trace(&mut self, _on: bool) {}
+}
+
+/// Saving and restoring a vCPU's whole architectural state: registers, CSRs, counters and
+/// timers, the CTR buffer and its cycle counter, sampling state. What snapshots, migration
+/// and a scheduler of several vCPUs on one hart move.
+pub trait VcpuState {
+    /// The saved state (serialized into snapshot files as it is).
+    type State: Clone + std::fmt::Debug + serde::Serialize + serde::de::DeserializeOwned;
+    /// The vCPU's state.
+    fn save_state(&self) -> Self::State;
+    /// Load `state`. Given untrusted data: checks everything before it changes anything, and
+    /// refuses, naming what does not fit, state this vCPU cannot hold.
+    fn restore_state(&mut self, state: &Self::State) -> Result<(), StateError>;
+}
