@@ -13,6 +13,7 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 /// Paths of the kernel `Image` and the two initramfs images.
+#[derive(Debug)]
 pub struct LinuxGuest {
     /// The Debian suite the kit comes from (`trixie`, `sid`, ...).
     pub suite: String,

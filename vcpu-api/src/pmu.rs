@@ -76,6 +76,7 @@ pub enum Event {
 pub const NUM_EVENTS: usize = Event::PdisDropped as usize + 1;
 
 /// One catalog row: selector value, event, name, and what it counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CatalogEntry {
     /// `mhpmevent[55:0]` value.
     pub selector: u64,

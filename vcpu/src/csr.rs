@@ -168,6 +168,7 @@ pub enum CsrFault {
 }
 
 /// One CSR: how to access it.
+#[derive(Debug)]
 pub struct CsrDesc {
     /// CSR number (its name: [`name`]).
     pub num: u16,

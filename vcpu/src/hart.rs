@@ -61,6 +61,7 @@ const EMPTY_SLOT: u32 = 0xffff_ffff;
 const CHUNK: u64 = 4096;
 
 /// A software RISC-V hart (see the crate documentation).
+#[allow(missing_debug_implementations)] // Its state is large; `save_state` gives a Debug view.
 pub struct Hart {
     /// x0-x31 plus the write sink at index 32 (see [`decode::X0_SINK`]); 64 slots so that
     /// a masked index needs no bounds check.

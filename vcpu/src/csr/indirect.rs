@@ -51,6 +51,7 @@ pub enum Window {
 }
 
 /// A register (or an array of them) reachable through an indirect window.
+#[derive(Debug)]
 pub struct IregDesc {
     /// The window.
     pub window: Window,

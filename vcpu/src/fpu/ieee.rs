@@ -78,11 +78,13 @@ impl Format {
         ((self.exp_max() as u64) << self.frac_bits) | 1 << (self.frac_bits - 1)
     }
 
+    /// Infinity with `sign`, encoded.
     #[inline]
     pub fn inf(self, sign: bool) -> u64 {
         self.pack(sign, self.exp_max() as u64, 0)
     }
 
+    /// Zero with `sign`, encoded.
     #[inline]
     pub fn zero(self, sign: bool) -> u64 {
         (sign as u64) << self.sign_shift()
@@ -214,14 +216,20 @@ impl Format {
 /// What a value is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Class {
+    /// Not a number.
     Nan {
+        /// A signaling NaN (the quiet bit clear).
         signaling: bool,
     },
+    /// Infinity.
     Inf,
+    /// Zero.
     Zero,
     /// Nonzero and finite: the magnitude is exactly `m × 2^e`.
     Finite {
+        /// The significand.
         m: u64,
+        /// The exponent.
         e: i32,
     },
 }
@@ -229,16 +237,20 @@ pub enum Class {
 /// A value taken apart.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Unpacked {
+    /// The sign bit.
     pub sign: bool,
+    /// What the magnitude is.
     pub class: Class,
 }
 
 impl Unpacked {
+    /// Whether the value is a NaN.
     #[inline]
     pub fn is_nan(&self) -> bool {
         matches!(self.class, Class::Nan { .. })
     }
 
+    /// Whether the value is a signaling NaN.
     #[inline]
     pub fn is_snan(&self) -> bool {
         matches!(self.class, Class::Nan { signaling: true })

@@ -40,11 +40,17 @@ pub enum Fmt {
 /// Two-operand arithmetic (FADD, FSUB, FMUL, FDIV, FMIN, FMAX).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ArithOp {
+    /// FADD
     Add,
+    /// FSUB
     Sub,
+    /// FMUL
     Mul,
+    /// FDIV
     Div,
+    /// FMIN
     Min,
+    /// FMAX
     Max,
 }
 
@@ -64,25 +70,35 @@ pub enum FmaOp {
 /// Sign-injection forms (FSGNJ, FSGNJN, FSGNJX).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SgnjOp {
+    /// FSGNJ: the sign of the second operand.
     J,
+    /// FSGNJN: its opposite.
     Jn,
+    /// FSGNJX: the XOR of both signs.
     Jx,
 }
 
 /// Comparisons (FEQ quiet, FLT and FLE signaling).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CmpOp {
+    /// FEQ
     Eq,
+    /// FLT
     Lt,
+    /// FLE
     Le,
 }
 
 /// Integer side of FCVT.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IntFmt {
+    /// 32-bit signed.
     W,
+    /// 32-bit unsigned.
     Wu,
+    /// 64-bit signed.
     L,
+    /// 64-bit unsigned.
     Lu,
 }
 

@@ -8,6 +8,7 @@
 //! one instruction slot.
 
 /// Cycles of the cost model: every instruction slot costs [`Cost::BASE`], plus the penalties.
+#[derive(Debug)]
 pub struct Cost;
 
 impl Cost {
