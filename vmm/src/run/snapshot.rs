@@ -18,9 +18,10 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use vcpu::state::HartState;
-use vcpu::{Hart, HartConfig, MmioRange, SharedClock};
+use vcpu::{Hart, SharedClock};
 use vm_memory::{Bytes, GuestAddress, GuestMemoryMmap};
 
+use super::builder::{allocate_ram, check_memory, check_topology, host_ctr, HartOptions};
 use super::smp::Smp;
 use super::{
     place_vcpus, run_vm, BootLayout, ConsoleInput, GuestPolicy, GuestVm, InputQueue, RunExit,
@@ -29,7 +30,7 @@ use super::{
 use crate::devices::uart::Uart;
 use crate::devices::Console;
 use crate::error::Error;
-use crate::machine::{MAX_MEMORY_MIB, RAM_BASE, UART_BASE, UART_SIZE};
+use crate::machine::RAM_BASE;
 use crate::sbi::hsm::{STATE_STARTED, STATE_START_PENDING, STATE_STOPPED};
 use crate::snapshot::{LayoutState, Snapshot, SnapshotError, VcpuState, VmState};
 
@@ -383,19 +384,13 @@ impl GuestVm {
     ) -> Result<GuestVm, Error> {
         let s = &snap.state;
         let n = s.vcpus.len() as u64;
-        if n == 0 || n > MAX_VCPUS {
-            return Err(Error::InvalidVcpus {
-                vcpus: n,
-                max: MAX_VCPUS,
-            });
+        let pcpus = check_topology(n, options.pcpus, options.slice_insns)?;
+        let ram_size = check_memory(s.memory_mib)?;
+        if options.paused && options.api_sock.is_none() {
+            return Err(Error::Api(
+                "--paused needs --api-sock (to resume the guest)".into(),
+            ));
         }
-        if s.memory_mib == 0 || s.memory_mib > MAX_MEMORY_MIB {
-            return Err(Error::InvalidMemorySize {
-                mib: s.memory_mib,
-                max: MAX_MEMORY_MIB,
-            });
-        }
-        let ram_size = s.memory_mib << 20;
         for (id, v) in (0..).zip(&s.vcpus) {
             check_vcpu_fields(id, v, ram_size)?;
             if v.hart.hart_id != id {
@@ -416,18 +411,8 @@ impl GuestVm {
                 )));
             }
         }
-        let pcpus = options.pcpus.unwrap_or(n);
-        if pcpus == 0 || pcpus > n {
-            return Err(Error::InvalidPcpus { pcpus, vcpus: n });
-        }
-        if options.slice_insns == 0 {
-            return Err(Error::InvalidSlice);
-        }
         // The destination hart model, and what the guest keeps of its CTR policy there.
-        let host_ctr = (!options.host_ctr_depths.is_empty()).then(|| vcpu::ctr::CtrConfig {
-            depths: options.host_ctr_depths.bits(),
-            ..vcpu::ctr::CtrConfig::full()
-        });
+        let host_ctr = host_ctr(options.host_ctr_depths);
         let ctrs = s
             .vcpus
             .iter()
@@ -442,30 +427,21 @@ impl GuestVm {
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let mem = GuestMemoryMmap::from_ranges(&[(GuestAddress(RAM_BASE), ram_size as usize)])
-            .map_err(|source| Error::GuestMemory {
-                mib: s.memory_mib,
-                source,
-            })?;
+        let mem = allocate_ram(s.memory_mib)?;
         let clock = (n > 1).then(|| {
             let clock = SharedClock::new();
             clock.advance_to(s.clock);
             Arc::new(clock)
         });
+        let hart_options = HartOptions {
+            clock: clock.clone(),
+            ctr: host_ctr.clone(),
+            jit: options.jit,
+            perf_map: options.perf_map,
+        };
         let mut harts = Vec::new();
         for (id, v) in (0..).zip(&s.vcpus) {
-            let hart_config = HartConfig {
-                hart_id: id,
-                mmio: vec![MmioRange {
-                    base: UART_BASE,
-                    size: UART_SIZE,
-                }],
-                shared_clock: clock.clone(),
-                ctr: host_ctr.clone(),
-                jit: options.jit,
-                jit_perf_map: options.perf_map,
-                ..HartConfig::default()
-            };
+            let hart_config = hart_options.hart_config(id);
             let mut hart = Hart::new_guest(hart_config.clone(), mem.clone())?;
             hart.restore_state(&v.hart).map_err(|e| {
                 Error::Restore(if n == 1 {
@@ -506,11 +482,6 @@ impl GuestVm {
             }
             Arc::new(smp)
         });
-        if options.paused && options.api_sock.is_none() {
-            return Err(Error::Api(
-                "--paused needs --api-sock (to resume the guest)".into(),
-            ));
-        }
         let l = &s.layout;
         // The instruction budget counts each vCPU's instructions from the restore.
         let insns_base: std::sync::Arc<[u64]> = s
