@@ -365,3 +365,37 @@ impl<'a> VmBuilder<'a> {
         boot
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every option is checked before the kernel is read or RAM allocated: a bad vCPU
+    /// count is reported even with a kernel that does not exist and 4 GiB of RAM.
+    #[test]
+    fn the_config_is_checked_before_anything_is_loaded() {
+        let mut config = RunConfig::new("/nonexistent/kernel");
+        config.memory_mib = 4096;
+        config.vcpus = 0;
+        let err = VmBuilder::new(&config, GuestPolicy::default()).err();
+        assert!(
+            matches!(err, Some(Error::InvalidVcpus { vcpus: 0, .. })),
+            "{err:?}"
+        );
+        config.vcpus = 2;
+        config.pcpus = Some(3);
+        let err = VmBuilder::new(&config, GuestPolicy::default()).err();
+        assert!(
+            matches!(err, Some(Error::InvalidPcpus { pcpus: 3, vcpus: 2 })),
+            "{err:?}"
+        );
+        config.pcpus = None;
+        config.pmu = false;
+        config.pmu_deleg = true;
+        let err = VmBuilder::new(&config, GuestPolicy::default()).err();
+        assert!(matches!(err, Some(Error::PmuDelegWithoutPmu)), "{err:?}");
+        config.pmu_deleg = false;
+        let err = VmBuilder::new(&config, GuestPolicy::default()).err();
+        assert!(matches!(err, Some(Error::ReadProgram { .. })), "{err:?}");
+    }
+}
