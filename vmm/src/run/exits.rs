@@ -10,7 +10,7 @@ use vcpu::{GuestTrap, MmioAccess, MmioRange, Vcpu, VcpuExit};
 use super::sbi_env::PlatformEnv;
 use super::sched::Leave;
 use super::vinsn;
-use super::{stats, GuestVm, RunExit, VirtualInsnAction, VirtualInsnExit};
+use super::{ExitReason, GuestVm, RunExit, VirtualInsnAction, VirtualInsnExit};
 use crate::error::Error;
 use crate::machine::{HART_ID, UART_BASE, UART_SIZE};
 use crate::sbi::{self, SbiCall, SbiOutcome};
@@ -40,7 +40,7 @@ impl GuestVm {
                 Ok(None)
             }
             VcpuExit::Wfi => {
-                self.stats.count("wfi");
+                self.stats.count(ExitReason::Wfi);
                 if self.idle() {
                     Ok(None)
                 } else {
@@ -82,8 +82,8 @@ impl GuestVm {
             });
         }
         match self.pmu.take_lcofi(&mut self.hart) {
-            pmu_virt::LcofiOutcome::Injected => self.stats.count("interrupt LCOFI to guest (hvip)"),
-            pmu_virt::LcofiOutcome::Spurious => self.stats.count("interrupt LCOFI spurious"),
+            pmu_virt::LcofiOutcome::Injected => self.stats.count(ExitReason::LcofiInjected),
+            pmu_virt::LcofiOutcome::Spurious => self.stats.count(ExitReason::LcofiSpurious),
         }
         Ok(None)
     }
@@ -99,16 +99,16 @@ impl GuestVm {
         .contains(addr, u64::from(size));
         let value = match (in_uart, write) {
             (true, Some(v)) => {
-                self.stats.count("mmio uart write");
+                self.stats.count(ExitReason::MmioUartWrite);
                 self.uart().write(addr - UART_BASE, size, v);
                 0
             }
             (true, None) => {
-                self.stats.count("mmio uart read");
+                self.stats.count(ExitReason::MmioUartRead);
                 self.uart().read(addr - UART_BASE, size)
             }
             (false, _) => {
-                self.stats.count("mmio other");
+                self.stats.count(ExitReason::MmioOther);
                 log::warn!("{size}-byte access at {addr:#x} outside any device; ignored");
                 0
             }
@@ -128,20 +128,20 @@ impl GuestVm {
         match trap.cause {
             cause::ECALL_VS => return self.sbi_call(trap),
             cause::VIRTUAL_INSN => {
-                self.stats.count(stats::virtual_insn_reason(trap.insn));
+                self.stats.count(ExitReason::VirtualInsn(trap.insn));
                 return self.virtual_insn(trap);
             }
             cause::FETCH_ACCESS | cause::LOAD_ACCESS | cause::STORE_ACCESS => {
                 if let Some(ev) = firmware_event_of(trap.cause) {
                     self.fw.record(self.hart_id, ev);
                 }
-                self.stats.count(format!("access-fault {}", trap.cause));
+                self.stats.count(ExitReason::AccessFault(trap.cause));
                 self.inject(trap.cause, trap.tval);
             }
             cause::FETCH_GUEST_PAGE_FAULT
             | cause::LOAD_GUEST_PAGE_FAULT
             | cause::STORE_GUEST_PAGE_FAULT => {
-                self.stats.count(format!("guest-page-fault {}", trap.cause));
+                self.stats.count(ExitReason::GuestPageFault(trap.cause));
                 let page_fault = match trap.cause {
                     cause::FETCH_GUEST_PAGE_FAULT => cause::FETCH_PAGE_FAULT,
                     cause::LOAD_GUEST_PAGE_FAULT => cause::LOAD_PAGE_FAULT,
@@ -150,7 +150,7 @@ impl GuestVm {
                 self.inject(page_fault, trap.tval);
             }
             other => {
-                self.stats.count(format!("trap {other}"));
+                self.stats.count(ExitReason::Trap(other));
                 if let Some(ev) = firmware_event_of(other) {
                     self.fw.record(self.hart_id, ev);
                 }
@@ -176,11 +176,11 @@ impl GuestVm {
         {
             ctr_virt::Outcome::NotCtr => None,
             ctr_virt::Outcome::Emulated => {
-                self.stats.count("ctr sctrdepth emulated");
+                self.stats.count(ExitReason::CtrDepthEmulated);
                 Some(VirtualInsnAction::EmulatedCtrDepth)
             }
             ctr_virt::Outcome::Retry => {
-                self.stats.count("ctr lazy load");
+                self.stats.count(ExitReason::CtrLazyLoad);
                 Some(VirtualInsnAction::CtrLoaded)
             }
             ctr_virt::Outcome::InjectIllegal => {
@@ -249,15 +249,14 @@ impl GuestVm {
         self.ctr
             .synthesize_trap(&mut self.hart, cause, false, from_vu, epc, handler);
         if self.ctr.stats.synthesized != before {
-            self.stats.count("ctr record synthesized");
+            self.stats.count(ExitReason::CtrRecordSynthesized);
         }
     }
 
     /// An SBI call (`ECALL` from VS-mode).
     fn sbi_call(&mut self, trap: GuestTrap) -> Result<Option<RunExit>, Error> {
         let call = SbiCall::from_regs(|i| Vcpu::xreg(&self.hart, i));
-        self.stats
-            .count(format!("sbi {}", sbi::extension_name(call.eid)));
+        self.stats.count(ExitReason::Sbi(call.eid));
         let outcome = {
             let mut env = PlatformEnv {
                 hart: &mut self.hart,

@@ -82,7 +82,7 @@ pub use crate::sbi::srst::EXIT_REBOOT;
 pub use builder::VmBuilder;
 pub use config::{RunConfig, CTR_DEMO_GUEST};
 pub use console::{ConsoleInput, InputQueue};
-pub use stats::{ExitStats, RunStats, VirtualInsnAction, VirtualInsnExit};
+pub use stats::{ExitReason, ExitStats, RunStats, VirtualInsnAction, VirtualInsnExit};
 pub use vinsn::GuestPolicy;
 
 /// `hvip` bit of the VS-level software interrupt.

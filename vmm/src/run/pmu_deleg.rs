@@ -9,7 +9,7 @@
 
 use vcpu::GuestTrap;
 
-use super::{cause, GuestVm, VirtualInsnAction};
+use super::{cause, ExitReason, GuestVm, VirtualInsnAction};
 
 impl GuestVm {
     /// Handles `trap` if it is a delegated-counter access; `None` if it is not one.
@@ -24,16 +24,14 @@ impl GuestVm {
                 write,
                 counter,
             } => {
-                let rw = if write { " write" } else { "" };
-                self.stats.count(format!("pmu-deleg {}{rw}", access.name()));
-                if let Some((v, h)) = counter {
-                    self.stats
-                        .count(format!("pmu-deleg counter {v} on hart counter {h}"));
+                self.stats.count(ExitReason::PmuDeleg { access, write });
+                if let Some((virt, hart)) = counter {
+                    self.stats.count(ExitReason::PmuDelegCounter { virt, hart });
                 }
                 Some(VirtualInsnAction::EmulatedPmuDeleg)
             }
             pmu_virt::DelegOutcome::InjectIllegal => {
-                self.stats.count("pmu-deleg injected illegal");
+                self.stats.count(ExitReason::PmuDelegInjectedIllegal);
                 self.fw.record(self.hart_id, pmu_virt::FwEvent::IllegalInsn);
                 self.inject(cause::ILLEGAL_INSN, u64::from(trap.insn));
                 Some(VirtualInsnAction::InjectedIllegal)

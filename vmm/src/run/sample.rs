@@ -5,7 +5,7 @@
 
 use vcpu::GuestTrap;
 
-use super::{cause, GuestVm, VirtualInsnAction};
+use super::{cause, ExitReason, GuestVm, VirtualInsnAction};
 
 impl GuestVm {
     /// Handles `trap` if it is a sampling access; `None` leaves it to the other handlers.
@@ -16,15 +16,15 @@ impl GuestVm {
         let action = match outcome {
             pmu_virt::SampleOutcome::NotSampling => return None,
             pmu_virt::SampleOutcome::EmulatedSspesa => {
-                self.stats.count("sspesa emulated");
+                self.stats.count(ExitReason::SspesaEmulated);
                 VirtualInsnAction::EmulatedSspesa
             }
             pmu_virt::SampleOutcome::EmulatedScountovf => {
-                self.stats.count("scountovf emulated");
+                self.stats.count(ExitReason::ScountovfEmulated);
                 VirtualInsnAction::EmulatedScountovf
             }
             pmu_virt::SampleOutcome::PdisLoaded => {
-                self.stats.count("pdis lazy load");
+                self.stats.count(ExitReason::PdisLazyLoad);
                 VirtualInsnAction::PdisLoaded
             }
             pmu_virt::SampleOutcome::InjectIllegal => {
