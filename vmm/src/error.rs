@@ -24,6 +24,10 @@ pub enum Error {
     #[error("cannot restore the snapshot: {0}")]
     RestoreField(#[from] crate::run::snapshot::RestoreError),
 
+    /// The devices' MMIO windows do not fit together (an ELF's HTIF words on a device).
+    #[error("{0}")]
+    Bus(#[from] crate::devices::bus::BusError),
+
     /// The VM's CTR options cannot be met (`--ctr`, `--ctr-depths`, `--host-ctr-depths`).
     #[error("{0}")]
     Ctr(#[from] ctr_virt::CtrVirtError),

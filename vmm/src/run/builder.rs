@@ -107,7 +107,7 @@ impl HartOptions {
     pub fn hart_config(&self, hart_id: u64) -> HartConfig {
         HartConfig {
             hart_id,
-            mmio: super::mmio_ranges(),
+            mmio: super::mmio_bus().ranges(),
             shared_clock: self.clock.clone(),
             ctr: self.ctr.clone(),
             jit: self.jit,
@@ -329,6 +329,7 @@ impl<'a> VmBuilder<'a> {
             hart_id,
             mem: mem.clone(),
             uart: uart.clone(),
+            bus: super::mmio_bus(),
             input: input.clone(),
             layout: layout.clone(),
             max_insns: config.max_insns,

@@ -5,14 +5,15 @@
 
 use std::io::Write;
 
-use vcpu::{GuestTrap, MmioAccess, MmioRange, Vcpu, VcpuExit};
+use vcpu::{GuestTrap, MmioAccess, Vcpu, VcpuExit};
 
 use super::sbi_env::PlatformEnv;
 use super::sched::Leave;
 use super::vinsn;
-use super::{ExitReason, GuestVm, RunExit, VirtualInsnAction, VirtualInsnExit};
+use super::{Device, ExitReason, GuestVm, RunExit, VirtualInsnAction, VirtualInsnExit};
+use crate::devices::bus::mask_read;
 use crate::error::Error;
-use crate::machine::{HART_ID, UART_BASE, UART_SIZE};
+use crate::machine::HART_ID;
 use crate::sbi::{self, SbiCall, SbiOutcome};
 
 /// Exception codes the VMM handles.
@@ -89,37 +90,28 @@ impl GuestVm {
     }
 
     /// After a WFI: waits (in virtual time) until the hart can wake; `false` when nothing can
-    /// Routes an MMIO access (the UART is the only device).
+    /// Routes an MMIO access through the VM's bus (the UART is the only device).
     fn mmio(&mut self, access: MmioAccess) {
         let MmioAccess { addr, size, write } = access;
-        let in_uart = MmioRange {
-            base: UART_BASE,
-            size: UART_SIZE,
-        }
-        .contains(addr, u64::from(size));
-        let value = match (in_uart, write) {
-            (true, Some(v)) => {
+        let hit = self.bus.find(addr, u64::from(size)).filter(|h| h.fits);
+        let value = match (hit.map(|h| (h.device, h.offset)), write) {
+            (Some((Device::Uart, off)), Some(v)) => {
                 self.stats.count(ExitReason::MmioUartWrite);
-                self.uart().write(addr - UART_BASE, size, v);
+                self.uart().write(off, size, v);
                 0
             }
-            (true, None) => {
+            (Some((Device::Uart, off)), None) => {
                 self.stats.count(ExitReason::MmioUartRead);
-                self.uart().read(addr - UART_BASE, size)
+                self.uart().read(off, size)
             }
-            (false, _) => {
+            (None, _) => {
                 self.stats.count(ExitReason::MmioOther);
                 log::warn!("{size}-byte access at {addr:#x} outside any device; ignored");
                 0
             }
         };
         if write.is_none() {
-            let mask = if size >= 8 {
-                u64::MAX
-            } else {
-                (1u64 << (8 * size)) - 1
-            };
-            Vcpu::complete_mmio_read(&mut self.hart, value & mask);
+            Vcpu::complete_mmio_read(&mut self.hart, mask_read(value, size));
         }
     }
 

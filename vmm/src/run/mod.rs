@@ -63,9 +63,10 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use vcpu::{Hart, MmioRange};
+use vcpu::Hart;
 use vm_memory::GuestMemoryMmap;
 
+use crate::devices::bus::MmioBus;
 use crate::devices::uart::Uart;
 use crate::devices::Console;
 use crate::error::Error;
@@ -108,12 +109,19 @@ const FDT_MAX: u64 = 64 << 10;
 
 use exits::cause;
 
-/// The guest-physical ranges of the VM's devices (the hart exits on accesses there).
-fn mmio_ranges() -> Vec<MmioRange> {
-    vec![MmioRange {
-        base: UART_BASE,
-        size: UART_SIZE,
-    }]
+/// The devices of a `vmm run` VM on its MMIO bus.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Device {
+    /// The UART at [`UART_BASE`].
+    Uart,
+}
+
+/// The MMIO bus of `vmm run` VMs: the UART (there is no other device).
+fn mmio_bus() -> MmioBus<Device> {
+    let mut bus = MmioBus::new();
+    // A window on an empty bus is always accepted.
+    let _ = bus.insert(UART_BASE, UART_SIZE, Device::Uart);
+    bus
 }
 
 /// How a run ended, when the VMM did not fail.
@@ -251,6 +259,8 @@ pub struct GuestVm {
     hart_id: u64,
     mem: GuestMemoryMmap,
     uart: Arc<Mutex<Uart>>,
+    /// Where the devices are.
+    bus: MmioBus<Device>,
     input: InputQueue,
     layout: BootLayout,
     max_insns: Option<u64>,

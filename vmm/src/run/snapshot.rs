@@ -495,6 +495,7 @@ impl GuestVm {
             hart_id,
             mem: mem.clone(),
             uart: uart.clone(),
+            bus: super::mmio_bus(),
             input: input.clone(),
             layout: BootLayout {
                 entry: l.entry,
