@@ -52,63 +52,38 @@ enum Command {
     Restore(RestoreArgs),
 }
 
+/// `vmm restore`'s flags: the snapshot, `--paused`, and those it shares with `vmm run`
+/// ([`VmArgs`]), some with help of its own.
 #[derive(Args, Debug)]
+#[command(
+    mut_arg("host_ctr_depths", |a| a.help("The CTR depths this host's hart supports.")),
+    mut_arg("max_insns", |a| a.help("Stop after N more instructions (exit status 124).")),
+    mut_arg("timeout", |a| a.help("Stop after SECS seconds of wall-clock time (exit status 124).")),
+    mut_arg("api_sock", |a| a.help("A control socket, as for `run`.")),
+    mut_arg("snapshot_on_stop", |a| a.help(
+        "As for `run`: a snapshot when --max-insns or --timeout ends the run."
+    )),
+    mut_arg("pcpus", |a| a.help(
+        "Hart instances for the snapshot's vCPUs, 1 to their number (default: one per vCPU)."
+    )),
+    mut_arg("jit", |a| a.help("Block translation, as for `run`.")),
+    mut_arg("stats", |a| a.help("Print instructions, wall time, MIPS and the exit table on stderr.")),
+)]
 struct RestoreArgs {
     /// The snapshot file.
     #[arg(long, value_name = "FILE")]
     snapshot: PathBuf,
-
-    /// The CTR depths this host's hart supports.
-    #[arg(long, value_name = "LIST", value_parser = parse_depths, default_value = "16,32,64,128,256")]
-    host_ctr_depths: ctr_virt::DepthSet,
-
-    /// Stop after N more instructions (exit status 124).
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = parse_max_insns)]
-    max_insns: Option<u64>,
-
-    /// Stop after SECS seconds of wall-clock time (exit status 124).
-    #[arg(long, value_name = "SECS", allow_negative_numbers = true, value_parser = parse_timeout)]
-    timeout: Option<std::time::Duration>,
-
-    /// A control socket, as for `run`.
-    #[arg(long, value_name = "PATH")]
-    api_sock: Option<PathBuf>,
-
-    /// As for `run`: a snapshot when --max-insns or --timeout ends the run.
-    #[arg(long, value_name = "FILE")]
-    snapshot_on_stop: Option<PathBuf>,
 
     /// Start paused, before the guest's first instruction, until a `resume` request on the
     /// control socket (--api-sock).
     #[arg(long)]
     paused: bool,
 
-    /// Hart instances for the snapshot's vCPUs, 1 to their number (default: one per vCPU).
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = parse_pcpus)]
-    pcpus: Option<u64>,
-
-    /// The time slice of a vCPU on a shared hart (--pcpus), in instructions.
-    #[arg(long, value_name = "N", default_value_t = runner::DEFAULT_SLICE_INSNS, allow_negative_numbers = true, value_parser = parse_slice_insns)]
-    slice_insns: u64,
-
-    /// Block translation, as for `run`.
-    #[arg(long, value_name = "on|off", default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
-    jit: bool,
-
-    /// Name translated blocks in /tmp/perf-PID.map (start, size, guest pc), so that a host
-    /// `perf record`/`perf report` of this process shows guest pcs instead of [JIT].
-    #[arg(long)]
-    perf_map: bool,
-
-    /// Print instructions, wall time, MIPS and the exit table on stderr.
-    #[arg(long)]
-    stats: bool,
-
-    /// Log every executed instruction on stderr.
-    #[arg(long)]
-    trace: bool,
+    #[command(flatten)]
+    vm: VmArgs,
 }
 
+/// `vmm run`'s flags.
 #[derive(Args, Debug)]
 struct RunArgs {
     /// The kernel: an RV64 ELF executable or a Linux riscv64 Image. Without it, the
@@ -127,16 +102,6 @@ struct RunArgs {
     /// RAM size in MiB, mapped at 0x8000_0000.
     #[arg(long, value_name = "MiB", default_value_t = runner::DEFAULT_MEMORY_MIB, allow_negative_numbers = true, value_parser = parse_memory)]
     memory: u64,
-
-    /// Stop after N instructions (exit status 124). With several vCPUs: when one vCPU
-    /// has executed N.
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = parse_max_insns)]
-    max_insns: Option<u64>,
-
-    /// Stop after SECS seconds of wall-clock time (exit status 124), e.g. for a guest that
-    /// hangs; the console output up to then has been printed.
-    #[arg(long, value_name = "SECS", allow_negative_numbers = true, value_parser = parse_timeout)]
-    timeout: Option<std::time::Duration>,
 
     /// Control Transfer Records for the guest: `on` (ssctr in the device tree, the guest's
     /// CTR context loaded on its first access) or `off` (every CTR access gets
@@ -195,6 +160,28 @@ struct RunArgs {
     #[arg(long, value_name = "LIST", value_parser = parse_depths)]
     ctr_depths: Option<ctr_virt::DepthSet>,
 
+    /// Number of vCPUs (1-64).
+    #[arg(long, value_name = "N", default_value_t = 1, allow_negative_numbers = true, value_parser = parse_vcpus)]
+    vcpus: u64,
+
+    #[command(flatten)]
+    vm: VmArgs,
+}
+
+/// The flags `vmm run` and `vmm restore` share (`vmm restore` words some of their help
+/// differently, see [`RestoreArgs`]).
+#[derive(Args, Debug)]
+struct VmArgs {
+    /// Stop after N instructions (exit status 124). With several vCPUs: when one vCPU
+    /// has executed N.
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = parse_max_insns)]
+    max_insns: Option<u64>,
+
+    /// Stop after SECS seconds of wall-clock time (exit status 124), e.g. for a guest that
+    /// hangs; the console output up to then has been printed.
+    #[arg(long, value_name = "SECS", allow_negative_numbers = true, value_parser = parse_timeout)]
+    timeout: Option<std::time::Duration>,
+
     /// The CTR depths the host hart model supports (default all: 16,32,64,128,256), to model
     /// another host.
     #[arg(long, value_name = "LIST", value_parser = parse_depths, default_value = "16,32,64,128,256")]
@@ -209,10 +196,6 @@ struct RunArgs {
     /// `vmm restore`), of every vCPU.
     #[arg(long, value_name = "FILE")]
     snapshot_on_stop: Option<PathBuf>,
-
-    /// Number of vCPUs (1-64).
-    #[arg(long, value_name = "N", default_value_t = 1, allow_negative_numbers = true, value_parser = parse_vcpus)]
-    vcpus: u64,
 
     /// Number of hart instances (host threads) the vCPUs run on, 1 to --vcpus (default: one
     /// per vCPU). With fewer, each hart runs its vCPUs in turn, saving and loading the whole
@@ -425,12 +408,12 @@ fn run_kernel(args: RunArgs) -> ExitCode {
         initrd: args.initrd,
         cmdline: args.cmdline,
         memory_mib: args.memory,
-        max_insns: args.max_insns,
-        timeout: args.timeout,
-        trace: args.trace,
+        max_insns: args.vm.max_insns,
+        timeout: args.vm.timeout,
+        trace: args.vm.trace,
         vcpus: args.vcpus,
-        pcpus: args.pcpus,
-        slice_insns: args.slice_insns,
+        pcpus: args.vm.pcpus,
+        slice_insns: args.vm.slice_insns,
         ctr: args.ctr,
         pmu: args.pmu,
         lcofi_delivery: args.lcofi_delivery,
@@ -439,18 +422,18 @@ fn run_kernel(args: RunArgs) -> ExitCode {
         sspesa: args.sspesa,
         pdis: args.pdis,
         pmu_snapshot: args.pmu_snapshot,
-        jit: args.jit,
-        perf_map: args.perf_map,
+        jit: args.vm.jit,
+        perf_map: args.vm.perf_map,
         ctr_depths: args.ctr_depths,
-        host_ctr_depths: args.host_ctr_depths,
-        api_sock: args.api_sock,
-        snapshot_on_stop: args.snapshot_on_stop,
+        host_ctr_depths: args.vm.host_ctr_depths,
+        api_sock: args.vm.api_sock,
+        snapshot_on_stop: args.vm.snapshot_on_stop,
         ..base
     };
     let console = Box::new(std::io::stdout());
     report(
         runner::run_kernel(&config, console, ConsoleInput::Stdin),
-        args.stats,
+        args.vm.stats,
     )
 }
 
@@ -496,22 +479,22 @@ fn report(result: Result<(RunExit, runner::RunStats), vmm::Error>, stats_wanted:
 
 fn restore(args: RestoreArgs) -> ExitCode {
     let options = runner::snapshot::RestoreConfig {
-        host_ctr_depths: args.host_ctr_depths,
-        max_insns: args.max_insns,
-        timeout: args.timeout,
-        trace: args.trace,
-        api_sock: args.api_sock,
-        snapshot_on_stop: args.snapshot_on_stop,
+        host_ctr_depths: args.vm.host_ctr_depths,
+        max_insns: args.vm.max_insns,
+        timeout: args.vm.timeout,
+        trace: args.vm.trace,
+        api_sock: args.vm.api_sock,
+        snapshot_on_stop: args.vm.snapshot_on_stop,
         paused: args.paused,
-        pcpus: args.pcpus,
-        slice_insns: args.slice_insns,
-        jit: args.jit,
-        perf_map: args.perf_map,
+        pcpus: args.vm.pcpus,
+        slice_insns: args.vm.slice_insns,
+        jit: args.vm.jit,
+        perf_map: args.vm.perf_map,
     };
     let console = Box::new(std::io::stdout());
     report(
         runner::snapshot::restore_and_run(&args.snapshot, &options, console, ConsoleInput::Stdin),
-        args.stats,
+        args.vm.stats,
     )
 }
 
@@ -520,8 +503,8 @@ fn main() -> ExitCode {
     // Before any other thread starts: they all inherit the blocked termination signals.
     let api_sock = match &cli.command {
         Command::Machine(_) => None,
-        Command::Run(args) => args.api_sock.clone(),
-        Command::Restore(args) => args.api_sock.clone(),
+        Command::Run(args) => args.vm.api_sock.clone(),
+        Command::Restore(args) => args.vm.api_sock.clone(),
     };
     if let Err(e) = runner::signals::watch_termination_signals(api_sock) {
         eprintln!("vmm: {e}");
@@ -533,11 +516,11 @@ fn main() -> ExitCode {
             run_machine(args)
         }
         Command::Run(args) => {
-            init_logging(args.trace);
+            init_logging(args.vm.trace);
             run_kernel(args)
         }
         Command::Restore(args) => {
-            init_logging(args.trace);
+            init_logging(args.vm.trace);
             restore(args)
         }
     }
@@ -556,6 +539,43 @@ mod tests {
         for bad in ["0", "-3", "abc", "inf", "NaN", "1e12"] {
             let e = parse_timeout(bad).unwrap_err();
             assert!(e.contains(bad), "{e}");
+        }
+    }
+
+    /// `vmm run` and `vmm restore` share their flags' definitions; `vmm restore` keeps its
+    /// own help for some.
+    #[test]
+    fn run_and_restore_share_flags() {
+        use clap::{CommandFactory, Parser};
+        let cli = super::Cli::command();
+        let help = |sub: &str, flag: &str| {
+            let cmd = cli.find_subcommand(sub).unwrap();
+            let arg = cmd.get_arguments().find(|a| a.get_id() == flag).unwrap();
+            arg.get_help().unwrap().to_string()
+        };
+        assert_eq!(
+            help("restore", "max_insns"),
+            "Stop after N more instructions (exit status 124)."
+        );
+        assert!(help("run", "max_insns").contains("when one vCPU has executed N"));
+        assert_eq!(help("run", "slice_insns"), help("restore", "slice_insns"));
+        assert_eq!(help("restore", "jit"), "Block translation, as for `run`.");
+        let argv = [
+            "vmm",
+            "restore",
+            "--snapshot",
+            "s",
+            "--pcpus",
+            "2",
+            "--jit",
+            "off",
+        ];
+        match super::Cli::try_parse_from(argv).unwrap().command {
+            super::Command::Restore(args) => {
+                assert_eq!(args.vm.pcpus, Some(2));
+                assert!(!args.vm.jit);
+            }
+            other => panic!("{other:?}"),
         }
     }
 
