@@ -4,6 +4,7 @@
 //! a few devices laid out like QEMU's `virt` board, running a bare-metal ELF executable.
 //!
 //! - [`machine`]: board assembly and the run loop ([`machine::run_elf`]).
+//! - [`layout`]: the guest-physical memory map both platforms share.
 //! - [`loader`]: ELF validation and loading.
 //! - [`devices`]: UART, SiFive test finisher, CLINT and HTIF.
 //! - [`run`]: `vmm run`, a guest kernel in VS-mode on a hosted-mode hart ([`run::run_kernel`]).
@@ -12,6 +13,7 @@
 
 pub mod devices;
 pub mod error;
+pub mod layout;
 pub mod loader;
 pub mod machine;
 pub mod run;

@@ -241,7 +241,7 @@ pub fn decode(bytes: &[u8]) -> Result<Snapshot, SnapshotError> {
     }
     let body = take(bytes, &mut at, state_len, "the state")?;
     let mem_len = u64_at(bytes, &mut at, "the memory length")?;
-    let max_mem = crate::machine::MAX_MEMORY_MIB << 20;
+    let max_mem = crate::layout::MAX_MEMORY_MIB << 20;
     if mem_len > max_mem {
         return Err(SnapshotError::Invalid(format!(
             "guest RAM of {mem_len} bytes (at most {max_mem})"

@@ -15,15 +15,13 @@
 //! software interrupts. The hart starts in M-mode at the ELF entry point with `a0` = hart id
 //! (0) and `a1` = 0 (there is no device tree). Time is virtual (see [`crate::devices::clint`]).
 
-mod layout;
-
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use vcpu::{Hart, HartConfig, MmioAccess, VcpuExit};
 use vm_memory::{Bytes, GuestAddress, GuestMemoryMmap};
 
-pub use layout::*;
+pub use crate::layout::*;
 
 use crate::devices::bus::{mask_read, MmioBus};
 use crate::devices::clint::Clint;

@@ -20,6 +20,29 @@ use crate::devices::Console;
 use crate::error::Error;
 use crate::machine::{HART_ID, MAX_MEMORY_MIB, RAM_BASE};
 
+/// Why the device tree (or the initrd next to it) could not be put in guest RAM.
+#[derive(Debug, thiserror::Error)]
+pub enum BootDataError {
+    /// `vm-fdt` refused to build the tree.
+    #[error("{0}")]
+    Build(#[source] vm_fdt::Error),
+    /// The tree does not fit in the room reserved for it.
+    #[error(
+        "the device tree is {size} bytes, more than the {FDT_MAX} reserved for it (is the \
+         command line very long?)"
+    )]
+    TooBig {
+        /// The tree's size in bytes.
+        size: usize,
+    },
+    /// Writing the initrd to RAM failed.
+    #[error("cannot write the initrd to guest RAM: {0}")]
+    WriteInitrd(#[source] vm_memory::GuestMemoryError),
+    /// Writing the tree to RAM failed.
+    #[error("cannot write the device tree to RAM: {0}")]
+    WriteFdt(#[source] vm_memory::GuestMemoryError),
+}
+
 /// A checked configuration, ready to build: what [`VmBuilder::new`] derived from the
 /// [`RunConfig`] and the files it names.
 pub struct VmBuilder<'a> {
@@ -236,9 +259,8 @@ impl<'a> VmBuilder<'a> {
         let start = self.fdt_addr.checked_sub(size).map(|a| a & !(PAGE - 1));
         match start {
             Some(start) if start >= kernel.span.end => {
-                mem.write_slice(data, GuestAddress(start)).map_err(|e| {
-                    Error::Fdt(format!("cannot write the initrd to guest RAM: {e}"))
-                })?;
+                mem.write_slice(data, GuestAddress(start))
+                    .map_err(BootDataError::WriteInitrd)?;
                 Ok(Some(start..start + size))
             }
             _ => Err(Error::InitrdTooBig {
@@ -260,16 +282,12 @@ impl<'a> VmBuilder<'a> {
             ctr: self.ctr_policy.enabled,
             pmu: self.pmu_policy,
         })
-        .map_err(|e| Error::Fdt(e.to_string()))?;
+        .map_err(BootDataError::Build)?;
         if blob.len() as u64 > FDT_MAX {
-            return Err(Error::Fdt(format!(
-                "the device tree is {} bytes, more than the {FDT_MAX} reserved for it \
-                 (is the command line very long?)",
-                blob.len()
-            )));
+            return Err(BootDataError::TooBig { size: blob.len() }.into());
         }
         mem.write_slice(&blob, GuestAddress(self.fdt_addr))
-            .map_err(|e| Error::Fdt(format!("cannot write the device tree to RAM: {e}")))
+            .map_err(|e| BootDataError::WriteFdt(e).into())
     }
 
     /// One hart per vCPU; the boot hart starts at `entry` with `a0` = its id and `a1` = the

@@ -83,6 +83,7 @@ pub use crate::sbi::srst::EXIT_REBOOT;
 pub use builder::VmBuilder;
 pub use config::{RunConfig, CTR_DEMO_GUEST};
 pub use console::{ConsoleInput, InputQueue};
+pub use run_loop::VcpuThreadError;
 pub use stats::{ExitReason, ExitStats, RunStats, VirtualInsnAction, VirtualInsnExit};
 pub use vinsn::GuestPolicy;
 

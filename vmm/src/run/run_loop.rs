@@ -13,6 +13,17 @@ use super::{ExitStats, GuestVm, RunExit};
 use crate::error::Error;
 use crate::sbi;
 
+/// Why a vCPU thread failed.
+#[derive(Debug, thiserror::Error)]
+pub enum VcpuThreadError {
+    /// The host could not start it.
+    #[error("cannot start it: {0}")]
+    Spawn(#[source] std::io::Error),
+    /// It panicked.
+    #[error("it panicked")]
+    Panicked,
+}
+
 /// Instructions per call to [`Vcpu::run`] when there is no budget to respect (short enough
 /// for console input to arrive promptly).
 const RUN_CHUNK: u64 = 1 << 18;
@@ -42,7 +53,7 @@ impl GuestVm {
                 });
             match spawned {
                 Ok(t) => threads.push(t),
-                Err(e) => smp.finish(Err(Error::VcpuThread(format!("cannot start it: {e}")))),
+                Err(e) => smp.finish(Err(VcpuThreadError::Spawn(e).into())),
             }
         }
         // No vCPU runs before every thread is ready (module documentation of `run/smp.rs`).
@@ -59,7 +70,7 @@ impl GuestVm {
                     // Kept for `executed` and snapshots.
                     self.secondaries.push(vm);
                 }
-                Err(_) => smp.finish(Err(Error::VcpuThread("it panicked".into()))),
+                Err(_) => smp.finish(Err(VcpuThreadError::Panicked.into())),
             }
         }
         self.switch_counts = switches;
