@@ -16,9 +16,9 @@ pub enum Error {
     #[error("{0}")]
     Snapshot(#[from] crate::snapshot::SnapshotError),
 
-    /// A snapshot cannot be restored here (the state does not fit this host).
+    /// A snapshot cannot be restored here (the state does not fit this host or together).
     #[error("cannot restore the snapshot: {0}")]
-    Restore(String),
+    Restore(#[from] crate::run::snapshot::RestoreFailure),
 
     /// A snapshot's field is out of range or disagrees with what the VMM configures.
     #[error("cannot restore the snapshot: {0}")]
