@@ -10,7 +10,7 @@ use crate::loader::LoadError;
 pub enum Error {
     /// The control socket could not be set up.
     #[error("control socket: {0}")]
-    Api(String),
+    Api(#[from] crate::run::api::ApiError),
 
     /// A snapshot could not be written or read.
     #[error("{0}")]
@@ -188,7 +188,7 @@ pub enum Error {
 
     /// `vmm run`: the console could not be set up.
     #[error("console: {0}")]
-    Console(String),
+    Console(#[from] crate::run::console::ConsoleError),
 
     /// `vmm run`: the only hart stopped itself (SBI HSM `hart_stop`), so nothing can ever
     /// run again.

@@ -382,7 +382,7 @@ impl VmCommon {
         let mut memory = vec![0u8; (self.memory_mib << 20) as usize];
         self.mem
             .read_slice(&mut memory, GuestAddress(RAM_BASE))
-            .map_err(|e| SnapshotError::Unsupported(format!("cannot read guest RAM: {e}")))?;
+            .map_err(SnapshotError::ReadRam)?;
         all.sort_by_key(|(h, _, _)| h.hart_id);
         let clock = match &self.smp {
             Some(smp) => smp.clock.now(),
@@ -485,9 +485,7 @@ impl GuestVm {
         let pcpus = check_topology(n, options.pcpus, options.slice_insns)?;
         let ram_size = check_memory(s.memory_mib)?;
         if options.paused && options.api_sock.is_none() {
-            return Err(Error::Api(
-                "--paused needs --api-sock (to resume the guest)".into(),
-            ));
+            return Err(super::api::ApiError::PausedWithoutSocket.into());
         }
         for (id, v) in (0..).zip(&s.vcpus) {
             check_vcpu_fields(id, v, ram_size)?;
