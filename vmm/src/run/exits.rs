@@ -5,13 +5,14 @@
 
 use std::io::Write;
 
-use vcpu::{GuestTrap, MmioAccess, Vcpu, VcpuExit};
+use vcpu::{GuestTrap, Hart, MmioAccess, Vcpu, VcpuExit};
 
 use super::sbi_env::PlatformEnv;
 use super::sched::Leave;
 use super::vinsn;
-use super::{Device, ExitReason, GuestVm, RunExit, VirtualInsnAction, VirtualInsnExit};
-use crate::devices::bus::mask_read;
+use super::{Device, ExitReason, ExitStats, GuestVm, RunExit, VirtualInsnAction, VirtualInsnExit};
+use crate::devices::bus::{mask_read, MmioBus};
+use crate::devices::uart::Uart;
 use crate::error::Error;
 use crate::machine::HART_ID;
 use crate::sbi::{self, SbiCall, SbiOutcome};
@@ -37,7 +38,8 @@ impl GuestVm {
     pub(super) fn handle_exit(&mut self, exit: VcpuExit) -> Result<Option<RunExit>, Error> {
         match exit {
             VcpuExit::Mmio(access) => {
-                self.mmio(access);
+                let uart = &mut *self.uart.lock().unwrap_or_else(|e| e.into_inner());
+                mmio(&mut self.hart, &self.bus, uart, &mut self.stats, access);
                 Ok(None)
             }
             VcpuExit::Wfi => {
@@ -68,50 +70,7 @@ impl GuestVm {
                 }
             }
             VcpuExit::GuestTrap(trap) => self.guest_trap(trap),
-            VcpuExit::HostInterrupt(irq) => self.host_interrupt(irq),
-        }
-    }
-
-    /// An HS-level interrupt left the guest. The only one the hart raises in hosted mode is
-    /// the LCOFI of selective delivery ([`pmu_virt::lcofi`]): passed on to the guest
-    /// through `hvip` when one of its counters overflowed.
-    fn host_interrupt(&mut self, irq: u64) -> Result<Option<RunExit>, Error> {
-        if irq != pmu_virt::lcofi::LCOFIP.trailing_zeros() as u64 {
-            return Err(Error::UnexpectedInterrupt {
-                hart: self.hart_id,
-                irq,
-            });
-        }
-        match self.pmu.take_lcofi(&mut self.hart) {
-            pmu_virt::LcofiOutcome::Injected => self.stats.count(ExitReason::LcofiInjected),
-            pmu_virt::LcofiOutcome::Spurious => self.stats.count(ExitReason::LcofiSpurious),
-        }
-        Ok(None)
-    }
-
-    /// After a WFI: waits (in virtual time) until the hart can wake; `false` when nothing can
-    /// Routes an MMIO access through the VM's bus (the UART is the only device).
-    fn mmio(&mut self, access: MmioAccess) {
-        let MmioAccess { addr, size, write } = access;
-        let hit = self.bus.find(addr, u64::from(size)).filter(|h| h.fits);
-        let value = match (hit.map(|h| (h.device, h.offset)), write) {
-            (Some((Device::Uart, off)), Some(v)) => {
-                self.stats.count(ExitReason::MmioUartWrite);
-                self.uart().write(off, size, v);
-                0
-            }
-            (Some((Device::Uart, off)), None) => {
-                self.stats.count(ExitReason::MmioUartRead);
-                self.uart().read(off, size)
-            }
-            (None, _) => {
-                self.stats.count(ExitReason::MmioOther);
-                log::warn!("{size}-byte access at {addr:#x} outside any device; ignored");
-                0
-            }
-        };
-        if write.is_none() {
-            Vcpu::complete_mmio_read(&mut self.hart, mask_read(value, size));
+            VcpuExit::HostInterrupt(irq) => self.vcpu_ctx().host_interrupt(irq).map(|()| None),
         }
     }
 
@@ -123,37 +82,7 @@ impl GuestVm {
                 self.stats.count(ExitReason::VirtualInsn(trap.insn));
                 return self.virtual_insn(trap);
             }
-            cause::FETCH_ACCESS | cause::LOAD_ACCESS | cause::STORE_ACCESS => {
-                if let Some(ev) = firmware_event_of(trap.cause) {
-                    self.fw.record(self.hart_id, ev);
-                }
-                self.stats.count(ExitReason::AccessFault(trap.cause));
-                self.inject(trap.cause, trap.tval);
-            }
-            cause::FETCH_GUEST_PAGE_FAULT
-            | cause::LOAD_GUEST_PAGE_FAULT
-            | cause::STORE_GUEST_PAGE_FAULT => {
-                self.stats.count(ExitReason::GuestPageFault(trap.cause));
-                let page_fault = match trap.cause {
-                    cause::FETCH_GUEST_PAGE_FAULT => cause::FETCH_PAGE_FAULT,
-                    cause::LOAD_GUEST_PAGE_FAULT => cause::LOAD_PAGE_FAULT,
-                    _ => cause::STORE_PAGE_FAULT,
-                };
-                self.inject(page_fault, trap.tval);
-            }
-            other => {
-                self.stats.count(ExitReason::Trap(other));
-                if let Some(ev) = firmware_event_of(other) {
-                    self.fw.record(self.hart_id, ev);
-                }
-                log::warn!(
-                    "guest trap {other} at pc={:#x} (tval {:#x}, insn {:#x}) injected into the guest",
-                    trap.pc,
-                    trap.tval,
-                    trap.insn
-                );
-                self.inject(other, trap.tval);
-            }
+            _ => self.vcpu_ctx().fault(&trap),
         }
         Ok(None)
     }
@@ -162,31 +91,15 @@ impl GuestVm {
     /// illegal-instruction exception for the rest, and records the exit.
     fn virtual_insn(&mut self, trap: GuestTrap) -> Result<Option<RunExit>, Error> {
         let next = trap.pc.wrapping_add(4);
-        let ctr = match self
-            .ctr
-            .on_virtual_insn(&mut self.hart, trap.insn, trap.from_vu)
+        let mut v = self.vcpu_ctx();
+        // Counter delegation before sampling: with it, `scountovf` is the delegated
+        // counters' view.
+        if let Some(action) = v
+            .ctr_virtual_insn(&trap)
+            .or_else(|| v.pmu_deleg(&trap))
+            .or_else(|| v.sampling_virtual_insn(&trap))
         {
-            ctr_virt::Outcome::NotCtr => None,
-            ctr_virt::Outcome::Emulated => {
-                self.stats.count(ExitReason::CtrDepthEmulated);
-                Some(VirtualInsnAction::EmulatedCtrDepth)
-            }
-            ctr_virt::Outcome::Retry => {
-                self.stats.count(ExitReason::CtrLazyLoad);
-                Some(VirtualInsnAction::CtrLoaded)
-            }
-            ctr_virt::Outcome::InjectIllegal => {
-                self.fw.record(self.hart_id, pmu_virt::FwEvent::IllegalInsn);
-                self.inject(cause::ILLEGAL_INSN, u64::from(trap.insn));
-                Some(VirtualInsnAction::InjectedIllegal)
-            }
-        };
-        // Counter delegation first: with it, `scountovf` is the delegated counters' view.
-        if let Some(action) = ctr
-            .or_else(|| self.pmu_deleg(&trap))
-            .or_else(|| self.sampling_virtual_insn(&trap))
-        {
-            self.record_virtual_insn(&trap, action);
+            v.record_virtual_insn(&trap, action);
             return Ok(None);
         }
         let time_rd = vinsn::time_read_rd(trap.insn)
@@ -208,41 +121,11 @@ impl GuestVm {
             Vcpu::set_pc(&mut self.hart, next);
             (VirtualInsnAction::EmulatedTime, Ok(None))
         } else {
-            self.fw.record(self.hart_id, pmu_virt::FwEvent::IllegalInsn);
-            self.inject(cause::ILLEGAL_INSN, u64::from(trap.insn));
+            self.vcpu_ctx().inject_illegal(&trap);
             (VirtualInsnAction::InjectedIllegal, Ok(None))
         };
-        self.record_virtual_insn(&trap, action);
+        self.vcpu_ctx().record_virtual_insn(&trap, action);
         result
-    }
-
-    fn record_virtual_insn(&mut self, trap: &GuestTrap, action: VirtualInsnAction) {
-        self.stats.record_virtual_insn(VirtualInsnExit {
-            cause: trap.cause,
-            tval: trap.tval,
-            htval: trap.htval,
-            htinst: trap.htinst,
-            insn: trap.insn,
-            pc: trap.pc,
-            from_vu: trap.from_vu,
-            action,
-        });
-    }
-
-    /// Redirect an exception into the guest, with the CTR record the guest would see had
-    /// the trap been delegated to it (ctr-virt).
-    pub(super) fn inject(&mut self, cause: u64, tval: u64) {
-        let from_vu = Vcpu::guest_privilege(&self.hart) == vcpu::PrivilegeMode::User;
-        let epc = Vcpu::pc(&self.hart);
-        Vcpu::inject_exception(&mut self.hart, cause, tval);
-        // Exceptions go to vstvec's base whatever its MODE.
-        let handler = Vcpu::pc(&self.hart);
-        let before = self.ctr.stats.synthesized;
-        self.ctr
-            .synthesize_trap(&mut self.hart, cause, false, from_vu, epc, handler);
-        if self.ctr.stats.synthesized != before {
-            self.stats.count(ExitReason::CtrRecordSynthesized);
-        }
     }
 
     /// An SBI call (`ECALL` from VS-mode).
@@ -298,6 +181,178 @@ impl GuestVm {
                 }
             },
         }
+    }
+}
+
+impl GuestVm {
+    /// The narrow context of the handlers that only touch this vCPU.
+    pub(super) fn vcpu_ctx(&mut self) -> VcpuCtx<'_> {
+        VcpuCtx {
+            hart: &mut self.hart,
+            hart_id: self.hart_id,
+            ctr: &mut self.ctr,
+            pmu: &mut self.pmu,
+            fw: &self.fw,
+            stats: &mut self.stats,
+        }
+    }
+}
+
+/// What the exit handlers that act on one vCPU alone need (faults to inject, CTR, counter
+/// delegation and sampling accesses, the PMU's interrupt): its hart, CTR, PMU, the VM's
+/// firmware-event tallies and this hart's exit counters. Not the VM's threads, scheduler,
+/// console or SBI: WFI, SBI calls and stops are [`GuestVm`]'s.
+pub(super) struct VcpuCtx<'a> {
+    pub hart: &'a mut Hart,
+    pub hart_id: u64,
+    pub ctr: &'a mut ctr_virt::GuestCtr,
+    pub pmu: &'a mut pmu_virt::GuestPmu,
+    pub fw: &'a pmu_virt::FwTallies,
+    pub stats: &'a mut ExitStats,
+}
+
+impl VcpuCtx<'_> {
+    /// An HS-level interrupt left the guest. The only one the hart raises in hosted mode is
+    /// the LCOFI of selective delivery ([`pmu_virt::lcofi`]): passed on to the guest
+    /// through `hvip` when one of its counters overflowed.
+    fn host_interrupt(&mut self, irq: u64) -> Result<(), Error> {
+        if irq != pmu_virt::lcofi::LCOFIP.trailing_zeros() as u64 {
+            return Err(Error::UnexpectedInterrupt {
+                hart: self.hart_id,
+                irq,
+            });
+        }
+        match self.pmu.take_lcofi(self.hart) {
+            pmu_virt::LcofiOutcome::Injected => self.stats.count(ExitReason::LcofiInjected),
+            pmu_virt::LcofiOutcome::Spurious => self.stats.count(ExitReason::LcofiSpurious),
+        }
+        Ok(())
+    }
+
+    /// A fault the guest could not take itself, injected into it: access faults as they
+    /// are, guest-page faults as the corresponding page fault, anything else as it is
+    /// (logged).
+    fn fault(&mut self, trap: &GuestTrap) {
+        match trap.cause {
+            cause::FETCH_ACCESS | cause::LOAD_ACCESS | cause::STORE_ACCESS => {
+                if let Some(ev) = firmware_event_of(trap.cause) {
+                    self.fw.record(self.hart_id, ev);
+                }
+                self.stats.count(ExitReason::AccessFault(trap.cause));
+                self.inject(trap.cause, trap.tval);
+            }
+            cause::FETCH_GUEST_PAGE_FAULT
+            | cause::LOAD_GUEST_PAGE_FAULT
+            | cause::STORE_GUEST_PAGE_FAULT => {
+                self.stats.count(ExitReason::GuestPageFault(trap.cause));
+                let page_fault = match trap.cause {
+                    cause::FETCH_GUEST_PAGE_FAULT => cause::FETCH_PAGE_FAULT,
+                    cause::LOAD_GUEST_PAGE_FAULT => cause::LOAD_PAGE_FAULT,
+                    _ => cause::STORE_PAGE_FAULT,
+                };
+                self.inject(page_fault, trap.tval);
+            }
+            other => {
+                self.stats.count(ExitReason::Trap(other));
+                if let Some(ev) = firmware_event_of(other) {
+                    self.fw.record(self.hart_id, ev);
+                }
+                log::warn!(
+                    "guest trap {other} at pc={:#x} (tval {:#x}, insn {:#x}) injected into the guest",
+                    trap.pc,
+                    trap.tval,
+                    trap.insn
+                );
+                self.inject(other, trap.tval);
+            }
+        }
+    }
+
+    /// A CTR access (`ctr-virt`); `None` if `trap` is not one.
+    fn ctr_virtual_insn(&mut self, trap: &GuestTrap) -> Option<VirtualInsnAction> {
+        match self.ctr.on_virtual_insn(self.hart, trap.insn, trap.from_vu) {
+            ctr_virt::Outcome::NotCtr => None,
+            ctr_virt::Outcome::Emulated => {
+                self.stats.count(ExitReason::CtrDepthEmulated);
+                Some(VirtualInsnAction::EmulatedCtrDepth)
+            }
+            ctr_virt::Outcome::Retry => {
+                self.stats.count(ExitReason::CtrLazyLoad);
+                Some(VirtualInsnAction::CtrLoaded)
+            }
+            ctr_virt::Outcome::InjectIllegal => {
+                self.inject_illegal(trap);
+                Some(VirtualInsnAction::InjectedIllegal)
+            }
+        }
+    }
+
+    /// Injects an illegal-instruction exception for `trap`'s instruction (`stval` = its
+    /// bits) and counts the firmware event.
+    pub(super) fn inject_illegal(&mut self, trap: &GuestTrap) {
+        self.fw.record(self.hart_id, pmu_virt::FwEvent::IllegalInsn);
+        self.inject(cause::ILLEGAL_INSN, u64::from(trap.insn));
+    }
+
+    /// Logs a virtual-instruction exit and what was done about it.
+    fn record_virtual_insn(&mut self, trap: &GuestTrap, action: VirtualInsnAction) {
+        self.stats.record_virtual_insn(VirtualInsnExit {
+            cause: trap.cause,
+            tval: trap.tval,
+            htval: trap.htval,
+            htinst: trap.htinst,
+            insn: trap.insn,
+            pc: trap.pc,
+            from_vu: trap.from_vu,
+            action,
+        });
+    }
+
+    /// Redirect an exception into the guest, with the CTR record the guest would see had
+    /// the trap been delegated to it (ctr-virt).
+    pub(super) fn inject(&mut self, cause: u64, tval: u64) {
+        let from_vu = Vcpu::guest_privilege(self.hart) == vcpu::PrivilegeMode::User;
+        let epc = Vcpu::pc(self.hart);
+        Vcpu::inject_exception(self.hart, cause, tval);
+        // Exceptions go to vstvec's base whatever its MODE.
+        let handler = Vcpu::pc(self.hart);
+        let before = self.ctr.stats.synthesized;
+        self.ctr
+            .synthesize_trap(self.hart, cause, false, from_vu, epc, handler);
+        if self.ctr.stats.synthesized != before {
+            self.stats.count(ExitReason::CtrRecordSynthesized);
+        }
+    }
+}
+
+/// Routes an MMIO access through the VM's bus (the UART is the only device).
+fn mmio(
+    hart: &mut Hart,
+    bus: &MmioBus<Device>,
+    uart: &mut Uart,
+    stats: &mut ExitStats,
+    access: MmioAccess,
+) {
+    let MmioAccess { addr, size, write } = access;
+    let hit = bus.find(addr, u64::from(size)).filter(|h| h.fits);
+    let value = match (hit.map(|h| (h.device, h.offset)), write) {
+        (Some((Device::Uart, off)), Some(v)) => {
+            stats.count(ExitReason::MmioUartWrite);
+            uart.write(off, size, v);
+            0
+        }
+        (Some((Device::Uart, off)), None) => {
+            stats.count(ExitReason::MmioUartRead);
+            uart.read(off, size)
+        }
+        (None, _) => {
+            stats.count(ExitReason::MmioOther);
+            log::warn!("{size}-byte access at {addr:#x} outside any device; ignored");
+            0
+        }
+    };
+    if write.is_none() {
+        Vcpu::complete_mmio_read(hart, mask_read(value, size));
     }
 }
 

@@ -108,8 +108,6 @@ pub const EXIT_QUIT: u8 = 130;
 /// Largest device tree accepted.
 const FDT_MAX: u64 = 64 << 10;
 
-use exits::cause;
-
 /// The devices of a `vmm run` VM on its MMIO bus.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Device {

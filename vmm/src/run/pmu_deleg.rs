@@ -9,15 +9,13 @@
 
 use vcpu::GuestTrap;
 
-use super::{cause, ExitReason, GuestVm, VirtualInsnAction};
+use super::exits::VcpuCtx;
+use super::{ExitReason, VirtualInsnAction};
 
-impl GuestVm {
+impl VcpuCtx<'_> {
     /// Handles `trap` if it is a delegated-counter access; `None` if it is not one.
     pub(super) fn pmu_deleg(&mut self, trap: &GuestTrap) -> Option<VirtualInsnAction> {
-        match self
-            .pmu
-            .on_virtual_insn(&mut self.hart, trap.insn, trap.from_vu)
-        {
+        match self.pmu.on_virtual_insn(self.hart, trap.insn, trap.from_vu) {
             pmu_virt::DelegOutcome::NotDeleg => None,
             pmu_virt::DelegOutcome::Emulated {
                 access,
@@ -32,8 +30,7 @@ impl GuestVm {
             }
             pmu_virt::DelegOutcome::InjectIllegal => {
                 self.stats.count(ExitReason::PmuDelegInjectedIllegal);
-                self.fw.record(self.hart_id, pmu_virt::FwEvent::IllegalInsn);
-                self.inject(cause::ILLEGAL_INSN, u64::from(trap.insn));
+                self.inject_illegal(trap);
                 Some(VirtualInsnAction::InjectedIllegal)
             }
         }

@@ -206,6 +206,7 @@ impl GuestVm {
         uart.enqueue_input(&buf[..n]);
     }
 
+    /// After a WFI: waits (in virtual time) until the hart can wake; `false` when nothing can
     /// ever wake it (with several vCPUs: when every started hart idles without a timer).
     pub(super) fn idle(&mut self) -> bool {
         match &self.smp {

@@ -5,14 +5,15 @@
 
 use vcpu::GuestTrap;
 
-use super::{cause, ExitReason, GuestVm, VirtualInsnAction};
+use super::exits::VcpuCtx;
+use super::{ExitReason, VirtualInsnAction};
 
-impl GuestVm {
+impl VcpuCtx<'_> {
     /// Handles `trap` if it is a sampling access; `None` leaves it to the other handlers.
     pub(super) fn sampling_virtual_insn(&mut self, trap: &GuestTrap) -> Option<VirtualInsnAction> {
         let outcome = self
             .pmu
-            .sampling_virtual_insn(&mut self.hart, trap.insn, trap.from_vu);
+            .sampling_virtual_insn(self.hart, trap.insn, trap.from_vu);
         let action = match outcome {
             pmu_virt::SampleOutcome::NotSampling => return None,
             pmu_virt::SampleOutcome::EmulatedSspesa => {
@@ -28,8 +29,7 @@ impl GuestVm {
                 VirtualInsnAction::PdisLoaded
             }
             pmu_virt::SampleOutcome::InjectIllegal => {
-                self.fw.record(self.hart_id, pmu_virt::FwEvent::IllegalInsn);
-                self.inject(cause::ILLEGAL_INSN, u64::from(trap.insn));
+                self.inject_illegal(trap);
                 VirtualInsnAction::InjectedIllegal
             }
         };
