@@ -491,8 +491,8 @@ impl Server {
             .map(|v| {
                 let (hsm, wfi) = match &self.common.smp {
                     Some(smp) => {
-                        let (hsm, _, idle, _) = smp.vcpu_state(v.id);
-                        (hsm, idle.is_some())
+                        let saved = smp.save_vcpu(v.id);
+                        (saved.hsm, saved.idle.is_some())
                     }
                     None => (STATE_STARTED, false),
                 };

@@ -22,7 +22,7 @@ use vcpu::{Hart, SharedClock};
 use vm_memory::{Bytes, GuestAddress, GuestMemoryMmap};
 
 use super::builder::{allocate_ram, check_memory, check_topology, host_ctr, HartOptions};
-use super::smp::Smp;
+use super::smp::{Smp, VcpuSmpState};
 use super::{
     place_vcpus, run_vm, BootLayout, ConsoleInput, GuestPolicy, GuestVm, InputQueue, RunExit,
     RunStats, MAX_VCPUS,
@@ -391,9 +391,14 @@ impl VmCommon {
         let vcpus = all
             .into_iter()
             .map(|(hart, ctr, pmu)| {
-                let (hsm, start, idle, ipi_posted) = match &self.smp {
-                    Some(smp) => smp.vcpu_state(hart.hart_id),
-                    None => (STATE_STARTED, (0, 0), None, false),
+                let VcpuSmpState {
+                    hsm,
+                    start,
+                    idle,
+                    ipi_posted,
+                } = match &self.smp {
+                    Some(smp) => smp.save_vcpu(hart.hart_id),
+                    None => VcpuSmpState::ALONE,
                 };
                 VcpuState {
                     hart,
@@ -572,8 +577,13 @@ impl GuestVm {
                 .collect();
             let smp = Smp::new(clock, mailboxes, stops);
             for (id, v) in (0..).zip(&s.vcpus) {
-                let ipi = if v.ipi_posted { super::VSSIP } else { 0 };
-                smp.restore_vcpu_state(id, v.hsm, v.start, v.idle, ipi);
+                let saved = VcpuSmpState {
+                    hsm: v.hsm,
+                    start: v.start,
+                    idle: v.idle,
+                    ipi_posted: v.ipi_posted,
+                };
+                smp.restore_vcpu(id, &saved);
             }
             Arc::new(smp)
         });
