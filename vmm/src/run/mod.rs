@@ -37,6 +37,12 @@
 //! power-off. The run logs (warning level) "guest requested a reboot (reason N): ...
 //! treated as failure" ([`ResetRequest::failure_message`]); 124 when the budget runs out;
 //! [`EXIT_QUIT`] (130) when the user kills the VM with Ctrl-A x.
+//!
+//! This file holds the VM ([`GuestVm`]), how a run ends ([`RunExit`]) and the entry points.
+//! The options are in `config.rs` ([`RunConfig`]); `builder.rs` ([`VmBuilder`]) checks them
+//! all, then builds the VM step by step; `run_loop.rs` runs it; `exits.rs` handles its exits,
+//! with the SBI adapter in `sbi_env.rs`; `stats.rs` counts the exits; `snapshot.rs` saves
+//! and restores VMs.
 
 pub mod api;
 pub mod builder;
