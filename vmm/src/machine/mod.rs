@@ -156,15 +156,15 @@ impl Machine {
     /// Builds a machine for `config` and loads the ELF executable `elf` into it. Errors in
     /// the file are reported as [`Error::Load`] with an empty path.
     pub fn new(elf: &[u8], config: &MachineConfig, console: Console) -> Result<Machine, Error> {
+        // The options and the ELF are checked before RAM is allocated.
         let ram_size = ram_bytes(config.memory_mib)?;
+        let image =
+            ElfImage::parse(elf, RAM_BASE..RAM_BASE + ram_size).map_err(Error::from_load)?;
         let mem = GuestMemoryMmap::from_ranges(&[(GuestAddress(RAM_BASE), ram_size as usize)])
             .map_err(|source| Error::GuestMemory {
                 mib: config.memory_mib,
                 source,
             })?;
-
-        let image =
-            ElfImage::parse(elf, RAM_BASE..RAM_BASE + ram_size).map_err(Error::from_load)?;
         image.load(elf, &mem).map_err(Error::from_load)?;
 
         let mut bus = MmioBus::new();
