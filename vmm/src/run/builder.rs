@@ -12,8 +12,8 @@ use vm_memory::{Bytes, GuestAddress, GuestMemoryMmap};
 use super::kernel::{self, LoadedKernel};
 use super::smp::Smp;
 use super::{
-    fdt, place_vcpus, vinsn, BootLayout, ExitStats, GuestPolicy, GuestVm, InputQueue, RunConfig,
-    VcpuVirt, FDT_FROM_END, FDT_MAX, MAX_VCPUS, PAGE,
+    fdt, place_vcpus, vinsn, BootLayout, GuestPolicy, GuestVm, InputQueue, RunConfig, VmShared,
+    FDT_FROM_END, FDT_MAX, MAX_VCPUS, PAGE,
 };
 use crate::devices::uart::Uart;
 use crate::devices::Console;
@@ -341,31 +341,20 @@ impl<'a> VmBuilder<'a> {
         let fw = pmu_virt::FwTallies::new(config.vcpus as usize);
         let uart = Arc::new(Mutex::new(Uart::new(console)));
         let input = InputQueue::default();
-        let vm = |hart: Hart, hart_id: u64, (ctr, pmu): VcpuVirt| GuestVm {
-            hart,
+        let shared = VmShared {
             memory_mib: config.memory_mib,
-            hart_id,
-            mem: mem.clone(),
-            uart: uart.clone(),
-            bus: super::mmio_bus(),
-            input: input.clone(),
-            layout: layout.clone(),
+            mem,
+            uart,
+            input,
+            layout,
             max_insns: config.max_insns,
             insns_base: Arc::from(Vec::new()),
             timeout: config.timeout,
             policy: self.policy,
-            ctr,
-            pmu,
             fw: fw.clone(),
-            api: None,
-            pause: None,
             host_ctr: self.host_ctr.clone(),
             snapshot_on_stop: config.snapshot_on_stop.clone(),
-            stats: ExitStats::default(),
-            smp: smp.clone(),
-            secondaries: Vec::new(),
-            sched: None,
-            switch_counts: Vec::new(),
+            smp,
         };
         let vcpus = (0..)
             .zip(harts)
@@ -377,7 +366,7 @@ impl<'a> VmBuilder<'a> {
                 (id, hart, (ctr, pmu))
             })
             .collect();
-        let mut instances = place_vcpus(vcpus, self.pcpus, config.slice_insns, |_| true, vm);
+        let mut instances = place_vcpus(vcpus, self.pcpus, config.slice_insns, |_| true, &shared);
         // `check_topology` made sure there is at least one instance.
         let mut boot = instances.remove(0);
         boot.secondaries = instances;

@@ -387,21 +387,70 @@ pub(crate) type VcpuVirt = (ctr_virt::GuestCtr, pmu_virt::GuestPmu);
 #[cfg(test)]
 mod tests;
 
+/// What every hart instance of a VM shares, from the builder or the restore.
+pub(crate) struct VmShared {
+    memory_mib: u64,
+    mem: GuestMemoryMmap,
+    uart: Arc<Mutex<Uart>>,
+    input: InputQueue,
+    layout: BootLayout,
+    max_insns: Option<u64>,
+    insns_base: Arc<[u64]>,
+    timeout: Option<std::time::Duration>,
+    policy: GuestPolicy,
+    fw: pmu_virt::FwTallies,
+    host_ctr: Option<vcpu::ctr::CtrConfig>,
+    snapshot_on_stop: Option<PathBuf>,
+    smp: Option<Arc<Smp>>,
+}
+
+impl VmShared {
+    /// A hart instance running vCPU `hart_id` on `hart`, with its CTR and PMU.
+    fn instance(&self, hart: Hart, hart_id: u64, (ctr, pmu): VcpuVirt) -> GuestVm {
+        GuestVm {
+            hart,
+            memory_mib: self.memory_mib,
+            hart_id,
+            mem: self.mem.clone(),
+            uart: self.uart.clone(),
+            bus: mmio_bus(),
+            input: self.input.clone(),
+            layout: self.layout.clone(),
+            max_insns: self.max_insns,
+            insns_base: self.insns_base.clone(),
+            timeout: self.timeout,
+            policy: self.policy,
+            ctr,
+            pmu,
+            fw: self.fw.clone(),
+            api: None,
+            pause: None,
+            host_ctr: self.host_ctr.clone(),
+            snapshot_on_stop: self.snapshot_on_stop.clone(),
+            stats: ExitStats::default(),
+            smp: self.smp.clone(),
+            secondaries: Vec::new(),
+            sched: None,
+            switch_counts: Vec::new(),
+        }
+    }
+}
+
 /// Puts vCPUs (`(id, hart, (ctr, pmu))`, by id) on `pcpus` hart instances: vCPU `v` runs on
 /// instance `v % pcpus`, whose hart is vCPU `v % pcpus`'s; the others' states are parked
-/// there (`preempted(id)`: whether the vCPU could run when parked). `make` builds an
-/// instance from a hart, the id of the vCPU on it and its CTR.
+/// there (`preempted(id)`: whether the vCPU could run when parked). The instances share
+/// `shared`.
 fn place_vcpus(
     vcpus: Vec<(u64, Hart, VcpuVirt)>,
     pcpus: u64,
     slice: u64,
     preempted: impl Fn(u64) -> bool,
-    make: impl Fn(Hart, u64, VcpuVirt) -> GuestVm,
+    shared: &VmShared,
 ) -> Vec<GuestVm> {
     let mut instances: Vec<GuestVm> = Vec::new();
     for (id, hart, (ctr, pmu)) in vcpus {
         if id < pcpus {
-            instances.push(make(hart, id, (ctr, pmu)));
+            instances.push(shared.instance(hart, id, (ctr, pmu)));
             continue;
         }
         let mut state = hart.save_state();

@@ -25,7 +25,7 @@ use super::builder::{allocate_ram, check_memory, check_topology, host_ctr, HartO
 use super::smp::{Smp, VcpuSmpState};
 use super::{
     place_vcpus, run_vm, BootLayout, ConsoleInput, GuestPolicy, GuestVm, InputQueue, RunExit,
-    RunStats, MAX_VCPUS,
+    RunStats, VmShared, MAX_VCPUS,
 };
 use crate::devices::uart::Uart;
 use crate::devices::Console;
@@ -593,34 +593,23 @@ impl GuestVm {
             .iter()
             .map(|v| v.hart.vclock.saturating_sub(v.hart.skipped))
             .collect();
-        let make = |hart: Hart, hart_id: u64, (ctr, pmu): super::VcpuVirt| GuestVm {
-            hart,
+        let shared = VmShared {
             memory_mib: s.memory_mib,
-            hart_id,
-            mem: mem.clone(),
-            uart: uart.clone(),
-            bus: super::mmio_bus(),
-            input: input.clone(),
-            layout: layout.clone(),
+            mem,
+            uart,
+            input,
+            layout,
             max_insns: options.max_insns,
-            insns_base: insns_base.clone(),
+            insns_base,
             timeout: options.timeout,
             policy: GuestPolicy {
                 trap_wfi: s.trap_wfi,
                 trap_time: s.trap_time,
             },
-            ctr,
-            pmu,
-            fw: fw.clone(),
-            api: None,
-            pause: None,
-            host_ctr: host_ctr.clone(),
+            fw,
+            host_ctr,
             snapshot_on_stop: options.snapshot_on_stop.clone(),
-            stats: Default::default(),
-            smp: smp.clone(),
-            secondaries: Vec::new(),
-            sched: None,
-            switch_counts: Vec::new(),
+            smp,
         };
         let vcpus = (0..)
             .zip(harts)
@@ -632,7 +621,7 @@ impl GuestVm {
             v.hsm == STATE_STARTED && v.idle.is_none()
         };
         let mut instances =
-            place_vcpus(vcpus, pcpus, options.slice_insns, can_run, make).into_iter();
+            place_vcpus(vcpus, pcpus, options.slice_insns, can_run, &shared).into_iter();
         let Some(mut boot) = instances.next() else {
             return Err(Error::InvalidVcpus {
                 vcpus: n,
