@@ -10,19 +10,23 @@ use crate::loader::LoadError;
 pub enum Error {
     /// The control socket could not be set up.
     #[error("control socket: {0}")]
-    Api(String),
+    Api(#[from] crate::run::api::ApiError),
 
     /// A snapshot could not be written or read.
     #[error("{0}")]
     Snapshot(#[from] crate::snapshot::SnapshotError),
 
-    /// A snapshot cannot be restored here (the state does not fit this host).
+    /// A snapshot cannot be restored here (the state does not fit this host or together).
     #[error("cannot restore the snapshot: {0}")]
-    Restore(String),
+    Restore(#[from] crate::run::snapshot::RestoreFailure),
 
     /// A snapshot's field is out of range or disagrees with what the VMM configures.
     #[error("cannot restore the snapshot: {0}")]
     RestoreField(#[from] crate::run::snapshot::RestoreError),
+
+    /// The devices' MMIO windows do not fit together (an ELF's HTIF words on a device).
+    #[error("{0}")]
+    Bus(#[from] crate::devices::bus::BusError),
 
     /// The VM's CTR options cannot be met (`--ctr`, `--ctr-depths`, `--host-ctr-depths`).
     #[error("{0}")]
@@ -98,30 +102,9 @@ pub enum Error {
     #[error("guest requested reset, unsupported in machine mode")]
     ResetRequested,
 
-    /// The guest made an HTIF system call this machine does not implement.
-    #[error("HTIF: unsupported syscall {number} (only write (64) and exit (93) are implemented)")]
-    UnsupportedSyscall {
-        /// The system call number (`magic_mem[0]`).
-        number: u64,
-    },
-
-    /// The guest sent an HTIF command to a device or command this machine does not implement.
-    #[error("HTIF: unsupported command {command} for device {device} (tohost={tohost:#x})")]
-    UnsupportedHtifCommand {
-        /// Bits 63:56 of `tohost`.
-        device: u8,
-        /// Bits 55:48 of `tohost`.
-        command: u8,
-        /// The whole value written.
-        tohost: u64,
-    },
-
-    /// An HTIF system call block does not lie in guest RAM.
-    #[error("HTIF: syscall block at {addr:#x} is not in guest RAM")]
-    BadSyscallBlock {
-        /// Guest-physical address of the `magic_mem` array.
-        addr: u64,
-    },
+    /// The guest made an HTIF request this machine does not serve.
+    #[error(transparent)]
+    Htif(#[from] crate::devices::htif::HtifError),
 
     /// A bare-machine hart reported a hosted-mode guest trap (a bug in the hart model).
     #[error("unexpected guest trap (cause {cause}) at pc={pc:#x} on a bare-machine hart")]
@@ -169,7 +152,7 @@ pub enum Error {
 
     /// `vmm run`: building the device tree failed.
     #[error("cannot build the device tree: {0}")]
-    Fdt(String),
+    Fdt(#[from] crate::run::builder::BootDataError),
 
     /// `vmm run`: the number of vCPUs is out of range.
     #[error("invalid number of vCPUs {vcpus}: must be 1..={max}")]
@@ -201,11 +184,11 @@ pub enum Error {
 
     /// `vmm run --vcpus`: a vCPU thread could not be started or panicked.
     #[error("vCPU thread: {0}")]
-    VcpuThread(String),
+    VcpuThread(#[from] crate::run::VcpuThreadError),
 
     /// `vmm run`: the console could not be set up.
     #[error("console: {0}")]
-    Console(String),
+    Console(#[from] crate::run::console::ConsoleError),
 
     /// `vmm run`: the only hart stopped itself (SBI HSM `hart_stop`), so nothing can ever
     /// run again.

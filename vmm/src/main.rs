@@ -52,82 +52,156 @@ enum Command {
     Restore(RestoreArgs),
 }
 
+/// `vmm restore`'s flags: the snapshot, `--paused`, and those it shares with `vmm run`
+/// ([`VmArgs`]), some with help of its own.
 #[derive(Args, Debug)]
+#[command(
+    mut_arg("host_ctr_depths", |a| a
+        .help("The CTR depths this host's hart supports")
+        .display_order(1)),
+    mut_arg("max_insns", |a| a
+        .help("Stop after N more instructions (exit status 124)")
+        .display_order(2)),
+    mut_arg("timeout", |a| a
+        .help("Stop after SECS seconds of wall-clock time (exit status 124)")
+        .display_order(3)),
+    mut_arg("api_sock", |a| a.help("A control socket, as for `run`").display_order(4)),
+    mut_arg("snapshot_on_stop", |a| a
+        .help("As for `run`: a snapshot when --max-insns or --timeout ends the run")
+        .display_order(5)),
+    mut_arg("pcpus", |a| a
+        .help("Hart instances for the snapshot's vCPUs, 1 to their number (default: one per vCPU)")
+        .display_order(7)),
+    mut_arg("slice_insns", |a| a.display_order(8)),
+    mut_arg("jit", |a| a.help("Block translation, as for `run`").display_order(9)),
+    mut_arg("perf_map", |a| a.display_order(10)),
+    mut_arg("stats", |a| a
+        .help("Print instructions, wall time, MIPS and the exit table on stderr")
+        .display_order(11)),
+    mut_arg("trace", |a| a.display_order(12)),
+)]
 struct RestoreArgs {
     /// The snapshot file.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", display_order = 0)]
     snapshot: PathBuf,
-
-    /// The CTR depths this host's hart supports.
-    #[arg(long, value_name = "LIST", value_parser = parse_depths, default_value = "16,32,64,128,256")]
-    host_ctr_depths: ctr_virt::DepthSet,
-
-    /// Stop after N more instructions (exit status 124).
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = parse_max_insns)]
-    max_insns: Option<u64>,
-
-    /// Stop after SECS seconds of wall-clock time (exit status 124).
-    #[arg(long, value_name = "SECS", allow_negative_numbers = true, value_parser = parse_timeout)]
-    timeout: Option<std::time::Duration>,
-
-    /// A control socket, as for `run`.
-    #[arg(long, value_name = "PATH")]
-    api_sock: Option<PathBuf>,
-
-    /// As for `run`: a snapshot when --max-insns or --timeout ends the run.
-    #[arg(long, value_name = "FILE")]
-    snapshot_on_stop: Option<PathBuf>,
 
     /// Start paused, before the guest's first instruction, until a `resume` request on the
     /// control socket (--api-sock).
-    #[arg(long)]
+    #[arg(long, display_order = 6)]
     paused: bool,
 
-    /// Hart instances for the snapshot's vCPUs, 1 to their number (default: one per vCPU).
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = parse_pcpus)]
-    pcpus: Option<u64>,
-
-    /// The time slice of a vCPU on a shared hart (--pcpus), in instructions.
-    #[arg(long, value_name = "N", default_value_t = runner::DEFAULT_SLICE_INSNS, allow_negative_numbers = true, value_parser = parse_slice_insns)]
-    slice_insns: u64,
-
-    /// Block translation, as for `run`.
-    #[arg(long, value_name = "on|off", default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
-    jit: bool,
-
-    /// Name translated blocks in /tmp/perf-PID.map (start, size, guest pc), so that a host
-    /// `perf record`/`perf report` of this process shows guest pcs instead of [JIT].
-    #[arg(long)]
-    perf_map: bool,
-
-    /// Print instructions, wall time, MIPS and the exit table on stderr.
-    #[arg(long)]
-    stats: bool,
-
-    /// Log every executed instruction on stderr.
-    #[arg(long)]
-    trace: bool,
+    #[command(flatten)]
+    vm: VmArgs,
 }
 
+/// `vmm run`'s flags: its own and those it shares with `vmm restore` ([`VmArgs`]), in the
+/// order `--help` lists them.
 #[derive(Args, Debug)]
+#[command(
+    mut_arg("max_insns", |a| a.display_order(4)),
+    mut_arg("timeout", |a| a.display_order(5)),
+    mut_arg("host_ctr_depths", |a| a.display_order(15)),
+    mut_arg("api_sock", |a| a.display_order(16)),
+    mut_arg("snapshot_on_stop", |a| a.display_order(17)),
+    mut_arg("pcpus", |a| a.display_order(19)),
+    mut_arg("slice_insns", |a| a.display_order(20)),
+    mut_arg("jit", |a| a.display_order(21)),
+    mut_arg("perf_map", |a| a.display_order(22)),
+    mut_arg("stats", |a| a.display_order(23)),
+    mut_arg("trace", |a| a.display_order(24)),
+)]
 struct RunArgs {
     /// The kernel: an RV64 ELF executable or a Linux riscv64 Image. Without it, the
     /// built-in CTR self-test guest runs and prints the transfers it recorded.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, display_order = 0, value_name = "PATH")]
     kernel: Option<PathBuf>,
 
     /// An initial RAM disk, placed high in RAM and named in the device tree.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, display_order = 1, value_name = "PATH")]
     initrd: Option<PathBuf>,
 
     /// The kernel command line (/chosen/bootargs).
-    #[arg(long, value_name = "STR", default_value = "")]
+    #[arg(long, display_order = 2, value_name = "STR", default_value = "")]
     cmdline: String,
 
     /// RAM size in MiB, mapped at 0x8000_0000.
-    #[arg(long, value_name = "MiB", default_value_t = runner::DEFAULT_MEMORY_MIB, allow_negative_numbers = true, value_parser = parse_memory)]
+    #[arg(long, display_order = 3, value_name = "MiB", default_value_t = runner::DEFAULT_MEMORY_MIB, allow_negative_numbers = true, value_parser = parse_memory)]
     memory: u64,
 
+    /// Control Transfer Records for the guest: `on` (ssctr in the device tree, the guest's
+    /// CTR context loaded on its first access) or `off` (every CTR access gets
+    /// illegal-instruction, as on a machine without CTR).
+    #[arg(long, display_order = 6, value_name = "on|off", default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
+    ctr: bool,
+
+    /// Performance monitoring for the guest: `on` (the SBI PMU extension, the hart's
+    /// counters and Sscofpmf overflow interrupts; sscofpmf and zihpm in the device tree) or
+    /// `off` (no PMU extension).
+    #[arg(long, display_order = 7, value_name = "on|off", default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
+    pmu: bool,
+
+    /// How the guest's counter-overflow interrupts (LCOFI) reach it: `direct` (hideleg bit
+    /// 13 = 1, straight to the guest) or `selective` (hideleg bit 13 = 0: the LCOFI exits to
+    /// the VMM, which passes it on through hvien/hvip bit 13).
+    #[arg(
+        long,
+        display_order = 8,
+        value_name = "direct|selective",
+        default_value = "direct"
+    )]
+    lcofi_delivery: pmu_virt::LcofiDelivery,
+
+    /// How many of the hart's 29 hpm counters (mhpmcounter3 upwards) the guest gets, 0-29,
+    /// besides cycle and instret: fewer models a host that keeps counters for itself (the
+    /// guest's perf then multiplexes its events).
+    #[arg(long, display_order = 9, value_name = "N", default_value_t = 29, allow_negative_numbers = true, value_parser = parse_pmu_counters)]
+    pmu_counters: u32,
+
+    /// Counter delegation (Ssccfg) for the guest: `on` (ssccfg, sscsrind and smcntrpmf in
+    /// the device tree; its `sireg*`, `scountinhibit` and `scountovf` accesses are emulated
+    /// on virtual counters backed by other hart counters) or `off` (those accesses are
+    /// illegal-instruction, as without the extension). Needs `--pmu on`.
+    #[arg(long, display_order = 10, value_name = "on|off", default_value = "off", value_parser = parse_on_off, action = clap::ArgAction::Set)]
+    pmu_deleg: bool,
+
+    /// Sspesa/Ssplcofi for the guest (with `--pmu on`): `on` (the sample registers
+    /// shpmspc/shpmsdata emulated from its counters' overflows; sspesa and ssplcofi in the
+    /// device tree; menvcfg.CDE is set, so scountovf reads exit and are emulated) or `off`
+    /// (illegal-instruction).
+    #[arg(long, display_order = 11, value_name = "on|off", default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
+    sspesa: bool,
+
+    /// PDIS (Sspdis, precise decoded instruction sampling) for the guest (with `--pmu on`):
+    /// `on` (its PDIS state loaded on its first access through hstateen0.PDIS; sspdis in the
+    /// device tree) or `off` (illegal-instruction).
+    #[arg(long, display_order = 12, value_name = "on|off", default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
+    pdis: bool,
+
+    /// With `--pmu on`: `on` offers the SBI PMU snapshot shared memory
+    /// (`sbi_pmu_snapshot_set_shmem`), `off` (the default) answers it with
+    /// SBI_ERR_NOT_SUPPORTED (an optional function), so the guest reads `scountovf` and
+    /// starts counters one by one (Linux 6.12 restarts overflowed counters with an invalid
+    /// counter set when it has the snapshot, and `perf record` loses samples).
+    #[arg(long, display_order = 13, value_name = "on|off", default_value = "off", value_parser = parse_on_off, action = clap::ArgAction::Set)]
+    pmu_snapshot: bool,
+
+    /// The CTR depths the guest may select, e.g. `16,64` (default: the migration-safe
+    /// 16,32,64), intersected with the host's; refused when nothing is left.
+    #[arg(long, display_order = 14, value_name = "LIST", value_parser = parse_depths)]
+    ctr_depths: Option<ctr_virt::DepthSet>,
+
+    /// Number of vCPUs (1-64).
+    #[arg(long, display_order = 18, value_name = "N", default_value_t = 1, allow_negative_numbers = true, value_parser = parse_vcpus)]
+    vcpus: u64,
+
+    #[command(flatten)]
+    vm: VmArgs,
+}
+
+/// The flags `vmm run` and `vmm restore` share (`vmm restore` words some of their help
+/// differently, see [`RestoreArgs`]).
+#[derive(Args, Debug)]
+struct VmArgs {
     /// Stop after N instructions (exit status 124). With several vCPUs: when one vCPU
     /// has executed N.
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = parse_max_insns)]
@@ -137,63 +211,6 @@ struct RunArgs {
     /// hangs; the console output up to then has been printed.
     #[arg(long, value_name = "SECS", allow_negative_numbers = true, value_parser = parse_timeout)]
     timeout: Option<std::time::Duration>,
-
-    /// Control Transfer Records for the guest: `on` (ssctr in the device tree, the guest's
-    /// CTR context loaded on its first access) or `off` (every CTR access gets
-    /// illegal-instruction, as on a machine without CTR).
-    #[arg(long, value_name = "on|off", default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
-    ctr: bool,
-
-    /// Performance monitoring for the guest: `on` (the SBI PMU extension, the hart's
-    /// counters and Sscofpmf overflow interrupts; sscofpmf and zihpm in the device tree) or
-    /// `off` (no PMU extension).
-    #[arg(long, value_name = "on|off", default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
-    pmu: bool,
-
-    /// How the guest's counter-overflow interrupts (LCOFI) reach it: `direct` (hideleg bit
-    /// 13 = 1, straight to the guest) or `selective` (hideleg bit 13 = 0: the LCOFI exits to
-    /// the VMM, which passes it on through hvien/hvip bit 13).
-    #[arg(long, value_name = "direct|selective", default_value = "direct")]
-    lcofi_delivery: pmu_virt::LcofiDelivery,
-
-    /// How many of the hart's 29 hpm counters (mhpmcounter3 upwards) the guest gets, 0-29,
-    /// besides cycle and instret: fewer models a host that keeps counters for itself (the
-    /// guest's perf then multiplexes its events).
-    #[arg(long, value_name = "N", default_value_t = 29, allow_negative_numbers = true, value_parser = parse_pmu_counters)]
-    pmu_counters: u32,
-
-    /// Counter delegation (Ssccfg) for the guest: `on` (ssccfg, sscsrind and smcntrpmf in
-    /// the device tree; its `sireg*`, `scountinhibit` and `scountovf` accesses are emulated
-    /// on virtual counters backed by other hart counters) or `off` (those accesses are
-    /// illegal-instruction, as without the extension). Needs `--pmu on`.
-    #[arg(long, value_name = "on|off", default_value = "off", value_parser = parse_on_off, action = clap::ArgAction::Set)]
-    pmu_deleg: bool,
-
-    /// Sspesa/Ssplcofi for the guest (with `--pmu on`): `on` (the sample registers
-    /// shpmspc/shpmsdata emulated from its counters' overflows; sspesa and ssplcofi in the
-    /// device tree; menvcfg.CDE is set, so scountovf reads exit and are emulated) or `off`
-    /// (illegal-instruction).
-    #[arg(long, value_name = "on|off", default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
-    sspesa: bool,
-
-    /// PDIS (Sspdis, precise decoded instruction sampling) for the guest (with `--pmu on`):
-    /// `on` (its PDIS state loaded on its first access through hstateen0.PDIS; sspdis in the
-    /// device tree) or `off` (illegal-instruction).
-    #[arg(long, value_name = "on|off", default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
-    pdis: bool,
-
-    /// With `--pmu on`: `on` offers the SBI PMU snapshot shared memory
-    /// (`sbi_pmu_snapshot_set_shmem`), `off` (the default) answers it with
-    /// SBI_ERR_NOT_SUPPORTED (an optional function), so the guest reads `scountovf` and
-    /// starts counters one by one (Linux 6.12 restarts overflowed counters with an invalid
-    /// counter set when it has the snapshot, and `perf record` loses samples).
-    #[arg(long, value_name = "on|off", default_value = "off", value_parser = parse_on_off, action = clap::ArgAction::Set)]
-    pmu_snapshot: bool,
-
-    /// The CTR depths the guest may select, e.g. `16,64` (default: the migration-safe
-    /// 16,32,64), intersected with the host's; refused when nothing is left.
-    #[arg(long, value_name = "LIST", value_parser = parse_depths)]
-    ctr_depths: Option<ctr_virt::DepthSet>,
 
     /// The CTR depths the host hart model supports (default all: 16,32,64,128,256), to model
     /// another host.
@@ -209,10 +226,6 @@ struct RunArgs {
     /// `vmm restore`), of every vCPU.
     #[arg(long, value_name = "FILE")]
     snapshot_on_stop: Option<PathBuf>,
-
-    /// Number of vCPUs (1-64).
-    #[arg(long, value_name = "N", default_value_t = 1, allow_negative_numbers = true, value_parser = parse_vcpus)]
-    vcpus: u64,
 
     /// Number of hart instances (host threads) the vCPUs run on, 1 to --vcpus (default: one
     /// per vCPU). With fewer, each hart runs its vCPUs in turn, saving and loading the whole
@@ -425,12 +438,12 @@ fn run_kernel(args: RunArgs) -> ExitCode {
         initrd: args.initrd,
         cmdline: args.cmdline,
         memory_mib: args.memory,
-        max_insns: args.max_insns,
-        timeout: args.timeout,
-        trace: args.trace,
+        max_insns: args.vm.max_insns,
+        timeout: args.vm.timeout,
+        trace: args.vm.trace,
         vcpus: args.vcpus,
-        pcpus: args.pcpus,
-        slice_insns: args.slice_insns,
+        pcpus: args.vm.pcpus,
+        slice_insns: args.vm.slice_insns,
         ctr: args.ctr,
         pmu: args.pmu,
         lcofi_delivery: args.lcofi_delivery,
@@ -439,18 +452,18 @@ fn run_kernel(args: RunArgs) -> ExitCode {
         sspesa: args.sspesa,
         pdis: args.pdis,
         pmu_snapshot: args.pmu_snapshot,
-        jit: args.jit,
-        perf_map: args.perf_map,
+        jit: args.vm.jit,
+        perf_map: args.vm.perf_map,
         ctr_depths: args.ctr_depths,
-        host_ctr_depths: args.host_ctr_depths,
-        api_sock: args.api_sock,
-        snapshot_on_stop: args.snapshot_on_stop,
+        host_ctr_depths: args.vm.host_ctr_depths,
+        api_sock: args.vm.api_sock,
+        snapshot_on_stop: args.vm.snapshot_on_stop,
         ..base
     };
     let console = Box::new(std::io::stdout());
     report(
         runner::run_kernel(&config, console, ConsoleInput::Stdin),
-        args.stats,
+        args.vm.stats,
     )
 }
 
@@ -496,22 +509,22 @@ fn report(result: Result<(RunExit, runner::RunStats), vmm::Error>, stats_wanted:
 
 fn restore(args: RestoreArgs) -> ExitCode {
     let options = runner::snapshot::RestoreConfig {
-        host_ctr_depths: args.host_ctr_depths,
-        max_insns: args.max_insns,
-        timeout: args.timeout,
-        trace: args.trace,
-        api_sock: args.api_sock,
-        snapshot_on_stop: args.snapshot_on_stop,
+        host_ctr_depths: args.vm.host_ctr_depths,
+        max_insns: args.vm.max_insns,
+        timeout: args.vm.timeout,
+        trace: args.vm.trace,
+        api_sock: args.vm.api_sock,
+        snapshot_on_stop: args.vm.snapshot_on_stop,
         paused: args.paused,
-        pcpus: args.pcpus,
-        slice_insns: args.slice_insns,
-        jit: args.jit,
-        perf_map: args.perf_map,
+        pcpus: args.vm.pcpus,
+        slice_insns: args.vm.slice_insns,
+        jit: args.vm.jit,
+        perf_map: args.vm.perf_map,
     };
     let console = Box::new(std::io::stdout());
     report(
         runner::snapshot::restore_and_run(&args.snapshot, &options, console, ConsoleInput::Stdin),
-        args.stats,
+        args.vm.stats,
     )
 }
 
@@ -520,8 +533,8 @@ fn main() -> ExitCode {
     // Before any other thread starts: they all inherit the blocked termination signals.
     let api_sock = match &cli.command {
         Command::Machine(_) => None,
-        Command::Run(args) => args.api_sock.clone(),
-        Command::Restore(args) => args.api_sock.clone(),
+        Command::Run(args) => args.vm.api_sock.clone(),
+        Command::Restore(args) => args.vm.api_sock.clone(),
     };
     if let Err(e) = runner::signals::watch_termination_signals(api_sock) {
         eprintln!("vmm: {e}");
@@ -533,11 +546,11 @@ fn main() -> ExitCode {
             run_machine(args)
         }
         Command::Run(args) => {
-            init_logging(args.trace);
+            init_logging(args.vm.trace);
             run_kernel(args)
         }
         Command::Restore(args) => {
-            init_logging(args.trace);
+            init_logging(args.vm.trace);
             restore(args)
         }
     }
@@ -556,6 +569,81 @@ mod tests {
         for bad in ["0", "-3", "abc", "inf", "NaN", "1e12"] {
             let e = parse_timeout(bad).unwrap_err();
             assert!(e.contains(bad), "{e}");
+        }
+    }
+
+    /// `vmm run` and `vmm restore` share their flags' definitions; `vmm restore` keeps its
+    /// own help for some.
+    #[test]
+    fn run_and_restore_share_flags() {
+        use clap::{CommandFactory, Parser};
+        let cli = super::Cli::command();
+        let help = |sub: &str, flag: &str| {
+            let cmd = cli.find_subcommand(sub).unwrap();
+            let arg = cmd.get_arguments().find(|a| a.get_id() == flag).unwrap();
+            arg.get_help().unwrap().to_string()
+        };
+        assert_eq!(
+            help("restore", "max_insns"),
+            "Stop after N more instructions (exit status 124)"
+        );
+        assert!(help("run", "max_insns").contains("when one vCPU has executed N"));
+        assert_eq!(help("run", "slice_insns"), help("restore", "slice_insns"));
+        assert_eq!(help("restore", "jit"), "Block translation, as for `run`");
+        // `--help` lists the flags in the order they had before they were shared.
+        let order = |sub: &str, flags: &[&str]| {
+            let text = super::Cli::command()
+                .find_subcommand_mut(sub)
+                .unwrap()
+                .render_help()
+                .to_string();
+            let text = &text[text.find("Options:").unwrap()..];
+            let at: Vec<usize> = flags.iter().map(|f| text.find(f).unwrap()).collect();
+            assert!(
+                at.windows(2).all(|w| w[0] < w[1]),
+                "{sub}: {flags:?}\n{text}"
+            );
+        };
+        order(
+            "restore",
+            &[
+                "--snapshot ",
+                "--host-ctr-depths",
+                "--max-insns",
+                "--paused",
+                "--pcpus",
+                "--trace",
+            ],
+        );
+        order(
+            "run",
+            &[
+                "--memory",
+                "--max-insns",
+                "--timeout",
+                "--ctr ",
+                "--host-ctr-depths",
+                "--vcpus",
+                "--pcpus",
+                "--trace",
+            ],
+        );
+        let argv = [
+            "vmm",
+            "restore",
+            "--snapshot",
+            "s",
+            "--pcpus",
+            "2",
+            "--jit",
+            "off",
+        ];
+        match super::Cli::try_parse_from(argv).unwrap().command {
+            super::Command::Restore(args) => {
+                assert_eq!(args.vm.pcpus, Some(2));
+                assert!(!args.vm.jit);
+            }
+            other => panic!("{other:?}"),
         }
     }
 

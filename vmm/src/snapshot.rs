@@ -125,7 +125,7 @@ pub enum SnapshotError {
     },
     /// The file ends early, or has bytes after the checksum.
     #[error("snapshot file is truncated or has trailing bytes: {0}")]
-    Truncated(String),
+    Truncated(Truncation),
     /// The checksum does not match.
     #[error("snapshot checksum mismatch (stored {stored:#010x}, computed {computed:#010x}): the file is corrupted")]
     Checksum {
@@ -136,7 +136,7 @@ pub enum SnapshotError {
     },
     /// The content is malformed or inconsistent.
     #[error("snapshot content is invalid: {0}")]
-    Invalid(String),
+    Invalid(InvalidContent),
     /// One field of the state is out of range or inconsistent with the rest.
     #[error("snapshot field `{field}` is invalid: {reason}")]
     BadField {
@@ -145,9 +145,51 @@ pub enum SnapshotError {
         /// What is wrong with its value.
         reason: String,
     },
-    /// The VM cannot be snapshotted (yet).
-    #[error("cannot snapshot this VM: {0}")]
-    Unsupported(String),
+    /// Guest RAM could not be read for a snapshot.
+    #[error("cannot snapshot this VM: cannot read guest RAM: {0}")]
+    ReadRam(#[source] vm_memory::GuestMemoryError),
+}
+
+/// How a snapshot file's length disagrees with its content.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Truncation {
+    /// A part runs past the end of the file.
+    #[error("{what} needs {needs} bytes at offset {at}, the file has {len}")]
+    Short {
+        /// The part.
+        what: &'static str,
+        /// Its length.
+        needs: u64,
+        /// Where it starts.
+        at: usize,
+        /// The file's length.
+        len: usize,
+    },
+    /// Bytes follow the checksum.
+    #[error("{0} bytes after the checksum")]
+    Trailing(usize),
+}
+
+/// What is malformed in a snapshot's content.
+#[derive(Debug, thiserror::Error)]
+pub enum InvalidContent {
+    /// The state is longer than [`MAX_STATE_BYTES`].
+    #[error("state of {0} bytes (at most {MAX_STATE_BYTES})")]
+    StateTooLarge(u64),
+    /// Guest RAM is larger than the largest RAM a VM can have.
+    #[error("guest RAM of {len} bytes (at most {max})")]
+    RamTooLarge {
+        /// The stored length.
+        len: u64,
+        /// The largest accepted.
+        max: u64,
+    },
+    /// The state does not decode.
+    #[error("cannot decode the state: {0}")]
+    Decode(#[source] bincode::Error),
+    /// The state has no vCPU.
+    #[error("no vCPU")]
+    NoVcpu,
 }
 
 /// Encode a snapshot into `out`.
@@ -201,24 +243,24 @@ fn take<'a>(
     bytes: &'a [u8],
     at: &mut usize,
     n: u64,
-    what: &str,
+    what: &'static str,
 ) -> Result<&'a [u8], SnapshotError> {
     let start = *at;
     let end = usize::try_from(n)
         .ok()
         .and_then(|n| start.checked_add(n))
         .filter(|&e| e <= bytes.len())
-        .ok_or_else(|| {
-            SnapshotError::Truncated(format!(
-                "{what} needs {n} bytes at offset {start}, the file has {}",
-                bytes.len()
-            ))
-        })?;
+        .ok_or(SnapshotError::Truncated(Truncation::Short {
+            what,
+            needs: n,
+            at: start,
+            len: bytes.len(),
+        }))?;
     *at = end;
     Ok(&bytes[start..end])
 }
 
-fn u64_at(bytes: &[u8], at: &mut usize, what: &str) -> Result<u64, SnapshotError> {
+fn u64_at(bytes: &[u8], at: &mut usize, what: &'static str) -> Result<u64, SnapshotError> {
     let b = take(bytes, at, 8, what)?;
     Ok(u64::from_le_bytes(b.try_into().expect("8 bytes")))
 }
@@ -235,25 +277,25 @@ pub fn decode(bytes: &[u8]) -> Result<Snapshot, SnapshotError> {
     }
     let state_len = u64_at(bytes, &mut at, "the state length")?;
     if state_len > MAX_STATE_BYTES {
-        return Err(SnapshotError::Invalid(format!(
-            "state of {state_len} bytes (at most {MAX_STATE_BYTES})"
+        return Err(SnapshotError::Invalid(InvalidContent::StateTooLarge(
+            state_len,
         )));
     }
     let body = take(bytes, &mut at, state_len, "the state")?;
     let mem_len = u64_at(bytes, &mut at, "the memory length")?;
-    let max_mem = crate::machine::MAX_MEMORY_MIB << 20;
+    let max_mem = crate::layout::MAX_MEMORY_MIB << 20;
     if mem_len > max_mem {
-        return Err(SnapshotError::Invalid(format!(
-            "guest RAM of {mem_len} bytes (at most {max_mem})"
-        )));
+        return Err(SnapshotError::Invalid(InvalidContent::RamTooLarge {
+            len: mem_len,
+            max: max_mem,
+        }));
     }
     let memory = take(bytes, &mut at, mem_len, "guest RAM")?;
     let content_end = at;
     let stored = u32::from_le_bytes(take(bytes, &mut at, 4, "the checksum")?.try_into().unwrap());
     if at != bytes.len() {
-        return Err(SnapshotError::Truncated(format!(
-            "{} bytes after the checksum",
-            bytes.len() - at
+        return Err(SnapshotError::Truncated(Truncation::Trailing(
+            bytes.len() - at,
         )));
     }
     let computed = crc32fast::hash(&bytes[..content_end]);
@@ -265,7 +307,7 @@ pub fn decode(bytes: &[u8]) -> Result<Snapshot, SnapshotError> {
         .with_fixint_encoding()
         .with_limit(state_len)
         .deserialize(body)
-        .map_err(|e| SnapshotError::Invalid(format!("cannot decode the state: {e}")))?;
+        .map_err(|e| SnapshotError::Invalid(InvalidContent::Decode(e)))?;
     let announced = state.memory_mib.checked_mul(1 << 20);
     if state.memory_mib == 0 || announced != Some(mem_len) {
         return Err(SnapshotError::BadField {
@@ -277,7 +319,7 @@ pub fn decode(bytes: &[u8]) -> Result<Snapshot, SnapshotError> {
         });
     }
     if state.vcpus.is_empty() {
-        return Err(SnapshotError::Invalid("no vCPU".into()));
+        return Err(SnapshotError::Invalid(InvalidContent::NoVcpu));
     }
     Ok(Snapshot {
         state,

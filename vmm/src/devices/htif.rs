@@ -31,7 +31,6 @@ use vcpu::MmioRange;
 use vm_memory::{Bytes, GuestAddress, GuestMemoryMmap};
 
 use super::{reg64_read, reg64_write};
-use crate::error::Error;
 
 /// `SYS_write` in the RISC-V Linux / newlib numbering.
 pub const SYS_WRITE: u64 = 64;
@@ -91,6 +90,33 @@ pub enum HtifOutcome {
     Exit {
         /// 0 is a pass.
         code: u32,
+    },
+}
+
+/// A guest's HTIF request this machine cannot serve (it ends the run).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum HtifError {
+    /// The guest made an HTIF system call this machine does not implement.
+    #[error("HTIF: unsupported syscall {number} (only write (64) and exit (93) are implemented)")]
+    UnsupportedSyscall {
+        /// The system call number (`magic_mem[0]`).
+        number: u64,
+    },
+    /// The guest sent an HTIF command to a device or command this machine does not implement.
+    #[error("HTIF: unsupported command {command} for device {device} (tohost={tohost:#x})")]
+    UnsupportedCommand {
+        /// Bits 63:56 of `tohost`.
+        device: u8,
+        /// Bits 55:48 of `tohost`.
+        command: u8,
+        /// The whole value written.
+        tohost: u64,
+    },
+    /// An HTIF system call block does not lie in guest RAM.
+    #[error("HTIF: syscall block at {addr:#x} is not in guest RAM")]
+    BadSyscallBlock {
+        /// Guest-physical address of the `magic_mem` array.
+        addr: u64,
     },
 }
 
@@ -191,7 +217,7 @@ impl Htif {
         value: u64,
         mem: &GuestMemoryMmap,
         console: &mut dyn Write,
-    ) -> Result<HtifOutcome, Error> {
+    ) -> Result<HtifOutcome, HtifError> {
         let Some((is_tohost, off)) = self.word(addr) else {
             log::warn!("htif: write at {addr:#x} is outside tohost/fromhost");
             return Ok(HtifOutcome::Continue);
@@ -223,7 +249,7 @@ impl Htif {
         value: u64,
         mem: &GuestMemoryMmap,
         console: &mut dyn Write,
-    ) -> Result<HtifOutcome, Error> {
+    ) -> Result<HtifOutcome, HtifError> {
         match decode(value) {
             HtifCommand::Pass => Ok(HtifOutcome::Exit { code: 0 }),
             HtifCommand::Fail { code } => {
@@ -240,7 +266,7 @@ impl Htif {
                 Ok(HtifOutcome::Continue)
             }
             HtifCommand::Syscall { magic_mem } => self.syscall(magic_mem, mem, console),
-            HtifCommand::Unsupported { device, command } => Err(Error::UnsupportedHtifCommand {
+            HtifCommand::Unsupported { device, command } => Err(HtifError::UnsupportedCommand {
                 device,
                 command,
                 tohost: value,
@@ -253,10 +279,10 @@ impl Htif {
         magic_mem: u64,
         mem: &GuestMemoryMmap,
         console: &mut dyn Write,
-    ) -> Result<HtifOutcome, Error> {
+    ) -> Result<HtifOutcome, HtifError> {
         let mut raw = [0u8; 64];
         mem.read_slice(&mut raw, GuestAddress(magic_mem))
-            .map_err(|_| Error::BadSyscallBlock { addr: magic_mem })?;
+            .map_err(|_| HtifError::BadSyscallBlock { addr: magic_mem })?;
         let arg = |i: usize| u64::from_le_bytes(raw[i * 8..i * 8 + 8].try_into().unwrap());
         let ret = match arg(0) {
             SYS_WRITE => sys_write(arg(1), arg(2), arg(3), mem, console),
@@ -265,10 +291,10 @@ impl Htif {
                     code: exit_code(arg(1)),
                 })
             }
-            number => return Err(Error::UnsupportedSyscall { number }),
+            number => return Err(HtifError::UnsupportedSyscall { number }),
         };
         mem.write_obj(ret, GuestAddress(magic_mem))
-            .map_err(|_| Error::BadSyscallBlock { addr: magic_mem })?;
+            .map_err(|_| HtifError::BadSyscallBlock { addr: magic_mem })?;
         self.fromhost = 1;
         Ok(HtifOutcome::Continue)
     }
@@ -482,12 +508,12 @@ mod tests {
         );
         put_block(&mem, &[57, 1]);
         let err = htif.write(TOHOST, 8, MAGIC, &mem, &mut out).unwrap_err();
-        assert!(matches!(err, Error::UnsupportedSyscall { number: 57 }));
+        assert!(matches!(err, HtifError::UnsupportedSyscall { number: 57 }));
         assert!(err.to_string().contains("syscall 57"), "{err}");
         // magic_mem outside RAM.
         let err = htif.write(TOHOST, 8, 0x1000, &mem, &mut out).unwrap_err();
         assert!(
-            matches!(err, Error::BadSyscallBlock { addr: 0x1000 }),
+            matches!(err, HtifError::BadSyscallBlock { addr: 0x1000 }),
             "{err}"
         );
         // Unknown device.
@@ -495,7 +521,7 @@ mod tests {
         assert!(
             matches!(
                 err,
-                Error::UnsupportedHtifCommand {
+                HtifError::UnsupportedCommand {
                     device: 3,
                     command: 0,
                     ..

@@ -2,11 +2,13 @@
 //!
 //! Each device is a plain struct with `read`/`write` methods that take an offset inside the
 //! device's window (or a physical address for HTIF, whose words are found by symbol), so it
-//! can be tested without a hart. The board in [`crate::machine`] routes MMIO exits to them.
+//! can be tested without a hart. The board in [`crate::machine`] and `vmm run`'s VMs
+//! ([`crate::run`]) route MMIO exits to them through a [`bus::MmioBus`].
 //!
 //! Bad accesses (wrong size, misaligned, unmapped offset) never fail: reads return 0, writes
 //! are dropped, and a warning is logged.
 
+pub mod bus;
 pub mod clint;
 pub mod finisher;
 pub mod htif;

@@ -13,6 +13,7 @@ use vm_superio::serial::NoEvents;
 use vm_superio::{Serial, Trigger};
 
 use super::Console;
+use crate::persist::{FieldError, Persist};
 
 /// Number of registers; the rest of the window reads as 0.
 const REGISTERS: u64 = 8;
@@ -50,45 +51,6 @@ impl Uart {
         Uart {
             serial: Serial::new(NoInterrupt, console),
         }
-    }
-
-    /// The device state (registers and receive FIFO), for snapshots.
-    pub fn state(&self) -> UartState {
-        let s = self.serial.state();
-        UartState {
-            registers: [
-                s.baud_divisor_low,
-                s.baud_divisor_high,
-                s.interrupt_enable,
-                s.interrupt_identification,
-                s.line_control,
-                s.line_status,
-                s.modem_control,
-                s.modem_status,
-                s.scratch,
-            ],
-            in_buffer: s.in_buffer,
-        }
-    }
-
-    /// A UART in state `state`, writing to `console`; `None` if the state is not one
-    /// vm-superio accepts.
-    pub fn from_state(state: &UartState, console: Console) -> Option<Self> {
-        let r = state.registers;
-        let s = vm_superio::serial::SerialState {
-            baud_divisor_low: r[0],
-            baud_divisor_high: r[1],
-            interrupt_enable: r[2],
-            interrupt_identification: r[3],
-            line_control: r[4],
-            line_status: r[5],
-            modem_control: r[6],
-            modem_status: r[7],
-            scratch: r[8],
-            in_buffer: state.in_buffer.clone(),
-        };
-        let serial = Serial::from_state(&s, NoInterrupt, NoEvents, console).ok()?;
-        Some(Uart { serial })
     }
 
     /// The console output, for other devices that print (HTIF).
@@ -158,6 +120,55 @@ impl Uart {
     }
 }
 
+impl Persist for Uart {
+    /// The registers and the receive FIFO.
+    type State = UartState;
+    /// Where the restored UART writes.
+    type Context = Console;
+
+    fn save(&self) -> UartState {
+        let s = self.serial.state();
+        UartState {
+            registers: [
+                s.baud_divisor_low,
+                s.baud_divisor_high,
+                s.interrupt_enable,
+                s.interrupt_identification,
+                s.line_control,
+                s.line_status,
+                s.modem_control,
+                s.modem_status,
+                s.scratch,
+            ],
+            in_buffer: s.in_buffer,
+        }
+    }
+
+    fn restore(state: &UartState, console: Console) -> Result<Self, FieldError> {
+        let r = state.registers;
+        let s = vm_superio::serial::SerialState {
+            baud_divisor_low: r[0],
+            baud_divisor_high: r[1],
+            interrupt_enable: r[2],
+            interrupt_identification: r[3],
+            line_control: r[4],
+            line_status: r[5],
+            modem_control: r[6],
+            modem_status: r[7],
+            scratch: r[8],
+            in_buffer: state.in_buffer.clone(),
+        };
+        // vm-superio refuses nothing else.
+        let serial =
+            Serial::from_state(&s, NoInterrupt, NoEvents, console).map_err(|_| FieldError {
+                field: "uart.in_buffer",
+                value: state.in_buffer.len() as u64,
+                reason: "bytes are more than the receive FIFO holds",
+            })?;
+        Ok(Uart { serial })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,6 +185,24 @@ mod tests {
         }
         assert_eq!(uart.read(5, 1) & 0x60, 0x60);
         assert_eq!(&*buf.0.lock().unwrap(), b"hi\n");
+    }
+
+    /// A saved UART restores to the same state; a receive FIFO longer than the UART's is
+    /// refused, naming the field.
+    #[test]
+    fn restore_round_trips_and_names_a_bad_field() {
+        let mut uart = Uart::new(Box::new(std::io::sink()));
+        uart.write(7, 1, 0x5a);
+        uart.enqueue_input(b"abc");
+        let saved = uart.save();
+        let restored = Uart::restore(&saved, Box::new(std::io::sink())).unwrap();
+        assert_eq!(restored.save(), saved);
+        let mut bad = saved.clone();
+        bad.in_buffer = vec![0; 100];
+        let err = Uart::restore(&bad, Box::new(std::io::sink()))
+            .err()
+            .unwrap();
+        assert_eq!((err.field, err.value), ("uart.in_buffer", 100));
     }
 
     #[test]

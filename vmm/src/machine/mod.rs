@@ -15,16 +15,15 @@
 //! software interrupts. The hart starts in M-mode at the ELF entry point with `a0` = hart id
 //! (0) and `a1` = 0 (there is no device tree). Time is virtual (see [`crate::devices::clint`]).
 
-mod layout;
-
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use vcpu::{Hart, HartConfig, MmioAccess, MmioRange, VcpuExit};
+use vcpu::{Hart, HartConfig, MmioAccess, VcpuExit};
 use vm_memory::{Bytes, GuestAddress, GuestMemoryMmap};
 
-pub use layout::*;
+pub use crate::layout::*;
 
+use crate::devices::bus::{mask_read, MmioBus};
 use crate::devices::clint::Clint;
 use crate::devices::finisher::{Finisher, FinisherCommand};
 use crate::devices::htif::{Htif, HtifOutcome};
@@ -145,6 +144,8 @@ pub struct Machine {
     finisher: Finisher,
     clint: Clint,
     htif: Option<Htif>,
+    /// Where each device's window is.
+    bus: MmioBus<Device>,
     max_insns: Option<u64>,
     timeout: Option<Duration>,
     /// Instructions executed so far.
@@ -155,31 +156,18 @@ impl Machine {
     /// Builds a machine for `config` and loads the ELF executable `elf` into it. Errors in
     /// the file are reported as [`Error::Load`] with an empty path.
     pub fn new(elf: &[u8], config: &MachineConfig, console: Console) -> Result<Machine, Error> {
+        // The options and the ELF are checked before RAM is allocated.
         let ram_size = ram_bytes(config.memory_mib)?;
+        let image =
+            ElfImage::parse(elf, RAM_BASE..RAM_BASE + ram_size).map_err(Error::from_load)?;
         let mem = GuestMemoryMmap::from_ranges(&[(GuestAddress(RAM_BASE), ram_size as usize)])
             .map_err(|source| Error::GuestMemory {
                 mib: config.memory_mib,
                 source,
             })?;
-
-        let image =
-            ElfImage::parse(elf, RAM_BASE..RAM_BASE + ram_size).map_err(Error::from_load)?;
         image.load(elf, &mem).map_err(Error::from_load)?;
 
-        let mut mmio = vec![
-            MmioRange {
-                base: FINISHER_BASE,
-                size: FINISHER_SIZE,
-            },
-            MmioRange {
-                base: CLINT_BASE,
-                size: CLINT_SIZE,
-            },
-            MmioRange {
-                base: UART_BASE,
-                size: UART_SIZE,
-            },
-        ];
+        let mut bus = MmioBus::new();
         let htif = image.tohost.map(|tohost| {
             let mut htif = Htif::new(tohost, image.fromhost);
             // The image may hold initial values; RAM outside the image reads as 0.
@@ -188,17 +176,23 @@ impl Machine {
                     .unwrap_or(0)
             };
             htif.set_initial(word(image.tohost), word(image.fromhost));
-            mmio.extend(htif.ranges());
             log::debug!(
                 "htif: tohost at {tohost:#x}, fromhost at {:#x?}",
                 image.fromhost
             );
             htif
         });
+        // HTIF first: its words take precedence.
+        for r in htif.iter().flat_map(Htif::ranges) {
+            bus.insert(r.base, r.size, Device::Htif)?;
+        }
+        bus.insert(FINISHER_BASE, FINISHER_SIZE, Device::Finisher)?;
+        bus.insert(CLINT_BASE, CLINT_SIZE, Device::Clint)?;
+        bus.insert(UART_BASE, UART_SIZE, Device::Uart)?;
 
         let hart_config = HartConfig {
             hart_id: HART_ID,
-            mmio,
+            mmio: bus.ranges(),
             jit: config.jit,
             jit_perf_map: config.perf_map,
             ..HartConfig::default()
@@ -216,6 +210,7 @@ impl Machine {
             finisher: Finisher,
             clint: Clint::default(),
             htif,
+            bus,
             max_insns: config.max_insns,
             timeout: config.timeout,
             executed: 0,
@@ -314,72 +309,63 @@ impl Machine {
     /// Routes one MMIO access to its device. Returns the run's end if the device asks for it.
     fn mmio(&mut self, access: MmioAccess) -> Result<Option<MachineExit>, Error> {
         let MmioAccess { addr, size, write } = access;
-        let len = u64::from(size);
-        let in_window =
-            |base: u64, window: u64| MmioRange { base, size: window }.contains(addr, len);
         let mut exit = None;
-
-        let read_value = if let Some(htif) = self.htif.as_mut().filter(|h| h.contains(addr)) {
-            match write {
-                Some(value) => {
+        // HTIF takes any access starting in its words; the others only those that fit.
+        let hit = self
+            .bus
+            .find(addr, u64::from(size))
+            .filter(|h| h.fits || h.device == Device::Htif);
+        let read_value = match (hit.map(|h| (h.device, h.offset)), write) {
+            (Some((Device::Htif, _)), Some(value)) => {
+                if let Some(htif) = self.htif.as_mut() {
                     if let HtifOutcome::Exit { code } =
                         htif.write(addr, size, value, &self.mem, self.uart.console())?
                     {
                         exit = Some(MachineExit::Finished { code });
                     }
-                    0
                 }
-                None => htif.read(addr, size),
+                0
             }
-        } else if in_window(UART_BASE, UART_SIZE) {
-            let off = addr - UART_BASE;
-            match write {
-                Some(value) => {
-                    self.uart.write(off, size, value);
-                    0
-                }
-                None => self.uart.read(off, size),
+            (Some((Device::Htif, _)), None) => self.htif.as_ref().map_or(0, |h| h.read(addr, size)),
+            (Some((Device::Uart, off)), Some(value)) => {
+                self.uart.write(off, size, value);
+                0
             }
-        } else if in_window(CLINT_BASE, CLINT_SIZE) {
-            let off = addr - CLINT_BASE;
-            match write {
-                Some(value) => {
-                    self.clint.write(off, size, value, &mut self.hart);
-                    0
-                }
-                None => self.clint.read(off, size, &self.hart),
+            (Some((Device::Uart, off)), None) => self.uart.read(off, size),
+            (Some((Device::Clint, off)), Some(value)) => {
+                self.clint.write(off, size, value, &mut self.hart);
+                0
             }
-        } else if in_window(FINISHER_BASE, FINISHER_SIZE) {
-            let off = addr - FINISHER_BASE;
-            match write {
-                Some(value) => {
-                    exit = match self.finisher.write(off, size, value) {
-                        Some(FinisherCommand::Pass) => Some(MachineExit::Finished { code: 0 }),
-                        Some(FinisherCommand::Fail { code }) => {
-                            Some(MachineExit::Finished { code })
-                        }
-                        Some(FinisherCommand::Reset) => return Err(Error::ResetRequested),
-                        Some(FinisherCommand::Unknown(_)) | None => None,
-                    };
-                    0
-                }
-                None => self.finisher.read(off, size),
+            (Some((Device::Clint, off)), None) => self.clint.read(off, size, &self.hart),
+            (Some((Device::Finisher, off)), Some(value)) => {
+                exit = match self.finisher.write(off, size, value) {
+                    Some(FinisherCommand::Pass) => Some(MachineExit::Finished { code: 0 }),
+                    Some(FinisherCommand::Fail { code }) => Some(MachineExit::Finished { code }),
+                    Some(FinisherCommand::Reset) => return Err(Error::ResetRequested),
+                    Some(FinisherCommand::Unknown(_)) | None => None,
+                };
+                0
             }
-        } else {
-            log::warn!("{size}-byte access at {addr:#x} straddles a device window; ignored");
-            0
+            (Some((Device::Finisher, off)), None) => self.finisher.read(off, size),
+            (None, _) => {
+                log::warn!("{size}-byte access at {addr:#x} straddles a device window; ignored");
+                0
+            }
         };
-
         if write.is_none() {
-            let mask = if size >= 8 {
-                u64::MAX
-            } else {
-                (1u64 << (8 * len)) - 1
-            };
-            self.hart.complete_mmio_read(read_value & mask);
+            self.hart.complete_mmio_read(mask_read(read_value, size));
         }
         Ok(exit)
     }
+}
+
+/// The devices on the bare machine's bus.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Device {
+    Htif,
+    Uart,
+    Clint,
+    Finisher,
 }
 
 /// RAM size in bytes for `mib`, or the error for a size out of range.

@@ -1,6 +1,7 @@
 //! Board tests with tiny hand-assembled programs.
 
 use super::*;
+use crate::devices::htif::HtifError;
 use crate::loader::LoadError;
 use crate::testutil::asm;
 use crate::testutil::asm::*;
@@ -387,7 +388,10 @@ fn htif_unsupported_syscall() {
     ];
     let (exit, _) = run(&htif_elf(&code));
     assert!(
-        matches!(exit, Err(Error::UnsupportedSyscall { number: 57 })),
+        matches!(
+            exit,
+            Err(Error::Htif(HtifError::UnsupportedSyscall { number: 57 }))
+        ),
         "{exit:?}"
     );
 }

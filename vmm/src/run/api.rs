@@ -54,6 +54,29 @@ use super::ExitStats;
 use crate::error::Error;
 use crate::sbi::hsm::{STATE_STARTED, STATE_START_PENDING, STATE_STOPPED};
 
+/// Why the control socket could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// Something other than a socket is at the path.
+    #[error("{} exists and is not a socket: not replacing it", .0.display())]
+    NotASocket(std::path::PathBuf),
+    /// The socket could not be bound.
+    #[error("cannot listen on {}: {source}", path.display())]
+    Listen {
+        /// The socket's path.
+        path: std::path::PathBuf,
+        /// The host's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The thread serving it could not be started.
+    #[error("cannot start the control socket thread: {0}")]
+    Thread(#[source] std::io::Error),
+    /// `vmm restore --paused` without a socket to resume the guest from.
+    #[error("--paused needs --api-sock (to resume the guest)")]
+    PausedWithoutSocket,
+}
+
 /// The time a client has to send a complete request line, from connecting or from its
 /// previous answer (also the limit for writing an answer to a client that does not read).
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
@@ -149,14 +172,13 @@ impl VmApi {
             if meta.file_type().is_socket() {
                 let _ = std::fs::remove_file(path);
             } else {
-                return Err(Error::Api(format!(
-                    "{} exists and is not a socket: not replacing it",
-                    path.display()
-                )));
+                return Err(ApiError::NotASocket(path.to_path_buf()).into());
             }
         }
-        let listener = UnixListener::bind(path)
-            .map_err(|e| Error::Api(format!("cannot listen on {}: {e}", path.display())))?;
+        let listener = UnixListener::bind(path).map_err(|source| ApiError::Listen {
+            path: path.to_path_buf(),
+            source,
+        })?;
         let shared = Arc::new(Shared {
             vm: Mutex::new(execute),
             limits,
@@ -168,7 +190,7 @@ impl VmApi {
         std::thread::Builder::new()
             .name("api-sock".into())
             .spawn(move || accepting.accept(listener))
-            .map_err(|e| Error::Api(format!("cannot start the control socket thread: {e}")))?;
+            .map_err(ApiError::Thread)?;
         Ok(VmApi {
             path: path.to_path_buf(),
             shared,
@@ -469,8 +491,8 @@ impl Server {
             .map(|v| {
                 let (hsm, wfi) = match &self.common.smp {
                     Some(smp) => {
-                        let (hsm, _, idle, _) = smp.vcpu_state(v.id);
-                        (hsm, idle.is_some())
+                        let saved = smp.save_vcpu(v.id);
+                        (saved.hsm, saved.idle.is_some())
                     }
                     None => (STATE_STARTED, false),
                 };

@@ -27,6 +27,30 @@ use vmm_sys_util::terminal::Terminal;
 
 use crate::error::Error;
 
+/// A host facility the console (or the termination-signal watcher) could not set up.
+#[derive(Debug, thiserror::Error)]
+#[error("{what}: {source}")]
+pub struct ConsoleError {
+    /// What failed.
+    pub what: &'static str,
+    /// The host's error.
+    #[source]
+    pub source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+impl ConsoleError {
+    /// `what` failed with `source`.
+    pub fn new<E: std::error::Error + Send + Sync + 'static>(
+        what: &'static str,
+        source: E,
+    ) -> Self {
+        ConsoleError {
+            what,
+            source: Box::new(source),
+        }
+    }
+}
+
 /// Where `vmm run` takes console input from.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum ConsoleInput {
@@ -141,9 +165,7 @@ impl RawTerminal {
         // SAFETY: a valid fd and a pointer to a live termios.
         if unsafe { libc::tcgetattr(libc::STDIN_FILENO, &mut saved) } != 0 {
             let e = std::io::Error::last_os_error();
-            return Err(Error::Console(format!(
-                "cannot read the terminal's settings: {e}"
-            )));
+            return Err(ConsoleError::new("cannot read the terminal's settings", e).into());
         }
         // Held while the mode changes, so that a termination signal's restore_terminal
         // comes after it.
@@ -152,7 +174,7 @@ impl RawTerminal {
         std::io::stdin()
             .lock()
             .set_raw_mode()
-            .map_err(|e| Error::Console(format!("cannot put the terminal in raw mode: {e}")))?;
+            .map_err(|e| ConsoleError::new("cannot put the terminal in raw mode", e))?;
         Ok(Some(RawTerminal { _private: () }))
     }
 }
@@ -283,7 +305,7 @@ pub struct StdinReader {
 impl StdinReader {
     /// Starts reading stdin into `queue`. `stop` is used for the Ctrl-A x escape.
     pub fn spawn(queue: InputQueue, stop: vcpu::StopHandle) -> Result<StdinReader, Error> {
-        let console_err = |what: &str, e: std::io::Error| Error::Console(format!("{what}: {e}"));
+        let console_err = ConsoleError::new::<std::io::Error>;
         if stdin_kind() == StdinKind::BackgroundTerminal {
             // Reading would stop the process (SIGTTIN); `RawTerminal::enable` said so.
             return Ok(StdinReader {
@@ -319,7 +341,7 @@ impl StdinReader {
         };
         let done = subscriber.done.clone();
         let mut manager: EventManager<Box<dyn MutEventSubscriber + Send>> = EventManager::new()
-            .map_err(|e| Error::Console(format!("cannot create the event loop: {e}")))?;
+            .map_err(|e| ConsoleError::new("cannot create the event loop", e))?;
         manager.add_subscriber(Box::new(subscriber));
         let thread = std::thread::Builder::new()
             .name("console-events".into())

@@ -9,33 +9,28 @@
 
 use vcpu::GuestTrap;
 
-use super::{cause, GuestVm, VirtualInsnAction};
+use super::exits::VcpuCtx;
+use super::{ExitReason, VirtualInsnAction};
 
-impl GuestVm {
+impl VcpuCtx<'_> {
     /// Handles `trap` if it is a delegated-counter access; `None` if it is not one.
     pub(super) fn pmu_deleg(&mut self, trap: &GuestTrap) -> Option<VirtualInsnAction> {
-        match self
-            .pmu
-            .on_virtual_insn(&mut self.hart, trap.insn, trap.from_vu)
-        {
+        match self.pmu.on_virtual_insn(self.hart, trap.insn, trap.from_vu) {
             pmu_virt::DelegOutcome::NotDeleg => None,
             pmu_virt::DelegOutcome::Emulated {
                 access,
                 write,
                 counter,
             } => {
-                let rw = if write { " write" } else { "" };
-                self.stats.count(format!("pmu-deleg {}{rw}", access.name()));
-                if let Some((v, h)) = counter {
-                    self.stats
-                        .count(format!("pmu-deleg counter {v} on hart counter {h}"));
+                self.stats.count(ExitReason::PmuDeleg { access, write });
+                if let Some((virt, hart)) = counter {
+                    self.stats.count(ExitReason::PmuDelegCounter { virt, hart });
                 }
                 Some(VirtualInsnAction::EmulatedPmuDeleg)
             }
             pmu_virt::DelegOutcome::InjectIllegal => {
-                self.stats.count("pmu-deleg injected illegal");
-                self.fw.record(self.hart_id, pmu_virt::FwEvent::IllegalInsn);
-                self.inject(cause::ILLEGAL_INSN, u64::from(trap.insn));
+                self.stats.count(ExitReason::PmuDelegInjectedIllegal);
+                self.inject_illegal(trap);
                 Some(VirtualInsnAction::InjectedIllegal)
             }
         }

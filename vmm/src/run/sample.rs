@@ -5,31 +5,31 @@
 
 use vcpu::GuestTrap;
 
-use super::{cause, GuestVm, VirtualInsnAction};
+use super::exits::VcpuCtx;
+use super::{ExitReason, VirtualInsnAction};
 
-impl GuestVm {
+impl VcpuCtx<'_> {
     /// Handles `trap` if it is a sampling access; `None` leaves it to the other handlers.
     pub(super) fn sampling_virtual_insn(&mut self, trap: &GuestTrap) -> Option<VirtualInsnAction> {
         let outcome = self
             .pmu
-            .sampling_virtual_insn(&mut self.hart, trap.insn, trap.from_vu);
+            .sampling_virtual_insn(self.hart, trap.insn, trap.from_vu);
         let action = match outcome {
             pmu_virt::SampleOutcome::NotSampling => return None,
             pmu_virt::SampleOutcome::EmulatedSspesa => {
-                self.stats.count("sspesa emulated");
+                self.stats.count(ExitReason::SspesaEmulated);
                 VirtualInsnAction::EmulatedSspesa
             }
             pmu_virt::SampleOutcome::EmulatedScountovf => {
-                self.stats.count("scountovf emulated");
+                self.stats.count(ExitReason::ScountovfEmulated);
                 VirtualInsnAction::EmulatedScountovf
             }
             pmu_virt::SampleOutcome::PdisLoaded => {
-                self.stats.count("pdis lazy load");
+                self.stats.count(ExitReason::PdisLazyLoad);
                 VirtualInsnAction::PdisLoaded
             }
             pmu_virt::SampleOutcome::InjectIllegal => {
-                self.fw.record(self.hart_id, pmu_virt::FwEvent::IllegalInsn);
-                self.inject(cause::ILLEGAL_INSN, u64::from(trap.insn));
+                self.inject_illegal(trap);
                 VirtualInsnAction::InjectedIllegal
             }
         };

@@ -175,7 +175,7 @@ impl GuestVm {
             state.hart_id = self.hart_id;
             self.hart
                 .restore_state(&next.state)
-                .map_err(|e| Error::Restore(format!("vCPU {id} onto its hart: {e}")))?;
+                .map_err(|source| super::snapshot::RestoreFailure::Switch { vcpu: id, source })?;
             let out = ParkedVcpu {
                 id: self.hart_id,
                 state,

@@ -7,6 +7,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
+use super::console::ConsoleError;
 use crate::error::Error;
 
 /// The signals [`watch_termination_signals`] handles.
@@ -43,14 +44,15 @@ pub fn remove_socket(path: &std::path::Path) {
 /// [`exit_status`].
 pub fn watch_termination_signals(api_sock: Option<PathBuf>) -> Result<(), Error> {
     let set = vmm_sys_util::signal::create_sigset(&TERMINATION_SIGNALS)
-        .map_err(|e| Error::Console(format!("cannot build the signal set: {e}")))?;
+        .map_err(|e| ConsoleError::new("cannot build the signal set", e))?;
     // SAFETY: a valid signal set; the old mask is not wanted.
     let rc = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
     if rc != 0 {
-        return Err(Error::Console(format!(
-            "cannot block the termination signals: {}",
-            std::io::Error::from_raw_os_error(rc)
-        )));
+        return Err(ConsoleError::new(
+            "cannot block the termination signals",
+            std::io::Error::from_raw_os_error(rc),
+        )
+        .into());
     }
     std::thread::Builder::new()
         .name("signals".into())
@@ -75,7 +77,7 @@ pub fn watch_termination_signals(api_sock: Option<PathBuf>) -> Result<(), Error>
             // Flushes stdout (if no other thread holds it) and ends every thread.
             std::process::exit(i32::from(status));
         })
-        .map_err(|e| Error::Console(format!("cannot start the signal thread: {e}")))?;
+        .map_err(|e| ConsoleError::new("cannot start the signal thread", e))?;
     Ok(())
 }
 

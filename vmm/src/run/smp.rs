@@ -29,6 +29,30 @@ use std::time::{Duration, Instant};
 
 use vcpu::{Hart, HartMailbox, SharedClock, StopHandle};
 
+/// A vCPU's part of the shared state, as a snapshot saves it (`VcpuState`'s `hsm`, `start`,
+/// `idle` and `ipi_posted`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct VcpuSmpState {
+    /// SBI HSM state.
+    pub hsm: u64,
+    /// `(start_addr, opaque)` of a pending `hart_start`.
+    pub start: (u64, u64),
+    /// The WFI wait's deadline, while waiting.
+    pub idle: Option<u64>,
+    /// Whether an IPI waits in its mailbox.
+    pub ipi_posted: bool,
+}
+
+impl VcpuSmpState {
+    /// The state of a VM's only vCPU (started, not waiting, no IPI).
+    pub(crate) const ALONE: VcpuSmpState = VcpuSmpState {
+        hsm: crate::sbi::hsm::STATE_STARTED,
+        start: (0, 0),
+        idle: None,
+        ipi_posted: false,
+    };
+}
+
 /// How [`Smp::wait_for_start`] ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum StartWait {
@@ -477,37 +501,30 @@ impl Smp {
         }
     }
 
-    /// vCPU `id` for a snapshot: HSM state, pending start, WFI deadline while waiting, and
-    /// whether an IPI waits in its mailbox.
-    pub(crate) fn vcpu_state(&self, id: u64) -> (u64, (u64, u64), Option<u64>, bool) {
+    /// What a snapshot keeps of vCPU `id` here (the VMM's other saved parts are
+    /// [`crate::persist::Persist`]; this one is indexed by vCPU).
+    pub(crate) fn save_vcpu(&self, id: u64) -> VcpuSmpState {
         let st = self.lock();
         let h = st.harts[id as usize];
-        (
-            h.status,
-            h.start,
-            h.idle,
-            self.mailboxes[id as usize].has_pending(),
-        )
+        VcpuSmpState {
+            hsm: h.status,
+            start: h.start,
+            idle: h.idle,
+            ipi_posted: self.mailboxes[id as usize].has_pending(),
+        }
     }
 
-    /// vCPU `id` as a snapshot has it (before any thread runs): see [`Smp::vcpu_state`].
-    pub(crate) fn restore_vcpu_state(
-        &self,
-        id: u64,
-        status: u64,
-        start: (u64, u64),
-        idle: Option<u64>,
-        ipi: u64,
-    ) {
+    /// vCPU `id` as a snapshot has it (before any thread runs): see [`Smp::save_vcpu`].
+    pub(crate) fn restore_vcpu(&self, id: u64, saved: &VcpuSmpState) {
         let mut st = self.lock();
         st.harts[id as usize] = HartSlot {
-            status,
-            start,
-            idle,
+            status: saved.hsm,
+            start: saved.start,
+            idle: saved.idle,
         };
         self.update_earliest(&st);
-        if ipi != 0 {
-            self.mailboxes[id as usize].post_interrupts(ipi);
+        if saved.ipi_posted {
+            self.mailboxes[id as usize].post_interrupts(super::VSSIP);
         }
     }
 

@@ -18,18 +18,20 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use vcpu::state::HartState;
-use vcpu::{Hart, HartConfig, MmioRange, SharedClock};
+use vcpu::{Hart, SharedClock};
 use vm_memory::{Bytes, GuestAddress, GuestMemoryMmap};
 
-use super::smp::Smp;
+use super::builder::{allocate_ram, check_memory, check_topology, host_ctr, HartOptions};
+use super::smp::{Smp, VcpuSmpState};
 use super::{
     place_vcpus, run_vm, BootLayout, ConsoleInput, GuestPolicy, GuestVm, InputQueue, RunExit,
-    RunStats, MAX_VCPUS,
+    RunStats, VmShared, MAX_VCPUS,
 };
 use crate::devices::uart::Uart;
 use crate::devices::Console;
 use crate::error::Error;
-use crate::machine::{MAX_MEMORY_MIB, RAM_BASE, UART_BASE, UART_SIZE};
+use crate::machine::RAM_BASE;
+use crate::persist::{FieldError, Persist};
 use crate::sbi::hsm::{STATE_STARTED, STATE_START_PENDING, STATE_STOPPED};
 use crate::snapshot::{LayoutState, Snapshot, SnapshotError, VcpuState, VmState};
 
@@ -81,7 +83,7 @@ impl Default for RestoreConfig {
 
 /// A snapshot field `vmm restore` refuses: out of range, inconsistent with the rest of the
 /// state, or different from what this VMM configures itself.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error)]
 pub enum RestoreError {
     /// A field of one vCPU.
     #[error("vCPU {vcpu}: field `{field}` = {value:#x} {reason}")]
@@ -95,6 +97,109 @@ pub enum RestoreError {
         /// What is wrong with it.
         reason: String,
     },
+}
+
+/// A snapshot `vmm restore` cannot restore for a reason other than one vCPU field out of
+/// range ([`RestoreError`]): vCPU states that do not fit together or this host, or a part
+/// of the VM that refuses its saved state.
+#[derive(Debug, thiserror::Error)]
+pub enum RestoreFailure {
+    /// A vCPU's hart id is not its index.
+    #[error("vCPU {vcpu} has hart id {found} (expected {vcpu})")]
+    HartId {
+        /// The vCPU.
+        vcpu: u64,
+        /// The hart id saved for it.
+        found: u64,
+    },
+    /// A vCPU's SBI HSM state and WFI wait are not a state such a VM can be in.
+    #[error(
+        "vCPU {vcpu}: HSM state {hsm} with WFI wait {idle:?} is not a state a VM of {vcpus} \
+         vCPUs can be in"
+    )]
+    HsmState {
+        /// The vCPU.
+        vcpu: u64,
+        /// Its saved HSM state.
+        hsm: u64,
+        /// Its saved WFI wait.
+        idle: Option<u64>,
+        /// The VM's vCPUs.
+        vcpus: u64,
+    },
+    /// `pmu-virt` refused a vCPU's virtual PMU state.
+    #[error("vCPU {vcpu}: the virtual PMU state is invalid")]
+    PmuState {
+        /// The vCPU.
+        vcpu: u64,
+    },
+    /// The hart model refused a vCPU's state (`vcpu` is `None` in a VM of one vCPU).
+    #[error("{}{source}", vcpu.map(|v| format!("vCPU {v}: ")).unwrap_or_default())]
+    Hart {
+        /// The vCPU, with more than one.
+        vcpu: Option<u64>,
+        /// What the hart reported.
+        #[source]
+        source: vcpu::state::StateError,
+    },
+    /// A parked vCPU's state could not be loaded onto its hart instance (`--pcpus`).
+    #[error("vCPU {vcpu} onto its hart: {source}")]
+    Switch {
+        /// The vCPU.
+        vcpu: u64,
+        /// What the hart reported.
+        #[source]
+        source: vcpu::state::StateError,
+    },
+    /// Guest RAM could not be written.
+    #[error("cannot write guest RAM: {0}")]
+    WriteRam(#[source] vm_memory::GuestMemoryError),
+    /// The UART state cannot be restored.
+    #[error("the UART state is invalid: {0}")]
+    Uart(#[source] FieldError),
+    /// Another part of the VM's state cannot be restored.
+    #[error("{0}")]
+    Field(#[from] FieldError),
+}
+
+impl Persist for BootLayout {
+    type State = LayoutState;
+    type Context = ();
+
+    fn save(&self) -> LayoutState {
+        LayoutState {
+            entry: self.entry,
+            kernel: (self.kernel.start, self.kernel.end),
+            initrd: self.initrd.as_ref().map(|r| (r.start, r.end)),
+            fdt: self.fdt,
+        }
+    }
+
+    /// Any layout is accepted: it only records where the kernel was put.
+    fn restore(l: &LayoutState, (): ()) -> Result<Self, FieldError> {
+        Ok(BootLayout {
+            entry: l.entry,
+            kernel: l.kernel.0..l.kernel.1,
+            initrd: l.initrd.map(|(a, b)| a..b),
+            fdt: l.fdt,
+        })
+    }
+}
+
+impl Persist for InputQueue {
+    /// The bytes not yet given to the guest.
+    type State = Vec<u8>;
+    type Context = ();
+
+    fn save(&self) -> Vec<u8> {
+        self.peek_all()
+    }
+
+    fn restore(bytes: &Vec<u8>, (): ()) -> Result<Self, FieldError> {
+        let input = InputQueue::default();
+        input.push(bytes);
+        Ok(input)
+    }
 }
 
 /// The hypervisor-level CSRs the VMM sets itself (`Hart::new_guest`, `vinsn::apply`,
@@ -277,7 +382,7 @@ impl VmCommon {
         let mut memory = vec![0u8; (self.memory_mib << 20) as usize];
         self.mem
             .read_slice(&mut memory, GuestAddress(RAM_BASE))
-            .map_err(|e| SnapshotError::Unsupported(format!("cannot read guest RAM: {e}")))?;
+            .map_err(SnapshotError::ReadRam)?;
         all.sort_by_key(|(h, _, _)| h.hart_id);
         let clock = match &self.smp {
             Some(smp) => smp.clock.now(),
@@ -286,9 +391,14 @@ impl VmCommon {
         let vcpus = all
             .into_iter()
             .map(|(hart, ctr, pmu)| {
-                let (hsm, start, idle, ipi_posted) = match &self.smp {
-                    Some(smp) => smp.vcpu_state(hart.hart_id),
-                    None => (STATE_STARTED, (0, 0), None, false),
+                let VcpuSmpState {
+                    hsm,
+                    start,
+                    idle,
+                    ipi_posted,
+                } = match &self.smp {
+                    Some(smp) => smp.save_vcpu(hart.hart_id),
+                    None => VcpuSmpState::ALONE,
                 };
                 VcpuState {
                     hart,
@@ -301,21 +411,15 @@ impl VmCommon {
                 }
             })
             .collect();
-        let l = &self.layout;
         let state = VmState {
             memory_mib: self.memory_mib,
-            layout: LayoutState {
-                entry: l.entry,
-                kernel: (l.kernel.start, l.kernel.end),
-                initrd: l.initrd.as_ref().map(|r| (r.start, r.end)),
-                fdt: l.fdt,
-            },
+            layout: self.layout.save(),
             trap_wfi: self.policy.trap_wfi,
             trap_time: self.policy.trap_time,
             vcpus,
             clock,
-            uart: self.uart.lock().unwrap_or_else(|e| e.into_inner()).state(),
-            input: self.input.peek_all(),
+            uart: self.uart.lock().unwrap_or_else(|e| e.into_inner()).save(),
+            input: self.input.save(),
         };
         Ok((state, memory))
     }
@@ -383,51 +487,36 @@ impl GuestVm {
     ) -> Result<GuestVm, Error> {
         let s = &snap.state;
         let n = s.vcpus.len() as u64;
-        if n == 0 || n > MAX_VCPUS {
-            return Err(Error::InvalidVcpus {
-                vcpus: n,
-                max: MAX_VCPUS,
-            });
+        let pcpus = check_topology(n, options.pcpus, options.slice_insns)?;
+        let ram_size = check_memory(s.memory_mib)?;
+        if options.paused && options.api_sock.is_none() {
+            return Err(super::api::ApiError::PausedWithoutSocket.into());
         }
-        if s.memory_mib == 0 || s.memory_mib > MAX_MEMORY_MIB {
-            return Err(Error::InvalidMemorySize {
-                mib: s.memory_mib,
-                max: MAX_MEMORY_MIB,
-            });
-        }
-        let ram_size = s.memory_mib << 20;
         for (id, v) in (0..).zip(&s.vcpus) {
             check_vcpu_fields(id, v, ram_size)?;
             if v.hart.hart_id != id {
-                return Err(Error::Restore(format!(
-                    "vCPU {id} has hart id {} (expected {id})",
-                    v.hart.hart_id
-                )));
+                return Err(RestoreFailure::HartId {
+                    vcpu: id,
+                    found: v.hart.hart_id,
+                }
+                .into());
             }
             let started = v.hsm == STATE_STARTED;
             if !(started || v.hsm == STATE_STOPPED || v.hsm == STATE_START_PENDING)
                 || (v.idle.is_some() && !started)
                 || (n == 1 && (!started || v.idle.is_some() || v.ipi_posted))
             {
-                return Err(Error::Restore(format!(
-                    "vCPU {id}: HSM state {} with WFI wait {:?} is not a state a VM of {n} \
-                     vCPUs can be in",
-                    v.hsm, v.idle
-                )));
+                return Err(RestoreFailure::HsmState {
+                    vcpu: id,
+                    hsm: v.hsm,
+                    idle: v.idle,
+                    vcpus: n,
+                }
+                .into());
             }
         }
-        let pcpus = options.pcpus.unwrap_or(n);
-        if pcpus == 0 || pcpus > n {
-            return Err(Error::InvalidPcpus { pcpus, vcpus: n });
-        }
-        if options.slice_insns == 0 {
-            return Err(Error::InvalidSlice);
-        }
         // The destination hart model, and what the guest keeps of its CTR policy there.
-        let host_ctr = (!options.host_ctr_depths.is_empty()).then(|| vcpu::ctr::CtrConfig {
-            depths: options.host_ctr_depths.bits(),
-            ..vcpu::ctr::CtrConfig::full()
-        });
+        let host_ctr = host_ctr(options.host_ctr_depths);
         let ctrs = s
             .vcpus
             .iter()
@@ -437,43 +526,31 @@ impl GuestVm {
         let pmus = (0..)
             .zip(&s.vcpus)
             .map(|(id, v)| {
-                pmu_virt::GuestPmu::restore(&v.pmu, id, fw.clone()).ok_or_else(|| {
-                    Error::Restore(format!("vCPU {id}: the virtual PMU state is invalid"))
-                })
+                pmu_virt::GuestPmu::restore(&v.pmu, id, fw.clone())
+                    .ok_or(RestoreFailure::PmuState { vcpu: id as u64 })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let mem = GuestMemoryMmap::from_ranges(&[(GuestAddress(RAM_BASE), ram_size as usize)])
-            .map_err(|source| Error::GuestMemory {
-                mib: s.memory_mib,
-                source,
-            })?;
+        let mem = allocate_ram(s.memory_mib)?;
         let clock = (n > 1).then(|| {
             let clock = SharedClock::new();
             clock.advance_to(s.clock);
             Arc::new(clock)
         });
+        let hart_options = HartOptions {
+            clock: clock.clone(),
+            ctr: host_ctr.clone(),
+            jit: options.jit,
+            perf_map: options.perf_map,
+        };
         let mut harts = Vec::new();
         for (id, v) in (0..).zip(&s.vcpus) {
-            let hart_config = HartConfig {
-                hart_id: id,
-                mmio: vec![MmioRange {
-                    base: UART_BASE,
-                    size: UART_SIZE,
-                }],
-                shared_clock: clock.clone(),
-                ctr: host_ctr.clone(),
-                jit: options.jit,
-                jit_perf_map: options.perf_map,
-                ..HartConfig::default()
-            };
+            let hart_config = hart_options.hart_config(id);
             let mut hart = Hart::new_guest(hart_config.clone(), mem.clone())?;
-            hart.restore_state(&v.hart).map_err(|e| {
-                Error::Restore(if n == 1 {
-                    e.to_string()
-                } else {
-                    format!("vCPU {id}: {e}")
-                })
-            })?;
+            hart.restore_state(&v.hart)
+                .map_err(|source| RestoreFailure::Hart {
+                    vcpu: (n > 1).then_some(id),
+                    source,
+                })?;
             let policy = GuestPolicy {
                 trap_wfi: s.trap_wfi,
                 trap_time: s.trap_time,
@@ -487,12 +564,11 @@ impl GuestVm {
             harts.push(hart);
         }
         mem.write_slice(&snap.memory, GuestAddress(RAM_BASE))
-            .map_err(|e| Error::Restore(format!("cannot write guest RAM: {e}")))?;
-        let uart = Uart::from_state(&s.uart, console)
-            .ok_or_else(|| Error::Restore("the UART state is invalid".into()))?;
+            .map_err(RestoreFailure::WriteRam)?;
+        let uart = Uart::restore(&s.uart, console).map_err(RestoreFailure::Uart)?;
         let uart = Arc::new(Mutex::new(uart));
-        let input = InputQueue::default();
-        input.push(&s.input);
+        let input = InputQueue::restore(&s.input, ()).map_err(RestoreFailure::Field)?;
+        let layout = BootLayout::restore(&s.layout, ()).map_err(RestoreFailure::Field)?;
         let smp = clock.map(|clock| {
             let mailboxes = harts.iter().map(|h| h.mailbox()).collect();
             let stops = harts[..pcpus as usize]
@@ -501,55 +577,39 @@ impl GuestVm {
                 .collect();
             let smp = Smp::new(clock, mailboxes, stops);
             for (id, v) in (0..).zip(&s.vcpus) {
-                let ipi = if v.ipi_posted { super::VSSIP } else { 0 };
-                smp.restore_vcpu_state(id, v.hsm, v.start, v.idle, ipi);
+                let saved = VcpuSmpState {
+                    hsm: v.hsm,
+                    start: v.start,
+                    idle: v.idle,
+                    ipi_posted: v.ipi_posted,
+                };
+                smp.restore_vcpu(id, &saved);
             }
             Arc::new(smp)
         });
-        if options.paused && options.api_sock.is_none() {
-            return Err(Error::Api(
-                "--paused needs --api-sock (to resume the guest)".into(),
-            ));
-        }
-        let l = &s.layout;
         // The instruction budget counts each vCPU's instructions from the restore.
         let insns_base: std::sync::Arc<[u64]> = s
             .vcpus
             .iter()
             .map(|v| v.hart.vclock.saturating_sub(v.hart.skipped))
             .collect();
-        let make = |hart: Hart, hart_id: u64, (ctr, pmu): super::VcpuVirt| GuestVm {
-            hart,
+        let shared = VmShared {
             memory_mib: s.memory_mib,
-            hart_id,
-            mem: mem.clone(),
-            uart: uart.clone(),
-            input: input.clone(),
-            layout: BootLayout {
-                entry: l.entry,
-                kernel: l.kernel.0..l.kernel.1,
-                initrd: l.initrd.map(|(a, b)| a..b),
-                fdt: l.fdt,
-            },
+            mem,
+            uart,
+            input,
+            layout,
             max_insns: options.max_insns,
-            insns_base: insns_base.clone(),
+            insns_base,
             timeout: options.timeout,
             policy: GuestPolicy {
                 trap_wfi: s.trap_wfi,
                 trap_time: s.trap_time,
             },
-            ctr,
-            pmu,
-            fw: fw.clone(),
-            api: None,
-            pause: None,
-            host_ctr: host_ctr.clone(),
+            fw,
+            host_ctr,
             snapshot_on_stop: options.snapshot_on_stop.clone(),
-            stats: Default::default(),
-            smp: smp.clone(),
-            secondaries: Vec::new(),
-            sched: None,
-            switch_counts: Vec::new(),
+            smp,
         };
         let vcpus = (0..)
             .zip(harts)
@@ -561,7 +621,7 @@ impl GuestVm {
             v.hsm == STATE_STARTED && v.idle.is_none()
         };
         let mut instances =
-            place_vcpus(vcpus, pcpus, options.slice_insns, can_run, make).into_iter();
+            place_vcpus(vcpus, pcpus, options.slice_insns, can_run, &shared).into_iter();
         let Some(mut boot) = instances.next() else {
             return Err(Error::InvalidVcpus {
                 vcpus: n,

@@ -3,6 +3,9 @@
 use std::path::PathBuf;
 
 use super::*;
+use vcpu::Vcpu;
+
+use crate::machine::RAM_BASE;
 use crate::sbi::srst::ResetType;
 use crate::testutil::asm::*;
 use crate::testutil::{ElfBuilder, SharedBuf};

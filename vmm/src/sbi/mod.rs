@@ -102,17 +102,27 @@ pub const EXTENSIONS: &[u64] = &[
 
 /// A short name for an extension ID (for statistics and logs).
 pub fn extension_name(eid: u64) -> &'static str {
+    EXTENSION_NAMES[extension_index(eid)]
+}
+
+/// The names [`extension_name`] gives, indexed by [`extension_index`].
+pub const EXTENSION_NAMES: [&str; 10] = [
+    "BASE", "TIME", "IPI", "RFENCE", "HSM", "SRST", "DBCN", "PMU", "legacy", "unknown",
+];
+
+/// The index in [`EXTENSION_NAMES`] of extension `eid`'s name.
+pub fn extension_index(eid: u64) -> usize {
     match eid {
-        eid::BASE => "BASE",
-        eid::TIME => "TIME",
-        eid::IPI => "IPI",
-        eid::RFENCE => "RFENCE",
-        eid::HSM => "HSM",
-        eid::SRST => "SRST",
-        eid::DBCN => "DBCN",
-        eid::PMU => "PMU",
-        0..=eid::LEGACY_LAST => "legacy",
-        _ => "unknown",
+        eid::BASE => 0,
+        eid::TIME => 1,
+        eid::IPI => 2,
+        eid::RFENCE => 3,
+        eid::HSM => 4,
+        eid::SRST => 5,
+        eid::DBCN => 6,
+        eid::PMU => 7,
+        0..=eid::LEGACY_LAST => 8,
+        _ => 9,
     }
 }
 

@@ -1,4 +1,6 @@
-//! The physical memory map (the same addresses as QEMU's `virt` board).
+//! The guest-physical memory map of `vmm machine` and `vmm run` (the same addresses as
+//! QEMU's `virt` board). It depends on nothing else in the crate, so that every module
+//! (the snapshot format included) can use it; [`crate::machine`] re-exports it.
 
 /// Id of the only hart (`mhartid`, and `a0` at entry).
 pub const HART_ID: u64 = 0;

@@ -1,0 +1,409 @@
+//! Building a `vmm run` VM from a [`RunConfig`]: [`VmBuilder::new`] checks the whole
+//! configuration (vCPUs, hart instances, time slice, RAM size, CTR depths, PMU options, the
+//! kernel and initrd files) before anything is allocated; [`VmBuilder::build`] then builds
+//! the VM in named steps: RAM, kernel, initrd, device tree, vCPUs, hart instances.
+
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
+
+use vcpu::{Hart, HartConfig, SharedClock, Vcpu};
+use vm_memory::{Bytes, GuestAddress, GuestMemoryMmap};
+
+use super::kernel::{self, LoadedKernel};
+use super::smp::Smp;
+use super::{
+    fdt, place_vcpus, vinsn, BootLayout, GuestPolicy, GuestVm, InputQueue, RunConfig, VmShared,
+    FDT_FROM_END, FDT_MAX, MAX_VCPUS, PAGE,
+};
+use crate::devices::uart::Uart;
+use crate::devices::Console;
+use crate::error::Error;
+use crate::machine::{HART_ID, MAX_MEMORY_MIB, RAM_BASE};
+
+/// Why the device tree (or the initrd next to it) could not be put in guest RAM.
+#[derive(Debug, thiserror::Error)]
+pub enum BootDataError {
+    /// `vm-fdt` refused to build the tree.
+    #[error("{0}")]
+    Build(#[source] vm_fdt::Error),
+    /// The tree does not fit in the room reserved for it.
+    #[error(
+        "the device tree is {size} bytes, more than the {FDT_MAX} reserved for it (is the \
+         command line very long?)"
+    )]
+    TooBig {
+        /// The tree's size in bytes.
+        size: usize,
+    },
+    /// Writing the initrd to RAM failed.
+    #[error("cannot write the initrd to guest RAM: {0}")]
+    WriteInitrd(#[source] vm_memory::GuestMemoryError),
+    /// Writing the tree to RAM failed.
+    #[error("cannot write the device tree to RAM: {0}")]
+    WriteFdt(#[source] vm_memory::GuestMemoryError),
+}
+
+/// A checked configuration, ready to build: what [`VmBuilder::new`] derived from the
+/// [`RunConfig`] and the files it names.
+pub struct VmBuilder<'a> {
+    config: &'a RunConfig,
+    policy: GuestPolicy,
+    /// Guest RAM size in bytes.
+    ram_size: u64,
+    /// Where the device tree goes.
+    fdt_addr: u64,
+    /// Hart instances (`--pcpus`, defaulted).
+    pcpus: u64,
+    /// The host hart model's CTR.
+    host_ctr: Option<vcpu::ctr::CtrConfig>,
+    /// What the guest may use of it.
+    ctr_policy: ctr_virt::CtrPolicy,
+    /// The guest's virtual PMU.
+    pmu_policy: pmu_virt::PmuPolicy,
+    /// The kernel's bytes.
+    kernel: std::borrow::Cow<'static, [u8]>,
+    /// The initrd's bytes, if any.
+    initrd: Option<Vec<u8>>,
+}
+
+/// Checks the vCPU topology shared by `vmm run` and `vmm restore`: `vcpus` in
+/// 1..=[`MAX_VCPUS`], `pcpus` (default `vcpus`) in 1..=`vcpus`, a non-zero time slice.
+/// Returns the number of hart instances.
+pub(super) fn check_topology(vcpus: u64, pcpus: Option<u64>, slice: u64) -> Result<u64, Error> {
+    if vcpus == 0 || vcpus > MAX_VCPUS {
+        return Err(Error::InvalidVcpus {
+            vcpus,
+            max: MAX_VCPUS,
+        });
+    }
+    let pcpus = pcpus.unwrap_or(vcpus);
+    if pcpus == 0 || pcpus > vcpus {
+        return Err(Error::InvalidPcpus { pcpus, vcpus });
+    }
+    if slice == 0 {
+        return Err(Error::InvalidSlice);
+    }
+    Ok(pcpus)
+}
+
+/// Checks a RAM size in MiB (1..=[`MAX_MEMORY_MIB`]) and returns it in bytes.
+pub(super) fn check_memory(mib: u64) -> Result<u64, Error> {
+    if mib == 0 || mib > MAX_MEMORY_MIB {
+        return Err(Error::InvalidMemorySize {
+            mib,
+            max: MAX_MEMORY_MIB,
+        });
+    }
+    Ok(mib << 20)
+}
+
+/// Allocates `mib` MiB of guest RAM at [`RAM_BASE`].
+pub(super) fn allocate_ram(mib: u64) -> Result<GuestMemoryMmap, Error> {
+    GuestMemoryMmap::from_ranges(&[(GuestAddress(RAM_BASE), (mib << 20) as usize)])
+        .map_err(|source| Error::GuestMemory { mib, source })
+}
+
+/// The host hart model's CTR for the depths it supports (`None`: no CTR).
+pub(super) fn host_ctr(depths: ctr_virt::DepthSet) -> Option<vcpu::ctr::CtrConfig> {
+    (!depths.is_empty()).then(|| vcpu::ctr::CtrConfig {
+        depths: depths.bits(),
+        ..vcpu::ctr::CtrConfig::full()
+    })
+}
+
+/// The hart options of `vmm run` and `vmm restore`.
+#[derive(Clone)]
+pub(super) struct HartOptions {
+    /// Shared by every hart of a VM of several vCPUs.
+    pub clock: Option<Arc<SharedClock>>,
+    /// The host hart model's CTR.
+    pub ctr: Option<vcpu::ctr::CtrConfig>,
+    /// `--jit`.
+    pub jit: bool,
+    /// `--perf-map`.
+    pub perf_map: bool,
+}
+
+impl HartOptions {
+    /// The configuration of the hart of vCPU `hart_id`: its MMIO ranges are the VM's
+    /// devices.
+    pub fn hart_config(&self, hart_id: u64) -> HartConfig {
+        HartConfig {
+            hart_id,
+            mmio: super::mmio_bus().ranges(),
+            shared_clock: self.clock.clone(),
+            ctr: self.ctr.clone(),
+            jit: self.jit,
+            jit_perf_map: self.perf_map,
+            ..HartConfig::default()
+        }
+    }
+}
+
+impl<'a> VmBuilder<'a> {
+    /// Checks `config` (with the VMM trapping what `policy` names) and reads the kernel and
+    /// initrd; nothing is allocated for the guest yet.
+    pub fn new(config: &'a RunConfig, policy: GuestPolicy) -> Result<VmBuilder<'a>, Error> {
+        let ram_size = check_memory(config.memory_mib)?;
+        let pcpus = check_topology(config.vcpus, config.pcpus, config.slice_insns)?;
+        // The host hart model's CTR, and what the guest may use of it (refused here, before
+        // the guest starts, if nothing fits).
+        let host_ctr = host_ctr(config.host_ctr_depths);
+        let ctr_policy = if config.ctr {
+            ctr_virt::CtrPolicy::on(config.ctr_depths, host_ctr.as_ref())?
+        } else {
+            ctr_virt::CtrPolicy::off()
+        };
+        let pmu_policy = match (config.pmu, config.pmu_deleg) {
+            (true, deleg) => {
+                let mut p = pmu_virt::PmuPolicy {
+                    lcofi: config.lcofi_delivery,
+                    snapshot: config.pmu_snapshot,
+                    ..pmu_virt::PmuPolicy::with_hpm_counters(config.pmu_counters)
+                        .ok_or(Error::PmuCounters(config.pmu_counters))?
+                }
+                .with_deleg(deleg);
+                p.sampling.sspesa = config.sspesa;
+                p.sampling.pdis = config.pdis;
+                p
+            }
+            (false, false) => pmu_virt::PmuPolicy::off(),
+            (false, true) => return Err(Error::PmuDelegWithoutPmu),
+        };
+        let kernel = match config.kernel_image {
+            Some(bytes) => std::borrow::Cow::Borrowed(bytes),
+            None => std::fs::read(&config.kernel)
+                .map_err(|source| Error::ReadProgram {
+                    path: config.kernel.clone(),
+                    source,
+                })?
+                .into(),
+        };
+        let initrd = match &config.initrd {
+            Some(path) => Some(std::fs::read(path).map_err(|source| Error::ReadInitrd {
+                path: path.clone(),
+                source,
+            })?),
+            None => None,
+        };
+        let ram_end = RAM_BASE + ram_size;
+        let fdt_addr = if ram_size >= 4 * FDT_FROM_END {
+            ram_end - FDT_FROM_END
+        } else {
+            ram_end - FDT_MAX
+        };
+        Ok(VmBuilder {
+            config,
+            policy,
+            ram_size,
+            fdt_addr,
+            pcpus,
+            host_ctr,
+            ctr_policy,
+            pmu_policy,
+            kernel,
+            initrd,
+        })
+    }
+
+    /// Builds the VM: RAM, kernel, initrd, device tree, vCPUs, hart instances, and the
+    /// control socket if the configuration asks for one.
+    pub fn build(self, console: Console) -> Result<GuestVm, Error> {
+        let mem = allocate_ram(self.config.memory_mib)?;
+        let kernel = self.load_kernel(&mem)?;
+        let initrd = self.load_initrd(&mem, &kernel)?;
+        self.write_fdt(&mem, initrd.as_ref())?;
+        log::debug!(
+            "run: {:?} kernel at {:#x?}, entry {:#x}, initrd {:#x?}, fdt at {:#x}",
+            kernel.format,
+            kernel.span,
+            kernel.entry,
+            initrd,
+            self.fdt_addr
+        );
+        let layout = BootLayout {
+            entry: kernel.entry,
+            kernel: kernel.span,
+            initrd,
+            fdt: self.fdt_addr,
+        };
+        let (harts, clock) = self.create_harts(&mem, layout.entry)?;
+        let mut boot = self.place(harts, clock, mem, layout, console);
+        if let Some(path) = &self.config.api_sock {
+            boot.attach_api(path, false)?;
+        }
+        Ok(boot)
+    }
+
+    /// Loads the kernel: it may use RAM up to the device tree (or the initrd below it).
+    fn load_kernel(&self, mem: &GuestMemoryMmap) -> Result<LoadedKernel, Error> {
+        kernel::load_kernel(&self.kernel, mem, RAM_BASE..self.fdt_addr).map_err(|source| {
+            Error::Kernel {
+                path: self.config.kernel.clone(),
+                source,
+            }
+        })
+    }
+
+    /// Puts the initrd below the device tree, page-aligned, as high as it fits.
+    fn load_initrd(
+        &self,
+        mem: &GuestMemoryMmap,
+        kernel: &LoadedKernel,
+    ) -> Result<Option<Range<u64>>, Error> {
+        let (Some(path), Some(data)) = (&self.config.initrd, &self.initrd) else {
+            return Ok(None);
+        };
+        let size = data.len() as u64;
+        let room = self.fdt_addr.saturating_sub(kernel.span.end);
+        let start = self.fdt_addr.checked_sub(size).map(|a| a & !(PAGE - 1));
+        match start {
+            Some(start) if start >= kernel.span.end => {
+                mem.write_slice(data, GuestAddress(start))
+                    .map_err(BootDataError::WriteInitrd)?;
+                Ok(Some(start..start + size))
+            }
+            _ => Err(Error::InitrdTooBig {
+                path: path.clone(),
+                size,
+                room,
+            }),
+        }
+    }
+
+    /// Builds the device tree and writes it to RAM.
+    fn write_fdt(&self, mem: &GuestMemoryMmap, initrd: Option<&Range<u64>>) -> Result<(), Error> {
+        let blob = fdt::build(&fdt::FdtConfig {
+            cpus: self.config.vcpus,
+            ram_base: RAM_BASE,
+            ram_size: self.ram_size,
+            cmdline: self.config.cmdline.clone(),
+            initrd: initrd.map(|r| (r.start, r.end)),
+            ctr: self.ctr_policy.enabled,
+            pmu: self.pmu_policy,
+        })
+        .map_err(BootDataError::Build)?;
+        if blob.len() as u64 > FDT_MAX {
+            return Err(BootDataError::TooBig { size: blob.len() }.into());
+        }
+        mem.write_slice(&blob, GuestAddress(self.fdt_addr))
+            .map_err(|e| BootDataError::WriteFdt(e).into())
+    }
+
+    /// One hart per vCPU; the boot hart starts at `entry` with `a0` = its id and `a1` = the
+    /// device tree.
+    fn create_harts(
+        &self,
+        mem: &GuestMemoryMmap,
+        entry: u64,
+    ) -> Result<(Vec<Hart>, Option<Arc<SharedClock>>), Error> {
+        let clock = (self.config.vcpus > 1).then(|| Arc::new(SharedClock::new()));
+        let options = HartOptions {
+            clock: clock.clone(),
+            ctr: self.host_ctr.clone(),
+            jit: self.config.jit,
+            perf_map: self.config.perf_map,
+        };
+        let mut harts = (0..self.config.vcpus)
+            .map(|hart_id| -> Result<Hart, Error> {
+                let mut hart = Hart::new_guest(options.hart_config(hart_id), mem.clone())?;
+                hart.set_trace(self.config.trace);
+                vinsn::apply(&mut hart, &self.policy);
+                Ok(hart)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let boot = &mut harts[0];
+        Vcpu::set_pc(boot, entry);
+        Vcpu::set_xreg(boot, 10, HART_ID);
+        Vcpu::set_xreg(boot, 11, self.fdt_addr);
+        Ok((harts, clock))
+    }
+
+    /// Gives every vCPU its CTR and PMU and puts the vCPUs on their hart instances; returns
+    /// the first instance, with the others in its `secondaries`.
+    fn place(
+        &self,
+        harts: Vec<Hart>,
+        clock: Option<Arc<SharedClock>>,
+        mem: GuestMemoryMmap,
+        layout: BootLayout,
+        console: Console,
+    ) -> GuestVm {
+        let config = self.config;
+        let smp = clock.map(|clock| {
+            let mailboxes = harts.iter().map(|h| h.mailbox()).collect();
+            let stops = harts[..self.pcpus as usize]
+                .iter()
+                .map(|h| h.stop_handle())
+                .collect();
+            Arc::new(Smp::new(clock, mailboxes, stops))
+        });
+        let fw = pmu_virt::FwTallies::new(config.vcpus as usize);
+        let uart = Arc::new(Mutex::new(Uart::new(console)));
+        let input = InputQueue::default();
+        let shared = VmShared {
+            memory_mib: config.memory_mib,
+            mem,
+            uart,
+            input,
+            layout,
+            max_insns: config.max_insns,
+            insns_base: Arc::from(Vec::new()),
+            timeout: config.timeout,
+            policy: self.policy,
+            fw: fw.clone(),
+            host_ctr: self.host_ctr.clone(),
+            snapshot_on_stop: config.snapshot_on_stop.clone(),
+            smp,
+        };
+        let vcpus = (0..)
+            .zip(harts)
+            .map(|(id, mut hart)| {
+                let ctr = ctr_virt::GuestCtr::new(self.ctr_policy);
+                ctr.prepare(&mut hart);
+                let pmu = pmu_virt::GuestPmu::new(self.pmu_policy, id as usize, fw.clone());
+                pmu.prepare(&mut hart);
+                (id, hart, (ctr, pmu))
+            })
+            .collect();
+        let mut instances = place_vcpus(vcpus, self.pcpus, config.slice_insns, |_| true, &shared);
+        // `check_topology` made sure there is at least one instance.
+        let mut boot = instances.remove(0);
+        boot.secondaries = instances;
+        boot
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every option is checked before the kernel is read or RAM allocated: a bad vCPU
+    /// count is reported even with a kernel that does not exist and 4 GiB of RAM.
+    #[test]
+    fn the_config_is_checked_before_anything_is_loaded() {
+        let mut config = RunConfig::new("/nonexistent/kernel");
+        config.memory_mib = 4096;
+        config.vcpus = 0;
+        let err = VmBuilder::new(&config, GuestPolicy::default()).err();
+        assert!(
+            matches!(err, Some(Error::InvalidVcpus { vcpus: 0, .. })),
+            "{err:?}"
+        );
+        config.vcpus = 2;
+        config.pcpus = Some(3);
+        let err = VmBuilder::new(&config, GuestPolicy::default()).err();
+        assert!(
+            matches!(err, Some(Error::InvalidPcpus { pcpus: 3, vcpus: 2 })),
+            "{err:?}"
+        );
+        config.pcpus = None;
+        config.pmu = false;
+        config.pmu_deleg = true;
+        let err = VmBuilder::new(&config, GuestPolicy::default()).err();
+        assert!(matches!(err, Some(Error::PmuDelegWithoutPmu)), "{err:?}");
+        config.pmu_deleg = false;
+        let err = VmBuilder::new(&config, GuestPolicy::default()).err();
+        assert!(matches!(err, Some(Error::ReadProgram { .. })), "{err:?}");
+    }
+}

@@ -1,0 +1,247 @@
+//! The run loop of `vmm run` VMs: [`GuestVm::run`] starts a thread per other hart
+//! instance, and each runs its vCPU (or its vCPUs in turn, `run/sched.rs`) chunk by chunk
+//! until the guest ends the run, the budget or the time limit runs out, or an error occurs;
+//! the exits between chunks go to `run/exits.rs`.
+
+use std::time::Instant;
+
+use vcpu::Vcpu;
+
+use super::sched::Leave;
+use super::smp::{IdleEnd, Smp, StartWait};
+use super::{ExitStats, GuestVm, RunExit};
+use crate::error::Error;
+use crate::sbi;
+
+/// Why a vCPU thread failed.
+#[derive(Debug, thiserror::Error)]
+pub enum VcpuThreadError {
+    /// The host could not start it.
+    #[error("cannot start it: {0}")]
+    Spawn(#[source] std::io::Error),
+    /// It panicked.
+    #[error("it panicked")]
+    Panicked,
+}
+
+/// Instructions per call to [`Vcpu::run`] when there is no budget to respect (short enough
+/// for console input to arrive promptly).
+const RUN_CHUNK: u64 = 1 << 18;
+/// [`RUN_CHUNK`] with more than one vCPU: a running hart wakes idle harts whose timer
+/// deadline has passed between runs.
+const SMP_RUN_CHUNK: u64 = 1 << 14;
+
+impl GuestVm {
+    /// Runs until the guest ends the run, the budget runs out or an error occurs. With more
+    /// than one vCPU, every other hart runs on a thread of its own meanwhile.
+    pub fn run(&mut self) -> Result<RunExit, Error> {
+        let Some(smp) = self.smp.clone() else {
+            let end = self.run_hart();
+            self.pause_exited();
+            return end;
+        };
+        let mut threads = Vec::new();
+        for mut vm in std::mem::take(&mut self.secondaries) {
+            let gate = smp.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("vcpu{}", vm.hart_id))
+                .spawn(move || {
+                    gate.arrive_at_gate();
+                    vm.run_smp_hart();
+                    vm.pause_exited();
+                    vm
+                });
+            match spawned {
+                Ok(t) => threads.push(t),
+                Err(e) => smp.finish(Err(VcpuThreadError::Spawn(e).into())),
+            }
+        }
+        // No vCPU runs before every thread is ready (module documentation of `run/smp.rs`).
+        smp.open_gate(threads.len());
+        self.run_smp_hart();
+        self.pause_exited();
+        let mut switches = vec![self.switches()];
+        for t in threads {
+            match t.join() {
+                Ok(mut vm) => {
+                    self.stats.merge(&vm.stats);
+                    vm.stats = ExitStats::default();
+                    switches.push(vm.switches());
+                    // Kept for `executed` and snapshots.
+                    self.secondaries.push(vm);
+                }
+                Err(_) => smp.finish(Err(VcpuThreadError::Panicked.into())),
+            }
+        }
+        self.switch_counts = switches;
+        smp.take_end()
+    }
+
+    /// One vCPU thread of a multiprocessor VM: waits for `hart_start` (all but hart 0), runs,
+    /// and records how the VM ended.
+    fn run_smp_hart(&mut self) {
+        let Some(smp) = self.smp.clone() else {
+            return;
+        };
+        if let Some(sched) = self.sched.as_mut() {
+            // The hart's scheduler takes the first of its vCPUs that can run.
+            sched.leave = Some(Leave::Stopped);
+        } else if smp.hart_status(self.hart_id) != sbi::hsm::STATE_STARTED {
+            if !self.wait_for_start(&smp) {
+                return;
+            }
+        } else if smp.is_idle(self.hart_id) && !self.idle() {
+            // Restored while waiting in WFI.
+            smp.finish(Err(Error::WaitForever {
+                hart: self.hart_id,
+                pc: Vcpu::pc(&self.hart),
+            }));
+            return;
+        }
+        let result = self.run_hart();
+        smp.finish(result);
+    }
+
+    /// A stopped hart waits until it is started (parking meanwhile when the VM is paused);
+    /// `false` when the VM ends first.
+    pub(super) fn wait_for_start(&mut self, smp: &Smp) -> bool {
+        loop {
+            match smp.wait_for_start(self.hart_id, &|| self.pause_requested()) {
+                StartWait::Start((pc, opaque)) => {
+                    self.hart.guest_start(pc, self.hart_id, opaque);
+                    return true;
+                }
+                StartWait::Ended => return false,
+                StartWait::Paused => self.pause_point(),
+            }
+        }
+    }
+
+    /// The run loop of one hart.
+    fn run_hart(&mut self) -> Result<RunExit, Error> {
+        let run_chunk = if self.smp.is_some() {
+            SMP_RUN_CHUNK
+        } else {
+            RUN_CHUNK
+        };
+        let deadline = self.timeout.map(|t| (t, Instant::now() + t));
+        loop {
+            self.pause_point();
+            if let Some((limit, at)) = deadline {
+                if Instant::now() >= at {
+                    return Ok(RunExit::TimedOut {
+                        limit,
+                        insns: self.run_insns(),
+                        pc: Vcpu::pc(&self.hart),
+                    });
+                }
+            }
+            if let Some(smp) = &self.smp {
+                // Ctrl-A x reaches hart 0's stop handle only; every hart checks for it here.
+                if self.input.quit_requested() {
+                    return Ok(RunExit::Quit);
+                }
+                if smp.ended() {
+                    // Whoever ended the VM recorded how.
+                    return Err(Error::Stopped {
+                        hart: self.hart_id,
+                        pc: Vcpu::pc(&self.hart),
+                    });
+                }
+            }
+            if !self.reschedule()? {
+                continue;
+            }
+            let chunk = match self.max_insns {
+                Some(max) => {
+                    let executed = self.run_insns();
+                    let left = max.saturating_sub(executed);
+                    if left == 0 {
+                        return Ok(RunExit::BudgetExhausted {
+                            insns: executed,
+                            pc: Vcpu::pc(&self.hart),
+                        });
+                    }
+                    left.min(run_chunk)
+                }
+                None => run_chunk,
+            };
+            let chunk = match &self.sched {
+                Some(s) => chunk.min(s.slice_left),
+                None => chunk,
+            };
+            self.feed_uart();
+            let before = self.hart.executed();
+            let exit = Vcpu::run(&mut self.hart, chunk);
+            if let Some(smp) = &self.smp {
+                smp.note_progress(self.hart_id);
+                smp.wake_due();
+            }
+            if let Some(s) = self.sched.as_mut() {
+                let ran = self.hart.executed().saturating_sub(before);
+                s.slice_left = s.slice_left.saturating_sub(ran);
+            }
+            if let Some(end) = self.handle_exit(exit)? {
+                return Ok(end);
+            }
+        }
+    }
+
+    /// Instructions the vCPU now on this hart instance has executed in this run (since the
+    /// restore, for `vmm restore`): what `--max-insns` limits.
+    fn run_insns(&self) -> u64 {
+        let base = self.insns_base.get(self.hart_id as usize).copied();
+        self.hart.executed().saturating_sub(base.unwrap_or(0))
+    }
+
+    /// Moves pending console input into the UART's receive FIFO, as much as fits.
+    fn feed_uart(&mut self) {
+        if self.input.is_empty() {
+            return;
+        }
+        let mut buf = [0u8; 64];
+        let mut uart = self.uart.lock().unwrap_or_else(|e| e.into_inner());
+        let room = uart.input_room().min(buf.len());
+        let n = self.input.pop_into(&mut buf[..room]);
+        uart.enqueue_input(&buf[..n]);
+    }
+
+    /// After a WFI: waits (in virtual time) until the hart can wake; `false` when nothing can
+    /// ever wake it (with several vCPUs: when every started hart idles without a timer).
+    pub(super) fn idle(&mut self) -> bool {
+        match &self.smp {
+            None => self.hart.skip_to_timer(),
+            Some(smp) if self.sched.is_some() => {
+                // Off the hart until something wakes it (`reschedule`), unless something
+                // already has.
+                if self.hart.wakeup_pending() {
+                    return true;
+                }
+                let deadline = self.hart.timer_deadline_slots().unwrap_or(u64::MAX);
+                if deadline <= smp.clock.now() {
+                    return true;
+                }
+                smp.set_idle(self.hart_id, deadline);
+                if let Some(s) = self.sched.as_mut() {
+                    s.leave = Some(Leave::Idle);
+                }
+                true
+            }
+            Some(smp) => loop {
+                let input = &self.input;
+                let end = smp.idle(
+                    self.hart_id,
+                    &self.hart,
+                    &|| input.quit_requested(),
+                    &|| self.pause_requested(),
+                );
+                match end {
+                    Ok(IdleEnd::Woke) => return true,
+                    // Parks (still waiting), then waits on.
+                    Ok(IdleEnd::Paused) => self.pause_point(),
+                    Err(()) => return false,
+                }
+            },
+        }
+    }
+}
