@@ -76,7 +76,7 @@ pub fn comparable(text: &str) -> String {
 }
 
 /// A console that collects everything written to it; clones share the buffer.
-#[derive(Clone, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct SharedBuf(Arc<Mutex<Vec<u8>>>);
 
 impl SharedBuf {

@@ -40,6 +40,12 @@ pub struct UartState {
     pub in_buffer: Vec<u8>,
 }
 
+impl std::fmt::Debug for Uart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Uart").finish_non_exhaustive()
+    }
+}
+
 /// The UART device.
 pub struct Uart {
     serial: Serial<NoInterrupt, NoEvents, Console>,

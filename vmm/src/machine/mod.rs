@@ -49,6 +49,15 @@ pub struct MachineConfig {
     pub perf_map: bool,
 }
 
+impl std::fmt::Debug for Machine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Machine")
+            .field("pc", &self.hart.pc())
+            .field("executed", &self.executed)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Default for MachineConfig {
     fn default() -> Self {
         MachineConfig {

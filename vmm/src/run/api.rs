@@ -131,6 +131,14 @@ pub struct VmApi {
     shared: Arc<Shared>,
 }
 
+impl std::fmt::Debug for VmApi {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VmApi")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Drop for VmApi {
     fn drop(&mut self) {
         {

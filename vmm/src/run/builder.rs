@@ -66,6 +66,16 @@ pub struct VmBuilder<'a> {
     initrd: Option<Vec<u8>>,
 }
 
+impl std::fmt::Debug for VmBuilder<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VmBuilder")
+            .field("ram_size", &self.ram_size)
+            .field("pcpus", &self.pcpus)
+            .field("kernel_bytes", &self.kernel.len())
+            .finish_non_exhaustive()
+    }
+}
+
 /// Checks the vCPU topology shared by `vmm run` and `vmm restore`: `vcpus` in
 /// 1..=[`MAX_VCPUS`], `pcpus` (default `vcpus`) in 1..=`vcpus`, a non-zero time slice.
 /// Returns the number of hart instances.

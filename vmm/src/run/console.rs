@@ -144,6 +144,12 @@ pub struct RawTerminal {
     _private: (),
 }
 
+impl std::fmt::Debug for RawTerminal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RawTerminal").finish_non_exhaustive()
+    }
+}
+
 impl RawTerminal {
     /// Raw mode if stdin is a terminal of the foreground process group; `None` otherwise
     /// (with a message on stderr when it is a terminal this process does not own).
@@ -300,6 +306,12 @@ impl MutEventSubscriber for StdinSubscriber {
 pub struct StdinReader {
     exit: Option<EventFd>,
     thread: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for StdinReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StdinReader").finish_non_exhaustive()
+    }
 }
 
 impl StdinReader {

@@ -300,6 +300,16 @@ pub struct GuestVm {
     switch_counts: Vec<u64>,
 }
 
+impl std::fmt::Debug for GuestVm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GuestVm")
+            .field("hart_id", &self.hart_id)
+            .field("memory_mib", &self.memory_mib)
+            .field("pc", &self.hart.pc())
+            .finish_non_exhaustive()
+    }
+}
+
 impl GuestVm {
     /// Builds the VM: RAM, kernel, initrd, device tree, hart.
     pub fn new(config: &RunConfig, console: Console) -> Result<GuestVm, Error> {
