@@ -25,6 +25,20 @@
 //! - [`fpu`]: IEEE-754 arithmetic for F and D (pure integer Rust, RISC-V choices: canonical NaNs, tininess after rounding).
 //! - `memory`: guest RAM and the physical memory map seen by the hart.
 
+/// One entry of a CSR table ([`csr::CsrDesc`]): number, access check, read, write. Defined
+/// before the modules so that every extension's table (`csr/`, `ctr/`, `pmu/`,
+/// `hypervisor/`) can use it.
+macro_rules! csr {
+    ($num:expr, $check:expr, $read:expr, $write:expr) => {
+        $crate::csr::CsrDesc {
+            num: $num,
+            check: $check,
+            read: $read,
+            write: $write,
+        }
+    };
+}
+
 pub mod config;
 pub mod csr;
 pub mod ctr;

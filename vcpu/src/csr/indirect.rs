@@ -31,8 +31,8 @@
 //!   select value. VU-mode accesses are caught earlier by the privilege rule
 //!   (virtual-instruction while `mstateen0.CSRIND` = 1).
 
+use super::desc::{CsrDesc, CsrFault};
 use super::stateen::csrind_check;
-use super::{CsrDesc, CsrFault};
 use crate::hart::Hart;
 use vcpu_api::csr as num;
 
@@ -81,9 +81,9 @@ macro_rules! ctr_entry {
             last: 0x2ff,
             ireg: $i,
             name: $name,
-            check: super::ctr::entry_check,
-            read: super::ctr::$read,
-            write: Some(super::ctr::$write),
+            check: crate::ctr::csr::entry_check,
+            read: crate::ctr::csr::$read,
+            write: Some(crate::ctr::csr::$write),
         }
     };
 }
@@ -113,7 +113,7 @@ macro_rules! vs_deleg {
             last: 0x5f,
             ireg: $i,
             name: "delegated counter (VS)",
-            check: super::pmu::vs_deleg_check,
+            check: crate::pmu::csr::vs_deleg_check,
             read: |_, _| 0,
             write: Some(|_, _, _| {}),
         }
@@ -129,9 +129,9 @@ macro_rules! pdis_record {
             last: 0x61,
             ireg: $i,
             name: $name,
-            check: super::pmu::record_check,
-            read: |h, sel| super::pmu::record_read(h, sel, $field),
-            write: Some(|h, sel, v| super::pmu::record_write(h, sel, $field, v)),
+            check: crate::pmu::csr::record_check,
+            read: |h, sel| crate::pmu::csr::record_read(h, sel, $field),
+            write: Some(|h, sel, v| crate::pmu::csr::record_write(h, sel, $field, v)),
         }
     };
 }
@@ -141,21 +141,21 @@ pub static IREGS: &[IregDesc] = &[
     deleg!(
         1,
         "delegated counter",
-        super::pmu::deleg_check,
-        super::pmu::deleg_counter_read,
-        Some(super::pmu::deleg_counter_write)
+        crate::pmu::csr::deleg_check,
+        crate::pmu::csr::deleg_counter_read,
+        Some(crate::pmu::csr::deleg_counter_write)
     ),
     deleg!(
         2,
         "delegated event selector",
-        super::pmu::deleg_check,
-        super::pmu::deleg_event_read,
-        Some(super::pmu::deleg_event_write)
+        crate::pmu::csr::deleg_check,
+        crate::pmu::csr::deleg_event_read,
+        Some(crate::pmu::csr::deleg_event_write)
     ),
-    deleg!(3, "sireg3 (0x40-0x5F)", super::pmu::never, zero, None),
-    deleg!(4, "sireg4 (0x40-0x5F)", super::pmu::never, zero, None),
-    deleg!(5, "sireg5 (0x40-0x5F)", super::pmu::never, zero, None),
-    deleg!(6, "sireg6 (0x40-0x5F)", super::pmu::never, zero, None),
+    deleg!(3, "sireg3 (0x40-0x5F)", crate::pmu::csr::never, zero, None),
+    deleg!(4, "sireg4 (0x40-0x5F)", crate::pmu::csr::never, zero, None),
+    deleg!(5, "sireg5 (0x40-0x5F)", crate::pmu::csr::never, zero, None),
+    deleg!(6, "sireg6 (0x40-0x5F)", crate::pmu::csr::never, zero, None),
     vs_deleg!(1),
     vs_deleg!(2),
     vs_deleg!(3),
@@ -389,7 +389,7 @@ pub(super) static TABLE: &[CsrDesc] = &[
     ireg!(VS, 6, num::VSIREG6),
     csr!(
         num::MISELECT,
-        super::ok,
+        super::desc::ok,
         |h| h.csr.miselect,
         Some(|h, v| h.csr.miselect = v & ISELECT_MASK)
     ),

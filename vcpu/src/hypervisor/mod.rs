@@ -9,6 +9,7 @@
 //! read-only 0, `hstatus.VGEIN` read-only 0), VMIDLEN = 14, VSXL = UXL = 64 (read-only),
 //! VSBE = 0 (read-only), `hgatp` modes Bare, Sv39x4, Sv48x4 and Sv57x4.
 
+pub mod csr;
 pub mod tinst;
 
 pub use vcpu_api::csr::{

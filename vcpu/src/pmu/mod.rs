@@ -24,6 +24,7 @@
 //! A trapping instruction does not retire, so it adds nothing; an xRET is counted by the
 //! mode it was executed in (the settle before the mode change includes it).
 
+pub mod csr;
 pub mod events;
 pub mod model;
 pub mod pdis;

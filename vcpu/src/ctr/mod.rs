@@ -22,6 +22,9 @@
 //! - A write of an unsupported `sctrdepth.DEPTH` keeps the old depth; on a depth change
 //!   WRPTR keeps its low bits (a legal value), and entries keep their contents.
 
+pub mod csr;
+pub mod state;
+
 use crate::hart::{Hart, PrivilegeMode};
 use crate::trap::TrapTarget;
 
