@@ -441,6 +441,11 @@ pub fn lookup(num: u16) -> Option<&'static CsrDesc> {
 }
 
 impl Hart {
+    /// Read a CSR as M-mode would, without side effects; `None` if it does not exist.
+    pub fn csr(&self, num: u16) -> Option<u64> {
+        lookup(self.csr_canonical(num)?).map(|d| (d.read)(self))
+    }
+
     /// The number the CSR tables know CSR `num` by: the draft extensions' CSRs may be
     /// configured at other numbers (`pmu::DraftNumbers`); `None` for a provisional number the
     /// configuration moved away.

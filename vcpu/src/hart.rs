@@ -3,7 +3,7 @@
 use vm_memory::GuestMemoryMmap;
 
 use crate::config::{HartConfig, MmioRange};
-use crate::csr::CsrFile;
+use crate::csr::file::CsrFile;
 use crate::decode::{self, Insn, Op};
 use crate::memory::Ram;
 use crate::mmu::Tlb;
@@ -46,6 +46,12 @@ pub(crate) enum Ctl {
     Mmio(MmioAccess),
     /// WFI with nothing pending (pc already advanced past it).
     Wfi,
+}
+
+impl From<crate::memory::RamError> for HartError {
+    fn from(e: crate::memory::RamError) -> HartError {
+        HartError::RamLayout(e.to_string())
+    }
 }
 
 impl From<Exception> for Ctl {
@@ -289,10 +295,6 @@ impl Hart {
     /// is disabled) the interpreter loop contains no tracing code at all.
     pub fn set_trace(&mut self, on: bool) {
         self.trace = on;
-    }
-    /// Read a CSR as M-mode would, without side effects; `None` if it does not exist.
-    pub fn csr(&self, num: u16) -> Option<u64> {
-        crate::csr::lookup(self.csr_canonical(num)?).map(|d| (d.read)(self))
     }
 
     /// The platform's MSIP line (CLINT `msip`).
