@@ -6,7 +6,7 @@ use crate::config::{HartConfig, MmioRange};
 use crate::csr::file::CsrFile;
 use crate::decode::{self, Insn, Op};
 use crate::memory::Ram;
-use crate::mmu::Tlb;
+use crate::mmu::tlb::Tlb;
 use crate::pmu::{PMU_FULL, PMU_OFF};
 use crate::trap::{Exception, TrapTarget};
 use crate::{INSNS_PER_TICK, TIMEBASE_HZ};
@@ -84,13 +84,13 @@ pub struct Hart {
     dcache: Vec<Insn>,
     dcache_mask: usize,
     /// Translated blocks (`None`: interpret only).
-    pub(crate) jit: Option<Box<crate::jit::Jit>>,
+    pub(crate) jit: Option<Box<crate::jit::table::Jit>>,
     /// Translated code: instructions it may still run in this call (see `jit::x64`).
     pub(crate) jit_budget: u64,
     /// Translated code: the guest address of the last load or store (monitored blocks).
     pub(crate) jit_addr: u64,
     /// Translated code: the monitor's model state as monitored blocks use it.
-    pub(crate) jit_view: crate::jit::MonitorView,
+    pub(crate) jit_view: crate::jit::table::MonitorView,
     /// Translated code: `vclock + jit_budget` when the call began (the clock inside a block
     /// run is `jit_clock - jit_budget`).
     pub(crate) jit_clock: u64,
@@ -191,7 +191,7 @@ impl Hart {
             dcache: vec![decode::decode(EMPTY_SLOT); n],
             dcache_mask: n - 1,
             jit: if config.jit {
-                let jit = crate::jit::Jit::new(config.jit_code_bytes, config.jit_perf_map);
+                let jit = crate::jit::table::Jit::new(config.jit_code_bytes, config.jit_perf_map);
                 if jit.is_none() && cfg!(target_arch = "x86_64") {
                     log::warn!(
                         "hart {}: no executable memory for block translation; interpreting",
@@ -205,7 +205,7 @@ impl Hart {
             jit_budget: 0,
             jit_clock: 0,
             jit_addr: 0,
-            jit_view: crate::jit::MonitorView::default(),
+            jit_view: crate::jit::table::MonitorView::default(),
             jit_last_exit: 0,
             jit_fault: false,
             jit_break: false,
