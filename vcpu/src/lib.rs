@@ -47,6 +47,7 @@ mod execute;
 pub mod fpu;
 mod hart;
 pub mod hypervisor;
+mod interp;
 mod jit;
 mod memory;
 mod mmu;
