@@ -6,9 +6,15 @@
 //! lowest privilege that may access the CSR.
 //!
 //! The base table is here; each later extension keeps its CSRs (and its own table) in a file
-//! of its own under `csr/`: [`stateen`] (Smstateen/Ssstateen), [`indirect`]
-//! (Smcsrind/Sscsrind and the table of indirectly accessed registers), [`sstc`] (Sstc) and
-//! [`aia`] (Smaia/Ssaia without an IMSIC), [`h`] (the H extension) and [`ctr`] (Smctr/Ssctr).
+//! of its own. Extensions that are CSRs only live under `csr/`: [`stateen`]
+//! (Smstateen/Ssstateen), [`indirect`] (Smcsrind/Sscsrind and the table of indirectly
+//! accessed registers), [`sstc`] (Sstc) and [`aia`] (Smaia/Ssaia without an IMSIC).
+//! Extensions with behaviour beyond their CSRs keep the table in their own folder:
+//! [`crate::hypervisor::csr`] (the H extension), [`crate::ctr::csr`] (Smctr/Ssctr),
+//! [`crate::pmu::csr`] (Zihpm, Sscofpmf, Smcntrpmf, Smcdeleg, Sspesa, Smpdis). `TABLES`
+//! below lists every table. The shared building blocks (`CsrDesc`, `CsrFault`) are in
+//! `desc.rs` and the stored state (`CsrFile`) in `file.rs`: leaves the tables and the hart
+//! import without importing the tables.
 
 use crate::hart::{Hart, PrivilegeMode};
 use crate::trap::irq;

@@ -12,9 +12,9 @@
 //!
 //! Registered today: the AIA major-interrupt priority arrays `iprio0-15` (select values
 //! 0x30-0x3F through `mireg`/`sireg` only; odd numbers do not exist on RV64) and the CTR
-//! entry registers (0x200-0x2FF through `sireg*` and `vsireg*`, see `csr::ctr`), the
+//! entry registers (0x200-0x2FF through `sireg*` and `vsireg*`, see `ctr::csr`), the
 //! delegated counters (0x40-0x5F, Smcdeleg) and the PDIS sample record (0x60/0x61, Smpdis;
-//! see `csr::pmu`).
+//! see `pmu::csr`).
 //!
 //! The H extension's third window, `vsiselect`/`vsireg*` (0x250-0x257), which `siselect`/
 //! `sireg*` become with V = 1, holds the CTR entries, the PDIS record and, at 0x40-0x5F,

@@ -1,5 +1,7 @@
-//! Smctr/Ssctr CSRs (chapter 2), the entry registers behind `sireg*`/`vsireg*` at select
-//! values 0x200-0x2FF (chapter 3), and the state-enable rules (chapter 5).
+//! Smctr/Ssctr CSRs (chapter 2 "CSRs": 2.1 `mctrctl`, 2.2 `sctrctl`, 2.3 `vsctrctl`, 2.4
+//! `sctrdepth`, 2.5 `sctrstatus`, 2.6 CSR Listing), the entry registers behind
+//! `sireg*`/`vsireg*` at select values 0x200-0x2FF (chapter 3 "Entry Registers": 3.1
+//! `ctrsource`, 3.2 `ctrtarget`, 3.3 `ctrdata`), and chapter 5 "State Enable Access Control".
 //!
 //! Access rules:
 //! - Below M-mode, `mstateen0.CTR` = 0 makes `sctrctl`, `vsctrctl`, `sctrdepth`, `sctrstatus`

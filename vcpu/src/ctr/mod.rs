@@ -1,15 +1,33 @@
 //! Control Transfer Records (Smctr/Ssctr v1.0): the CTR buffer, its configuration per hart,
-//! and the recording rules of the spec's chapter 6. The CSRs and entry registers (chapters 2,
-//! 3 and 5) are in `csr::ctr`; SCTRCLR (chapter 4) is [`Hart::sctrclr`].
+//! and (in the files of this folder) everything else of the extension. Where each section of
+//! the spec (`/work/shared/specs/smctr-ssctr-v1.0.txt`) is implemented:
+//!
+//! | section | where |
+//! | --- | --- |
+//! | 2 CSRs (2.1-2.6, "mctrctl" ... "CSR Listing") | [`csr`]: the CSR table |
+//! | 2.4 Supervisor Control Transfer Records Depth Register (sctrdepth) | `Ctr::set_depth`, [`csr`] |
+//! | 2.5 Supervisor Control Transfer Records Status Register (sctrstatus) | `Ctr::sctrstatus`, [`csr`] |
+//! | 3 Entry Registers (3.1 ctrsource, 3.2 ctrtarget, 3.3 ctrdata) | [`csr`] (behind `sireg*`) |
+//! | 4.1 Supervisor CTR Clear Instruction | `record.rs` (`Hart::sctrclr`) |
+//! | 5 State Enable Access Control | [`csr`] |
+//! | 6.1 Privilege Mode Transitions | `record.rs` (`Hart::ctr_trap`, `Hart::ctr_trap_return`) |
+//! | 6.1.1 Virtualization Mode Transitions | `record.rs` (`ctr_enabled`, `ctr_transition_ctl`) |
+//! | 6.1.2 External Traps | `record.rs` (`ctr_external_enabled`) |
+//! | 6.2 Transfer Type Filtering | `record.rs` (`Hart::ctr_refresh`); types: `vcpu_api::ctr::jump_type` |
+//! | 6.3 Cycle Counting | this file: the CtrCycleCounter of [`Ctr`] (`data`, `set_counting`) |
+//! | 6.4 RAS (Return Address Stack) Emulation Mode | `record.rs` (`ctr_ras`) |
+//! | 6.5 Freeze | `record.rs` (`Hart::ctr_trap`), [`csr`] (`sctrstatus.FROZEN`) |
+//!
+//! Snapshots of this state are in [`state`].
 //!
 //! Recording is split in two:
 //! - Jumps and branches (types 4, 5, 8-15) never change the privilege mode. Whether one is
 //!   recorded depends only on the current mode's enable, FROZEN, RASEMU and the filter bits,
-//!   which change only on CSR writes and mode changes; [`Hart::ctr_refresh`] folds them into
+//!   which change only on CSR writes and mode changes; `Hart::ctr_refresh` folds them into
 //!   one bit mask per transfer type (`Hart::ctr_mask`), so the interpreter's check is one
 //!   load, shift and predictable branch, and 0 when CTR is off.
-//! - Traps and trap returns (types 1-3) go through [`Hart::ctr_trap`] and
-//!   [`Hart::ctr_trap_return`], which apply tables 7 and 8 and section 6.1.1.
+//! - Traps and trap returns (types 1-3) go through `Hart::ctr_trap` and
+//!   `Hart::ctr_trap_return`, which apply tables 7 and 8 and section 6.1.1.
 //!
 //! Choices the spec leaves to the implementation:
 //! - The CTR cycle counter counts the hart's clock (the `mcycle` rate, not affected by
@@ -76,7 +94,7 @@ pub(crate) struct CtrLayout {
 }
 
 impl Ctr {
-    /// Where the inline record of translated code finds the state [`Hart::ctr_transfer`]'s
+    /// Where the inline record of translated code finds the state [`crate::Hart::ctr_transfer`]'s
     /// fast path uses (see `jit::x64`).
     #[cfg(target_arch = "x86_64")]
     pub(crate) fn layout() -> CtrLayout {

@@ -1,5 +1,10 @@
-//! The recording rules (Smctr chapter 6, "Behavior"), as `impl Hart`: which transfers are
-//! recorded in which mode, the records of traps and trap returns, freezing, and SCTRCLR.
+//! The recording rules of Smctr chapter 6 "Behavior", as `impl Hart`: "6.1 Privilege Mode
+//! Transitions" (traps and trap returns: [`Hart::ctr_trap`], [`Hart::ctr_trap_return`]),
+//! "6.1.1 Virtualization Mode Transitions" (`ctr_enabled`, `ctr_transition_ctl`), "6.1.2
+//! External Traps" (`ctr_external_enabled`), "6.2 Transfer Type Filtering" (folded into
+//! one mask per mode by [`Hart::ctr_refresh`]), "6.4 RAS (Return Address Stack) Emulation
+//! Mode" (`ctr_ras`) and "6.5 Freeze" (in `ctr_trap`); and SCTRCLR, "4.1 Supervisor CTR
+//! Clear Instruction" ([`Hart::sctrclr`]). "6.3 Cycle Counting" is the buffer's (`mod.rs`).
 
 use super::*;
 use crate::hart::{Hart, PrivilegeMode};
@@ -30,8 +35,8 @@ impl Hart {
         self.vclock
     }
 
-    /// Recompute what the interpreter records in the current mode (`ctr_mask`) and whether
-    /// the cycle counter runs. Called after every change of mode, `xctrctl` or FROZEN.
+    /// Recompute what the interpreter records in the current mode (`ctr_mask`: section 6.2
+    /// Transfer Type Filtering) and whether the cycle counter runs (6.3 Cycle Counting). Called after every change of mode, `xctrctl` or FROZEN.
     #[inline(never)]
     pub(crate) fn ctr_refresh(&mut self) {
         if !self.ctr.implemented() {
@@ -138,7 +143,7 @@ impl Hart {
     }
 
     /// A qualified jump of type `t` from `from` to `pc` with RASEMU = 1: calls push, returns
-    /// pop, co-routine swaps overwrite (section 6.4).
+    /// pop, co-routine swaps overwrite (6.4 RAS (Return Address Stack) Emulation Mode).
     #[inline(never)]
     fn ctr_ras(&mut self, from: u64, t: u8) {
         let (to, now) = (self.pc, self.ctr_now());
@@ -160,7 +165,8 @@ impl Hart {
     }
 
     /// A trap is about to be taken from the current mode into `target`, at the handler
-    /// address `handler`: freeze (section 6.5) or record it (tables 7 and 8, section 6.1.1).
+    /// address `handler`: freeze (6.5 Freeze) or record it (6.1 Privilege Mode Transitions,
+    /// tables 7 and 8; 6.1.1 Virtualization Mode Transitions; 6.1.2 External Traps).
     #[cold]
     #[inline(never)]
     pub(crate) fn ctr_trap(
@@ -267,7 +273,8 @@ impl Hart {
         }
     }
 
-    /// Table 8: the external trap enables required for a trap from `from` into `to`.
+    /// 6.1.2 External Traps, table 8: the external trap enables required for a trap from
+    /// `from` into `to`.
     fn ctr_external_enabled(&self, from: Mode, to: Mode) -> bool {
         let m = self.ctr.mctrctl;
         let vs = self.ctr.vsctrctl;
@@ -285,7 +292,7 @@ impl Hart {
         }
     }
 
-    /// SCTRCLR (chapter 4): zero every entry register, for all depths, and the cycle counter
+    /// SCTRCLR (4.1 Supervisor CTR Clear Instruction): zero every entry register, for all depths, and the cycle counter
     /// with CCV.
     #[cold]
     #[inline(never)]

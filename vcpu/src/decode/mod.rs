@@ -1,6 +1,6 @@
 //! Instruction decoding: every 16- and 32-bit encoding into the compact [`Insn`] form.
 //!
-//! Decoding happens once per instruction; the hart caches the result (see `hart::DecodeCache`).
+//! Decoding happens once per instruction; the hart caches the result (the decode cache, `interp.rs`).
 //! Anything that is not a defined RV64GC encoding decodes to [`Op::Illegal`], so reserved
 //! encodings raise illegal-instruction with the instruction bits in `xtval`.
 //!

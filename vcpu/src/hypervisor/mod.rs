@@ -1,8 +1,8 @@
 //! The H extension (privileged spec, "H" Extension for Hypervisor Support, Version 1.0):
 //! the hypervisor and virtual-supervisor CSR state and the constants of their fields.
 //!
-//! Where the rest lives: the CSR table in `csr/h.rs`, two-stage translation in `mmu.rs`,
-//! trap routing through HS and VS in `trap.rs`, HLV/HSV/HFENCE in `execute/hypervisor.rs`,
+//! Where the rest lives: the CSR table in [`csr`] (this folder), two-stage translation in
+//! `mmu/mod.rs`, trap routing through HS and VS in `trap/entry.rs`, HLV/HSV/HFENCE in `execute/hypervisor.rs`,
 //! and the transformed instructions for `htinst`/`mtinst` in [`tinst`].
 //!
 //! Implementation parameters: GEILEN = 0 (no guest external interrupts: `hgeip`/`hgeie`

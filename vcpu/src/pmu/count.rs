@@ -1,5 +1,7 @@
 //! The counting, as `impl Hart`: settling counters, the overflow countdown and LCOFI
-//! (Sscofpmf, Ssplcofi), mode filtering (Sscofpmf, Smcntrpmf), the event tallies of the
+//! (Sscofpmf; "Precise Local Counter Overflow Interrupt ISA Extension (Ssplcofi)"; the sample
+//! PC of Sspesa's "Hardware Performance Monitor Sample PC Register (`shpmspc`)"), mode
+//! filtering (Sscofpmf; Smcntrpmf "3 Counter Behavior"), the event tallies of the
 //! interpreter's monitoring variant and the models they drive (see the module docs of
 //! `pmu` for the scheme).
 

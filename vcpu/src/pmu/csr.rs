@@ -1,7 +1,9 @@
 //! The performance-monitoring CSRs (see `crate::pmu` for the counting): Zihpm
 //! (`mhpmcounter3-31`, `mhpmevent3-31`, `hpmcounter3-31`), Sscofpmf (`scountovf`), Smcntrpmf
-//! (`mcyclecfg`, `minstretcfg`), Smcdeleg/Ssccfg (`scountinhibit`, and the delegated counters
-//! behind `siselect` 0x40-0x5F), Sspesa (`shpmspc`, `shpmsdata`) and Smpdis/Sspdis (`mpdisctl`,
+//! ("2.1 Machine Counter Configuration Registers (mcyclecfg, minstretcfg)"), Smcdeleg/Ssccfg
+//! ("2 Counter Delegation Enable (`menvcfg.CDE`)", "3 Counter Delegation": the delegated
+//! counters behind `siselect` 0x40-0x5F, "4 Supervisor Counter Inhibit Register
+//! (`scountinhibit`)", "5 Virtualizing `scountovf`"), Sspesa (`shpmspc`, `shpmsdata`) and Smpdis/Sspdis (`mpdisctl`,
 //! `spdisctl`, `vspdisctl`, `spdiscounter`, `spdisevmask`, `spdisevmatch`, `spdisfilter`, and
 //! the sample record behind `siselect` 0x60/0x61).
 //!

@@ -1,6 +1,26 @@
 //! Performance monitoring: the Zihpm counters with Sscofpmf (overflow and mode filtering),
-//! Smcntrpmf (`mcyclecfg`/`minstretcfg`), Smcdeleg/Ssccfg (counter delegation; the CSRs are in
-//! `csr::pmu`), Sspesa/Ssplcofi (sample PC, precise LCOFI) and Smpdis/Sspdis ([`pdis`]).
+//! Smcntrpmf (`mcyclecfg`/`minstretcfg`), Smcdeleg/Ssccfg (counter delegation), Sspesa/Ssplcofi
+//! (sample PC, precise LCOFI) and Smpdis/Sspdis ([`pdis`]).
+//!
+//! This file holds the monitor's state ([`PmuState`], the hart's `Pmu`) and constants; the
+//! counting is `impl Hart` in `count.rs`, the CSRs in [`csr`], the event catalog in
+//! [`events`], the cost/cache/TLB/predictor models in [`model`]. Where the specs' sections
+//! (`/work/shared/specs`) are implemented:
+//!
+//! | spec, section | where |
+//! | --- | --- |
+//! | Smcntrpmf 2.1 Machine Counter Configuration Registers (mcyclecfg, minstretcfg) | [`csr`] |
+//! | Smcntrpmf 3 Counter Behavior | `count.rs` (mode filtering, settling), below |
+//! | Smcdeleg 2 Counter Delegation Enable (`menvcfg.CDE`) | [`csr`], [`MENVCFG_CDE`] |
+//! | Smcdeleg 3 Counter Delegation | [`csr`] (`siselect` 0x40-0x5F) |
+//! | Smcdeleg 4 Supervisor Counter Inhibit Register (`scountinhibit`) | [`csr`] |
+//! | Smcdeleg 5 Virtualizing `scountovf` | [`csr`] |
+//! | Smcdeleg 6 Virtualizing Local Counter Overflow Interrupts | `csr::aia` (`mvien`/`hvien` bit 13), `hypervisor::csr` (`hideleg`) |
+//! | Sspesa: Hardware Performance Monitor Sample PC Register (`shpmspc`), Sample Metadata (`shpmsdata`) | `count.rs` (`lcofi_request`), [`csr`] |
+//! | Precise Local Counter Overflow Interrupt ISA Extension (Ssplcofi) | `count.rs` (`pmu_check`), "Overflow" below |
+//! | Precise Decoded Instruction Sampling (Smpdis/Sspdis) | [`pdis`] |
+//!
+//! (The draft's sections are unnumbered; they are cited by title.)
 //!
 //! # Counting
 //! Counters are kept lazily. The hart tallies every event of the [`events`] catalog while
@@ -20,7 +40,7 @@
 //! precise in this sense except cycles skipped by WFI, which are checked when the hart
 //! resumes.
 //!
-//! # Smcntrpmf instret rules (chapter 3)
+//! # Smcntrpmf instret rules (chapter 3, "Counter Behavior")
 //! A trapping instruction does not retire, so it adds nothing; an xRET is counted by the
 //! mode it was executed in (the settle before the mode change includes it).
 

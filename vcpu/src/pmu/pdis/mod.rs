@@ -3,6 +3,12 @@
 //! registers behind `siselect` 0x60/0x61 (`mpdisctl.MEM` is hardwired to 0, which the draft
 //! allows, so there is no memory buffer and `menvcfg.PDISS`/`henvcfg.PDISV` are 0).
 //!
+//! The draft's (unnumbered) sections: "CSRs" and "State Enable Access Control" are in
+//! `pmu::csr` with the register fields here; "Instruction Selection", "Sample Record" (pdishdrev,
+//! pdispc, pdislat, pdistime, pdisadr1, pdisadr2), "Sample Filtering" ("Event Filtering",
+//! "Latency Filtering") and "Sampling Modes" are in `sample.rs`; "Memory Buffer" is not
+//! implemented (`mpdisctl.MEM` = 0).
+//!
 //! The hart's model of the draft's pipeline terms (documented in `docs/pmu.md`):
 //! - An instruction is *decoded* when it executes (retires or traps); the PDIS counter counts
 //!   decoded instructions of the `SEL` type in the enabled modes.

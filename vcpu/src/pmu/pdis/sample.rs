@@ -1,5 +1,7 @@
-//! PDIS counting and sampling, as `impl Hart`: which decoded instructions count, the
-//! sampled instruction's record (header, latencies, addresses) and its LCOFI.
+//! PDIS counting and sampling, as `impl Hart`: which decoded instructions count (the draft's
+//! "Instruction Selection"), the sampled instruction's record ("Sample Record": header,
+//! latencies, addresses), "Sample Filtering" ("Event Filtering", "Latency Filtering"),
+//! "Sampling Modes" (ACC) and the sample's LCOFI.
 
 use super::*;
 use crate::decode::{Insn, Op};
