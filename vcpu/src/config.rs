@@ -37,9 +37,9 @@ pub struct HartConfig {
     /// A virtual clock shared with other harts (SMP); `None`: the hart's clock is its own.
     pub shared_clock: Option<std::sync::Arc<vcpu_api::SharedClock>>,
     /// Control Transfer Records (Smctr/Ssctr): what this hart implements, or `None`.
-    pub ctr: Option<crate::ctr::CtrConfig>,
+    pub ctr: Option<vcpu_api::ctr::CtrConfig>,
     /// Performance monitoring: the numbers of the draft extensions' CSRs.
-    pub pmu: crate::pmu::PmuConfig,
+    pub pmu: vcpu_api::pmu::PmuConfig,
     /// Translate straight-line blocks to host code (x86-64 hosts) when nothing is observed
     /// per instruction; `false`: always interpret (see the `jit` module).
     pub jit: bool,
@@ -58,8 +58,8 @@ impl Default for HartConfig {
             mmio: Vec::new(),
             decode_cache_entries: 1 << 16,
             shared_clock: None,
-            ctr: Some(crate::ctr::CtrConfig::full()),
-            pmu: crate::pmu::PmuConfig::default(),
+            ctr: Some(vcpu_api::ctr::CtrConfig::full()),
+            pmu: vcpu_api::pmu::PmuConfig::default(),
             jit: true,
             jit_code_bytes: 256 << 20,
             jit_perf_map: false,

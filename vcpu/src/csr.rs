@@ -6,13 +6,27 @@
 //! lowest privilege that may access the CSR.
 //!
 //! The base table is here; each later extension keeps its CSRs (and its own table) in a file
-//! of its own under `csr/`: [`stateen`] (Smstateen/Ssstateen), [`indirect`]
-//! (Smcsrind/Sscsrind and the table of indirectly accessed registers), [`sstc`] (Sstc) and
-//! [`aia`] (Smaia/Ssaia without an IMSIC), [`h`] (the H extension) and [`ctr`] (Smctr/Ssctr).
+//! of its own. Extensions that are CSRs only live under `csr/`: [`stateen`]
+//! (Smstateen/Ssstateen), [`indirect`] (Smcsrind/Sscsrind and the table of indirectly
+//! accessed registers), [`sstc`] (Sstc) and [`aia`] (Smaia/Ssaia without an IMSIC).
+//! Extensions with behaviour beyond their CSRs keep the table in their own folder:
+//! [`crate::hypervisor::csr`] (the H extension), [`crate::ctr::csr`] (Smctr/Ssctr),
+//! [`crate::pmu::csr`] (Zihpm, Sscofpmf, Smcntrpmf, Smcdeleg, Sspesa, Smpdis). `TABLES`
+//! below lists every table. The shared building blocks (`CsrDesc`, `CsrFault`) are in
+//! `desc.rs` and the stored state (`CsrFile`) in `file.rs`: leaves the tables and the hart
+//! import without importing the tables.
 
 use crate::hart::{Hart, PrivilegeMode};
 use crate::trap::irq;
 use vcpu_api::csr as num;
+
+pub(crate) mod desc;
+pub(crate) mod file;
+pub(crate) use desc::{ok, tvec_legalize, SSTATUS_MASK, S_INTERRUPTS};
+pub use desc::{
+    CsrDesc, CsrFault, ENVCFG_FIOM, MENVCFG_STCE, MSTATUS_MPP_SHIFT, MSTATUS_SXL_64, MSTATUS_UXL_64,
+};
+pub use file::CsrFile;
 
 pub use vcpu_api::csr::{name, ALL as NAMES};
 
@@ -21,12 +35,6 @@ pub use vcpu_api::csr::{
     MSTATUS_FS, MSTATUS_MIE, MSTATUS_MPIE, MSTATUS_MPP, MSTATUS_MPRV, MSTATUS_MXR, MSTATUS_SD,
     MSTATUS_SIE, MSTATUS_SPIE, MSTATUS_SPP, MSTATUS_SUM, MSTATUS_TSR, MSTATUS_TVM, MSTATUS_TW,
 };
-/// `mstatus.UXL` = 2 (64-bit), read-only.
-pub const MSTATUS_UXL_64: u64 = vcpu_api::csr::XL_64 << 32;
-/// `mstatus.SXL` = 2 (64-bit), read-only.
-pub const MSTATUS_SXL_64: u64 = vcpu_api::csr::XL_64 << 34;
-/// `mstatus.MPP` shift
-pub const MSTATUS_MPP_SHIFT: u64 = 11;
 
 const MSTATUS_WRITABLE: u64 = MSTATUS_SIE
     | MSTATUS_MIE
@@ -43,9 +51,6 @@ const MSTATUS_WRITABLE: u64 = MSTATUS_SIE
     | MSTATUS_TSR
     | crate::hypervisor::MSTATUS_GVA
     | crate::hypervisor::MSTATUS_MPV;
-/// The subset of `mstatus` visible and writable through `sstatus` (privileged spec 4.1.1).
-const SSTATUS_MASK: u64 =
-    MSTATUS_SIE | MSTATUS_SPIE | MSTATUS_SPP | MSTATUS_FS | MSTATUS_SUM | MSTATUS_MXR;
 
 /// `misa`: RV64 with A, C, D, F, H, I, M, S, U (read-only: writes are ignored, which WARL allows).
 pub const MISA: u64 = (2 << 62)
@@ -59,16 +64,8 @@ pub const MISA: u64 = (2 << 62)
     | (1 << 18)  // S
     | (1 << 20); // U
 
-/// `menvcfg.FIOM` (and `senvcfg.FIOM`).
-pub const ENVCFG_FIOM: u64 = 1 << 0;
-/// `menvcfg.STCE` (Sstc: enables `stimecmp`).
-pub const MENVCFG_STCE: u64 = 1 << 63;
 const MENVCFG_WRITABLE: u64 = ENVCFG_FIOM | MENVCFG_STCE | crate::pmu::MENVCFG_CDE;
 
-/// Interrupts delegable through `mideleg` and software-writable in `mip` from M-mode: SSI,
-/// STI, SEI and LCOFI (Sscofpmf).
-pub(crate) const S_INTERRUPTS: u64 =
-    (1 << irq::SSI) | (1 << irq::STI) | (1 << irq::SEI) | (1 << irq::LCOFI);
 /// Interrupts that exist (`mie` writable bits).
 const ALL_INTERRUPTS: u64 = S_INTERRUPTS
     | (1 << irq::MSI)
@@ -78,111 +75,6 @@ const ALL_INTERRUPTS: u64 = S_INTERRUPTS
 /// `medeleg`: every implemented exception except ECALL from M (bit 11, read-only 0).
 /// With H: also ECALL from VS (10), guest-page faults (20, 21, 23), virtual instruction (22).
 const MEDELEG_WRITABLE: u64 = (0xb7ff | (0xf << 20)) & !(1 << 11);
-
-/// CSR state that is not derived from elsewhere.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct CsrFile {
-    /// `mstatus` (sstatus is a view of it).
-    pub mstatus: u64,
-    /// `medeleg`
-    pub medeleg: u64,
-    /// `mideleg`
-    pub mideleg: u64,
-    /// `mie` (sie is a view of it)
-    pub mie: u64,
-    /// Software-writable bits of `mip` (SSIP, STIP, SEIP).
-    pub mip: u64,
-    /// `mtvec`
-    pub mtvec: u64,
-    /// `mscratch`
-    pub mscratch: u64,
-    /// `mepc`
-    pub mepc: u64,
-    /// `mcause`
-    pub mcause: u64,
-    /// `mtval`
-    pub mtval: u64,
-    /// `mcounteren`
-    pub mcounteren: u64,
-    /// `menvcfg`
-    pub menvcfg: u64,
-    /// `stvec`
-    pub stvec: u64,
-    /// `sscratch`
-    pub sscratch: u64,
-    /// `sepc`
-    pub sepc: u64,
-    /// `scause`
-    pub scause: u64,
-    /// `stval`
-    pub stval: u64,
-    /// `satp`
-    pub satp: u64,
-    /// `scounteren`
-    pub scounteren: u64,
-    /// `senvcfg`
-    pub senvcfg: u64,
-    /// `frm`
-    pub frm: u8,
-    /// `fflags`
-    pub fflags: u8,
-    /// The H extension's CSRs.
-    pub h: crate::hypervisor::HypervisorCsrs,
-    /// `mstateen0-3` (Smstateen).
-    pub mstateen: [u64; 4],
-    /// Stored bits of `sstateen0-3` (read through the matching `mstateen` mask).
-    pub sstateen: [u64; 4],
-    /// `miselect` (Smcsrind).
-    pub miselect: u64,
-    /// `siselect` (Sscsrind).
-    pub siselect: u64,
-    /// `stimecmp` (Sstc).
-    pub stimecmp: u64,
-    /// `mvien` (Smaia).
-    pub mvien: u64,
-    /// The bits of `mvip` that are separate from `mip` (SSIP while `mvien.SSIP` = 1).
-    pub mvip: u64,
-    /// The bits of `sie` that are independent of `mie` (`mideleg[n]` = 0, `mvien[n]` = 1).
-    pub sie_virt: u64,
-    /// Stored bits of `hstateen0-3` (read through the matching `mstateen` mask).
-    pub hstateen: [u64; 4],
-    /// `vsiselect` (Sscsrind with H).
-    pub vsiselect: u64,
-    /// `vstimecmp` (Sstc with H).
-    pub vstimecmp: u64,
-    /// `hvien` (Ssaia with H).
-    pub hvien: u64,
-    /// `hvictl` (Ssaia with H).
-    pub hvictl: u64,
-    /// The bits 13-63 of `vsie` that are independent (`hideleg[n]` = 0, `hvien[n]` = 1).
-    pub vsie_virt: u64,
-}
-
-/// Why a CSR access failed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CsrFault {
-    /// Raise illegal-instruction.
-    Illegal,
-    /// Raise virtual-instruction (H extension: the access is HS-qualified but V=1).
-    Virtual,
-}
-
-/// One CSR: how to access it.
-#[derive(Debug)]
-pub struct CsrDesc {
-    /// CSR number (its name: [`name`]).
-    pub num: u16,
-    /// Extra access predicate beyond the number's privilege and read-only bits.
-    pub check: fn(&Hart, bool) -> Result<(), CsrFault>,
-    /// Read the current value.
-    pub read: fn(&Hart) -> u64,
-    /// Write a new value (the WARL legalization happens here). `None` for read-only CSRs.
-    pub write: Option<fn(&mut Hart, u64)>,
-}
-
-fn ok(_: &Hart, _: bool) -> Result<(), CsrFault> {
-    Ok(())
-}
 
 /// FP CSRs need `mstatus.FS != Off` (unprivileged spec 11.2 / privileged 3.1.6.6).
 fn fp_on(h: &Hart, _: bool) -> Result<(), CsrFault> {
@@ -272,15 +164,6 @@ impl Hart {
     }
 }
 
-fn tvec_legalize(v: u64) -> u64 {
-    // MODE 0 (direct) and 1 (vectored); modes >= 2 are reserved: keep direct.
-    if v & 3 >= 2 {
-        v & !3
-    } else {
-        v & !2
-    }
-}
-
 fn satp_write(h: &mut Hart, v: u64) {
     // MODE is WARL: an unsupported mode makes the whole write have no effect
     // (privileged spec 4.1.11). ASID bits are writable (ASIDLEN = 16) but the TLB is flushed
@@ -294,23 +177,8 @@ fn satp_write(h: &mut Hart, v: u64) {
     }
 }
 
-macro_rules! csr {
-    ($num:expr, $check:expr, $read:expr, $write:expr) => {
-        CsrDesc {
-            num: $num,
-            check: $check,
-            read: $read,
-            write: $write,
-        }
-    };
-}
-
-// Extension files use `csr!`, so they are declared after it.
 pub mod aia;
-pub mod ctr;
-pub mod h;
 pub mod indirect;
-pub mod pmu;
 pub mod sstc;
 pub mod stateen;
 
@@ -554,9 +422,9 @@ static TABLES: &[&[CsrDesc]] = &[
     indirect::TABLE,
     sstc::TABLE,
     aia::TABLE,
-    h::TABLE,
-    ctr::TABLE,
-    pmu::TABLE,
+    crate::hypervisor::csr::TABLE,
+    crate::ctr::csr::TABLE,
+    crate::pmu::csr::TABLE,
 ];
 
 /// Find a CSR by number.
@@ -579,6 +447,11 @@ pub fn lookup(num: u16) -> Option<&'static CsrDesc> {
 }
 
 impl Hart {
+    /// Read a CSR as M-mode would, without side effects; `None` if it does not exist.
+    pub fn csr(&self, num: u16) -> Option<u64> {
+        lookup(self.csr_canonical(num)?).map(|d| (d.read)(self))
+    }
+
     /// The number the CSR tables know CSR `num` by: the draft extensions' CSRs may be
     /// configured at other numbers (`pmu::DraftNumbers`); `None` for a provisional number the
     /// configuration moved away.
@@ -641,7 +514,7 @@ impl Hart {
             return Err(CsrFault::Illegal);
         }
         if self.virt {
-            if let Some(vs) = h::vs_counterpart(num) {
+            if let Some(vs) = crate::hypervisor::csr::vs_counterpart(num) {
                 return lookup(vs).ok_or(CsrFault::Illegal);
             }
         }
@@ -665,8 +538,8 @@ impl Hart {
             0x150..=0x157 | 0x250..=0x257 => hs_allowed(self, 0, STATEEN0_CSRIND),
             0xdb0 | 0xeb0 | 0x608 | 0x609 | 0x646 | 0x647 => hs_allowed(self, 0, STATEEN0_AIA),
             0x14d | 0x24d => self.sstc_allowed_below_m(),
-            0x14e | 0x14f | 0x15f | 0x24e => ctr::hs_could_access(self),
-            _ => pmu::hs_could_access(self, num).unwrap_or(true),
+            0x14e | 0x14f | 0x15f | 0x24e => crate::ctr::csr::hs_could_access(self),
+            _ => crate::pmu::csr::hs_could_access(self, num).unwrap_or(true),
         }
     }
 }

@@ -4,7 +4,19 @@
 use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use vm_memory::{GuestAddress, GuestMemoryBackend, GuestMemoryMmap, GuestMemoryRegion};
 
-use crate::hart::HartError;
+/// Why guest RAM is not usable by the hart (a [`crate::HartError::RamLayout`] to the caller).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RamError {
+    /// More than one region.
+    #[error("guest memory must be one contiguous region, not {0}")]
+    Regions(usize),
+    /// No region at all.
+    #[error("guest memory has no region")]
+    NoRegion,
+    /// The region has no host mapping.
+    #[error("cannot map guest RAM: {0}")]
+    Map(String),
+}
 
 /// Guest RAM: a single region `[base, base + size)`.
 pub(crate) struct Ram {
@@ -20,20 +32,17 @@ pub(crate) struct Ram {
 unsafe impl Send for Ram {}
 
 impl Ram {
-    pub fn new(mem: GuestMemoryMmap) -> Result<Ram, HartError> {
+    pub fn new(mem: GuestMemoryMmap) -> Result<Ram, RamError> {
         if mem.num_regions() != 1 {
-            return Err(HartError::RamLayout(format!(
-                "guest memory must be one contiguous region, not {}",
-                mem.num_regions()
-            )));
+            return Err(RamError::Regions(mem.num_regions()));
         }
         let (base, size) = match mem.iter().next() {
             Some(region) => (region.start_addr().0, region.len()),
-            None => return Err(HartError::RamLayout("guest memory has no region".into())),
+            None => return Err(RamError::NoRegion),
         };
         let host = mem
             .get_host_address(GuestAddress(base))
-            .map_err(|e| HartError::RamLayout(format!("cannot map guest RAM: {e}")))?;
+            .map_err(|e| RamError::Map(e.to_string()))?;
         Ok(Ram {
             _mem: mem,
             host,

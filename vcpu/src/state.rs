@@ -11,31 +11,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::csr::CsrFile;
-use crate::ctr::{CtrConfig, CtrEntry};
 use crate::hart::{Hart, PrivilegeMode};
-
-/// CTR state (Smctr): registers, the whole physical buffer, and the CtrCycleCounter.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CtrState {
-    /// The source hart's CTR configuration (for the record; the destination keeps its own).
-    pub config: Option<CtrConfig>,
-    /// `mctrctl`.
-    pub mctrctl: u64,
-    /// `vsctrctl`.
-    pub vsctrctl: u64,
-    /// `sctrdepth.DEPTH`.
-    pub depth: u8,
-    /// `sctrstatus.WRPTR`.
-    pub wrptr: u64,
-    /// `sctrstatus.FROZEN`.
-    pub frozen: bool,
-    /// The 256 physical entries.
-    pub entries: Vec<CtrEntry>,
-    /// The CtrCycleCounter's value.
-    pub cycle_count: u64,
-    /// Whether the next record has CCV = 1.
-    pub next_ccv: bool,
-}
 
 /// Everything architectural about a hart.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -76,12 +52,12 @@ pub struct HartState {
     pub pmu: crate::pmu::PmuState,
 }
 
+pub use crate::ctr::state::CtrState;
 pub use vcpu_api::StateError;
 
 impl Hart {
     /// The hart's architectural state.
     pub fn save_state(&self) -> HartState {
-        let c = &self.ctr;
         HartState {
             hart_id: self.hart_id(),
             x: self.x[..32].to_vec(),
@@ -98,17 +74,7 @@ impl Hart {
             ext_lines: self.ext_lines,
             guest_timer: self.guest_timer,
             hosted: self.hosted,
-            ctr: CtrState {
-                config: c.config.clone(),
-                mctrctl: c.mctrctl,
-                vsctrctl: c.vsctrctl,
-                depth: c.depth,
-                wrptr: c.wrptr,
-                frozen: c.frozen,
-                entries: c.entries.to_vec(),
-                cycle_count: c.saved_cycle_count(self.vclock),
-                next_ccv: c.saved_next_ccv(),
-            },
+            ctr: self.ctr.save_state(self.vclock),
             pmu: self.pmu.state.clone(),
         }
     }
@@ -138,17 +104,7 @@ impl Hart {
                 s.skipped, s.vclock
             ));
         }
-        if s.ctr.depth > 4 {
-            return bad(format!(
-                "ctr.depth = {} is a reserved sctrdepth.DEPTH encoding (Smctr 2.4: 0-4 select \
-                 16-256 entries)",
-                s.ctr.depth
-            ));
-        }
-        if s.ctr.entries.len() != 256 {
-            return bad(format!("{} CTR entries (256)", s.ctr.entries.len()));
-        }
-        self.check_ctr_fits(&s.ctr)?;
+        self.ctr.check_state(&s.ctr)?;
         if !s.pmu.models.well_formed() {
             return bad("the performance-monitor models have the wrong sizes".into());
         }
@@ -174,71 +130,10 @@ impl Hart {
         self.ext_lines = s.ext_lines;
         self.guest_timer = s.guest_timer;
         self.reservation = None;
-        if self.ctr.implemented() {
-            let c = &mut self.ctr;
-            c.mctrctl = s.ctr.mctrctl;
-            c.vsctrctl = s.ctr.vsctrctl;
-            c.set_depth(s.ctr.depth);
-            c.wrptr = s.ctr.wrptr;
-            c.frozen = s.ctr.frozen;
-            c.entries.copy_from_slice(&s.ctr.entries);
-            c.restore_cycle_counter(s.ctr.cycle_count, s.ctr.next_ccv, s.vclock);
-        }
+        self.ctr.restore_state(&s.ctr, s.vclock);
         self.pmu_restore(&s.pmu);
         self.flush_tlb();
         self.mode_changed();
-        Ok(())
-    }
-
-    /// Whether this hart's CTR can hold `s` exactly: its depth, its `xctrctl` fields, its
-    /// entries' fields.
-    fn check_ctr_fits(&self, s: &CtrState) -> Result<(), StateError> {
-        let unsupported = |m: String| Err(StateError::Unsupported(m));
-        let Some(cfg) = self.ctr.config.as_ref() else {
-            let used =
-                s.mctrctl | s.vsctrctl != 0 || s.entries.iter().any(|e| *e != CtrEntry::default());
-            return if used {
-                unsupported("the saved state uses CTR (Smctr), which this hart lacks".into())
-            } else {
-                Ok(())
-            };
-        };
-        if cfg.depths & (1 << s.depth) == 0 {
-            return unsupported(format!(
-                "CTR depth {} (sctrdepth.DEPTH {}) is not among this hart's depths",
-                16u64 << s.depth,
-                s.depth
-            ));
-        }
-        let depth = 16u64 << s.depth;
-        if s.wrptr >= depth {
-            return Err(StateError::Malformed(format!(
-                "sctrstatus.WRPTR {} at depth {depth}",
-                s.wrptr
-            )));
-        }
-        let ctl = cfg.mctrctl_mask();
-        for (name, v) in [("mctrctl", s.mctrctl), ("vsctrctl", s.vsctrctl)] {
-            if v & !ctl != 0 {
-                return unsupported(format!(
-                    "{name} = {v:#x} uses fields {:#x} this hart does not implement",
-                    v & !ctl
-                ));
-            }
-        }
-        let data = cfg.ctrdata_mask();
-        if let Some((i, e)) = s
-            .entries
-            .iter()
-            .enumerate()
-            .find(|(_, e)| e.data & !data != 0 || e.target & 1 != 0)
-        {
-            return unsupported(format!(
-                "CTR physical entry {i} uses ctrdata/ctrtarget bits this hart does not \
-                 implement (ctrdata {:#x}, ctrtarget {:#x})",
-                e.data, e.target
-            ));
-        }
         Ok(())
     }
 }
@@ -246,6 +141,7 @@ impl Hart {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ctr::{CtrConfig, CtrEntry};
     use crate::HartConfig;
     use vm_memory::{GuestAddress, GuestMemoryMmap};
 

@@ -38,8 +38,8 @@
 //!   VS-mode exactly when `vstopi` is not zero, with the cause `vstopi.IID` (see
 //!   `trap::pending_interrupt`).
 
+use super::desc::{CsrDesc, CsrFault, S_INTERRUPTS};
 use super::stateen::aia_check;
-use super::{CsrDesc, CsrFault, S_INTERRUPTS};
 use crate::hart::Hart;
 use crate::trap::{default_above_sei, highest_priority, irq};
 use vcpu_api::csr as num;
@@ -339,13 +339,13 @@ pub(super) fn iprio_write(_: &mut Hart, _: u64, _: u64) {}
 pub(super) static TABLE: &[CsrDesc] = &[
     csr!(
         num::MVIEN,
-        super::ok,
+        super::desc::ok,
         |h| h.csr.mvien,
         Some(|h, v| h.csr.mvien = v & MVIEN_WRITABLE)
     ),
     csr!(
         num::MVIP,
-        super::ok,
+        super::desc::ok,
         |h| h.read_mvip(),
         Some(|h, v| h.write_mvip(v))
     ),
@@ -366,5 +366,5 @@ pub(super) static TABLE: &[CsrDesc] = &[
     // With V = 1 the check (mstateen0.AIA, then hstateen0.AIA) runs and vstopi is read.
     csr!(num::STOPI, aia_check, |h| topi(h.s_pending()), None),
     csr!(num::VSTOPI, aia_check, |h| h.vstopi(), None),
-    csr!(num::MTOPI, super::ok, |h| topi(h.m_pending()), None),
+    csr!(num::MTOPI, super::desc::ok, |h| topi(h.m_pending()), None),
 ];

@@ -12,9 +12,9 @@
 //!
 //! Registered today: the AIA major-interrupt priority arrays `iprio0-15` (select values
 //! 0x30-0x3F through `mireg`/`sireg` only; odd numbers do not exist on RV64) and the CTR
-//! entry registers (0x200-0x2FF through `sireg*` and `vsireg*`, see `csr::ctr`), the
+//! entry registers (0x200-0x2FF through `sireg*` and `vsireg*`, see `ctr::csr`), the
 //! delegated counters (0x40-0x5F, Smcdeleg) and the PDIS sample record (0x60/0x61, Smpdis;
-//! see `csr::pmu`).
+//! see `pmu::csr`).
 //!
 //! The H extension's third window, `vsiselect`/`vsireg*` (0x250-0x257), which `siselect`/
 //! `sireg*` become with V = 1, holds the CTR entries, the PDIS record and, at 0x40-0x5F,
@@ -31,8 +31,8 @@
 //!   select value. VU-mode accesses are caught earlier by the privilege rule
 //!   (virtual-instruction while `mstateen0.CSRIND` = 1).
 
+use super::desc::{CsrDesc, CsrFault};
 use super::stateen::csrind_check;
-use super::{CsrDesc, CsrFault};
 use crate::hart::Hart;
 use vcpu_api::csr as num;
 
@@ -82,9 +82,9 @@ macro_rules! ctr_entry {
             last: 0x2ff,
             ireg: $i,
             name: $name,
-            check: super::ctr::entry_check,
-            read: super::ctr::$read,
-            write: Some(super::ctr::$write),
+            check: crate::ctr::csr::entry_check,
+            read: crate::ctr::csr::$read,
+            write: Some(crate::ctr::csr::$write),
         }
     };
 }
@@ -114,7 +114,7 @@ macro_rules! vs_deleg {
             last: 0x5f,
             ireg: $i,
             name: "delegated counter (VS)",
-            check: super::pmu::vs_deleg_check,
+            check: crate::pmu::csr::vs_deleg_check,
             read: |_, _| 0,
             write: Some(|_, _, _| {}),
         }
@@ -130,9 +130,9 @@ macro_rules! pdis_record {
             last: 0x61,
             ireg: $i,
             name: $name,
-            check: super::pmu::record_check,
-            read: |h, sel| super::pmu::record_read(h, sel, $field),
-            write: Some(|h, sel, v| super::pmu::record_write(h, sel, $field, v)),
+            check: crate::pmu::csr::record_check,
+            read: |h, sel| crate::pmu::csr::record_read(h, sel, $field),
+            write: Some(|h, sel, v| crate::pmu::csr::record_write(h, sel, $field, v)),
         }
     };
 }
@@ -142,21 +142,21 @@ pub static IREGS: &[IregDesc] = &[
     deleg!(
         1,
         "delegated counter",
-        super::pmu::deleg_check,
-        super::pmu::deleg_counter_read,
-        Some(super::pmu::deleg_counter_write)
+        crate::pmu::csr::deleg_check,
+        crate::pmu::csr::deleg_counter_read,
+        Some(crate::pmu::csr::deleg_counter_write)
     ),
     deleg!(
         2,
         "delegated event selector",
-        super::pmu::deleg_check,
-        super::pmu::deleg_event_read,
-        Some(super::pmu::deleg_event_write)
+        crate::pmu::csr::deleg_check,
+        crate::pmu::csr::deleg_event_read,
+        Some(crate::pmu::csr::deleg_event_write)
     ),
-    deleg!(3, "sireg3 (0x40-0x5F)", super::pmu::never, zero, None),
-    deleg!(4, "sireg4 (0x40-0x5F)", super::pmu::never, zero, None),
-    deleg!(5, "sireg5 (0x40-0x5F)", super::pmu::never, zero, None),
-    deleg!(6, "sireg6 (0x40-0x5F)", super::pmu::never, zero, None),
+    deleg!(3, "sireg3 (0x40-0x5F)", crate::pmu::csr::never, zero, None),
+    deleg!(4, "sireg4 (0x40-0x5F)", crate::pmu::csr::never, zero, None),
+    deleg!(5, "sireg5 (0x40-0x5F)", crate::pmu::csr::never, zero, None),
+    deleg!(6, "sireg6 (0x40-0x5F)", crate::pmu::csr::never, zero, None),
     vs_deleg!(1),
     vs_deleg!(2),
     vs_deleg!(3),
@@ -390,7 +390,7 @@ pub(super) static TABLE: &[CsrDesc] = &[
     ireg!(VS, 6, num::VSIREG6),
     csr!(
         num::MISELECT,
-        super::ok,
+        super::desc::ok,
         |h| h.csr.miselect,
         Some(|h, v| h.csr.miselect = v & ISELECT_MASK)
     ),

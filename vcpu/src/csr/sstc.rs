@@ -15,7 +15,7 @@
 //!   `mip.VSTIP`) is `hvip.VSTIP` OR `time + htimedelta >= vstimecmp`.
 //! - M-mode can always access both registers; HS-mode `vstimecmp` under the first two rules.
 
-use super::{CsrDesc, CsrFault, ENVCFG_FIOM, MENVCFG_STCE};
+use super::desc::{CsrDesc, CsrFault, ENVCFG_FIOM, MENVCFG_STCE};
 use crate::hart::{Hart, PrivilegeMode};
 use vcpu_api::csr as num;
 

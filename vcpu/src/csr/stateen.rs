@@ -26,7 +26,7 @@
 //! `CSRIND` `vsiselect`/`vsireg*`, `AIA` `hvien`, `hvictl`, `hviprio1/2` and `vstopi`, and
 //! `mstateen{n}.SE0` `hstateen{n}`, from HS-mode.
 
-use super::{CsrDesc, CsrFault};
+use super::desc::{CsrDesc, CsrFault};
 use crate::hart::{Hart, PrivilegeMode};
 use vcpu_api::csr as num;
 
@@ -78,7 +78,7 @@ pub(crate) fn gate(h: &Hart, n: usize, bit: u64) -> Result<(), CsrFault> {
 }
 
 /// `henvcfg` from HS-mode: `mstateen0.ENVCFG` (VS-mode never reaches this check).
-pub(super) fn henvcfg_check(h: &Hart, _: bool) -> Result<(), CsrFault> {
+pub(crate) fn henvcfg_check(h: &Hart, _: bool) -> Result<(), CsrFault> {
     gate(h, 0, STATEEN0_ENVCFG)
 }
 
@@ -163,7 +163,7 @@ macro_rules! stateen_set {
             ),
             csr!(
                 $mnum,
-                super::ok,
+                super::desc::ok,
                 |h| h.csr.mstateen[$n],
                 Some(|h, v| h.csr.mstateen[$n] = v & h.mstateen_writable($n))
             ),

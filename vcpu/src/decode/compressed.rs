@@ -2,7 +2,7 @@
 //! instruction listings). HINT encodings execute as the base instruction they expand to
 //! (which has no architectural effect); reserved encodings are illegal.
 
-use super::{finish, Insn, Op, FMT_D};
+use super::insn::{finish, Insn, Op, FMT_D};
 
 #[inline]
 fn bit(h: u32, n: u32) -> u32 {

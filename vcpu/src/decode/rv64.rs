@@ -1,7 +1,7 @@
 //! 32-bit encodings (unprivileged spec chapter "RV32/64G Instruction Set Listings", and the
 //! privileged spec for SYSTEM).
 
-use super::{finish, Insn, Op, FMT_D, FMT_S};
+use super::insn::{finish, Insn, Op, FMT_D, FMT_S};
 
 #[inline]
 fn rd(b: u32) -> u8 {

@@ -16,7 +16,16 @@
 
 use std::cmp::Ordering;
 
-use super::{DZ, NV, NX, OF, UF};
+/// Invalid operation (fflags bit 4).
+pub const NV: u8 = 0x10;
+/// Divide by zero (fflags bit 3).
+pub const DZ: u8 = 0x08;
+/// Overflow (fflags bit 2).
+pub const OF: u8 = 0x04;
+/// Underflow (fflags bit 1).
+pub const UF: u8 = 0x02;
+/// Inexact (fflags bit 0).
+pub const NX: u8 = 0x01;
 
 /// Round to nearest, ties to even.
 pub const RNE: u8 = 0;

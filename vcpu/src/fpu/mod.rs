@@ -17,16 +17,8 @@ use std::cmp::Ordering;
 
 use ieee::{Format, B32, B64};
 
-/// Invalid operation (fflags bit 4).
-pub const NV: u8 = 0x10;
-/// Divide by zero (fflags bit 3).
-pub const DZ: u8 = 0x08;
-/// Overflow (fflags bit 2).
-pub const OF: u8 = 0x04;
-/// Underflow (fflags bit 1).
-pub const UF: u8 = 0x02;
-/// Inexact (fflags bit 0).
-pub const NX: u8 = 0x01;
+/// The exception flags (`fflags` bits), defined with the arithmetic that raises them.
+pub use ieee::{DZ, NV, NX, OF, UF};
 
 /// Floating-point format of an operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

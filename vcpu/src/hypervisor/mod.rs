@@ -1,14 +1,15 @@
 //! The H extension (privileged spec, "H" Extension for Hypervisor Support, Version 1.0):
 //! the hypervisor and virtual-supervisor CSR state and the constants of their fields.
 //!
-//! Where the rest lives: the CSR table in `csr/h.rs`, two-stage translation in `mmu.rs`,
-//! trap routing through HS and VS in `trap.rs`, HLV/HSV/HFENCE in `execute/hypervisor.rs`,
+//! Where the rest lives: the CSR table in [`csr`] (this folder), two-stage translation in
+//! `mmu/mod.rs`, trap routing through HS and VS in `trap/entry.rs`, HLV/HSV/HFENCE in `execute/hypervisor.rs`,
 //! and the transformed instructions for `htinst`/`mtinst` in [`tinst`].
 //!
 //! Implementation parameters: GEILEN = 0 (no guest external interrupts: `hgeip`/`hgeie`
 //! read-only 0, `hstatus.VGEIN` read-only 0), VMIDLEN = 14, VSXL = UXL = 64 (read-only),
 //! VSBE = 0 (read-only), `hgatp` modes Bare, Sv39x4, Sv48x4 and Sv57x4.
 
+pub mod csr;
 pub mod tinst;
 
 pub use vcpu_api::csr::{

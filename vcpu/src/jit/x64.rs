@@ -17,7 +17,7 @@
 use dynasmrt::x64::X64Relocation;
 use dynasmrt::{dynasm, DynamicLabel, DynasmApi, DynasmLabelApi, VecAssembler};
 
-use super::{Layout, Plan};
+use super::table::{Layout, Plan};
 use crate::decode::{Insn, Op, X0_SINK};
 
 type Asm = VecAssembler<X64Relocation>;

@@ -1,6 +1,26 @@
 //! Performance monitoring: the Zihpm counters with Sscofpmf (overflow and mode filtering),
-//! Smcntrpmf (`mcyclecfg`/`minstretcfg`), Smcdeleg/Ssccfg (counter delegation; the CSRs are in
-//! `csr::pmu`), Sspesa/Ssplcofi (sample PC, precise LCOFI) and Smpdis/Sspdis ([`pdis`]).
+//! Smcntrpmf (`mcyclecfg`/`minstretcfg`), Smcdeleg/Ssccfg (counter delegation), Sspesa/Ssplcofi
+//! (sample PC, precise LCOFI) and Smpdis/Sspdis ([`pdis`]).
+//!
+//! This file holds the monitor's state ([`PmuState`], the hart's `Pmu`) and constants; the
+//! counting is `impl Hart` in `count.rs`, the CSRs in [`csr`], the event catalog in
+//! [`events`], the cost/cache/TLB/predictor models in [`model`]. Where the specs' sections
+//! (`/work/shared/specs`) are implemented:
+//!
+//! | spec, section | where |
+//! | --- | --- |
+//! | Smcntrpmf 2.1 Machine Counter Configuration Registers (mcyclecfg, minstretcfg) | [`csr`] |
+//! | Smcntrpmf 3 Counter Behavior | `count.rs` (mode filtering, settling), below |
+//! | Smcdeleg 2 Counter Delegation Enable (`menvcfg.CDE`) | [`csr`], [`MENVCFG_CDE`] |
+//! | Smcdeleg 3 Counter Delegation | [`csr`] (`siselect` 0x40-0x5F) |
+//! | Smcdeleg 4 Supervisor Counter Inhibit Register (`scountinhibit`) | [`csr`] |
+//! | Smcdeleg 5 Virtualizing `scountovf` | [`csr`] |
+//! | Smcdeleg 6 Virtualizing Local Counter Overflow Interrupts | `csr::aia` (`mvien`/`hvien` bit 13), `hypervisor::csr` (`hideleg`) |
+//! | Sspesa: Hardware Performance Monitor Sample PC Register (`shpmspc`), Sample Metadata (`shpmsdata`) | `count.rs` (`lcofi_request`), [`csr`] |
+//! | Precise Local Counter Overflow Interrupt ISA Extension (Ssplcofi) | `count.rs` (`pmu_check`), "Overflow" below |
+//! | Precise Decoded Instruction Sampling (Smpdis/Sspdis) | [`pdis`] |
+//!
+//! (The draft's sections are unnumbered; they are cited by title.)
 //!
 //! # Counting
 //! Counters are kept lazily. The hart tallies every event of the [`events`] catalog while
@@ -20,18 +40,19 @@
 //! precise in this sense except cycles skipped by WFI, which are checked when the hart
 //! resumes.
 //!
-//! # Smcntrpmf instret rules (chapter 3)
+//! # Smcntrpmf instret rules (chapter 3, "Counter Behavior")
 //! A trapping instruction does not retire, so it adds nothing; an xRET is counted by the
 //! mode it was executed in (the settle before the mode change includes it).
 
+mod count;
+pub mod csr;
 pub mod events;
 pub mod model;
 pub mod pdis;
 
-use crate::hart::{Hart, PrivilegeMode};
 use crate::trap::irq;
-use events::{class, Event, CLASS, NUM_EVENTS};
-use model::{Cost, Models};
+use events::{Event, NUM_EVENTS};
+use model::Models;
 
 pub use vcpu_api::csr::{
     MENVCFG_CDE, MHPMEVENT_EVENT as EVENT_SELECT, MHPMEVENT_MINH as MINH, MHPMEVENT_OF as OF,
@@ -83,15 +104,6 @@ pub const PMU_FULL: u8 = 2;
 pub const CY: usize = 0;
 /// Counter index of `instret`.
 pub const IR: usize = 2;
-
-/// How far one instruction can move a counter of `ev` (bounds the overflow countdown).
-fn max_rate(ev: Event) -> u64 {
-    match ev {
-        Event::Cycles => Cost::BASE + Cost::MAX_PENALTY,
-        // An AMO is one read and one write access.
-        _ => 2,
-    }
-}
 
 pub use vcpu_api::pmu::{DraftNumbers, PmuConfig};
 
@@ -224,509 +236,5 @@ impl Pmu {
     /// The `mstateen0` bit of PDIS.
     pub(crate) fn stateen_bit(&self) -> u64 {
         1 << self.config.numbers.stateen_pdis_bit
-    }
-}
-
-/// The inhibit bit of a mode.
-fn inh_bit(prv: PrivilegeMode, virt: bool) -> u64 {
-    match (prv, virt) {
-        (PrivilegeMode::Machine, _) => MINH,
-        (PrivilegeMode::Supervisor, false) => SINH,
-        (PrivilegeMode::User, false) => UINH,
-        (PrivilegeMode::Supervisor, true) => VSINH,
-        (PrivilegeMode::User, true) => VUINH,
-    }
-}
-
-impl Hart {
-    /// The tally of `ev` now.
-    #[inline]
-    fn tally(&self, ev: Event) -> u64 {
-        let t = &self.pmu.state.tally;
-        let x = &self.pmu.state.extra;
-        match ev {
-            Event::Cycles => self.vclock.wrapping_add(t[Event::Cycles as usize]),
-            Event::Instret => self.retired,
-            Event::L1dReadAccess => t[Event::Loads as usize] - x[tally::DEVICE_LOADS],
-            Event::L1dWriteAccess => t[Event::Stores as usize] - x[tally::DEVICE_STORES],
-            Event::L1dAccess => {
-                self.tally(Event::L1dReadAccess) + self.tally(Event::L1dWriteAccess)
-            }
-            Event::L1dMiss => t[Event::L1dReadMiss as usize] + t[Event::L1dWriteMiss as usize],
-            Event::InstDec => self.vclock.wrapping_sub(self.skipped_slots()),
-            Event::InstDecLoad => t[Event::Loads as usize] + x[tally::TRAPPED_LOADS],
-            Event::InstDecStore => t[Event::Stores as usize] + x[tally::TRAPPED_STORES],
-            Event::InstDecLdst => {
-                self.tally(Event::InstDecLoad) + self.tally(Event::InstDecStore)
-                    - x[tally::AMOS]
-                    - x[tally::TRAPPED_AMOS]
-            }
-            Event::InstDecBrjmp => {
-                t[Event::Branches as usize]
-                    + t[Event::Jumps as usize]
-                    + x[tally::XRETS]
-                    + x[tally::TRAPPED_BRJMP]
-            }
-            e => t[e as usize],
-        }
-    }
-
-    /// Counter `i` (0 `mcycle`, 2 `minstret`, 3-31 `mhpmcounter`) now.
-    pub(crate) fn counter(&self, i: usize) -> u64 {
-        let p = &self.pmu;
-        let v = p.state.value[i];
-        match p.event[i] {
-            Some(ev) if p.counting >> i & 1 != 0 => {
-                v.wrapping_add(self.tally(ev).wrapping_sub(p.state.snap[i]))
-            }
-            _ => v,
-        }
-    }
-
-    /// Fold the growth of every counting counter into its value, detecting overflows of
-    /// the programmable ones (Sscofpmf). `instret_extra`: 1 when the instruction being
-    /// executed retires in the current mode after this (an xRET, Smcntrpmf chapter 3).
-    /// `pc`: the instruction an overflow is attributed to.
-    pub(crate) fn pmu_settle(&mut self, instret_extra: u64, pc: u64) {
-        for i in 0..32 {
-            let Some(ev) = self.pmu.event[i] else {
-                continue;
-            };
-            let mut t = self.tally(ev);
-            if ev == Event::Instret {
-                t = t.wrapping_add(instret_extra);
-            }
-            let st = &mut self.pmu.state;
-            if self.pmu.counting >> i & 1 != 0 {
-                let delta = t.wrapping_sub(st.snap[i]);
-                let (v, wrapped) = st.value[i].overflowing_add(delta);
-                st.value[i] = v;
-                if wrapped && i >= 3 {
-                    self.counter_overflow(i, pc);
-                }
-            }
-            self.pmu.state.snap[i] = t;
-        }
-    }
-
-    /// Sscofpmf: counter `i` wrapped. With OF clear, OF is set and an LCOFI requested; the
-    /// first request that makes LCOFIP pending captures the sample (Sspesa).
-    fn counter_overflow(&mut self, i: usize, pc: u64) {
-        let ev = &mut self.pmu.state.mhpmevent[i];
-        if *ev & OF != 0 {
-            return;
-        }
-        *ev |= OF;
-        // Sspesa: with counter delegation enabled only delegated counters capture.
-        let delegated = self.csr.mcounteren >> i & 1 != 0;
-        let captures = self.csr.menvcfg & MENVCFG_CDE == 0 || delegated;
-        self.lcofi_request(captures.then_some((pc, i as u64)));
-    }
-
-    /// Set LCOFIP (and end the chunk). `sample`: the pc and CNTRID Sspesa captures if LCOFIP
-    /// goes from 0 to 1.
-    pub(crate) fn lcofi_request(&mut self, sample: Option<(u64, u64)>) {
-        if self.csr.mip & LCOFIP == 0 {
-            if let Some((pc, id)) = sample {
-                self.pmu.state.shpmspc = pc;
-                self.pmu.state.shpmsdata = id & 0x1f;
-            }
-        }
-        self.csr.mip |= LCOFIP;
-        self.pmu.brk = true;
-    }
-
-    /// Recompute what counts in the current mode, whether the monitor is active, and the
-    /// overflow countdown. Call after settling.
-    pub(crate) fn pmu_refresh(&mut self) {
-        self.pmu_translation_tags();
-        let pdis_here = self.pdis_counts_here();
-        let pdis_anywhere = self.pdis_enabled_anywhere();
-        let p = &mut self.pmu;
-        p.derive_events();
-        let inh = inh_bit(self.prv, self.virt);
-        let mut counting = 0u32;
-        let mut active = false;
-        let mut filtering = false;
-        for i in 0..32 {
-            if p.event[i].is_none() || p.state.mcountinhibit >> i & 1 != 0 {
-                continue;
-            }
-            let f = p.filter(i) & INH;
-            if i >= 3 && f != INH {
-                active = true;
-            }
-            if f != 0 {
-                filtering = true;
-            }
-            if f & inh == 0 {
-                counting |= 1 << i;
-            }
-        }
-        p.counting = counting;
-        p.filtering = filtering;
-        p.pdis_here = pdis_here;
-        p.every_insn = pdis_here || p.fetch_tag.is_some();
-        p.active = active || pdis_anywhere;
-        self.pmu_recount();
-    }
-
-    /// The overflow countdown from the current values.
-    fn pmu_recount(&mut self) {
-        let mut cd = u64::MAX;
-        for i in 3..32 {
-            if self.pmu.counting >> i & 1 == 0 {
-                continue;
-            }
-            let Some(ev) = self.pmu.event[i] else {
-                continue;
-            };
-            let left = self.counter(i).wrapping_neg();
-            let left = if left == 0 { u64::MAX } else { left };
-            cd = cd.min((left / max_rate(ev)).max(1));
-        }
-        self.pmu.check_at = self.vclock.saturating_add(cd);
-    }
-
-    /// Settle, detect overflows and recompute the countdown; returns whether an LCOFI was
-    /// requested (the chunk must end).
-    #[cold]
-    #[inline(never)]
-    pub(crate) fn pmu_check(&mut self, pc: u64) -> bool {
-        self.pmu_settle(0, pc);
-        self.pmu_recount();
-        std::mem::take(&mut self.pmu.brk)
-    }
-
-    /// Before a privilege or virtualization mode change: counters are settled under the
-    /// old mode. `retiring`: the instruction causing it retires (an xRET).
-    #[inline]
-    pub(crate) fn pmu_before_mode_change(&mut self, retiring: bool) {
-        if self.pmu.filtering || self.pmu.active {
-            self.pmu_settle(retiring as u64, self.pc);
-        }
-    }
-
-    /// After a mode change (from `mode_changed`).
-    #[inline]
-    pub(crate) fn pmu_after_mode_change(&mut self) {
-        if self.pmu.filtering || self.pmu.active {
-            self.pmu_refresh();
-        }
-    }
-
-    /// Which translations are active for the TLB models (tags carry the mode so that S, U,
-    /// VS and VU pages do not alias). Called at mode changes and translation changes.
-    pub(crate) fn pmu_translation_tags(&mut self) {
-        let data = self.data_mode();
-        let fetch = self.fetch_mode();
-        let on = |prv: PrivilegeMode, virt: bool| {
-            prv != PrivilegeMode::Machine && (virt || self.csr.satp >> 60 != 0)
-        };
-        let tag = |prv: PrivilegeMode, virt: bool| ((prv as u64) << 60) | ((virt as u64) << 62);
-        self.pmu.fetch_tag = on(fetch.prv, fetch.virt).then(|| tag(fetch.prv, fetch.virt));
-        self.pmu.data_tag = on(data.prv, data.virt).then(|| tag(data.prv, data.virt));
-        self.pmu.every_insn = self.pmu.pdis_here || self.pmu.fetch_tag.is_some();
-        self.pmu_view_refresh();
-    }
-
-    /// A trap is being taken (from `enter_trap`, before the mode changes): count it.
-    pub(crate) fn pmu_trap(&mut self, interrupt: bool) {
-        if !self.pmu.active {
-            return;
-        }
-        let t = &mut self.pmu.state.tally;
-        t[if interrupt {
-            Event::Interrupts
-        } else {
-            Event::Exceptions
-        } as usize] += 1;
-        t[Event::Cycles as usize] += Cost::TRAP;
-    }
-
-    // The hooks of the monitoring variants of the interpreter. With `PMU_ARMS` the execute
-    // arms of loads, stores, branches, jumps, multiplies and divides call them directly (so
-    // other instructions pay nothing); with `PMU_FULL` (the ITLB model or PDIS needs every
-    // instruction) the loop calls `pmu_events`, which dispatches on the operation's class.
-    // Each returns the events it saw as a bit set (for PDIS's record).
-
-    /// A load from RAM at `addr` completed.
-    #[inline(always)]
-    pub(crate) fn pmu_load(&mut self, addr: u64) -> u32 {
-        self.pmu_access::<false>(addr)
-    }
-
-    /// A store to RAM at `addr` completed.
-    #[inline(always)]
-    pub(crate) fn pmu_store(&mut self, addr: u64) -> u32 {
-        self.pmu_access::<true>(addr)
-    }
-
-    /// A data access to RAM: the L1D and DTLB models, and the load or store events.
-    #[inline(always)]
-    fn pmu_access<const STORE: bool>(&mut self, addr: u64) -> u32 {
-        let (count, miss, tlb_miss) = if STORE {
-            (Event::Stores, Event::L1dWriteMiss, Event::DtlbWriteMiss)
-        } else {
-            (Event::Loads, Event::L1dReadMiss, Event::DtlbReadMiss)
-        };
-        self.jit_view.last_line = u64::MAX;
-        let p = &mut self.pmu;
-        let t = &mut p.state.tally;
-        t[count as usize] += 1;
-        let mut inc = 1 << count as u32;
-        if p.state.models.l1d_miss(addr) {
-            t[miss as usize] += 1;
-            t[Event::Cycles as usize] += Cost::L1D_MISS;
-            inc |= 1 << miss as u32;
-        }
-        if let Some(tag) = p.data_tag {
-            if p.state.models.dtlb_miss(tag | (addr >> 12)) {
-                t[tlb_miss as usize] += 1;
-                t[Event::Cycles as usize] += Cost::DTLB_MISS;
-                inc |= 1 << tlb_miss as u32;
-            }
-        }
-        inc
-    }
-
-    /// An AMO at `addr` completed: one read and one write access of the same line.
-    #[inline(always)]
-    pub(crate) fn pmu_amo(&mut self, addr: u64) -> u32 {
-        self.pmu.state.extra[tally::AMOS] += 1;
-        self.pmu_load(addr) | self.pmu_store(addr)
-    }
-
-    /// A conditional branch at `pc` retired (`taken`: the pc moved by its offset).
-    #[inline(always)]
-    pub(crate) fn pmu_branch(&mut self, pc: u64, taken: bool) -> u32 {
-        let p = &mut self.pmu;
-        let t = &mut p.state.tally;
-        t[Event::Branches as usize] += 1;
-        t[Event::TakenBranches as usize] += taken as u64;
-        let mut inc =
-            (1 << Event::Branches as u32) | ((taken as u32) << Event::TakenBranches as u32);
-        if p.state.models.branch_mispredicted(pc, taken) {
-            t[Event::BranchMisses as usize] += 1;
-            t[Event::Cycles as usize] += Cost::MISPREDICT;
-            inc |= 1 << Event::BranchMisses as u32;
-        }
-        inc
-    }
-
-    /// A JAL (`indirect` false) or JALR at `pc` retired; the pc is its target now.
-    #[inline(always)]
-    pub(crate) fn pmu_jump(&mut self, pc: u64, indirect: bool) -> u32 {
-        let target = self.pc;
-        let p = &mut self.pmu;
-        let t = &mut p.state.tally;
-        t[Event::Jumps as usize] += 1;
-        let mut inc = 1 << Event::Jumps as u32;
-        if indirect && p.state.models.indirect_mispredicted(pc, target) {
-            t[Event::BranchMisses as usize] += 1;
-            t[Event::Cycles as usize] += Cost::MISPREDICT;
-            inc |= 1 << Event::BranchMisses as u32;
-        }
-        inc
-    }
-
-    /// Extra cycles of a long-latency operation (multiply, divide).
-    #[inline(always)]
-    pub(crate) fn pmu_cycles(&mut self, n: u64) {
-        self.pmu.state.tally[Event::Cycles as usize] += n;
-    }
-
-    /// An MRET or SRET retired.
-    #[inline(always)]
-    pub(crate) fn pmu_xret(&mut self) {
-        self.pmu.state.extra[tally::XRETS] += 1;
-    }
-
-    /// An instruction fetched from `pc` retired: the ITLB model, when fetches are
-    /// translated (consecutive fetches from one page look it up once).
-    #[inline(always)]
-    pub(crate) fn pmu_fetch(&mut self, pc: u64) -> u32 {
-        if let Some(tag) = self.pmu.fetch_tag {
-            if self.pmu.state.models.itlb_miss(tag | (pc >> 12)) {
-                let t = &mut self.pmu.state.tally;
-                t[Event::ItlbMiss as usize] += 1;
-                t[Event::Cycles as usize] += Cost::ITLB_MISS;
-                return 1 << Event::ItlbMiss as u32;
-            }
-        }
-        0
-    }
-
-    /// Set the model state monitored blocks use inline (`Hart::jit_view`, `jit::x64`): the
-    /// data pointers of the model arrays and the translation tags (`u64::MAX`: no
-    /// translation). Called whenever either changes: when the tags are recomputed, which
-    /// the monitor's construction and restore do too (the arrays are only replaced there).
-    fn pmu_view_refresh(&mut self) {
-        let m = &mut self.pmu.state.models;
-        self.jit_view = crate::jit::MonitorView {
-            l1d: m.l1d.as_mut_ptr() as u64,
-            dtlb: m.dtlb.as_mut_ptr() as u64,
-            itlb: m.itlb.as_mut_ptr() as u64,
-            bht: m.bht.as_mut_ptr() as u64,
-            btb: m.btb.as_mut_ptr() as u64,
-            data_tag: self.pmu.data_tag.unwrap_or(u64::MAX),
-            fetch_tag: self.pmu.fetch_tag.unwrap_or(u64::MAX),
-            last_line: u64::MAX,
-        };
-    }
-
-    /// Byte offsets (from the hart's `Pmu`) of the event tallies and of the ITLB model's
-    /// last fetched page, for monitored blocks.
-    #[cfg(target_arch = "x86_64")]
-    pub(crate) fn pmu_jit_offsets() -> (usize, usize) {
-        use std::mem::offset_of;
-        let state = offset_of!(Pmu, state);
-        (
-            state + offset_of!(PmuState, tally),
-            state + offset_of!(PmuState, models) + offset_of!(Models, last_fetch_page),
-        )
-    }
-
-    /// Whether translated blocks may run under the monitor: everything it observes per
-    /// instruction but PDIS is reported by the blocks (`jit::x64`, "monitored blocks").
-    #[inline]
-    pub(crate) fn pmu_translatable(&self) -> bool {
-        !self.pmu.pdis_here
-    }
-
-    /// `PMU_FULL`: an instruction retired; tally its events by class, run the ITLB model and
-    /// step PDIS. `pc`: its address; `addr`: its data address. Returns whether the chunk must
-    /// end (an LCOFI was requested).
-    #[inline(never)]
-    pub(crate) fn pmu_events(&mut self, insn: &crate::decode::Insn, pc: u64, addr: u64) -> bool {
-        use crate::decode::Op;
-        let c = CLASS[insn.op as usize];
-        let before = self.pmu.state.tally[Event::Cycles as usize];
-        let mut inc = self.pmu_fetch(pc);
-        // Only RAM accesses reach here (a device access leaves the chunk as an exit).
-        inc |= match c {
-            0 => 0,
-            class::LOAD => self.pmu_load(addr),
-            class::STORE => self.pmu_store(addr),
-            class::MEMORY => self.pmu_amo(addr),
-            // Taken by its condition (the registers are unchanged): a branch whose offset
-            // is its own length is taken though it lands where it would fall through.
-            class::BRANCH => self.pmu_branch(pc, self.branch_condition(insn)),
-            class::JUMP => self.pmu_jump(pc, insn.op == Op::Jalr),
-            class::XRET => {
-                self.pmu_xret();
-                0
-            }
-            class::MUL => {
-                self.pmu_cycles(Cost::MUL);
-                0
-            }
-            _ => {
-                self.pmu_cycles(Cost::DIV);
-                0
-            }
-        };
-        if self.pmu.pdis_here {
-            let pen = self.pmu.state.tally[Event::Cycles as usize] - before;
-            self.pdis_step(insn, c, pc, addr, pen, inc, false);
-        }
-        self.pmu.brk
-    }
-
-    /// An instruction trapped (monitoring variant): PDIS still saw it decoded.
-    #[cold]
-    pub(crate) fn pmu_trapped(&mut self, insn: &crate::decode::Insn, pc: u64) -> bool {
-        let c = CLASS[insn.op as usize];
-        let t = &mut self.pmu.state.extra;
-        if c & class::LOAD != 0 {
-            t[tally::TRAPPED_LOADS] += 1;
-        }
-        if c & class::STORE != 0 {
-            t[tally::TRAPPED_STORES] += 1;
-        }
-        if c & class::MEMORY == class::MEMORY {
-            t[tally::TRAPPED_AMOS] += 1;
-        }
-        if c & (class::BRANCH | class::JUMP | class::XRET) != 0 {
-            t[tally::TRAPPED_BRJMP] += 1;
-        }
-        if self.pmu.pdis_here {
-            self.pdis_step(insn, c, pc, 0, 0, 0, true);
-        }
-        if self.pmu.brk {
-            return self.pmu_check(pc);
-        }
-        false
-    }
-
-    /// A device load or store retired (no cache or TLB model: devices are uncached).
-    pub(crate) fn pmu_device_access(&mut self, load: bool) {
-        if !self.pmu.active {
-            return;
-        }
-        let st = &mut self.pmu.state;
-        if load {
-            st.tally[Event::Loads as usize] += 1;
-            st.extra[tally::DEVICE_LOADS] += 1;
-        } else {
-            st.tally[Event::Stores as usize] += 1;
-            st.extra[tally::DEVICE_STORES] += 1;
-        }
-    }
-
-    /// Write counter `i`: the write replaces the increment of the writing instruction.
-    pub(crate) fn write_counter(&mut self, i: usize, v: u64) {
-        // Settling with the writing instruction's retirement included makes the counters
-        // of instret skip it (Zicsr: "the write is done instead of the increment").
-        self.pmu_settle(self.writer_retires(), self.pc);
-        self.pmu.state.value[i] = v;
-        self.pmu_refresh();
-    }
-
-    /// 1 when a CSR instruction of the hart writes the monitor (it retires under the old
-    /// setting), 0 for a write by the hypervisor (`Vcpu::set_host_csr`), which retires
-    /// nothing: counting it would make a stopped counter start one instruction behind and
-    /// a running one gain one per write.
-    fn writer_retires(&self) -> u64 {
-        u64::from(!self.pmu.host_write)
-    }
-
-    /// Change monitor configuration through `f` (settle before, refresh after).
-    /// The writing instruction itself retires under the old setting.
-    pub(crate) fn pmu_reconfigure(&mut self, f: impl FnOnce(&mut PmuState)) {
-        self.pmu_settle(self.writer_retires(), self.pc);
-        f(&mut self.pmu.state);
-        self.pmu_refresh();
-    }
-
-    /// Write `mhpmevent{i}`: WARL, an event outside the catalog becomes 0; xINH bits of
-    /// modes the hart lacks do not exist (all five exist here).
-    pub(crate) fn write_mhpmevent(&mut self, i: usize, v: u64) {
-        let sel = v & EVENT_SELECT;
-        let sel = if events::from_selector(sel).is_some() {
-            sel
-        } else {
-            0
-        };
-        self.pmu_reconfigure(|s| s.mhpmevent[i] = (v & (OF | INH)) | sel);
-    }
-
-    /// Which interpreter variant the monitor needs: [`PMU_OFF`], [`PMU_ARMS`] or [`PMU_FULL`].
-    #[inline]
-    pub(crate) fn pmu_variant(&self) -> u8 {
-        match (self.pmu.active, self.pmu.every_insn) {
-            (false, _) => PMU_OFF,
-            (true, false) => PMU_ARMS,
-            (true, true) => PMU_FULL,
-        }
-    }
-
-    /// Restore monitor state (from a snapshot) and derive the rest.
-    pub(crate) fn pmu_restore(&mut self, s: &PmuState) {
-        self.pmu.state = s.clone();
-        self.pmu.brk = false;
-        self.pmu.pdis_skip = false;
-        self.pmu_refresh();
-        self.pmu_translation_tags();
     }
 }

@@ -1,7 +1,9 @@
 //! The performance-monitoring CSRs (see `crate::pmu` for the counting): Zihpm
 //! (`mhpmcounter3-31`, `mhpmevent3-31`, `hpmcounter3-31`), Sscofpmf (`scountovf`), Smcntrpmf
-//! (`mcyclecfg`, `minstretcfg`), Smcdeleg/Ssccfg (`scountinhibit`, and the delegated counters
-//! behind `siselect` 0x40-0x5F), Sspesa (`shpmspc`, `shpmsdata`) and Smpdis/Sspdis (`mpdisctl`,
+//! ("2.1 Machine Counter Configuration Registers (mcyclecfg, minstretcfg)"), Smcdeleg/Ssccfg
+//! ("2 Counter Delegation Enable (`menvcfg.CDE`)", "3 Counter Delegation": the delegated
+//! counters behind `siselect` 0x40-0x5F, "4 Supervisor Counter Inhibit Register
+//! (`scountinhibit`)", "5 Virtualizing `scountovf`"), Sspesa (`shpmspc`, `shpmsdata`) and Smpdis/Sspdis (`mpdisctl`,
 //! `spdisctl`, `vspdisctl`, `spdiscounter`, `spdisevmask`, `spdisevmatch`, `spdisfilter`, and
 //! the sample record behind `siselect` 0x60/0x61).
 //!
@@ -28,8 +30,8 @@
 //!   `vsiselect` 0x40-0x5F: `vsireg*` from M/HS illegal; `sireg*` from VS illegal while CDE = 0,
 //!   virtual-instruction while CDE = 1 (the hypervisor emulates).
 
-use super::stateen::gate;
-use super::{CsrDesc, CsrFault};
+use crate::csr::desc::{CsrDesc, CsrFault};
+use crate::csr::stateen::gate;
 use crate::hart::{Hart, PrivilegeMode};
 use crate::pmu::{pdis, INH, MENVCFG_CDE, MINH, OF};
 use vcpu_api::csr as num;
@@ -69,12 +71,12 @@ fn sspesa_check(h: &Hart, _: bool) -> Result<(), CsrFault> {
 }
 
 /// PDIS state: `mstateen0.PDIS`, `hstateen0.PDIS`.
-pub(super) fn pdis_check(h: &Hart, _: bool) -> Result<(), CsrFault> {
+pub(crate) fn pdis_check(h: &Hart, _: bool) -> Result<(), CsrFault> {
     gate(h, 0, h.pmu.stateen_bit())
 }
 
 /// Whether HS-mode could access the CSR (virtual- vs illegal-instruction from VS/VU).
-pub(super) fn hs_could_access(h: &Hart, num: u16) -> Option<bool> {
+pub(crate) fn hs_could_access(h: &Hart, num: u16) -> Option<bool> {
     let p = crate::pmu::DraftNumbers::PROVISIONAL;
     Some(match num {
         num::SCOUNTINHIBIT => cde(h),
@@ -139,7 +141,7 @@ impl Hart {
 macro_rules! pmu_table {
     ($($i:literal)*) => {
         /// The performance-monitoring CSRs, sorted by number.
-        pub(super) static TABLE: &[CsrDesc] = &[
+        pub(crate) static TABLE: &[CsrDesc] = &[
             csr!(
                 num::SCOUNTINHIBIT,
                 scountinhibit_check,
@@ -148,19 +150,19 @@ macro_rules! pmu_table {
             ),
             csr!(
                 num::MCYCLECFG,
-                super::ok,
+                crate::csr::desc::ok,
                 |h| h.pmu.state.mcyclecfg,
                 Some(|h, v| h.write_cfg(false, v))
             ),
             csr!(
                 num::MINSTRETCFG,
-                super::ok,
+                crate::csr::desc::ok,
                 |h| h.pmu.state.minstretcfg,
                 Some(|h, v| h.write_cfg(true, v))
             ),
             $(csr!(
                 num::MHPMEVENT3 - 3 + $i,
-                super::ok,
+                crate::csr::desc::ok,
                 |h| h.pmu.state.mhpmevent[$i],
                 Some(|h, v| h.write_mhpmevent($i, v))
             ),)*
@@ -214,19 +216,19 @@ macro_rules! pmu_table {
             ),
             csr!(
                 num::MPDISCTL,
-                super::ok,
+                crate::csr::desc::ok,
                 |h| h.pmu.state.pdis.mpdisctl,
                 Some(|h, v| h.write_pdisctl(0, v))
             ),
             $(csr!(
                 num::MCYCLE + $i,
-                super::ok,
+                crate::csr::desc::ok,
                 |h| h.counter($i),
                 Some(|h, v| h.write_counter($i, v))
             ),)*
             $(csr!(
                 num::CYCLE + $i,
-                super::ok,
+                crate::csr::desc::ok,
                 |h| h.counter($i),
                 None
             ),)*
@@ -238,7 +240,7 @@ macro_rules! pmu_table {
 pmu_table!(3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31);
 
 /// Delegated counter state through `sireg`/`sireg2` (select 0x40 + i), from M or S.
-pub(super) fn deleg_check(h: &Hart, sel: u64, _: bool) -> Result<(), CsrFault> {
+pub(crate) fn deleg_check(h: &Hart, sel: u64, _: bool) -> Result<(), CsrFault> {
     let i = sel - 0x40;
     if !cde(h) || i == 1 || h.csr.mcounteren >> i & 1 == 0 {
         Err(CsrFault::Illegal)
@@ -248,13 +250,13 @@ pub(super) fn deleg_check(h: &Hart, sel: u64, _: bool) -> Result<(), CsrFault> {
 }
 
 /// `sireg3`-`sireg6` at 0x40-0x5F: illegal-instruction.
-pub(super) fn never(_: &Hart, _: u64, _: bool) -> Result<(), CsrFault> {
+pub(crate) fn never(_: &Hart, _: u64, _: bool) -> Result<(), CsrFault> {
     Err(CsrFault::Illegal)
 }
 
 /// `vsiselect` 0x40-0x5F: from VS, virtual-instruction while CDE = 1 (the hypervisor
 /// emulates the guest's counters), else illegal; `vsireg*` from M/HS: illegal.
-pub(super) fn vs_deleg_check(h: &Hart, _: u64, _: bool) -> Result<(), CsrFault> {
+pub(crate) fn vs_deleg_check(h: &Hart, _: u64, _: bool) -> Result<(), CsrFault> {
     if h.virt && cde(h) {
         Err(CsrFault::Virtual)
     } else {
@@ -262,15 +264,15 @@ pub(super) fn vs_deleg_check(h: &Hart, _: u64, _: bool) -> Result<(), CsrFault> 
     }
 }
 
-pub(super) fn deleg_counter_read(h: &Hart, sel: u64) -> u64 {
+pub(crate) fn deleg_counter_read(h: &Hart, sel: u64) -> u64 {
     h.counter((sel - 0x40) as usize & 31)
 }
-pub(super) fn deleg_counter_write(h: &mut Hart, sel: u64, v: u64) {
+pub(crate) fn deleg_counter_write(h: &mut Hart, sel: u64, v: u64) {
     h.write_counter((sel - 0x40) as usize & 31, v);
 }
 
 /// `sireg2`: `hpmevent` or `cyclecfg`/`instretcfg`, a subset: MINH is read-only 0.
-pub(super) fn deleg_event_read(h: &Hart, sel: u64) -> u64 {
+pub(crate) fn deleg_event_read(h: &Hart, sel: u64) -> u64 {
     let s = &h.pmu.state;
     let v = match (sel - 0x40) as usize & 31 {
         0 => s.mcyclecfg,
@@ -279,7 +281,7 @@ pub(super) fn deleg_event_read(h: &Hart, sel: u64) -> u64 {
     };
     v & !MINH
 }
-pub(super) fn deleg_event_write(h: &mut Hart, sel: u64, v: u64) {
+pub(crate) fn deleg_event_write(h: &mut Hart, sel: u64, v: u64) {
     let i = (sel - 0x40) as usize & 31;
     let s = &h.pmu.state;
     let old = match i {
@@ -296,18 +298,18 @@ pub(super) fn deleg_event_write(h: &mut Hart, sel: u64, v: u64) {
 }
 
 /// The PDIS sample record through `sireg`-`sireg6` at 0x60; 0x61 holds WPRI and zeros.
-pub(super) fn record_read(h: &Hart, sel: u64, field: usize) -> u64 {
+pub(crate) fn record_read(h: &Hart, sel: u64, field: usize) -> u64 {
     if sel == 0x60 {
         h.pmu.state.pdis.record[field]
     } else {
         0
     }
 }
-pub(super) fn record_write(h: &mut Hart, sel: u64, field: usize, v: u64) {
+pub(crate) fn record_write(h: &mut Hart, sel: u64, field: usize, v: u64) {
     if sel == 0x60 {
         h.pmu.state.pdis.record[field] = v;
     }
 }
-pub(super) fn record_check(h: &Hart, _: u64, w: bool) -> Result<(), CsrFault> {
+pub(crate) fn record_check(h: &Hart, _: u64, w: bool) -> Result<(), CsrFault> {
     pdis_check(h, w)
 }

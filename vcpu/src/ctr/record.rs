@@ -1,277 +1,14 @@
-//! Control Transfer Records (Smctr/Ssctr v1.0): the CTR buffer, its configuration per hart,
-//! and the recording rules of the spec's chapter 6. The CSRs and entry registers (chapters 2,
-//! 3 and 5) are in `csr::ctr`; SCTRCLR (chapter 4) is [`Hart::sctrclr`].
-//!
-//! Recording is split in two:
-//! - Jumps and branches (types 4, 5, 8-15) never change the privilege mode. Whether one is
-//!   recorded depends only on the current mode's enable, FROZEN, RASEMU and the filter bits,
-//!   which change only on CSR writes and mode changes; [`Hart::ctr_refresh`] folds them into
-//!   one bit mask per transfer type (`Hart::ctr_mask`), so the interpreter's check is one
-//!   load, shift and predictable branch, and 0 when CTR is off.
-//! - Traps and trap returns (types 1-3) go through [`Hart::ctr_trap`] and
-//!   [`Hart::ctr_trap_return`], which apply tables 7 and 8 and section 6.1.1.
-//!
-//! Choices the spec leaves to the implementation:
-//! - The CTR cycle counter counts the hart's clock (the `mcycle` rate, not affected by
-//!   `mcountinhibit`) while CTR is active.
-//! - With RASEMU = 1 every record has CCV = 0 (section 6.4 allows this); the counter still
-//!   restarts at each record.
-//! - `ctrtarget.MISP` is read-only 0: the hart models no branch predictor here.
-//! - `ctrsource`/`ctrtarget` keep all 64 bits written (every value is a valid or convertible
-//!   address, which WARL allows).
-//! - A write of an unsupported `sctrdepth.DEPTH` keeps the old depth; on a depth change
-//!   WRPTR keeps its low bits (a legal value), and entries keep their contents.
+//! The recording rules of Smctr chapter 6 "Behavior", as `impl Hart`: "6.1 Privilege Mode
+//! Transitions" (traps and trap returns: [`Hart::ctr_trap`], [`Hart::ctr_trap_return`]),
+//! "6.1.1 Virtualization Mode Transitions" (`ctr_enabled`, `ctr_transition_ctl`), "6.1.2
+//! External Traps" (`ctr_external_enabled`), "6.2 Transfer Type Filtering" (folded into
+//! one mask per mode by [`Hart::ctr_refresh`]), "6.4 RAS (Return Address Stack) Emulation
+//! Mode" (`ctr_ras`) and "6.5 Freeze" (in `ctr_trap`); and SCTRCLR, "4.1 Supervisor CTR
+//! Clear Instruction" ([`Hart::sctrclr`]). "6.3 Cycle Counting" is the buffer's (`mod.rs`).
 
+use super::*;
 use crate::hart::{Hart, PrivilegeMode};
 use crate::trap::TrapTarget;
-
-pub use vcpu_api::ctr::*;
-
-/// The CTR state of a hart.
-#[derive(Clone, Debug)]
-pub struct Ctr {
-    /// What the hart implements (`None`: no Smctr/Ssctr).
-    pub(crate) config: Option<CtrConfig>,
-    /// `mctrctl` (`sctrctl` is a view of it).
-    pub(crate) mctrctl: u64,
-    /// `vsctrctl`.
-    pub(crate) vsctrctl: u64,
-    /// `sctrdepth.DEPTH`.
-    pub(crate) depth: u8,
-    /// `sctrstatus.WRPTR`.
-    pub(crate) wrptr: u64,
-    /// `sctrstatus.FROZEN`.
-    pub(crate) frozen: bool,
-    /// The physical buffer. Always 256 entries, so that a `u8` index needs no bounds check;
-    /// only the first `max_depth` are ever selected by a supported depth.
-    pub(crate) entries: Box<[CtrEntry; 256]>,
-    /// Depth - 1 (kept with `depth`), so recording masks WRPTR without a shift.
-    depth_mask: u64,
-    /// `ctrdata` bits a record can set, from the configuration: TYPE (0xf or 0).
-    type_mask: u64,
-    /// Cycle counting's CCE width, from the configuration.
-    cce_bits: Option<u8>,
-    /// Cycle counts below this are recorded by the fast path: 4096 (CCE = 0, no encoding)
-    /// with cycle counting, 0 (never) without.
-    fast_cc_limit: u64,
-    /// Whether the CtrCycleCounter runs (CTR active in the current mode).
-    cc_active: bool,
-    /// While active: the clock value at which the counter was 0; while inactive: the count.
-    cc_origin: u64,
-    /// The CCV bit of the next record: 0 after xctrctl writes and SCTRCLR, else CCV.
-    next_ccv: u64,
-    /// RASEMU of the register in effect in the current mode (set by `ctr_refresh`).
-    rasemu: bool,
-}
-
-/// Byte offsets of the fields the block translator's inline record uses (from the `Ctr`).
-#[cfg(target_arch = "x86_64")]
-pub(crate) struct CtrLayout {
-    pub(crate) wrptr: usize,
-    pub(crate) entries: usize,
-    pub(crate) depth_mask: usize,
-    pub(crate) cc_origin: usize,
-    pub(crate) next_ccv: usize,
-}
-
-impl Ctr {
-    /// Where the inline record of translated code finds the state [`Hart::ctr_transfer`]'s
-    /// fast path uses (see `jit::x64`).
-    #[cfg(target_arch = "x86_64")]
-    pub(crate) fn layout() -> CtrLayout {
-        use std::mem::offset_of;
-        CtrLayout {
-            wrptr: offset_of!(Ctr, wrptr),
-            entries: offset_of!(Ctr, entries),
-            depth_mask: offset_of!(Ctr, depth_mask),
-            cc_origin: offset_of!(Ctr, cc_origin),
-            next_ccv: offset_of!(Ctr, next_ccv),
-        }
-    }
-
-    /// The `ctrdata.TYPE` bits a record can set (0xf, or 0 without the TYPE field): fixed by
-    /// the configuration.
-    #[cfg(target_arch = "x86_64")]
-    pub(crate) fn type_bits(&self) -> u64 {
-        self.type_mask
-    }
-
-    /// Whether records count cycles (`ctrdata.CC`): fixed by the configuration.
-    #[cfg(target_arch = "x86_64")]
-    pub(crate) fn counts_cycles(&self) -> bool {
-        self.cce_bits.is_some()
-    }
-
-    pub(crate) fn new(config: Option<CtrConfig>) -> Ctr {
-        let entries = Box::new([CtrEntry::default(); 256]);
-        // Reset DEPTH: the smallest supported depth.
-        let depth = config
-            .as_ref()
-            .map_or(0, |c| c.depths.trailing_zeros() as u8);
-        let type_mask = if config.as_ref().is_some_and(|c| c.type_field) {
-            0xf
-        } else {
-            0
-        };
-        let cce_bits = config.as_ref().and_then(|c| c.cce_bits);
-        Ctr {
-            config,
-            mctrctl: 0,
-            vsctrctl: 0,
-            depth,
-            wrptr: 0,
-            frozen: false,
-            entries,
-            depth_mask: (16 << depth) - 1,
-            type_mask,
-            cce_bits,
-            fast_cc_limit: if cce_bits.is_some() { 4096 } else { 0 },
-            cc_active: false,
-            cc_origin: 0,
-            next_ccv: 0,
-            rasemu: false,
-        }
-    }
-
-    /// Select DEPTH `d` (supported); WRPTR stays legal (section 2.5).
-    pub(crate) fn set_depth(&mut self, d: u8) {
-        self.depth = d;
-        self.depth_mask = (16 << d) - 1;
-        self.wrptr &= self.depth_mask;
-    }
-
-    /// Set WRPTR (bits above depth - 1 are read-only 0).
-    pub(crate) fn set_wrptr(&mut self, v: u64) {
-        self.wrptr = v & self.depth_mask;
-    }
-
-    /// The CtrCycleCounter's value at clock `now`.
-    #[inline]
-    fn cycle_count(&self, now: u64) -> u64 {
-        if self.cc_active {
-            now.wrapping_sub(self.cc_origin)
-        } else {
-            self.cc_origin
-        }
-    }
-
-    /// The CtrCycleCounter's value at clock `now` (for snapshots).
-    pub(crate) fn saved_cycle_count(&self, now: u64) -> u64 {
-        self.cycle_count(now)
-    }
-
-    /// Whether the next record has CCV = 1 (for snapshots).
-    pub(crate) fn saved_next_ccv(&self) -> bool {
-        self.next_ccv != 0
-    }
-
-    /// Restore the CtrCycleCounter (stopped; `ctr_refresh` restarts it if CTR is active).
-    pub(crate) fn restore_cycle_counter(&mut self, count: u64, next_ccv: bool, _now: u64) {
-        self.cc_active = false;
-        self.cc_origin = count;
-        self.next_ccv = if next_ccv { CTRDATA_CCV } else { 0 };
-    }
-
-    /// Start or stop the CtrCycleCounter, keeping its value.
-    fn set_counting(&mut self, active: bool, now: u64) {
-        let c = self.cycle_count(now);
-        self.cc_active = active;
-        self.cc_origin = if active { now.wrapping_sub(c) } else { c };
-    }
-
-    /// Whether the hart implements Smctr/Ssctr.
-    #[inline]
-    pub(crate) fn implemented(&self) -> bool {
-        self.config.is_some()
-    }
-
-    /// The selected depth (entries).
-    #[inline]
-    pub(crate) fn depth_entries(&self) -> u64 {
-        16 << self.depth
-    }
-
-    /// Physical entry of logical entry `x` (< depth): (WRPTR - x - 1) % depth (section 2.5).
-    pub(crate) fn physical(&self, x: u64) -> usize {
-        (self.wrptr.wrapping_sub(x).wrapping_sub(1) & self.depth_mask) as usize
-    }
-
-    /// `sctrstatus`.
-    pub(crate) fn sctrstatus(&self) -> u64 {
-        self.wrptr | if self.frozen { SCTRSTATUS_FROZEN } else { 0 }
-    }
-
-    /// Reset the cycle counter (xctrctl writes and SCTRCLR; section 6.3).
-    pub(crate) fn reset_cycle_counter(&mut self, now: u64) {
-        self.cc_origin = if self.cc_active { now } else { 0 };
-        self.next_ccv = 0;
-    }
-
-    /// Whether anything can make a trap matter to CTR (recording or freezing).
-    #[inline]
-    pub(crate) fn watching(&self) -> bool {
-        const ANY: u64 = CTRCTL_U | CTRCTL_S | CTRCTL_M | CTRCTL_BPFRZ | CTRCTL_LCOFIFRZ;
-        (self.mctrctl | self.vsctrctl) & ANY != 0
-    }
-
-    /// The `ctrdata` of a new record of type `t`: TYPE, and CCV/CC from the cycle counter,
-    /// which restarts.
-    #[inline]
-    fn data(&mut self, t: u8, now: u64, rasemu: bool) -> u64 {
-        let mut d = t as u64 & self.type_mask;
-        if let Some(cce) = self.cce_bits {
-            d |= (encode_cc(self.cycle_count(now), cce) as u64) << 16;
-            if !rasemu {
-                d |= self.next_ccv;
-            }
-        }
-        self.cc_origin = if self.cc_active { now } else { 0 };
-        self.next_ccv = CTRDATA_CCV;
-        d
-    }
-
-    /// Record a transfer at WRPTR and advance WRPTR (chapter 6).
-    #[inline]
-    fn push(&mut self, source: u64, target: u64, t: u8, now: u64, rasemu: bool) {
-        let data = self.data(t, now, rasemu);
-        self.write_entry(source, target, data);
-    }
-
-    #[inline(always)]
-    fn write_entry(&mut self, source: u64, target: u64, data: u64) {
-        self.entries[self.wrptr as u8 as usize] = CtrEntry {
-            source: source | CTRSOURCE_V,
-            target: target & !1,
-            data,
-        };
-        self.wrptr = (self.wrptr + 1) & self.depth_mask;
-    }
-
-    /// `push` for a jump or branch in the current mode, which is active (the caller's mask
-    /// says so), so the cycle counter is running and RASEMU is off. Jump and branch targets
-    /// are even, so `ctrtarget.MISP` needs no masking.
-    #[inline(always)]
-    fn push_active(&mut self, source: u64, target: u64, t: u8, now: u64) {
-        let mut data = t as u64 & self.type_mask;
-        if let Some(cce) = self.cce_bits {
-            let c = now.wrapping_sub(self.cc_origin);
-            let cc = if c < 4096 {
-                c
-            } else {
-                encode_cc_slow(c, cce) as u64
-            };
-            data |= (cc << 16) | self.next_ccv;
-            self.cc_origin = now;
-            self.next_ccv = CTRDATA_CCV;
-        }
-        self.entries[self.wrptr as u8 as usize] = CtrEntry {
-            source: source | CTRSOURCE_V,
-            target,
-            data,
-        };
-        self.wrptr = (self.wrptr + 1) & self.depth_mask;
-    }
-}
 
 /// A privilege mode with the virtualization mode, as CTR sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -298,8 +35,8 @@ impl Hart {
         self.vclock
     }
 
-    /// Recompute what the interpreter records in the current mode (`ctr_mask`) and whether
-    /// the cycle counter runs. Called after every change of mode, `xctrctl` or FROZEN.
+    /// Recompute what the interpreter records in the current mode (`ctr_mask`: section 6.2
+    /// Transfer Type Filtering) and whether the cycle counter runs (6.3 Cycle Counting). Called after every change of mode, `xctrctl` or FROZEN.
     #[inline(never)]
     pub(crate) fn ctr_refresh(&mut self) {
         if !self.ctr.implemented() {
@@ -406,7 +143,7 @@ impl Hart {
     }
 
     /// A qualified jump of type `t` from `from` to `pc` with RASEMU = 1: calls push, returns
-    /// pop, co-routine swaps overwrite (section 6.4).
+    /// pop, co-routine swaps overwrite (6.4 RAS (Return Address Stack) Emulation Mode).
     #[inline(never)]
     fn ctr_ras(&mut self, from: u64, t: u8) {
         let (to, now) = (self.pc, self.ctr_now());
@@ -428,7 +165,8 @@ impl Hart {
     }
 
     /// A trap is about to be taken from the current mode into `target`, at the handler
-    /// address `handler`: freeze (section 6.5) or record it (tables 7 and 8, section 6.1.1).
+    /// address `handler`: freeze (6.5 Freeze) or record it (6.1 Privilege Mode Transitions,
+    /// tables 7 and 8; 6.1.1 Virtualization Mode Transitions; 6.1.2 External Traps).
     #[cold]
     #[inline(never)]
     pub(crate) fn ctr_trap(
@@ -535,7 +273,8 @@ impl Hart {
         }
     }
 
-    /// Table 8: the external trap enables required for a trap from `from` into `to`.
+    /// 6.1.2 External Traps, table 8: the external trap enables required for a trap from
+    /// `from` into `to`.
     fn ctr_external_enabled(&self, from: Mode, to: Mode) -> bool {
         let m = self.ctr.mctrctl;
         let vs = self.ctr.vsctrctl;
@@ -553,7 +292,7 @@ impl Hart {
         }
     }
 
-    /// SCTRCLR (chapter 4): zero every entry register, for all depths, and the cycle counter
+    /// SCTRCLR (4.1 Supervisor CTR Clear Instruction): zero every entry register, for all depths, and the cycle counter
     /// with CCV.
     #[cold]
     #[inline(never)]

@@ -7,14 +7,12 @@
 //! Accesses from VS-mode and VU-mode are checked in [`Hart::csr_access`], which also
 //! substitutes the VS CSRs for the supervisor CSRs when V=1 (see [`vs_counterpart`]).
 
-use super::{
-    tvec_legalize, CsrDesc, CsrFault, MSTATUS_FS, MSTATUS_SD, MSTATUS_TVM, MSTATUS_UXL_64,
-    SSTATUS_MASK,
-};
+use super::*;
+use crate::csr::desc::{tvec_legalize, CsrDesc, CsrFault, MSTATUS_UXL_64, SSTATUS_MASK};
 use crate::hart::{Hart, PrivilegeMode};
-use crate::hypervisor::*;
 use crate::trap::irq;
 use vcpu_api::csr as num;
+use vcpu_api::csr::{MSTATUS_FS, MSTATUS_SD, MSTATUS_TVM};
 
 fn ok(_: &Hart, _: bool) -> Result<(), CsrFault> {
     Ok(())
@@ -60,7 +58,7 @@ fn read_vsstatus(h: &Hart) -> u64 {
 const VSSIP: u64 = 1 << irq::VSSI;
 
 /// Hypervisor CSRs and VS CSRs, sorted by number.
-pub(super) static TABLE: &[CsrDesc] = &[
+pub(crate) static TABLE: &[CsrDesc] = &[
     csr!(
         num::VSSTATUS,
         ok,
@@ -159,7 +157,7 @@ pub(super) static TABLE: &[CsrDesc] = &[
     csr!(num::HGEIE, ok, |_| 0, Some(|_, _| {})),
     csr!(
         num::HENVCFG,
-        super::stateen::henvcfg_check,
+        crate::csr::stateen::henvcfg_check,
         |h| h.csr.h.henvcfg & h.henvcfg_writable(),
         Some(|h, v| h.csr.h.henvcfg = v & h.henvcfg_writable())
     ),
@@ -180,7 +178,7 @@ pub(super) static TABLE: &[CsrDesc] = &[
         ok,
         |h| h.csr.h.hvip,
         // Bits 13-63: those hvien can enable (AIA).
-        Some(|h, v| h.csr.h.hvip = v & (VS_INTERRUPTS | super::aia::HVIEN_WRITABLE))
+        Some(|h, v| h.csr.h.hvip = v & (VS_INTERRUPTS | crate::csr::aia::HVIEN_WRITABLE))
     ),
     csr!(
         num::HTINST,

@@ -1,5 +1,7 @@
-//! Smctr/Ssctr CSRs (chapter 2), the entry registers behind `sireg*`/`vsireg*` at select
-//! values 0x200-0x2FF (chapter 3), and the state-enable rules (chapter 5).
+//! Smctr/Ssctr CSRs (chapter 2 "CSRs": 2.1 `mctrctl`, 2.2 `sctrctl`, 2.3 `vsctrctl`, 2.4
+//! `sctrdepth`, 2.5 `sctrstatus`, 2.6 CSR Listing), the entry registers behind
+//! `sireg*`/`vsireg*` at select values 0x200-0x2FF (chapter 3 "Entry Registers": 3.1
+//! `ctrsource`, 3.2 `ctrtarget`, 3.3 `ctrdata`), and chapter 5 "State Enable Access Control".
 //!
 //! Access rules:
 //! - Below M-mode, `mstateen0.CTR` = 0 makes `sctrctl`, `vsctrctl`, `sctrdepth`, `sctrstatus`
@@ -11,8 +13,8 @@
 //! - Entry registers of logical entries at or beyond the depth read 0 and ignore writes;
 //!   `sireg4`-`sireg6` read 0 and ignore writes (read-only zero).
 
-use super::stateen::{gate, STATEEN0_CTR};
-use super::{CsrDesc, CsrFault};
+use crate::csr::desc::{CsrDesc, CsrFault};
+use crate::csr::stateen::{gate, STATEEN0_CTR};
 use crate::ctr::{CTRCTL_M_ONLY, SCTRSTATUS_FROZEN};
 use crate::hart::{Hart, PrivilegeMode};
 use vcpu_api::csr as num;
@@ -93,7 +95,7 @@ impl Hart {
 }
 
 /// The CTR CSRs, sorted by number.
-pub(super) static TABLE: &[CsrDesc] = &[
+pub(crate) static TABLE: &[CsrDesc] = &[
     csr!(
         num::SCTRCTL,
         ctr_check,
@@ -127,7 +129,7 @@ pub(super) static TABLE: &[CsrDesc] = &[
 ];
 
 /// Entry registers: access check (the select value is in 0x200-0x2FF).
-pub(super) fn entry_check(h: &Hart, _sel: u64, write: bool) -> Result<(), CsrFault> {
+pub(crate) fn entry_check(h: &Hart, _sel: u64, write: bool) -> Result<(), CsrFault> {
     ctr_check(h, write)
 }
 
@@ -139,36 +141,36 @@ fn logical(h: &Hart, sel: u64) -> Option<usize> {
 }
 
 /// `ctrsource` (through `sireg`/`vsireg`).
-pub(super) fn source_read(h: &Hart, sel: u64) -> u64 {
+pub(crate) fn source_read(h: &Hart, sel: u64) -> u64 {
     logical(h, sel).map_or(0, |p| h.ctr.entries[p].source)
 }
 /// `ctrtarget` (through `sireg2`/`vsireg2`).
-pub(super) fn target_read(h: &Hart, sel: u64) -> u64 {
+pub(crate) fn target_read(h: &Hart, sel: u64) -> u64 {
     logical(h, sel).map_or(0, |p| h.ctr.entries[p].target)
 }
 /// `ctrdata` (through `sireg3`/`vsireg3`).
-pub(super) fn data_read(h: &Hart, sel: u64) -> u64 {
+pub(crate) fn data_read(h: &Hart, sel: u64) -> u64 {
     logical(h, sel).map_or(0, |p| h.ctr.entries[p].data)
 }
-pub(super) fn source_write(h: &mut Hart, sel: u64, v: u64) {
+pub(crate) fn source_write(h: &mut Hart, sel: u64, v: u64) {
     if let Some(p) = logical(h, sel) {
         h.ctr.entries[p].source = v;
     }
 }
 /// MISP (bit 0) is read-only 0.
-pub(super) fn target_write(h: &mut Hart, sel: u64, v: u64) {
+pub(crate) fn target_write(h: &mut Hart, sel: u64, v: u64) {
     if let Some(p) = logical(h, sel) {
         h.ctr.entries[p].target = v & !1;
     }
 }
-pub(super) fn data_write(h: &mut Hart, sel: u64, v: u64) {
+pub(crate) fn data_write(h: &mut Hart, sel: u64, v: u64) {
     let mask = h.ctr.config.as_ref().map_or(0, |c| c.ctrdata_mask());
     if let Some(p) = logical(h, sel) {
         h.ctr.entries[p].data = v & mask;
     }
 }
 /// `sireg4`-`sireg6` at the CTR select values: read-only 0.
-pub(super) fn zero_read(_: &Hart, _: u64) -> u64 {
+pub(crate) fn zero_read(_: &Hart, _: u64) -> u64 {
     0
 }
-pub(super) fn ignore_write(_: &mut Hart, _: u64, _: u64) {}
+pub(crate) fn ignore_write(_: &mut Hart, _: u64, _: u64) {}

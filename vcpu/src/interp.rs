@@ -1,0 +1,314 @@
+//! The interpreter loop: chunks of instructions between checks of interrupts, timer
+//! deadlines, stop requests and the SMP mailbox; per instruction, fetch through the fetch
+//! page and the decode cache, execute, and the loop variants by CTR recording and
+//! performance monitoring (const generics, so a variant without them has no per-instruction
+//! cost); translated blocks run where nothing is observed per instruction (`jit`).
+
+use crate::decode::{self, Insn, Op};
+use crate::hart::{Ctl, Hart};
+use crate::pmu::{PMU_FULL, PMU_OFF};
+use crate::trap::{Exception, TrapTarget};
+use crate::INSNS_PER_TICK;
+use vcpu_api::VcpuExit;
+
+/// Instructions executed between checks of interrupts, time and stop requests.
+const CHUNK: u64 = 4096;
+
+impl Hart {
+    /// Chunk boundary work for SMP: merge the mailbox and synchronise with the shared clock.
+    #[inline]
+    fn sync_shared(&mut self) {
+        let bits = self.mailbox.take_interrupts();
+        if bits != 0 {
+            self.csr.h.hvip |= bits & crate::hypervisor::VS_INTERRUPTS;
+        }
+        if let Some(ticket) = self.mailbox.flush_wanted() {
+            self.flush_tlb();
+            self.reservation = None;
+            self.mailbox.ack_flush(ticket);
+        }
+        if let Some(clock) = &self.shared_clock {
+            let global = clock.advance_to(self.vclock);
+            if global > self.vclock {
+                self.skipped += global - self.vclock;
+                self.vclock = global;
+            }
+        }
+    }
+
+    pub(crate) fn run_loop<const TRACE: bool>(&mut self, budget: u64) -> VcpuExit {
+        let mut left = budget;
+        loop {
+            self.sync_shared();
+            if self.stop.take() {
+                return VcpuExit::StopRequested;
+            }
+            // Cycles skipped while idle may have wrapped a counter.
+            if self.pmu.active && self.vclock >= self.pmu.check_at {
+                self.pmu_check(self.pc);
+            }
+            if let Some((i, to_s)) = self.pending_interrupt() {
+                if self.hosted && to_s != TrapTarget::Vs {
+                    return VcpuExit::HostInterrupt(i);
+                }
+                self.take_interrupt(i, to_s);
+            }
+            if left == 0 {
+                return VcpuExit::BudgetExhausted;
+            }
+            let mut n = left.min(CHUNK);
+            // Stop exactly when the next timer deadline is reached.
+            let now = self.mtime();
+            if let Some(t) = self.timer_deadline().filter(|&t| t > now) {
+                let until = (t - now).saturating_mul(INSNS_PER_TICK) - self.vclock % INSNS_PER_TICK;
+                n = n.min(until.max(1));
+            }
+            // CTR: a chunk runs the loop instantiated with or without the recording checks
+            // for jumps and branches, by whether the current mode records any (the mask
+            // changes only on mode changes and CSR writes, which end the chunk).
+            // The performance monitor likewise: its variant tallies events and runs the models.
+            // No counter can wrap before `check_at`: the chunk stops one instruction short
+            // of it, and the next chunk is that one instruction alone (so an overflow found
+            // at its end is attributed to it).
+            if self.pmu.active {
+                let until = self.pmu.check_at.saturating_sub(self.vclock);
+                n = n.min(if until > 1 { until - 1 } else { 1 });
+            }
+            use crate::pmu::{PMU_ARMS, PMU_FULL, PMU_OFF};
+            let (done, exit) = match (self.ctr_mask != 0, self.pmu_variant()) {
+                (false, PMU_OFF) => self.run_chunk::<TRACE, false, PMU_OFF>(n),
+                (true, PMU_OFF) => self.run_chunk::<TRACE, true, PMU_OFF>(n),
+                (false, PMU_ARMS) => self.run_chunk::<TRACE, false, PMU_ARMS>(n),
+                (true, PMU_ARMS) => self.run_chunk::<TRACE, true, PMU_ARMS>(n),
+                (false, _) => self.run_chunk::<TRACE, false, PMU_FULL>(n),
+                (true, _) => self.run_chunk::<TRACE, true, PMU_FULL>(n),
+            };
+            left -= done;
+            if let Some(e) = exit {
+                return e;
+            }
+        }
+    }
+
+    /// Execute up to `n` instructions; returns how many were executed and an exit, if any.
+    fn run_chunk<const TRACE: bool, const CTR: bool, const PMU: u8>(
+        &mut self,
+        n: u64,
+    ) -> (u64, Option<VcpuExit>) {
+        let start = self.vclock;
+        let end = start + n;
+        // PMU: an overflow found at the end of a one-instruction chunk is that instruction's.
+        let first_pc = self.pc;
+        while self.vclock < end {
+            // Nothing to observe per instruction but CTR transfers (which blocks record
+            // where they end) and the monitor's events other than PDIS (which monitored
+            // blocks report: `jit::x64`): run a translated block if one fits.
+            if !TRACE && (PMU == PMU_OFF || self.pmu_translatable()) {
+                let done = self.jit_step(end - self.vclock, PMU != PMU_OFF);
+                if done != 0 {
+                    self.vclock += done;
+                    self.retired += done;
+                    if self.jit_break {
+                        self.jit_break = false;
+                        break;
+                    }
+                    continue;
+                }
+            }
+            self.vclock += 1;
+            // A fetch fault has already been taken (in the cold path) when this is None.
+            let Some(idx) = self.fetch() else {
+                if let Some(exit) = self.guest_exit.take() {
+                    return (self.vclock - start, Some(VcpuExit::GuestTrap(exit)));
+                }
+                if CTR != (self.ctr_mask != 0) {
+                    break;
+                }
+                continue;
+            };
+            // SAFETY: `fetch` returns an index masked to the cache length.
+            let insn = unsafe { *self.dcache.get_unchecked(idx) };
+            if TRACE {
+                log::trace!(
+                    "{:?} pc={:016x} raw={:08x} {:?} rd={} rs1={} rs2={} imm={:#x}",
+                    self.prv,
+                    self.pc,
+                    insn.bits(),
+                    insn.op,
+                    insn.rd,
+                    insn.rs1,
+                    insn.rs2,
+                    insn.imm
+                );
+            }
+            // The monitor needs the instruction's address and data address (computed before
+            // execution, which may overwrite rs1).
+            // PMU_FULL: the instruction's address and data address (before execution, which
+            // may overwrite rs1).
+            let (pc, addr) = if PMU == PMU_FULL {
+                let base = self.x[insn.rs1 as usize & 63];
+                (self.pc, base.wrapping_add(insn.imm as i64 as u64))
+            } else {
+                (0, 0)
+            };
+            match self.execute::<CTR, PMU>(insn) {
+                Ok(()) => {
+                    self.retired += 1;
+                    if PMU == PMU_FULL && self.pmu_events(&insn, pc, addr) {
+                        self.pmu_check(pc);
+                        break;
+                    }
+                }
+                Err(Ctl::Exception(e)) => {
+                    self.take_exception(self.with_tinst(e, &insn));
+                    if let Some(mut exit) = self.guest_exit.take() {
+                        exit.insn = insn.bits();
+                        return (self.vclock - start, Some(VcpuExit::GuestTrap(exit)));
+                    }
+                    if PMU != PMU_OFF && self.pmu_trapped(&insn, pc) {
+                        break;
+                    }
+                    // The trap may have switched CTR recording on or off.
+                    if CTR != (self.ctr_mask != 0) {
+                        break;
+                    }
+                }
+                Err(Ctl::Break) => {
+                    self.retired += 1;
+                    if PMU == PMU_FULL {
+                        self.pmu_events(&insn, pc, addr);
+                    }
+                    break;
+                }
+                Err(Ctl::Wfi) => {
+                    self.retired += 1;
+                    if PMU == PMU_FULL {
+                        self.pmu_events(&insn, pc, addr);
+                    }
+                    return (self.vclock - start, Some(VcpuExit::Wfi));
+                }
+                Err(Ctl::Mmio(acc)) => {
+                    if acc.write.is_some() {
+                        self.pc = self.pc.wrapping_add(insn.len as u64);
+                        self.retired += 1;
+                        if PMU != PMU_OFF {
+                            self.pmu_device_access(false);
+                        }
+                    } else {
+                        // Retired (and clocked) when the caller completes it.
+                        self.vclock -= 1;
+                        self.pending_load = Some(insn);
+                    }
+                    return (self.vclock - start + 1, Some(VcpuExit::Mmio(acc)));
+                }
+            }
+        }
+        if PMU != PMU_OFF && self.vclock >= self.pmu.check_at {
+            let pc = if self.vclock - start == 1 {
+                first_pc
+            } else {
+                self.pc
+            };
+            self.pmu_check(pc);
+        }
+        (self.vclock - start, None)
+    }
+
+    /// Fill in the transformed instruction for `mtinst`/`htinst` of a memory-access fault
+    /// (H extension, "Transformed Instruction or Pseudoinstruction"). The operands have not
+    /// changed since the access, so the original address can be recomputed.
+    #[cold]
+    fn with_tinst(&self, mut e: Exception, insn: &Insn) -> Exception {
+        use crate::trap::cause::*;
+        let memory_fault = matches!(
+            e.cause,
+            LOAD_MISALIGNED
+                | LOAD_ACCESS
+                | STORE_MISALIGNED
+                | STORE_ACCESS
+                | LOAD_PAGE_FAULT
+                | STORE_PAGE_FAULT
+                | LOAD_GUEST_PAGE_FAULT
+                | STORE_GUEST_PAGE_FAULT
+        );
+        if memory_fault && e.tinst == 0 {
+            let base = self.x[insn.rs1 as usize & 63];
+            let addr = match insn.op {
+                Op::Lb
+                | Op::Lh
+                | Op::Lw
+                | Op::Ld
+                | Op::Lbu
+                | Op::Lhu
+                | Op::Lwu
+                | Op::Flw
+                | Op::Fld => base.wrapping_add(insn.imm as i64 as u64),
+                Op::Sb | Op::Sh | Op::Sw | Op::Sd | Op::Fsw | Op::Fsd => {
+                    base.wrapping_add(insn.imm as i64 as u64)
+                }
+                _ => base,
+            };
+            e.tinst = crate::hypervisor::tinst::transform(insn, e.tval.wrapping_sub(addr));
+        }
+        e
+    }
+
+    /// Fetch and decode the instruction at `pc`, through the fetch page and the decode cache;
+    /// returns the index of the decode-cache slot that holds it.
+    /// On a fetch fault the trap is taken here and `None` returned: the hot path then moves
+    /// only an `Option<usize>`, not a `Result` as large as an [`Exception`].
+    #[inline(always)]
+    fn fetch(&mut self) -> Option<usize> {
+        let pc = self.pc;
+        let bits = match self.tlb.lookup_fetch_page(pc) {
+            Some(off) => self.ram.fetch32(off),
+            None => self.fetch_other_page()?,
+        };
+        let idx = (pc >> 1) as usize & self.dcache_mask;
+        // SAFETY: idx is masked to the cache length.
+        let slot = unsafe { self.dcache.get_unchecked_mut(idx) };
+        // Empty slots hold the decoding of 0xffff_ffff, so they need no validity flag.
+        // A slot is valid exactly for the bits it holds in `raw` (the decoding is a function
+        // of them alone), so a store to code, by any hart or the VMM, needs no invalidation,
+        // and neither FENCE.I nor a remote fence flushes the cache.
+        if slot.raw != bits {
+            *slot = decode::decode(bits);
+            slot.raw = bits;
+        }
+        Some(idx)
+    }
+
+    /// Fetch from outside the fetch page: through the TLB (the page becomes the fetch page),
+    /// else the slow path.
+    #[inline(never)]
+    fn fetch_other_page(&mut self) -> Option<u32> {
+        match self.tlb.lookup_fetch(self.pc) {
+            Some(off) => Some(self.ram.fetch32(off)),
+            None => self.fetch_slow(),
+        }
+    }
+
+    /// Fetch through a page walk, or across a page boundary, or from a page the TLB does not
+    /// hold. Returns the instruction bits (the upper half is 0 for a compressed instruction).
+    /// A fault is taken here (`None`).
+    #[cold]
+    fn fetch_slow(&mut self) -> Option<u32> {
+        match self.fetch_bits_slow() {
+            Ok(bits) => Some(bits),
+            Err(e) => {
+                self.take_exception(e);
+                None
+            }
+        }
+    }
+
+    fn fetch_bits_slow(&mut self) -> Result<u32, Exception> {
+        let pc = self.pc;
+        let lo = self.fetch_half(pc)?;
+        if decode::insn_len(lo) == 2 {
+            return Ok(lo as u32);
+        }
+        let hi = self.fetch_half(pc.wrapping_add(2))?;
+        Ok(lo as u32 | (hi as u32) << 16)
+    }
+}

@@ -1,0 +1,215 @@
+//! What the translator keeps and compiles against, apart from the hart: the block table and
+//! the code space ([`Jit`]), the plan of a block, the hart [`Layout`] the code generator
+//! addresses, and the monitor's model view. A leaf: the hart holds a [`Jit`] and a
+//! [`MonitorView`] without depending on the translator's code.
+
+#![cfg_attr(
+    not(target_arch = "x86_64"),
+    allow(dead_code, unused_imports, unused_mut, unused_variables)
+)]
+
+use super::region;
+use crate::decode::Insn;
+
+/// Instructions per block at most.
+pub(crate) const MAX_INSNS: usize = 64;
+/// Blocks in the lookup table (a power of two).
+pub(crate) const TABLE: usize = 1 << 18;
+/// The performance monitor's model state, as monitored blocks read it (set by the
+/// monitor whenever it changes: see `Hart::pmu_view_refresh`).
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C)]
+pub(crate) struct MonitorView {
+    /// Data pointers of the L1D, DTLB, ITLB (`u64` tags), predictor (`u8` counters) and
+    /// target buffer (`u64`) models.
+    pub(crate) l1d: u64,
+    pub(crate) dtlb: u64,
+    pub(crate) itlb: u64,
+    pub(crate) bht: u64,
+    pub(crate) btb: u64,
+    /// The data and fetch translation tags, `u64::MAX` when that side is not translated.
+    pub(crate) data_tag: u64,
+    pub(crate) fetch_tag: u64,
+    /// The line (address / 64) of the last data access a monitored block ran the models
+    /// for, or `u64::MAX`: while it is set, that line is in the L1D model and its page in
+    /// the DTLB model, so another access to it would hit both and change nothing, and the
+    /// block skips them. Anything else that touches those models (the interpreter's
+    /// accesses, a flush, a restore, a new translation tag) resets it.
+    pub(crate) last_line: u64,
+}
+
+/// Marks the table key (`Block::off`) of a monitored block: one translated to report the
+/// performance monitor's events (see `x64`), for runs with the monitor active. A RAM offset
+/// never has this bit, so the two kinds of a block never match each other's lookups.
+pub(crate) const MONITORED: u64 = 1 << 62;
+/// Room one block may need at most (the assembler's output is checked against it).
+pub(crate) const MAX_BLOCK_BYTES: usize = 64 * 1024;
+
+/// Where the code generator finds hart state: displacements from the hart pointer.
+pub(crate) struct Layout {
+    pub(super) x: i32,
+    pub(super) pc: i32,
+    pub(super) budget: i32,
+    pub(super) last_exit: i32,
+    pub(super) load: i32,
+    pub(super) store: i32,
+    pub(super) data_ctx: i32,
+    pub(super) fetch: i32,
+    pub(super) fetch_ctx: i32,
+    pub(super) fault: i32,
+    pub(super) load_helper: usize,
+    pub(super) store_helper: usize,
+    /// `Hart::ctr_mask` and `Hart::ctr_fast_mask` (u16) and the CTR record helper.
+    pub(super) ctr_mask: i32,
+    pub(super) ctr_fast_mask: i32,
+    pub(super) ctr_helper: usize,
+    /// The inline CTR record: the clock (`Hart::jit_clock`) and the `Ctr` fields.
+    pub(super) jit_clock: i32,
+    pub(super) ctr_wrptr: i32,
+    pub(super) ctr_entries: i32,
+    pub(super) ctr_depth_mask: i32,
+    pub(super) ctr_cc_origin: i32,
+    pub(super) ctr_next_ccv: i32,
+    /// The hart's CTR configuration: the `ctrdata.TYPE` bits a record can set, and whether
+    /// records count cycles.
+    pub(super) ctr_type_bits: u64,
+    pub(super) ctr_cycles: bool,
+    /// Monitored blocks: `Hart::jit_addr`, the event tallies (`PmuState::tally`), the
+    /// ITLB model's last page and the model view (`Hart::jit_view`).
+    pub(super) addr: i32,
+    pub(super) tally: i32,
+    pub(super) last_fetch_page: i32,
+    pub(super) view: i32,
+    /// Floating point (unmonitored blocks): `Hart::f`, `mstatus`, `vsstatus`, `Hart::virt`
+    /// and the helper that executes an F/D instruction with the interpreter's code.
+    pub(super) f: i32,
+    pub(super) mstatus: i32,
+    pub(super) vsstatus: i32,
+    pub(super) virt: i32,
+    pub(super) float_helper: usize,
+    /// `fflags` and `frm` (bytes), and whether the host has FMA3 (fused multiply-adds).
+    pub(super) fflags: i32,
+    pub(super) frm: i32,
+    pub(super) fma: bool,
+    /// The helpers that execute a CSR instruction and an LR, SC or AMO with the
+    /// interpreter's code.
+    pub(super) csr_helper: usize,
+    pub(super) atomic_helper: usize,
+
+    pub(super) ram_host: u64,
+    /// Address of the block table (entries `{va, off, code, insns}`, 32 bytes).
+    pub(super) table: u64,
+}
+
+/// A block to assemble.
+pub(crate) struct Plan {
+    /// (pc, decoded instruction), in order.
+    pub(super) insns: Vec<(u64, Insn)>,
+    /// pc after the last instruction (when it does not jump).
+    pub(super) end_pc: u64,
+    /// Host address of the block's first code byte.
+    pub(super) code_host: usize,
+    /// Code bytes to compare at entry: (byte offset, size 2/4/8, value).
+    pub(super) check: Vec<(u32, u8, u64)>,
+    /// Report the performance monitor's events (a monitored block).
+    pub(super) monitored: bool,
+}
+
+/// A translated block: entry point, or 0 when the instruction at `va` is not translated.
+#[derive(Clone, Copy)]
+#[repr(C)]
+pub(super) struct Block {
+    pub(super) va: u64,
+    pub(super) off: u64,
+    pub(super) code: usize,
+    pub(super) insns: u64,
+}
+
+/// An empty table entry: all zeros (the table is allocated zeroed, so untouched parts cost
+/// no memory). It matches pc 0 at RAM offset 0 as "not translated", which only means the
+/// interpreter runs that one instruction.
+pub(super) const NO_BLOCK: Block = Block {
+    va: 0,
+    off: 0,
+    code: 0,
+    insns: 0,
+};
+
+/// A hart's translated blocks.
+pub(crate) struct Jit {
+    pub(super) region: region::Region,
+    pub(super) table: Box<[Block]>,
+    /// Blocks translated (statistics).
+    pub(crate) translated: u64,
+    /// Incremented when the region is emptied (every block and link is gone).
+    pub(crate) generation: u64,
+    /// [`MONITORED`] while blocks run with the monitor active, else 0.
+    pub(super) kind: u64,
+    /// The host profiler's map of translated code (`HartConfig::jit_perf_map`).
+    pub(super) perf_map: Option<std::fs::File>,
+}
+
+impl Jit {
+    /// A translator for this host, or `None` where there is none (not x86-64, or no
+    /// executable memory).
+    pub(crate) fn new(code_bytes: usize, perf_map: bool) -> Option<Box<Jit>> {
+        if !cfg!(target_arch = "x86_64") {
+            return None;
+        }
+        let perf_map = perf_map.then(Self::open_perf_map).flatten();
+        Some(Box::new(Jit {
+            region: region::Region::new(code_bytes)?,
+            // SAFETY: `Block` is plain integers, for which all zeros is a valid value.
+            table: unsafe { Box::<[Block]>::new_zeroed_slice(TABLE).assume_init() },
+            translated: 0,
+            generation: 0,
+            kind: 0,
+            perf_map,
+        }))
+    }
+
+    /// `/tmp/perf-PID.map`, the file `perf report` reads symbols for anonymous executable
+    /// memory from (one `START SIZE NAME` line per symbol, hexadecimal), opened for
+    /// appending: every hart of the process adds its blocks. A failure is logged and the map
+    /// left out.
+    pub(super) fn open_perf_map() -> Option<std::fs::File> {
+        let path = format!("/tmp/perf-{}.map", std::process::id());
+        match std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+        {
+            Ok(f) => Some(f),
+            Err(e) => {
+                log::warn!("cannot write the perf map {path}: {e}; translated code stays unnamed");
+                None
+            }
+        }
+    }
+
+    /// Name the block at host address `code` (`len` bytes) for guest pc `pc`: one line,
+    /// written whole (`O_APPEND`), so harts writing at once never interleave.
+    pub(super) fn name_block(&mut self, code: usize, len: usize, pc: u64) {
+        use std::io::Write;
+        if let Some(f) = self.perf_map.as_mut() {
+            let kind = if self.kind == MONITORED {
+                " monitored"
+            } else {
+                ""
+            };
+            let line = format!("{code:x} {len:x} guest {pc:#x}{kind}\n");
+            if let Err(e) = f.write_all(line.as_bytes()) {
+                log::warn!("perf map: {e}; no more blocks are named");
+                self.perf_map = None;
+            }
+        }
+    }
+
+    /// The table slot of a block key (RAM offset, with [`MONITORED`] for a monitored
+    /// block): monitored blocks use the other half of the table, so that a guest whose
+    /// monitor goes on and off (a profiled task switched in and out) keeps both kinds.
+    #[inline(always)]
+    pub(super) fn slot(key: u64) -> usize {
+        ((key >> 1) as usize ^ ((key >> 62) as usize) << (TABLE.trailing_zeros() - 1)) & (TABLE - 1)
+    }
+}

@@ -1,0 +1,174 @@
+//! The software TLB in front of the page walker (direct-mapped, one array per access kind,
+//! tagged with the translation context, flushed by generation), and the kind of an access.
+//! A leaf: the hart holds a [`Tlb`] without depending on the walker.
+
+use crate::trap::{cause, Exception};
+use vcpu_api::PrivilegeMode;
+
+/// Entries per TLB array (a power of two).
+pub(crate) const TLB_SIZE: usize = 256;
+const INVALID: u64 = u64::MAX;
+
+#[derive(Clone, Copy)]
+#[repr(C)]
+pub(super) struct Entry {
+    /// `vaddr >> 12 | context`
+    tag: u64,
+    /// RAM offset of the page.
+    off: u64,
+}
+
+/// Software TLB: direct-mapped, separate arrays for fetch, load and store permission.
+pub(crate) struct Tlb {
+    fetch: [Entry; TLB_SIZE],
+    pub(super) load: [Entry; TLB_SIZE],
+    pub(super) store: [Entry; TLB_SIZE],
+    /// Context bits for fetches (effective privilege = current privilege).
+    pub(super) fetch_ctx: u64,
+    /// Context bits for loads and stores (MPRV-adjusted privilege, SUM, MXR).
+    pub(super) data_ctx: u64,
+    /// The fetch page: a copy of the fetch entry of the page the hart is executing from,
+    /// so that sequential fetches need one comparison. A fetch at `va` hits when
+    /// `va - cur_va < cur_lim`: `cur_lim` is 0xffd (a whole 4-byte window in the page) or 0
+    /// (no page: every fetch misses). Cleared with the TLB and on every context change.
+    cur_va: u64,
+    pub(super) cur_lim: u64,
+    /// RAM offset of the fetch page.
+    cur_off: u64,
+    /// Flush generation, in tag bits 52-55 of both contexts (above any virtual page number):
+    /// a flush moves to the next generation, so that old entries no longer match, and clears
+    /// the arrays only when the generation wraps.
+    generation: u64,
+}
+
+/// Tag bits of the flush generation.
+const GENERATION_SHIFT: u32 = 52;
+const GENERATIONS: u64 = 16;
+
+const EMPTY: Entry = Entry {
+    tag: INVALID,
+    off: 0,
+};
+
+impl Tlb {
+    pub fn new() -> Tlb {
+        Tlb {
+            fetch: [EMPTY; TLB_SIZE],
+            load: [EMPTY; TLB_SIZE],
+            store: [EMPTY; TLB_SIZE],
+            fetch_ctx: (PrivilegeMode::Machine as u64) << 56,
+            data_ctx: (PrivilegeMode::Machine as u64) << 56,
+            cur_va: 0,
+            cur_lim: 0,
+            cur_off: 0,
+            generation: 0,
+        }
+    }
+
+    /// Byte offsets of the load and store entry arrays and of the data context (for the
+    /// block translator, which looks up loads and stores inline; entries are `{tag, off}`,
+    /// 16 bytes).
+    #[cfg(target_arch = "x86_64")]
+    pub(crate) fn layout() -> (usize, usize, usize) {
+        use std::mem::offset_of;
+        (
+            offset_of!(Tlb, load),
+            offset_of!(Tlb, store),
+            offset_of!(Tlb, data_ctx),
+        )
+    }
+
+    /// Byte offsets of the fetch entry array and of the fetch context (see [`Tlb::layout`]).
+    #[cfg(target_arch = "x86_64")]
+    pub(crate) fn fetch_layout() -> (usize, usize) {
+        use std::mem::offset_of;
+        (offset_of!(Tlb, fetch), offset_of!(Tlb, fetch_ctx))
+    }
+
+    pub fn flush(&mut self) {
+        self.cur_lim = 0;
+        self.generation = (self.generation + 1) % GENERATIONS;
+        if self.generation == 0 {
+            self.fetch.fill(EMPTY);
+            self.load.fill(EMPTY);
+            self.store.fill(EMPTY);
+        }
+        let mask = (GENERATIONS - 1) << GENERATION_SHIFT;
+        let g = self.generation << GENERATION_SHIFT;
+        self.fetch_ctx = (self.fetch_ctx & !mask) | g;
+        self.data_ctx = (self.data_ctx & !mask) | g;
+    }
+
+    /// The flush generation's tag bits (part of every context).
+    pub(super) fn generation_bits(&self) -> u64 {
+        self.generation << GENERATION_SHIFT
+    }
+
+    /// The RAM offset of the 4 bytes at `va` when they lie in the fetch page.
+    #[inline(always)]
+    pub fn lookup_fetch_page(&self, va: u64) -> Option<u64> {
+        let d = va.wrapping_sub(self.cur_va);
+        (d < self.cur_lim).then(|| self.cur_off + d)
+    }
+
+    /// The RAM offset of the 4 bytes at `va` through the fetch entries, when they lie in one
+    /// page the TLB holds; that page becomes the fetch page.
+    #[inline]
+    pub fn lookup_fetch(&mut self, va: u64) -> Option<u64> {
+        let tag = (va >> 12) | self.fetch_ctx;
+        let e = self.fetch[(va >> 12) as usize % TLB_SIZE];
+        if e.tag != tag || va & 0xfff > 0xffc {
+            return None;
+        }
+        self.cur_va = va & !0xfff;
+        self.cur_lim = 0xffd;
+        self.cur_off = e.off;
+        Some(e.off + (va & 0xfff))
+    }
+
+    #[inline(always)]
+    pub(super) fn lookup(&self, arr: &[Entry; TLB_SIZE], va: u64) -> Option<u64> {
+        let tag = (va >> 12) | self.data_ctx;
+        let e = &arr[(va >> 12) as usize % TLB_SIZE];
+        (e.tag == tag).then(|| e.off + (va & 0xfff))
+    }
+
+    pub(super) fn fill(&mut self, kind: Access, va: u64, page_off: u64) {
+        let (arr, ctx) = match kind {
+            Access::Fetch => (&mut self.fetch, self.fetch_ctx),
+            Access::Load => (&mut self.load, self.data_ctx),
+            Access::Store => (&mut self.store, self.data_ctx),
+        };
+        arr[(va >> 12) as usize % TLB_SIZE] = Entry {
+            tag: (va >> 12) | ctx,
+            off: page_off,
+        };
+    }
+}
+
+/// The kind of memory access being translated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Access {
+    Fetch,
+    Load,
+    Store,
+}
+
+impl Access {
+    pub(crate) fn page_fault(self, va: u64) -> Exception {
+        let cause = match self {
+            Access::Fetch => cause::INSN_PAGE_FAULT,
+            Access::Load => cause::LOAD_PAGE_FAULT,
+            Access::Store => cause::STORE_PAGE_FAULT,
+        };
+        Exception::new(cause, va)
+    }
+    pub(crate) fn access_fault(self, va: u64) -> Exception {
+        let cause = match self {
+            Access::Fetch => cause::INSN_ACCESS,
+            Access::Load => cause::LOAD_ACCESS,
+            Access::Store => cause::STORE_ACCESS,
+        };
+        Exception::new(cause, va)
+    }
+}
