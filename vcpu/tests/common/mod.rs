@@ -1,5 +1,3 @@
-// Binary literals are grouped by instruction field (funct3, registers, opcode), not by nibble.
-#![allow(clippy::unusual_byte_groupings)]
 //! Shared helpers for the `vcpu` integration tests: the RV64 encoders of the workspace's
 //! `test-support` crate (re-exported), CSR numbers and bits, and a harness that runs code on
 //! a hart over 1 MiB of RAM at 0x8000_0000.
