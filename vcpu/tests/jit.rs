@@ -1940,9 +1940,6 @@ const VA_BASE: u64 = 0x4000_0000;
 /// S-mode code (identity-mapped by a gigapage).
 const SCODE: u64 = CODE + 0x400;
 
-fn pte(pa: u64, flags: u64) -> u64 {
-    ((pa >> 12) << 10) | flags
-}
 fn satp(root: u64) -> u64 {
     (8 << 60) | (root >> 12)
 }

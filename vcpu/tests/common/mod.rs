@@ -21,6 +21,10 @@ pub const X: u64 = 1 << 3;
 pub const U: u64 = 1 << 4;
 pub const A: u64 = 1 << 6;
 pub const D: u64 = 1 << 7;
+/// An Sv39/48/57 page-table entry mapping physical address `pa` with `flags`.
+pub fn pte(pa: u64, flags: u64) -> u64 {
+    ((pa >> 12) << 10) | flags
+}
 pub const PT_ROOT: u64 = RAM_BASE + 0x2_0000;
 pub const PT_L1: u64 = RAM_BASE + 0x2_1000;
 pub const PT_L0: u64 = RAM_BASE + 0x2_2000;
