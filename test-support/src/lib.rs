@@ -1,6 +1,7 @@
 //! Helpers the workspace's tests share, so that each exists once: a fixed-seed xorshift
 //! generator ([`XorShift`]), RV64 instruction encoders ([`rv64`]), an ELF64 writer
-//! ([`elf::ElfBuilder`]) and a console that can be read after being boxed ([`SharedBuf`]).
+//! ([`elf::ElfBuilder`]), a console that can be read after being boxed ([`SharedBuf`]) and
+//! per-process temporary paths ([`temp_path`]).
 //!
 //! Pure helpers: this crate depends on neither `vcpu` nor `vmm` (as a dev-dependency of
 //! theirs it would otherwise give their tests a second copy of their types).
@@ -9,6 +10,7 @@ pub mod elf;
 pub mod rv64;
 
 use std::io::{self, Write};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 /// Marsaglia's xorshift64 (shifts 13, 7, 17): a deterministic pseudo-random generator for
@@ -110,6 +112,12 @@ impl Write for SharedBuf {
     }
 }
 
+/// A path in the system's temporary directory for file `name` of the tests tagged `tag`,
+/// unique to this test process: `TMP/tag-PID-name`.
+pub fn temp_path(tag: &str, name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("{tag}-{}-{name}", std::process::id()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,6 +144,14 @@ mod tests {
         assert_eq!(a.pick(&[1, 2, 3]), [1, 2, 3][(b.next() % 3) as usize]);
         assert_eq!(a.chance(30), b.next() % 100 < 30);
         assert_eq!(a.reg(), (b.next() % 32) as u32);
+    }
+
+    #[test]
+    fn temp_paths_are_per_process() {
+        let p = temp_path("vmm-x", "a.elf");
+        assert_eq!(p.parent(), Some(std::env::temp_dir().as_path()));
+        let want = format!("vmm-x-{}-a.elf", std::process::id());
+        assert_eq!(p.file_name().unwrap().to_str(), Some(want.as_str()));
     }
 
     #[test]

@@ -23,7 +23,7 @@ fn corpus() -> PathBuf {
 }
 
 fn scratch(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("vmm-api-corpus-{}-{name}", std::process::id()))
+    test_support::temp_path("vmm-api-corpus", name)
 }
 
 /// A snapshot file around the seed state of the snapshot state corpus (1 MiB of RAM).

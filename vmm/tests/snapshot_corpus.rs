@@ -101,7 +101,7 @@ fn outcome(path: &Path) -> String {
 }
 
 fn temp(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("vmm-state-corpus-{}-{name}", std::process::id()))
+    test_support::temp_path("vmm-state-corpus", name)
 }
 
 #[test]
