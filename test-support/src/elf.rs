@@ -192,3 +192,49 @@ impl ElfBuilder {
         body
     }
 }
+
+/// The smallest executable of one segment: the ELF header, one RWX `PT_LOAD` program header
+/// (`bytes` at `addr`, `memsz` bytes in memory) and `bytes` right after it, at file offset
+/// 120; the entry is `addr`. (Unlike [`ElfBuilder`], which leaves room for eight program
+/// headers; committed corpora hold files of exactly this layout.)
+pub fn single_segment(addr: u64, bytes: &[u8], memsz: u64) -> Vec<u8> {
+    let mut f = Vec::new();
+    f.extend_from_slice(&[0x7f, b'E', b'L', b'F', 2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    put16(&mut f, 2); // ET_EXEC
+    put16(&mut f, 243); // EM_RISCV
+    put32(&mut f, 1);
+    put64(&mut f, addr); // e_entry
+    put64(&mut f, EHDR as u64); // e_phoff
+    put64(&mut f, 0); // e_shoff
+    put32(&mut f, 5); // EF_RISCV_RVC | EF_RISCV_FLOAT_ABI_DOUBLE
+    for half in [EHDR as u16, PHDR as u16, 1, SHDR as u16, 0, 0] {
+        put16(&mut f, half);
+    }
+    let data_off = (EHDR + PHDR) as u64;
+    put32(&mut f, 1); // PT_LOAD
+    put32(&mut f, 7); // RWX
+    for word in [data_off, addr, addr, bytes.len() as u64, memsz, 8] {
+        put64(&mut f, word);
+    }
+    assert_eq!(f.len() as u64, data_off);
+    f.extend_from_slice(bytes);
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn single_segment_puts_the_bytes_after_one_program_header() {
+        let f = single_segment(0x8000_0000, &[1, 2, 3, 4], 0x1000);
+        assert_eq!(f.len(), 124);
+        assert_eq!(&f[120..], &[1, 2, 3, 4]);
+        assert_eq!(f[56..58], [1, 0], "e_phnum");
+        let word = |at: usize| u64::from_le_bytes(f[at..at + 8].try_into().unwrap());
+        assert_eq!(word(24), 0x8000_0000, "e_entry");
+        assert_eq!(word(64 + 8), 120, "p_offset");
+        assert_eq!(word(64 + 32), 4, "p_filesz");
+        assert_eq!(word(64 + 40), 0x1000, "p_memsz");
+    }
+}

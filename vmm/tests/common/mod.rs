@@ -5,8 +5,7 @@
 
 use std::process::Command;
 
-use test_support::elf::ElfBuilder;
-use test_support::rv64;
+use test_support::{elf, rv64};
 
 /// Guest RAM base (QEMU `virt` layout), where the programs below are loaded.
 pub const RAM_BASE: u64 = 0x8000_0000;
@@ -33,9 +32,7 @@ pub fn elf(code: &[u32]) -> Vec<u8> {
 
 /// [`elf`] with a segment of `memsz` bytes in memory (code, then zeros).
 pub fn elf_with_memsz(code: &[u32], memsz: u64) -> Vec<u8> {
-    ElfBuilder::new(RAM_BASE)
-        .segment(RAM_BASE, &rv64::code(code), memsz)
-        .build()
+    elf::single_segment(RAM_BASE, &rv64::code(code), memsz)
 }
 
 /// A committed corpus (`committed`) must be exactly what its generator writes now: the
