@@ -2,6 +2,7 @@
 //! emulation, context save/load bit for bit, and isolation between contexts.
 
 use ctr_virt::{csr, CtrContext, CtrEntryState, CtrPolicy, DepthSet, GuestCtr, Outcome};
+use test_support::rv64::{csrrs, csrrw, wfi};
 use vcpu::ctr::CtrConfig;
 use vcpu::{Hart, HartConfig, Vcpu};
 use vm_memory::{GuestAddress, GuestMemoryMmap};
@@ -26,14 +27,6 @@ fn guest_hart_and_ram(depths: u8) -> (Hart, GuestMemoryMmap) {
     (hart, mem)
 }
 
-/// `csrrs rd, csr, rs1` and `csrrw rd, csr, rs1`.
-fn csrrs(rd: u32, csr: u16, rs1: u32) -> u32 {
-    ((csr as u32) << 20) | (rs1 << 15) | (2 << 12) | (rd << 7) | 0x73
-}
-fn csrrw(rd: u32, csr: u16, rs1: u32) -> u32 {
-    ((csr as u32) << 20) | (rs1 << 15) | (1 << 12) | (rd << 7) | 0x73
-}
-
 #[test]
 fn policy_intersects_with_the_host_and_refuses_an_empty_set() {
     let host = CtrConfig {
@@ -56,7 +49,7 @@ fn first_access_loads_the_context_and_opens_hstateen0_ctr() {
     let mut h = guest_hart(0x1f);
     let mut g = GuestCtr::new(CtrPolicy::on(None, h.ctr_config().as_ref()).unwrap());
     assert_eq!(h.host_csr(csr::HSTATEEN0).unwrap() & csr::STATEEN0_CTR, 0);
-    let out = g.on_virtual_insn(&mut h, csrrs(10, csr::SCTRCTL, 0), false);
+    let out = g.on_virtual_insn(&mut h, csrrs(10, csr::SCTRCTL.into(), 0), false);
     assert_eq!(out, Outcome::Retry);
     assert!(g.is_loaded());
     assert_ne!(h.host_csr(csr::HSTATEEN0).unwrap() & csr::STATEEN0_CTR, 0);
@@ -90,7 +83,7 @@ fn sctrdepth_reads_the_guest_depth_and_writes_are_legalized() {
     h.set_pc(0x8000_0000);
     // Read: the smallest allowed depth (32 = encoding 1).
     assert_eq!(
-        g.on_virtual_insn(&mut h, csrrs(10, csr::SCTRDEPTH, 0), false),
+        g.on_virtual_insn(&mut h, csrrs(10, csr::SCTRDEPTH.into(), 0), false),
         Outcome::Emulated
     );
     assert_eq!(h.xreg(10), 1);
@@ -98,14 +91,14 @@ fn sctrdepth_reads_the_guest_depth_and_writes_are_legalized() {
     // Write 64 (encoding 2): not allowed, kept. Write 128 (3): taken.
     for (enc, want) in [(2u64, 1u8), (3, 3), (7, 3), (0, 3)] {
         h.set_xreg(11, enc);
-        g.on_virtual_insn(&mut h, csrrw(0, csr::SCTRDEPTH, 11), false);
+        g.on_virtual_insn(&mut h, csrrw(0, csr::SCTRDEPTH.into(), 11), false);
         assert_eq!(g.guest_depth(), want, "write {enc}");
     }
     // Loaded: the hart's sctrdepth follows the guest's.
     g.load(&mut h);
     assert_eq!(h.host_csr(csr::SCTRDEPTH), Ok(3));
     h.set_xreg(11, 1);
-    g.on_virtual_insn(&mut h, csrrw(12, csr::SCTRDEPTH, 11), false);
+    g.on_virtual_insn(&mut h, csrrw(12, csr::SCTRDEPTH.into(), 11), false);
     assert_eq!(h.host_csr(csr::SCTRDEPTH), Ok(1));
     assert_eq!(h.xreg(12), 3);
     assert_eq!(g.stats.depth_emulated, 6);
@@ -150,7 +143,7 @@ fn two_contexts_on_one_hart_never_see_each_other() {
     a.unload(&mut h);
     b.load(&mut h);
     h.set_xreg(11, 4);
-    b.on_virtual_insn(&mut h, csrrw(0, csr::SCTRDEPTH, 11), false);
+    b.on_virtual_insn(&mut h, csrrw(0, csr::SCTRDEPTH.into(), 11), false);
     // Every entry B can see is zero: none of A's.
     let seen = CtrContext::save(&h);
     assert_eq!(seen.depth, 4);
@@ -179,7 +172,7 @@ fn delegated_vs_injected(vsctrctl: u64, insn: u32, cause: u64) -> (CtrContext, C
     // Delegated: the hart runs the instruction and takes the trap into VS itself.
     let (mut a, _, mem) = setup();
     write_code(&mem, CODE, insn);
-    write_code(&mem, HANDLER, 0x1050_0073); // wfi
+    write_code(&mem, HANDLER, wfi());
     let exit = a.run(10);
     assert!(matches!(exit, vcpu::VcpuExit::Wfi), "{exit:?}");
     // Injected: the VMM redirects the same trap.

@@ -4,6 +4,7 @@
 
 use pmu_virt::deleg::{DelegAccess, DelegOutcome};
 use pmu_virt::{FwTallies, GuestPmu, PmuPolicy};
+use test_support::rv64::wfi;
 use vcpu::pmu::{MINH, OF, SINH, UINH, VSINH, VUINH};
 use vcpu::{Hart, HartConfig, Vcpu, VcpuExit};
 use vm_memory::{Bytes, GuestAddress, GuestMemoryMmap};
@@ -251,7 +252,7 @@ fn what_the_spec_makes_illegal_is_injected() {
         DelegOutcome::NotDeleg
     );
     assert_eq!(
-        pmu.on_virtual_insn(&mut hart, 0x1050_0073, false),
+        pmu.on_virtual_insn(&mut hart, wfi(), false),
         DelegOutcome::NotDeleg
     );
     assert_eq!(

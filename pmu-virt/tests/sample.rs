@@ -4,6 +4,7 @@
 
 use pmu_virt::sample::{classify, SampleAccess};
 use pmu_virt::{FwTallies, GuestPmu, GuestSampling, PmuPolicy, SampleOutcome};
+use test_support::rv64::{csrrci, csrrs, csrrw, ecall, wfi};
 use vcpu::pmu::DraftNumbers;
 use vcpu::{GuestTrap, Hart, HartConfig, Vcpu, VcpuExit};
 use vm_memory::{Bytes, GuestAddress, GuestMemoryMmap};
@@ -24,11 +25,6 @@ const NOP: u32 = 0x13;
 const MENVCFG_CDE: u64 = 1 << 60;
 const STATEEN_PDIS: u64 = 1 << 53;
 const STATEEN_CSRIND: u64 = 1 << 60;
-
-/// `csrrs rd, csr, rs1` (funct3 2), `csrrw` (1), `csrrci` (7).
-fn csr_insn(funct3: u32, csr: u32, rs1: u32, rd: u32) -> u32 {
-    csr << 20 | rs1 << 15 | funct3 << 12 | rd << 7 | 0x73
-}
 
 /// A guest hart running `prog` (then NOPs) with the PMU of `policy` prepared.
 fn setup(policy: PmuPolicy, prog: &[u32]) -> (Hart, GuestPmu) {
@@ -72,40 +68,34 @@ fn prepare_gives_cde_and_pdis_state_but_not_its_hstateen_bit() {
 fn classify_sampling_accesses() {
     let n = DraftNumbers::PROVISIONAL;
     let c = |insn, sel| classify(insn, sel, &n);
-    assert_eq!(c(csr_insn(2, 0x5c0, 0, 10), 0), Some(SampleAccess::Shpmspc));
-    assert_eq!(
-        c(csr_insn(1, 0x5c1, 11, 0), 0),
-        Some(SampleAccess::Shpmsdata)
-    );
-    assert_eq!(
-        c(csr_insn(2, 0xda0, 0, 10), 0),
-        Some(SampleAccess::Scountovf)
-    );
+    assert_eq!(c(csrrs(10, 0x5c0, 0), 0), Some(SampleAccess::Shpmspc));
+    assert_eq!(c(csrrw(0, 0x5c1, 11), 0), Some(SampleAccess::Shpmsdata));
+    assert_eq!(c(csrrs(10, 0xda0, 0), 0), Some(SampleAccess::Scountovf));
     for csr in 0x5c2..=0x5c6 {
-        assert_eq!(c(csr_insn(2, csr, 0, 10), 0), Some(SampleAccess::Pdis));
+        assert_eq!(c(csrrs(10, csr, 0), 0), Some(SampleAccess::Pdis));
     }
     for csr in [0x151, 0x152, 0x153, 0x155, 0x156, 0x157] {
-        assert_eq!(c(csr_insn(2, csr, 0, 10), 0x60), Some(SampleAccess::Pdis));
-        assert_eq!(c(csr_insn(2, csr, 0, 10), 0x61), Some(SampleAccess::Pdis));
-        assert_eq!(c(csr_insn(2, csr, 0, 10), 0x200), None, "CTR's");
-        assert_eq!(c(csr_insn(2, csr, 0, 10), 0x43), None, "Ssccfg's");
+        assert_eq!(c(csrrs(10, csr, 0), 0x60), Some(SampleAccess::Pdis));
+        assert_eq!(c(csrrs(10, csr, 0), 0x61), Some(SampleAccess::Pdis));
+        assert_eq!(c(csrrs(10, csr, 0), 0x200), None, "CTR's");
+        assert_eq!(c(csrrs(10, csr, 0), 0x43), None, "Ssccfg's");
     }
     assert_eq!(
-        c(csr_insn(2, 0x6c0, 0, 10), 0),
+        c(csrrs(10, 0x6c0, 0), 0),
         None,
         "vspdisctl is not the guest's"
     );
-    assert_eq!(c(0x0000_0073, 0), None, "ecall");
-    assert_eq!(c(0x1050_0073, 0), None, "wfi");
+    assert_eq!(c(ecall(), 0), None, "ecall");
+    assert_eq!(c(wfi(), 0), None, "wfi");
 }
 
 #[test]
 fn the_first_pdis_access_loads_and_retries_then_no_exit() {
     // csrr a0, spdisctl; csrw spdiscounter, a1; csrr a2, spdiscounter.
     let prog = [
-        csr_insn(2, 0x5c2, 0, 10),
-        csr_insn(1, 0x5c3, 11, 0),
-        csr_insn(2, 0x5c3, 0, 12),
+        csrrs(10, 0x5c2, 0),
+        csrrw(0, 0x5c3, 11),
+        csrrs(12, 0x5c3, 0),
     ];
     let (mut hart, mut pmu) = setup(PmuPolicy::on(), &prog);
     Vcpu::set_xreg(&mut hart, 11, 0x1234_5678);
@@ -136,9 +126,9 @@ fn the_first_pdis_access_loads_and_retries_then_no_exit() {
 fn shpmspc_accesses_are_emulated_with_zicsr_semantics() {
     // csrrw a1, shpmspc, a2; csrr a3, shpmspc; csrrci a4, shpmsdata, 0x10.
     let prog = [
-        csr_insn(1, 0x5c0, 12, 11),
-        csr_insn(2, 0x5c0, 0, 13),
-        csr_insn(7, 0x5c1, 0x10, 14),
+        csrrw(11, 0x5c0, 12),
+        csrrs(13, 0x5c0, 0),
+        csrrci(14, 0x5c1, 0x10),
     ];
     let (mut hart, mut pmu) = setup(PmuPolicy::on(), &prog);
     hart.set_host_csr(0x5c0, 0x8000_1000).unwrap();
@@ -169,18 +159,18 @@ fn sampling_off_injects_illegal_and_snapshots_keep_the_state() {
     p.sampling.sspesa = false;
     p.sampling.pdis = false;
     let (mut hart, mut pmu) = setup(p, &[]);
-    let read = csr_insn(2, 0x5c0, 0, 10);
+    let read = csrrs(10, 0x5c0, 0);
     assert_eq!(
         pmu.sampling_virtual_insn(&mut hart, read, false),
         SampleOutcome::InjectIllegal
     );
-    let pdis = csr_insn(2, 0x5c2, 0, 10);
+    let pdis = csrrs(10, 0x5c2, 0);
     assert_eq!(
         pmu.sampling_virtual_insn(&mut hart, pdis, false),
         SampleOutcome::InjectIllegal
     );
     // scountovf traps only because of Sspesa's CDE: not this module's without it.
-    let ovf = csr_insn(2, 0xda0, 0, 10);
+    let ovf = csrrs(10, 0xda0, 0);
     assert_eq!(
         pmu.sampling_virtual_insn(&mut hart, ovf, false),
         SampleOutcome::NotSampling

@@ -3,10 +3,9 @@
 //!
 //! The guest programs live in `tests/guests/` and are built by `build.rs` (see there).
 
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use vmm::machine::{self, MachineConfig, MachineExit, RunStats};
@@ -75,35 +74,9 @@ pub fn comparable(text: &str) -> String {
         .collect()
 }
 
-/// A console that collects everything written to it; clones share the buffer.
-#[derive(Debug, Clone, Default)]
-pub struct SharedBuf(Arc<Mutex<Vec<u8>>>);
-
-impl SharedBuf {
-    /// Everything written so far.
-    pub fn bytes(&self) -> Vec<u8> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-
-    /// Everything written so far, as text.
-    pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.bytes()).into_owned()
-    }
-}
-
-impl Write for SharedBuf {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
+/// A console that collects everything written to it; clones share the buffer
+/// (test-support's).
+pub use test_support::SharedBuf;
 
 /// The outcome of running a guest on `vmm`.
 #[derive(Debug)]
@@ -379,6 +352,7 @@ pub fn vmm_binary() -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
 
     #[test]
     fn first_difference_finds_the_line() {

@@ -6,11 +6,18 @@
 //! through to it. The script runs once per test process, so the tests of a file never
 //! download concurrently; if it fails, every test that needs the kit fails with its message
 //! (never a skip).
+//!
+//! Also what the Linux guest tests share to run the guest and read its console
+//! ([`boot`], [`assert_workload_passed`], [`section`]).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Instant;
+
+use vmm::run::{run_kernel, ConsoleInput, RunConfig, RunExit, RunStats};
+
+use crate::SharedBuf;
 
 /// Paths of the kernel `Image` and the two initramfs images.
 #[derive(Debug)]
@@ -141,4 +148,36 @@ fn kernel_release(path: &str) -> Option<String> {
             .or_else(|| name.strip_prefix("vmlinuz-"))?
     };
     (!release.is_empty()).then(|| release.to_string())
+}
+
+/// Runs the Linux guest `config` describes with its console collected in memory; returns
+/// how the run ended, its statistics and the console output with `\r\n` as `\n`. Panics with
+/// the console output if `run_kernel` fails.
+pub fn boot(config: &RunConfig) -> (RunExit, RunStats, String) {
+    let out = SharedBuf::default();
+    let r = run_kernel(config, Box::new(out.clone()), ConsoleInput::None);
+    let text = out.text().replace("\r\n", "\n");
+    let (exit, stats) = r.unwrap_or_else(|e| panic!("vmm: {e}\nconsole:\n{text}"));
+    (exit, stats, text)
+}
+
+/// Asserts that the guest's `/init` reported status 0 for its workload
+/// (`VMM-GUEST-EXIT 0`; `what` failed otherwise) and that the VM then powered off cleanly.
+pub fn assert_workload_passed(exit: &RunExit, text: &str, what: &str) {
+    assert!(
+        text.contains("\nVMM-GUEST-EXIT 0\n"),
+        "{what} failed:\n{text}"
+    );
+    assert!(exit.is_clean_shutdown(), "{exit:?}\n{text}");
+}
+
+/// The text between the lines `=== name` and the next `=== ` line of the console output.
+pub fn section<'a>(out: &'a str, name: &str) -> &'a str {
+    let head = format!("\n=== {name}\n");
+    let start = out
+        .find(&head)
+        .unwrap_or_else(|| panic!("no section {name:?}:\n{out}"))
+        + head.len();
+    let len = out[start..].find("\n=== ").unwrap_or(out.len() - start);
+    &out[start..start + len]
 }

@@ -48,7 +48,7 @@ impl Client {
 }
 
 fn temp(name: &str) -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("vmm-api-test-{}-{name}", std::process::id()))
+    test_support::temp_path("vmm-api-test", name)
 }
 
 #[test]

@@ -14,10 +14,9 @@
 //! output.
 
 use vmm::run::fdt::{ISA_EXTENSIONS, MMU_TYPE, PMU_EXTENSIONS};
-use vmm::run::{run_kernel, ConsoleInput, RunConfig, RunExit, RunStats};
+use vmm::run::{RunConfig, RunExit, RunStats};
 use vmm::sbi::srst::{ResetRequest, ResetType};
-use vmm_tests::linux_kit::linux_guest;
-use vmm_tests::SharedBuf;
+use vmm_tests::linux_kit::{self, linux_guest};
 
 /// Instruction budget of one boot (a boot to power-off needs about 1.1e9-1.4e9).
 const LINUX_BUDGET: u64 = 4_000_000_000;
@@ -175,10 +174,7 @@ fn boot_vcpus(vmmcmd: &str, vcpus: u64, pcpus: Option<u64>) -> (RunExit, RunStat
     config.max_insns = Some(LINUX_BUDGET);
     config.vcpus = vcpus;
     config.pcpus = pcpus;
-    let out = SharedBuf::default();
-    let r = run_kernel(&config, Box::new(out.clone()), ConsoleInput::None);
-    let text = out.text().replace("\r\n", "\n");
-    let (exit, stats) = r.unwrap_or_else(|e| panic!("vmm: {e}\nconsole:\n{text}"));
+    let (exit, stats, text) = linux_kit::boot(&config);
     eprintln!(
         "linux boot ({}): {exit:?}, {} instructions in {:.1} s ({:.0} MIPS)",
         config.cmdline,

@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use ctr_virt::DepthSet;
 use vmm::run::snapshot::{restore_and_run, RestoreConfig};
-use vmm::run::{run_kernel, ConsoleInput, GuestVm, RunConfig, RunExit};
-use vmm_tests::linux_kit::linux_guest;
+use vmm::run::{ConsoleInput, GuestVm, RunConfig, RunExit};
+use vmm_tests::linux_kit::{self, assert_workload_passed, linux_guest, section};
 use vmm_tests::SharedBuf;
 
 /// Instruction budget of one boot.
@@ -74,10 +74,7 @@ fn boot(script: &str, tweak: impl FnOnce(&mut RunConfig)) -> String {
     config.max_insns = Some(BUDGET);
     config.timeout = Some(TIMEOUT);
     tweak(&mut config);
-    let out = SharedBuf::default();
-    let r = run_kernel(&config, Box::new(out.clone()), ConsoleInput::None);
-    let text = out.text().replace("\r\n", "\n");
-    let (exit, stats) = r.unwrap_or_else(|e| panic!("vmm: {e}\nconsole:\n{text}"));
+    let (exit, stats, text) = linux_kit::boot(&config);
     eprintln!(
         "CTR boot ({} vCPUs): {exit:?}, {} instructions in {:.1} s",
         config.vcpus,
@@ -87,23 +84,8 @@ fn boot(script: &str, tweak: impl FnOnce(&mut RunConfig)) -> String {
     for bad in ["Oops", "Kernel panic", "Call Trace", "BUG:", "WARNING:"] {
         assert!(!text.contains(bad), "the kernel said {bad:?}:\n{text}");
     }
-    assert!(
-        text.contains("\nVMM-GUEST-EXIT 0\n"),
-        "the guest script failed:\n{text}"
-    );
-    assert!(exit.is_clean_shutdown(), "{exit:?}\n{text}");
+    assert_workload_passed(&exit, &text, "the guest script");
     text
-}
-
-/// The text between the lines `=== name` and the next `=== ` line.
-fn section<'a>(out: &'a str, name: &str) -> &'a str {
-    let head = format!("\n=== {name}\n");
-    let start = out
-        .find(&head)
-        .unwrap_or_else(|| panic!("no section {name:?}:\n{out}"))
-        + head.len();
-    let len = out[start..].find("\n=== ").unwrap_or(out.len() - start);
-    &out[start..start + len]
 }
 
 /// A function of ctrtest: its address range.
@@ -441,12 +423,9 @@ fn snapshot_config(script: &str) -> RunConfig {
 fn recording_survives_snapshot_and_restore() {
     // ctrtest 30 000 000: about 330 million instructions of loop, near the end of the run.
     let script = "echo '=== rec'\nctrrec -- ctrtest 30000000\necho '=== end'\n";
-    let straight = SharedBuf::default();
     let mut config = snapshot_config(script);
     config.max_insns = Some(BUDGET);
-    let (exit, stats) = run_kernel(&config, Box::new(straight.clone()), ConsoleInput::None)
-        .unwrap_or_else(|e| panic!("vmm: {e}\n{}", straight.text()));
-    let want = straight.text().replace("\r\n", "\n");
+    let (exit, stats, want) = linux_kit::boot(&config);
     assert!(exit.is_clean_shutdown(), "{exit:?}\n{want}");
     let want_rec = section(&want, "rec").to_string();
     records(&want_rec);

@@ -18,9 +18,8 @@
 use std::time::Duration;
 
 use pmu_virt::LcofiDelivery;
-use vmm::run::{run_kernel, ConsoleInput, RunConfig, RunStats};
-use vmm_tests::linux_kit::linux_guest;
-use vmm_tests::SharedBuf;
+use vmm::run::{RunConfig, RunStats};
+use vmm_tests::linux_kit::{self, assert_workload_passed, linux_guest, section};
 
 /// Instruction budget of one boot (a boot with these workloads needs up to 4.6e9 with
 /// Linux 6.12, 5.5e9 with 7.2).
@@ -55,33 +54,15 @@ fn boot(vmmcmd: &str, pmu_snapshot: bool, lcofi: LcofiDelivery) -> (String, RunS
     config.timeout = Some(PERF_TIMEOUT);
     config.pmu_snapshot = pmu_snapshot;
     config.lcofi_delivery = lcofi;
-    let out = SharedBuf::default();
-    let r = run_kernel(&config, Box::new(out.clone()), ConsoleInput::None);
-    let text = out.text().replace("\r\n", "\n");
-    let (exit, stats) = r.unwrap_or_else(|e| panic!("vmm: {e}\nconsole:\n{text}"));
+    let (exit, stats, text) = linux_kit::boot(&config);
     eprintln!(
         "perf boot (snapshot {pmu_snapshot}): {exit:?}, {} instructions in {:.1} s ({:.0} MIPS)",
         stats.instructions,
         stats.wall.as_secs_f64(),
         stats.mips()
     );
-    assert!(
-        text.contains("\nVMM-GUEST-EXIT 0\n"),
-        "the workload failed:\n{text}"
-    );
-    assert!(exit.is_clean_shutdown(), "{exit:?}\n{text}");
+    assert_workload_passed(&exit, &text, "the workload");
     (text, stats)
-}
-
-/// The text between the lines `=== name` and the next `=== ` line.
-fn section<'a>(out: &'a str, name: &str) -> &'a str {
-    let head = format!("\n=== {name}\n");
-    let start = out
-        .find(&head)
-        .unwrap_or_else(|| panic!("no section {name:?}:\n{out}"))
-        + head.len();
-    let len = out[start..].find("\n=== ").unwrap_or(out.len() - start);
-    &out[start..start + len]
 }
 
 /// The count `perf stat` printed for `event` (`   1234567      event   ...`).

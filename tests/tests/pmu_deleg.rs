@@ -130,7 +130,7 @@ fn delegation_without_a_pmu_is_refused() {
 }
 
 fn temp(name: &str) -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("vmm-pmu-deleg-{}-{name}", std::process::id()))
+    test_support::temp_path("vmm-pmu-deleg", name)
 }
 
 #[test]

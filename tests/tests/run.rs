@@ -24,7 +24,7 @@ fn config(kernel: impl Into<PathBuf>) -> RunConfig {
 }
 
 fn temp_file(name: &str, data: &[u8]) -> PathBuf {
-    let path = std::env::temp_dir().join(format!("vmm-run-test-{}-{name}", std::process::id()));
+    let path = test_support::temp_path("vmm-run-test", name);
     std::fs::write(&path, data).unwrap();
     path
 }

@@ -142,7 +142,7 @@ fn without_a_pmu_there_is_no_sampling() {
 }
 
 fn temp(name: &str) -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("vmm-sample-test-{}-{name}", std::process::id()))
+    test_support::temp_path("vmm-sample-test", name)
 }
 
 #[test]

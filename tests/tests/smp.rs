@@ -116,7 +116,7 @@ fn vcpu_slice() -> u64 {
 }
 
 fn temp(name: &str) -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("vmm-smp-test-{}-{name}", std::process::id()))
+    test_support::temp_path("vmm-smp-test", name)
 }
 
 /// Multi-vCPU snapshots: stopped mid-recording (both vCPUs started, their CTR contexts

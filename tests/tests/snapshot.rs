@@ -13,7 +13,7 @@ fn config() -> RunConfig {
 }
 
 fn temp(name: &str) -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("vmm-snap-test-{}-{name}", std::process::id()))
+    test_support::temp_path("vmm-snap-test", name)
 }
 
 /// The output of a run straight through.

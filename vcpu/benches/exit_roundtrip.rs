@@ -10,6 +10,7 @@
 
 use std::time::Instant;
 
+use test_support::rv64;
 use vcpu::{Hart, HartConfig, Vcpu, VcpuExit};
 use vm_memory::{Bytes, GuestAddress, GuestMemoryMmap};
 
@@ -23,9 +24,9 @@ fn main() {
     let mem = GuestMemoryMmap::<()>::from_ranges(&[(GuestAddress(RAM_BASE), 1 << 20)])
         .expect("guest RAM");
     // loop: csrr t0, hstatus; addi t1, t1, 1; j loop
-    let csrr_t0_hstatus: u32 = (0x600 << 20) | (2 << 12) | (5 << 7) | 0x73;
-    let addi_t1: u32 = (1 << 20) | (6 << 15) | (6 << 7) | 0x13;
-    let j_back: u32 = 0xff9f_f06f; // jal x0, -8
+    let csrr_t0_hstatus = rv64::csrr(5, 0x600);
+    let addi_t1 = rv64::addi(6, 6, 1);
+    let j_back = rv64::jal(0, -8);
     for (i, w) in [csrr_t0_hstatus, addi_t1, j_back].iter().enumerate() {
         mem.write_obj(*w, GuestAddress(RAM_BASE + 4 * i as u64))
             .expect("write code");

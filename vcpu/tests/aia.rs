@@ -124,10 +124,6 @@ fn mvip_seip_and_mvien_seip() {
     assert_eq!(vm.csr(MVIP) & SEIP, 0);
 }
 
-fn csrc(csr: u32, rs1: u32) -> u32 {
-    csrrc(0, csr, rs1)
-}
-
 #[test]
 fn mvip_stip_is_read_only_zero_while_stce_is_set() {
     let vm = m_run(
@@ -245,10 +241,6 @@ fn mtopi_reports_the_highest_priority_m_level_interrupt() {
     );
     assert_eq!(vm.x(10), 0);
     assert_eq!(vm.csr(STOPI), topi(SEI));
-}
-
-fn csrs(csr: u32, rs1: u32) -> u32 {
-    csrrs(0, csr, rs1)
 }
 
 #[test]

@@ -7,23 +7,13 @@
 //! (The hashes were recorded with softfloat-sys 0.1.4 on the same generator; a 92-million
 //! case differential run of the two found no difference.)
 
+use test_support::XorShift;
 use vcpu::fpu::{self, ArithOp, CmpOp, FmaOp, Fmt, IntFmt};
 
 /// Cases per category.
 const CASES: u64 = 4096;
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
-
-fn special(r: &mut Rng, d: bool) -> u64 {
+fn special(r: &mut XorShift, d: bool) -> u64 {
     const D: [u64; 14] = [
         0,
         1 << 63,
@@ -66,7 +56,7 @@ fn special(r: &mut Rng, d: bool) -> u64 {
 }
 
 /// A value with a random sign and fraction and an exponent field from `exps`.
-fn with_exp(r: &mut Rng, d: bool, exp: u64) -> u64 {
+fn with_exp(r: &mut XorShift, d: bool, exp: u64) -> u64 {
     if d {
         (r.next() & (1 << 63)) | exp << 52 | (r.next() & ((1 << 52) - 1))
     } else {
@@ -75,7 +65,7 @@ fn with_exp(r: &mut Rng, d: bool, exp: u64) -> u64 {
 }
 
 /// An operand register value (singles NaN-boxed, now and then improperly).
-fn operand(r: &mut Rng, d: bool) -> u64 {
+fn operand(r: &mut XorShift, d: bool) -> u64 {
     let v = match r.next() % 8 {
         0 => special(r, d),
         1 | 2 => r.next(),
@@ -121,7 +111,7 @@ fn operand(r: &mut Rng, d: bool) -> u64 {
     }
 }
 
-fn int_operand(r: &mut Rng) -> u64 {
+fn int_operand(r: &mut XorShift) -> u64 {
     const EDGES: [u64; 10] = [
         0,
         1,
@@ -155,8 +145,8 @@ impl Hash {
 }
 
 /// Hashes `CASES` results of `op` (given a generator, returning result and flags).
-fn category(seed: u64, mut op: impl FnMut(&mut Rng) -> (u64, u8)) -> u64 {
-    let mut r = Rng(seed | 1);
+fn category(seed: u64, mut op: impl FnMut(&mut XorShift) -> (u64, u8)) -> u64 {
+    let mut r = XorShift(seed | 1);
     let mut h = Hash(0xcbf2_9ce4_8422_2325);
     for _ in 0..CASES {
         let (v, fl) = op(&mut r);
@@ -170,7 +160,7 @@ fn category(seed: u64, mut op: impl FnMut(&mut Rng) -> (u64, u8)) -> u64 {
 fn hashes() -> Vec<(String, u64)> {
     let mut out = Vec::new();
     let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-    let mut push = |name: String, f: &mut dyn FnMut(&mut Rng) -> (u64, u8)| {
+    let mut push = |name: String, f: &mut dyn FnMut(&mut XorShift) -> (u64, u8)| {
         seed = seed.wrapping_mul(0x5851_f42d_4c95_7f2d).wrapping_add(1);
         out.push((name, category(seed, f)));
     };

@@ -2,23 +2,12 @@
 //! panic the host (the test profile keeps overflow checks on), and every exit must be one
 //! of the documented ones. A fixed-seed xorshift generator keeps the runs reproducible.
 
+use test_support::XorShift;
 use vcpu::{Hart, HartConfig, MmioRange, Vcpu, VcpuExit};
 use vm_memory::{Bytes, GuestAddress, GuestMemoryMmap};
 
 const RAM_BASE: u64 = 0x8000_0000;
 const RAM_SIZE: usize = 1 << 20;
-
-struct XorShift(u64);
-impl XorShift {
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.0 = x;
-        x
-    }
-}
 
 /// Words biased towards real opcodes so that execution gets past the first instruction.
 fn random_word(rng: &mut XorShift) -> u32 {

@@ -33,6 +33,7 @@
 mod common;
 
 use common::*;
+use test_support::XorShift;
 use vcpu::trap::cause;
 use vcpu::{HartConfig, MmioRange, PrivilegeMode, VcpuExit};
 use vm_memory::{Bytes, GuestAddress};
@@ -213,31 +214,10 @@ impl Pair {
     }
 }
 
-struct XorShift(u64);
-
-impl XorShift {
-    fn new(seed: u64) -> XorShift {
-        let mut r = XorShift(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
-        r.next();
-        r
-    }
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.0 = x;
-        x
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn pick<T: Copy>(&mut self, s: &[T]) -> T {
-        s[self.below(s.len() as u64) as usize]
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
+/// The generator of a seed: test-support's [`XorShift::from_seed`] with its first number
+/// thrown away.
+fn seeded(seed: u64) -> XorShift {
+    XorShift::from_seed(seed).skip(1)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -937,7 +917,7 @@ fn ctr_prologue() -> Vec<u32> {
 /// filter bits 32 + type of Smctr section 2.1, "Transfer Type Filtering").
 fn ctr_setting(seed: u64) -> u64 {
     use vcpu::ctr::{CTRCTL_FILTERS, CTRCTL_M, CTRCTL_NTBREN, CTRCTL_RASEMU};
-    let mut rng = XorShift::new(seed ^ 0xc7c7);
+    let mut rng = seeded(seed ^ 0xc7c7);
     match seed % 4 {
         0 => CTRCTL_M,
         1 => CTRCTL_M | CTRCTL_NTBREN,
@@ -1027,7 +1007,7 @@ const SV39_DATA_FRAMES: [u64; 2] = [RAM_BASE + 0x5_3000, RAM_BASE + 0x5_0000];
 /// A random program of about `halfwords` halfwords ending in WFI; returns its halfwords.
 fn random_program(seed: u64, halfwords: usize, mode: Mode) -> Vec<u16> {
     let mut g = Gen {
-        rng: XorShift::new(seed),
+        rng: seeded(seed),
         // The CSR the programs write: with an odd seed in `Ctr` and `Pmu` mode the one
         // that switches recording or counting on and off (random values: enables, filters,
         // RASEMU; inhibit bits), so that blocks run under changing settings and the
@@ -1070,7 +1050,7 @@ fn load_random(p: &mut Pair, seed: u64, halfwords: usize) -> u64 {
 fn load_random_in(p: &mut Pair, seed: u64, halfwords: usize, mode: Mode) -> u64 {
     let code = random_program(seed, halfwords, mode);
     let data_va = mode.data();
-    let mut rng = XorShift::new(seed ^ 0x5555);
+    let mut rng = seeded(seed ^ 0x5555);
     let mut data: Vec<u8> = (0..DATA_LEN).map(|_| rng.next() as u8).collect();
     for (k, v) in VALUES.iter().enumerate() {
         data[0x800 + 8 * k..0x808 + 8 * k].copy_from_slice(&v.to_le_bytes());
@@ -1264,7 +1244,7 @@ fn random_float_programs_match_the_interpreter() {
 #[test]
 fn float_budgets_stop_on_the_same_instruction() {
     for seed in 1100..1108u64 {
-        let mut rng = XorShift::new(seed ^ 0xf10a7);
+        let mut rng = seeded(seed ^ 0xf10a7);
         run_in_steps_in(Mode::Float, seed, 1500, "random steps", || {
             match rng.below(3) {
                 0 => 1 + rng.below(3),
@@ -1325,7 +1305,7 @@ fn double_arithmetic_around_the_host_shortcut() {
     .map(|v| v | 0xffff_ffff_0000_0000);
     singles[14] = 0x0000_0001_3f80_0000;
     let mut body = Vec::new();
-    let mut rng = XorShift::new(0xf1a6);
+    let mut rng = seeded(0xf1a6);
     for (fmt, base, n) in [(FMT_D, 0, values.len()), (FMT_S, 0x100, singles.len())] {
         for rm in [0, 1, 2, 3, 4, 7] {
             for nx in [0, 1] {
@@ -1549,7 +1529,7 @@ fn random_programs_match_the_interpreter_counting_every_event() {
 fn budgets_stop_on_the_same_instruction_counting_every_event() {
     for seed in 1000..1008u64 {
         let mode = [Mode::Pmu, Mode::PmuSv39][seed as usize % 2];
-        let mut rng = XorShift::new(seed);
+        let mut rng = seeded(seed);
         run_in_steps_in(mode, seed, 1500, "PMU, random steps", || 1 + rng.below(90));
     }
 }
@@ -1579,7 +1559,7 @@ fn interpreted_accesses_between_monitored_blocks_keep_the_cache_model_exact() {
         p.set_x(10, DATA);
         p.set_x(11, DATA + lines as u64);
         p.set_x(12, 300);
-        let mut rng = XorShift::new(seed);
+        let mut rng = seeded(seed);
         let mut n = 0;
         loop {
             let ctx = format!("seed {seed}, call {n}");
@@ -1602,7 +1582,7 @@ fn interpreted_accesses_between_monitored_blocks_keep_the_cache_model_exact() {
 #[test]
 fn budgets_stop_on_the_same_instruction_recording_ctr() {
     for seed in 700..708u64 {
-        let mut rng = XorShift::new(seed);
+        let mut rng = seeded(seed);
         run_in_steps_in(Mode::Ctr, seed, 1500, "CTR, random steps", || {
             1 + rng.below(90)
         });
@@ -1662,7 +1642,7 @@ fn random_budgets_stop_on_the_same_instruction() {
             Mode::Pmu,
             Mode::PmuSv39,
         ][seed as usize % 7];
-        let mut rng = XorShift::new(seed ^ 0xb0d6e7);
+        let mut rng = seeded(seed ^ 0xb0d6e7);
         run_in_steps_in(mode, seed, 1500, "random steps", || match rng.below(4) {
             0 => 1 + rng.below(3),
             1 => 1 + rng.below(70),
@@ -1960,9 +1940,6 @@ const VA_BASE: u64 = 0x4000_0000;
 /// S-mode code (identity-mapped by a gigapage).
 const SCODE: u64 = CODE + 0x400;
 
-fn pte(pa: u64, flags: u64) -> u64 {
-    ((pa >> 12) << 10) | flags
-}
 fn satp(root: u64) -> u64 {
     (8 << 60) | (root >> 12)
 }
@@ -2301,7 +2278,7 @@ fn device_accesses_inside_a_translated_loop() {
             bne(10, 23, -36),
         ])
     });
-    let mut rng = XorShift::new(77);
+    let mut rng = seeded(77);
     let mut exits = Vec::new();
     loop {
         let budget = 1 + rng.below(50);

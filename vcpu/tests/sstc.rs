@@ -80,13 +80,13 @@ fn stip_follows_stimecmp_when_stce_is_set() {
     vm.set_x(7, u64::MAX);
     vm.exec(&[
         csrw(STIMECMP, 7),
-        csrs_(MENVCFG, 5),
+        csrs(MENVCFG, 5),
         csrr(10, MIP), // stimecmp = MAX: not pending
-        csrs_(MIP, 6), // STIP is read-only in mip now
+        csrs(MIP, 6),  // STIP is read-only in mip now
         csrr(11, MIP),
         csrw(STIMECMP, 0), // time >= 0: pending
         csrr(12, MIP),
-        csrc_(MIP, 6), // still read-only
+        csrc(MIP, 6), // still read-only
         csrr(13, MIP),
         csrw(MIDELEG, 6),
         csrr(14, SIP), // and visible in sip
@@ -107,27 +107,18 @@ fn stip_is_software_writable_when_stce_is_clear() {
     vm.exec(&[
         csrw(STIMECMP, 0), // would be pending, but STCE = 0
         csrr(10, MIP),
-        csrs_(MIP, 6),
+        csrs(MIP, 6),
         csrr(11, MIP),
         csrw(STIMECMP, 7),
-        csrs_(MENVCFG, 5), // the written bit is hidden while STCE = 1
+        csrs(MENVCFG, 5), // the written bit is hidden while STCE = 1
         csrr(12, MIP),
-        csrc_(MENVCFG, 5), // and comes back
+        csrc(MENVCFG, 5), // and comes back
         csrr(13, MIP),
     ]);
     assert_eq!(vm.x(10) & STIP, 0);
     assert_eq!(vm.x(11) & STIP, STIP);
     assert_eq!(vm.x(12) & STIP, 0);
     assert_eq!(vm.x(13) & STIP, STIP);
-}
-
-/// `csrs csr, rs1`
-fn csrs_(csr: u32, rs1: u32) -> u32 {
-    csrrs(0, csr, rs1)
-}
-/// `csrc csr, rs1`
-fn csrc_(csr: u32, rs1: u32) -> u32 {
-    csrrc(0, csr, rs1)
 }
 
 #[test]
@@ -141,10 +132,10 @@ fn supervisor_timer_interrupt_arrives_exactly_at_stimecmp() {
         vm.set_x(7, STIP);
         vm.set_x(8, MS_MIE);
         vm.code(&[
-            csrs_(MENVCFG, 5),
+            csrs(MENVCFG, 5),
             csrw(STIMECMP, 6),
-            csrs_(MIE, 7),
-            csrs_(MSTATUS, 8),
+            csrs(MIE, 7),
+            csrs(MSTATUS, 8),
             jal(0, 0),
         ]);
         vm.run_to_wfi();
@@ -168,11 +159,11 @@ fn delegated_supervisor_timer_interrupt_to_s_mode() {
     vm.set_x(9, stvec);
     vm.set_x(11, u64::MAX);
     let setup = [
-        csrs_(MENVCFG, 5),
+        csrs(MENVCFG, 5),
         csrw(MCOUNTEREN, 11),
         csrw(MIDELEG, 7),
-        csrs_(MIE, 7),
-        csrs_(MSTATUS, 8),
+        csrs(MIE, 7),
+        csrs(MSTATUS, 8),
         csrw(STVEC, 9),
     ];
     let mut m = setup.to_vec();
@@ -205,9 +196,9 @@ fn wfi_skips_to_stimecmp() {
     vm.set_x(6, 50_000);
     vm.set_x(7, STIP);
     let end = vm.code(&[
-        csrs_(MENVCFG, 5),
+        csrs(MENVCFG, 5),
         csrw(STIMECMP, 6),
-        csrs_(MIE, 7),
+        csrs(MIE, 7),
         wfi(),
         addi(10, 0, 1),
     ]);
@@ -229,7 +220,7 @@ fn skip_to_timer_ignores_stimecmp_without_stie_or_stce() {
         vm.set_x(5, if stce { STCE } else { 0 });
         vm.set_x(6, 50_000);
         vm.set_x(7, if stie { STIP } else { 0 });
-        vm.code(&[csrs_(MENVCFG, 5), csrw(STIMECMP, 6), csrs_(MIE, 7), wfi()]);
+        vm.code(&[csrs(MENVCFG, 5), csrw(STIMECMP, 6), csrs(MIE, 7), wfi()]);
         assert_eq!(vm.hart.run(1000), VcpuExit::Wfi);
         assert!(!vm.hart.skip_to_timer(), "nothing can wake the hart");
     }
@@ -238,7 +229,7 @@ fn skip_to_timer_ignores_stimecmp_without_stie_or_stce() {
     vm.set_x(5, STCE);
     vm.set_x(6, 50_000);
     vm.set_x(7, STIP | (1 << 7));
-    vm.code(&[csrs_(MENVCFG, 5), csrw(STIMECMP, 6), csrs_(MIE, 7), wfi()]);
+    vm.code(&[csrs(MENVCFG, 5), csrw(STIMECMP, 6), csrs(MIE, 7), wfi()]);
     vm.hart.set_mtimecmp(20_000);
     assert_eq!(vm.hart.run(1000), VcpuExit::Wfi);
     assert!(vm.hart.skip_to_timer());

@@ -21,9 +21,6 @@ fn pg(i: u64) -> u64 {
 fn va(i: u64) -> u64 {
     VA_BASE + i * 0x1000
 }
-fn pte(pa: u64, flags: u64) -> u64 {
-    ((pa >> 12) << 10) | flags
-}
 fn marker(i: u64) -> u64 {
     0x1111_0000_0000_0000 | (i << 32) | 0xabcd
 }

@@ -9,6 +9,7 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
+use test_support::XorShift;
 
 fn seed() -> Vec<u8> {
     use vm_memory::{GuestAddress, GuestMemoryMmap};
@@ -55,13 +56,8 @@ fn main() {
     let base = seed();
     let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshot-corpus");
     let state_end = 20 + u64::from_le_bytes(base[12..20].try_into().unwrap()) as usize;
-    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
+    let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);
+    let mut next = move || rng.next();
     let end = Instant::now() + Duration::from_secs(secs);
     let (mut runs, mut crashes) = (0u64, 0u64);
     // Silence the parser's panics (they are caught and saved); anything else still aborts

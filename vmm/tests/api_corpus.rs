@@ -14,6 +14,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 
+use test_support::XorShift;
 use vmm::run::snapshot::RestoreConfig;
 use vmm::run::{GuestVm, RunExit};
 
@@ -22,7 +23,7 @@ fn corpus() -> PathBuf {
 }
 
 fn scratch(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("vmm-api-corpus-{}-{name}", std::process::id()))
+    test_support::temp_path("vmm-api-corpus", name)
 }
 
 /// A snapshot file around the seed state of the snapshot state corpus (1 MiB of RAM).
@@ -223,13 +224,8 @@ fn write_corpus(d: &Path) {
     for (name, r) in hostile {
         inputs.push((format!("{:03}-{name}.req", inputs.len()), r));
     }
-    let mut rng = 0xa91c_0de5_u64;
-    let mut next = move || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
+    let mut rng = XorShift(0xa91c_0de5);
+    let mut next = move || rng.next();
     let vm = start_vm("regenerate");
     let mut lines = Vec::new();
     let mut per = std::collections::BTreeMap::<String, usize>::new();

@@ -9,6 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
+use test_support::XorShift;
 use vm_memory::{GuestAddress, GuestMemoryMmap};
 use vmm::run::kernel::{load_kernel, KernelError};
 
@@ -202,13 +203,8 @@ fn write_corpus(d: &Path) {
         *per.entry(got).or_default() += 1;
     }
     // Random mutations of the seeds' headers (ELF header and program header; Image header).
-    let mut rng = 0x0010_ade4_u64;
-    let mut next = move || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
+    let mut rng = XorShift(0x0010_ade4);
+    let mut next = move || rng.next();
     for i in 0..3000 {
         let (mut f, ext, head) = if i % 3 == 0 {
             (img.clone(), "img", 64)

@@ -37,6 +37,7 @@ fn corpus_inputs_are_refused_without_panic() {
 // `REGENERATE_CORPUS=1 cargo test --release -p vmm --test snapshot_corpus`.
 
 use std::path::{Path, PathBuf};
+use test_support::XorShift;
 
 mod common;
 
@@ -100,7 +101,7 @@ fn outcome(path: &Path) -> String {
 }
 
 fn temp(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("vmm-state-corpus-{}-{name}", std::process::id()))
+    test_support::temp_path("vmm-state-corpus", name)
 }
 
 #[test]
@@ -335,13 +336,8 @@ fn write_corpus(dir: &Path) {
         inputs.push((format!("seed-{name}.patch"), encode(&s)));
     }
     // Random mutations, at most three per outcome.
-    let mut rng = 0x5eed_c0de_u64;
-    let mut next = move || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
+    let mut rng = XorShift(0x5eed_c0de);
+    let mut next = move || rng.next();
     let mut per_kind = std::collections::BTreeMap::<String, usize>::new();
     let mut lines = Vec::new();
     for (name, body) in &inputs {

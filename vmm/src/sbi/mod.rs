@@ -280,6 +280,3 @@ pub fn selected_harts(hart_mask: u64, hart_mask_base: u64, hart_count: u64) -> O
 
 #[cfg(test)]
 pub(crate) mod tests;
-
-#[cfg(test)]
-mod fuzz;

@@ -1,9 +1,11 @@
-//! Helpers the `vmm` integration tests share: running the binary, and a minimal ELF writer
-//! for hand-assembled guest programs.
+//! Helpers the `vmm` integration tests share: running the binary, ELF executables of
+//! hand-assembled guest programs (test-support's writer) and the corpus check.
 // Each test file uses part of it.
 #![allow(dead_code)]
 
 use std::process::Command;
+
+use test_support::{elf, rv64};
 
 /// Guest RAM base (QEMU `virt` layout), where the programs below are loaded.
 pub const RAM_BASE: u64 = 0x8000_0000;
@@ -30,28 +32,7 @@ pub fn elf(code: &[u32]) -> Vec<u8> {
 
 /// [`elf`] with a segment of `memsz` bytes in memory (code, then zeros).
 pub fn elf_with_memsz(code: &[u32], memsz: u64) -> Vec<u8> {
-    let bytes: Vec<u8> = code.iter().flat_map(|w| w.to_le_bytes()).collect();
-    let mut f = Vec::new();
-    f.extend_from_slice(&[0x7f, b'E', b'L', b'F', 2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
-    f.extend_from_slice(&2u16.to_le_bytes()); // ET_EXEC
-    f.extend_from_slice(&243u16.to_le_bytes()); // EM_RISCV
-    f.extend_from_slice(&1u32.to_le_bytes());
-    f.extend_from_slice(&RAM_BASE.to_le_bytes()); // e_entry
-    f.extend_from_slice(&64u64.to_le_bytes()); // e_phoff
-    f.extend_from_slice(&0u64.to_le_bytes()); // e_shoff
-    f.extend_from_slice(&5u32.to_le_bytes()); // RVC, double-float ABI
-    for half in [64u16, 56, 1, 64, 0, 0] {
-        f.extend_from_slice(&half.to_le_bytes());
-    }
-    let data_off = 64u64 + 56;
-    f.extend_from_slice(&1u32.to_le_bytes()); // PT_LOAD
-    f.extend_from_slice(&7u32.to_le_bytes()); // RWX
-    for word in [data_off, RAM_BASE, RAM_BASE, bytes.len() as u64, memsz, 8] {
-        f.extend_from_slice(&word.to_le_bytes());
-    }
-    assert_eq!(f.len() as u64, data_off);
-    f.extend_from_slice(&bytes);
-    f
+    elf::single_segment(RAM_BASE, &rv64::code(code), memsz)
 }
 
 /// A committed corpus (`committed`) must be exactly what its generator writes now: the

@@ -1,4 +1,4 @@
-//! Deterministic fuzz of [`handle`]: hostile EIDs, FIDs and arguments against a fake
+//! Deterministic fuzz of [`vmm::sbi::handle`]: hostile EIDs, FIDs and arguments against a fake
 //! platform that checks every console transfer against guest memory.
 //!
 //! A fixed-seed xorshift generator drives tens of thousands of calls. For every call:
@@ -25,9 +25,9 @@
 use vm_memory::{Bytes, GuestAddress, GuestMemoryMmap};
 
 use pmu_virt::sbi as psbi;
-
-use super::srst::{ResetRequest, ResetType};
-use super::*;
+use test_support::XorShift;
+use vmm::sbi::srst::{ResetRequest, ResetType};
+use vmm::sbi::*;
 
 const SEED: u64 = 0x5b1_f022_d00d_c0de;
 const CALLS: usize = 60_000;
@@ -45,25 +45,6 @@ const REGIONS: [(u64, u64); 3] = [(RAM, RAM_SIZE), (RAM2, RAM2_SIZE), (TOP, TOP_
 
 /// Every error code of SBI v2.0 (chapter 3, table "Standard SBI Errors").
 const SBI_V2_ERRORS: std::ops::RangeInclusive<i64> = -9..=0;
-
-struct XorShift(u64);
-
-impl XorShift {
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.0 = x;
-        x
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
-        items[self.below(items.len() as u64) as usize]
-    }
-}
 
 /// The region holding all of `[addr, addr + len)` (`len` > 0), if one does.
 fn region_of(addr: u64, len: u64) -> Option<(u64, u64)> {
