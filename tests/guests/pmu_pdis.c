@@ -22,8 +22,6 @@
 #include "pmu.h"
 #include "csr.h"
 
-#define CSR_SATP_N 0x180
-
 #define PD_SEL_ALL 0UL
 #define PD_SEL_LOAD 1UL
 #define PD_SEL_STORE 2UL
@@ -562,7 +560,7 @@ static void translated(void)
 	s_root[0] = h_pte_leaf(0, PTE_R | PTE_W | PTE_X | PTE_AD);
 	s_root[2] = h_pte_leaf(0x80000000UL, PTE_R | PTE_W | PTE_X | PTE_AD);
 	s_root[3] = h_pte_leaf(0x80000000UL, PTE_R | PTE_W | PTE_AD);
-	csrw_n(CSR_SATP_N, SATP_SV39 | ((u64)s_root >> 12));
+	csrw_n(CSR_SATP, SATP_SV39 | ((u64)s_root >> 12));
 	__asm__ volatile("sfence.vma" ::: "memory");
 	pd_quiet();
 	u64 base = fresh();
@@ -580,7 +578,7 @@ static void translated(void)
 	rt_check("  pdisadr2 = the physical address", rec[5], base);
 	rt_check("  L1TLBMISS (first access to the page)",
 		 rec[0] & HDR_L1TLBMISS, HDR_L1TLBMISS);
-	csrw_n(CSR_SATP_N, 0);
+	csrw_n(CSR_SATP, 0);
 	__asm__ volatile("sfence.vma" ::: "memory");
 
 	/* G-stage: GPA 0xC000_0000 -> HPA 0x8000_0000. */
