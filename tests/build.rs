@@ -1,7 +1,8 @@
 //! Builds every guest program in `guests/` (one ELF per top-level `.c` or `.S` file, linked
 //! with the shared runtime in `guests/rt/`, or for `sbi_*` guests, S-mode kernels for
-//! `vmm run`, with `guests/rt_sbi/`) with the RISC-V cross-compiler, and writes
-//! `guests.rs` into `OUT_DIR` with the paths of the ELF files.
+//! `vmm run`, with the guest SDK's VS-mode runtime `../guest/sdk/vs/`) with the RISC-V
+//! cross-compiler and the SDK's flags (`../guest/sdk/cflags`), and writes `guests.rs` into
+//! `OUT_DIR` with the paths of the ELF files.
 //!
 //! The compiler is `riscv64-unknown-elf-gcc` (Debian package `gcc-riscv64-unknown-elf`), or
 //! whatever `RISCV_CC` names. Without it the build fails: the tests need the guests.
@@ -12,38 +13,37 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Flags for every guest: freestanding RV64GC code linked at 0x8000_0000.
-const CFLAGS: &[&str] = &[
-    "-march=rv64imafdc_zicsr_zifencei",
-    "-mabi=lp64d",
-    "-mcmodel=medany",
-    "-mno-relax",
-    "-static",
-    "-nostdlib",
-    "-nostartfiles",
-    "-ffreestanding",
-    "-fno-builtin",
-    "-fno-tree-loop-distribute-patterns",
-    "-fno-asynchronous-unwind-tables",
-    "-fno-pic",
-    "-O2",
-    "-g",
-    "-Wall",
-    "-Wextra",
-    "-Wl,--no-warn-rwx-segments",
-    "-Wl,--build-id=none",
-];
+/// The guest compiler flags: one per line in `guest/sdk/cflags` (the one copy, which
+/// `guest/sdk/Makefile` reads too), `#` comment lines and blank lines skipped.
+fn cflags(sdk_dir: &Path) -> Vec<String> {
+    let path = sdk_dir.join("cflags");
+    let text = fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read the guest flags {}: {e}", path.display()));
+    let flags: Vec<String> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(String::from)
+        .collect();
+    assert!(!flags.is_empty(), "{}: no flags", path.display());
+    flags
+}
 
 fn main() {
     let manifest_dir =
         PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
     let guests_dir = manifest_dir.join("guests");
+    // The guest SDK: the generated csr.h (include/), the VS-mode runtime (vs/), the flags.
+    let sdk_dir = manifest_dir.join("../guest/sdk");
+    let flags = cflags(&sdk_dir);
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR"));
     let elf_dir = out_dir.join("guests");
     fs::create_dir_all(&elf_dir).expect("create OUT_DIR/guests");
 
     println!("cargo:rerun-if-changed=guests");
     println!("cargo:rerun-if-changed=../guest/sdk/include");
+    println!("cargo:rerun-if-changed=../guest/sdk/vs");
+    println!("cargo:rerun-if-changed=../guest/sdk/cflags");
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=RISCV_CC");
 
@@ -60,10 +60,10 @@ fn main() {
     let runtime = [rt_dir.join("crt0.S"), rt_dir.join("rt.c")];
     let linker_script = rt_dir.join("link.ld");
     // `sbi_*` guests are S-mode kernels for `vmm run`: they start in VS-mode and use the
-    // SBI, so they link with `rt_sbi/` instead of the M-mode runtime.
-    let rt_sbi_dir = guests_dir.join("rt_sbi");
-    let sbi_runtime = [rt_sbi_dir.join("crt0.S"), rt_sbi_dir.join("sbi.c")];
-    let sbi_linker_script = rt_sbi_dir.join("link.ld");
+    // SBI, so they link with the SDK's VS-mode runtime instead of the M-mode runtime.
+    let vs_dir = sdk_dir.join("vs");
+    let sbi_runtime = [vs_dir.join("crt0.S"), vs_dir.join("sbi.c")];
+    let sbi_linker_script = vs_dir.join("link.ld");
 
     // Two or three compiler processes at a time is plenty for a dozen small programs.
     let results: Vec<Result<PathBuf, String>> = std::thread::scope(|scope| {
@@ -75,9 +75,10 @@ fn main() {
                 } else {
                     (&runtime, &linker_script)
                 };
-                let (cc, guests_dir, elf_dir) = (&cc, &guests_dir, &elf_dir);
+                let dirs = (guests_dir.as_path(), sdk_dir.as_path(), elf_dir.as_path());
+                let (cc, flags) = (&cc, &flags);
                 scope.spawn(move || {
-                    build_guest(cc, guests_dir, elf_dir, runtime, linker_script, name, src)
+                    build_guest(cc, flags, dirs, runtime, linker_script, name, src)
                 })
             })
             .collect();
@@ -154,10 +155,12 @@ fn guest_sources(dir: &Path) -> Vec<(String, PathBuf)> {
     guests
 }
 
+/// Compiles one guest: `cc FLAGS -I guests -I sdk -I sdk/include -T LINK.LD -o ELF RUNTIME
+/// SRC -lgcc`, as `guest/sdk/Makefile` does for a guest of your own.
 fn build_guest(
     cc: &str,
-    guests_dir: &Path,
-    elf_dir: &Path,
+    flags: &[String],
+    (guests_dir, sdk_dir, elf_dir): (&Path, &Path, &Path),
     runtime: &[PathBuf],
     linker_script: &Path,
     name: &str,
@@ -165,13 +168,15 @@ fn build_guest(
 ) -> Result<PathBuf, String> {
     let elf = elf_dir.join(format!("{name}.elf"));
     let mut cmd = Command::new(cc);
-    // The CSR header generated from vcpu-api (guest/sdk/include/csr.h).
-    let sdk_include = guests_dir.join("../../guest/sdk/include");
-    cmd.args(CFLAGS)
+    // `vs/*.h` from the SDK, and the CSR header generated from vcpu-api
+    // (guest/sdk/include/csr.h).
+    cmd.args(flags)
         .arg("-I")
         .arg(guests_dir)
         .arg("-I")
-        .arg(sdk_include)
+        .arg(sdk_dir)
+        .arg("-I")
+        .arg(sdk_dir.join("include"))
         .arg("-T")
         .arg(linker_script)
         .arg("-o")

@@ -22,7 +22,6 @@
 #include "pmu.h"
 #include "csr.h"
 
-
 #define PD_SEL_ALL 0UL
 #define PD_SEL_LOAD 1UL
 #define PD_SEL_STORE 2UL

@@ -25,11 +25,6 @@
 #include "pmu.h"
 #include "csr.h"
 
-/* CSR_MCOUNTINHIBIT as a string for the assembly below. */
-#define PS_STR_(x) #x
-#define PS_STR(x) PS_STR_(x)
-#define MCOUNTINHIBIT_S PS_STR(CSR_MCOUNTINHIBIT)
-
 /* Modes counted: every other mode's inhibit bit. */
 #define ONLY_M (EV_SINH | EV_UINH | EV_VSINH | EV_VUINH)
 #define ONLY_S (EV_MINH | EV_UINH | EV_VSINH | EV_VUINH)
@@ -52,7 +47,7 @@ H_CSRW_PROBE(pw_shpmsdata, 0x5c1);
 __asm__(".pushsection .text\n.option push\n.option norvc\n"
 	/* Loads: the second one is causal with the counter at 2^64 - 2. */
 	".globl smp_loads_m\nsmp_loads_m:\n"
-	"	csrw " MCOUNTINHIBIT_S ", a0\n"
+	"	csrw " H_STR(CSR_MCOUNTINHIBIT) ", a0\n"
 	".globl smp_loads\nsmp_loads:\n"
 	"	la t0, smp_buf\n"
 	"	ld t1, 0(t0)\n"
@@ -65,7 +60,7 @@ __asm__(".pushsection .text\n.option push\n.option norvc\n"
 	/* Taken branches: the first one is causal (2^64 - 1); the
 	   instruction executed after it is its target. */
 	".globl smp_taken_m\nsmp_taken_m:\n"
-	"	csrw " MCOUNTINHIBIT_S ", a0\n"
+	"	csrw " H_STR(CSR_MCOUNTINHIBIT) ", a0\n"
 	".globl smp_taken\nsmp_taken:\n"
 	"	li t1, 1\n"
 	"	beqz t1, 1f\n"
@@ -78,7 +73,7 @@ __asm__(".pushsection .text\n.option push\n.option norvc\n"
 	/* Conditional branches: a taken one, then the causal not-taken one
 	   (2^64 - 2). */
 	".globl smp_cond_m\nsmp_cond_m:\n"
-	"	csrw " MCOUNTINHIBIT_S ", a0\n"
+	"	csrw " H_STR(CSR_MCOUNTINHIBIT) ", a0\n"
 	".globl smp_cond\nsmp_cond:\n"
 	"	li t1, 1\n"
 	"	bnez t1, 2f\n"
@@ -94,7 +89,7 @@ __asm__(".pushsection .text\n.option push\n.option norvc\n"
 	   VS (counting only there) the entry is the first instruction
 	   counted. */
 	".globl smp_insns_m\nsmp_insns_m:\n"
-	"	csrw " MCOUNTINHIBIT_S ", zero\n"
+	"	csrw " H_STR(CSR_MCOUNTINHIBIT) ", zero\n"
 	"	csrw 0xb03, a1\n"
 	".globl smp_insns\nsmp_insns:\n"
 	"	nop\n"
@@ -106,7 +101,7 @@ __asm__(".pushsection .text\n.option push\n.option norvc\n"
 	"	ret\n"
 	/* Two loads, A and B, with interrupts off. */
 	".globl smp_seq_m\nsmp_seq_m:\n"
-	"	csrw " MCOUNTINHIBIT_S ", a0\n"
+	"	csrw " H_STR(CSR_MCOUNTINHIBIT) ", a0\n"
 	"	la t0, smp_buf\n"
 	".globl smp_ld_a\nsmp_ld_a:\n"
 	"	ld t1, 0(t0)\n"
@@ -114,7 +109,7 @@ __asm__(".pushsection .text\n.option push\n.option norvc\n"
 	".globl smp_ld_b\nsmp_ld_b:\n"
 	"	ld t1, 8(t0)\n"
 	"	nop\n"
-	"	csrw " MCOUNTINHIBIT_S ", a1\n"
+	"	csrw " H_STR(CSR_MCOUNTINHIBIT) ", a1\n"
 	"	ret\n"
 	".option pop\n.popsection\n");
 /* clang-format on */

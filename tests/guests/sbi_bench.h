@@ -8,8 +8,8 @@
  * results: a quicksort of pseudo-random data, recursive calls and a hashing
  * loop, about 190 million instructions, and print them.
  */
-#include "rt_sbi/sbi.h"
-#include "rt_sbi/pmu.h"
+#include "vs/sbi.h"
+#include "vs/pmu.h"
 
 #define N 8192
 #define ROUNDS 40

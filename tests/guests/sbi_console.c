@@ -1,5 +1,5 @@
 /* sbi_console: an S-mode guest kernel for `vmm run` (not for `vmm machine` or QEMU's
-   -bios none: it needs an SBI). Linked with rt_sbi/ (starts in VS-mode at 0x8020_0000).
+   -bios none: it needs an SBI). Linked with guest/sdk/vs/ (starts in VS-mode at 0x8020_0000).
 
    Prints through SBI DBCN and through the polled UART, probes the BASE extension (spec
    version 2.0, every extension vmm provides, a legacy and an unknown extension), checks
@@ -7,7 +7,7 @@
    takes the timer interrupt, reads a line of console input with DBCN console_read, echoes
    it, checks that an RFENCE whose mask selects the calling hart fences it too, and shuts
    down through SRST (status 0 when every check passed). */
-#include "rt_sbi/sbi.h"
+#include "vs/sbi.h"
 
 #define SIP_SSIP (1UL << 1)
 #define SIE_STIE (1UL << 5)

@@ -1,4 +1,4 @@
-/* sbi_ctr: an S-mode guest kernel for `vmm run` (linked with rt_sbi/, runs in VS-mode) that
+/* sbi_ctr: an S-mode guest kernel for `vmm run` (linked with guest/sdk/vs/, runs in VS-mode) that
    uses Control Transfer Records as a guest kernel would, through the VMM's ctr-virt:
    - sctrdepth (always a virtual-instruction exit, emulated by the VMM): the depth it reads
      at boot, and what each DEPTH value written reads back (the VM's allowed depths);
@@ -10,7 +10,7 @@
    With `--ctr off` every one of these accesses gets illegal-instruction. The guest prints
    what it sees ("ctr ..." lines, checked by tests/tests/run.rs for each VMM option), and
    shuts down with status 0. */
-#include "rt_sbi/vu.h"
+#include "vs/vu.h"
 
 #define CAUSE_ILLEGAL 2
 

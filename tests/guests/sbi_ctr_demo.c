@@ -9,7 +9,7 @@
    the history it recorded, oldest first: source -> target, the transfer type and the cycles
    since the previous record. Shuts down with status 0 when every check passed, and with
    status 0 after one line saying so when the VM has no CTR (sctrdepth traps). */
-#include "rt_sbi/vu.h"
+#include "vs/vu.h"
 
 #define CAUSE_ILLEGAL 2
 #define CTL_U 1UL

@@ -11,7 +11,7 @@
    many entries come from the hart's own loop, a hash of every bit and one without the cycle
    counts, the youngest entries) and shuts down. What it prints does not depend on when the
    input arrives. tests/tests/api.rs pauses, dumps, snapshots and restores it. */
-#include "rt_sbi/ctr_smp.h"
+#include "ctr_smp.h"
 
 static volatile u64 go, spinning, stop2, spins;
 

@@ -11,7 +11,7 @@
 
    tests/tests/smp.rs runs it with --pcpus 1 (both vCPUs on one hart, many slice sizes),
    --pcpus 2, and snapshotted and restored: each history must be the same. */
-#include "rt_sbi/ctr_smp.h"
+#include "ctr_smp.h"
 
 #define STIP (1UL << 5)
 

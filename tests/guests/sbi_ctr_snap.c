@@ -4,7 +4,7 @@
    ctrtarget, ctrdata: every bit), plus the youngest entries. tests/tests/snapshot.rs runs it
    once straight through and once snapshotted mid-recording and restored on another host
    model: the two outputs must be identical. */
-#include "rt_sbi/ctr_rec.h"
+#include "ctr_rec.h"
 
 int main(u64 hartid, u64 fdt)
 {

@@ -1,7 +1,7 @@
 /* sbi_ctr_spin: a `vmm run` guest kernel that records CTR history forever (calls, returns
    and branches in VS-mode at depth 64), for the control-socket tests (tests/tests/api.rs):
    they pause it, dump and snapshot its CTR state, and resume it. It never ends by itself. */
-#include "rt_sbi/sbi.h"
+#include "vs/sbi.h"
 
 void spin_forever(void) __attribute__((noreturn));
 

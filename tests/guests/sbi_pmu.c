@@ -1,4 +1,4 @@
-/* sbi_pmu: an S-mode guest kernel for `vmm run` (linked with rt_sbi/, starts in VS-mode)
+/* sbi_pmu: an S-mode guest kernel for `vmm run` (linked with guest/sdk/vs/, starts in VS-mode)
    that uses the SBI PMU extension (SBI v2.0 chapter 11) as a kernel's perf driver would
    and checks every answer:
    - probe, num_counters, counter_get_info of every counter (hardware counters with their
@@ -23,9 +23,9 @@
      and out-of-RAM shared memory, unknown functions;
    - STOP with RESET takes a hardware counter away: reading it is illegal-instruction.
    Shuts down through SRST, status 0 when every check passed. */
-#include "rt_sbi/sbi.h"
+#include "vs/sbi.h"
 #include "csr.h"
-#include "rt_sbi/pmu.h"
+#include "vs/pmu.h"
 
 
 #define NUM_COUNTERS 0

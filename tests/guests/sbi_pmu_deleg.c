@@ -1,4 +1,4 @@
-/* sbi_pmu_deleg: an S-mode guest kernel for `vmm run` (linked with rt_sbi/, starts in
+/* sbi_pmu_deleg: an S-mode guest kernel for `vmm run` (linked with guest/sdk/vs/, starts in
    VS-mode) that uses counter delegation (Smcdeleg/Ssccfg v1.0) as an OS whose firmware
    delegated every counter would, and checks every answer. Whether the VM offers Ssccfg is
    read from the device tree (`ssccfg` in riscv,isa-extensions); the line "mode: deleg on"
@@ -25,8 +25,8 @@
      the guest runs, then checked: tests/tests/pmu_deleg.rs snapshots the VM inside it.
    Without Ssccfg: the same accesses are illegal-instruction (scountovf reads directly).
    Shuts down through SRST, status 0 when every check passed. */
-#include "rt_sbi/vu.h"
-#include "rt_sbi/pmu.h"
+#include "vs/vu.h"
+#include "vs/pmu.h"
 
 #define OF (1UL << 63)
 #define MINH (1UL << 62)

@@ -1,4 +1,4 @@
-/* sbi_pmu_mux: an S-mode guest kernel for `vmm run` (linked with rt_sbi/) on a VM that gives
+/* sbi_pmu_mux: an S-mode guest kernel for `vmm run` (linked with guest/sdk/vs/) on a VM that gives
    it two hpm counters (`--pmu-counters 2`): it wants four events counted over the same
    workload and multiplexes them as a kernel's perf core does when there are more events
    than counters.
@@ -10,7 +10,7 @@
      between slices: every slice's counts are exact (to the few instructions around the
      loop), and every event's count scaled by 4 slices / 2 enabled equals its true total.
    Shuts down through SRST, status 0 when every check passed. */
-#include "rt_sbi/pmu.h"
+#include "vs/pmu.h"
 
 #define LOOPS 5000
 #define SLICES 4

@@ -1,4 +1,4 @@
-/* sbi_pmu_sample: an S-mode guest kernel for `vmm run` (rt_sbi/, starts in VS-mode) that
+/* sbi_pmu_sample: an S-mode guest kernel for `vmm run` (guest/sdk/vs/, starts in VS-mode) that
    uses the sampling extensions of the draft sspesa-ssplcofi-smpdis (provisional CSR
    numbers, docs/csr-map.md) as the VMM gives them to guests (docs/pmu-virt.md, "Sampling"):
 
@@ -21,7 +21,7 @@
      instructions (a snapshot is taken there by tests/tests/sbi_sample.rs), unmasks, takes
      the LCOFI and checks that the sample, the record and the counter are unchanged.
    Shuts down through SRST, status 0 when every check passed. */
-#include "rt_sbi/sample.h"
+#include "sample.h"
 
 #define SPIN 1000000UL
 

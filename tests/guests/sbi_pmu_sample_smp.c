@@ -1,4 +1,4 @@
-/* sbi_pmu_sample_smp: a two-vCPU `vmm run` guest kernel (rt_sbi/) in which each vCPU takes
+/* sbi_pmu_sample_smp: a two-vCPU `vmm run` guest kernel (guest/sdk/vs/) in which each vCPU takes
    its own Sspesa sample and PDIS sample on the same counter index (3), with its own PDIS
    configuration, then spins with the LCOFI pending (interrupts masked) and checks that its
    sample, record, PDIS registers and pending LCOFI are its own. Run with `--pcpus 1` and
@@ -7,7 +7,7 @@
 
    Hart 0 starts hart 1 (SBI HSM), both work, hart 1 records its results and sets done1;
    hart 0 waits for it and prints every check. */
-#include "rt_sbi/sample.h"
+#include "sample.h"
 
 #define SBI_EXT_HSM_START 0
 #define PD_EPT (1UL << 36)

@@ -1,12 +1,12 @@
 /* sbi_pmu_smp: a two-vCPU S-mode guest kernel for `vmm run --vcpus 2` (linked with
-   rt_sbi/): the SBI PMU's firmware counters are per vCPU. Each hart configures firmware
+   guest/sdk/vs/): the SBI PMU's firmware counters are per vCPU. Each hart configures firmware
    counters for IPIs and remote FENCE.I sent and received (auto-started, from 0); hart 0
    sends hart 1 five IPIs and three remote FENCE.I requests, hart 1 sends hart 0 two IPIs
    and one remote FENCE.I to both harts. Then each hart reads its own counters with
    counter_fw_read: sent counts one per target hart, received counts what reached that
    hart, and nothing of one vCPU shows on the other's counters.
    Shuts down through SRST, status 0 when every check passed (on both harts). */
-#include "rt_sbi/pmu.h"
+#include "vs/pmu.h"
 
 #define PMU_FW_READ 5
 #define FW(code) (0xf0000 | (code))

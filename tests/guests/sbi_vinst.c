@@ -1,4 +1,4 @@
-/* sbi_vinst: an S-mode guest kernel for `vmm run` (linked with rt_sbi/, starts in VS-mode)
+/* sbi_vinst: an S-mode guest kernel for `vmm run` (linked with guest/sdk/vs/, starts in VS-mode)
    that provokes every virtual-instruction case a guest can reach, from VS-mode and from
    VU-mode, and checks what it gets back from the VMM:
    - an illegal-instruction exception (scause 2) with stval = the instruction bits, which
@@ -12,7 +12,7 @@
      the guest: tests/tests/run.rs checks the VMM saw no exit for them.
    The VU-mode probes run with vsatp Bare (U-mode at physical addresses) and come back to
    VS-mode with an ECALL. Shuts down through SRST, status 0 when every check passed. */
-#include "rt_sbi/sbi.h"
+#include "vs/sbi.h"
 
 #define SSTATUS_SPP (1UL << 8)
 #define SIE_STIE (1UL << 5)

@@ -446,8 +446,32 @@ fields! {
     /// `xctrctl.EXCINH` (bit 33) to `DIRLJMPINH` (bit 47): the transfer type filter bits. Bit
     /// 32 + t belongs to transfer type t of table 9 (NTBREN, bit 36, enables type 4).
     CTRCTL_FILTERS = 0xfffe << 32 & !(0x3 << 38);
-    /// `xctrctl.NTBREN`: record not-taken branches.
+    /// `xctrctl.EXCINH`: inhibit recording of exceptions (transfer type 1).
+    CTRCTL_EXCINH = 1 << 33;
+    /// `xctrctl.INTRINH`: inhibit recording of interrupts (transfer type 2).
+    CTRCTL_INTRINH = 1 << 34;
+    /// `xctrctl.TRETINH`: inhibit recording of trap returns (transfer type 3).
+    CTRCTL_TRETINH = 1 << 35;
+    /// `xctrctl.NTBREN`: record not-taken branches (transfer type 4).
     CTRCTL_NTBREN = 1 << 36;
+    /// `xctrctl.TKBRINH`: inhibit recording of taken branches (transfer type 5).
+    CTRCTL_TKBRINH = 1 << 37;
+    /// `xctrctl.INDCALLINH`: inhibit recording of indirect calls (transfer type 8).
+    CTRCTL_INDCALLINH = 1 << 40;
+    /// `xctrctl.DIRCALLINH`: inhibit recording of direct calls (transfer type 9).
+    CTRCTL_DIRCALLINH = 1 << 41;
+    /// `xctrctl.INDJMPINH`: inhibit recording of indirect jumps (transfer type 10).
+    CTRCTL_INDJMPINH = 1 << 42;
+    /// `xctrctl.DIRJMPINH`: inhibit recording of direct jumps (transfer type 11).
+    CTRCTL_DIRJMPINH = 1 << 43;
+    /// `xctrctl.CORSWAPINH`: inhibit recording of co-routine swaps (transfer type 12).
+    CTRCTL_CORSWAPINH = 1 << 44;
+    /// `xctrctl.RETINH`: inhibit recording of function returns (transfer type 13).
+    CTRCTL_RETINH = 1 << 45;
+    /// `xctrctl.INDLJMPINH`: inhibit recording of other indirect jumps (with linkage; type 14).
+    CTRCTL_INDLJMPINH = 1 << 46;
+    /// `xctrctl.DIRLJMPINH`: inhibit recording of other direct jumps (with linkage; type 15).
+    CTRCTL_DIRLJMPINH = 1 << 47;
     /// `sctrstatus.WRPTR` (the widest: depth 256).
     SCTRSTATUS_WRPTR = 0xff;
     /// `sctrstatus.FROZEN`.
@@ -464,6 +488,10 @@ fields! {
     CTRDATA_CCV = 1 << 15;
     /// `ctrdata.CC` (CCM in bits 27:16, CCE in bits 31:28).
     CTRDATA_CC = 0xffff << 16;
+    /// `ctrdata.CC`'s mantissa `CCM`.
+    CTRDATA_CCM = 0xfff << 16;
+    /// `ctrdata.CC`'s exponent `CCE`.
+    CTRDATA_CCE = 0xf << 28;
 
     // mhpmevent (Sscofpmf, "Count Overflow Control"; Smcntrpmf for xcyclecfg/xinstretcfg).
     /// `mhpmevent.OF`: overflowed.

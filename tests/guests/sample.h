@@ -9,9 +9,9 @@
 #ifndef RT_SBI_SAMPLE_H
 #define RT_SBI_SAMPLE_H
 
-#include "sbi.h"
+#include "vs/sbi.h"
 #include "csr.h"
-#include "pmu.h"
+#include "vs/pmu.h"
 
 #define CONFIG_MATCHING 2
 #define START 3

@@ -15,7 +15,7 @@
 #ifndef RT_SBI_CTR_REC_H
 #define RT_SBI_CTR_REC_H
 
-#include "sbi.h"
+#include "vs/sbi.h"
 
 #define FNV_OFFSET 0xcbf29ce484222325UL
 
