@@ -50,11 +50,19 @@ fn main() {
     let cc = env::var("RISCV_CC").unwrap_or_else(|_| "riscv64-unknown-elf-gcc".to_string());
     check_compiler(&cc);
 
-    let guests = guest_sources(&guests_dir);
+    let mut guests = guest_sources(&guests_dir);
     assert!(
         !guests.is_empty(),
         "no guest programs found in {}",
         guests_dir.display()
+    );
+    // The SDK's examples are VS-mode kernels too: `sdk_<name>` (tests/tests/sdk.rs).
+    let examples = sdk_dir.join("examples");
+    println!("cargo:rerun-if-changed=../guest/sdk/examples");
+    guests.extend(
+        guest_sources(&examples)
+            .into_iter()
+            .map(|(name, src)| (format!("sdk_{name}"), src)),
     );
     let rt_dir = guests_dir.join("rt");
     let runtime = [rt_dir.join("crt0.S"), rt_dir.join("rt.c")];
@@ -70,16 +78,15 @@ fn main() {
         let handles: Vec<_> = guests
             .iter()
             .map(|(name, src)| {
-                let (runtime, linker_script) = if name.starts_with("sbi_") {
-                    (&sbi_runtime, &sbi_linker_script)
-                } else {
-                    (&runtime, &linker_script)
-                };
+                let (runtime, linker_script) =
+                    if name.starts_with("sbi_") || name.starts_with("sdk_") {
+                        (&sbi_runtime, &sbi_linker_script)
+                    } else {
+                        (&runtime, &linker_script)
+                    };
                 let dirs = (guests_dir.as_path(), sdk_dir.as_path(), elf_dir.as_path());
                 let (cc, flags) = (&cc, &flags);
-                scope.spawn(move || {
-                    build_guest(cc, flags, dirs, runtime, linker_script, name, src)
-                })
+                scope.spawn(move || build_guest(cc, flags, dirs, runtime, linker_script, name, src))
             })
             .collect();
         handles

@@ -33,7 +33,8 @@
 /* siselect value of entry 0. */
 #define CTR_ISELECT_BASE 0x200
 
-/* Transfer types of ctrdata.TYPE (Smctr table 9). */
+/* Transfer types of ctrdata.TYPE (Smctr 3.3 "Control Transfer Record Metadata Register
+   (ctrdata)"). */
 #define CTR_TYPE_EXCEPTION 1
 #define CTR_TYPE_INTERRUPT 2
 #define CTR_TYPE_TRAP_RETURN 3
@@ -132,7 +133,8 @@ static inline int ctr_read(u64 i, struct ctr_entry *e)
 	return (e->source & CTRSOURCE_V) != 0;
 }
 
-/* The elapsed cycles of ctrdata's CC field (Smctr 6.3), or -1 when CCV is 0. */
+/* The elapsed cycles of ctrdata's CC field (Smctr 6.3 "Cycle Counting"), or -1 when CCV
+   is 0. */
 static inline i64 ctr_cycles(u64 data)
 {
 	if (!(data & CTRDATA_CCV))

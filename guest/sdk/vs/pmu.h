@@ -1,7 +1,7 @@
 /* The SBI PMU extension (SBI v2.0 chapter 11) for the S-mode guest kernels of `vmm run`:
    function and flag numbers, events, the call, and checks for SBI results and ranges. */
-#ifndef RT_SBI_PMU_H
-#define RT_SBI_PMU_H
+#ifndef SDK_VS_PMU_H
+#define SDK_VS_PMU_H
 
 #include "sbi.h"
 

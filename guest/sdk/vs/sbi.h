@@ -1,7 +1,7 @@
 /* SBI calls, console output (SBI DBCN and the polled ns16550a UART) and checks for the
    S-mode guest kernels of `vmm run`. */
-#ifndef RT_SBI_H
-#define RT_SBI_H
+#ifndef SDK_VS_SBI_H
+#define SDK_VS_SBI_H
 
 typedef unsigned char u8;
 typedef unsigned int u32;

@@ -6,8 +6,8 @@
    returns to VS-mode at the end of run_in_vu. run_in_vu(f, arg) runs f(arg) in VU-mode
    (vsatp Bare); f ends with an ECALL, and run_in_vu returns its a0. Include once, in the
    guest's only C file, and point stvec at trap_entry. */
-#ifndef RT_SBI_VU_H
-#define RT_SBI_VU_H
+#ifndef SDK_VS_VU_H
+#define SDK_VS_VU_H
 
 #include "sbi.h"
 
