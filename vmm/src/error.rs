@@ -73,7 +73,7 @@ pub enum Error {
 
     /// The hart model refused the configuration.
     #[error("cannot create the hart: {0}")]
-    Hart(#[from] vcpu::HartError),
+    Hart(#[from] crate::backend::HartError),
 
     /// The hart executed WFI with nothing that could ever wake it up.
     #[error("hart {hart} is waiting for an interrupt (WFI at pc={pc:#x}) that can never arrive")]
@@ -198,7 +198,7 @@ pub enum Error {
         hart: u64,
     },
 
-    /// Someone called [`vcpu::StopHandle::stop`] on the hart.
+    /// Someone called [`vcpu_api::StopHandle::stop`] on the hart.
     #[error("hart {hart} was stopped at pc={pc:#x}")]
     Stopped {
         /// The hart's id.

@@ -12,6 +12,7 @@
 //! - [`persist`]: the [`persist::Persist`] trait of the parts a snapshot saves.
 //! - [`error`]: the [`Error`] type.
 
+pub mod backend;
 pub mod devices;
 pub mod error;
 pub mod layout;

@@ -2,7 +2,7 @@
 //!
 //! A snapshot holds everything a `vmm run` VM needs to continue elsewhere: guest RAM, each
 //! vCPU's architectural state (registers, CSRs, counters and timers, the CTR buffer and its
-//! cycle counter: [`vcpu::state::HartState`]) with its `ctr-virt` state, the UART's
+//! cycle counter: [`crate::backend::HartState`]) with its `ctr-virt` state, the UART's
 //! registers and receive FIFO, pending console input, the boot layout and the VMM's trap
 //! policy.
 //!
@@ -55,7 +55,7 @@ pub struct LayoutState {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VcpuState {
     /// The hart's architectural state.
-    pub hart: vcpu::state::HartState,
+    pub hart: crate::backend::HartState,
     /// The VMM's CTR management of this vCPU.
     pub ctr: ctr_virt::GuestCtrState,
     /// Its virtual PMU (`pmu-virt`: counter events, started state, firmware counters and
@@ -335,8 +335,10 @@ mod tests {
         use vm_memory::{GuestAddress, GuestMemoryMmap};
         let mem =
             GuestMemoryMmap::<()>::from_ranges(&[(GuestAddress(0x8000_0000), 1 << 16)]).unwrap();
-        let hart = vcpu::Hart::new_guest(vcpu::HartConfig::default(), mem).unwrap();
-        let policy = ctr_virt::CtrPolicy::on(None, Some(&vcpu::ctr::CtrConfig::full())).unwrap();
+        let hart =
+            crate::backend::Hart::new_guest(crate::backend::HartConfig::default(), mem).unwrap();
+        let policy =
+            ctr_virt::CtrPolicy::on(None, Some(&vcpu_api::ctr::CtrConfig::full())).unwrap();
         let state = VmState {
             memory_mib: 1,
             layout: LayoutState {

@@ -10,7 +10,7 @@
 //! it matches single addresses, not accesses that must fit in a window, and it would be a
 //! dependency for a handful of windows; a lookup here is a scan of at most four entries.
 
-use vcpu::MmioRange;
+use crate::backend::MmioRange;
 
 /// Why a window cannot be added to the bus.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]

@@ -8,7 +8,7 @@
 //!
 //! The timer registers live in the hart (which raises mip.MTIP itself when
 //! `mtime >= mtimecmp`); this device only decodes accesses to them. Time is virtual: it runs
-//! at [`vcpu::TIMEBASE_HZ`] (10 MHz) and advances one tick per [`vcpu::INSNS_PER_TICK`]
+//! at [`vcpu_api::TIMEBASE_HZ`] (10 MHz) and advances one tick per [`vcpu_api::INSNS_PER_TICK`]
 //! retired instructions, independently of the host's speed; a WFI skips ahead to the next
 //! timer deadline.
 //!
@@ -37,21 +37,21 @@ pub trait ClintHart {
     fn set_msip(&mut self, level: bool);
 }
 
-impl ClintHart for vcpu::Hart {
+impl ClintHart for crate::backend::Hart {
     fn mtime(&self) -> u64 {
-        vcpu::Hart::mtime(self)
+        crate::backend::Hart::mtime(self)
     }
     fn set_mtime(&mut self, value: u64) {
-        vcpu::Hart::set_mtime(self, value)
+        crate::backend::Hart::set_mtime(self, value)
     }
     fn mtimecmp(&self) -> u64 {
-        vcpu::Hart::mtimecmp(self)
+        crate::backend::Hart::mtimecmp(self)
     }
     fn set_mtimecmp(&mut self, value: u64) {
-        vcpu::Hart::set_mtimecmp(self, value)
+        crate::backend::Hart::set_mtimecmp(self, value)
     }
     fn set_msip(&mut self, level: bool) {
-        vcpu::Hart::set_msip(self, level)
+        crate::backend::Hart::set_msip(self, level)
     }
 }
 

@@ -27,7 +27,7 @@
 
 use std::io::Write;
 
-use vcpu::MmioRange;
+use crate::backend::MmioRange;
 use vm_memory::{Bytes, GuestAddress, GuestMemoryMmap};
 
 use super::{reg64_read, reg64_write};

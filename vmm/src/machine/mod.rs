@@ -18,7 +18,8 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use vcpu::{Hart, HartConfig, MmioAccess, VcpuExit};
+use crate::backend::{Hart, HartConfig};
+use vcpu_api::{MmioAccess, VcpuExit};
 use vm_memory::{Bytes, GuestAddress, GuestMemoryMmap};
 
 pub use crate::layout::*;
@@ -238,7 +239,7 @@ impl Machine {
 
     /// A handle that stops [`Machine::run`] from another thread (it then returns
     /// [`Error::Stopped`]).
-    pub fn stop_handle(&self) -> vcpu::StopHandle {
+    pub fn stop_handle(&self) -> vcpu_api::StopHandle {
         self.hart.stop_handle()
     }
 

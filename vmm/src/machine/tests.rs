@@ -179,7 +179,7 @@ fn initial_state() {
     assert_eq!(m.hart().pc(), RAM_BASE);
     assert_eq!(m.hart().xreg(10), 0);
     assert_eq!(m.hart().xreg(11), 0);
-    assert_eq!(m.hart().privilege(), vcpu::PrivilegeMode::Machine);
+    assert_eq!(m.hart().privilege(), vcpu_api::PrivilegeMode::Machine);
     assert_eq!(m.instructions(), 0);
 }
 

@@ -45,8 +45,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use crate::backend::{Hart, HartConfig};
 use serde_json::{json, Value};
-use vcpu::{Hart, HartConfig};
 
 use super::pause::{InstanceView, PauseCtl, VcpuView};
 use super::snapshot::VmCommon;
@@ -575,8 +575,8 @@ impl Server {
             .iter()
             .take_while(|e| e.source & 1 != 0)
             .map(|e| {
-                let cycles =
-                    (e.data & (1 << 15) != 0).then(|| vcpu::ctr::decode_cc((e.data >> 16) as u16));
+                let cycles = (e.data & (1 << 15) != 0)
+                    .then(|| vcpu_api::ctr::decode_cc((e.data >> 16) as u16));
                 json!({
                     "source": format!("{:#x}", e.source & !1),
                     "target": format!("{:#x}", e.target & !1),

@@ -6,7 +6,8 @@
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
-use vcpu::{Hart, HartConfig, SharedClock, Vcpu};
+use crate::backend::{Hart, HartConfig};
+use vcpu_api::{SharedClock, Vcpu};
 use vm_memory::{Bytes, GuestAddress, GuestMemoryMmap};
 
 use super::kernel::{self, LoadedKernel};
@@ -55,7 +56,7 @@ pub struct VmBuilder<'a> {
     /// Hart instances (`--pcpus`, defaulted).
     pcpus: u64,
     /// The host hart model's CTR.
-    host_ctr: Option<vcpu::ctr::CtrConfig>,
+    host_ctr: Option<vcpu_api::ctr::CtrConfig>,
     /// What the guest may use of it.
     ctr_policy: ctr_virt::CtrPolicy,
     /// The guest's virtual PMU.
@@ -114,10 +115,10 @@ pub(super) fn allocate_ram(mib: u64) -> Result<GuestMemoryMmap, Error> {
 }
 
 /// The host hart model's CTR for the depths it supports (`None`: no CTR).
-pub(super) fn host_ctr(depths: ctr_virt::DepthSet) -> Option<vcpu::ctr::CtrConfig> {
-    (!depths.is_empty()).then(|| vcpu::ctr::CtrConfig {
+pub(super) fn host_ctr(depths: ctr_virt::DepthSet) -> Option<vcpu_api::ctr::CtrConfig> {
+    (!depths.is_empty()).then(|| vcpu_api::ctr::CtrConfig {
         depths: depths.bits(),
-        ..vcpu::ctr::CtrConfig::full()
+        ..vcpu_api::ctr::CtrConfig::full()
     })
 }
 
@@ -127,7 +128,7 @@ pub(super) struct HartOptions {
     /// Shared by every hart of a VM of several vCPUs.
     pub clock: Option<Arc<SharedClock>>,
     /// The host hart model's CTR.
-    pub ctr: Option<vcpu::ctr::CtrConfig>,
+    pub ctr: Option<vcpu_api::ctr::CtrConfig>,
     /// `--jit`.
     pub jit: bool,
     /// `--perf-map`.

@@ -225,7 +225,7 @@ struct StdinSubscriber {
     queue: InputQueue,
     exit: EventFd,
     done: Arc<AtomicBool>,
-    stop: vcpu::StopHandle,
+    stop: vcpu_api::StopHandle,
     /// Whether the escape sequence is recognized (stdin is a terminal).
     escapes: bool,
     after_escape: bool,
@@ -316,7 +316,7 @@ impl std::fmt::Debug for StdinReader {
 
 impl StdinReader {
     /// Starts reading stdin into `queue`. `stop` is used for the Ctrl-A x escape.
-    pub fn spawn(queue: InputQueue, stop: vcpu::StopHandle) -> Result<StdinReader, Error> {
+    pub fn spawn(queue: InputQueue, stop: vcpu_api::StopHandle) -> Result<StdinReader, Error> {
         let console_err = ConsoleError::new::<std::io::Error>;
         if stdin_kind() == StdinKind::BackgroundTerminal {
             // Reading would stop the process (SIGTTIN); `RawTerminal::enable` said so.
@@ -418,7 +418,7 @@ mod tests {
     #[test]
     fn escape_sequence() {
         let q = InputQueue::default();
-        let stop = vcpu::StopHandle::default();
+        let stop = vcpu_api::StopHandle::default();
         let mut s = StdinSubscriber {
             queue: q.clone(),
             exit: EventFd::new(EFD_NONBLOCK).unwrap(),
@@ -446,7 +446,7 @@ mod tests {
             queue: q.clone(),
             exit: EventFd::new(EFD_NONBLOCK).unwrap(),
             done: Arc::default(),
-            stop: vcpu::StopHandle::default(),
+            stop: vcpu_api::StopHandle::default(),
             escapes: true,
             after_escape: false,
             notices: Box::new(out.clone()),

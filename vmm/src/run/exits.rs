@@ -5,7 +5,8 @@
 
 use std::io::Write;
 
-use vcpu::{GuestTrap, Hart, MmioAccess, Vcpu, VcpuExit};
+use crate::backend::Hart;
+use vcpu_api::{GuestTrap, MmioAccess, Vcpu, VcpuExit};
 
 use super::sbi_env::PlatformEnv;
 use super::sched::Leave;
@@ -311,7 +312,7 @@ impl VcpuCtx<'_> {
     /// Redirect an exception into the guest, with the CTR record the guest would see had
     /// the trap been delegated to it (ctr-virt).
     pub(super) fn inject(&mut self, cause: u64, tval: u64) {
-        let from_vu = Vcpu::guest_privilege(self.hart) == vcpu::PrivilegeMode::User;
+        let from_vu = Vcpu::guest_privilege(self.hart) == vcpu_api::PrivilegeMode::User;
         let epc = Vcpu::pc(self.hart);
         Vcpu::inject_exception(self.hart, cause, tval);
         // Exceptions go to vstvec's base whatever its MODE.

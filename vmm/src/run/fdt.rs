@@ -100,7 +100,7 @@ pub fn build(config: &FdtConfig) -> Result<Vec<u8>, vm_fdt::Error> {
     let cpus = fdt.begin_node("cpus")?;
     fdt.property_u32("#address-cells", 1)?;
     fdt.property_u32("#size-cells", 0)?;
-    fdt.property_u32("timebase-frequency", vcpu::TIMEBASE_HZ as u32)?;
+    fdt.property_u32("timebase-frequency", vcpu_api::TIMEBASE_HZ as u32)?;
     for id in 0..config.cpus.max(1) as u32 {
         cpu_node(&mut fdt, id, config)?;
     }

@@ -12,7 +12,7 @@
 //! The guest starts at the kernel entry in VS-mode with `a0` = hart id (0) and `a1` = the
 //! device tree's address. With [`RunConfig::vcpus`] > 1 every other hart runs on a thread
 //! of its own and starts stopped, for the guest to start with SBI HSM (see `run/smp.rs` and
-//! "Multiprocessor guests" in `docs/hypervisor.md`). Its traps to the VMM ([`vcpu::VcpuExit::GuestTrap`]):
+//! "Multiprocessor guests" in `docs/hypervisor.md`). Its traps to the VMM ([`vcpu_api::VcpuExit::GuestTrap`]):
 //! - `ECALL` from VS-mode (cause 10): an SBI call, answered in `a0`/`a1`, resumed at pc + 4;
 //! - virtual instruction (22): with the [`GuestPolicy`] that asks for them, a VS-mode WFI
 //!   trapped by `hstatus.VTW` is emulated as idling until the next timer deadline, and a read
@@ -69,7 +69,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use vcpu::Hart;
+use crate::backend::Hart;
 use vm_memory::GuestMemoryMmap;
 
 use crate::devices::bus::MmioBus;
@@ -286,7 +286,7 @@ pub struct GuestVm {
     /// With a control socket: how this hart instance parks when the VM is paused.
     pause: Option<PauseLink>,
     /// The host hart model's CTR (for the control socket's `ctr-dump`).
-    host_ctr: Option<vcpu::ctr::CtrConfig>,
+    host_ctr: Option<vcpu_api::ctr::CtrConfig>,
     /// Where to write a snapshot when the budget or the timeout ends the run.
     snapshot_on_stop: Option<PathBuf>,
     stats: ExitStats,
@@ -409,7 +409,7 @@ pub(crate) struct VmShared {
     timeout: Option<std::time::Duration>,
     policy: GuestPolicy,
     fw: pmu_virt::FwTallies,
-    host_ctr: Option<vcpu::ctr::CtrConfig>,
+    host_ctr: Option<vcpu_api::ctr::CtrConfig>,
     snapshot_on_stop: Option<PathBuf>,
     smp: Option<Arc<Smp>>,
 }

@@ -23,8 +23,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use vcpu::state::HartState;
-use vcpu::StopHandle;
+use crate::backend::HartState;
+use vcpu_api::StopHandle;
 
 use super::smp::Smp;
 use super::{ExitStats, GuestVm};
@@ -298,7 +298,7 @@ mod tests {
     use super::*;
     use crate::sbi::hsm::STATE_STOPPED;
     use std::sync::atomic::AtomicBool;
-    use vcpu::{HartMailbox, SharedClock};
+    use vcpu_api::{HartMailbox, SharedClock};
 
     fn empty_view() -> InstanceView {
         InstanceView {

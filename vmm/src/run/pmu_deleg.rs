@@ -7,7 +7,7 @@
 //! `pmu-deleg counter <virtual> on hart counter <hart>`: that is where the mapping shows
 //! (the guest cannot see it).
 
-use vcpu::GuestTrap;
+use vcpu_api::GuestTrap;
 
 use super::exits::VcpuCtx;
 use super::{ExitReason, VirtualInsnAction};

@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use vcpu::Vcpu;
+use vcpu_api::Vcpu;
 
 use super::sched::Leave;
 use super::smp::{IdleEnd, Smp, StartWait};

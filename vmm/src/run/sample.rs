@@ -3,7 +3,7 @@
 //! access (`hstateen0.PDIS`, then the instruction runs again). See "Sampling" in
 //! `docs/pmu-virt.md`.
 
-use vcpu::GuestTrap;
+use vcpu_api::GuestTrap;
 
 use super::exits::VcpuCtx;
 use super::{ExitReason, VirtualInsnAction};

@@ -4,7 +4,8 @@
 use std::io::Write;
 use std::sync::{Mutex, MutexGuard};
 
-use vcpu::{Hart, Vcpu};
+use crate::backend::Hart;
+use vcpu_api::Vcpu;
 use vm_memory::{GuestAddress, GuestMemoryBackend as _, GuestMemoryMmap};
 
 use super::smp::Smp;

@@ -9,7 +9,7 @@
 //!   names it; the hart takes the first such vCPU after the current one (round robin). When
 //!   none can run, the hart thread sleeps as a 1:1 vCPU thread does (`Smp::wait_pick`).
 //! - **What it saves.** The outgoing vCPU's whole architectural state
-//!   ([`vcpu::state::HartState`]: registers, CSRs, counters and timers, the whole CTR buffer
+//!   ([`crate::backend::HartState`]: registers, CSRs, counters and timers, the whole CTR buffer
 //!   and its cycle counter), its `ctr-virt` state ([`ctr_virt::GuestCtr`]: lazy loading,
 //!   the guest's depth) and its mailbox (posted interrupts and fence requests wait there
 //!   while it is off the hart). The incoming vCPU's are loaded: `Hart::restore_state`
@@ -29,8 +29,8 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use vcpu::state::HartState;
-use vcpu::{HartMailbox, Vcpu};
+use crate::backend::HartState;
+use vcpu_api::{HartMailbox, Vcpu};
 
 use super::smp::Pick;
 use super::GuestVm;

@@ -27,7 +27,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use vcpu::{Hart, HartMailbox, SharedClock, StopHandle};
+use crate::backend::Hart;
+use vcpu_api::{HartMailbox, SharedClock, StopHandle};
 
 /// A vCPU's part of the shared state, as a snapshot saves it (`VcpuState`'s `hsm`, `start`,
 /// `idle` and `ipi_posted`).

@@ -17,8 +17,10 @@
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use vcpu::state::HartState;
-use vcpu::{Hart, SharedClock};
+use crate::backend::Hart;
+use crate::backend::HartState;
+use vcpu_api::csr;
+use vcpu_api::SharedClock;
 use vm_memory::{Bytes, GuestAddress, GuestMemoryMmap};
 
 use super::builder::{allocate_ram, check_memory, check_topology, host_ctr, HartOptions};
@@ -140,7 +142,7 @@ pub enum RestoreFailure {
         vcpu: Option<u64>,
         /// What the hart reported.
         #[source]
-        source: vcpu::state::StateError,
+        source: vcpu_api::StateError,
     },
     /// A parked vCPU's state could not be loaded onto its hart instance (`--pcpus`).
     #[error("vCPU {vcpu} onto its hart: {source}")]
@@ -149,7 +151,7 @@ pub enum RestoreFailure {
         vcpu: u64,
         /// What the hart reported.
         #[source]
-        source: vcpu::state::StateError,
+        source: vcpu_api::StateError,
     },
     /// Guest RAM could not be written.
     #[error("cannot write guest RAM: {0}")]
@@ -209,26 +211,26 @@ impl Persist for InputQueue {
 /// follow the guest's traps); `hcounteren`: only TM (the PMU's counter bits follow which
 /// counters the guest started).
 const VMM_OWNED_CSRS: [(&str, u16, u64); 12] = [
-    ("medeleg", 0x302, u64::MAX),
-    ("mideleg", 0x303, u64::MAX),
-    ("menvcfg", 0x30a, u64::MAX),
-    ("mstateen0", 0x30c, u64::MAX),
-    ("hstatus.VTSR/VTW/VTVM", 0x600, 0b111 << 20),
-    ("hedeleg", 0x602, u64::MAX),
-    ("hideleg", 0x603, u64::MAX),
-    ("hcounteren.TM", 0x606, 1 << 1),
-    ("hvien", 0x608, u64::MAX),
-    ("henvcfg", 0x60a, u64::MAX),
-    ("hstateen0", 0x60c, u64::MAX),
+    ("medeleg", csr::MEDELEG, u64::MAX),
+    ("mideleg", csr::MIDELEG, u64::MAX),
+    ("menvcfg", csr::MENVCFG, u64::MAX),
+    ("mstateen0", csr::MSTATEEN0, u64::MAX),
+    ("hstatus.VTSR/VTW/VTVM", csr::HSTATUS, 0b111 << 20),
+    ("hedeleg", csr::HEDELEG, u64::MAX),
+    ("hideleg", csr::HIDELEG, u64::MAX),
+    ("hcounteren.TM", csr::HCOUNTEREN, 1 << 1),
+    ("hvien", csr::HVIEN, u64::MAX),
+    ("henvcfg", csr::HENVCFG, u64::MAX),
+    ("hstateen0", csr::HSTATEEN0, u64::MAX),
     // The guest runs on guest-physical = host-physical RAM: no G-stage translation.
-    ("hgatp", 0x680, u64::MAX),
+    ("hgatp", csr::HGATP, u64::MAX),
 ];
 
 /// Guest-visible CSRs with WARL fields whose saved value must be one the hart can hold:
 /// writing it to a fresh hart must read it back unchanged (`vsatp.MODE` among the modes
 /// the hart implements, priv. spec 12.2.14 / 10.1.11; `hvip` only the pending bits the
 /// hart implements, priv. spec 21.2.3 and AIA 6.3.2).
-const WARL_CSRS: [(&str, u16); 2] = [("vsatp", 0x280), ("hvip", 0x645)];
+const WARL_CSRS: [(&str, u16); 2] = [("vsatp", csr::VSATP), ("hvip", csr::HVIP)];
 
 /// Checks of a vCPU's saved state that need nothing but the snapshot: the virtual clock,
 /// the privilege mode of a guest, `pc` alignment, the PMU snapshot shared memory.
@@ -305,8 +307,8 @@ fn check_vmm_owned(
     restored: &Hart,
     expected: &mut Hart,
 ) -> Result<(), RestoreError> {
-    use vcpu::Vcpu;
-    let hstateen0 = expected.host_csr(0x60c).unwrap_or(0);
+    use vcpu_api::Vcpu;
+    let hstateen0 = expected.host_csr(csr::HSTATEEN0).unwrap_or(0);
     let ctr = if v.ctr.loaded {
         ctr_virt::csr::STATEEN0_CTR
     } else {
@@ -319,7 +321,7 @@ fn check_vmm_owned(
     } else {
         0
     };
-    expected.set_known_csr(0x60c, hstateen0 | ctr | pdis);
+    expected.set_known_csr(csr::HSTATEEN0, hstateen0 | ctr | pdis);
     for (name, num, mask) in VMM_OWNED_CSRS {
         let want = expected.host_csr(num).unwrap_or(0) & mask;
         let got = restored.host_csr(num).unwrap_or(0) & mask;
@@ -369,7 +371,7 @@ pub(crate) struct VmCommon {
     pub(crate) policy: GuestPolicy,
     pub(crate) smp: Option<Arc<Smp>>,
     /// The host hart model's CTR.
-    pub(crate) host_ctr: Option<vcpu::ctr::CtrConfig>,
+    pub(crate) host_ctr: Option<vcpu_api::ctr::CtrConfig>,
 }
 
 impl VmCommon {

@@ -262,7 +262,7 @@ impl ExitReason {
             ExitReason::GuestPageFault(c) => format!("guest-page-fault {c}"),
             ExitReason::Trap(c) => format!("trap {c}"),
             ExitReason::VirtualInsn(insn) => match VinsnKind::of(insn) {
-                VinsnKind::Csr(csr) => match vcpu::csr::name(csr) {
+                VinsnKind::Csr(csr) => match vcpu_api::csr::name(csr) {
                     Some(name) => format!("virtual-insn csr {name} ({csr:#x})"),
                     None => format!("virtual-insn csr {csr:#x}"),
                 },

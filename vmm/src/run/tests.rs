@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use super::*;
-use vcpu::Vcpu;
+use vcpu_api::Vcpu;
 
 use crate::machine::RAM_BASE;
 use crate::sbi::srst::ResetType;

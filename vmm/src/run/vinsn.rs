@@ -4,13 +4,14 @@
 //! A hypervisor may ask the hart to trap a guest's WFI (`hstatus.VTW` = 1) and its reads of
 //! `time` (`hcounteren.TM` = 0) so that it can idle the guest and present its own clock.
 //! With [`GuestPolicy::trap_wfi`] the VMM emulates a VS-mode WFI as idling: virtual time
-//! advances to the guest's next timer deadline ([`vcpu::Vcpu::skip_to_timer`]) and the
+//! advances to the guest's next timer deadline ([`vcpu_api::Vcpu::skip_to_timer`]) and the
 //! guest resumes after the WFI. With [`GuestPolicy::trap_time`] a read of `time` (from
 //! VS-mode, or from VU-mode when the guest's `scounteren.TM` lets VU read it) gets the
-//! guest's time ([`vcpu::Vcpu::guest_time`]) in `rd`. Every other virtual-instruction exit
+//! guest's time ([`vcpu_api::Vcpu::guest_time`]) in `rd`. Every other virtual-instruction exit
 //! becomes an illegal-instruction exception in the guest, `stval` = the instruction bits.
 
-use vcpu::{GuestTraps, Hart, Vcpu};
+use crate::backend::Hart;
+use vcpu_api::{GuestTraps, Vcpu};
 
 /// Which guest instructions the VMM asks the hart to trap (VMM policy; all off by default,
 /// which leaves the hart's hosted-mode defaults: `hstatus.VTW` = 0, `hcounteren` = 7).

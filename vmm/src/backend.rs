@@ -1,0 +1,19 @@
+//! The vCPU backend: the one module of the VMM that names the interpreter crate (`vcpu`).
+//!
+//! The rest of `vmm` reaches a vCPU through `vcpu_api` (the [`vcpu_api::Vcpu`] and
+//! [`vcpu_api::VcpuState`] traits, exits, CSR numbers, trap causes, CTR and PMU types) and
+//! the names below. The backend today is the software hart with the H extension; a KVM
+//! backend on riscv64 hosts would be a second module like this one, chosen at build time.
+//! `vmm machine` (a bare-metal board, not a VM) also uses the hart's M-mode side: the CLINT
+//! drives its `mtime`, `mtimecmp` and `msip` (`devices/clint.rs`).
+
+/// The hart's complete architectural state ([`vcpu_api::VcpuState::State`] of [`Hart`]).
+pub use vcpu::state::HartState;
+/// The vCPU: a hart model in hosted mode (`vmm run`) or a bare-metal hart (`vmm machine`).
+pub use vcpu::Hart;
+/// How a hart is built: its extensions, CTR and counters, block translation.
+pub use vcpu::HartConfig;
+/// Why a hart could not be built or run.
+pub use vcpu::HartError;
+/// A window of guest-physical addresses the hart hands to the VMM as MMIO.
+pub use vcpu::MmioRange;
