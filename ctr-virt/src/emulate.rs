@@ -400,3 +400,93 @@ mod restore_tests {
         assert!(GuestCtr::restore(&m, 0, DepthSet::ALL).is_ok());
     }
 }
+
+/// The rules above on the boundary's fake vCPU (no hart model): which accesses load the
+/// context, which are emulated, which are refused. `tests/tests/ctr_virt.rs` runs the same
+/// flows on the real hart.
+#[cfg(test)]
+mod fake_vcpu_tests {
+    use super::*;
+    use crate::DepthSet;
+    use vcpu_api::ctr::CtrConfig;
+    use vcpu_api::fake::FakeVcpu;
+
+    /// `csrrs rd, csr, x0`.
+    fn csrr(rd: u32, csr: u16) -> u32 {
+        (u32::from(csr) << 20) | (2 << 12) | (rd << 7) | 0x73
+    }
+
+    /// `csrrw rd, csr, rs1`.
+    fn csrw(rd: u32, csr: u16, rs1: u32) -> u32 {
+        (u32::from(csr) << 20) | (rs1 << 15) | (1 << 12) | (rd << 7) | 0x73
+    }
+
+    fn vcpu() -> FakeVcpu {
+        let csrs = [
+            HSTATEEN0, VSISELECT, SCTRDEPTH, SCTRSTATUS, VSCTRCTL, VSIREG, VSIREG2, VSIREG3,
+        ];
+        FakeVcpu::with_csrs(&csrs.map(|c| (c, 0)))
+    }
+
+    fn on(depths: &str) -> GuestCtr {
+        let requested = DepthSet::parse(depths).unwrap();
+        GuestCtr::new(CtrPolicy::on(Some(requested), Some(&CtrConfig::full())).unwrap())
+    }
+
+    #[test]
+    fn the_first_state_access_loads_the_context_and_retries() {
+        let (mut v, mut g) = (vcpu(), on("16,64"));
+        g.prepare(&mut v);
+        assert_eq!(v.csrs[&HSTATEEN0], STATEEN0_CSRIND);
+        assert_eq!(
+            g.on_virtual_insn(&mut v, csrr(5, SCTRCTL), false),
+            Outcome::Retry
+        );
+        assert!(g.is_loaded());
+        assert_eq!(v.csrs[&HSTATEEN0], STATEEN0_CSRIND | STATEEN0_CTR);
+        assert_eq!(v.pc, 0, "retried, not skipped");
+        assert_eq!(g.stats.lazy_loads, 1);
+        // From VU-mode every CTR access is illegal.
+        assert_eq!(
+            g.on_virtual_insn(&mut v, csrr(5, SCTRSTATUS), true),
+            Outcome::InjectIllegal
+        );
+        // Unloading takes the access away again.
+        g.unload(&mut v);
+        assert_eq!(v.csrs[&HSTATEEN0], STATEEN0_CSRIND);
+    }
+
+    #[test]
+    fn sctrdepth_is_emulated_within_the_vms_depth_set() {
+        let (mut v, mut g) = (vcpu(), on("16,64"));
+        g.prepare(&mut v);
+        v.x[6] = 2; // 64 entries: in the set
+        assert_eq!(
+            g.on_virtual_insn(&mut v, csrw(5, SCTRDEPTH, 6), false),
+            Outcome::Emulated
+        );
+        assert_eq!((v.pc, v.x[5], g.guest_depth()), (4, 0, 2));
+        v.x[6] = 1; // 32 entries: not in the set, the depth stays
+        g.on_virtual_insn(&mut v, csrw(5, SCTRDEPTH, 6), false);
+        assert_eq!((v.pc, v.x[5], g.guest_depth()), (8, 2, 2));
+        assert!(!g.is_loaded(), "sctrdepth does not load the context");
+        assert_eq!(g.stats.depth_emulated, 2);
+    }
+
+    #[test]
+    fn with_ctr_off_every_ctr_access_is_refused_and_others_are_not_ctr() {
+        let (mut v, mut g) = (vcpu(), GuestCtr::new(CtrPolicy::off()));
+        g.prepare(&mut v);
+        assert_eq!(v.csrs[&HSTATEEN0], 0);
+        for insn in [csrr(5, SCTRCTL), csrr(5, SCTRDEPTH), SCTRCLR] {
+            assert_eq!(
+                g.on_virtual_insn(&mut v, insn, false),
+                Outcome::InjectIllegal
+            );
+        }
+        assert_eq!(
+            g.on_virtual_insn(&mut v, csrr(5, 0x100), false),
+            Outcome::NotCtr
+        );
+    }
+}

@@ -66,7 +66,7 @@ pub struct GuestPmuState {
 /// A vCPU's virtual PMU (see the crate documentation).
 ///
 /// ```no_run
-/// # fn f(hart: &mut vcpu::Hart, mem: &vm_memory::GuestMemoryMmap) {
+/// # fn f<V: vcpu_api::Vcpu>(hart: &mut V, mem: &vm_memory::GuestMemoryMmap) {
 /// use pmu_virt::{FwTallies, GuestPmu, PmuPolicy};
 /// let mut pmu = GuestPmu::new(PmuPolicy::on(), 0, FwTallies::new(1));
 /// pmu.prepare(hart);

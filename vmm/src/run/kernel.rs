@@ -86,8 +86,13 @@ pub enum KernelError {
     },
 
     /// Copying into guest memory failed (should not happen after validation).
-    #[error("cannot write the kernel to guest memory: {0}")]
-    GuestMemory(String),
+    #[error("cannot write the kernel ({len} bytes) to guest memory at {addr:#x}")]
+    GuestMemory {
+        /// Load address.
+        addr: u64,
+        /// Bytes to write.
+        len: u64,
+    },
 }
 
 /// The format of a kernel file.
@@ -185,7 +190,10 @@ pub fn load_kernel(
         _ => return Err(KernelError::ImageTooBig { addr, size, ram }),
     }
     mem.write_slice(data, GuestAddress(addr))
-        .map_err(|e| KernelError::GuestMemory(e.to_string()))?;
+        .map_err(|_| KernelError::GuestMemory {
+            addr,
+            len: data.len() as u64,
+        })?;
     Ok(LoadedKernel {
         format: KernelFormat::Image,
         entry: addr,
