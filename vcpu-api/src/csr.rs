@@ -417,7 +417,7 @@ fields! {
     STATEEN0_P1P13 = 1 << 56;
     /// `mstateen0.P1P14`
     STATEEN0_P1P14 = 1 << 55;
-    /// `mstateen0.CTR` (Smctr, chapter 2: "State Enable Access Control").
+    /// `mstateen0.CTR` (Smctr chapter 5 "State Enable Access Control").
     STATEEN0_CTR = 1 << 54;
     /// `mstateen0.JVT`
     STATEEN0_JVT = 1 << 2;
@@ -433,20 +433,22 @@ fields! {
     CTRCTL_S = 1 << 1;
     /// `mctrctl.M`: recording in M-mode.
     CTRCTL_M = 1 << 2;
-    /// `xctrctl.RASEMU`: return-address-stack emulation (section 6.4).
+    /// `xctrctl.RASEMU`: Smctr 6.4 "RAS (Return Address Stack) Emulation Mode".
     CTRCTL_RASEMU = 1 << 7;
-    /// `xctrctl.STE`: record external traps into S-mode (VS-mode for `vsctrctl`).
+    /// `xctrctl.STE`: record external traps into S-mode (VS-mode for `vsctrctl`; Smctr 6.1.2
+    /// "External Traps").
     CTRCTL_STE = 1 << 8;
-    /// `mctrctl.MTE`: record external traps into M-mode.
+    /// `mctrctl.MTE`: record external traps into M-mode (Smctr 6.1.2 "External Traps").
     CTRCTL_MTE = 1 << 9;
-    /// `xctrctl.BPFRZ`: freeze on a breakpoint exception (section 6.5).
+    /// `xctrctl.BPFRZ`: freeze on a breakpoint exception (Smctr 6.5 "Freeze").
     CTRCTL_BPFRZ = 1 << 11;
-    /// `xctrctl.LCOFIFRZ`: freeze on a local counter overflow interrupt (section 6.5).
+    /// `xctrctl.LCOFIFRZ`: freeze on a local counter overflow interrupt (Smctr 6.5 "Freeze").
     CTRCTL_LCOFIFRZ = 1 << 12;
-    /// `xctrctl.EXCINH` (bit 33) to `DIRLJMPINH` (bit 47): the transfer type filter bits. Bit
-    /// 32 + t belongs to transfer type t of table 9 (NTBREN, bit 36, enables type 4).
+    /// `xctrctl.EXCINH` (bit 33) to `DIRLJMPINH` (bit 47): the transfer type filter bits of
+    /// Smctr 6.2 "Transfer Type Filtering". Bit 32 + t belongs to transfer type t of table 9
+    /// (NTBREN, bit 36, enables type 4).
     CTRCTL_FILTERS = 0xfffe << 32 & !(0x3 << 38);
-    /// `xctrctl.NTBREN`: record not-taken branches.
+    /// `xctrctl.NTBREN`: record not-taken branches (Smctr 6.2 "Transfer Type Filtering").
     CTRCTL_NTBREN = 1 << 36;
     /// `sctrstatus.WRPTR` (the widest: depth 256).
     SCTRSTATUS_WRPTR = 0xff;

@@ -206,7 +206,8 @@ pub(crate) fn vs_counterpart(num: u16) -> Option<u16> {
         | 0x152 | 0x153 | 0x155 | 0x156 | 0x157 | 0x180 => Some(num + 0x100),
         // stopi
         0xdb0 => Some(0xeb0),
-        // sctrctl (Smctr 2.3)
+        // sctrctl (Smctr 2.3 "Virtual Supervisor Control Transfer Records Control Register
+        // (vsctrctl)")
         0x14e => Some(0x24e),
         // spdisctl (Smpdis, provisional numbers)
         0x5c2 => Some(0x6c0),
