@@ -405,7 +405,9 @@ impl GuestPmu {
         !c.started && (c.event.is_none() || i == CY || i == IR)
     }
 
-    /// Writes hardware counter `i`'s event and filter to the hart (OF cleared).
+    /// Writes hardware counter `i`'s event and filter to the hart (OF cleared; the filter of
+    /// counters 0 and 2 is `mcyclecfg`/`minstretcfg`, Smcntrpmf 2.1
+    /// "Machine Counter Configuration Registers (mcyclecfg, minstretcfg)").
     pub(crate) fn program_hw(&self, vcpu: &mut dyn Vcpu, i: usize) {
         let c = &self.counters[i];
         let filter = HOST_INH | c.inhibit;

@@ -1,4 +1,5 @@
-//! How a guest's counter-overflow interrupts reach it (Sscofpmf's LCOFI, interrupt 13).
+//! How a guest's counter-overflow interrupts reach it (Sscofpmf's LCOFI, interrupt 13): the
+//! two options of Smcdeleg 6 "Virtualizing Local Counter Overflow Interrupts".
 //!
 //! Two delivery modes, chosen per VM ([`LcofiDelivery`]):
 //! - **Direct**: `hideleg` bit 13 = 1. The LCOFI the hart raises (`mip.LCOFI`, set when a
@@ -63,7 +64,8 @@ pub enum LcofiOutcome {
     Spurious,
 }
 
-/// Programs the hart for `delivery` (with Sscofpmf).
+/// Programs the hart for `delivery` (with Sscofpmf; Smcdeleg 6
+/// "Virtualizing Local Counter Overflow Interrupts": `hideleg`, or `hvien`/`hvip` bit 13).
 pub(crate) fn prepare(vcpu: &mut dyn Vcpu, delivery: LcofiDelivery) {
     let hideleg = vcpu.host_csr(csr::HIDELEG).unwrap_or(0);
     let hvien = vcpu.host_csr(csr::HVIEN).unwrap_or(0);

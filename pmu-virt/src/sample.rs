@@ -5,19 +5,21 @@
 //! # Sspesa
 //! There is no VS-level `shpmspc`: the draft makes VS-mode accesses to `shpmspc`/`shpmsdata`
 //! raise virtual-instruction while `menvcfg.CDE` = 1 and illegal-instruction while CDE = 0
-//! (section "shpmspc"). So a guest can only see a sample through its hypervisor:
-//! [`GuestSampling::prepare`] sets `menvcfg.CDE`, and the exits are emulated from the hart's
-//! own `shpmspc`/`shpmsdata`, which hold the sample of the guest's counter: the counters the
-//! guest configured through the SBI PMU extension have their `mcounteren` bit set (so they
-//! are "delegated" and capture, the draft's rule with CDE = 1), the hart runs only this vCPU
-//! (with `--pcpus` the registers are switched with the rest of the hart's state), and
-//! CNTRID needs no translation because the guest's logical counter `i` is hart counter `i`.
+//! ("Hardware Performance Monitor Sample PC Register (`shpmspc`)"). So a guest can only see
+//! a sample through its hypervisor: [`GuestSampling::prepare`] sets `menvcfg.CDE`, and the
+//! exits are emulated from the hart's own `shpmspc`/`shpmsdata`, which hold the sample of
+//! the guest's counter: the counters the guest configured through the SBI PMU extension
+//! have their `mcounteren` bit set (so they are "delegated" and capture, the draft's rule
+//! with CDE = 1), the hart runs only this vCPU (with `--pcpus` the registers are switched
+//! with the rest of the hart's state), and CNTRID needs no translation because the guest's
+//! logical counter `i` is hart counter `i`.
 //! With `hideleg.LCOFI` = 1 the hart's `mip.LCOFIP` is the guest's `vsip.LCOFIP`, so the
 //! draft's "first overflow while LCOFIP is 0" rule holds for the guest as it is.
 //!
-//! CDE = 1 also makes `scountovf` trap from VS/VU (Smcdeleg chapter 5): its reads from VS
-//! are emulated here with the value the guest read directly before (OF of the counters the
-//! guest was given, `hcounteren`, and bit 1, `mpdisctl.OF`, once the guest has PDIS).
+//! CDE = 1 also makes `scountovf` trap from VS/VU (Smcdeleg 5 "Virtualizing `scountovf`"):
+//! its reads from VS are emulated here with the value the guest read directly before (OF of
+//! the counters the guest was given, `hcounteren`, and bit 1, `mpdisctl.OF`, once the guest
+//! has PDIS).
 //! `scountinhibit` and `sireg*` at `vsiselect` 0x40-0x5F trap as well and are not this
 //! module's (the VMM injects illegal-instruction, what a guest without Ssccfg sees).
 //!
@@ -245,7 +247,8 @@ impl GuestSampling {
         self.loaded
     }
 
-    /// Prepare a fresh hart: Sspesa sets `menvcfg.CDE` (see the module documentation); PDIS
+    /// Prepare a fresh hart (Smpdis "State Enable Access Control": the guest's first PDIS
+    /// access exits): Sspesa sets `menvcfg.CDE` (see the module documentation); PDIS
     /// sets `mstateen0.PDIS` and `hstateen0.CSRIND` and clears `hstateen0.PDIS`. Without
     /// them CDE and `mstateen0.PDIS` stay 0: the guest's accesses are illegal-instruction
     /// without an exit.
@@ -328,9 +331,13 @@ impl GuestSampling {
         ));
     }
 
-    /// Handle a virtual-instruction exit of instruction `insn` (from VU-mode if `from_vu`).
-    /// `map`: virtual counter `i` is hart counter `map[i]` (counter delegation moves them);
-    /// `shpmsdata.CNTRID` is shown to the guest as its own counter number.
+    /// Handle a virtual-instruction exit of instruction `insn` (from VU-mode if `from_vu`):
+    /// Sspesa "Hardware Performance Monitor Sample PC Register (`shpmspc`)" and
+    /// "Hardware Performance Monitor Sample Metadata (`shpmsdata`)" emulated, Smcdeleg 5
+    /// "Virtualizing `scountovf`", and the PDIS lazy load (Smpdis
+    /// "State Enable Access Control"). `map`: virtual counter `i` is hart counter `map[i]`
+    /// (counter delegation moves them); `shpmsdata.CNTRID` is shown to the guest as its own
+    /// counter number.
     pub fn on_virtual_insn(
         &mut self,
         hart: &mut dyn Vcpu,
@@ -415,7 +422,8 @@ impl GuestSampling {
 
     /// `scountovf` as the guest reads it: OF of the hpm counters it was given (`mcounteren`
     /// and `hcounteren`, as Sscofpmf masks it in VS-mode), and bit 1, `mpdisctl.OF`, while
-    /// the guest has its PDIS context (Smpdis: "scountovf").
+    /// the guest has its PDIS context (Smpdis
+    /// "Supervisor Counter Overflow Register (`scountovf`)").
     fn scountovf(&self, hart: &dyn Vcpu) -> u64 {
         let rd = |n| hart.host_csr(n).unwrap_or(0);
         let given = rd(csr::MCOUNTEREN) & rd(csr::HCOUNTEREN);

@@ -377,7 +377,7 @@ fields! {
     XL_64 = 2;
 
     // menvcfg (privileged spec 3.1.18) with Smcdeleg's and Sstc's bits.
-    /// `menvcfg.CDE` (Smcdeleg): counter delegation enable.
+    /// `menvcfg.CDE` (Smcdeleg 2 "Counter Delegation Enable (`menvcfg.CDE`)").
     MENVCFG_CDE = 1 << 60;
     /// `menvcfg.STCE` (Sstc).
     MENVCFG_STCE = 1 << 63;
@@ -483,7 +483,8 @@ fields! {
     /// `mhpmevent[55:0]`: the event selector.
     MHPMEVENT_EVENT = (1 << 56) - 1;
 
-    // mpdisctl/spdisctl (Smpdis/Sspdis draft; provisional CSR numbers).
+    // mpdisctl/spdisctl (Smpdis/Sspdis draft, "Machine PDIS Control Register (`mpdisctl`)";
+    // provisional CSR numbers).
     /// `xpdisctl.SEL`
     PDISCTL_SEL = 7;
     /// `xpdisctl.HPM`

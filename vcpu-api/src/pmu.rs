@@ -62,7 +62,8 @@ pub enum Event {
     InstDecStore,
     /// PDIS `INST.DEC.LDST.SPEC`: load and/or store instructions decoded.
     InstDecLdst,
-    /// PDIS `PDIS.SAMPLES`: qualified samples recorded.
+    /// PDIS `PDIS.SAMPLES`: qualified samples recorded (this and the `INST.DEC.*` events:
+    /// Smpdis "Performance Events").
     PdisSamples,
     /// PDIS `PDIS.COLLISIONS`: PDIS counter overflows while a sample is active.
     PdisCollisions,

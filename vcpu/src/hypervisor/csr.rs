@@ -134,6 +134,8 @@ pub(crate) static TABLE: &[CsrDesc] = &[
         num::HIDELEG,
         ok,
         |h| h.csr.h.hideleg,
+        // LCOFI is delegable (optional in Smcdeleg 6 "Virtualizing Local Counter Overflow
+        // Interrupts").
         Some(|h, v| h.csr.h.hideleg = v & (VS_INTERRUPTS | (1 << crate::trap::irq::LCOFI)))
     ),
     csr!(

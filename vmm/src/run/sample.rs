@@ -1,7 +1,7 @@
-//! Virtual-instruction exits of guest sampling (`pmu_virt::sample`): Sspesa's
-//! `shpmspc`/`shpmsdata` and `scountovf` emulated, PDIS state loaded on the guest's first
-//! access (`hstateen0.PDIS`, then the instruction runs again). See "Sampling" in
-//! `docs/pmu-virt.md`.
+//! Virtual-instruction exits of guest sampling (`pmu_virt::sample`; Smpdis
+//! "State Enable Access Control"): Sspesa's `shpmspc`/`shpmsdata` and `scountovf` emulated,
+//! PDIS state loaded on the guest's first access (`hstateen0.PDIS`, then the instruction
+//! runs again). See "Sampling" in `docs/pmu-virt.md`.
 
 use vcpu::GuestTrap;
 
