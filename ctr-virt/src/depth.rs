@@ -4,7 +4,8 @@ use std::fmt;
 
 use crate::CtrVirtError;
 
-/// A set of CTR depths: bit n stands for 2^(n+4) entries (the `sctrdepth.DEPTH` encoding n).
+/// A set of CTR depths: bit n stands for 2^(n+4) entries (the `sctrdepth.DEPTH` encoding n
+/// of Smctr 2.4 "Supervisor Control Transfer Records Depth Register (sctrdepth)").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct DepthSet(u8);
 

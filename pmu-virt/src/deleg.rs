@@ -83,9 +83,10 @@ pub fn identity_map() -> [u8; HW_COUNTERS] {
     std::array::from_fn(|i| i as u8)
 }
 
-/// The mapping with counter delegation: the hpm counters of `mask` (bits 3-31) handed out
-/// from the top (the k-th lowest virtual counter is the k-th highest hart counter); every
-/// other index is itself.
+/// The mapping with counter delegation (the counters of Smcdeleg 3 "Counter Delegation" on
+/// other hart counters, which chapter 6's note "Hypervisor Configuration" allows): the hpm
+/// counters of `mask` (bits 3-31) handed out from the top (the k-th lowest virtual counter
+/// is the k-th highest hart counter); every other index is itself.
 pub fn deleg_map(mask: u32) -> [u8; HW_COUNTERS] {
     let mut map = identity_map();
     let hpm: Vec<u8> = (3..HW_COUNTERS as u8)
@@ -383,6 +384,9 @@ impl GuestPmu {
             .fold(0, |v, i| v | 1 << i)
     }
 
+    /// A guest write of `scountinhibit` (Smcdeleg 4
+    /// "Supervisor Counter Inhibit Register (`scountinhibit`)"): the backing counters'
+    /// `mcountinhibit` bits.
     fn set_guest_inhibit(&mut self, vcpu: &mut dyn Vcpu, v: u64) {
         for i in 0..HW_COUNTERS {
             if !self.delegated(i) {

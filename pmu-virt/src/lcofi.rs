@@ -89,12 +89,13 @@ pub(crate) fn virtual_pending(vcpu: &dyn Vcpu) -> bool {
     vcpu.host_csr(csr::HVIP).unwrap_or(0) & LCOFIP != 0
 }
 
-/// The HS-level LCOFI of selective delivery: whether a counter in `guest_counters` (bit i:
-/// hart counter i) has `mhpmevent.OF` set decides whether it is the guest's. Either way
-/// `sip.LCOFI` is cleared (Sscofpmf makes it software-writable), so the hart does not exit
-/// again for the same overflow.
-/// `pdis_overflowed`: the guest's PDIS sample counter overflowed (its PDIS context is on the
-/// hart and `mpdisctl.OF` is set), which also raises LCOFI.
+/// The HS-level LCOFI of selective delivery (Smcdeleg 6
+/// "Virtualizing Local Counter Overflow Interrupts": `hvien`/`hvip` bit 13): whether a
+/// counter in `guest_counters` (bit i: hart counter i) has `mhpmevent.OF` set decides
+/// whether it is the guest's. Either way `sip.LCOFI` is cleared (Sscofpmf makes it
+/// software-writable), so the hart does not exit again for the same overflow.
+/// `pdis_overflowed`: the guest's PDIS sample counter overflowed (its PDIS context is on
+/// the hart and `mpdisctl.OF` is set), which also raises LCOFI.
 pub(crate) fn take(
     vcpu: &mut dyn Vcpu,
     guest_counters: u32,

@@ -116,6 +116,7 @@ pub struct PdisContext {
 impl PdisContext {
     /// Load this context onto `hart` (numbers `n`): the filters and the counter, the record,
     /// then `vspdisctl` (which starts counting). The guest's `vsiselect` is preserved.
+    /// (The lazy load of Smpdis "State Enable Access Control".)
     pub fn load(&self, hart: &mut dyn Vcpu, n: &DraftNumbers) {
         hart.set_known_csr(n.spdisevmask, self.spdisevmask);
         hart.set_known_csr(n.spdisevmatch, self.spdisevmatch);
@@ -145,7 +146,10 @@ pub enum SampleAccess {
 }
 
 /// Classify instruction `insn`, trapped with the guest's `vsiselect`, for a hart with the
-/// draft numbers `n`.
+/// draft numbers `n`: Sspesa's
+/// "Hardware Performance Monitor Sample PC Register (`shpmspc`)" and
+/// "Hardware Performance Monitor Sample Metadata (`shpmsdata`)", `scountovf`, or PDIS
+/// state.
 pub fn classify(insn: u32, vsiselect: u64, n: &DraftNumbers) -> Option<SampleAccess> {
     let funct3 = (insn >> 12) & 7;
     if insn & 0x7f != 0x73 || funct3 == 0 || funct3 == 4 {
@@ -270,8 +274,8 @@ impl GuestSampling {
     }
 
     /// Put the PDIS context onto `hart` and give the guest direct access (`hstateen0.PDIS`
-    /// = 1). The PDIS counter is not inhibited (`mcountinhibit[1]` = 0): the guest's
-    /// `vspdisctl` S/U decide where it counts.
+    /// = 1: Smpdis "State Enable Access Control"). The PDIS counter is not inhibited
+    /// (`mcountinhibit[1]` = 0): the guest's `vspdisctl` S/U decide where it counts.
     pub fn load(&mut self, hart: &mut dyn Vcpu) {
         let n = self.policy.numbers;
         self.context.load(hart, &n);

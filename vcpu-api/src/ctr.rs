@@ -117,7 +117,8 @@ impl CtrConfig {
         }
     }
 
-    /// Check the configuration; the error names what is wrong.
+    /// Check the configuration; the error names what is wrong (depths of Smctr 2.4, MTE
+    /// with STE as 6.1.2 "External Traps" requires, CCE width of 6.3 "Cycle Counting").
     pub fn validate(&self) -> Result<(), CtrConfigError> {
         if self.depths == 0 || self.depths > 0x1f {
             return Err(CtrConfigError::Depths(self.depths));
@@ -141,12 +142,14 @@ impl CtrConfig {
         16 << (7 - self.depths.leading_zeros())
     }
 
-    /// Writable bits of `mctrctl`.
+    /// Writable bits of `mctrctl` (Smctr 2.1
+    /// "Machine Control Transfer Records Control Register (mctrctl)").
     pub fn mctrctl_mask(&self) -> u64 {
         MANDATORY | self.ctl_fields
     }
 
-    /// Writable bits of `ctrdata`.
+    /// Writable bits of `ctrdata` (Smctr 3.3
+    /// "Control Transfer Record Metadata Register (ctrdata)").
     pub fn ctrdata_mask(&self) -> u64 {
         let t = if self.type_field { 0xf } else { 0 };
         let cc = self
@@ -180,7 +183,8 @@ pub fn encode_cc(c: u64, cce_bits: u8) -> u16 {
     encode_cc_slow(c, cce_bits)
 }
 
-/// [`encode_cc`] for counts of 4096 and more (kept out of line for the hot paths).
+/// [`encode_cc`] for counts of 4096 and more (kept out of line for the hot paths; Smctr 6.3
+/// "Cycle Counting").
 #[cold]
 #[inline(never)]
 pub fn encode_cc_slow(c: u64, cce_bits: u8) -> u16 {

@@ -89,7 +89,8 @@ pub struct CatalogEntry {
 
 macro_rules! catalog {
     ($($sel:expr => $ev:ident, $name:expr;)*) => {
-        /// Every event the hart counts, by selector value.
+        /// Every event the hart counts, by selector value (with the Smpdis draft's
+        /// "Performance Events", 0x110-0x11B).
         pub static CATALOG: &[CatalogEntry] = &[
             $(CatalogEntry { selector: $sel, event: Event::$ev, name: $name },)*
         ];

@@ -57,7 +57,8 @@ pub mod state;
 
 pub use vcpu_api::ctr::*;
 
-/// The CTR state of a hart.
+/// The CTR state of a hart: the circular buffer Smctr 1 "Introduction" describes, and the
+/// registers of chapter 2 "CSRs".
 #[derive(Clone, Debug)]
 pub struct Ctr {
     /// What the hart implements (`None`: no Smctr/Ssctr).
@@ -285,8 +286,9 @@ impl Ctr {
     }
 
     /// `push` for a jump or branch in the current mode, which is active (the caller's mask
-    /// says so), so the cycle counter is running and RASEMU is off. Jump and branch targets
-    /// are even, so `ctrtarget.MISP` needs no masking.
+    /// says so), so the cycle counter is running and RASEMU is off (CC encoded as Smctr 6.3
+    /// "Cycle Counting" says). Jump and branch targets are even, so `ctrtarget.MISP` needs
+    /// no masking.
     #[inline(always)]
     fn push_active(&mut self, source: u64, target: u64, t: u8, now: u64) {
         let mut data = t as u64 & self.type_mask;

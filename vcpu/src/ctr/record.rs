@@ -112,7 +112,8 @@ impl Hart {
     }
 
     /// A qualified jump or branch of type `t` from `from` has retired and `pc` is its
-    /// target (the block translator's record, with the clock already at the transfer).
+    /// target (the block translator's record, with the clock already at the transfer;
+    /// Smctr chapter 6 "Behavior").
     #[inline(never)]
     pub(crate) fn ctr_transfer(&mut self, from: u64, t: u8) {
         if self.ctr.rasemu {
@@ -149,8 +150,9 @@ impl Hart {
         self.ctr.push_active(from, self.pc, t, now);
     }
 
-    /// A qualified jump of type `t` from `from` to `pc` with RASEMU = 1: calls push, returns
-    /// pop, co-routine swaps overwrite (6.4 RAS (Return Address Stack) Emulation Mode).
+    /// A qualified jump of type `t` from `from` to `pc` with RASEMU = 1: calls push,
+    /// returns pop, co-routine swaps overwrite (Smctr 6.4
+    /// "RAS (Return Address Stack) Emulation Mode").
     #[inline(never)]
     fn ctr_ras(&mut self, from: u64, t: u8) {
         let (to, now) = (self.pc, self.ctr_now());

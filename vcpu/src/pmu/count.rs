@@ -170,7 +170,9 @@ impl Hart {
         self.pmu_recount();
     }
 
-    /// The overflow countdown from the current values.
+    /// The overflow countdown from the current values (no counter can wrap before it ends:
+    /// the precise LCOFI of
+    /// "Precise Local Counter Overflow Interrupt ISA Extension (Ssplcofi)").
     fn pmu_recount(&mut self) {
         let mut cd = u64::MAX;
         for i in 3..32 {

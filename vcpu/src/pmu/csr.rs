@@ -82,7 +82,8 @@ pub(crate) fn pdis_check(h: &Hart, _: bool) -> Result<(), CsrFault> {
     gate(h, 0, h.pmu.stateen_bit())
 }
 
-/// Whether HS-mode could access the CSR (virtual- vs illegal-instruction from VS/VU).
+/// Whether HS-mode could access the CSR (virtual- vs illegal-instruction from VS/VU; for the
+/// PDIS CSRs Smpdis "State Enable Access Control").
 pub(crate) fn hs_could_access(h: &Hart, num: u16) -> Option<bool> {
     let p = crate::pmu::DraftNumbers::PROVISIONAL;
     Some(match num {
@@ -107,6 +108,9 @@ impl Hart {
         m
     }
 
+    /// Write `mcountinhibit`, or through `scountinhibit` (`keep`: the bits it cannot change;
+    /// Smcdeleg 4 "Supervisor Counter Inhibit Register (`scountinhibit`)"); bit 1 is PDIS's
+    /// (Smpdis "Machine Count Inhibit Register (`mcountinhibit`)").
     pub(crate) fn write_mcountinhibit(&mut self, keep: u64, v: u64) {
         let m = crate::pmu::MCOUNTINHIBIT_MASK & !keep;
         self.pmu_reconfigure(|s| s.mcountinhibit = (s.mcountinhibit & !m) | (v & m));

@@ -67,9 +67,11 @@ pub use vcpu_api::csr::{
 
 /// All five mode inhibit bits.
 pub const INH: u64 = MINH | SINH | UINH | VSINH | VUINH;
-/// `mcountinhibit` bits that exist: CY, bit 1 (PDIS, Smpdis), IR, HPM3-31.
+/// `mcountinhibit` bits that exist: CY, bit 1 (PDIS, Smpdis
+/// "Machine Count Inhibit Register (`mcountinhibit`)"), IR, HPM3-31.
 pub const MCOUNTINHIBIT_MASK: u64 = 0xffff_fffb | 4;
-/// `mcountinhibit` bit 1: the PDIS counter (Smpdis).
+/// `mcountinhibit` bit 1: the PDIS counter (Smpdis
+/// "Machine Count Inhibit Register (`mcountinhibit`)").
 pub const INHIBIT_PDIS: u64 = 1 << 1;
 /// The LCOFI pending/enable bit (interrupt 13) in `mip`/`mie`/`sip`/`sie`.
 pub const LCOFIP: u64 = 1 << irq::LCOFI;
@@ -117,7 +119,8 @@ pub use vcpu_api::pmu::{DraftNumbers, PmuConfig};
 pub struct PmuState {
     /// `mhpmevent3-31` (indices 0-2 unused).
     pub mhpmevent: [u64; 32],
-    /// `mcyclecfg` (Smcntrpmf).
+    /// `mcyclecfg` (Smcntrpmf 2.1
+    /// "Machine Counter Configuration Registers (mcyclecfg, minstretcfg)").
     pub mcyclecfg: u64,
     /// `minstretcfg` (Smcntrpmf).
     pub minstretcfg: u64,

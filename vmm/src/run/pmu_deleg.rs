@@ -15,7 +15,8 @@ use super::exits::VcpuCtx;
 use super::{ExitReason, VirtualInsnAction};
 
 impl VcpuCtx<'_> {
-    /// Handles `trap` if it is a delegated-counter access; `None` if it is not one.
+    /// Handles `trap` if it is a delegated-counter access (Smcdeleg 3 "Counter Delegation",
+    /// 4, 5); `None` if it is not one.
     pub(super) fn pmu_deleg(&mut self, trap: &GuestTrap) -> Option<VirtualInsnAction> {
         match self.pmu.on_virtual_insn(self.hart, trap.insn, trap.from_vu) {
             pmu_virt::DelegOutcome::NotDeleg => None,

@@ -40,7 +40,8 @@ pub use vcpu_api::csr::{
 /// the custom bits are hardwired 0).
 pub const MPDISCTL_WRITABLE: u64 = SEL | HPM | ACC | TS | PA | EPT | U | S | M | OF;
 /// The fields `vspdisctl` holds itself (S and U: VS and VU counting; PA: guest physical
-/// addresses of VS/VU samples).
+/// addresses of VS/VU samples; Smpdis
+/// "Virtual Supervisor PDIS Control Register (`vspdisctl`)").
 pub const VS_OWN: u64 = S | U | PA;
 /// Writable bits of `vspdisctl`'s own fields (all of them: the hart can give the guest
 /// physical address of an access, its VS-stage translation).
@@ -52,9 +53,10 @@ pub const VS_OWN_WRITABLE: u64 = S | U | PA;
 pub const EVMASK: u64 = (1 << 56) - 1;
 /// `spdisfilter.THRESH` (Smpdis "Supervisor PDIS Filter Register (`spdisfilter`)").
 pub const THRESH: u64 = 0xfff;
-/// `spdisfilter.INV`.
+/// `spdisfilter.INV` (Smpdis "Latency Filtering").
 pub const INV: u64 = 1 << 12;
-/// `spdisfilter.LATSEL` (bits 15:13): 0 (total) and 3 (execution) are implemented.
+/// `spdisfilter.LATSEL` (bits 15:13): 0 (total) and 3 (execution) are implemented (Smpdis
+/// "Latency Filtering").
 pub const LATSEL: u64 = 7 << 13;
 
 /// `pdishdrev.TYPE` values (Smpdis "PDIS Header and Events (pdishdrev)").
@@ -66,7 +68,7 @@ pub mod ty {
     pub const LOAD_STORE: u64 = 3;
     pub const CONTROL: u64 = 4;
 }
-/// `pdishdrev.ITMISS`.
+/// `pdishdrev.ITMISS` (Smpdis "PDIS Header and Events (pdishdrev)", as the `HDR_*` below).
 pub const HDR_ITMISS: u64 = 1 << 37;
 /// `pdishdrev.L1MISS` (loads and stores).
 pub const HDR_L1MISS: u64 = 1 << 39;
@@ -83,7 +85,8 @@ pub const HDR_CTR_TYPE_SHIFT: u64 = 36;
 /// `pdislat.EXECV` (Smpdis "PDIS Latencies (pdislat)").
 pub const LAT_EXECV: u64 = 1 << 62;
 
-/// PDIS state.
+/// PDIS state (Smpdis/Sspdis, "Precise Decoded Instruction Sampling (Smpdis/Sspdis)"): the
+/// registers of its "CSRs" and the "Sample Record".
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PdisState {
     /// `mpdisctl`.

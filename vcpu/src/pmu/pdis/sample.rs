@@ -33,7 +33,8 @@ fn record_type(c: u8) -> u64 {
     }
 }
 
-/// Events that can be recorded in `pdishdrev.HPM` (they belong to one instruction).
+/// Events that can be recorded in `pdishdrev.HPM` (they belong to one instruction; Smpdis
+/// "PDIS Header and Events (pdishdrev)").
 fn per_instruction(ev: Event) -> bool {
     !matches!(
         ev,
@@ -48,7 +49,9 @@ fn per_instruction(ev: Event) -> bool {
 }
 
 impl Hart {
-    /// Whether some mode counts PDIS instructions.
+    /// Whether some mode counts PDIS instructions (Smpdis
+    /// "Machine PDIS Control Register (`mpdisctl`)" M/S/U, `vspdisctl` S/U, and
+    /// "Machine Count Inhibit Register (`mcountinhibit`)").
     pub(crate) fn pdis_enabled_anywhere(&self) -> bool {
         let p = &self.pmu.state.pdis;
         (p.mpdisctl & (M | S | U) != 0 || p.vs_own & (S | U) != 0)
@@ -311,7 +314,8 @@ impl Hart {
     }
 }
 
-/// Whether the sampled instruction incurred `ev`.
+/// Whether the sampled instruction incurred `ev` (its HPM bit: Smpdis
+/// "PDIS Header and Events (pdishdrev)").
 fn incurred(ev: Event, inc: u32, c: u8, trapped: bool) -> bool {
     match ev {
         Event::Instret => !trapped,
