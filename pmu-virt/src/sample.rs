@@ -323,10 +323,12 @@ impl GuestSampling {
     }
 
     /// Selective LCOFI delivery: the VMM just made the guest's virtual LCOFI pending
-    /// (`hvip[13]` from 0 to 1). Sspesa captures on the LCOFIP that the guest sees going from
-    /// 0 to 1; the hart's own `mip.LCOFIP`, which the VMM clears on every overflow it passes
-    /// on, would let a later overflow overwrite the sample while the guest's LCOFI is still
-    /// pending. So the VMM keeps this sample for the guest until it becomes pending again.
+    /// (`hvip[13]` from 0 to 1). Sspesa
+    /// ("Hardware Performance Monitor Sample PC Register (`shpmspc`)") captures on the
+    /// LCOFIP that the guest sees going from 0 to 1; the hart's own `mip.LCOFIP`, which the
+    /// VMM clears on every overflow it passes on, would let a later overflow overwrite the
+    /// sample while the guest's LCOFI is still pending. So the VMM keeps this sample for
+    /// the guest until it becomes pending again.
     pub fn latch(&mut self, hart: &dyn Vcpu) {
         let n = self.policy.numbers;
         self.latched = Some((
