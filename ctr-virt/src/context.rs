@@ -4,7 +4,7 @@ use vcpu_api::Vcpu;
 
 use crate::csr::*;
 
-/// One CTR entry (Smctr chapter 3).
+/// One CTR entry (Smctr chapter 3 "Entry Registers").
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CtrEntryState {
     /// `ctrsource`.
@@ -62,7 +62,8 @@ impl CtrContext {
         }
     }
 
-    /// Load this context onto `hart` in the order the spec advises (section 2.5): clear every
+    /// Load this context onto `hart` in the order the spec advises (Smctr 2.5
+    /// "Supervisor Control Transfer Records Status Register (sctrstatus)"): clear every
     /// entry (SCTRCLR: no other context's history may show through a later depth increase),
     /// then the depth, `sctrstatus`, the entries and `vsctrctl`. The guest's `vsiselect` is
     /// preserved.

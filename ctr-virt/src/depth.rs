@@ -4,13 +4,15 @@ use std::fmt;
 
 use crate::CtrVirtError;
 
-/// A set of CTR depths: bit n stands for 2^(n+4) entries (the `sctrdepth.DEPTH` encoding n).
+/// A set of CTR depths: bit n stands for 2^(n+4) entries (the `sctrdepth.DEPTH` encoding n
+/// of Smctr 2.4 "Supervisor Control Transfer Records Depth Register (sctrdepth)").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct DepthSet(u8);
 
 /// The depths a VM may select unless told otherwise: 16, 32 and 64. A hypervisor that wants
 /// its guests to migrate restricts them to depths every host it may move to supports (Smctr
-/// 2.4); 16-64 are the depths of this project's smaller host models, so a guest started
+/// 2.4 "Supervisor Control Transfer Records Depth Register (sctrdepth)"); 16-64 are the
+/// depths of this project's smaller host models, so a guest started
 /// with the default can be restored on any of them.
 pub const DEFAULT_GUEST_DEPTHS: DepthSet = DepthSet(0b00111);
 

@@ -2,9 +2,11 @@
 //!
 //! With `mstateen0.CTR` = 1 and `hstateen0.CTR` = 0, every VS-mode access to CTR state
 //! (`sctrctl`, `sctrstatus`, `sireg*` with `vsiselect` in 0x200-0x2FF, SCTRCLR) raises
-//! virtual-instruction (Smctr chapter 5); `sctrdepth` raises it from VS-mode whatever
-//! `hstateen0.CTR` (section 2.4). VU-mode gets virtual-instruction for every supervisor CSR
-//! and for SCTRCLR. [`GuestCtr::on_virtual_insn`] turns these into:
+//! virtual-instruction (Smctr chapter 5 "State Enable Access Control"); `sctrdepth` raises
+//! it from VS-mode whatever `hstateen0.CTR` (section 2.4
+//! "Supervisor Control Transfer Records Depth Register (sctrdepth)"). VU-mode gets
+//! virtual-instruction for every supervisor CSR and for SCTRCLR.
+//! [`GuestCtr::on_virtual_insn`] turns these into:
 //! - VS-mode CTR state, CTR on: load the vCPU's context, set `hstateen0.CTR`, and run the
 //!   instruction again ([`Outcome::Retry`]; counted as a lazy load).
 //! - VS-mode `sctrdepth`, CTR on: emulate the CSR instruction ([`Outcome::Emulated`]).
@@ -28,7 +30,8 @@ pub enum CtrAccess {
     State,
 }
 
-/// Classify instruction `insn`, trapped with the guest's `vsiselect`.
+/// Classify instruction `insn`, trapped with the guest's `vsiselect`: the CTR state that
+/// Smctr 5 "State Enable Access Control" puts behind `hstateen0.CTR`, or `sctrdepth`.
 pub fn classify(insn: u32, vsiselect: u64) -> Option<CtrAccess> {
     if insn == SCTRCLR {
         return Some(CtrAccess::State);
@@ -107,9 +110,11 @@ impl GuestCtr {
         }
     }
 
-    /// Prepare a vCPU's hart before it first runs: with CTR on, the guest gets Sscsrind
-    /// (`hstateen0.CSRIND`, for `siselect`/`sireg*`) and `hstateen0.CTR` stays 0 until the
-    /// first CTR access; with CTR off, both stay 0, so every access is the VMM's to refuse.
+    /// Prepare a vCPU's hart before it first runs (Smctr 5 "State Enable Access Control":
+    /// `hstateen0.CTR` = 0 makes the guest's first access exit): with CTR on, the guest
+    /// gets Sscsrind (`hstateen0.CSRIND`, for `siselect`/`sireg*`) and `hstateen0.CTR`
+    /// stays 0 until the first CTR access; with CTR off, both stay 0, so every access is
+    /// the VMM's to refuse.
     pub fn prepare<V: Vcpu>(&self, hart: &mut V) {
         let h = hart.host_csr(HSTATEEN0).unwrap_or(0) & !(STATEEN0_CTR | STATEEN0_CSRIND);
         let csrind = if self.policy.enabled {
@@ -233,7 +238,9 @@ impl GuestCtr {
         }
     }
 
-    /// Handle a virtual-instruction exit of instruction `insn` (from VU-mode if `from_vu`).
+    /// Handle a virtual-instruction exit of instruction `insn` (from VU-mode if `from_vu`):
+    /// the exits of Smctr 5 "State Enable Access Control" (lazy load) and of 2.4
+    /// "Supervisor Control Transfer Records Depth Register (sctrdepth)" (emulation).
     pub fn on_virtual_insn<V: Vcpu>(&mut self, hart: &mut V, insn: u32, from_vu: bool) -> Outcome {
         let vsiselect = hart.host_csr(VSISELECT).unwrap_or(0);
         let Some(access) = classify(insn, vsiselect) else {
@@ -266,9 +273,10 @@ impl GuestCtr {
     /// The VMM has just injected a trap into VS-mode (cause `cause`, an interrupt if
     /// `interrupt`) taken at `epc` from VU-mode if `from_vu`, else from VS-mode, into the
     /// handler at `handler`. Make the guest's history what a trap delegated straight to VS
-    /// would have made (Smctr tables 7 and 8 with V = 1, section 6.5): a record, a partial
-    /// record (source or target 0), FROZEN, or nothing. The record's CC is not known to the
-    /// VMM: CCV = 0 (section 6.3 allows clearing it whenever cycles were not counted).
+    /// would have made (Smctr 6.1 "Privilege Mode Transitions", table 7, and 6.1.2
+    /// "External Traps", table 8, with V = 1; 6.5 "Freeze"): a record, a partial record
+    /// (source or target 0), FROZEN, or nothing. The record's CC is not known to the VMM:
+    /// CCV = 0 (6.3 "Cycle Counting" allows clearing it whenever cycles were not counted).
     pub fn synthesize_trap<V: Vcpu>(
         &mut self,
         hart: &mut V,
@@ -325,7 +333,8 @@ impl GuestCtr {
 
     /// A CSR instruction on `sctrdepth` (Zicsr semantics): `rd` gets the guest's depth; a
     /// write that names an allowed depth selects it, others leave it (WARL); the hart
-    /// follows when the context is loaded (its WRPTR and entries stay legal, Smctr 2.4).
+    /// follows when the context is loaded (its WRPTR and entries stay legal, Smctr 2.4
+    /// "Supervisor Control Transfer Records Depth Register (sctrdepth)").
     fn emulate_depth<V: Vcpu>(&mut self, hart: &mut V, insn: u32) {
         let old = self.context.depth as u64;
         let new = vcpu_api::zicsr::CsrInsn::decode(insn).and_then(|c| c.emulate(hart, old));

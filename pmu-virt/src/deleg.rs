@@ -1,13 +1,16 @@
-//! Counter delegation for guests (Smcdeleg/Ssccfg v1.0, "trap and emulate", chapter 6
-//! "Hypervisor Configuration").
+//! Counter delegation for guests (Smcdeleg/Ssccfg v1.0, "trap and emulate": the note
+//! "Hypervisor Configuration" in chapter 6
+//! "Virtualizing Local Counter Overflow Interrupts").
 //!
 //! With [`PmuPolicy::deleg`](crate::PmuPolicy::deleg) the VMM, as the guest's M-mode
 //! firmware and its hypervisor, sets `menvcfg.CDE` = 1 and delegates every counter of the
 //! VM to the guest. The hart then raises virtual-instruction for the guest's
 //!
-//! - `sireg*` (really `vsireg*`) accesses while `vsiselect` is in 0x40-0x5F (chapter 3),
-//! - `scountinhibit` accesses (chapter 4),
-//! - `scountovf` accesses (chapter 5),
+//! - `sireg*` (really `vsireg*`) accesses while `vsiselect` is in 0x40-0x5F (chapter 3
+//!   "Counter Delegation"),
+//! - `scountinhibit` accesses (chapter 4
+//!   "Supervisor Counter Inhibit Register (`scountinhibit`)"),
+//! - `scountovf` accesses (chapter 5 "Virtualizing `scountovf`"),
 //!
 //! and [`GuestPmu::on_virtual_insn`] emulates them on the guest's *virtual* counters, so that
 //! the guest sees the machine the spec describes for an S-mode OS whose firmware delegated
@@ -80,9 +83,10 @@ pub fn identity_map() -> [u8; HW_COUNTERS] {
     std::array::from_fn(|i| i as u8)
 }
 
-/// The mapping with counter delegation: the hpm counters of `mask` (bits 3-31) handed out
-/// from the top (the k-th lowest virtual counter is the k-th highest hart counter); every
-/// other index is itself.
+/// The mapping with counter delegation (the counters of Smcdeleg 3 "Counter Delegation" on
+/// other hart counters, which chapter 6's note "Hypervisor Configuration" allows): the hpm
+/// counters of `mask` (bits 3-31) handed out from the top (the k-th lowest virtual counter
+/// is the k-th highest hart counter); every other index is itself.
 pub fn deleg_map(mask: u32) -> [u8; HW_COUNTERS] {
     let mut map = identity_map();
     let hpm: Vec<u8> = (3..HW_COUNTERS as u8)
@@ -110,7 +114,9 @@ pub fn valid_map(map: &[u8; HW_COUNTERS], mask: u32) -> bool {
     true
 }
 
-/// Sets the hart up for a guest with counter delegation (see the module documentation).
+/// Sets the hart up for a guest with counter delegation (see the module documentation):
+/// Smcdeleg 2 "Counter Delegation Enable (`menvcfg.CDE`)" on, every counter delegated
+/// (chapter 3 "Counter Delegation").
 pub(crate) fn prepare(pmu: &GuestPmu, vcpu: &mut dyn Vcpu) {
     let set = |vcpu: &mut dyn Vcpu, num: u16, f: &dyn Fn(u64) -> u64| {
         let v = vcpu.host_csr(num).unwrap_or(0);
@@ -195,7 +201,9 @@ struct Illegal;
 impl GuestPmu {
     /// A virtual-instruction exit of the guest running on `vcpu` for instruction `insn`
     /// (from VU-mode if `from_vu`): emulates it if it is a delegated-counter access (see
-    /// the module documentation). Never panics, whatever the instruction.
+    /// the module documentation: Smcdeleg 3 "Counter Delegation", 4
+    /// "Supervisor Counter Inhibit Register (`scountinhibit`)", 5
+    /// "Virtualizing `scountovf`"). Never panics, whatever the instruction.
     pub fn on_virtual_insn(
         &mut self,
         vcpu: &mut dyn Vcpu,
@@ -326,7 +334,8 @@ impl GuestPmu {
         }
     }
 
-    /// `sireg2` as the guest reads it (see the module documentation).
+    /// `sireg2` as the guest reads it (see the module documentation; Smcdeleg 3
+    /// "Counter Delegation").
     pub fn guest_event(&self, vcpu: &dyn Vcpu, i: usize) -> u64 {
         let hw = vcpu.host_csr(self.event_csr(i)).unwrap_or(0);
         let mut v = 0;
@@ -366,7 +375,8 @@ impl GuestPmu {
         }
     }
 
-    /// `scountinhibit` as the guest reads it.
+    /// `scountinhibit` as the guest reads it (Smcdeleg 4
+    /// "Supervisor Counter Inhibit Register (`scountinhibit`)").
     pub fn guest_inhibit(&self, vcpu: &dyn Vcpu) -> u64 {
         let hw = vcpu.host_csr(csr::MCOUNTINHIBIT).unwrap_or(0);
         (0..HW_COUNTERS)
@@ -374,6 +384,9 @@ impl GuestPmu {
             .fold(0, |v, i| v | 1 << i)
     }
 
+    /// A guest write of `scountinhibit` (Smcdeleg 4
+    /// "Supervisor Counter Inhibit Register (`scountinhibit`)"): the backing counters'
+    /// `mcountinhibit` bits.
     fn set_guest_inhibit(&mut self, vcpu: &mut dyn Vcpu, v: u64) {
         for i in 0..HW_COUNTERS {
             if !self.delegated(i) {
@@ -385,7 +398,8 @@ impl GuestPmu {
         }
     }
 
-    /// `scountovf` as the guest reads it: OF of its hpm counters, and bit 1 for PDIS.
+    /// `scountovf` as the guest reads it: OF of its hpm counters, and bit 1 for PDIS
+    /// (Smcdeleg 5 "Virtualizing `scountovf`").
     pub fn guest_overflow(&self, vcpu: &dyn Vcpu) -> u64 {
         // Bit 1: the guest's PDIS sample counter (Smpdis/Sspdis, once its context is loaded).
         let pdis = u64::from(self.sampling.pdis_overflowed(vcpu)) << 1;

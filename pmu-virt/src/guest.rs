@@ -147,8 +147,10 @@ impl GuestPmu {
     }
 
     /// Programs a fresh hart for this PMU: counters 3-31 stopped with no event, the fixed
-    /// counters running, every counter filtered to the guest's modes, and LCOFI delivered
-    /// to the guest with Sscofpmf. Does nothing without a PMU.
+    /// counters running, every counter filtered to the guest's modes (for counters 0 and 2
+    /// through Smcntrpmf 2.1
+    /// "Machine Counter Configuration Registers (mcyclecfg, minstretcfg)"), and LCOFI
+    /// delivered to the guest with Sscofpmf. Does nothing without a PMU.
     pub fn prepare(&self, vcpu: &mut dyn Vcpu) {
         if !self.policy.enabled {
             return;
@@ -174,7 +176,8 @@ impl GuestPmu {
     }
 
     /// An HS-level LCOFI reached the VMM (selective delivery, [`crate::lcofi`]): passes it
-    /// to the guest through `hvip` if one of its counters overflowed.
+    /// to the guest through `hvip` if one of its counters overflowed (Smcdeleg 6
+    /// "Virtualizing Local Counter Overflow Interrupts").
     pub fn take_lcofi(&mut self, vcpu: &mut dyn Vcpu) -> crate::LcofiOutcome {
         let was_pending = crate::lcofi::virtual_pending(vcpu);
         let pdis = self.sampling.pdis_overflowed(vcpu);
@@ -405,7 +408,9 @@ impl GuestPmu {
         !c.started && (c.event.is_none() || i == CY || i == IR)
     }
 
-    /// Writes hardware counter `i`'s event and filter to the hart (OF cleared).
+    /// Writes hardware counter `i`'s event and filter to the hart (OF cleared; the filter of
+    /// counters 0 and 2 is `mcyclecfg`/`minstretcfg`, Smcntrpmf 2.1
+    /// "Machine Counter Configuration Registers (mcyclecfg, minstretcfg)").
     pub(crate) fn program_hw(&self, vcpu: &mut dyn Vcpu, i: usize) {
         let c = &self.counters[i];
         let filter = HOST_INH | c.inhibit;

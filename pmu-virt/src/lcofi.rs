@@ -1,4 +1,5 @@
-//! How a guest's counter-overflow interrupts reach it (Sscofpmf's LCOFI, interrupt 13).
+//! How a guest's counter-overflow interrupts reach it (Sscofpmf's LCOFI, interrupt 13): the
+//! two options of Smcdeleg 6 "Virtualizing Local Counter Overflow Interrupts".
 //!
 //! Two delivery modes, chosen per VM ([`LcofiDelivery`]):
 //! - **Direct**: `hideleg` bit 13 = 1. The LCOFI the hart raises (`mip.LCOFI`, set when a
@@ -63,7 +64,8 @@ pub enum LcofiOutcome {
     Spurious,
 }
 
-/// Programs the hart for `delivery` (with Sscofpmf).
+/// Programs the hart for `delivery` (with Sscofpmf; Smcdeleg 6
+/// "Virtualizing Local Counter Overflow Interrupts": `hideleg`, or `hvien`/`hvip` bit 13).
 pub(crate) fn prepare(vcpu: &mut dyn Vcpu, delivery: LcofiDelivery) {
     let hideleg = vcpu.host_csr(csr::HIDELEG).unwrap_or(0);
     let hvien = vcpu.host_csr(csr::HVIEN).unwrap_or(0);
@@ -87,12 +89,13 @@ pub(crate) fn virtual_pending(vcpu: &dyn Vcpu) -> bool {
     vcpu.host_csr(csr::HVIP).unwrap_or(0) & LCOFIP != 0
 }
 
-/// The HS-level LCOFI of selective delivery: whether a counter in `guest_counters` (bit i:
-/// hart counter i) has `mhpmevent.OF` set decides whether it is the guest's. Either way
-/// `sip.LCOFI` is cleared (Sscofpmf makes it software-writable), so the hart does not exit
-/// again for the same overflow.
-/// `pdis_overflowed`: the guest's PDIS sample counter overflowed (its PDIS context is on the
-/// hart and `mpdisctl.OF` is set), which also raises LCOFI.
+/// The HS-level LCOFI of selective delivery (Smcdeleg 6
+/// "Virtualizing Local Counter Overflow Interrupts": `hvien`/`hvip` bit 13): whether a
+/// counter in `guest_counters` (bit i: hart counter i) has `mhpmevent.OF` set decides
+/// whether it is the guest's. Either way `sip.LCOFI` is cleared (Sscofpmf makes it
+/// software-writable), so the hart does not exit again for the same overflow.
+/// `pdis_overflowed`: the guest's PDIS sample counter overflowed (its PDIS context is on
+/// the hart and `mpdisctl.OF` is set), which also raises LCOFI.
 pub(crate) fn take(
     vcpu: &mut dyn Vcpu,
     guest_counters: u32,

@@ -5,19 +5,21 @@
 //! # Sspesa
 //! There is no VS-level `shpmspc`: the draft makes VS-mode accesses to `shpmspc`/`shpmsdata`
 //! raise virtual-instruction while `menvcfg.CDE` = 1 and illegal-instruction while CDE = 0
-//! (section "shpmspc"). So a guest can only see a sample through its hypervisor:
-//! [`GuestSampling::prepare`] sets `menvcfg.CDE`, and the exits are emulated from the hart's
-//! own `shpmspc`/`shpmsdata`, which hold the sample of the guest's counter: the counters the
-//! guest configured through the SBI PMU extension have their `mcounteren` bit set (so they
-//! are "delegated" and capture, the draft's rule with CDE = 1), the hart runs only this vCPU
-//! (with `--pcpus` the registers are switched with the rest of the hart's state), and
-//! CNTRID needs no translation because the guest's logical counter `i` is hart counter `i`.
+//! ("Hardware Performance Monitor Sample PC Register (`shpmspc`)"). So a guest can only see
+//! a sample through its hypervisor: [`GuestSampling::prepare`] sets `menvcfg.CDE`, and the
+//! exits are emulated from the hart's own `shpmspc`/`shpmsdata`, which hold the sample of
+//! the guest's counter: the counters the guest configured through the SBI PMU extension
+//! have their `mcounteren` bit set (so they are "delegated" and capture, the draft's rule
+//! with CDE = 1), the hart runs only this vCPU (with `--pcpus` the registers are switched
+//! with the rest of the hart's state), and CNTRID needs no translation because the guest's
+//! logical counter `i` is hart counter `i`.
 //! With `hideleg.LCOFI` = 1 the hart's `mip.LCOFIP` is the guest's `vsip.LCOFIP`, so the
 //! draft's "first overflow while LCOFIP is 0" rule holds for the guest as it is.
 //!
-//! CDE = 1 also makes `scountovf` trap from VS/VU (Smcdeleg chapter 5): its reads from VS
-//! are emulated here with the value the guest read directly before (OF of the counters the
-//! guest was given, `hcounteren`, and bit 1, `mpdisctl.OF`, once the guest has PDIS).
+//! CDE = 1 also makes `scountovf` trap from VS/VU (Smcdeleg 5 "Virtualizing `scountovf`"):
+//! its reads from VS are emulated here with the value the guest read directly before (OF of
+//! the counters the guest was given, `hcounteren`, and bit 1, `mpdisctl.OF`, once the guest
+//! has PDIS).
 //! `scountinhibit` and `sireg*` at `vsiselect` 0x40-0x5F trap as well and are not this
 //! module's (the VMM injects illegal-instruction, what a guest without Ssccfg sees).
 //!
@@ -114,6 +116,7 @@ pub struct PdisContext {
 impl PdisContext {
     /// Load this context onto `hart` (numbers `n`): the filters and the counter, the record,
     /// then `vspdisctl` (which starts counting). The guest's `vsiselect` is preserved.
+    /// (The lazy load of Smpdis "State Enable Access Control".)
     pub fn load(&self, hart: &mut dyn Vcpu, n: &DraftNumbers) {
         hart.set_known_csr(n.spdisevmask, self.spdisevmask);
         hart.set_known_csr(n.spdisevmatch, self.spdisevmatch);
@@ -143,7 +146,10 @@ pub enum SampleAccess {
 }
 
 /// Classify instruction `insn`, trapped with the guest's `vsiselect`, for a hart with the
-/// draft numbers `n`.
+/// draft numbers `n`: Sspesa's
+/// "Hardware Performance Monitor Sample PC Register (`shpmspc`)" and
+/// "Hardware Performance Monitor Sample Metadata (`shpmsdata`)", `scountovf`, or PDIS
+/// state.
 pub fn classify(insn: u32, vsiselect: u64, n: &DraftNumbers) -> Option<SampleAccess> {
     let funct3 = (insn >> 12) & 7;
     if insn & 0x7f != 0x73 || funct3 == 0 || funct3 == 4 {
@@ -245,7 +251,8 @@ impl GuestSampling {
         self.loaded
     }
 
-    /// Prepare a fresh hart: Sspesa sets `menvcfg.CDE` (see the module documentation); PDIS
+    /// Prepare a fresh hart (Smpdis "State Enable Access Control": the guest's first PDIS
+    /// access exits): Sspesa sets `menvcfg.CDE` (see the module documentation); PDIS
     /// sets `mstateen0.PDIS` and `hstateen0.CSRIND` and clears `hstateen0.PDIS`. Without
     /// them CDE and `mstateen0.PDIS` stay 0: the guest's accesses are illegal-instruction
     /// without an exit.
@@ -267,8 +274,8 @@ impl GuestSampling {
     }
 
     /// Put the PDIS context onto `hart` and give the guest direct access (`hstateen0.PDIS`
-    /// = 1). The PDIS counter is not inhibited (`mcountinhibit[1]` = 0): the guest's
-    /// `vspdisctl` S/U decide where it counts.
+    /// = 1: Smpdis "State Enable Access Control"). The PDIS counter is not inhibited
+    /// (`mcountinhibit[1]` = 0): the guest's `vspdisctl` S/U decide where it counts.
     pub fn load(&mut self, hart: &mut dyn Vcpu) {
         let n = self.policy.numbers;
         self.context.load(hart, &n);
@@ -316,10 +323,12 @@ impl GuestSampling {
     }
 
     /// Selective LCOFI delivery: the VMM just made the guest's virtual LCOFI pending
-    /// (`hvip[13]` from 0 to 1). Sspesa captures on the LCOFIP that the guest sees going from
-    /// 0 to 1; the hart's own `mip.LCOFIP`, which the VMM clears on every overflow it passes
-    /// on, would let a later overflow overwrite the sample while the guest's LCOFI is still
-    /// pending. So the VMM keeps this sample for the guest until it becomes pending again.
+    /// (`hvip[13]` from 0 to 1). Sspesa
+    /// ("Hardware Performance Monitor Sample PC Register (`shpmspc`)") captures on the
+    /// LCOFIP that the guest sees going from 0 to 1; the hart's own `mip.LCOFIP`, which the
+    /// VMM clears on every overflow it passes on, would let a later overflow overwrite the
+    /// sample while the guest's LCOFI is still pending. So the VMM keeps this sample for
+    /// the guest until it becomes pending again.
     pub fn latch(&mut self, hart: &dyn Vcpu) {
         let n = self.policy.numbers;
         self.latched = Some((
@@ -328,9 +337,13 @@ impl GuestSampling {
         ));
     }
 
-    /// Handle a virtual-instruction exit of instruction `insn` (from VU-mode if `from_vu`).
-    /// `map`: virtual counter `i` is hart counter `map[i]` (counter delegation moves them);
-    /// `shpmsdata.CNTRID` is shown to the guest as its own counter number.
+    /// Handle a virtual-instruction exit of instruction `insn` (from VU-mode if `from_vu`):
+    /// Sspesa "Hardware Performance Monitor Sample PC Register (`shpmspc`)" and
+    /// "Hardware Performance Monitor Sample Metadata (`shpmsdata`)" emulated, Smcdeleg 5
+    /// "Virtualizing `scountovf`", and the PDIS lazy load (Smpdis
+    /// "State Enable Access Control"). `map`: virtual counter `i` is hart counter `map[i]`
+    /// (counter delegation moves them); `shpmsdata.CNTRID` is shown to the guest as its own
+    /// counter number.
     pub fn on_virtual_insn(
         &mut self,
         hart: &mut dyn Vcpu,
@@ -415,7 +428,8 @@ impl GuestSampling {
 
     /// `scountovf` as the guest reads it: OF of the hpm counters it was given (`mcounteren`
     /// and `hcounteren`, as Sscofpmf masks it in VS-mode), and bit 1, `mpdisctl.OF`, while
-    /// the guest has its PDIS context (Smpdis: "scountovf").
+    /// the guest has its PDIS context (Smpdis
+    /// "Supervisor Counter Overflow Register (`scountovf`)").
     fn scountovf(&self, hart: &dyn Vcpu) -> u64 {
         let rd = |n| hart.host_csr(n).unwrap_or(0);
         let given = rd(csr::MCOUNTEREN) & rd(csr::HCOUNTEREN);

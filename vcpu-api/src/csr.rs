@@ -377,7 +377,7 @@ fields! {
     XL_64 = 2;
 
     // menvcfg (privileged spec 3.1.18) with Smcdeleg's and Sstc's bits.
-    /// `menvcfg.CDE` (Smcdeleg): counter delegation enable.
+    /// `menvcfg.CDE` (Smcdeleg 2 "Counter Delegation Enable (`menvcfg.CDE`)").
     MENVCFG_CDE = 1 << 60;
     /// `menvcfg.STCE` (Sstc).
     MENVCFG_STCE = 1 << 63;
@@ -417,7 +417,7 @@ fields! {
     STATEEN0_P1P13 = 1 << 56;
     /// `mstateen0.P1P14`
     STATEEN0_P1P14 = 1 << 55;
-    /// `mstateen0.CTR` (Smctr, chapter 2: "State Enable Access Control").
+    /// `mstateen0.CTR` (Smctr chapter 5 "State Enable Access Control").
     STATEEN0_CTR = 1 << 54;
     /// `mstateen0.JVT`
     STATEEN0_JVT = 1 << 2;
@@ -433,18 +433,20 @@ fields! {
     CTRCTL_S = 1 << 1;
     /// `mctrctl.M`: recording in M-mode.
     CTRCTL_M = 1 << 2;
-    /// `xctrctl.RASEMU`: return-address-stack emulation (section 6.4).
+    /// `xctrctl.RASEMU`: Smctr 6.4 "RAS (Return Address Stack) Emulation Mode".
     CTRCTL_RASEMU = 1 << 7;
-    /// `xctrctl.STE`: record external traps into S-mode (VS-mode for `vsctrctl`).
+    /// `xctrctl.STE`: record external traps into S-mode (VS-mode for `vsctrctl`; Smctr 6.1.2
+    /// "External Traps").
     CTRCTL_STE = 1 << 8;
-    /// `mctrctl.MTE`: record external traps into M-mode.
+    /// `mctrctl.MTE`: record external traps into M-mode (Smctr 6.1.2 "External Traps").
     CTRCTL_MTE = 1 << 9;
-    /// `xctrctl.BPFRZ`: freeze on a breakpoint exception (section 6.5).
+    /// `xctrctl.BPFRZ`: freeze on a breakpoint exception (Smctr 6.5 "Freeze").
     CTRCTL_BPFRZ = 1 << 11;
-    /// `xctrctl.LCOFIFRZ`: freeze on a local counter overflow interrupt (section 6.5).
+    /// `xctrctl.LCOFIFRZ`: freeze on a local counter overflow interrupt (Smctr 6.5 "Freeze").
     CTRCTL_LCOFIFRZ = 1 << 12;
-    /// `xctrctl.EXCINH` (bit 33) to `DIRLJMPINH` (bit 47): the transfer type filter bits. Bit
-    /// 32 + t belongs to transfer type t of table 9 (NTBREN, bit 36, enables type 4).
+    /// `xctrctl.EXCINH` (bit 33) to `DIRLJMPINH` (bit 47): the transfer type filter bits of
+    /// Smctr 6.2 "Transfer Type Filtering". Bit 32 + t belongs to transfer type t of table 9
+    /// (NTBREN, bit 36, enables type 4).
     CTRCTL_FILTERS = 0xfffe << 32 & !(0x3 << 38);
     /// `xctrctl.EXCINH`: inhibit recording of exceptions (transfer type 1).
     CTRCTL_EXCINH = 1 << 33;
@@ -452,7 +454,8 @@ fields! {
     CTRCTL_INTRINH = 1 << 34;
     /// `xctrctl.TRETINH`: inhibit recording of trap returns (transfer type 3).
     CTRCTL_TRETINH = 1 << 35;
-    /// `xctrctl.NTBREN`: record not-taken branches (transfer type 4).
+    /// `xctrctl.NTBREN`: record not-taken branches (transfer type 4; Smctr 6.2 "Transfer Type
+    /// Filtering").
     CTRCTL_NTBREN = 1 << 36;
     /// `xctrctl.TKBRINH`: inhibit recording of taken branches (transfer type 5).
     CTRCTL_TKBRINH = 1 << 37;
@@ -509,7 +512,8 @@ fields! {
     /// `mhpmevent[55:0]`: the event selector.
     MHPMEVENT_EVENT = (1 << 56) - 1;
 
-    // mpdisctl/spdisctl (Smpdis/Sspdis draft; provisional CSR numbers).
+    // mpdisctl/spdisctl (Smpdis/Sspdis draft, "Machine PDIS Control Register (`mpdisctl`)";
+    // provisional CSR numbers).
     /// `xpdisctl.SEL`
     PDISCTL_SEL = 7;
     /// `xpdisctl.HPM`

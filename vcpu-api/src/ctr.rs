@@ -1,24 +1,29 @@
 //! Control Transfer Records (Smctr/Ssctr v1.0) as a VMM sees them: what a hart implements
 //! ([`CtrConfig`], the optional parts of chapters 2, 3 and 6), one buffer entry
-//! ([`CtrEntry`], chapter 3), the transfer types (section 6.1, table 9 "Transfer Type
-//! Encodings"; table 10 for jumps) and the cycle-count encoding (section 6.3, "Cycle
-//! Counting"). The CSR fields are in [`crate::csr`] and re-exported here.
+//! ([`CtrEntry`], chapter 3 "Entry Registers"), the transfer types (section 6.2
+//! "Transfer Type Filtering": table 9 "Control Transfer Type Definitions", and table 10 for
+//! jumps) and the cycle-count encoding (section 6.3 "Cycle Counting"). The CSR fields are
+//! in [`crate::csr`] and re-exported here.
 
 pub use crate::csr::{
     CTRCTL_BPFRZ, CTRCTL_FILTERS, CTRCTL_LCOFIFRZ, CTRCTL_M, CTRCTL_MTE, CTRCTL_NTBREN,
     CTRCTL_RASEMU, CTRCTL_S, CTRCTL_STE, CTRCTL_U, CTRDATA_CCV, CTRSOURCE_V, SCTRSTATUS_FROZEN,
 };
 
-/// Fields every implementation has (chapter 2: "All fields are optional except for M, S, U,
-/// and BPFRZ").
+/// Fields every implementation has (Smctr 2.1
+/// "Machine Control Transfer Records Control Register (mctrctl)": "All fields are optional
+/// except for M, S, U, and BPFRZ").
 const MANDATORY: u64 = CTRCTL_U | CTRCTL_S | CTRCTL_M | CTRCTL_BPFRZ;
-/// Optional `mctrctl` fields a configuration may implement.
+/// Optional `mctrctl` fields a configuration may implement. The Custom[3:0] bits (Smctr 7
+/// "Custom Extensions") are not among them: they are read-only 0.
 pub const CTRCTL_OPTIONAL: u64 =
     CTRCTL_RASEMU | CTRCTL_STE | CTRCTL_MTE | CTRCTL_LCOFIFRZ | CTRCTL_FILTERS;
-/// `mctrctl` fields not visible in `sctrctl` and absent from `vsctrctl` (section 2.2).
+/// `mctrctl` fields not visible in `sctrctl` and absent from `vsctrctl` (Smctr 2.2
+/// "Supervisor Control Transfer Records Control Register (sctrctl)").
 pub const CTRCTL_M_ONLY: u64 = CTRCTL_M | CTRCTL_MTE;
 
-/// Transfer types (table 9; the E-trace itype encodings).
+/// Transfer types (Smctr 6.2 "Transfer Type Filtering", table 9 "Control Transfer Type
+/// Definitions"; the E-trace itype encodings).
 pub mod ty {
     #![allow(missing_docs)]
     pub const EXCEPTION: u8 = 1;
@@ -36,9 +41,9 @@ pub mod ty {
     pub const OTHER_DIRECT_JUMP: u8 = 15;
 }
 
-/// Transfer type of a jump (table 10). `rd` and `rs1` are architectural register numbers
-/// (x0 = 0); `indirect` is JALR (and C.JR/C.JALR, which expand to JALR), otherwise JAL (and
-/// C.J). Only x1 and x5 are link registers.
+/// Transfer type of a jump (Smctr 6.2 "Transfer Type Filtering", table 10). `rd` and `rs1`
+/// are architectural register numbers (x0 = 0); `indirect` is JALR (and C.JR/C.JALR, which
+/// expand to JALR), otherwise JAL (and C.J). Only x1 and x5 are link registers.
 pub fn jump_type(indirect: bool, rd: u8, rs1: u8) -> u8 {
     let link = |r: u8| r == 1 || r == 5;
     if !indirect {
@@ -74,7 +79,9 @@ pub enum CtrConfigError {
     CceBits(u8),
 }
 
-/// What a hart implements of Smctr/Ssctr: the optional parts of chapters 2, 3 and 6.
+/// What a hart implements of Smctr/Ssctr: the optional parts of chapters 2, 3 and 6 (the
+/// depths of 2.4 "Supervisor Control Transfer Records Depth Register (sctrdepth)", the
+/// optional fields of 2.1 and 3.3, and 6.3 "Cycle Counting").
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CtrConfig {
     /// Supported `sctrdepth.DEPTH` encodings as a bit set: bit n means depth 2^(n+4)
@@ -110,7 +117,8 @@ impl CtrConfig {
         }
     }
 
-    /// Check the configuration; the error names what is wrong.
+    /// Check the configuration; the error names what is wrong (depths of Smctr 2.4, MTE
+    /// with STE as 6.1.2 "External Traps" requires, CCE width of 6.3 "Cycle Counting").
     pub fn validate(&self) -> Result<(), CtrConfigError> {
         if self.depths == 0 || self.depths > 0x1f {
             return Err(CtrConfigError::Depths(self.depths));
@@ -134,12 +142,14 @@ impl CtrConfig {
         16 << (7 - self.depths.leading_zeros())
     }
 
-    /// Writable bits of `mctrctl`.
+    /// Writable bits of `mctrctl` (Smctr 2.1
+    /// "Machine Control Transfer Records Control Register (mctrctl)").
     pub fn mctrctl_mask(&self) -> u64 {
         MANDATORY | self.ctl_fields
     }
 
-    /// Writable bits of `ctrdata`.
+    /// Writable bits of `ctrdata` (Smctr 3.3
+    /// "Control Transfer Record Metadata Register (ctrdata)").
     pub fn ctrdata_mask(&self) -> u64 {
         let t = if self.type_field { 0xf } else { 0 };
         let cc = self
@@ -149,7 +159,8 @@ impl CtrConfig {
     }
 }
 
-/// One CTR buffer entry (chapter 3).
+/// One CTR buffer entry (Smctr chapter 3 "Entry Registers": 3.1 `ctrsource`, 3.2
+/// `ctrtarget`, 3.3 `ctrdata`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CtrEntry {
     /// `ctrsource`: PC[63:1] and V.
@@ -160,7 +171,8 @@ pub struct CtrEntry {
     pub data: u64,
 }
 
-/// The CC field for a CtrCycleCounter value `c` with `cce_bits` exponent bits (section 6.3):
+/// The CC field for a CtrCycleCounter value `c` with `cce_bits` exponent bits (Smctr 6.3
+/// "Cycle Counting", table 11 "Cycle Counter Size Options"):
 /// CCE = 0 below 4096, otherwise the index of the most significant one minus 11, with CCM
 /// the 12 bits below that one, so that the value is (2^12 + CCM) << (CCE - 1); all ones when
 /// the count does not fit.
@@ -171,7 +183,8 @@ pub fn encode_cc(c: u64, cce_bits: u8) -> u16 {
     encode_cc_slow(c, cce_bits)
 }
 
-/// [`encode_cc`] for counts of 4096 and more (kept out of line for the hot paths).
+/// [`encode_cc`] for counts of 4096 and more (kept out of line for the hot paths; Smctr 6.3
+/// "Cycle Counting").
 #[cold]
 #[inline(never)]
 pub fn encode_cc_slow(c: u64, cce_bits: u8) -> u16 {
@@ -183,7 +196,8 @@ pub fn encode_cc_slow(c: u64, cce_bits: u8) -> u16 {
     (((c >> (e - 1)) & 0xfff) | (e << 12)) as u16
 }
 
-/// The elapsed cycles a CC field stands for (the decoding formula of section 6.3).
+/// The elapsed cycles a CC field stands for (the decoding formula of Smctr 6.3
+/// "Cycle Counting").
 pub fn decode_cc(cc: u16) -> u64 {
     let (m, e) = ((cc & 0xfff) as u64, (cc >> 12) as u64);
     if e == 0 {

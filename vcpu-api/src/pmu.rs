@@ -62,7 +62,8 @@ pub enum Event {
     InstDecStore,
     /// PDIS `INST.DEC.LDST.SPEC`: load and/or store instructions decoded.
     InstDecLdst,
-    /// PDIS `PDIS.SAMPLES`: qualified samples recorded.
+    /// PDIS `PDIS.SAMPLES`: qualified samples recorded (this and the `INST.DEC.*` events:
+    /// Smpdis "Performance Events").
     PdisSamples,
     /// PDIS `PDIS.COLLISIONS`: PDIS counter overflows while a sample is active.
     PdisCollisions,
@@ -88,7 +89,8 @@ pub struct CatalogEntry {
 
 macro_rules! catalog {
     ($($sel:expr => $ev:ident, $name:expr;)*) => {
-        /// Every event the hart counts, by selector value.
+        /// Every event the hart counts, by selector value (with the Smpdis draft's
+        /// "Performance Events", 0x110-0x11B).
         pub static CATALOG: &[CatalogEntry] = &[
             $(CatalogEntry { selector: $sel, event: Event::$ev, name: $name },)*
         ];

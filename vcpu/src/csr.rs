@@ -64,6 +64,10 @@ pub const MISA: u64 = (2 << 62)
     | (1 << 18)  // S
     | (1 << 20); // U
 
+/// Writable `menvcfg` bits: FIOM, STCE (Sstc) and CDE (Smcdeleg 2
+/// "Counter Delegation Enable (`menvcfg.CDE`)"). PDISS (Smpdis
+/// "Machine Environment Configuration Register (`menvcfg`)") is read-only 0: there is no
+/// PDIS memory buffer.
 const MENVCFG_WRITABLE: u64 = ENVCFG_FIOM | MENVCFG_STCE | crate::pmu::MENVCFG_CDE;
 
 /// Interrupts that exist (`mie` writable bits).

@@ -914,7 +914,8 @@ fn ctr_prologue() -> Vec<u32> {
 
 /// `mctrctl` for seed `seed` in [`Mode::Ctr`]: M-mode recording, and by the seed's low bits
 /// not-taken branches (NTBREN), RAS emulation, or a random set of inhibited types (the
-/// filter bits 32 + type of Smctr section 2.1, "Transfer Type Filtering").
+/// filter bits 32 + type: `mctrctl` fields of Smctr 2.1, used by 6.2
+/// "Transfer Type Filtering").
 fn ctr_setting(seed: u64) -> u64 {
     use vcpu::ctr::{CTRCTL_FILTERS, CTRCTL_M, CTRCTL_NTBREN, CTRCTL_RASEMU};
     let mut rng = seeded(seed ^ 0xc7c7);

@@ -6,8 +6,9 @@
 //! - Both `iprio` arrays (select 0x30-0x3F, even numbers only on RV64) are read-only zero, so
 //!   interrupts are always taken in the default priority order, and `mtopi`/`stopi` use the
 //!   simplified IPRIO: 1 whenever the register is not zero.
-//! - `mvien`: bits 1 (SSI), 9 (SEI) and 13 (LCOFI, Smcdeleg chapter 6) are writable, all
-//!   others read-only zero; interrupts 14-63 are not implemented.
+//! - `mvien`: bits 1 (SSI), 9 (SEI) and 13 (LCOFI, Smcdeleg 6
+//!   "Virtualizing Local Counter Overflow Interrupts") are writable, all others read-only
+//!   zero; interrupts 14-63 are not implemented.
 //! - `mvip` bit 13 is a separate writable bit; it is `sip.LCOFIP` while `mideleg.LCOFI` = 0
 //!   and `mvien.LCOFI` = 1 (then `sie.LCOFIE` is separate too).
 //! - `mvip`: bit 1 aliases `mip.SSIP` while `mvien.SSIP` = 0 and is a separate bit while it
@@ -44,9 +45,10 @@ use crate::hart::Hart;
 use crate::trap::{default_above_sei, highest_priority, irq};
 use vcpu_api::csr as num;
 
-/// Local counter-overflow interrupt (Sscofpmf): writable in `mie`, `mip`, `mideleg`, `mvien`,
-/// `mvip`, `hideleg`, `hvien` and `hvip`; after STI in the default priority order
-/// (`trap::PRIORITY`).
+/// Local counter-overflow interrupt (Sscofpmf): writable in `mie`, `mip`, `mideleg`,
+/// `mvien`, `mvip`, `hideleg`, `hvien` and `hvip` (Smcdeleg 6
+/// "Virtualizing Local Counter Overflow Interrupts"); after STI in the default priority
+/// order (`trap::PRIORITY`).
 pub const LCOFI: u64 = 13;
 const LCOFIP: u64 = 1 << LCOFI;
 
@@ -54,10 +56,12 @@ const SSIP: u64 = 1 << irq::SSI;
 const STIP: u64 = 1 << irq::STI;
 const SEIP: u64 = 1 << irq::SEI;
 
-/// Writable bits of `mvien`: SSI and SEI (the only ones allowed among 0-12).
+/// Writable bits of `mvien`: SSI and SEI (the only ones allowed among 0-12), and LCOFI
+/// (Smcdeleg 6 "Virtualizing Local Counter Overflow Interrupts").
 pub const MVIEN_WRITABLE: u64 = SSIP | SEIP | LCOFIP;
 
-/// Writable bits of `hvien` (and bits 13-63 of `hvip`): interrupts 16-23 and 32-47.
+/// Writable bits of `hvien` (and bits 13-63 of `hvip`): interrupts 16-23 and 32-47, and
+/// LCOFI (13; Smcdeleg 6 "Virtualizing Local Counter Overflow Interrupts").
 pub const HVIEN_WRITABLE: u64 = LCOFIP | (0xff << 16) | (0xffff << 32);
 /// Interrupts 13-63 in `vsip`/`vsie` numbering (they are not shifted).
 const VS_HIGH: u64 = !0x1fff;

@@ -72,7 +72,8 @@ pub struct IregDesc {
     pub write: Option<fn(&mut Hart, u64, u64)>,
 }
 
-/// A CTR entry register (Smctr chapter 3): logical entries 0-255 at select 0x200-0x2FF,
+/// A CTR entry register (Smctr chapter 3 "Entry Registers"): logical entries 0-255 at
+/// select 0x200-0x2FF,
 /// the same state through `sireg*` and `vsireg*`.
 macro_rules! ctr_entry {
     ($w:expr, $i:expr, $name:expr, $read:ident, $write:ident) => {

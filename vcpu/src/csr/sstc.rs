@@ -50,7 +50,9 @@ impl Hart {
         self.vstce() && self.mtime().wrapping_add(self.csr.h.htimedelta) >= self.csr.vstimecmp
     }
 
-    /// Writable `henvcfg` bits: FIOM, and STCE while `menvcfg.STCE` = 1.
+    /// Writable `henvcfg` bits: FIOM, and STCE while `menvcfg.STCE` = 1. PDISV (Smpdis
+    /// "Hypervisor Environment Configuration Register (`henvcfg`)") is read-only 0: there is
+    /// no PDIS memory buffer.
     pub(crate) fn henvcfg_writable(&self) -> u64 {
         ENVCFG_FIOM | (self.csr.menvcfg & MENVCFG_STCE)
     }

@@ -7,14 +7,15 @@
 //! state (bits 31:0; the upper half is reserved).
 //!
 //! Implemented `mstateen0` bits: SE0, ENVCFG (`senvcfg`), CSRIND (`siselect`/`sireg*`), AIA
-//! (`stopi` and the S-level `iprio` array), CTR (Smctr chapter 5; read-only zero on a hart
-//! configured without Smctr), PDIS (Smpdis, draft: bit 53 provisionally, see
-//! `pmu::DraftNumbers`). Read-only zero: IMSIC (no IMSIC), CONTEXT (no
-//! Sdtrig), P1P13 (RV32 + H only), P1P14 (no Ssqosid), JVT (no Zcmt),
-//! FCSR (F is implemented, so the spec requires 0), C (no custom state). `mstateen1-3`: only
-//! SE0. Since every `mstateen` bit with a U-level meaning (C, FCSR, JVT) is read-only zero,
-//! every `sstateen` register currently reads zero; [`SSTATEEN_IMPLEMENTED`] lists the bits that
-//! will become writable as extensions with U-level state arrive.
+//! (`stopi` and the S-level `iprio` array), CTR (Smctr chapter 5
+//! "State Enable Access Control"; read-only zero on a hart configured without Smctr), PDIS
+//! (Smpdis, draft: bit 53 provisionally, see `pmu::DraftNumbers`). Read-only zero: IMSIC
+//! (no IMSIC), CONTEXT (no Sdtrig), P1P13 (RV32 + H only), P1P14 (no Ssqosid), JVT (no
+//! Zcmt), FCSR (F is implemented, so the spec requires 0), C (no custom state).
+//! `mstateen1-3`: only SE0. Since every `mstateen` bit with a U-level meaning (C, FCSR,
+//! JVT) is read-only zero, every `sstateen` register currently reads zero;
+//! [`SSTATEEN_IMPLEMENTED`] lists the bits that will become writable as extensions with
+//! U-level state arrive.
 //!
 //! With the hypervisor extension, `hstateen0-3` (0x60C-0x60F) slot in between. An `hstateen`
 //! bit exists (is writable) only where the `mstateen` bit is one and the hart implements the

@@ -4,12 +4,21 @@
 //!
 //! | section | where |
 //! | --- | --- |
-//! | 2 CSRs (2.1-2.6, "mctrctl" ... "CSR Listing") | [`csr`]: the CSR table |
-//! | 2.4 Supervisor Control Transfer Records Depth Register (sctrdepth) | `Ctr::set_depth`, [`csr`] |
-//! | 2.5 Supervisor Control Transfer Records Status Register (sctrstatus) | `Ctr::sctrstatus`, [`csr`] |
-//! | 3 Entry Registers (3.1 ctrsource, 3.2 ctrtarget, 3.3 ctrdata) | [`csr`] (behind `sireg*`) |
-//! | 4.1 Supervisor CTR Clear Instruction | `record.rs` (`Hart::sctrclr`) |
-//! | 5 State Enable Access Control | [`csr`] |
+//! | 1 Introduction | informative; the buffer it describes is [`Ctr`] (`physical`: logical entries) |
+//! | 2 CSRs | [`csr`]: the CSR table; the optional fields: `CtrConfig` |
+//! | 2.1 Machine Control Transfer Records Control Register (mctrctl) | [`csr`] (`mctrctl_check`, `Hart::write_ctrctl`), `CtrConfig::mctrctl_mask` |
+//! | 2.2 Supervisor Control Transfer Records Control Register (sctrctl) | [`csr`] (`sctrctl`: `mctrctl` without `CTRCTL_M_ONLY`) |
+//! | 2.3 Virtual Supervisor Control Transfer Records Control Register (vsctrctl) | [`csr`], `hypervisor::csr::vs_counterpart` |
+//! | 2.4 Supervisor Control Transfer Records Depth Register (sctrdepth) | `Ctr::set_depth`, [`csr`] (`sctrdepth_check`, `Hart::write_sctrdepth`) |
+//! | 2.5 Supervisor Control Transfer Records Status Register (sctrstatus) | `Ctr::sctrstatus`, `Ctr::set_wrptr`, `Ctr::physical`, [`csr`] (`Hart::write_sctrstatus`) |
+//! | 2.6 CSR Listing | [`csr`] (`TABLE`); the numbers are `vcpu_api::csr` |
+//! | 3 Entry Registers | [`csr`] (`entry_check`, behind `sireg*`: `csr::indirect`) |
+//! | 3.1 Control Transfer Record Source Register (ctrsource) | [`csr`] (`source_read`, `source_write`) |
+//! | 3.2 Control Transfer Record Target Register (ctrtarget) | [`csr`] (`target_read`, `target_write`) |
+//! | 3.3 Control Transfer Record Metadata Register (ctrdata) | [`csr`] (`data_read`, `data_write`); a record's: `Ctr::data` |
+//! | 4 Instructions, 4.1 Supervisor CTR Clear Instruction | `record.rs` (`Hart::sctrclr`), `execute::system` (`Hart::exec_sctrclr`) |
+//! | 5 State Enable Access Control | [`csr`] (`ctr_check`, `sctrdepth_check`, `entry_check`), `Hart::exec_sctrclr` |
+//! | 6 Behavior | `record.rs`; `Ctr::push` here |
 //! | 6.1 Privilege Mode Transitions | `record.rs` (`Hart::ctr_trap`, `Hart::ctr_trap_return`) |
 //! | 6.1.1 Virtualization Mode Transitions | `record.rs` (`ctr_enabled`, `ctr_transition_ctl`) |
 //! | 6.1.2 External Traps | `record.rs` (`ctr_external_enabled`) |
@@ -17,8 +26,10 @@
 //! | 6.3 Cycle Counting | this file: the CtrCycleCounter of [`Ctr`] (`data`, `set_counting`) |
 //! | 6.4 RAS (Return Address Stack) Emulation Mode | `record.rs` (`ctr_ras`) |
 //! | 6.5 Freeze | `record.rs` (`Hart::ctr_trap`), [`csr`] (`sctrstatus.FROZEN`) |
+//! | 7 Custom Extensions | not implemented: the Custom[3:0] bits are not in `CTRCTL_OPTIONAL`, so they read 0 |
 //!
-//! Snapshots of this state are in [`state`].
+//! The same map with the tests is in `docs/ctr.md` ("Spec map"). Snapshots of this state are
+//! in [`state`].
 //!
 //! Recording is split in two:
 //! - Jumps and branches (types 4, 5, 8-15) never change the privilege mode. Whether one is
@@ -46,7 +57,8 @@ pub mod state;
 
 pub use vcpu_api::ctr::*;
 
-/// The CTR state of a hart.
+/// The CTR state of a hart: the circular buffer Smctr 1 "Introduction" describes, and the
+/// registers of chapter 2 "CSRs".
 #[derive(Clone, Debug)]
 pub struct Ctr {
     /// What the hart implements (`None`: no Smctr/Ssctr).
@@ -152,14 +164,17 @@ impl Ctr {
         }
     }
 
-    /// Select DEPTH `d` (supported); WRPTR stays legal (section 2.5).
+    /// Select DEPTH `d` (supported; Smctr 2.4
+    /// "Supervisor Control Transfer Records Depth Register (sctrdepth)"); WRPTR stays legal
+    /// (2.5 "Supervisor Control Transfer Records Status Register (sctrstatus)").
     pub(crate) fn set_depth(&mut self, d: u8) {
         self.depth = d;
         self.depth_mask = (16 << d) - 1;
         self.wrptr &= self.depth_mask;
     }
 
-    /// Set WRPTR (bits above depth - 1 are read-only 0).
+    /// Set WRPTR (bits above depth - 1 are read-only 0; Smctr 2.5
+    /// "Supervisor Control Transfer Records Status Register (sctrstatus)").
     pub(crate) fn set_wrptr(&mut self, v: u64) {
         self.wrptr = v & self.depth_mask;
     }
@@ -191,7 +206,8 @@ impl Ctr {
         self.next_ccv = if next_ccv { CTRDATA_CCV } else { 0 };
     }
 
-    /// Start or stop the CtrCycleCounter, keeping its value.
+    /// Start or stop the CtrCycleCounter, keeping its value (Smctr 6.3 "Cycle Counting": it
+    /// counts only while CTR is active).
     fn set_counting(&mut self, active: bool, now: u64) {
         let c = self.cycle_count(now);
         self.cc_active = active;
@@ -210,17 +226,19 @@ impl Ctr {
         16 << self.depth
     }
 
-    /// Physical entry of logical entry `x` (< depth): (WRPTR - x - 1) % depth (section 2.5).
+    /// Physical entry of logical entry `x` (< depth): (WRPTR - x - 1) % depth (Smctr 2.5
+    /// "Supervisor Control Transfer Records Status Register (sctrstatus)").
     pub(crate) fn physical(&self, x: u64) -> usize {
         (self.wrptr.wrapping_sub(x).wrapping_sub(1) & self.depth_mask) as usize
     }
 
-    /// `sctrstatus`.
+    /// `sctrstatus`: WRPTR and FROZEN (Smctr 2.5
+    /// "Supervisor Control Transfer Records Status Register (sctrstatus)").
     pub(crate) fn sctrstatus(&self) -> u64 {
         self.wrptr | if self.frozen { SCTRSTATUS_FROZEN } else { 0 }
     }
 
-    /// Reset the cycle counter (xctrctl writes and SCTRCLR; section 6.3).
+    /// Reset the cycle counter (xctrctl writes and SCTRCLR; Smctr 6.3 "Cycle Counting").
     pub(crate) fn reset_cycle_counter(&mut self, now: u64) {
         self.cc_origin = if self.cc_active { now } else { 0 };
         self.next_ccv = 0;
@@ -233,8 +251,9 @@ impl Ctr {
         (self.mctrctl | self.vsctrctl) & ANY != 0
     }
 
-    /// The `ctrdata` of a new record of type `t`: TYPE, and CCV/CC from the cycle counter,
-    /// which restarts.
+    /// The `ctrdata` of a new record of type `t` (Smctr 3.3
+    /// "Control Transfer Record Metadata Register (ctrdata)"): TYPE, and CCV/CC from the
+    /// cycle counter, which restarts (6.3 "Cycle Counting").
     #[inline]
     fn data(&mut self, t: u8, now: u64, rasemu: bool) -> u64 {
         let mut d = t as u64 & self.type_mask;
@@ -249,7 +268,7 @@ impl Ctr {
         d
     }
 
-    /// Record a transfer at WRPTR and advance WRPTR (chapter 6).
+    /// Record a transfer at WRPTR and advance WRPTR (Smctr chapter 6 "Behavior").
     #[inline]
     fn push(&mut self, source: u64, target: u64, t: u8, now: u64, rasemu: bool) {
         let data = self.data(t, now, rasemu);
@@ -267,8 +286,9 @@ impl Ctr {
     }
 
     /// `push` for a jump or branch in the current mode, which is active (the caller's mask
-    /// says so), so the cycle counter is running and RASEMU is off. Jump and branch targets
-    /// are even, so `ctrtarget.MISP` needs no masking.
+    /// says so), so the cycle counter is running and RASEMU is off (CC encoded as Smctr 6.3
+    /// "Cycle Counting" says). Jump and branch targets are even, so `ctrtarget.MISP` needs
+    /// no masking.
     #[inline(always)]
     fn push_active(&mut self, source: u64, target: u64, t: u8, now: u64) {
         let mut data = t as u64 & self.type_mask;

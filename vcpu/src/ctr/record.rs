@@ -1,10 +1,11 @@
-//! The recording rules of Smctr chapter 6 "Behavior", as `impl Hart`: "6.1 Privilege Mode
-//! Transitions" (traps and trap returns: [`Hart::ctr_trap`], [`Hart::ctr_trap_return`]),
-//! "6.1.1 Virtualization Mode Transitions" (`ctr_enabled`, `ctr_transition_ctl`), "6.1.2
-//! External Traps" (`ctr_external_enabled`), "6.2 Transfer Type Filtering" (folded into
-//! one mask per mode by [`Hart::ctr_refresh`]), "6.4 RAS (Return Address Stack) Emulation
-//! Mode" (`ctr_ras`) and "6.5 Freeze" (in `ctr_trap`); and SCTRCLR, "4.1 Supervisor CTR
-//! Clear Instruction" ([`Hart::sctrclr`]). "6.3 Cycle Counting" is the buffer's (`mod.rs`).
+//! The recording rules of Smctr chapter 6 "Behavior", as `impl Hart`: "6.1
+//! Privilege Mode Transitions" (traps and trap returns: [`Hart::ctr_trap`],
+//! [`Hart::ctr_trap_return`]), "6.1.1 Virtualization Mode Transitions" (`ctr_enabled`,
+//! `ctr_transition_ctl`), "6.1.2 External Traps" (`ctr_external_enabled`), "6.2
+//! Transfer Type Filtering" (folded into one mask per mode by [`Hart::ctr_refresh`]), "6.4
+//! RAS (Return Address Stack) Emulation Mode" (`ctr_ras`) and "6.5 Freeze" (in `ctr_trap`);
+//! and SCTRCLR, "4.1 Supervisor CTR Clear Instruction" ([`Hart::sctrclr`]). "6.3
+//! Cycle Counting" is the buffer's (`mod.rs`).
 
 use super::*;
 use crate::hart::{Hart, PrivilegeMode};
@@ -19,7 +20,8 @@ struct Mode {
 
 impl Hart {
     /// Whether `mode` is enabled for recording: `mctrctl.{M,S,U}` with V = 0,
-    /// `vsctrctl.{S,U}` with V = 1 (section 6.1.1).
+    /// `vsctrctl.{S,U}` with V = 1 (Smctr 6.1 "Privilege Mode Transitions", 6.1.1
+    /// "Virtualization Mode Transitions").
     fn ctr_enabled(&self, m: Mode) -> bool {
         let (ctl, bit) = match (m.prv, m.virt) {
             (PrivilegeMode::Machine, _) => (self.ctr.mctrctl, CTRCTL_M),
@@ -35,8 +37,10 @@ impl Hart {
         self.vclock
     }
 
-    /// Recompute what the interpreter records in the current mode (`ctr_mask`: section 6.2
-    /// Transfer Type Filtering) and whether the cycle counter runs (6.3 Cycle Counting). Called after every change of mode, `xctrctl` or FROZEN.
+    /// Recompute what the interpreter records in the current mode (`ctr_mask`: Smctr 6.2
+    /// "Transfer Type Filtering", and 6.4 "RAS (Return Address Stack) Emulation Mode") and
+    /// whether the cycle counter runs (6.3 "Cycle Counting"). Called after every change of
+    /// mode, `xctrctl` or FROZEN.
     #[inline(never)]
     pub(crate) fn ctr_refresh(&mut self) {
         if !self.ctr.implemented() {
@@ -76,6 +80,7 @@ impl Hart {
         self.ctr_fast_mask = if self.ctr.rasemu { 0 } else { self.ctr_mask };
     }
 
+    /// Smctr chapter 6 "Behavior" for jumps (types 8-15 of 6.2 "Transfer Type Filtering").
     /// A qualified JAL/JALR has retired (the caller checked `ctr_mask`): `pc` is its target
     /// and its link register `rd` (the x0 sink included) holds its pc + `len`; `t` is its
     /// transfer type. Scalars, not the `Insn`, so the interpreter keeps it in registers.
@@ -89,7 +94,8 @@ impl Hart {
         self.ctr_push_fast(from, t);
     }
 
-    /// A qualified taken branch has retired; `pc` is its target, `offset` its offset.
+    /// Smctr chapter 6 "Behavior" for taken branches (type 5). A qualified taken branch has
+    /// retired; `pc` is its target, `offset` its offset.
     /// (Branches are never recorded with RASEMU: the mask excludes them.)
     #[cold]
     #[inline(never)]
@@ -97,7 +103,8 @@ impl Hart {
         self.ctr_push_fast(self.pc.wrapping_sub(offset), ty::TAKEN_BRANCH);
     }
 
-    /// A qualified not-taken branch of length `len` has retired; `pc` is past it.
+    /// Smctr chapter 6 "Behavior" for not-taken branches (type 4, NTBREN). A qualified
+    /// not-taken branch of length `len` has retired; `pc` is past it.
     #[cold]
     #[inline(never)]
     pub(crate) fn ctr_not_taken_branch(&mut self, len: u64) {
@@ -105,7 +112,8 @@ impl Hart {
     }
 
     /// A qualified jump or branch of type `t` from `from` has retired and `pc` is its
-    /// target (the block translator's record, with the clock already at the transfer).
+    /// target (the block translator's record, with the clock already at the transfer;
+    /// Smctr chapter 6 "Behavior").
     #[inline(never)]
     pub(crate) fn ctr_transfer(&mut self, from: u64, t: u8) {
         if self.ctr.rasemu {
@@ -142,8 +150,9 @@ impl Hart {
         self.ctr.push_active(from, self.pc, t, now);
     }
 
-    /// A qualified jump of type `t` from `from` to `pc` with RASEMU = 1: calls push, returns
-    /// pop, co-routine swaps overwrite (6.4 RAS (Return Address Stack) Emulation Mode).
+    /// A qualified jump of type `t` from `from` to `pc` with RASEMU = 1: calls push,
+    /// returns pop, co-routine swaps overwrite (Smctr 6.4
+    /// "RAS (Return Address Stack) Emulation Mode").
     #[inline(never)]
     fn ctr_ras(&mut self, from: u64, t: u8) {
         let (to, now) = (self.pc, self.ctr_now());
@@ -237,7 +246,8 @@ impl Hart {
     }
 
     /// A trap return from `from` at `pc` has moved the hart to the current mode and `self.pc`
-    /// (table 7).
+    /// (Smctr 6.1 "Privilege Mode Transitions", table 7; filter and RASEMU per 6.1.1
+    /// "Virtualization Mode Transitions").
     #[cold]
     #[inline(never)]
     pub(crate) fn ctr_trap_return(&mut self, from_prv: PrivilegeMode, from_virt: bool, pc: u64) {
@@ -264,7 +274,8 @@ impl Hart {
     }
 
     /// The register whose filter and RASEMU fields apply to a transfer between two modes:
-    /// `vsctrctl` if either side has V = 1 (section 6.1.1), otherwise `mctrctl`.
+    /// `vsctrctl` if either side has V = 1 (Smctr 6.1.1 "Virtualization Mode Transitions"),
+    /// otherwise `mctrctl`.
     fn ctr_transition_ctl(&self, from: Mode, to: Mode) -> u64 {
         if from.virt || to.virt {
             self.ctr.vsctrctl
@@ -273,8 +284,8 @@ impl Hart {
         }
     }
 
-    /// 6.1.2 External Traps, table 8: the external trap enables required for a trap from
-    /// `from` into `to`.
+    /// Smctr 6.1.2 "External Traps", table 8 "External Trap Enable Requirements": the
+    /// external trap enables required for a trap from `from` into `to`.
     fn ctr_external_enabled(&self, from: Mode, to: Mode) -> bool {
         let m = self.ctr.mctrctl;
         let vs = self.ctr.vsctrctl;
@@ -292,8 +303,9 @@ impl Hart {
         }
     }
 
-    /// SCTRCLR (4.1 Supervisor CTR Clear Instruction): zero every entry register, for all depths, and the cycle counter
-    /// with CCV.
+    /// SCTRCLR (Smctr 4.1 "Supervisor CTR Clear Instruction"): zero every entry register,
+    /// for all depths, and the cycle counter with CCV (the access rules of chapter 5 are
+    /// `Hart::exec_sctrclr`'s).
     #[cold]
     #[inline(never)]
     pub(crate) fn sctrclr(&mut self) {

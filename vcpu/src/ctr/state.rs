@@ -1,8 +1,8 @@
 //! CTR's part of a hart's snapshot ([`crate::state::HartState::ctr`]): the registers, the
-//! whole physical buffer and the CtrCycleCounter, with the checks that a restored state fits
-//! this hart's configuration (Smctr "2.4 Supervisor Control Transfer Records Depth Register
-//! (sctrdepth)" depths, the implemented `xctrctl` and `ctrdata`
-//! fields).
+//! whole physical buffer and the CtrCycleCounter, with the checks that a restored state
+//! fits this hart's configuration (Smctr "2.4
+//! Supervisor Control Transfer Records Depth Register (sctrdepth)" depths, the implemented
+//! `xctrctl` and `ctrdata` fields).
 
 use serde::{Deserialize, Serialize};
 

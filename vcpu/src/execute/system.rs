@@ -133,7 +133,8 @@ impl Hart {
         Ok(())
     }
 
-    /// SCTRCLR (Smctr 4.1 and chapter 5): illegal in U-mode and below M without
+    /// SCTRCLR (Smctr 4.1 "Supervisor CTR Clear Instruction" and 5
+    /// "State Enable Access Control"): illegal in U-mode and below M without
     /// `mstateen0.CTR`; virtual-instruction in VU-mode, and in VS-mode without
     /// `hstateen0.CTR`. Out of line: inlined into the interpreter loop it costs every
     /// instruction about 6 host instructions (callgrind) through worse register allocation.

@@ -134,6 +134,8 @@ pub(crate) static TABLE: &[CsrDesc] = &[
         num::HIDELEG,
         ok,
         |h| h.csr.h.hideleg,
+        // LCOFI is delegable (optional in Smcdeleg 6 "Virtualizing Local Counter Overflow
+        // Interrupts").
         Some(|h, v| h.csr.h.hideleg = v & (VS_INTERRUPTS | (1 << crate::trap::irq::LCOFI)))
     ),
     csr!(
@@ -206,7 +208,8 @@ pub(crate) fn vs_counterpart(num: u16) -> Option<u16> {
         | 0x152 | 0x153 | 0x155 | 0x156 | 0x157 | 0x180 => Some(num + 0x100),
         // stopi
         0xdb0 => Some(0xeb0),
-        // sctrctl (Smctr 2.3)
+        // sctrctl (Smctr 2.3 "Virtual Supervisor Control Transfer Records Control Register
+        // (vsctrctl)")
         0x14e => Some(0x24e),
         // spdisctl (Smpdis, provisional numbers)
         0x5c2 => Some(0x6c0),

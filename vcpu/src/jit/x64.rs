@@ -381,7 +381,7 @@ fn monitor_fetch(a: &mut Asm, l: &Layout, page: u64) {
 ///
 /// The common record, with RASEMU off (`Hart::ctr_fast_mask`) and a cycle count that needs
 /// no encoding (below 4096), is written inline, as `Hart::ctr_transfer`'s fast path would
-/// write it (chapter 5, "Entry Registers", and section 6.3, "Cycle Counting"); anything
+/// write it (chapter 3, "Entry Registers", and section 6.3, "Cycle Counting"); anything
 /// else calls the helper. TYPE's width and whether cycles are counted are the hart's
 /// configuration, fixed for its life, so they are constants here.
 fn ctr_record(a: &mut Asm, l: &Layout, from: u64, t: u8, target: Option<u64>) {

@@ -10,7 +10,9 @@ use super::model::{Cost, Models};
 use super::*;
 use crate::hart::{Hart, PrivilegeMode};
 
-/// How far one instruction can move a counter of `ev` (bounds the overflow countdown).
+/// How far one instruction can move a counter of `ev` (bounds the overflow countdown that
+/// makes the LCOFI precise: Sspesa/Ssplcofi draft,
+/// "Precise Local Counter Overflow Interrupt ISA Extension (Ssplcofi)").
 fn max_rate(ev: Event) -> u64 {
     match ev {
         Event::Cycles => Cost::BASE + Cost::MAX_PENALTY,
@@ -19,7 +21,8 @@ fn max_rate(ev: Event) -> u64 {
     }
 }
 
-/// The inhibit bit of a mode.
+/// The inhibit bit of a mode (Sscofpmf's xINH bits in `mhpmevent`, and Smcntrpmf 2.1
+/// "Machine Counter Configuration Registers (mcyclecfg, minstretcfg)").
 fn inh_bit(prv: PrivilegeMode, virt: bool) -> u64 {
     match (prv, virt) {
         (PrivilegeMode::Machine, _) => MINH,
@@ -75,9 +78,9 @@ impl Hart {
         }
     }
 
-    /// Fold the growth of every counting counter into its value, detecting overflows of
-    /// the programmable ones (Sscofpmf). `instret_extra`: 1 when the instruction being
-    /// executed retires in the current mode after this (an xRET, Smcntrpmf chapter 3).
+    /// Fold the growth of every counting counter into its value, detecting overflows of the
+    /// programmable ones (Sscofpmf). `instret_extra`: 1 when the instruction being executed
+    /// retires in the current mode after this (an xRET, Smcntrpmf 3 "Counter Behavior").
     /// `pc`: the instruction an overflow is attributed to.
     pub(crate) fn pmu_settle(&mut self, instret_extra: u64, pc: u64) {
         for i in 0..32 {
@@ -102,7 +105,8 @@ impl Hart {
     }
 
     /// Sscofpmf: counter `i` wrapped. With OF clear, OF is set and an LCOFI requested; the
-    /// first request that makes LCOFIP pending captures the sample (Sspesa).
+    /// first request that makes LCOFIP pending captures the sample (Sspesa,
+    /// "Hardware Performance Monitor Sample PC Register (`shpmspc`)").
     fn counter_overflow(&mut self, i: usize, pc: u64) {
         let ev = &mut self.pmu.state.mhpmevent[i];
         if *ev & OF != 0 {
@@ -116,7 +120,9 @@ impl Hart {
     }
 
     /// Set LCOFIP (and end the chunk). `sample`: the pc and CNTRID Sspesa captures if LCOFIP
-    /// goes from 0 to 1.
+    /// goes from 0 to 1 ("Hardware Performance Monitor Sample PC Register (`shpmspc`)",
+    /// "Hardware Performance Monitor Sample Metadata (`shpmsdata`)"; with CDE = 1 only
+    /// delegated counters capture).
     pub(crate) fn lcofi_request(&mut self, sample: Option<(u64, u64)>) {
         if self.csr.mip & LCOFIP == 0 {
             if let Some((pc, id)) = sample {
@@ -128,8 +134,9 @@ impl Hart {
         self.pmu.brk = true;
     }
 
-    /// Recompute what counts in the current mode, whether the monitor is active, and the
-    /// overflow countdown. Call after settling.
+    /// Recompute what counts in the current mode (mode filtering: Sscofpmf, and Smcntrpmf 3
+    /// "Counter Behavior"), whether the monitor is active, and the overflow countdown. Call
+    /// after settling.
     pub(crate) fn pmu_refresh(&mut self) {
         self.pmu_translation_tags();
         let pdis_here = self.pdis_counts_here();
@@ -163,7 +170,9 @@ impl Hart {
         self.pmu_recount();
     }
 
-    /// The overflow countdown from the current values.
+    /// The overflow countdown from the current values (no counter can wrap before it ends:
+    /// the precise LCOFI of
+    /// "Precise Local Counter Overflow Interrupt ISA Extension (Ssplcofi)").
     fn pmu_recount(&mut self) {
         let mut cd = u64::MAX;
         for i in 3..32 {
@@ -181,7 +190,8 @@ impl Hart {
     }
 
     /// Settle, detect overflows and recompute the countdown; returns whether an LCOFI was
-    /// requested (the chunk must end).
+    /// requested (the chunk must end, so the LCOFI is taken right after the causal
+    /// instruction: "Precise Local Counter Overflow Interrupt ISA Extension (Ssplcofi)").
     #[cold]
     #[inline(never)]
     pub(crate) fn pmu_check(&mut self, pc: u64) -> bool {
@@ -191,7 +201,8 @@ impl Hart {
     }
 
     /// Before a privilege or virtualization mode change: counters are settled under the
-    /// old mode. `retiring`: the instruction causing it retires (an xRET).
+    /// old mode. `retiring`: the instruction causing it retires (an xRET, counted in the
+    /// mode it was executed in: Smcntrpmf 3 "Counter Behavior").
     #[inline]
     pub(crate) fn pmu_before_mode_change(&mut self, retiring: bool) {
         if self.pmu.filtering || self.pmu.active {

@@ -1,11 +1,12 @@
 //! The performance-monitoring CSRs (see `crate::pmu` for the counting): Zihpm
-//! (`mhpmcounter3-31`, `mhpmevent3-31`, `hpmcounter3-31`), Sscofpmf (`scountovf`), Smcntrpmf
-//! ("2.1 Machine Counter Configuration Registers (mcyclecfg, minstretcfg)"), Smcdeleg/Ssccfg
-//! ("2 Counter Delegation Enable (`menvcfg.CDE`)", "3 Counter Delegation": the delegated
-//! counters behind `siselect` 0x40-0x5F, "4 Supervisor Counter Inhibit Register
-//! (`scountinhibit`)", "5 Virtualizing `scountovf`"), Sspesa (`shpmspc`, `shpmsdata`) and Smpdis/Sspdis (`mpdisctl`,
-//! `spdisctl`, `vspdisctl`, `spdiscounter`, `spdisevmask`, `spdisevmatch`, `spdisfilter`, and
-//! the sample record behind `siselect` 0x60/0x61).
+//! (`mhpmcounter3-31`, `mhpmevent3-31`, `hpmcounter3-31`), Sscofpmf (`scountovf`),
+//! Smcntrpmf ("2.1 Machine Counter Configuration Registers (mcyclecfg, minstretcfg)"),
+//! Smcdeleg/Ssccfg ("2 Counter Delegation Enable (`menvcfg.CDE`)", "3 Counter Delegation":
+//! the delegated counters behind `siselect` 0x40-0x5F, "4
+//! Supervisor Counter Inhibit Register (`scountinhibit`)", "5 Virtualizing `scountovf`"),
+//! Sspesa (`shpmspc`, `shpmsdata`) and Smpdis/Sspdis (`mpdisctl`, `spdisctl`, `vspdisctl`,
+//! `spdiscounter`, `spdisevmask`, `spdisevmatch`, `spdisfilter`, and the sample record
+//! behind `siselect` 0x60/0x61).
 //!
 //! The draft extensions have no CSR numbers; this table uses the provisional ones of
 //! [`crate::pmu::DraftNumbers::PROVISIONAL`], and a hart configured with others maps them
@@ -36,11 +37,14 @@ use crate::hart::{Hart, PrivilegeMode};
 use crate::pmu::{pdis, INH, MENVCFG_CDE, MINH, OF};
 use vcpu_api::csr as num;
 
+/// `menvcfg.CDE` (Smcdeleg 2 "Counter Delegation Enable (`menvcfg.CDE`)"): with CDE = 0 the
+/// extension appears not implemented.
 fn cde(h: &Hart) -> bool {
     h.csr.menvcfg & MENVCFG_CDE != 0
 }
 
-/// `scountinhibit`: CDE, then virtual-instruction from VS.
+/// `scountinhibit`: CDE, then virtual-instruction from VS (Smcdeleg 4
+/// "Supervisor Counter Inhibit Register (`scountinhibit`)").
 fn scountinhibit_check(h: &Hart, _: bool) -> Result<(), CsrFault> {
     if !cde(h) {
         Err(CsrFault::Illegal)
@@ -51,7 +55,8 @@ fn scountinhibit_check(h: &Hart, _: bool) -> Result<(), CsrFault> {
     }
 }
 
-/// `scountovf`: virtual-instruction from VS while CDE = 1.
+/// `scountovf`: virtual-instruction from VS while CDE = 1 (Smcdeleg 5
+/// "Virtualizing `scountovf`").
 fn scountovf_check(h: &Hart, _: bool) -> Result<(), CsrFault> {
     if h.virt && cde(h) {
         Err(CsrFault::Virtual)
@@ -60,7 +65,9 @@ fn scountovf_check(h: &Hart, _: bool) -> Result<(), CsrFault> {
     }
 }
 
-/// `shpmspc`/`shpmsdata` (Sspesa).
+/// `shpmspc`/`shpmsdata`: the access rules of Sspesa's
+/// "Hardware Performance Monitor Sample PC Register (`shpmspc`)" and
+/// "Hardware Performance Monitor Sample Metadata (`shpmsdata`)".
 fn sspesa_check(h: &Hart, _: bool) -> Result<(), CsrFault> {
     match (h.prv, h.virt, cde(h)) {
         (PrivilegeMode::Machine, _, _) => Ok(()),
@@ -70,12 +77,13 @@ fn sspesa_check(h: &Hart, _: bool) -> Result<(), CsrFault> {
     }
 }
 
-/// PDIS state: `mstateen0.PDIS`, `hstateen0.PDIS`.
+/// PDIS state: `mstateen0.PDIS`, `hstateen0.PDIS` (Smpdis "State Enable Access Control").
 pub(crate) fn pdis_check(h: &Hart, _: bool) -> Result<(), CsrFault> {
     gate(h, 0, h.pmu.stateen_bit())
 }
 
-/// Whether HS-mode could access the CSR (virtual- vs illegal-instruction from VS/VU).
+/// Whether HS-mode could access the CSR (virtual- vs illegal-instruction from VS/VU; for the
+/// PDIS CSRs Smpdis "State Enable Access Control").
 pub(crate) fn hs_could_access(h: &Hart, num: u16) -> Option<bool> {
     let p = crate::pmu::DraftNumbers::PROVISIONAL;
     Some(match num {
@@ -89,8 +97,9 @@ pub(crate) fn hs_could_access(h: &Hart, num: u16) -> Option<bool> {
 }
 
 impl Hart {
-    /// The `scountinhibit` bits that exist now: delegated counters, and PDIS (bit 1) when
-    /// `mstateen0.PDIS` = 1.
+    /// The `scountinhibit` bits that exist now: delegated counters (Smcdeleg 4
+    /// "Supervisor Counter Inhibit Register (`scountinhibit`)"), and PDIS (bit 1) when
+    /// `mstateen0.PDIS` = 1 (Smpdis "Supervisor Count Inhibit Register (`scountinhibit`)").
     fn scountinhibit_mask(&self) -> u64 {
         let mut m = self.csr.mcounteren & !2;
         if self.csr.mstateen[0] & self.pmu.stateen_bit() != 0 {
@@ -99,12 +108,17 @@ impl Hart {
         m
     }
 
+    /// Write `mcountinhibit`, or through `scountinhibit` (`keep`: the bits it cannot change;
+    /// Smcdeleg 4 "Supervisor Counter Inhibit Register (`scountinhibit`)"); bit 1 is PDIS's
+    /// (Smpdis "Machine Count Inhibit Register (`mcountinhibit`)").
     pub(crate) fn write_mcountinhibit(&mut self, keep: u64, v: u64) {
         let m = crate::pmu::MCOUNTINHIBIT_MASK & !keep;
         self.pmu_reconfigure(|s| s.mcountinhibit = (s.mcountinhibit & !m) | (v & m));
     }
 
-    /// `scountovf` as the current mode reads it.
+    /// `scountovf` as the current mode reads it: Sscofpmf's OF bits, masked as Smcdeleg 5
+    /// "Virtualizing `scountovf`" and `hcounteren` say, and bit 1 (Smpdis
+    /// "Supervisor Counter Overflow Register (`scountovf`)").
     fn scountovf(&self) -> u64 {
         let mut v = 0;
         for i in 3..32 {
@@ -126,6 +140,9 @@ impl Hart {
         }
     }
 
+    /// Write `mcyclecfg` or `minstretcfg` (Smcntrpmf 2.1
+    /// "Machine Counter Configuration Registers (mcyclecfg, minstretcfg)"): the five xINH
+    /// bits; bit 63 is read-only 0.
     fn write_cfg(&mut self, instret: bool, v: u64) {
         let v = v & INH;
         self.pmu_reconfigure(|s| {
@@ -140,7 +157,8 @@ impl Hart {
 
 macro_rules! pmu_table {
     ($($i:literal)*) => {
-        /// The performance-monitoring CSRs, sorted by number.
+        /// The performance-monitoring CSRs, sorted by number (Zihpm, Sscofpmf; Smcntrpmf 2
+        /// "CSRs"; Smcdeleg 4; Sspesa and Smpdis "CSRs").
         pub(crate) static TABLE: &[CsrDesc] = &[
             csr!(
                 num::SCOUNTINHIBIT,
@@ -239,7 +257,8 @@ macro_rules! pmu_table {
 
 pmu_table!(3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31);
 
-/// Delegated counter state through `sireg`/`sireg2` (select 0x40 + i), from M or S.
+/// Delegated counter state through `sireg`/`sireg2` (select 0x40 + i), from M or S
+/// (Smcdeleg 3 "Counter Delegation").
 pub(crate) fn deleg_check(h: &Hart, sel: u64, _: bool) -> Result<(), CsrFault> {
     let i = sel - 0x40;
     if !cde(h) || i == 1 || h.csr.mcounteren >> i & 1 == 0 {
@@ -249,13 +268,14 @@ pub(crate) fn deleg_check(h: &Hart, sel: u64, _: bool) -> Result<(), CsrFault> {
     }
 }
 
-/// `sireg3`-`sireg6` at 0x40-0x5F: illegal-instruction.
+/// `sireg3`-`sireg6` at 0x40-0x5F: illegal-instruction (Smcdeleg 3 "Counter Delegation").
 pub(crate) fn never(_: &Hart, _: u64, _: bool) -> Result<(), CsrFault> {
     Err(CsrFault::Illegal)
 }
 
 /// `vsiselect` 0x40-0x5F: from VS, virtual-instruction while CDE = 1 (the hypervisor
-/// emulates the guest's counters), else illegal; `vsireg*` from M/HS: illegal.
+/// emulates the guest's counters), else illegal; `vsireg*` from M/HS: illegal (Smcdeleg 3
+/// "Counter Delegation").
 pub(crate) fn vs_deleg_check(h: &Hart, _: u64, _: bool) -> Result<(), CsrFault> {
     if h.virt && cde(h) {
         Err(CsrFault::Virtual)
@@ -264,14 +284,17 @@ pub(crate) fn vs_deleg_check(h: &Hart, _: u64, _: bool) -> Result<(), CsrFault> 
     }
 }
 
+/// `sireg` at 0x40 + i: counter i (Smcdeleg 3 "Counter Delegation", table 1).
 pub(crate) fn deleg_counter_read(h: &Hart, sel: u64) -> u64 {
     h.counter((sel - 0x40) as usize & 31)
 }
+/// Write counter i through `sireg` at 0x40 + i (Smcdeleg 3 "Counter Delegation").
 pub(crate) fn deleg_counter_write(h: &mut Hart, sel: u64, v: u64) {
     h.write_counter((sel - 0x40) as usize & 31, v);
 }
 
-/// `sireg2`: `hpmevent` or `cyclecfg`/`instretcfg`, a subset: MINH is read-only 0.
+/// `sireg2`: `hpmevent` or `cyclecfg`/`instretcfg`, a subset: MINH is read-only 0 (Smcdeleg
+/// 3 "Counter Delegation").
 pub(crate) fn deleg_event_read(h: &Hart, sel: u64) -> u64 {
     let s = &h.pmu.state;
     let v = match (sel - 0x40) as usize & 31 {
@@ -281,6 +304,7 @@ pub(crate) fn deleg_event_read(h: &Hart, sel: u64) -> u64 {
     };
     v & !MINH
 }
+/// Write `sireg2` at 0x40 + i; MINH keeps its value (Smcdeleg 3 "Counter Delegation").
 pub(crate) fn deleg_event_write(h: &mut Hart, sel: u64, v: u64) {
     let i = (sel - 0x40) as usize & 31;
     let s = &h.pmu.state;
@@ -297,7 +321,8 @@ pub(crate) fn deleg_event_write(h: &mut Hart, sel: u64, v: u64) {
     }
 }
 
-/// The PDIS sample record through `sireg`-`sireg6` at 0x60; 0x61 holds WPRI and zeros.
+/// The PDIS sample record through `sireg`-`sireg6` at 0x60; 0x61 holds WPRI and zeros
+/// (Smpdis "Supervisor PDIS Sample Data Register Access").
 pub(crate) fn record_read(h: &Hart, sel: u64, field: usize) -> u64 {
     if sel == 0x60 {
         h.pmu.state.pdis.record[field]
@@ -305,11 +330,15 @@ pub(crate) fn record_read(h: &Hart, sel: u64, field: usize) -> u64 {
         0
     }
 }
+/// Write a field of the PDIS sample record (Smpdis
+/// "Supervisor PDIS Sample Data Register Access").
 pub(crate) fn record_write(h: &mut Hart, sel: u64, field: usize, v: u64) {
     if sel == 0x60 {
         h.pmu.state.pdis.record[field] = v;
     }
 }
+/// The sample record's access check: the PDIS state gate (Smpdis
+/// "State Enable Access Control").
 pub(crate) fn record_check(h: &Hart, _: u64, w: bool) -> Result<(), CsrFault> {
     pdis_check(h, w)
 }

@@ -9,18 +9,23 @@
 //!
 //! | spec, section | where |
 //! | --- | --- |
-//! | Smcntrpmf 2.1 Machine Counter Configuration Registers (mcyclecfg, minstretcfg) | [`csr`] |
-//! | Smcntrpmf 3 Counter Behavior | `count.rs` (mode filtering, settling), below |
-//! | Smcdeleg 2 Counter Delegation Enable (`menvcfg.CDE`) | [`csr`], [`MENVCFG_CDE`] |
-//! | Smcdeleg 3 Counter Delegation | [`csr`] (`siselect` 0x40-0x5F) |
-//! | Smcdeleg 4 Supervisor Counter Inhibit Register (`scountinhibit`) | [`csr`] |
-//! | Smcdeleg 5 Virtualizing `scountovf` | [`csr`] |
+//! | Smcntrpmf 1 Introduction | informative |
+//! | Smcntrpmf 2 CSRs, 2.1 Machine Counter Configuration Registers (mcyclecfg, minstretcfg) | [`csr`] (`Hart::write_cfg`) |
+//! | Smcntrpmf 3 Counter Behavior | `count.rs` (mode filtering, settling: `pmu_refresh`, `pmu_settle`, `pmu_before_mode_change`), below |
+//! | Smcdeleg 1 Introduction, 1.1 Motivation | informative |
+//! | Smcdeleg 2 Counter Delegation Enable (`menvcfg.CDE`) | [`csr`] (`cde`), [`MENVCFG_CDE`] |
+//! | Smcdeleg 3 Counter Delegation | [`csr`] (`deleg_check`, `deleg_counter_read`, `deleg_event_read`, ...; `siselect` 0x40-0x5F) |
+//! | Smcdeleg 4 Supervisor Counter Inhibit Register (`scountinhibit`) | [`csr`] (`scountinhibit_check`, `Hart::scountinhibit_mask`) |
+//! | Smcdeleg 5 Virtualizing `scountovf` | [`csr`] (`scountovf_check`) |
 //! | Smcdeleg 6 Virtualizing Local Counter Overflow Interrupts | `csr::aia` (`mvien`/`hvien` bit 13), `hypervisor::csr` (`hideleg`) |
-//! | Sspesa: Hardware Performance Monitor Sample PC Register (`shpmspc`), Sample Metadata (`shpmsdata`) | `count.rs` (`lcofi_request`), [`csr`] |
+//! | Precise Event Sample Attribution ISA Extension (Sspesa) | the rows below |
+//! | Sspesa: Sspesa Profile Types and Sources of Error | informative |
+//! | Sspesa: Hardware Performance Monitor Sample PC Register (`shpmspc`), Hardware Performance Monitor Sample Metadata (`shpmsdata`) | `count.rs` (`lcofi_request`), [`csr`] (`sspesa_check`) |
 //! | Precise Local Counter Overflow Interrupt ISA Extension (Ssplcofi) | `count.rs` (`pmu_check`), "Overflow" below |
-//! | Precise Decoded Instruction Sampling (Smpdis/Sspdis) | [`pdis`] |
+//! | Precise Decoded Instruction Sampling (Smpdis/Sspdis) | [`pdis`] (its module docs map the subsections) |
 //!
-//! (The draft's sections are unnumbered; they are cited by title.)
+//! (The draft's sections are unnumbered; they are cited by title.) The same map with the
+//! tests is in `docs/pmu.md` ("Spec map").
 //!
 //! # Counting
 //! Counters are kept lazily. The hart tallies every event of the [`events`] catalog while
@@ -62,9 +67,11 @@ pub use vcpu_api::csr::{
 
 /// All five mode inhibit bits.
 pub const INH: u64 = MINH | SINH | UINH | VSINH | VUINH;
-/// `mcountinhibit` bits that exist: CY, bit 1 (PDIS, Smpdis), IR, HPM3-31.
+/// `mcountinhibit` bits that exist: CY, bit 1 (PDIS, Smpdis
+/// "Machine Count Inhibit Register (`mcountinhibit`)"), IR, HPM3-31.
 pub const MCOUNTINHIBIT_MASK: u64 = 0xffff_fffb | 4;
-/// `mcountinhibit` bit 1: the PDIS counter (Smpdis).
+/// `mcountinhibit` bit 1: the PDIS counter (Smpdis
+/// "Machine Count Inhibit Register (`mcountinhibit`)").
 pub const INHIBIT_PDIS: u64 = 1 << 1;
 /// The LCOFI pending/enable bit (interrupt 13) in `mip`/`mie`/`sip`/`sie`.
 pub const LCOFIP: u64 = 1 << irq::LCOFI;
@@ -112,7 +119,8 @@ pub use vcpu_api::pmu::{DraftNumbers, PmuConfig};
 pub struct PmuState {
     /// `mhpmevent3-31` (indices 0-2 unused).
     pub mhpmevent: [u64; 32],
-    /// `mcyclecfg` (Smcntrpmf).
+    /// `mcyclecfg` (Smcntrpmf 2.1
+    /// "Machine Counter Configuration Registers (mcyclecfg, minstretcfg)").
     pub mcyclecfg: u64,
     /// `minstretcfg` (Smcntrpmf).
     pub minstretcfg: u64,

@@ -114,7 +114,8 @@ pub(super) fn allocate_ram(mib: u64) -> Result<GuestMemoryMmap, Error> {
         .map_err(|source| Error::GuestMemory { mib, source })
 }
 
-/// The host hart model's CTR for the depths it supports (`None`: no CTR).
+/// The host hart model's CTR for the depths it supports (`None`: no CTR; Smctr 2.4
+/// "Supervisor Control Transfer Records Depth Register (sctrdepth)").
 pub(super) fn host_ctr(depths: ctr_virt::DepthSet) -> Option<vcpu_api::ctr::CtrConfig> {
     (!depths.is_empty()).then(|| vcpu_api::ctr::CtrConfig {
         depths: depths.bits(),

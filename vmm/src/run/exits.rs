@@ -269,7 +269,9 @@ impl VcpuCtx<'_> {
         }
     }
 
-    /// A CTR access (`ctr-virt`); `None` if `trap` is not one.
+    /// A CTR access (`ctr-virt`; Smctr 5 "State Enable Access Control" and 2.4
+    /// "Supervisor Control Transfer Records Depth Register (sctrdepth)"); `None` if `trap`
+    /// is not one.
     fn ctr_virtual_insn(&mut self, trap: &GuestTrap) -> Option<VirtualInsnAction> {
         match self.ctr.on_virtual_insn(self.hart, trap.insn, trap.from_vu) {
             ctr_virt::Outcome::NotCtr => None,
@@ -310,7 +312,7 @@ impl VcpuCtx<'_> {
     }
 
     /// Redirect an exception into the guest, with the CTR record the guest would see had
-    /// the trap been delegated to it (ctr-virt).
+    /// the trap been delegated to it (ctr-virt: Smctr 6.1 "Privilege Mode Transitions").
     pub(super) fn inject(&mut self, cause: u64, tval: u64) {
         let from_vu = Vcpu::guest_privilege(self.hart) == vcpu_api::PrivilegeMode::User;
         let epc = Vcpu::pc(self.hart);

@@ -1,6 +1,8 @@
-//! Counter delegation (Ssccfg) for `vmm run` guests: the virtual-instruction exits of the
-//! guest's delegated-counter accesses go to `pmu-virt` (`pmu_virt::deleg`), which emulates
-//! them on the vCPU's virtual counters or asks for an illegal-instruction exception.
+//! Counter delegation (Ssccfg; Smcdeleg 3 "Counter Delegation", 4
+//! "Supervisor Counter Inhibit Register (`scountinhibit`)", 5 "Virtualizing `scountovf`")
+//! for `vmm run` guests: the virtual-instruction exits of the guest's delegated-counter
+//! accesses go to `pmu-virt` (`pmu_virt::deleg`), which emulates them on the vCPU's virtual
+//! counters or asks for an illegal-instruction exception.
 //!
 //! Each emulated access is counted in the exit statistics as `pmu-deleg <access>` (with
 //! ` write` for writes), and each one that names a counter also as
@@ -13,7 +15,8 @@ use super::exits::VcpuCtx;
 use super::{ExitReason, VirtualInsnAction};
 
 impl VcpuCtx<'_> {
-    /// Handles `trap` if it is a delegated-counter access; `None` if it is not one.
+    /// Handles `trap` if it is a delegated-counter access (Smcdeleg 3 "Counter Delegation",
+    /// 4, 5); `None` if it is not one.
     pub(super) fn pmu_deleg(&mut self, trap: &GuestTrap) -> Option<VirtualInsnAction> {
         match self.pmu.on_virtual_insn(self.hart, trap.insn, trap.from_vu) {
             pmu_virt::DelegOutcome::NotDeleg => None,

@@ -1,7 +1,7 @@
-//! Virtual-instruction exits of guest sampling (`pmu_virt::sample`): Sspesa's
-//! `shpmspc`/`shpmsdata` and `scountovf` emulated, PDIS state loaded on the guest's first
-//! access (`hstateen0.PDIS`, then the instruction runs again). See "Sampling" in
-//! `docs/pmu-virt.md`.
+//! Virtual-instruction exits of guest sampling (`pmu_virt::sample`; Smpdis
+//! "State Enable Access Control"): Sspesa's `shpmspc`/`shpmsdata` and `scountovf` emulated,
+//! PDIS state loaded on the guest's first access (`hstateen0.PDIS`, then the instruction
+//! runs again). See "Sampling" in `docs/pmu-virt.md`.
 
 use vcpu_api::GuestTrap;
 
@@ -9,7 +9,9 @@ use super::exits::VcpuCtx;
 use super::{ExitReason, VirtualInsnAction};
 
 impl VcpuCtx<'_> {
-    /// Handles `trap` if it is a sampling access; `None` leaves it to the other handlers.
+    /// Handles `trap` if it is a sampling access (Sspesa
+    /// "Hardware Performance Monitor Sample PC Register (`shpmspc`)", Smpdis
+    /// "State Enable Access Control"); `None` leaves it to the other handlers.
     pub(super) fn sampling_virtual_insn(&mut self, trap: &GuestTrap) -> Option<VirtualInsnAction> {
         let outcome = self
             .pmu

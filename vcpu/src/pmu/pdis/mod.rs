@@ -1,13 +1,19 @@
 //! Smpdis/Sspdis, Precise Decoded Instruction Sampling (draft): `mpdisctl`, `spdisctl`,
 //! `vspdisctl`, `spdiscounter`, the event and latency filters, and sample records in the
 //! registers behind `siselect` 0x60/0x61 (`mpdisctl.MEM` is hardwired to 0, which the draft
-//! allows, so there is no memory buffer and `menvcfg.PDISS`/`henvcfg.PDISV` are 0).
+//! allows, so there is no memory buffer and `menvcfg.PDISS`/`henvcfg.PDISV` are 0: the
+//! draft's "Machine Environment Configuration Register (`menvcfg`)" and
+//! "Hypervisor Environment Configuration Register (`henvcfg`)" add nothing here).
 //!
 //! The draft's (unnumbered) sections: "CSRs" and "State Enable Access Control" are in
-//! `pmu::csr` with the register fields here; "Instruction Selection", "Sample Record" (pdishdrev,
-//! pdispc, pdislat, pdistime, pdisadr1, pdisadr2), "Sample Filtering" ("Event Filtering",
-//! "Latency Filtering") and "Sampling Modes" are in `sample.rs`; "Memory Buffer" is not
-//! implemented (`mpdisctl.MEM` = 0).
+//! `pmu::csr` with the register fields here; "Instruction Selection", "Sample Record"
+//! (pdishdrev, pdispc, pdislat, pdistime, pdisadr1, pdisadr2), "Sample Filtering"
+//! ("Event Filtering", "Latency Filtering") and "Sampling Modes" are in `sample.rs`;
+//! "Memory Buffer" is not implemented (`mpdisctl.MEM` = 0, so
+//! "Supervisor PDIS AMB Control and Status (`spdisambcs`)" and
+//! "Supervisor PDIS AMB Address (`spdisambaddr`)" do not exist); "Performance Events" are
+//! in the event catalog (`vcpu_api::pmu`, 0x110-0x11B); "Custom Extensions": none (the
+//! custom bits of `mpdisctl` are read-only 0).
 //!
 //! The hart's model of the draft's pipeline terms (documented in `docs/pmu.md`):
 //! - An instruction is *decoded* when it executes (retires or traps); the PDIS counter counts
@@ -30,25 +36,30 @@ pub use vcpu_api::csr::{
     PDISCTL_U as U,
 };
 
-/// Writable `mpdisctl` bits (MEM and the custom bits are hardwired 0).
+/// Writable `mpdisctl` bits (Smpdis "Machine PDIS Control Register (`mpdisctl`)"; MEM and
+/// the custom bits are hardwired 0).
 pub const MPDISCTL_WRITABLE: u64 = SEL | HPM | ACC | TS | PA | EPT | U | S | M | OF;
 /// The fields `vspdisctl` holds itself (S and U: VS and VU counting; PA: guest physical
-/// addresses of VS/VU samples).
+/// addresses of VS/VU samples; Smpdis
+/// "Virtual Supervisor PDIS Control Register (`vspdisctl`)").
 pub const VS_OWN: u64 = S | U | PA;
 /// Writable bits of `vspdisctl`'s own fields (all of them: the hart can give the guest
 /// physical address of an access, its VS-stage translation).
 pub const VS_OWN_WRITABLE: u64 = S | U | PA;
 
-/// `spdisevmask`/`spdisevmatch`: bits 55:0.
+/// `spdisevmask`/`spdisevmatch`: bits 55:0 (Smpdis
+/// "Supervisor PDIS Event Filter Mask Register (`spdisevmask`)",
+/// "Supervisor PDIS Event Filter Match Register (`spdisevmatch`)").
 pub const EVMASK: u64 = (1 << 56) - 1;
-/// `spdisfilter.THRESH`.
+/// `spdisfilter.THRESH` (Smpdis "Supervisor PDIS Filter Register (`spdisfilter`)").
 pub const THRESH: u64 = 0xfff;
-/// `spdisfilter.INV`.
+/// `spdisfilter.INV` (Smpdis "Latency Filtering").
 pub const INV: u64 = 1 << 12;
-/// `spdisfilter.LATSEL` (bits 15:13): 0 (total) and 3 (execution) are implemented.
+/// `spdisfilter.LATSEL` (bits 15:13): 0 (total) and 3 (execution) are implemented (Smpdis
+/// "Latency Filtering").
 pub const LATSEL: u64 = 7 << 13;
 
-/// `pdishdrev.TYPE` values.
+/// `pdishdrev.TYPE` values (Smpdis "PDIS Header and Events (pdishdrev)").
 pub mod ty {
     #![allow(missing_docs)]
     pub const OTHER: u64 = 0;
@@ -57,7 +68,7 @@ pub mod ty {
     pub const LOAD_STORE: u64 = 3;
     pub const CONTROL: u64 = 4;
 }
-/// `pdishdrev.ITMISS`.
+/// `pdishdrev.ITMISS` (Smpdis "PDIS Header and Events (pdishdrev)", as the `HDR_*` below).
 pub const HDR_ITMISS: u64 = 1 << 37;
 /// `pdishdrev.L1MISS` (loads and stores).
 pub const HDR_L1MISS: u64 = 1 << 39;
@@ -71,10 +82,11 @@ pub const HDR_MISPRED: u64 = 1 << 52;
 /// 15) bit 51, the Smctr transfer type plus 36.
 pub const HDR_CTR_TYPE_SHIFT: u64 = 36;
 
-/// `pdislat.EXECV`.
+/// `pdislat.EXECV` (Smpdis "PDIS Latencies (pdislat)").
 pub const LAT_EXECV: u64 = 1 << 62;
 
-/// PDIS state.
+/// PDIS state (Smpdis/Sspdis, "Precise Decoded Instruction Sampling (Smpdis/Sspdis)"): the
+/// registers of its "CSRs" and the "Sample Record".
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PdisState {
     /// `mpdisctl`.

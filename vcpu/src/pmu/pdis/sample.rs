@@ -1,7 +1,8 @@
-//! PDIS counting and sampling, as `impl Hart`: which decoded instructions count (the draft's
-//! "Instruction Selection"), the sampled instruction's record ("Sample Record": header,
-//! latencies, addresses), "Sample Filtering" ("Event Filtering", "Latency Filtering"),
-//! "Sampling Modes" (ACC) and the sample's LCOFI.
+//! PDIS counting and sampling, as `impl Hart`: which decoded instructions count and are
+//! selected (the draft's "Instruction Selection", ACC included), the sampled instruction's
+//! record ("Sample Record": header, latencies, addresses), "Sample Filtering"
+//! ("Event Filtering", "Latency Filtering"), and "Sampling Modes" (records one at a time,
+//! OF and the LCOFI; there is no batch mode since `mpdisctl.MEM` is 0).
 
 use super::*;
 use crate::decode::{Insn, Op};
@@ -9,7 +10,7 @@ use crate::hart::{Hart, PrivilegeMode};
 use crate::pmu::events::{class, Event};
 use crate::pmu::model::Cost;
 
-/// Whether an instruction of class `c` matches `SEL`.
+/// Whether an instruction of class `c` matches `SEL` (Smpdis "Instruction Selection").
 fn sel_matches(sel: u64, c: u8) -> bool {
     match sel {
         0 => true,
@@ -21,7 +22,7 @@ fn sel_matches(sel: u64, c: u8) -> bool {
     }
 }
 
-/// `pdishdrev.TYPE` of class `c`.
+/// `pdishdrev.TYPE` of class `c` (Smpdis "PDIS Header and Events (pdishdrev)").
 fn record_type(c: u8) -> u64 {
     match c & (class::LOAD | class::STORE) {
         x if x == class::LOAD | class::STORE => ty::LOAD_STORE,
@@ -32,7 +33,8 @@ fn record_type(c: u8) -> u64 {
     }
 }
 
-/// Events that can be recorded in `pdishdrev.HPM` (they belong to one instruction).
+/// Events that can be recorded in `pdishdrev.HPM` (they belong to one instruction; Smpdis
+/// "PDIS Header and Events (pdishdrev)").
 fn per_instruction(ev: Event) -> bool {
     !matches!(
         ev,
@@ -47,7 +49,9 @@ fn per_instruction(ev: Event) -> bool {
 }
 
 impl Hart {
-    /// Whether some mode counts PDIS instructions.
+    /// Whether some mode counts PDIS instructions (Smpdis
+    /// "Machine PDIS Control Register (`mpdisctl`)" M/S/U, `vspdisctl` S/U, and
+    /// "Machine Count Inhibit Register (`mcountinhibit`)").
     pub(crate) fn pdis_enabled_anywhere(&self) -> bool {
         let p = &self.pmu.state.pdis;
         (p.mpdisctl & (M | S | U) != 0 || p.vs_own & (S | U) != 0)
@@ -55,7 +59,10 @@ impl Hart {
     }
 
     /// Whether the PDIS counter counts in the current mode: `mpdisctl` M/S/U, or with V = 1
-    /// `vspdisctl` S/U; and `mcountinhibit[1]` = 0.
+    /// `vspdisctl` S/U; and `mcountinhibit[1]` = 0 (Smpdis
+    /// "Machine PDIS Control Register (`mpdisctl`)",
+    /// "Virtual Supervisor PDIS Control Register (`vspdisctl`)",
+    /// "Machine Count Inhibit Register (`mcountinhibit`)").
     pub(crate) fn pdis_counts_here(&self) -> bool {
         let p = &self.pmu.state.pdis;
         if self.pmu.state.mcountinhibit & crate::pmu::INHIBIT_PDIS != 0 {
@@ -71,13 +78,16 @@ impl Hart {
         bit != 0
     }
 
-    /// `vspdisctl` as read: `mpdisctl`'s shared fields, its own S/U/PA, M read-only 0.
+    /// `vspdisctl` as read: `mpdisctl`'s shared fields, its own S/U/PA, M read-only 0
+    /// (Smpdis "Virtual Supervisor PDIS Control Register (`vspdisctl`)").
     pub(crate) fn read_vspdisctl(&self) -> u64 {
         let p = &self.pmu.state.pdis;
         (p.mpdisctl & !(VS_OWN | M)) | p.vs_own
     }
 
-    /// Write `mpdisctl` (or a view: `keep` are the bits the view cannot change).
+    /// Write `mpdisctl` (or a view: `keep` are the bits the view cannot change; Smpdis
+    /// "Machine PDIS Control Register (`mpdisctl`)",
+    /// "Supervisor PDIS Control Register (`spdisctl`)").
     pub(crate) fn write_pdisctl(&mut self, keep: u64, v: u64) {
         let m = MPDISCTL_WRITABLE & !keep;
         self.pmu_reconfigure(|s| {
@@ -90,13 +100,15 @@ impl Hart {
         });
     }
 
-    /// Write `vspdisctl`: its own S/U, and the shared fields of `mpdisctl` except M.
+    /// Write `vspdisctl`: its own S/U/PA, and the shared fields of `mpdisctl` except M
+    /// (Smpdis "Virtual Supervisor PDIS Control Register (`vspdisctl`)").
     pub(crate) fn write_vspdisctl(&mut self, v: u64) {
         self.pmu_reconfigure(|s| s.pdis.vs_own = v & VS_OWN_WRITABLE);
         self.write_pdisctl(VS_OWN | M, v);
     }
 
-    /// Write `spdiscounter`. Zicsr: for a CSR that instructions modify as a side effect, "the
+    /// Write `spdiscounter` (Smpdis "Supervisor PDIS Counter Register (`spdiscounter`)").
+    /// Zicsr: for a CSR that instructions modify as a side effect, "the
     /// write is done instead of the increment", so the writing instruction (a decoded
     /// instruction of the `SEL` type only with SEL = 0) does not add to COUNT.
     pub(crate) fn write_spdiscounter(&mut self, v: u64) {
@@ -105,7 +117,8 @@ impl Hart {
             self.pmu.pdis_here && !self.pmu.host_write && self.pmu.state.pdis.mpdisctl & SEL == 0;
     }
 
-    /// Write `spdisfilter`: LATSEL keeps 0 (total) or 3 (execution); other values become 0.
+    /// Write `spdisfilter` (Smpdis "Supervisor PDIS Filter Register (`spdisfilter`)"):
+    /// LATSEL keeps 0 (total) or 3 (execution); other values become 0.
     pub(crate) fn write_spdisfilter(&mut self, v: u64) {
         let latsel = match (v & LATSEL) >> 13 {
             3 => 3 << 13,
@@ -114,7 +127,8 @@ impl Hart {
         self.pmu.state.pdis.filter = (v & (THRESH | INV)) | latsel;
     }
 
-    /// One decoded instruction in a mode where PDIS counts (cold: only with PDIS on).
+    /// One decoded instruction in a mode where PDIS counts (cold: only with PDIS on): the
+    /// counter and the choice of the sampled instruction (Smpdis "Instruction Selection").
     /// `c`: its class; `pen`: its penalty cycles; `inc`: the events it incurred (bit per
     /// [`Event`]); `trapped`: it trapped instead of retiring.
     #[cold]
@@ -154,6 +168,12 @@ impl Hart {
         self.pdis_sample(insn, c, pc, addr, pen, inc, trapped);
     }
 
+    /// The sampled instruction's record (Smpdis "Sample Record":
+    /// "PDIS Header and Events (pdishdrev)", "PDIS Program Counter (pdispc)",
+    /// "PDIS Time (pdistime)", "PDIS Latencies (pdislat)", "PDIS Address1 (pdisadr1)",
+    /// "PDIS Address2 (pdisadr2)"), its "Sample Filtering" ("Event Filtering", then
+    /// "Latency Filtering"), and its delivery ("Sampling Modes": OF and the LCOFI;
+    /// backpressure while OF = 1).
     #[allow(clippy::too_many_arguments)]
     fn pdis_sample(
         &mut self,
@@ -269,7 +289,7 @@ impl Hart {
     }
 
     /// The physical address of a data access that has just completed (no side effects:
-    /// its translation already set the A/D bits).
+    /// its translation already set the A/D bits), for Smpdis "PDIS Address2 (pdisadr2)".
     fn probe_physical(&mut self, va: u64, store: bool) -> u64 {
         let kind = if store {
             crate::mmu::Access::Store
@@ -281,7 +301,8 @@ impl Hart {
     }
 
     /// The guest physical address of a data access with V = 1 that has just completed: its
-    /// VS-stage translation (no side effects, as above).
+    /// VS-stage translation (no side effects, as above), for Smpdis
+    /// "PDIS Address2 (pdisadr2)".
     fn probe_guest_physical(&mut self, va: u64, store: bool) -> u64 {
         let kind = if store {
             crate::mmu::Access::Store
@@ -293,7 +314,8 @@ impl Hart {
     }
 }
 
-/// Whether the sampled instruction incurred `ev`.
+/// Whether the sampled instruction incurred `ev` (its HPM bit: Smpdis
+/// "PDIS Header and Events (pdishdrev)").
 fn incurred(ev: Event, inc: u32, c: u8, trapped: bool) -> bool {
     match ev {
         Event::Instret => !trapped,
