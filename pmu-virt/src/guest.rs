@@ -99,9 +99,9 @@ impl GuestPmu {
             counters[IR].started = true;
         }
         let map = if policy.deleg_on() {
-            crate::deleg::deleg_map(policy.hw_mask())
+            crate::deleg::map::deleg_map(policy.hw_mask())
         } else {
-            crate::deleg::identity_map()
+            crate::deleg::map::identity_map()
         };
         GuestPmu {
             policy,
@@ -171,7 +171,7 @@ impl GuestPmu {
         }
         self.sampling.prepare(vcpu);
         if self.policy.deleg_on() {
-            crate::deleg::prepare(self, vcpu);
+            self.prepare_deleg(vcpu);
         }
     }
 
@@ -207,7 +207,7 @@ impl GuestPmu {
             return None;
         }
         let map: [u8; HW_COUNTERS] = state.map.as_slice().try_into().ok()?;
-        if !crate::deleg::valid_map(&map, state.policy.hw_mask()) {
+        if !crate::deleg::map::valid_map(&map, state.policy.hw_mask()) {
             return None;
         }
         tallies.set_row(vcpu_id, &state.tallies);

@@ -60,6 +60,8 @@ use vcpu_api::csr::{
 };
 use vcpu_api::Vcpu;
 
+pub mod map;
+
 use crate::event::EventTarget;
 use crate::guest::{csr, HOST_INH};
 use crate::{GuestPmu, CY, HW_COUNTERS, IR};
@@ -78,58 +80,27 @@ pub const SELECT_BASE: u64 = 0x40;
 /// The last one.
 pub const SELECT_LAST: u64 = 0x5f;
 
-/// The identity mapping (no counter delegation).
-pub fn identity_map() -> [u8; HW_COUNTERS] {
-    std::array::from_fn(|i| i as u8)
-}
-
-/// The mapping with counter delegation (the counters of Smcdeleg 3 "Counter Delegation" on
-/// other hart counters, which chapter 6's note "Hypervisor Configuration" allows): the hpm
-/// counters of `mask` (bits 3-31) handed out from the top (the k-th lowest virtual counter
-/// is the k-th highest hart counter); every other index is itself.
-pub fn deleg_map(mask: u32) -> [u8; HW_COUNTERS] {
-    let mut map = identity_map();
-    let hpm: Vec<u8> = (3..HW_COUNTERS as u8)
-        .filter(|&i| mask >> i & 1 != 0)
-        .collect();
-    for (k, &v) in hpm.iter().enumerate() {
-        map[usize::from(v)] = hpm[hpm.len() - 1 - k];
-    }
-    map
-}
-
-/// Whether `map` is a mapping a [`GuestPmu`] with counters `mask` can use (a snapshot's):
-/// a permutation of the hpm counters of `mask`, the identity elsewhere.
-pub fn valid_map(map: &[u8; HW_COUNTERS], mask: u32) -> bool {
-    let mut seen = 0u32;
-    for (i, &p) in map.iter().enumerate() {
-        let p = usize::from(p);
-        let hpm = |x: usize| (3..HW_COUNTERS).contains(&x) && mask >> x & 1 != 0;
-        let ok = if hpm(i) { hpm(p) } else { p == i };
-        if !ok || seen >> p & 1 != 0 {
-            return false;
-        }
-        seen |= 1 << p;
-    }
-    true
-}
+pub use map::{deleg_map, identity_map, valid_map};
 
 /// Sets the hart up for a guest with counter delegation (see the module documentation):
 /// Smcdeleg 2 "Counter Delegation Enable (`menvcfg.CDE`)" on, every counter delegated
 /// (chapter 3 "Counter Delegation").
-pub(crate) fn prepare(pmu: &GuestPmu, vcpu: &mut dyn Vcpu) {
-    let set = |vcpu: &mut dyn Vcpu, num: u16, f: &dyn Fn(u64) -> u64| {
-        let v = vcpu.host_csr(num).unwrap_or(0);
-        vcpu.set_known_csr(num, f(v));
-    };
-    let mask = u64::from(pmu.policy.hw_mask());
-    let direct = (0..HW_COUNTERS)
-        .filter(|&i| mask >> i & 1 != 0 && pmu.phys(i) == i)
-        .fold(0u64, |m, i| m | 1 << i);
-    set(vcpu, csr::MENVCFG, &|v| v | MENVCFG_CDE);
-    set(vcpu, csr::HSTATEEN0, &|v| v | STATEEN0_CSRIND);
-    set(vcpu, csr::MCOUNTEREN, &|v| v | mask);
-    set(vcpu, csr::HCOUNTEREN, &|v| (v & !mask) | direct);
+impl GuestPmu {
+    pub(crate) fn prepare_deleg(&self, vcpu: &mut dyn Vcpu) {
+        let pmu = self;
+        let set = |vcpu: &mut dyn Vcpu, num: u16, f: &dyn Fn(u64) -> u64| {
+            let v = vcpu.host_csr(num).unwrap_or(0);
+            vcpu.set_known_csr(num, f(v));
+        };
+        let mask = u64::from(pmu.policy.hw_mask());
+        let direct = (0..HW_COUNTERS)
+            .filter(|&i| mask >> i & 1 != 0 && pmu.phys(i) == i)
+            .fold(0u64, |m, i| m | 1 << i);
+        set(vcpu, csr::MENVCFG, &|v| v | MENVCFG_CDE);
+        set(vcpu, csr::HSTATEEN0, &|v| v | STATEEN0_CSRIND);
+        set(vcpu, csr::MCOUNTEREN, &|v| v | mask);
+        set(vcpu, csr::HCOUNTEREN, &|v| (v & !mask) | direct);
+    }
 }
 
 pub use vcpu_api::zicsr::{CsrInsn, CsrOp};
