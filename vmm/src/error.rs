@@ -10,7 +10,7 @@ use crate::loader::LoadError;
 pub enum Error {
     /// The control socket could not be set up.
     #[error("control socket: {0}")]
-    Api(#[from] crate::run::api::ApiError),
+    Api(#[from] crate::run::error::ApiError),
 
     /// A snapshot could not be written or read.
     #[error("{0}")]
@@ -18,11 +18,11 @@ pub enum Error {
 
     /// A snapshot cannot be restored here (the state does not fit this host or together).
     #[error("cannot restore the snapshot: {0}")]
-    Restore(#[from] crate::run::snapshot::RestoreFailure),
+    Restore(#[from] crate::run::error::RestoreFailure),
 
     /// A snapshot's field is out of range or disagrees with what the VMM configures.
     #[error("cannot restore the snapshot: {0}")]
-    RestoreField(#[from] crate::run::snapshot::RestoreError),
+    RestoreField(#[from] crate::run::error::RestoreError),
 
     /// The devices' MMIO windows do not fit together (an ELF's HTIF words on a device).
     #[error("{0}")]
@@ -152,7 +152,7 @@ pub enum Error {
 
     /// `vmm run`: building the device tree failed.
     #[error("cannot build the device tree: {0}")]
-    Fdt(#[from] crate::run::builder::BootDataError),
+    Fdt(#[from] crate::run::error::BootDataError),
 
     /// `vmm run`: the number of vCPUs is out of range.
     #[error("invalid number of vCPUs {vcpus}: must be 1..={max}")]
@@ -184,11 +184,11 @@ pub enum Error {
 
     /// `vmm run --vcpus`: a vCPU thread could not be started or panicked.
     #[error("vCPU thread: {0}")]
-    VcpuThread(#[from] crate::run::VcpuThreadError),
+    VcpuThread(#[from] crate::run::error::VcpuThreadError),
 
     /// `vmm run`: the console could not be set up.
     #[error("console: {0}")]
-    Console(#[from] crate::run::console::ConsoleError),
+    Console(#[from] crate::run::error::ConsoleError),
 
     /// `vmm run`: the only hart stopped itself (SBI HSM `hart_stop`), so nothing can ever
     /// run again.

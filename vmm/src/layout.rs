@@ -24,3 +24,6 @@ pub const CLINT_SIZE: u64 = 0x1_0000;
 pub const UART_BASE: u64 = 0x1000_0000;
 /// Size of the UART window.
 pub const UART_SIZE: u64 = 0x100;
+
+/// Largest device tree `vmm run` accepts (placed at the end of RAM, in bytes).
+pub const FDT_MAX: u64 = 64 << 10;

@@ -54,28 +54,7 @@ use super::ExitStats;
 use crate::error::Error;
 use crate::sbi::hsm::{STATE_STARTED, STATE_START_PENDING, STATE_STOPPED};
 
-/// Why the control socket could not be set up.
-#[derive(Debug, thiserror::Error)]
-pub enum ApiError {
-    /// Something other than a socket is at the path.
-    #[error("{} exists and is not a socket: not replacing it", .0.display())]
-    NotASocket(std::path::PathBuf),
-    /// The socket could not be bound.
-    #[error("cannot listen on {}: {source}", path.display())]
-    Listen {
-        /// The socket's path.
-        path: std::path::PathBuf,
-        /// The host's error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The thread serving it could not be started.
-    #[error("cannot start the control socket thread: {0}")]
-    Thread(#[source] std::io::Error),
-    /// `vmm restore --paused` without a socket to resume the guest from.
-    #[error("--paused needs --api-sock (to resume the guest)")]
-    PausedWithoutSocket,
-}
+pub use super::error::ApiError;
 
 /// The time a client has to send a complete request line, from connecting or from its
 /// previous answer (also the limit for writing an answer to a client that does not read).

@@ -21,28 +21,7 @@ use crate::devices::Console;
 use crate::error::Error;
 use crate::machine::{HART_ID, MAX_MEMORY_MIB, RAM_BASE};
 
-/// Why the device tree (or the initrd next to it) could not be put in guest RAM.
-#[derive(Debug, thiserror::Error)]
-pub enum BootDataError {
-    /// `vm-fdt` refused to build the tree.
-    #[error("{0}")]
-    Build(#[source] vm_fdt::Error),
-    /// The tree does not fit in the room reserved for it.
-    #[error(
-        "the device tree is {size} bytes, more than the {FDT_MAX} reserved for it (is the \
-         command line very long?)"
-    )]
-    TooBig {
-        /// The tree's size in bytes.
-        size: usize,
-    },
-    /// Writing the initrd to RAM failed.
-    #[error("cannot write the initrd to guest RAM: {0}")]
-    WriteInitrd(#[source] vm_memory::GuestMemoryError),
-    /// Writing the tree to RAM failed.
-    #[error("cannot write the device tree to RAM: {0}")]
-    WriteFdt(#[source] vm_memory::GuestMemoryError),
-}
+pub use super::error::BootDataError;
 
 /// A checked configuration, ready to build: what [`VmBuilder::new`] derived from the
 /// [`RunConfig`] and the files it names.

@@ -27,16 +27,7 @@ use vmm_sys_util::terminal::Terminal;
 
 use crate::error::Error;
 
-/// A host facility the console (or the termination-signal watcher) could not set up.
-#[derive(Debug, thiserror::Error)]
-#[error("{what}: {source}")]
-pub struct ConsoleError {
-    /// What failed.
-    pub what: &'static str,
-    /// The host's error.
-    #[source]
-    pub source: Box<dyn std::error::Error + Send + Sync>,
-}
+pub use super::error::ConsoleError;
 
 impl ConsoleError {
     /// `what` failed with `source`.

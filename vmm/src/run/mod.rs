@@ -48,6 +48,7 @@ pub mod api;
 pub mod builder;
 mod config;
 pub mod console;
+pub mod error;
 mod exits;
 pub mod fdt;
 pub mod kernel;
@@ -111,8 +112,7 @@ pub const MAX_VCPUS: u64 = 64;
 /// command ended with Ctrl-C (the run did not end cleanly).
 pub const EXIT_QUIT: u8 = 130;
 
-/// Largest device tree accepted.
-const FDT_MAX: u64 = 64 << 10;
+use crate::layout::FDT_MAX;
 
 /// The devices of a `vmm run` VM on its MMIO bus.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -13,16 +13,7 @@ use super::{ExitStats, GuestVm, RunExit};
 use crate::error::Error;
 use crate::sbi;
 
-/// Why a vCPU thread failed.
-#[derive(Debug, thiserror::Error)]
-pub enum VcpuThreadError {
-    /// The host could not start it.
-    #[error("cannot start it: {0}")]
-    Spawn(#[source] std::io::Error),
-    /// It panicked.
-    #[error("it panicked")]
-    Panicked,
-}
+pub use super::error::VcpuThreadError;
 
 /// Instructions per call to [`Vcpu::run`] when there is no budget to respect (short enough
 /// for console input to arrive promptly).

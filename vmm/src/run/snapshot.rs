@@ -83,86 +83,9 @@ impl Default for RestoreConfig {
     }
 }
 
-/// A snapshot field `vmm restore` refuses: out of range, inconsistent with the rest of the
-/// state, or different from what this VMM configures itself.
-#[derive(Debug, thiserror::Error)]
-pub enum RestoreError {
-    /// A field of one vCPU.
-    #[error("vCPU {vcpu}: field `{field}` = {value:#x} {reason}")]
-    VcpuField {
-        /// The vCPU.
-        vcpu: u64,
-        /// The field, as named in the snapshot state (`hart.…`, `pmu.…`) or the CSR.
-        field: &'static str,
-        /// Its value.
-        value: u64,
-        /// What is wrong with it.
-        reason: String,
-    },
-}
+pub use super::error::RestoreError;
 
-/// A snapshot `vmm restore` cannot restore for a reason other than one vCPU field out of
-/// range ([`RestoreError`]): vCPU states that do not fit together or this host, or a part
-/// of the VM that refuses its saved state.
-#[derive(Debug, thiserror::Error)]
-pub enum RestoreFailure {
-    /// A vCPU's hart id is not its index.
-    #[error("vCPU {vcpu} has hart id {found} (expected {vcpu})")]
-    HartId {
-        /// The vCPU.
-        vcpu: u64,
-        /// The hart id saved for it.
-        found: u64,
-    },
-    /// A vCPU's SBI HSM state and WFI wait are not a state such a VM can be in.
-    #[error(
-        "vCPU {vcpu}: HSM state {hsm} with WFI wait {idle:?} is not a state a VM of {vcpus} \
-         vCPUs can be in"
-    )]
-    HsmState {
-        /// The vCPU.
-        vcpu: u64,
-        /// Its saved HSM state.
-        hsm: u64,
-        /// Its saved WFI wait.
-        idle: Option<u64>,
-        /// The VM's vCPUs.
-        vcpus: u64,
-    },
-    /// `pmu-virt` refused a vCPU's virtual PMU state.
-    #[error("vCPU {vcpu}: the virtual PMU state is invalid")]
-    PmuState {
-        /// The vCPU.
-        vcpu: u64,
-    },
-    /// The hart model refused a vCPU's state (`vcpu` is `None` in a VM of one vCPU).
-    #[error("{}{source}", vcpu.map(|v| format!("vCPU {v}: ")).unwrap_or_default())]
-    Hart {
-        /// The vCPU, with more than one.
-        vcpu: Option<u64>,
-        /// What the hart reported.
-        #[source]
-        source: vcpu_api::StateError,
-    },
-    /// A parked vCPU's state could not be loaded onto its hart instance (`--pcpus`).
-    #[error("vCPU {vcpu} onto its hart: {source}")]
-    Switch {
-        /// The vCPU.
-        vcpu: u64,
-        /// What the hart reported.
-        #[source]
-        source: vcpu_api::StateError,
-    },
-    /// Guest RAM could not be written.
-    #[error("cannot write guest RAM: {0}")]
-    WriteRam(#[source] vm_memory::GuestMemoryError),
-    /// The UART state cannot be restored.
-    #[error("the UART state is invalid: {0}")]
-    Uart(#[source] FieldError),
-    /// Another part of the VM's state cannot be restored.
-    #[error("{0}")]
-    Field(#[from] FieldError),
-}
+pub use super::error::RestoreFailure;
 
 impl Persist for BootLayout {
     type State = LayoutState;
@@ -492,7 +415,7 @@ impl GuestVm {
         let pcpus = check_topology(n, options.pcpus, options.slice_insns)?;
         let ram_size = check_memory(s.memory_mib)?;
         if options.paused && options.api_sock.is_none() {
-            return Err(super::api::ApiError::PausedWithoutSocket.into());
+            return Err(super::error::ApiError::PausedWithoutSocket.into());
         }
         for (id, v) in (0..).zip(&s.vcpus) {
             check_vcpu_fields(id, v, ram_size)?;
