@@ -187,6 +187,10 @@ const NOT_COMPARED: &[(&str, &str)] = &[
         "H-level Smstateen/Sscsrind/Sstc/Ssaia; off in QEMU 10.0's default CPU, other choices when on",
     ),
     (
+        "sbi_ctr_migrate",
+        "a VS-mode kernel for `vmm run` migration (tests/migrate.rs)",
+    ),
+    (
         "sdk_ctr_hello",
         "the guest SDK's example, a VS-mode kernel for `vmm run` (tests/sdk.rs)",
     ),

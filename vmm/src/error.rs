@@ -190,6 +190,10 @@ pub enum Error {
     #[error("console: {0}")]
     Console(#[from] crate::run::error::ConsoleError),
 
+    /// `vmm receive` or the control socket's `migrate`: the move failed.
+    #[error("migration: {0}")]
+    Migrate(#[from] crate::run::error::MigrateError),
+
     /// `vmm run`: the only hart stopped itself (SBI HSM `hart_stop`), so nothing can ever
     /// run again.
     #[error("hart {hart} stopped itself (SBI hart_stop) and no other hart can start it again")]

@@ -50,6 +50,61 @@ enum Command {
     /// cannot hold (a CTR depth it lacks, a corrupted or truncated file, another format
     /// version) is refused before the guest runs. Exit status as for `run`.
     Restore(RestoreArgs),
+
+    /// Wait for one VM moved here by another vmm (its control socket's `migrate`) and run it
+    ///
+    /// Listens on --listen (unix:PATH or tcp:HOST:PORT), tells the source what this host's
+    /// hart can hold (--host-ctr-depths), receives the VM, checks it as `vmm restore` checks
+    /// a snapshot, and only then lets the source go; the guest's console continues here. A
+    /// bad stream or a VM this host cannot hold is refused (the source's guest goes on
+    /// there) and nothing runs: exit status 1. Otherwise the exit status is as for `run`.
+    Receive(ReceiveArgs),
+}
+
+/// `vmm receive`'s flags: where to listen, `--paused`, and the flags of `vmm restore`.
+#[derive(Args, Debug)]
+#[command(
+    mut_arg("host_ctr_depths", |a| a
+        .help("The CTR depths this host's hart supports")
+        .display_order(1)),
+    mut_arg("max_insns", |a| a
+        .help("Stop after N more instructions (exit status 124)")
+        .display_order(2)),
+    mut_arg("timeout", |a| a
+        .help("Stop after SECS seconds of wall-clock time once the VM runs (exit status 124)")
+        .display_order(3)),
+    mut_arg("api_sock", |a| a.help("A control socket, as for `run`").display_order(4)),
+    mut_arg("snapshot_on_stop", |a| a
+        .help("As for `run`: a snapshot when --max-insns or --timeout ends the run")
+        .display_order(5)),
+    mut_arg("pcpus", |a| a
+        .help("Hart instances for the VM's vCPUs, 1 to their number (default: one per vCPU)")
+        .display_order(7)),
+    mut_arg("slice_insns", |a| a.display_order(8)),
+    mut_arg("jit", |a| a.help("Block translation, as for `run`").display_order(9)),
+    mut_arg("perf_map", |a| a.display_order(10)),
+    mut_arg("stats", |a| a
+        .help("Print instructions, wall time, MIPS and the exit table on stderr")
+        .display_order(11)),
+    mut_arg("trace", |a| a.display_order(12)),
+)]
+struct ReceiveArgs {
+    /// Where to wait for the VM: unix:PATH or tcp:HOST:PORT (port 0: any, printed on stderr)
+    #[arg(long, value_name = "ADDR", display_order = 0, value_parser = parse_endpoint)]
+    listen: runner::migrate::Endpoint,
+
+    /// Start the received VM paused, until a `resume` request on the control socket
+    /// (--api-sock).
+    #[arg(long, display_order = 6)]
+    paused: bool,
+
+    #[command(flatten)]
+    vm: VmArgs,
+}
+
+fn parse_endpoint(s: &str) -> Result<runner::migrate::Endpoint, String> {
+    s.parse()
+        .map_err(|e: runner::migrate::MigrateError| e.to_string())
 }
 
 /// `vmm restore`'s flags: the snapshot, `--paused`, and those it shares with `vmm run`
@@ -474,6 +529,9 @@ fn report(result: Result<(RunExit, runner::RunStats), vmm::Error>, stats_wanted:
             if let Some(message) = exit.failure_message() {
                 eprintln!("vmm: {message}");
             }
+            if let RunExit::Migrated { to } = &exit {
+                eprintln!("vmm: the VM moved to {to}; it goes on there");
+            }
             if stats_wanted {
                 eprintln!(
                     "vmm: {} instructions in {:.3} s ({:.2} MIPS)",
@@ -528,6 +586,33 @@ fn restore(args: RestoreArgs) -> ExitCode {
     )
 }
 
+fn receive(args: ReceiveArgs) -> ExitCode {
+    let options = runner::snapshot::RestoreConfig {
+        host_ctr_depths: args.vm.host_ctr_depths,
+        max_insns: args.vm.max_insns,
+        timeout: args.vm.timeout,
+        trace: args.vm.trace,
+        api_sock: args.vm.api_sock,
+        snapshot_on_stop: args.vm.snapshot_on_stop,
+        paused: args.paused,
+        pcpus: args.vm.pcpus,
+        slice_insns: args.vm.slice_insns,
+        jit: args.vm.jit,
+        perf_map: args.vm.perf_map,
+    };
+    let console = Box::new(std::io::stdout());
+    report(
+        runner::migrate::receive_and_run(
+            &args.listen,
+            &options,
+            console,
+            ConsoleInput::Stdin,
+            |at| eprintln!("vmm: waiting for a VM on {at}"),
+        ),
+        args.vm.stats,
+    )
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // Before any other thread starts: they all inherit the blocked termination signals.
@@ -535,6 +620,7 @@ fn main() -> ExitCode {
         Command::Machine(_) => None,
         Command::Run(args) => args.vm.api_sock.clone(),
         Command::Restore(args) => args.vm.api_sock.clone(),
+        Command::Receive(args) => args.vm.api_sock.clone(),
     };
     if let Err(e) = runner::signals::watch_termination_signals(api_sock) {
         eprintln!("vmm: {e}");
@@ -552,6 +638,10 @@ fn main() -> ExitCode {
         Command::Restore(args) => {
             init_logging(args.vm.trace);
             restore(args)
+        }
+        Command::Receive(args) => {
+            init_logging(args.vm.trace);
+            receive(args)
         }
     }
 }

@@ -192,9 +192,24 @@ pub enum InvalidContent {
     NoVcpu,
 }
 
+/// The state's encoding (bincode), as a snapshot file and a migration stream hold it.
+pub fn encode_state(state: &VmState) -> std::io::Result<Vec<u8>> {
+    bincode::serialize(state).map_err(std::io::Error::other)
+}
+
+/// Decodes a state encoded by [`encode_state`], allocating at most its own size.
+pub fn decode_state(body: &[u8]) -> Result<VmState, SnapshotError> {
+    use bincode::Options;
+    bincode::DefaultOptions::new()
+        .with_fixint_encoding()
+        .with_limit(body.len() as u64)
+        .deserialize(body)
+        .map_err(|e| SnapshotError::Invalid(InvalidContent::Decode(e)))
+}
+
 /// Encode a snapshot into `out`.
 pub fn encode_into(state: &VmState, memory: &[u8], out: &mut impl Write) -> std::io::Result<()> {
-    let body = bincode::serialize(state).map_err(std::io::Error::other)?;
+    let body = encode_state(state)?;
     let mut crc = crc32fast::Hasher::new();
     let mut put = |bytes: &[u8], out: &mut dyn Write| -> std::io::Result<()> {
         crc.update(bytes);
@@ -302,12 +317,7 @@ pub fn decode(bytes: &[u8]) -> Result<Snapshot, SnapshotError> {
     if stored != computed {
         return Err(SnapshotError::Checksum { stored, computed });
     }
-    use bincode::Options;
-    let state: VmState = bincode::DefaultOptions::new()
-        .with_fixint_encoding()
-        .with_limit(state_len)
-        .deserialize(body)
-        .map_err(|e| SnapshotError::Invalid(InvalidContent::Decode(e)))?;
+    let state = decode_state(body)?;
     let announced = state.memory_mib.checked_mul(1 << 20);
     if state.memory_mib == 0 || announced != Some(mem_len) {
         return Err(SnapshotError::BadField {

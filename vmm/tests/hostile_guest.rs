@@ -406,7 +406,8 @@ fn run_seed(seed: u64) -> Result<Outcome, String> {
                     stats.instructions
                 ));
             }
-            if let RunExit::BudgetExhausted { insns, .. } = exit {
+            if let RunExit::BudgetExhausted { insns, .. } = &exit {
+                let insns = *insns;
                 if insns > BUDGET {
                     return Err(format!("seed {seed}: {exit:?} beyond the budget"));
                 }
@@ -427,6 +428,9 @@ fn run_seed(seed: u64) -> Result<Outcome, String> {
                     return Err(format!("seed {seed}: timed out without a --timeout"))
                 }
                 RunExit::Quit => "quit".to_string(),
+                RunExit::Migrated { .. } => {
+                    return Err(format!("seed {seed}: migrated without a control socket"))
+                }
             };
             Ok(Outcome {
                 end,

@@ -12,6 +12,7 @@
 //! | `{"cmd":"resume"}` | they run again (refused when not paused) |
 //! | `{"cmd":"snapshot","path":"FILE"}` | a snapshot of the whole VM written to FILE (`vmm restore --snapshot FILE`); `bytes`: its size |
 //! | `{"cmd":"stats"}` | `instructions` executed by all vCPUs, the exit counts summed over them (`exits`), and per vCPU (`vcpus`): `instructions`, `pc`, `hsm` (`started`, `stopped`, `start-pending`), `wfi` (waits in WFI), `on_hart` (`false`: parked by `--pcpus`) |
+//! | `{"cmd":"migrate","to":"unix:PATH"}` (or `"tcp:HOST:PORT"`) | the VM moves to the `vmm receive` listening there (`run/migrate.rs`); answered once the destination holds it: `to`, `total_ms`, `downtime_ms`, `rounds`, `bytes`; then this VMM's run ends (exit status 0). On failure `ok:false` names the cause and the VM goes on here as if nothing had happened |
 //! | `{"cmd":"ctr-dump","vcpu":N}` | vCPU N's CTR (default 0, wherever it is): `depth`, `wrptr`, `frozen`, `loaded`, and `records` youngest first (`source`, `target`, `type`, `cycles` or null) |
 //!
 //! Connections are served concurrently, a thread each, at most [`MAX_CONNECTIONS`] at once
@@ -48,8 +49,9 @@ use std::time::{Duration, Instant};
 use crate::backend::{Hart, HartConfig};
 use serde_json::{json, Value};
 
+use super::migrate::{self, Endpoint};
 use super::pause::{InstanceView, PauseCtl, VcpuView};
-use super::snapshot::VmCommon;
+use super::snapshot::{VcpuSaved, VmCommon};
 use super::ExitStats;
 use crate::error::Error;
 use crate::sbi::hsm::{STATE_STARTED, STATE_START_PENDING, STATE_STOPPED};
@@ -132,6 +134,12 @@ impl Drop for VmApi {
         // Wake the listening thread from `accept`; it sees `closed` and ends.
         let _ = UnixStream::connect(&self.path);
         let _ = std::fs::remove_file(&self.path);
+        // A request that ended the VM (`migrate`) is still writing its answer: the process
+        // must not end before the client has it (bounded by the write timeout).
+        let limit = Instant::now() + self.shared.limits.request_timeout;
+        while self.shared.answering.load(Ordering::SeqCst) > 0 && Instant::now() < limit {
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 }
 
@@ -172,6 +180,7 @@ impl VmApi {
             closed: AtomicBool::new(false),
             conns: Mutex::new(HashMap::new()),
             waiting: AtomicUsize::new(0),
+            answering: AtomicUsize::new(0),
         });
         let accepting = shared.clone();
         std::thread::Builder::new()
@@ -196,6 +205,8 @@ struct Shared {
     conns: Mutex<HashMap<u64, UnixStream>>,
     /// Requests waiting for their turn against the VM (for tests).
     waiting: AtomicUsize,
+    /// Requests being executed or answered.
+    answering: AtomicUsize,
 }
 
 impl Shared {
@@ -267,10 +278,15 @@ impl Shared {
             if self.closed.load(Ordering::SeqCst) {
                 return Ok(());
             }
-            match self.request(&line, &out) {
-                Some(answer) => writeln!(out, "{answer}")?,
+            self.answering.fetch_add(1, Ordering::SeqCst);
+            let written = match self.request(&line, &out) {
+                Some(answer) => writeln!(out, "{answer}").map(|_| true),
                 // The client has gone.
-                None => return Ok(()),
+                None => Ok(false),
+            };
+            self.answering.fetch_sub(1, Ordering::SeqCst);
+            if !written? {
+                return Ok(());
             }
         }
     }
@@ -407,6 +423,16 @@ impl Server {
                     }
                 })
             }
+            "migrate" => {
+                let Some(to) = body.get("to").and_then(Value::as_str) else {
+                    return error("migrate needs a \"to\" string (unix:PATH or tcp:HOST:PORT)");
+                };
+                let to: Endpoint = match to.parse() {
+                    Ok(to) => to,
+                    Err(e) => return error(format!("{e}")),
+                };
+                self.migrate(&to, paused)
+            }
             "stats" => self.while_paused(|views| self.stats(views, paused)),
             "ctr-dump" => {
                 let vcpu = match body.get("vcpu") {
@@ -435,8 +461,50 @@ impl Server {
             }
             "" => error("a request is a JSON object with a \"cmd\" string"),
             other => error(format!(
-                "unknown command {other:?} (pause, resume, snapshot, stats, ctr-dump)"
+                "unknown command {other:?} (pause, resume, snapshot, stats, ctr-dump, migrate)"
             )),
+        }
+    }
+
+    /// `migrate`: moves the VM to `to` (`run/migrate.rs`). On success every vCPU thread ends
+    /// without running another instruction and the run ends with
+    /// [`super::RunExit::Migrated`]; on failure the VM goes on as before (paused if it was).
+    fn migrate(&self, to: &Endpoint, was_paused: bool) -> Value {
+        let ctl = &self.ctl;
+        let mut pause = || -> Result<Vec<VcpuSaved>, String> {
+            if was_paused {
+                ctl.wait_parked(false)?;
+            } else {
+                ctl.pause()?;
+            }
+            ctl.with_views(|views| {
+                all_vcpus(views)
+                    .map(|v| (v.state.clone(), v.ctr.snapshot(), v.pmu.clone()))
+                    .collect()
+            })
+            .ok_or_else(|| "the VM has ended".to_string())
+        };
+        match migrate::send(to, &self.common, self.vcpus, &mut pause) {
+            Ok((report, _)) => {
+                self.common.input.moved(to.to_string());
+                self.ctl.end_parked();
+                json!({
+                    "ok": true,
+                    "to": to.to_string(),
+                    "total_ms": report.total.as_secs_f64() * 1e3,
+                    "downtime_ms": report.downtime.as_secs_f64() * 1e3,
+                    "rounds": report.rounds,
+                    "bytes": report.bytes,
+                })
+            }
+            Err(e) => {
+                if !was_paused && self.ctl.is_paused() {
+                    self.ctl.resume();
+                }
+                error(format!(
+                    "migration to {to} failed: {e}; the VM goes on here"
+                ))
+            }
         }
     }
 

@@ -60,6 +60,8 @@ pub struct InputQueue {
     bytes: Arc<Mutex<VecDeque<u8>>>,
     /// Set when the user asked to end the run (Ctrl-A x on a terminal).
     quit: Arc<AtomicBool>,
+    /// Where the VM went when a migration ended the run (set before `quit`).
+    moved_to: Arc<Mutex<Option<String>>>,
 }
 
 impl InputQueue {
@@ -88,9 +90,24 @@ impl InputQueue {
         self.lock().is_empty()
     }
 
-    /// Whether the user asked to end the run.
+    /// Whether the run must end: the user asked (Ctrl-A x) or the VM moved elsewhere.
     pub fn quit_requested(&self) -> bool {
         self.quit.load(Ordering::Acquire)
+    }
+
+    /// Ends the run because the VM now runs at `to` (a migration succeeded): every vCPU
+    /// thread ends at its next check, as for Ctrl-A x, with [`super::RunExit::Migrated`].
+    pub(crate) fn moved(&self, to: String) {
+        *self.moved_to.lock().unwrap_or_else(|e| e.into_inner()) = Some(to);
+        self.quit.store(true, Ordering::Release);
+    }
+
+    /// How a run ended by [`InputQueue::quit_requested`] ends.
+    pub(crate) fn quit_exit(&self) -> super::RunExit {
+        match &*self.moved_to.lock().unwrap_or_else(|e| e.into_inner()) {
+            Some(to) => super::RunExit::Migrated { to: to.clone() },
+            None => super::RunExit::Quit,
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<u8>> {

@@ -3,6 +3,8 @@
 //! can wrap them without an import cycle; each part re-exports its own.
 
 use crate::layout::FDT_MAX;
+use std::path::PathBuf;
+
 use crate::persist::FieldError;
 
 /// Why the control socket could not be set up.
@@ -152,4 +154,48 @@ pub enum RestoreError {
         /// What is wrong with it.
         reason: String,
     },
+}
+
+/// Why a move failed.
+#[derive(Debug, thiserror::Error)]
+pub enum MigrateError {
+    /// The address is not `unix:PATH` or `tcp:HOST:PORT`.
+    #[error("{0:?} is not a migration address (unix:PATH or tcp:HOST:PORT)")]
+    BadAddress(String),
+    /// Connecting, listening or accepting failed.
+    #[error("cannot {what} {addr}: {source}")]
+    Connect {
+        /// What was tried.
+        what: &'static str,
+        /// The address.
+        addr: String,
+        /// The host's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Something other than a socket is at the UNIX path.
+    #[error("{0} exists and is not a socket: not replacing it")]
+    NotASocket(PathBuf),
+    /// The stream broke or timed out.
+    #[error("the migration stream failed while {while_}: {source}")]
+    Io {
+        /// What the side was doing.
+        while_: &'static str,
+        /// The host's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The peer sent something this protocol does not allow.
+    #[error("bad migration stream: {0}")]
+    Protocol(String),
+    /// The destination cannot hold this VM (it said why, or the source found out from its
+    /// limits).
+    #[error("the destination refused the VM: {0}")]
+    Refused(String),
+    /// The source went away before letting go of the VM.
+    #[error("the source did not hand the VM over (no GO): {0}")]
+    NoGo(String),
+    /// Guest RAM could not be allocated on the destination.
+    #[error("cannot allocate {0} MiB of guest RAM for the incoming VM")]
+    Allocate(u64),
 }

@@ -58,7 +58,7 @@ impl GuestVm {
             VcpuExit::BudgetExhausted => Ok(None),
             VcpuExit::StopRequested => {
                 if self.input.quit_requested() {
-                    Ok(Some(RunExit::Quit))
+                    Ok(Some(self.input.quit_exit()))
                 } else if self.smp.is_some() || self.pause.is_some() {
                     // Another hart ended the VM (the loop sees it), a pause of the control
                     // socket (the loop parks at its top), or a stale request.

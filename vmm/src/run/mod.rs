@@ -52,6 +52,7 @@ pub mod error;
 mod exits;
 pub mod fdt;
 pub mod kernel;
+pub mod migrate;
 mod pause;
 mod pmu_deleg;
 mod run_loop;
@@ -130,7 +131,7 @@ fn mmio_bus() -> MmioBus<Device> {
 }
 
 /// How a run ended, when the VMM did not fail.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RunExit {
     /// The guest called SBI `system_reset`.
     Reset(ResetRequest),
@@ -152,6 +153,11 @@ pub enum RunExit {
     },
     /// The user killed the VM from the terminal (Ctrl-A x): exit status [`EXIT_QUIT`].
     Quit,
+    /// The VM moved to another vmm process (the control socket's `migrate`): exit status 0.
+    Migrated {
+        /// Where it went (`unix:PATH` or `tcp:HOST:PORT`).
+        to: String,
+    },
 }
 
 impl RunExit {
@@ -163,6 +169,7 @@ impl RunExit {
             RunExit::Reset(r) => r.exit_code() as u8,
             RunExit::BudgetExhausted { .. } | RunExit::TimedOut { .. } => 124,
             RunExit::Quit => EXIT_QUIT,
+            RunExit::Migrated { .. } => 0,
         }
     }
 
@@ -185,6 +192,7 @@ impl RunExit {
                 limit.as_secs_f64()
             )),
             RunExit::Quit => Some("the VM was killed by the user (Ctrl-A x)".to_string()),
+            RunExit::Migrated { .. } => None,
         }
     }
 }

@@ -176,6 +176,20 @@ impl PauseCtl {
         }
     }
 
+    /// The VM has been handed over (its input queue says where): every parked instance
+    /// leaves its park and ends its run without running the guest (the pause is never
+    /// released). Threads in a wait or a run notice through their stop handles.
+    pub(crate) fn end_parked(&self) {
+        let _st = self.lock();
+        for s in &self.stops {
+            s.stop();
+        }
+        if let Some(smp) = &self.smp {
+            smp.wake_all();
+        }
+        self.cv.notify_all();
+    }
+
     /// Lets every parked instance go on.
     pub(crate) fn resume(&self) {
         let mut st = self.lock();

@@ -118,6 +118,9 @@ impl GuestVm {
         let deadline = self.timeout.map(|t| (t, Instant::now() + t));
         loop {
             self.pause_point();
+            if self.input.quit_requested() {
+                return Ok(self.input.quit_exit());
+            }
             if let Some((limit, at)) = deadline {
                 if Instant::now() >= at {
                     return Ok(RunExit::TimedOut {
@@ -130,7 +133,7 @@ impl GuestVm {
             if let Some(smp) = &self.smp {
                 // Ctrl-A x reaches hart 0's stop handle only; every hart checks for it here.
                 if self.input.quit_requested() {
-                    return Ok(RunExit::Quit);
+                    return Ok(self.input.quit_exit());
                 }
                 if smp.ended() {
                     // Whoever ended the VM recorded how.

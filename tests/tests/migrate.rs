@@ -1,0 +1,368 @@
+//! Migration between vmm instances (`vmm receive`, the control socket's `migrate`): a guest
+//! recording CTR at depth 64 hops three times (UNIX, TCP, UNIX; once while paused) and the
+//! consoles together print exactly what an undisturbed run prints, with its CTR identical
+//! before and after a hop; a destination that cannot hold the VM, an unreachable or broken
+//! destination leave the source running undisturbed; a destination refuses corrupted
+//! streams and runs nothing.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use serde_json::Value;
+use vmm::run::migrate::{Endpoint, Receiver};
+use vmm::run::snapshot::RestoreConfig;
+use vmm::run::{run_kernel, ConsoleInput, GuestVm, RunConfig, RunExit};
+use vmm_tests::{guest, SharedBuf};
+
+/// The guest needs about 80 M instructions.
+const BUDGET: u64 = 400_000_000;
+
+fn temp(name: &str) -> PathBuf {
+    test_support::temp_path("vmm-migrate-test", name)
+}
+
+fn config(api: Option<PathBuf>) -> RunConfig {
+    let mut c = RunConfig::new(guest("sbi_ctr_migrate"));
+    c.memory_mib = 32;
+    c.max_insns = Some(BUDGET);
+    c.api_sock = api;
+    c
+}
+
+/// What an undisturbed run prints.
+fn undisturbed() -> String {
+    let out = SharedBuf::default();
+    let (exit, _) = run_kernel(&config(None), Box::new(out.clone()), ConsoleInput::None)
+        .unwrap_or_else(|e| panic!("vmm: {e}\n{}", out.text()));
+    assert!(exit.is_clean_shutdown(), "{exit:?}\n{}", out.text());
+    assert!(out.text().ends_with("sbi_ctr_migrate: PASS\n"));
+    out.text()
+}
+
+struct Client {
+    reader: BufReader<UnixStream>,
+    writer: UnixStream,
+}
+
+impl Client {
+    fn connect(path: &Path) -> Client {
+        for _ in 0..500 {
+            if let Ok(s) = UnixStream::connect(path) {
+                s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+                return Client {
+                    reader: BufReader::new(s.try_clone().unwrap()),
+                    writer: s,
+                };
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        panic!("cannot connect to {}", path.display());
+    }
+
+    fn send(&mut self, line: &str) -> Value {
+        writeln!(self.writer, "{line}").unwrap();
+        let mut answer = String::new();
+        self.reader.read_line(&mut answer).unwrap();
+        serde_json::from_str(&answer).unwrap_or_else(|e| panic!("{answer:?}: {e}"))
+    }
+
+    fn migrate(&mut self, to: &Endpoint) -> Value {
+        self.send(&format!("{{\"cmd\":\"migrate\",\"to\":\"{to}\"}}"))
+    }
+}
+
+type Run = JoinHandle<Result<RunExit, vmm::Error>>;
+
+/// A source VM running on a thread of its own, with a control socket.
+fn source(api: &Path, out: &SharedBuf) -> Run {
+    let vm = GuestVm::new(&config(Some(api.to_path_buf())), Box::new(out.clone())).unwrap();
+    std::thread::spawn(move || {
+        let mut vm = vm;
+        vm.run()
+    })
+}
+
+/// A destination listening at `at` (bound before this returns), receiving on a thread of
+/// its own and running what it receives.
+fn destination(at: &Endpoint, options: RestoreConfig, out: &SharedBuf) -> (Endpoint, Run) {
+    let receiver = Receiver::bind(at).unwrap();
+    let endpoint = receiver.endpoint();
+    let out = out.clone();
+    let run = std::thread::spawn(move || {
+        let mut vm = receiver.accept(&options, Box::new(out))?;
+        drop(receiver);
+        vm.run()
+    });
+    (endpoint, run)
+}
+
+fn dest_options(api: &Path, paused: bool) -> RestoreConfig {
+    RestoreConfig {
+        api_sock: Some(api.to_path_buf()),
+        paused,
+        max_insns: Some(BUDGET),
+        ..RestoreConfig::default()
+    }
+}
+
+fn moved(run: Run, to: &Endpoint) {
+    match run.join().unwrap() {
+        Ok(RunExit::Migrated { to: went }) => assert_eq!(went, to.to_string()),
+        other => panic!("the source did not end as migrated: {other:?}"),
+    }
+}
+
+fn ok(answer: &Value) {
+    assert_eq!(answer["ok"], true, "{answer}");
+}
+
+#[test]
+fn a_ctr_guest_hops_three_times_and_prints_what_an_undisturbed_run_prints() {
+    let expected = undisturbed();
+    let outs: Vec<SharedBuf> = (0..4).map(|_| SharedBuf::default()).collect();
+    let apis: Vec<PathBuf> = (0..4).map(|i| temp(&format!("api{i}"))).collect();
+
+    // A, running, moves to B over a UNIX socket.
+    let a = source(&apis[0], &outs[0]);
+    let (to_b, b) = destination(
+        &Endpoint::Unix(temp("b.sock")),
+        dest_options(&apis[1], false),
+        &outs[1],
+    );
+    let mut api_a = Client::connect(&apis[0]);
+    std::thread::sleep(Duration::from_millis(20));
+    let hop = api_a.migrate(&to_b);
+    ok(&hop);
+    assert_eq!(hop["rounds"], 1);
+    assert!(hop["bytes"].as_u64().unwrap() > 4096, "{hop}");
+    assert!(hop["downtime_ms"].as_f64().unwrap() <= hop["total_ms"].as_f64().unwrap());
+    moved(a, &to_b);
+
+    // B, paused, moves to C over TCP; C starts paused with B's CTR bit for bit.
+    let mut api_b = Client::connect(&apis[1]);
+    ok(&api_b.send("{\"cmd\":\"pause\"}"));
+    let before = api_b.send("{\"cmd\":\"ctr-dump\"}");
+    ok(&before);
+    assert_eq!(before["depth"], 64, "{before}");
+    let (to_c, c) = destination(
+        &Endpoint::Tcp("127.0.0.1:0".into()),
+        dest_options(&apis[2], true),
+        &outs[2],
+    );
+    ok(&api_b.migrate(&to_c));
+    moved(b, &to_c);
+    let mut api_c = Client::connect(&apis[2]);
+    let after = api_c.send("{\"cmd\":\"ctr-dump\"}");
+    assert_eq!(before, after, "CTR changed in the hop");
+
+    // C, running again, moves to D over a UNIX socket; D runs the guest to its end.
+    ok(&api_c.send("{\"cmd\":\"resume\"}"));
+    let (to_d, d) = destination(
+        &Endpoint::Unix(temp("d.sock")),
+        dest_options(&apis[3], false),
+        &outs[3],
+    );
+    ok(&api_c.migrate(&to_d));
+    moved(c, &to_d);
+    let end = d.join().unwrap().unwrap();
+    assert!(end.is_clean_shutdown(), "{end:?}");
+
+    let together: String = outs.iter().map(SharedBuf::text).collect();
+    assert_eq!(
+        together, expected,
+        "the consoles differ from an undisturbed run"
+    );
+}
+
+/// Runs a source, lets `hop` try to move it (and fail), then lets it finish: it must
+/// print what an undisturbed run prints and end cleanly. Returns the failure's message.
+fn failed_hop(name: &str, hop: impl FnOnce(&mut Client) -> Value) -> String {
+    let api = temp(&format!("{name}.api"));
+    let out = SharedBuf::default();
+    let run = source(&api, &out);
+    let mut client = Client::connect(&api);
+    let answer = hop(&mut client);
+    assert_eq!(answer["ok"], false, "{name}: {answer}");
+    let message = answer["error"].as_str().unwrap().to_string();
+    assert!(
+        message.contains("the VM goes on here") || message.contains("not a migration address"),
+        "{name}: {message}"
+    );
+    // Not left paused: the guest runs to its end.
+    let end = run.join().unwrap().unwrap();
+    assert!(end.is_clean_shutdown(), "{name}: {end:?}\n{}", out.text());
+    assert_eq!(out.text(), undisturbed(), "{name}: the guest's run changed");
+    message
+}
+
+#[test]
+fn a_destination_without_the_guests_depth_refuses_and_the_source_goes_on() {
+    let out = SharedBuf::default();
+    let (to, dest) = destination(
+        &Endpoint::Unix(temp("shallow.sock")),
+        RestoreConfig {
+            host_ctr_depths: ctr_virt::DepthSet::parse("16,32").unwrap(),
+            ..RestoreConfig::default()
+        },
+        &out,
+    );
+    let message = failed_hop("shallow", |c| {
+        std::thread::sleep(Duration::from_millis(20));
+        c.migrate(&to)
+    });
+    assert!(message.contains("refused"), "{message}");
+    assert!(message.contains("64"), "names the depth: {message}");
+    let e = dest.join().unwrap().unwrap_err();
+    assert!(e.to_string().contains("64"), "{e}");
+    assert!(out.text().is_empty(), "the destination ran something");
+}
+
+#[test]
+fn unreachable_broken_and_bad_destinations_leave_the_source_running() {
+    let m = failed_hop("nobody", |c| {
+        c.migrate(&Endpoint::Unix(temp("nobody-listens.sock")))
+    });
+    assert!(m.contains("cannot connect"), "{m}");
+
+    let m = failed_hop("address", |c| {
+        c.send("{\"cmd\":\"migrate\",\"to\":\"ftp:somewhere\"}")
+    });
+    assert!(m.contains("not a migration address"), "{m}");
+
+    // A destination that says hello, takes part of the VM and hangs up.
+    let path = temp("breaks.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    let breaker = std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        let hello = br#"{"protocol":"vmm-migrate","version":1,"host_ctr_depths":[16,32,64,128,256],"max_memory_mib":65536,"max_vcpus":64}"#;
+        conn.write_all(&[1]).unwrap();
+        conn.write_all(&(hello.len() as u64).to_le_bytes()).unwrap();
+        conn.write_all(hello).unwrap();
+        let mut some = [0u8; 4096];
+        let _ = conn.read_exact(&mut some);
+    });
+    let m = failed_hop("broken", |c| {
+        std::thread::sleep(Duration::from_millis(20));
+        c.migrate(&Endpoint::Unix(path.clone()))
+    });
+    assert!(m.contains("stream failed"), "{m}");
+    breaker.join().unwrap();
+    let _ = std::fs::remove_file(&path);
+
+    // A destination speaking another protocol version.
+    let path = temp("future.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    let future = std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        let hello = br#"{"protocol":"vmm-migrate","version":9,"host_ctr_depths":[],"max_memory_mib":1,"max_vcpus":1}"#;
+        conn.write_all(&[1]).unwrap();
+        conn.write_all(&(hello.len() as u64).to_le_bytes()).unwrap();
+        conn.write_all(hello).unwrap();
+        let mut rest = Vec::new();
+        let _ = conn.read_to_end(&mut rest);
+        rest.len()
+    });
+    let m = failed_hop("future", |c| c.migrate(&Endpoint::Unix(path.clone())));
+    assert!(m.contains("version 9"), "{m}");
+    assert_eq!(future.join().unwrap(), 0, "the source sent the VM anyway");
+    let _ = std::fs::remove_file(&path);
+}
+
+/// A frame: kind, length, payload.
+fn frame(kind: u8, payload: &[u8]) -> Vec<u8> {
+    let mut f = vec![kind];
+    f.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    f.extend_from_slice(payload);
+    f
+}
+
+/// A fake source: connects to a destination, reads its HELLO, sends `frames` (raw bytes)
+/// and stops sending; returns the destination's error and its answer (kind, text).
+fn bad_stream(name: &str, frames: &[Vec<u8>]) -> (String, Option<(u8, String)>) {
+    let out = SharedBuf::default();
+    let (to, dest) = destination(
+        &Endpoint::Unix(temp(&format!("{name}.sock"))),
+        RestoreConfig::default(),
+        &out,
+    );
+    let Endpoint::Unix(path) = to else {
+        unreachable!()
+    };
+    let mut conn = UnixStream::connect(path).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut head = [0u8; 9];
+    conn.read_exact(&mut head).unwrap();
+    assert_eq!(head[0], 1, "HELLO first");
+    let mut hello = vec![0u8; u64::from_le_bytes(head[1..].try_into().unwrap()) as usize];
+    conn.read_exact(&mut hello).unwrap();
+    for f in frames {
+        let _ = conn.write_all(f);
+    }
+    let _ = conn.shutdown(std::net::Shutdown::Write);
+    let error = dest.join().unwrap().unwrap_err().to_string();
+    let mut answer = None;
+    if conn.read_exact(&mut head).is_ok() {
+        let mut text = vec![0u8; u64::from_le_bytes(head[1..].try_into().unwrap()) as usize];
+        conn.read_exact(&mut text).unwrap();
+        answer = Some((head[0], String::from_utf8_lossy(&text).into_owned()));
+    }
+    assert!(
+        out.text().is_empty(),
+        "{name}: the destination ran something"
+    );
+    (error, answer)
+}
+
+/// The state of a real VM, encoded as the stream carries it.
+fn real_state() -> Vec<u8> {
+    let vm = GuestVm::new(&config(None), Box::new(SharedBuf::default())).unwrap();
+    let (state, _) = vm.snapshot().unwrap();
+    vmm::snapshot::encode_state(&state).unwrap()
+}
+
+#[test]
+fn the_destination_refuses_corrupted_streams_and_runs_nothing() {
+    const REFUSE: u8 = 6;
+    let (e, answer) = bad_stream("garbage", &[frame(2, &[0xA5; 100])]);
+    assert!(e.contains("the state"), "{e}");
+    assert_eq!(answer.map(|a| a.0), Some(REFUSE));
+
+    // A length past the limit is refused before anything is allocated.
+    let mut huge = vec![2u8];
+    huge.extend_from_slice(&(1u64 << 40).to_le_bytes());
+    let (e, _) = bad_stream("huge", &[huge]);
+    assert!(e.contains("frame kind 2 of 1099511627776 bytes"), "{e}");
+
+    let (e, _) = bad_stream("kind", &[frame(9, &[1, 2, 3])]);
+    assert!(e.contains("unexpected frame kind 9"), "{e}");
+
+    let state = real_state();
+    let mut page = 1_000_000u64.to_le_bytes().to_vec();
+    page.extend_from_slice(&[7; 4096]);
+    let (e, answer) = bad_stream("beyond", &[frame(2, &state), frame(3, &page)]);
+    assert!(e.contains("beyond guest RAM"), "{e}");
+    let (kind, text) = answer.unwrap();
+    assert_eq!(kind, REFUSE);
+    assert!(text.contains("beyond guest RAM"), "{text}");
+
+    let (e, _) = bad_stream("partial", &[frame(2, &state), frame(3, &[1; 100])]);
+    assert!(e.contains("not whole pages"), "{e}");
+
+    let mut end = 0u64.to_le_bytes().to_vec();
+    end.extend_from_slice(&0xdead_beefu32.to_le_bytes());
+    let (e, _) = bad_stream("checksum", &[frame(2, &state), frame(4, &end)]);
+    assert!(e.contains("checksum mismatch"), "{e}");
+
+    let mut end = 5u64.to_le_bytes().to_vec();
+    end.extend_from_slice(&0u32.to_le_bytes());
+    let (e, _) = bad_stream("count", &[frame(2, &state), frame(4, &end)]);
+    assert!(e.contains("the source sent 5 pages, 0 arrived"), "{e}");
+
+    // A source that hangs up.
+    let (e, _) = bad_stream("hangs-up", &[]);
+    assert!(e.contains("stream failed"), "{e}");
+}
