@@ -192,6 +192,14 @@ pub enum InvalidContent {
     NoVcpu,
 }
 
+/// Whether `bytes` are all zero (what restores and migrations skip), fast: 64 bytes at a
+/// time OR-ed together, which the compiler turns into vector instructions.
+pub fn is_zero(bytes: &[u8]) -> bool {
+    let mut chunks = bytes.chunks_exact(64);
+    chunks.all(|c| c.iter().fold(0u8, |a, &b| a | b) == 0)
+        && chunks.remainder().iter().all(|&b| b == 0)
+}
+
 /// The state's encoding (bincode), as a snapshot file and a migration stream hold it.
 pub fn encode_state(state: &VmState) -> std::io::Result<Vec<u8>> {
     bincode::serialize(state).map_err(std::io::Error::other)
@@ -389,6 +397,19 @@ mod tests {
         let mut out = Vec::new();
         encode_into(&s, &m, &mut out).unwrap();
         (out, s, m)
+    }
+
+    #[test]
+    fn is_zero_sees_every_byte() {
+        for len in [0usize, 1, 63, 64, 65, 4096, 4100] {
+            let mut b = vec![0u8; len];
+            assert!(is_zero(&b), "{len}");
+            for at in 0..len {
+                b[at] = 1;
+                assert!(!is_zero(&b), "{len} {at}");
+                b[at] = 0;
+            }
+        }
     }
 
     #[test]

@@ -34,12 +34,14 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::snapshot::{RestoreConfig, VmCommon};
+use super::builder::allocate_ram;
+use super::snapshot::{GuestRam, RestoreConfig, VmCommon};
 use super::{run_vm, ConsoleInput, GuestVm, RunExit, RunStats, MAX_VCPUS};
 use crate::devices::Console;
 use crate::error::Error;
-use crate::layout::MAX_MEMORY_MIB;
-use crate::snapshot::{Snapshot, VmState, MAX_STATE_BYTES};
+use crate::layout::{MAX_MEMORY_MIB, RAM_BASE};
+use crate::snapshot::{VmState, MAX_STATE_BYTES};
+use vm_memory::{Bytes, GuestAddress, GuestMemoryMmap};
 
 /// The protocol version this VMM speaks.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -288,9 +290,7 @@ pub(crate) fn send(
     // Everything checked that can be without the guest's state: stop it.
     let saved = pause().map_err(MigrateError::Protocol)?;
     let paused_at = Instant::now();
-    let (state, memory) = common
-        .snapshot(saved)
-        .map_err(|e| MigrateError::Protocol(format!("cannot save the VM: {e}")))?;
+    let state = common.state(saved);
     let io = |while_| move |source| MigrateError::Io { while_, source };
     let body = crate::snapshot::encode_state(&state).map_err(io("encoding the state"))?;
     let mut crc = crc32fast::Hasher::new();
@@ -301,12 +301,18 @@ pub(crate) fn send(
     let mut frame = Vec::with_capacity(PAGES_PER_FRAME * (8 + PAGE));
     let mut sent = 0u64;
     let mut in_frame = 0;
-    for (i, page) in memory.chunks(PAGE).enumerate() {
-        if page.iter().all(|&b| b == 0) {
+    let mut page = [0u8; PAGE];
+    for i in 0..(common.memory_mib << 20) / PAGE as u64 {
+        // Read in place, a page at a time: no copy of the whole RAM.
+        common
+            .mem
+            .read_slice(&mut page, GuestAddress(RAM_BASE + i * PAGE as u64))
+            .map_err(|e| MigrateError::Protocol(format!("cannot read guest RAM: {e}")))?;
+        if crate::snapshot::is_zero(&page) {
             continue;
         }
-        frame.extend_from_slice(&(i as u64).to_le_bytes());
-        frame.extend_from_slice(page);
+        frame.extend_from_slice(&i.to_le_bytes());
+        frame.extend_from_slice(&page);
         in_frame += 1;
         sent += 1;
         if in_frame == PAGES_PER_FRAME {
@@ -443,15 +449,14 @@ impl Receiver {
             let _ = write_frame(conn, REFUSE, e.to_string().as_bytes());
             e
         };
-        let snap = match read_vm(&mut conn) {
-            Ok(s) => s,
-            Err(e) => return Err(refuse(&mut conn, e.into())),
-        };
-        let vm = match GuestVm::from_snapshot(&snap, options, console) {
+        let (state, ram) = match read_vm(&mut conn) {
             Ok(vm) => vm,
             Err(e) => return Err(refuse(&mut conn, e)),
         };
-        drop(snap);
+        let vm = match GuestVm::from_state(&state, GuestRam::Filled(ram), options, console) {
+            Ok(vm) => vm,
+            Err(e) => return Err(refuse(&mut conn, e)),
+        };
         write_frame(&mut conn, READY, &[]).map_err(|source| MigrateError::Io {
             while_: "sending READY",
             source,
@@ -463,9 +468,9 @@ impl Receiver {
     }
 }
 
-/// Reads `STATE`, `PAGES` and `END` into a snapshot, checking every length before it
-/// allocates and the checksum at the end.
-fn read_vm(conn: &mut Conn) -> Result<Snapshot, MigrateError> {
+/// Reads `STATE`, `PAGES` and `END`: the state, and guest RAM with the pages written into
+/// it, checking every length before it allocates and the checksum at the end.
+fn read_vm(conn: &mut Conn) -> Result<(VmState, GuestMemoryMmap), Error> {
     let max_pages = (PAGES_PER_FRAME * (8 + PAGE)) as u64;
     let (_, body) = read_frame(conn, "receiving the state", |k| {
         (k == STATE).then_some(MAX_STATE_BYTES)
@@ -478,15 +483,12 @@ fn read_vm(conn: &mut Conn) -> Result<Snapshot, MigrateError> {
         return Err(MigrateError::Protocol(format!(
             "the state announces {} MiB of RAM (1 to {MAX_MEMORY_MIB})",
             state.memory_mib
-        )));
+        ))
+        .into());
     }
-    let ram = (state.memory_mib << 20) as usize;
-    let mut memory = Vec::new();
-    memory
-        .try_reserve_exact(ram)
-        .map_err(|_| MigrateError::Allocate(state.memory_mib))?;
-    memory.resize(ram, 0);
-    let pages = (ram / PAGE) as u64;
+    // Guest RAM is mapped lazily: pages not sent cost nothing.
+    let memory = allocate_ram(state.memory_mib)?;
+    let pages = (state.memory_mib << 20) / PAGE as u64;
     let mut received = 0u64;
     loop {
         let (kind, payload) = read_frame(conn, "receiving RAM", |k| match k {
@@ -496,22 +498,22 @@ fn read_vm(conn: &mut Conn) -> Result<Snapshot, MigrateError> {
         })?;
         if kind == END {
             if payload.len() != 12 {
-                return Err(MigrateError::Protocol(
-                    "an END frame of the wrong size".into(),
-                ));
+                return Err(MigrateError::Protocol("an END frame of the wrong size".into()).into());
             }
             let sent = u64::from_le_bytes(payload[..8].try_into().expect("8 bytes"));
             let stored = u32::from_le_bytes(payload[8..].try_into().expect("4 bytes"));
             if sent != received {
                 return Err(MigrateError::Protocol(format!(
                     "the source sent {sent} pages, {received} arrived"
-                )));
+                ))
+                .into());
             }
             let computed = crc.finalize();
             if stored != computed {
                 return Err(MigrateError::Protocol(format!(
                     "checksum mismatch (stream {stored:#010x}, computed {computed:#010x})"
-                )));
+                ))
+                .into());
             }
             break;
         }
@@ -520,21 +522,24 @@ fn read_vm(conn: &mut Conn) -> Result<Snapshot, MigrateError> {
             return Err(MigrateError::Protocol(format!(
                 "a PAGES frame of {} bytes is not whole pages",
                 payload.len()
-            )));
+            ))
+            .into());
         }
         for rec in payload.chunks(8 + PAGE) {
             let index = u64::from_le_bytes(rec[..8].try_into().expect("8 bytes"));
             if index >= pages {
                 return Err(MigrateError::Protocol(format!(
                     "page {index} is beyond guest RAM ({pages} pages)"
-                )));
+                ))
+                .into());
             }
-            let at = index as usize * PAGE;
-            memory[at..at + PAGE].copy_from_slice(&rec[8..]);
+            memory
+                .write_slice(&rec[8..], GuestAddress(RAM_BASE + index * PAGE as u64))
+                .map_err(|e| MigrateError::Protocol(format!("cannot write guest RAM: {e}")))?;
             received += 1;
         }
     }
-    Ok(Snapshot { state, memory })
+    Ok((state, memory))
 }
 
 /// `vmm receive`: waits on `at` for one VM and runs it to its end, like `vmm restore`.

@@ -280,6 +280,18 @@ fn check_vmm_owned(
 
 /// What a snapshot takes of one vCPU: its hart state, its CTR and its PMU as the hypervisor
 /// manages them.
+/// Where a restored VM's RAM comes from.
+#[derive(Debug)]
+pub(crate) enum GuestRam<'a> {
+    /// Its bytes (a snapshot file's), written into fresh guest RAM.
+    Bytes(&'a [u8]),
+    /// Guest RAM of the state's size, already holding them (a migration's).
+    Filled(GuestMemoryMmap),
+}
+
+/// Bytes of a page of guest RAM (what restores and migrations skip when zero).
+pub(crate) const PAGE_BYTES: usize = 4096;
+
 pub(crate) type VcpuSaved = (HartState, ctr_virt::GuestCtrState, pmu_virt::GuestPmuState);
 
 /// What a snapshot takes of a VM besides its vCPUs: the parts its hart instances share
@@ -302,12 +314,17 @@ impl VmCommon {
     /// none of them runs.
     pub(crate) fn snapshot(
         &self,
-        mut all: Vec<VcpuSaved>,
+        all: Vec<VcpuSaved>,
     ) -> Result<(VmState, Vec<u8>), SnapshotError> {
         let mut memory = vec![0u8; (self.memory_mib << 20) as usize];
         self.mem
             .read_slice(&mut memory, GuestAddress(RAM_BASE))
             .map_err(SnapshotError::ReadRam)?;
+        Ok((self.state(all), memory))
+    }
+
+    /// The VM's state without its RAM (see [`VmCommon::snapshot`]).
+    pub(crate) fn state(&self, mut all: Vec<VcpuSaved>) -> VmState {
         all.sort_by_key(|(h, _, _)| h.hart_id);
         let clock = match &self.smp {
             Some(smp) => smp.clock.now(),
@@ -346,7 +363,7 @@ impl VmCommon {
             uart: self.uart.lock().unwrap_or_else(|e| e.into_inner()).save(),
             input: self.input.save(),
         };
-        Ok((state, memory))
+        state
     }
 
     /// A VM snapshot written to `path`: see [`VmCommon::snapshot`].
@@ -410,7 +427,17 @@ impl GuestVm {
         options: &RestoreConfig,
         console: Console,
     ) -> Result<GuestVm, Error> {
-        let s = &snap.state;
+        GuestVm::from_state(&snap.state, GuestRam::Bytes(&snap.memory), options, console)
+    }
+
+    /// [`GuestVm::from_snapshot`] of a state and its RAM (bytes, or guest RAM already filled,
+    /// as a migration receives it).
+    pub(crate) fn from_state(
+        s: &VmState,
+        ram: GuestRam<'_>,
+        options: &RestoreConfig,
+        console: Console,
+    ) -> Result<GuestVm, Error> {
         let n = s.vcpus.len() as u64;
         let pcpus = check_topology(n, options.pcpus, options.slice_insns)?;
         let ram_size = check_memory(s.memory_mib)?;
@@ -455,7 +482,10 @@ impl GuestVm {
                     .ok_or(RestoreFailure::PmuState { vcpu: id as u64 })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let mem = allocate_ram(s.memory_mib)?;
+        let mem = match &ram {
+            GuestRam::Bytes(_) => allocate_ram(s.memory_mib)?,
+            GuestRam::Filled(mem) => mem.clone(),
+        };
         let clock = (n > 1).then(|| {
             let clock = SharedClock::new();
             clock.advance_to(s.clock);
@@ -488,8 +518,16 @@ impl GuestVm {
             hart.set_trace(options.trace);
             harts.push(hart);
         }
-        mem.write_slice(&snap.memory, GuestAddress(RAM_BASE))
-            .map_err(RestoreFailure::WriteRam)?;
+        // Only the pages that are not zero: fresh guest RAM is zero, and an untouched page
+        // stays unallocated on the host.
+        if let GuestRam::Bytes(memory) = ram {
+            for (i, page) in (0u64..).zip(memory.chunks(PAGE_BYTES)) {
+                if !crate::snapshot::is_zero(page) {
+                    mem.write_slice(page, GuestAddress(RAM_BASE + i * PAGE_BYTES as u64))
+                        .map_err(RestoreFailure::WriteRam)?;
+                }
+            }
+        }
         let uart = Uart::restore(&s.uart, console).map_err(RestoreFailure::Uart)?;
         let uart = Arc::new(Mutex::new(uart));
         let input = InputQueue::restore(&s.input, ()).map_err(RestoreFailure::Field)?;
