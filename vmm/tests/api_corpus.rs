@@ -158,6 +158,15 @@ fn write_corpus(d: &Path) {
         ("pause-paused", b"{\"cmd\":\"pause\"}\n"),
     ];
     let hostile: Vec<(&str, Vec<u8>)> = vec![
+        ("migrate-no-to", b"{\"cmd\":\"migrate\"}\n".to_vec()),
+        (
+            "migrate-ftp",
+            b"{\"cmd\":\"migrate\",\"to\":\"ftp:host:1\"}\n".to_vec(),
+        ),
+        (
+            "migrate-no-port",
+            b"{\"cmd\":\"migrate\",\"to\":\"tcp:localhost\"}\n".to_vec(),
+        ),
         (
             "ctr-dump-2",
             b"{\"cmd\":\"ctr-dump\",\"vcpu\":2}\n".to_vec(),
