@@ -15,7 +15,7 @@ use serde_json::Value;
 use vmm::run::migrate::{Endpoint, Receiver};
 use vmm::run::snapshot::RestoreConfig;
 use vmm::run::{run_kernel, ConsoleInput, GuestVm, RunConfig, RunExit};
-use vmm_tests::{guest, SharedBuf};
+use vmm_tests::{guest, without_cycles, SharedBuf};
 
 /// The guest needs about 80 M instructions.
 const BUDGET: u64 = 400_000_000;
@@ -365,4 +365,84 @@ fn the_destination_refuses_corrupted_streams_and_runs_nothing() {
     // A source that hangs up.
     let (e, _) = bad_stream("hangs-up", &[]);
     assert!(e.contains("stream failed"), "{e}");
+}
+
+/// Pauses the VM, and resumes and pauses it again until `ready`; returns the stats found.
+fn pause_when(api: &mut Client, ready: impl Fn(&Value) -> bool) -> Value {
+    loop {
+        ok(&api.send("{\"cmd\":\"pause\"}"));
+        let stats = api.send("{\"cmd\":\"stats\"}");
+        ok(&stats);
+        if ready(&stats) {
+            return stats;
+        }
+        ok(&api.send("{\"cmd\":\"resume\"}"));
+    }
+}
+
+/// A two-vCPU guest (`sbi_ctr_pause`: each vCPU records its own CTR history, at depth 16
+/// and 32) moves while vCPU 1 waits in WFI with no timer and vCPU 0 polls for input, from a
+/// hart instance per vCPU to both on one (`--pcpus 1`), with console input still pending:
+/// both CTR dumps are the same after the hop and the run ends as a run straight through.
+#[test]
+fn two_vcpus_move_to_one_hart_instance_with_their_ctr_and_pending_input() {
+    let config = |api: Option<PathBuf>| {
+        let mut c = RunConfig::new(guest("sbi_ctr_pause"));
+        c.memory_mib = 32;
+        c.vcpus = 2;
+        c.max_insns = Some(2_000_000_000);
+        c.api_sock = api;
+        c
+    };
+    let straight = SharedBuf::default();
+    let (exit, _) = run_kernel(
+        &config(None),
+        Box::new(straight.clone()),
+        ConsoleInput::Bytes(b"123".to_vec()),
+    )
+    .unwrap();
+    assert_eq!(exit.exit_code(), 0, "{exit:?}\n{}", straight.text());
+
+    let (api_a, api_b) = (temp("smp-a"), temp("smp-b"));
+    let (out_a, out_b) = (SharedBuf::default(), SharedBuf::default());
+    let vm = GuestVm::new(&config(Some(api_a.clone())), Box::new(out_a.clone())).unwrap();
+    let input = vm.input().clone();
+    input.push(b"1");
+    let a = std::thread::spawn(move || {
+        let mut vm = vm;
+        vm.run()
+    });
+    let mut client_a = Client::connect(&api_a);
+    pause_when(&mut client_a, |s| {
+        out_a.text().contains("waiting for input 2") && s["vcpus"][1]["wfi"] == true
+    });
+    let dumps: Vec<Value> = (0..2)
+        .map(|v| client_a.send(&format!("{{\"cmd\":\"ctr-dump\",\"vcpu\":{v}}}")))
+        .collect();
+    assert_eq!(dumps[1]["depth"], 32, "{}", dumps[1]);
+    // Input typed while paused travels with the VM.
+    input.push(b"23");
+    let options = RestoreConfig {
+        pcpus: Some(1),
+        ..dest_options(&api_b, true)
+    };
+    let (to_b, b) = destination(&Endpoint::Unix(temp("smp-b.sock")), options, &out_b);
+    ok(&client_a.migrate(&to_b));
+    moved(a, &to_b);
+    let mut client_b = Client::connect(&api_b);
+    for (v, before) in dumps.iter().enumerate() {
+        let after = client_b.send(&format!("{{\"cmd\":\"ctr-dump\",\"vcpu\":{v}}}"));
+        assert_eq!(*before, after, "vCPU {v}'s CTR changed in the hop");
+    }
+    let stats = client_b.send("{\"cmd\":\"stats\"}");
+    assert_eq!(stats["vcpus"][1]["wfi"], true, "{stats}");
+    ok(&client_b.send("{\"cmd\":\"resume\"}"));
+    let end = b.join().unwrap().unwrap();
+    assert_eq!(end.exit_code(), 0, "{end:?}\n{}", out_b.text());
+    let together = out_a.text() + &out_b.text();
+    assert_eq!(
+        without_cycles(&together),
+        without_cycles(&straight.text()),
+        "the consoles differ from a run straight through"
+    );
 }
