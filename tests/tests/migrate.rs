@@ -15,7 +15,7 @@ use serde_json::Value;
 use vmm::run::migrate::{Endpoint, Receiver};
 use vmm::run::snapshot::RestoreConfig;
 use vmm::run::{run_kernel, ConsoleInput, GuestVm, RunConfig, RunExit};
-use vmm_tests::{guest, without_cycles, SharedBuf};
+use vmm_tests::{guest, vmm_binary, without_cycles, SharedBuf};
 
 /// The guest needs about 80 M instructions.
 const BUDGET: u64 = 400_000_000;
@@ -444,5 +444,67 @@ fn two_vcpus_move_to_one_hart_instance_with_their_ctr_and_pending_input() {
         without_cycles(&together),
         without_cycles(&straight.text()),
         "the consoles differ from a run straight through"
+    );
+}
+
+/// `vmm ctl` (the binary) drives the same requests: readable text, `--json`, exit status 1
+/// with the VMM's reason for a refused request, and a migration.
+#[test]
+fn vmm_ctl_pauses_dumps_and_migrates() {
+    let ctl = |api: &Path, args: &[&str]| {
+        let out = std::process::Command::new(vmm_binary())
+            .arg("ctl")
+            .arg("--api-sock")
+            .arg(api)
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (api_a, api_b) = (temp("ctl-a"), temp("ctl-b"));
+    let (out_a, out_b) = (SharedBuf::default(), SharedBuf::default());
+    let a = source(&api_a, &out_a);
+    Client::connect(&api_a);
+    let (code, text, _) = ctl(&api_a, &["pause"]);
+    assert_eq!((code, text.as_str()), (Some(0), "paused\n"));
+    let (code, text, _) = ctl(&api_a, &["stats"]);
+    assert_eq!(code, Some(0));
+    assert!(text.contains(", paused\nvCPU 0: "), "{text}");
+    let (code, text, _) = ctl(&api_a, &["ctr-dump"]);
+    assert_eq!(code, Some(0));
+    assert!(text.starts_with("vCPU 0: depth 64, WRPTR "), "{text}");
+    let (code, text, err) = ctl(&api_a, &["ctr-dump", "5"]);
+    assert_eq!((code, text.as_str()), (Some(1), ""));
+    assert!(err.contains("no vCPU 5: this VM has 1"), "{err}");
+    let (code, text, _) = ctl(&api_a, &["--json", "stats"]);
+    assert_eq!(code, Some(0));
+    let json: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(json["paused"], true, "{json}");
+
+    let (to_b, b) = destination(
+        &Endpoint::Unix(temp("ctl-b.sock")),
+        dest_options(&api_b, false),
+        &out_b,
+    );
+    let (code, text, err) = ctl(&api_a, &["migrate", &to_b.to_string()]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        text.starts_with(&format!("the VM moved to {to_b}: ")),
+        "{text}"
+    );
+    moved(a, &to_b);
+    let end = b.join().unwrap().unwrap();
+    assert!(end.is_clean_shutdown(), "{end:?}");
+    assert_eq!(out_a.text() + &out_b.text(), undisturbed());
+
+    let (code, _, err) = ctl(&temp("nobody.api"), &["stats"]);
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains("cannot connect to the control socket"),
+        "{err}"
     );
 }

@@ -13,6 +13,7 @@
 //! - [`error`]: the [`Error`] type.
 
 pub mod backend;
+pub mod ctl;
 pub mod devices;
 pub mod error;
 pub mod layout;

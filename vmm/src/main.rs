@@ -59,6 +59,55 @@ enum Command {
     /// bad stream or a VM this host cannot hold is refused (the source's guest goes on
     /// there) and nothing runs: exit status 1. Otherwise the exit status is as for `run`.
     Receive(ReceiveArgs),
+
+    /// Send one request to a VM's control socket (--api-sock) and print the answer
+    ///
+    /// Readable text by default, the JSON answer with --json. Exit status 0 when the VM
+    /// carried the request out, 1 when it refused it (the reason on stderr) or could not be
+    /// reached.
+    Ctl(CtlArgs),
+}
+
+/// `vmm ctl`'s flags and request.
+#[derive(Args, Debug)]
+struct CtlArgs {
+    /// The VM's control socket
+    #[arg(long, value_name = "PATH")]
+    api_sock: PathBuf,
+
+    /// Print the JSON answer instead of text
+    #[arg(long)]
+    json: bool,
+
+    #[command(subcommand)]
+    request: CtlCommand,
+}
+
+/// A request of `vmm ctl`.
+#[derive(Subcommand, Debug)]
+enum CtlCommand {
+    /// Stop every vCPU between two instructions
+    Pause,
+    /// Let them run again
+    Resume,
+    /// Instructions, per-vCPU state and the exit counts
+    Stats,
+    /// Write a snapshot of the whole VM to FILE (for `vmm restore`)
+    Snapshot {
+        /// The file
+        file: String,
+    },
+    /// A vCPU's CTR records, youngest first
+    CtrDump {
+        /// The vCPU (default 0)
+        #[arg(default_value_t = 0)]
+        vcpu: u64,
+    },
+    /// Move the VM to the `vmm receive` at ADDR (unix:PATH or tcp:HOST:PORT)
+    Migrate {
+        /// Where the destination listens
+        to: String,
+    },
 }
 
 /// `vmm receive`'s flags: where to listen, `--paused`, and the flags of `vmm restore`.
@@ -613,14 +662,56 @@ fn receive(args: ReceiveArgs) -> ExitCode {
     )
 }
 
+fn ctl(args: CtlArgs) -> ExitCode {
+    use vmm::ctl::CtlRequest;
+    let request = match args.request {
+        CtlCommand::Pause => CtlRequest::Pause,
+        CtlCommand::Resume => CtlRequest::Resume,
+        CtlCommand::Stats => CtlRequest::Stats,
+        CtlCommand::Snapshot { file } => CtlRequest::Snapshot(file),
+        CtlCommand::CtrDump { vcpu } => CtlRequest::CtrDump(vcpu),
+        CtlCommand::Migrate { to } => CtlRequest::Migrate(to),
+    };
+    if let CtlRequest::Migrate(to) = &request {
+        eprintln!("vmm ctl: moving the VM to {to} ...");
+    }
+    let answer = match vmm::ctl::send(&args.api_sock, &request) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("vmm ctl: {e}");
+            return ExitCode::from(EXIT_ERROR);
+        }
+    };
+    let ok = answer["ok"] == true;
+    if args.json {
+        println!("{answer}");
+    } else {
+        match vmm::ctl::render(&request, &answer) {
+            Ok(text) => print!("{text}"),
+            Err(e) => eprintln!("vmm ctl: {e}"),
+        }
+    }
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_ERROR)
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // A client only: no signal handling, no logging.
+    let cli = match cli.command {
+        Command::Ctl(args) => return ctl(args),
+        command => Cli { command },
+    };
     // Before any other thread starts: they all inherit the blocked termination signals.
     let api_sock = match &cli.command {
         Command::Machine(_) => None,
         Command::Run(args) => args.vm.api_sock.clone(),
         Command::Restore(args) => args.vm.api_sock.clone(),
         Command::Receive(args) => args.vm.api_sock.clone(),
+        Command::Ctl(_) => None,
     };
     if let Err(e) = runner::signals::watch_termination_signals(api_sock) {
         eprintln!("vmm: {e}");
@@ -643,6 +734,7 @@ fn main() -> ExitCode {
             init_logging(args.vm.trace);
             receive(args)
         }
+        Command::Ctl(args) => ctl(args),
     }
 }
 

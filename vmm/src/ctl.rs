@@ -1,0 +1,183 @@
+//! `vmm ctl`: a client of the control socket (`--api-sock`), the role `ch-remote` plays for
+//! Cloud Hypervisor. It sends one request and prints the answer as readable text, or the
+//! raw JSON line with `--json`.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+/// How long the client waits for an answer (a migration of a large VM takes a while).
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// A request `vmm ctl` can send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CtlRequest {
+    /// `pause`
+    Pause,
+    /// `resume`
+    Resume,
+    /// `stats`
+    Stats,
+    /// `snapshot FILE`
+    Snapshot(String),
+    /// `ctr-dump [N]`
+    CtrDump(u64),
+    /// `migrate ADDR`
+    Migrate(String),
+}
+
+/// Why `vmm ctl` failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CtlError {
+    /// The socket could not be reached.
+    #[error("cannot connect to the control socket {path}: {source}")]
+    Connect {
+        /// The socket's path.
+        path: String,
+        /// The host's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Sending or receiving failed.
+    #[error("the control socket failed: {0}")]
+    Io(#[from] std::io::Error),
+    /// The answer is not JSON.
+    #[error("the VMM answered something that is not JSON: {0:?}")]
+    NotJson(String),
+    /// The VM has gone (the connection closed without an answer).
+    #[error("the VMM closed the connection without answering (has the VM ended?)")]
+    NoAnswer,
+}
+
+impl CtlRequest {
+    /// The request line's JSON.
+    pub fn body(&self) -> Value {
+        match self {
+            CtlRequest::Pause => json!({"cmd": "pause"}),
+            CtlRequest::Resume => json!({"cmd": "resume"}),
+            CtlRequest::Stats => json!({"cmd": "stats"}),
+            CtlRequest::Snapshot(path) => json!({"cmd": "snapshot", "path": path}),
+            CtlRequest::CtrDump(vcpu) => json!({"cmd": "ctr-dump", "vcpu": vcpu}),
+            CtlRequest::Migrate(to) => json!({"cmd": "migrate", "to": to}),
+        }
+    }
+}
+
+/// Sends `request` on the control socket at `path` and returns the answer.
+pub fn send(path: &Path, request: &CtlRequest) -> Result<Value, CtlError> {
+    let conn = UnixStream::connect(path).map_err(|source| CtlError::Connect {
+        path: path.display().to_string(),
+        source,
+    })?;
+    conn.set_read_timeout(Some(ANSWER_TIMEOUT))?;
+    let mut writer = conn.try_clone()?;
+    writeln!(writer, "{}", request.body())?;
+    let mut line = String::new();
+    BufReader::new(conn).read_line(&mut line)?;
+    if line.is_empty() {
+        return Err(CtlError::NoAnswer);
+    }
+    serde_json::from_str(line.trim()).map_err(|_| CtlError::NotJson(line.trim().to_string()))
+}
+
+/// The answer as text for a person: `Err` with the VMM's error for `ok:false`.
+pub fn render(request: &CtlRequest, answer: &Value) -> Result<String, String> {
+    if answer["ok"] != true {
+        return Err(answer["error"]
+            .as_str()
+            .unwrap_or("the request failed")
+            .to_string());
+    }
+    let u = |v: &Value| v.as_u64().unwrap_or(0);
+    let text = match request {
+        CtlRequest::Pause => "paused\n".to_string(),
+        CtlRequest::Resume => "resumed\n".to_string(),
+        CtlRequest::Snapshot(path) => {
+            format!(
+                "snapshot written to {path} ({} bytes)\n",
+                u(&answer["bytes"])
+            )
+        }
+        CtlRequest::Migrate(to) => format!(
+            "the VM moved to {to}: {:.1} ms in all, the guest paused for {:.1} ms, {} bytes in \
+             {} round(s)\n",
+            answer["total_ms"].as_f64().unwrap_or(0.0),
+            answer["downtime_ms"].as_f64().unwrap_or(0.0),
+            u(&answer["bytes"]),
+            u(&answer["rounds"])
+        ),
+        CtlRequest::Stats => {
+            let mut t = format!(
+                "{} instructions{}\n",
+                u(&answer["instructions"]),
+                if answer["paused"] == true {
+                    ", paused"
+                } else {
+                    ""
+                }
+            );
+            for v in answer["vcpus"].as_array().into_iter().flatten() {
+                t += &format!(
+                    "vCPU {}: {} instructions, pc {}, {}{}{}\n",
+                    u(&v["vcpu"]),
+                    u(&v["instructions"]),
+                    v["pc"].as_str().unwrap_or("?"),
+                    v["hsm"].as_str().unwrap_or("?"),
+                    if v["wfi"] == true {
+                        ", waiting in WFI"
+                    } else {
+                        ""
+                    },
+                    if v["on_hart"] == false {
+                        ", off its hart"
+                    } else {
+                        ""
+                    }
+                );
+            }
+            if let Some(exits) = answer["exits"].as_object() {
+                let mut exits: Vec<(&String, u64)> = exits.iter().map(|(k, v)| (k, u(v))).collect();
+                exits.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+                for (reason, n) in exits {
+                    t += &format!("{n:>12}  {reason}\n");
+                }
+            }
+            t
+        }
+        CtlRequest::CtrDump(_) => {
+            let mut t = format!(
+                "vCPU {}: depth {}, WRPTR {}, {}, {}\n",
+                u(&answer["vcpu"]),
+                u(&answer["depth"]),
+                u(&answer["wrptr"]),
+                if answer["frozen"] == true {
+                    "frozen"
+                } else {
+                    "not frozen"
+                },
+                if answer["loaded"] == true {
+                    "on the hart"
+                } else {
+                    "saved by the VMM"
+                }
+            );
+            for r in answer["records"].as_array().into_iter().flatten() {
+                let cycles = match r["cycles"].as_u64() {
+                    Some(c) => format!("{c} cycles"),
+                    None => "cycles unknown".to_string(),
+                };
+                t += &format!(
+                    "{} -> {}  {}  {cycles}\n",
+                    r["source"].as_str().unwrap_or("?"),
+                    r["target"].as_str().unwrap_or("?"),
+                    r["type"].as_str().unwrap_or("?"),
+                );
+            }
+            t
+        }
+    };
+    Ok(text)
+}
