@@ -12,7 +12,7 @@
 //! | `{"cmd":"resume"}` | they run again (refused when not paused) |
 //! | `{"cmd":"snapshot","path":"FILE"}` | a snapshot of the whole VM written to FILE (`vmm restore --snapshot FILE`); `bytes`: its size |
 //! | `{"cmd":"stats"}` | `instructions` executed by all vCPUs, the exit counts summed over them (`exits`), and per vCPU (`vcpus`): `instructions`, `pc`, `hsm` (`started`, `stopped`, `start-pending`), `wfi` (waits in WFI), `on_hart` (`false`: parked by `--pcpus`) |
-//! | `{"cmd":"migrate","to":"unix:PATH"}` (or `"tcp:HOST:PORT"`) | the VM moves to the `vmm receive` listening there (`run/migrate.rs`); answered once the destination holds it: `to`, `total_ms`, `downtime_ms`, `rounds`, `bytes`; then this VMM's run ends (exit status 0). On failure `ok:false` names the cause and the VM goes on here as if nothing had happened |
+//! | `{"cmd":"migrate","to":"unix:PATH"}` (or `"tcp:HOST:PORT"`; optional `"max_downtime_ms"`, default 30) | the VM moves to the `vmm receive` listening there (`run/migrate.rs`); answered once the destination holds it: `to`, `total_ms`, `downtime_ms`, `rounds`, `bytes`; then this VMM's run ends (exit status 0). On failure `ok:false` names the cause and the VM goes on here as if nothing had happened |
 //! | `{"cmd":"ctr-dump","vcpu":N}` | vCPU N's CTR (default 0, wherever it is): `depth`, `wrptr`, `frozen`, `loaded`, and `records` youngest first (`source`, `target`, `type`, `cycles` or null) |
 //!
 //! Connections are served concurrently, a thread each, at most [`MAX_CONNECTIONS`] at once
@@ -61,6 +61,8 @@ pub use super::error::ApiError;
 /// The time a client has to send a complete request line, from connecting or from its
 /// previous answer (also the limit for writing an answer to a client that does not read).
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// The largest `max_downtime_ms` a `migrate` request may name.
+const MAX_DOWNTIME_MS: u64 = 60_000;
 
 /// The longest request line, in bytes before its newline.
 pub const MAX_LINE: usize = 64 * 1024;
@@ -431,7 +433,19 @@ impl Server {
                     Ok(to) => to,
                     Err(e) => return error(format!("{e}")),
                 };
-                self.migrate(&to, paused)
+                let max_downtime = match body.get("max_downtime_ms") {
+                    None => migrate::DEFAULT_MAX_DOWNTIME,
+                    Some(v) => match v.as_u64() {
+                        Some(ms) if ms <= MAX_DOWNTIME_MS => Duration::from_millis(ms),
+                        _ => {
+                            return error(format!(
+                                "\"max_downtime_ms\" must be a whole number of milliseconds \
+                                 (0 to {MAX_DOWNTIME_MS}), not {v}"
+                            ))
+                        }
+                    },
+                };
+                self.migrate(&to, paused, max_downtime)
             }
             "stats" => self.while_paused(|views| self.stats(views, paused)),
             "ctr-dump" => {
@@ -469,7 +483,7 @@ impl Server {
     /// `migrate`: moves the VM to `to` (`run/migrate.rs`). On success every vCPU thread ends
     /// without running another instruction and the run ends with
     /// [`super::RunExit::Migrated`]; on failure the VM goes on as before (paused if it was).
-    fn migrate(&self, to: &Endpoint, was_paused: bool) -> Value {
+    fn migrate(&self, to: &Endpoint, was_paused: bool, max_downtime: Duration) -> Value {
         let ctl = &self.ctl;
         let mut pause = || -> Result<Vec<VcpuSaved>, String> {
             if was_paused {
@@ -484,7 +498,7 @@ impl Server {
             })
             .ok_or_else(|| "the VM has ended".to_string())
         };
-        match migrate::send(to, &self.common, self.vcpus, &mut pause) {
+        match migrate::send(to, &self.common, self.vcpus, max_downtime, &mut pause) {
             Ok((report, _)) => {
                 self.common.input.moved(to.to_string());
                 self.ctl.end_parked();
@@ -494,6 +508,7 @@ impl Server {
                     "total_ms": report.total.as_secs_f64() * 1e3,
                     "downtime_ms": report.downtime.as_secs_f64() * 1e3,
                     "rounds": report.rounds,
+                    "precopy": report.precopy,
                     "bytes": report.bytes,
                 })
             }
@@ -819,8 +834,13 @@ mod tests {
         let mut c = connect(&path);
         writeln!(c, "{{\"cmd\":\"resume\"}}").unwrap();
         wait_entered.recv_timeout(BOUND).unwrap();
+        // The request finishes while the API is being dropped: the drop waits for its answer.
+        let finish = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            let _ = go.send(());
+        });
         drop(api);
-        go.send(()).unwrap();
+        finish.join().unwrap();
         let mut rest = String::new();
         (&c).read_to_string(&mut rest).unwrap();
         assert_eq!(rest, "{\"ok\":true}\n");

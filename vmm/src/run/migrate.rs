@@ -1,11 +1,15 @@
 //! Moving a `vmm run` VM to another vmm process: the destination (`vmm receive --listen`)
 //! and the source's half (the control socket's `migrate` request).
 //!
-//! This version moves the VM with a stop-and-copy: the source pauses every vCPU, sends the
-//! whole VM (the snapshot state and every non-zero page of RAM) and waits for the
-//! destination to say that it holds the complete VM; only then does the source end, and the
-//! destination run it. Pre-copy rounds while the guest runs (dirty-page tracking) are not
-//! implemented yet: the guest is paused for the whole copy (`downtime_ms` in the answer).
+//! The move is a pre-copy: with the guest running, the source sends all of guest RAM, then
+//! the pages written since, round after round, until what is left fits the downtime budget
+//! (`max_downtime_ms`, measured against the link's speed in the first round) or
+//! [`MAX_ROUNDS`] is reached; then it pauses every vCPU, sends the last dirty pages and the
+//! whole VM state, and waits for the destination to say that it holds the complete VM; only
+//! then does the source end and the destination run it. Writes are tracked by
+//! [`super::dirty::DirtyLog`] (every writer: interpreter, translated code, VMM, devices).
+//! Where the host cannot track writes (no userfaultfd write protection), the move is a
+//! stop-and-copy: one round with the guest paused.
 //!
 //! The stream (integers little-endian) is a sequence of frames: a kind byte, a `u64`
 //! payload length, the payload.
@@ -13,9 +17,10 @@
 //! | frame | from | payload |
 //! | --- | --- | --- |
 //! | `HELLO` (1) | destination, on connect | JSON [`Capabilities`]: protocol version, the CTR depths its hart supports, its RAM and vCPU limits |
-//! | `STATE` (2) | source | the VM's state ([`crate::snapshot::VmState`], as in a snapshot file) |
-//! | `PAGES` (3) | source | up to [`PAGES_PER_FRAME`] pages, each a `u64` page index then 4096 bytes; pages not sent are zero |
-//! | `END` (4) | source | `u64` pages sent, `u32` CRC-32 of every `STATE` and `PAGES` payload |
+//! | `BEGIN` (8) | source, after checking `HELLO` | `u64` guest RAM in MiB: the destination maps it |
+//! | `PAGES` (3) | source | up to [`PAGES_PER_FRAME`] pages, each a `u64` page index then 4096 bytes; pages never sent are zero, a page sent again replaces the earlier copy |
+//! | `STATE` (2) | source, once, after the pause | the VM's state ([`crate::snapshot::VmState`], as in a snapshot file) |
+//! | `END` (4) | source | `u64` page records sent, `u32` CRC-32 of every `STATE` and `PAGES` payload in stream order |
 //! | `READY` (5) | destination | empty: the VM is complete, checked and built (as `vmm restore` checks a snapshot) |
 //! | `REFUSE` (6) | destination | why, in UTF-8; the destination then ends without running anything |
 //! | `GO` (7) | source | empty: the source has let go; the destination runs the VM |
@@ -35,13 +40,14 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::builder::allocate_ram;
+use super::dirty::DirtyLog;
 use super::snapshot::{GuestRam, RestoreConfig, VmCommon};
 use super::{run_vm, ConsoleInput, GuestVm, RunExit, RunStats, MAX_VCPUS};
 use crate::devices::Console;
 use crate::error::Error;
 use crate::layout::{MAX_MEMORY_MIB, RAM_BASE};
 use crate::snapshot::{VmState, MAX_STATE_BYTES};
-use vm_memory::{Bytes, GuestAddress, GuestMemoryMmap};
+use vm_memory::{Bytes, GuestAddress, GuestMemoryBackend, GuestMemoryMmap};
 
 /// The protocol version this VMM speaks.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -63,8 +69,23 @@ const END: u8 = 4;
 const READY: u8 = 5;
 const REFUSE: u8 = 6;
 const GO: u8 = 7;
+const BEGIN: u8 = 8;
+
+/// Pre-copy rounds at most (the last, with the guest stopped, included).
+pub const MAX_ROUNDS: u32 = 30;
+/// The stop-and-copy round may always carry this many pages.
+const MIN_LAST_PAGES: usize = 64;
+/// The guest's pause budget when the request names none. A budget of zero: pre-copy rounds
+/// go on until no page is dirty or [`MAX_ROUNDS`].
+pub const DEFAULT_MAX_DOWNTIME: Duration = Duration::from_millis(30);
 
 pub use super::error::MigrateError;
+
+/// Whether this host can track a running guest's writes (live pre-copy); `Err` says why
+/// not (a move is then a stop-and-copy).
+pub fn precopy_supported() -> std::io::Result<()> {
+    DirtyLog::probe()
+}
 
 /// Where a VM goes: `unix:PATH` or `tcp:HOST:PORT`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -245,8 +266,11 @@ pub struct MoveReport {
     pub total: Duration,
     /// How long the guest was paused.
     pub downtime: Duration,
-    /// Copy rounds (1: stop-and-copy).
+    /// Copy rounds, the last (with the guest paused) included.
     pub rounds: u32,
+    /// Whether the guest ran during the copy (pre-copy); `false`: the host cannot track
+    /// writes, the move was a stop-and-copy.
+    pub precopy: bool,
     /// Bytes sent.
     pub bytes: u64,
 }
@@ -259,6 +283,7 @@ pub(crate) fn send(
     to: &Endpoint,
     common: &VmCommon,
     vcpus: u64,
+    max_downtime: Duration,
     pause: &mut dyn FnMut() -> Result<Vec<super::snapshot::VcpuSaved>, String>,
 ) -> Result<(MoveReport, Instant), MigrateError> {
     let start = Instant::now();
@@ -287,51 +312,81 @@ pub(crate) fn send(
             caps.max_vcpus
         )));
     }
-    // Everything checked that can be without the guest's state: stop it.
+    // Everything checked that can be without the guest's state.
+    let mut out = Sender {
+        conn,
+        crc: crc32fast::Hasher::new(),
+        bytes: 0,
+        pages: 0,
+        frame: Vec::with_capacity(PAGES_PER_FRAME * (8 + PAGE)),
+    };
+    out.frame(BEGIN, &common.memory_mib.to_le_bytes(), "starting")?;
+    let ram_pages = (common.memory_mib << 20) / PAGE as u64;
+    let host = common
+        .mem
+        .get_host_address(GuestAddress(RAM_BASE))
+        .map_err(|e| MigrateError::Protocol(format!("cannot find guest RAM: {e}")))?;
+    // Pre-copy while the guest runs, where the host can track its writes.
+    let log = DirtyLog::start(host as u64, common.memory_mib << 20).ok();
+    let mut rounds = 1;
+    let mut left = Vec::new();
+    if let Some(log) = &log {
+        let round = Instant::now();
+        out.pages(common, 0..ram_pages, true)?;
+        // What the link carries in the guest's downtime budget.
+        let per_ms = out.bytes as f64 / (round.elapsed().as_secs_f64() * 1e3).max(0.001);
+        // With no budget at all, rounds go on until nothing is dirty (or the limit).
+        let fits = match max_downtime.is_zero() {
+            true => 0,
+            false => (((per_ms * max_downtime.as_secs_f64() * 1e3) / (PAGE + 8) as f64) as usize)
+                .max(MIN_LAST_PAGES),
+        };
+        loop {
+            match log.take() {
+                Ok(dirty) if dirty.len() <= fits || rounds + 1 >= MAX_ROUNDS => {
+                    left = dirty;
+                    break;
+                }
+                Ok(dirty) => {
+                    rounds += 1;
+                    out.pages(common, dirty.into_iter(), false)?;
+                }
+                // The log cannot be trusted: everything again, stopped.
+                Err(_) => {
+                    left = (0..ram_pages).collect();
+                    break;
+                }
+            }
+        }
+        rounds += 1;
+    }
     let saved = pause().map_err(MigrateError::Protocol)?;
     let paused_at = Instant::now();
+    match &log {
+        Some(log) => {
+            match log.take() {
+                Ok(dirty) => left.extend(dirty),
+                Err(_) => left = (0..ram_pages).collect(),
+            }
+            left.sort_unstable();
+            left.dedup();
+            out.pages(common, left.into_iter(), false)?;
+        }
+        None => out.pages(common, 0..ram_pages, true)?,
+    }
+    let precopy = log.is_some();
+    drop(log);
     let state = common.state(saved);
+    let body = crate::snapshot::encode_state(&state).map_err(|source| MigrateError::Io {
+        while_: "encoding the state",
+        source,
+    })?;
+    out.frame(STATE, &body, "sending the state")?;
+    let mut end = out.pages.to_le_bytes().to_vec();
+    end.extend_from_slice(&out.crc.clone().finalize().to_le_bytes());
+    out.frame(END, &end, "sending the end")?;
+    let (bytes, mut conn) = (out.bytes, out.conn);
     let io = |while_| move |source| MigrateError::Io { while_, source };
-    let body = crate::snapshot::encode_state(&state).map_err(io("encoding the state"))?;
-    let mut crc = crc32fast::Hasher::new();
-    let mut bytes = 0u64;
-    crc.update(&body);
-    write_frame(&mut conn, STATE, &body).map_err(io("sending the state"))?;
-    bytes += 9 + body.len() as u64;
-    let mut frame = Vec::with_capacity(PAGES_PER_FRAME * (8 + PAGE));
-    let mut sent = 0u64;
-    let mut in_frame = 0;
-    let mut page = [0u8; PAGE];
-    for i in 0..(common.memory_mib << 20) / PAGE as u64 {
-        // Read in place, a page at a time: no copy of the whole RAM.
-        common
-            .mem
-            .read_slice(&mut page, GuestAddress(RAM_BASE + i * PAGE as u64))
-            .map_err(|e| MigrateError::Protocol(format!("cannot read guest RAM: {e}")))?;
-        if crate::snapshot::is_zero(&page) {
-            continue;
-        }
-        frame.extend_from_slice(&i.to_le_bytes());
-        frame.extend_from_slice(&page);
-        in_frame += 1;
-        sent += 1;
-        if in_frame == PAGES_PER_FRAME {
-            crc.update(&frame);
-            write_frame(&mut conn, PAGES, &frame).map_err(io("sending RAM"))?;
-            bytes += 9 + frame.len() as u64;
-            frame.clear();
-            in_frame = 0;
-        }
-    }
-    if in_frame > 0 {
-        crc.update(&frame);
-        write_frame(&mut conn, PAGES, &frame).map_err(io("sending RAM"))?;
-        bytes += 9 + frame.len() as u64;
-    }
-    let mut end = sent.to_le_bytes().to_vec();
-    end.extend_from_slice(&crc.finalize().to_le_bytes());
-    write_frame(&mut conn, END, &end).map_err(io("sending the end"))?;
-    bytes += 9 + end.len() as u64;
     let (kind, why) = read_frame(
         &mut conn,
         "waiting for the destination's READY",
@@ -351,11 +406,80 @@ pub(crate) fn send(
         MoveReport {
             total: start.elapsed(),
             downtime: paused_at.elapsed(),
-            rounds: 1,
+            rounds,
+            precopy,
             bytes,
         },
         paused_at,
     ))
+}
+
+/// The source's side of the stream: frames, the running checksum of `STATE` and `PAGES`
+/// payloads, the counts.
+struct Sender {
+    conn: Conn,
+    crc: crc32fast::Hasher,
+    bytes: u64,
+    /// Page records sent (a page sent in two rounds counts twice).
+    pages: u64,
+    /// The `PAGES` frame being filled.
+    frame: Vec<u8>,
+}
+
+impl Sender {
+    fn frame(
+        &mut self,
+        kind: u8,
+        payload: &[u8],
+        while_: &'static str,
+    ) -> Result<(), MigrateError> {
+        if kind == STATE || kind == PAGES {
+            self.crc.update(payload);
+        }
+        write_frame(&mut self.conn, kind, payload)
+            .map_err(|source| MigrateError::Io { while_, source })?;
+        self.bytes += 9 + payload.len() as u64;
+        Ok(())
+    }
+
+    /// Sends guest RAM's `pages` (indices), read in place a page at a time; with
+    /// `skip_zero`, pages that are all zero are left out (the destination's RAM starts
+    /// zero; a page dirtied to zero in a later round must be sent).
+    fn pages(
+        &mut self,
+        common: &VmCommon,
+        pages: impl Iterator<Item = u64>,
+        skip_zero: bool,
+    ) -> Result<(), MigrateError> {
+        let mut page = [0u8; PAGE];
+        for i in pages {
+            common
+                .mem
+                .read_slice(&mut page, GuestAddress(RAM_BASE + i * PAGE as u64))
+                .map_err(|e| MigrateError::Protocol(format!("cannot read guest RAM: {e}")))?;
+            if skip_zero && crate::snapshot::is_zero(&page) {
+                continue;
+            }
+            self.frame.extend_from_slice(&i.to_le_bytes());
+            self.frame.extend_from_slice(&page);
+            self.pages += 1;
+            if self.frame.len() == PAGES_PER_FRAME * (8 + PAGE) {
+                self.flush()?;
+            }
+        }
+        self.flush()
+    }
+
+    fn flush(&mut self) -> Result<(), MigrateError> {
+        if self.frame.is_empty() {
+            return Ok(());
+        }
+        let frame = std::mem::take(&mut self.frame);
+        self.frame(PAGES, &frame, "sending RAM")?;
+        self.frame = frame;
+        self.frame.clear();
+        Ok(())
+    }
 }
 
 /// A destination waiting for one VM: `vmm receive --listen`.
@@ -468,78 +592,96 @@ impl Receiver {
     }
 }
 
-/// Reads `STATE`, `PAGES` and `END`: the state, and guest RAM with the pages written into
-/// it, checking every length before it allocates and the checksum at the end.
+/// Reads `BEGIN`, then `PAGES` and one `STATE` in any order, then `END`: the state, and
+/// guest RAM with the pages written into it (a page sent again overwrites the earlier copy),
+/// checking every length before it allocates, and the count and checksum at the end.
 fn read_vm(conn: &mut Conn) -> Result<(VmState, GuestMemoryMmap), Error> {
+    let proto = |m: String| -> Error { MigrateError::Protocol(m).into() };
     let max_pages = (PAGES_PER_FRAME * (8 + PAGE)) as u64;
-    let (_, body) = read_frame(conn, "receiving the state", |k| {
-        (k == STATE).then_some(MAX_STATE_BYTES)
-    })?;
-    let mut crc = crc32fast::Hasher::new();
-    crc.update(&body);
-    let state: VmState = crate::snapshot::decode_state(&body)
-        .map_err(|e| MigrateError::Protocol(format!("the state: {e}")))?;
-    if state.memory_mib == 0 || state.memory_mib > MAX_MEMORY_MIB {
-        return Err(MigrateError::Protocol(format!(
-            "the state announces {} MiB of RAM (1 to {MAX_MEMORY_MIB})",
-            state.memory_mib
-        ))
-        .into());
+    let (_, begin) = read_frame(conn, "waiting for BEGIN", |k| (k == BEGIN).then_some(8))?;
+    let memory_mib = begin
+        .try_into()
+        .map(u64::from_le_bytes)
+        .map_err(|_| proto("a BEGIN frame of the wrong size".into()))?;
+    if memory_mib == 0 || memory_mib > MAX_MEMORY_MIB {
+        return Err(proto(format!(
+            "the source announces {memory_mib} MiB of RAM (1 to {MAX_MEMORY_MIB})"
+        )));
     }
     // Guest RAM is mapped lazily: pages not sent cost nothing.
-    let memory = allocate_ram(state.memory_mib)?;
-    let pages = (state.memory_mib << 20) / PAGE as u64;
+    let memory = allocate_ram(memory_mib)?;
+    let pages = (memory_mib << 20) / PAGE as u64;
+    let mut crc = crc32fast::Hasher::new();
+    let mut state: Option<VmState> = None;
     let mut received = 0u64;
     loop {
-        let (kind, payload) = read_frame(conn, "receiving RAM", |k| match k {
+        let (kind, payload) = read_frame(conn, "receiving the VM", |k| match k {
             PAGES => Some(max_pages),
+            STATE => Some(MAX_STATE_BYTES),
             END => Some(12),
             _ => None,
         })?;
-        if kind == END {
-            if payload.len() != 12 {
-                return Err(MigrateError::Protocol("an END frame of the wrong size".into()).into());
+        match kind {
+            END => {
+                let Some(state) = state else {
+                    return Err(proto("the stream ended without the VM's state".into()));
+                };
+                if payload.len() != 12 {
+                    return Err(proto("an END frame of the wrong size".into()));
+                }
+                let sent = u64::from_le_bytes(payload[..8].try_into().expect("8 bytes"));
+                let stored = u32::from_le_bytes(payload[8..].try_into().expect("4 bytes"));
+                if sent != received {
+                    return Err(proto(format!(
+                        "the source sent {sent} pages, {received} arrived"
+                    )));
+                }
+                let computed = crc.finalize();
+                if stored != computed {
+                    return Err(proto(format!(
+                        "checksum mismatch (stream {stored:#010x}, computed {computed:#010x})"
+                    )));
+                }
+                return Ok((state, memory));
             }
-            let sent = u64::from_le_bytes(payload[..8].try_into().expect("8 bytes"));
-            let stored = u32::from_le_bytes(payload[8..].try_into().expect("4 bytes"));
-            if sent != received {
-                return Err(MigrateError::Protocol(format!(
-                    "the source sent {sent} pages, {received} arrived"
-                ))
-                .into());
+            STATE => {
+                if state.is_some() {
+                    return Err(proto("a second STATE frame".into()));
+                }
+                crc.update(&payload);
+                let s: VmState = crate::snapshot::decode_state(&payload)
+                    .map_err(|e| proto(format!("the state: {e}")))?;
+                if s.memory_mib != memory_mib {
+                    return Err(proto(format!(
+                        "the state has {} MiB of RAM, BEGIN announced {memory_mib}",
+                        s.memory_mib
+                    )));
+                }
+                state = Some(s);
             }
-            let computed = crc.finalize();
-            if stored != computed {
-                return Err(MigrateError::Protocol(format!(
-                    "checksum mismatch (stream {stored:#010x}, computed {computed:#010x})"
-                ))
-                .into());
+            _ => {
+                crc.update(&payload);
+                if payload.len() % (8 + PAGE) != 0 {
+                    return Err(proto(format!(
+                        "a PAGES frame of {} bytes is not whole pages",
+                        payload.len()
+                    )));
+                }
+                for rec in payload.chunks(8 + PAGE) {
+                    let index = u64::from_le_bytes(rec[..8].try_into().expect("8 bytes"));
+                    if index >= pages {
+                        return Err(proto(format!(
+                            "page {index} is beyond guest RAM ({pages} pages)"
+                        )));
+                    }
+                    memory
+                        .write_slice(&rec[8..], GuestAddress(RAM_BASE + index * PAGE as u64))
+                        .map_err(|e| proto(format!("cannot write guest RAM: {e}")))?;
+                    received += 1;
+                }
             }
-            break;
-        }
-        crc.update(&payload);
-        if payload.len() % (8 + PAGE) != 0 {
-            return Err(MigrateError::Protocol(format!(
-                "a PAGES frame of {} bytes is not whole pages",
-                payload.len()
-            ))
-            .into());
-        }
-        for rec in payload.chunks(8 + PAGE) {
-            let index = u64::from_le_bytes(rec[..8].try_into().expect("8 bytes"));
-            if index >= pages {
-                return Err(MigrateError::Protocol(format!(
-                    "page {index} is beyond guest RAM ({pages} pages)"
-                ))
-                .into());
-            }
-            memory
-                .write_slice(&rec[8..], GuestAddress(RAM_BASE + index * PAGE as u64))
-                .map_err(|e| MigrateError::Protocol(format!("cannot write guest RAM: {e}")))?;
-            received += 1;
         }
     }
-    Ok((state, memory))
 }
 
 /// `vmm receive`: waits on `at` for one VM and runs it to its end, like `vmm restore`.

@@ -48,6 +48,7 @@ pub mod api;
 pub mod builder;
 mod config;
 pub mod console;
+mod dirty;
 pub mod error;
 mod exits;
 pub mod fdt;
