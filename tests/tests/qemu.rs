@@ -191,6 +191,10 @@ const NOT_COMPARED: &[(&str, &str)] = &[
         "a VS-mode kernel for `vmm run` migration (tests/migrate.rs)",
     ),
     (
+        "sbi_dirty",
+        "a VS-mode kernel for `vmm run` live migration (tests/migrate.rs, scripts/bench-migrate.sh)",
+    ),
+    (
         "sdk_ctr_hello",
         "the guest SDK's example, a VS-mode kernel for `vmm run` (tests/sdk.rs)",
     ),

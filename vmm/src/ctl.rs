@@ -25,8 +25,13 @@ pub enum CtlRequest {
     Snapshot(String),
     /// `ctr-dump [N]`
     CtrDump(u64),
-    /// `migrate ADDR`
-    Migrate(String),
+    /// `migrate ADDR [--max-downtime-ms MS]`
+    Migrate {
+        /// Where the destination listens.
+        to: String,
+        /// The guest's pause budget (the VMM's default when `None`).
+        max_downtime_ms: Option<u64>,
+    },
 }
 
 /// Why `vmm ctl` failed.
@@ -61,7 +66,14 @@ impl CtlRequest {
             CtlRequest::Stats => json!({"cmd": "stats"}),
             CtlRequest::Snapshot(path) => json!({"cmd": "snapshot", "path": path}),
             CtlRequest::CtrDump(vcpu) => json!({"cmd": "ctr-dump", "vcpu": vcpu}),
-            CtlRequest::Migrate(to) => json!({"cmd": "migrate", "to": to}),
+            CtlRequest::Migrate {
+                to,
+                max_downtime_ms: None,
+            } => json!({"cmd": "migrate", "to": to}),
+            CtlRequest::Migrate {
+                to,
+                max_downtime_ms: Some(ms),
+            } => json!({"cmd": "migrate", "to": to, "max_downtime_ms": ms}),
         }
     }
 }
@@ -101,13 +113,18 @@ pub fn render(request: &CtlRequest, answer: &Value) -> Result<String, String> {
                 u(&answer["bytes"])
             )
         }
-        CtlRequest::Migrate(to) => format!(
+        CtlRequest::Migrate { to, .. } => format!(
             "the VM moved to {to}: {:.1} ms in all, the guest paused for {:.1} ms, {} bytes in \
-             {} round(s)\n",
+             {} round(s){}\n",
             answer["total_ms"].as_f64().unwrap_or(0.0),
             answer["downtime_ms"].as_f64().unwrap_or(0.0),
             u(&answer["bytes"]),
-            u(&answer["rounds"])
+            u(&answer["rounds"]),
+            if answer["precopy"] == false {
+                " (stop-and-copy: this host cannot track the guest's writes)"
+            } else {
+                ""
+            }
         ),
         CtlRequest::Stats => {
             let mut t = format!(

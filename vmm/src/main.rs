@@ -107,6 +107,10 @@ enum CtlCommand {
     Migrate {
         /// Where the destination listens
         to: String,
+        /// The guest's pause budget in milliseconds (default 30; 0: copy until nothing is
+        /// dirty or the round limit)
+        #[arg(long, value_name = "MS")]
+        max_downtime_ms: Option<u64>,
     },
 }
 
@@ -670,9 +674,15 @@ fn ctl(args: CtlArgs) -> ExitCode {
         CtlCommand::Stats => CtlRequest::Stats,
         CtlCommand::Snapshot { file } => CtlRequest::Snapshot(file),
         CtlCommand::CtrDump { vcpu } => CtlRequest::CtrDump(vcpu),
-        CtlCommand::Migrate { to } => CtlRequest::Migrate(to),
+        CtlCommand::Migrate {
+            to,
+            max_downtime_ms,
+        } => CtlRequest::Migrate {
+            to,
+            max_downtime_ms,
+        },
     };
-    if let CtlRequest::Migrate(to) = &request {
+    if let CtlRequest::Migrate { to, .. } = &request {
         eprintln!("vmm ctl: moving the VM to {to} ...");
     }
     let answer = match vmm::ctl::send(&args.api_sock, &request) {

@@ -392,3 +392,53 @@ mod tests {
         unsafe { libc::munmap(p, len) };
     }
 }
+
+#[cfg(test)]
+mod thp_tests {
+    use super::*;
+
+    /// Guest RAM may be backed by transparent huge pages: a write fault inside one must
+    /// still lift the protection of its 4 KiB page only.
+    #[test]
+    fn huge_pages_are_tracked_4k_at_a_time() {
+        let len = 8 << 20;
+        // SAFETY: a fresh private anonymous mapping, unmapped below.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(p, libc::MAP_FAILED);
+        // SAFETY: advice on the mapping made above.
+        unsafe { libc::madvise(p, len, libc::MADV_HUGEPAGE) };
+        let write = |page: usize, v: u8| {
+            // SAFETY: inside the mapping.
+            unsafe { *(p as *mut u8).add(page * PAGE as usize + 7) = v };
+        };
+        for page in 0..len / PAGE as usize {
+            write(page, 1);
+        }
+        let Ok(log) = DirtyLog::start(p as u64, len as u64) else {
+            // SAFETY: the mapping made above, no longer used.
+            unsafe { libc::munmap(p, len) };
+            return;
+        };
+        write(600, 2);
+        write(1100, 2);
+        assert_eq!(log.take().unwrap(), vec![600, 1100]);
+        write(601, 3);
+        write(599, 3);
+        write(1100, 3);
+        assert_eq!(log.take().unwrap(), vec![599, 601, 1100]);
+        write(602, 4);
+        assert_eq!(log.take().unwrap(), vec![602]);
+        drop(log);
+        // SAFETY: the mapping made above, no longer used.
+        unsafe { libc::munmap(p, len) };
+    }
+}
