@@ -83,6 +83,36 @@ pub struct GuestCtrState {
     pub loaded: bool,
     /// The context while not loaded.
     pub context: CtrContext,
+    /// Whether the guest has ever accessed CTR (a lazy load or an `sctrdepth` access). A
+    /// guest that never did can move to a host without its reset depth: see
+    /// [`GuestCtrState::fit_untouched`].
+    pub touched: bool,
+}
+
+impl GuestCtrState {
+    /// For a guest that never touched CTR and whose context is still the reset one: if its
+    /// depth is not among `host_depths` (as the policy allows them), give it the smallest
+    /// depth that is, as a fresh VM on that host would get, and say so. The guest cannot
+    /// tell: it has never read `sctrdepth`. A guest that touched CTR keeps its depth (and is
+    /// refused by [`GuestCtr::restore`] where the host lacks it).
+    pub fn fit_untouched(&mut self, host_depths: crate::DepthSet) -> bool {
+        let allowed = self.policy.guest_depths.intersect(host_depths);
+        if self.touched
+            || self.loaded
+            || !self.policy.enabled
+            || self.context != CtrContext::reset(self.context.depth)
+            || allowed.contains_encoding(self.context.depth as u64)
+        {
+            return false;
+        }
+        match allowed.smallest() {
+            Some(depth) => {
+                self.context = CtrContext::reset(depth);
+                true
+            }
+            None => false,
+        }
+    }
 }
 
 /// One vCPU's CTR as its hypervisor manages it.
@@ -93,6 +123,8 @@ pub struct GuestCtr {
     context: CtrContext,
     /// Whether the context is on the hart (`hstateen0.CTR` = 1).
     loaded: bool,
+    /// Whether the guest has ever accessed CTR.
+    touched: bool,
     /// Counters for `--stats`.
     pub stats: CtrStats,
 }
@@ -106,6 +138,7 @@ impl GuestCtr {
             policy,
             context: CtrContext::reset(depth),
             loaded: false,
+            touched: false,
             stats: CtrStats::default(),
         }
     }
@@ -168,6 +201,7 @@ impl GuestCtr {
             policy: self.policy,
             loaded: self.loaded,
             context: self.context.clone(),
+            touched: self.touched,
         }
     }
 
@@ -225,6 +259,7 @@ impl GuestCtr {
             policy,
             context: state.context.clone(),
             loaded: state.loaded,
+            touched: state.touched,
             stats: CtrStats::default(),
         })
     }
@@ -250,6 +285,7 @@ impl GuestCtr {
             self.stats.injected_illegal += 1;
             return Outcome::InjectIllegal;
         }
+        self.touched = true;
         match access {
             CtrAccess::State if !self.loaded => {
                 self.load(hart);
@@ -392,6 +428,38 @@ mod restore_tests {
                 "{e}"
             );
         }
+    }
+
+    /// A guest that never touched CTR gets the smallest depth the host and its policy
+    /// allow; one that did, or whose context is not the reset one, keeps its depth.
+    #[test]
+    fn an_untouched_guest_fits_a_host_without_its_reset_depth() {
+        let s = saved();
+        assert_eq!(s.context.depth, 0);
+        let host = DepthSet::parse("64,256").unwrap();
+        assert!(GuestCtr::restore(&s, 2, host).is_err());
+        let mut m = s.clone();
+        assert!(m.fit_untouched(host));
+        assert_eq!(m.context, CtrContext::reset(2));
+        assert!(GuestCtr::restore(&m, 2, host).is_ok());
+        // Already fitting: unchanged.
+        assert!(!m.fit_untouched(host));
+        assert!(!s.clone().fit_untouched(DepthSet::ALL));
+        let mut touched = s.clone();
+        touched.touched = true;
+        assert!(!touched.fit_untouched(host));
+        let mut used = s.clone();
+        used.context.sctrstatus = 3;
+        assert!(!used.fit_untouched(host));
+        // Touching CTR through a trapped access marks it.
+        let mut v = vcpu_api::fake::FakeVcpu::with_csrs(
+            &[HSTATEEN0, VSISELECT, SCTRDEPTH, SCTRSTATUS, VSCTRCTL].map(|c| (c, 0)),
+        );
+        let mut g = GuestCtr::restore(&s, 0, DepthSet::ALL).unwrap();
+        g.prepare(&mut v);
+        // csrr a0, sctrdepth
+        let _ = g.on_virtual_insn(&mut v, 0x15f0_2573, false);
+        assert!(g.snapshot().touched);
     }
 
     /// `sctrstatus` with WRPTR at or beyond the depth, or undefined bits, is refused.

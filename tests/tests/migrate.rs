@@ -629,3 +629,49 @@ fn a_guest_rewriting_16_mib_moves_live_and_hashes_as_an_undisturbed_run() {
         );
     }
 }
+
+/// A guest that never touched CTR (`sbi_bench_off`: its reset depth is 16) moves mid-run to
+/// a host whose hart has only depth 64: it is not refused for a depth it never used, and
+/// prints what an undisturbed run prints.
+#[test]
+fn a_guest_that_never_touched_ctr_moves_to_a_host_without_its_reset_depth() {
+    let config = |api: Option<PathBuf>| {
+        let mut c = RunConfig::new(guest("sbi_bench_off"));
+        c.memory_mib = 32;
+        c.max_insns = Some(2_000_000_000);
+        c.api_sock = api;
+        c
+    };
+    let straight = SharedBuf::default();
+    let (exit, _) = run_kernel(
+        &config(None),
+        Box::new(straight.clone()),
+        ConsoleInput::None,
+    )
+    .unwrap();
+    assert!(exit.is_clean_shutdown(), "{exit:?}");
+
+    let (api, out_a, out_b) = (
+        temp("untouched"),
+        SharedBuf::default(),
+        SharedBuf::default(),
+    );
+    let vm = GuestVm::new(&config(Some(api.clone())), Box::new(out_a.clone())).unwrap();
+    let a = std::thread::spawn(move || {
+        let mut vm = vm;
+        vm.run()
+    });
+    let mut client = Client::connect(&api);
+    let options = RestoreConfig {
+        host_ctr_depths: ctr_virt::DepthSet::parse("64").unwrap(),
+        max_insns: Some(2_000_000_000),
+        ..RestoreConfig::default()
+    };
+    let (to, b) = destination(&Endpoint::Unix(temp("untouched.sock")), options, &out_b);
+    std::thread::sleep(Duration::from_millis(30));
+    ok(&client.migrate(&to));
+    moved(a, &to);
+    let end = b.join().unwrap().unwrap();
+    assert!(end.is_clean_shutdown(), "{end:?}");
+    assert_eq!(out_a.text() + &out_b.text(), straight.text());
+}

@@ -106,7 +106,7 @@ fn corrupted_old_and_inconsistent_snapshots_are_refused() {
     std::fs::write(&path, &bytes).unwrap();
     let e = vmm::snapshot::read(&path).unwrap_err().to_string();
     assert!(
-        e.contains("snapshot format version 1 is not supported (this vmm reads version 4)"),
+        e.contains("snapshot format version 1 is not supported (this vmm reads version 5)"),
         "{e}"
     );
 

@@ -157,6 +157,31 @@ const WARL_CSRS: [(&str, u16); 2] = [("vsatp", csr::VSATP), ("hvip", csr::HVIP)]
 
 /// Checks of a vCPU's saved state that need nothing but the snapshot: the virtual clock,
 /// the privilege mode of a guest, `pc` alignment, the PMU snapshot shared memory.
+/// `s` with the CTR of every vCPU that never touched CTR fitted to a host of `host` depths
+/// ([`ctr_virt::GuestCtrState::fit_untouched`]), and each such vCPU's hart-level CTR (the
+/// VMM's while the guest's context is not loaded) moved to the host's smallest depth where
+/// it holds nothing; `None` when nothing needed to change.
+fn fit_untouched_ctr(s: &VmState, host: ctr_virt::DepthSet) -> Option<VmState> {
+    let mut out = s.clone();
+    let mut changed = false;
+    for v in &mut out.vcpus {
+        changed |= v.ctr.fit_untouched(host);
+        let c = &mut v.hart.ctr;
+        let empty = c.mctrctl == 0
+            && c.vsctrctl == 0
+            && c.wrptr == 0
+            && !c.frozen
+            && c.entries.iter().all(|e| *e == Default::default());
+        if !v.ctr.loaded && empty && !host.contains_encoding(c.depth as u64) {
+            if let Some(depth) = host.smallest() {
+                c.depth = depth;
+                changed = true;
+            }
+        }
+    }
+    changed.then_some(out)
+}
+
 fn check_vcpu_fields(id: u64, v: &VcpuState, ram_size: u64) -> Result<(), RestoreError> {
     let field = |field, value, reason: &str| RestoreError::VcpuField {
         vcpu: id,
@@ -438,6 +463,16 @@ impl GuestVm {
         options: &RestoreConfig,
         console: Console,
     ) -> Result<GuestVm, Error> {
+        // A guest that never touched CTR is not refused for its reset depth: it (and its
+        // hart, whose CTR is then the VMM's) gets a depth this host has.
+        let fitted;
+        let s = match fit_untouched_ctr(s, options.host_ctr_depths) {
+            Some(f) => {
+                fitted = f;
+                &fitted
+            }
+            None => s,
+        };
         let n = s.vcpus.len() as u64;
         let pcpus = check_topology(n, options.pcpus, options.slice_insns)?;
         let ram_size = check_memory(s.memory_mib)?;
