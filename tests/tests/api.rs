@@ -443,3 +443,178 @@ fn idle_and_partial_clients_block_nobody_and_bad_lines_are_refused() {
     let exit = runner.join().unwrap().unwrap();
     assert_eq!(exit.exit_code(), 0, "{exit:?}\n{}", out.text());
 }
+
+/// `quit`: a snapshot to a path that cannot be written is refused and the VM goes on; with a
+/// good path the VM stops after writing it (the run ends `Stopped`, exit status 0) and the
+/// snapshot restores with the CTR the VM had; without one it just stops.
+#[test]
+fn quit_stops_the_vm_after_an_optional_snapshot() {
+    let sock = temp("quit-sock");
+    let snap = temp("quit-snap");
+    let start = |sock: &std::path::Path| {
+        let mut c = RunConfig::new(guest("sbi_ctr_spin"));
+        c.memory_mib = 16;
+        c.max_insns = Some(4_000_000_000);
+        c.api_sock = Some(sock.to_path_buf());
+        let vm = GuestVm::new(&c, Box::new(SharedBuf::default())).unwrap();
+        std::thread::spawn(move || {
+            let mut vm = vm;
+            vm.run()
+        })
+    };
+    let runner = start(&sock);
+    let mut api = Client::connect(&sock);
+    std::thread::sleep(Duration::from_millis(30));
+    let bad = api.send("{\"cmd\":\"quit\",\"snapshot\":\"/nonexistent-dir/x.snap\"}");
+    assert_eq!(bad["ok"], false, "{bad}");
+    assert!(
+        bad["error"].as_str().unwrap().contains("the VM goes on"),
+        "{bad}"
+    );
+    let bad = api.send("{\"cmd\":\"quit\",\"snapshot\":7}");
+    assert!(
+        bad["error"]
+            .as_str()
+            .unwrap()
+            .contains("\"snapshot\" must be"),
+        "{bad}"
+    );
+    // Still running.
+    let s1 = api.send("{\"cmd\":\"stats\"}")["instructions"]
+        .as_u64()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    let s2 = api.send("{\"cmd\":\"stats\"}")["instructions"]
+        .as_u64()
+        .unwrap();
+    assert!(s2 > s1, "the VM must go on after a failed quit");
+
+    assert_eq!(api.send("{\"cmd\":\"pause\"}")["ok"], true);
+    let dump = api.send("{\"cmd\":\"ctr-dump\"}");
+    let done = api.send(&format!(
+        "{{\"cmd\":\"quit\",\"snapshot\":\"{}\"}}",
+        snap.display()
+    ));
+    assert_eq!(done["ok"], true, "{done}");
+    assert!(done["bytes"].as_u64().unwrap() > 0, "{done}");
+    let exit = runner.join().unwrap().unwrap();
+    assert_eq!(
+        exit,
+        RunExit::Stopped {
+            snapshot: Some(snap.clone())
+        }
+    );
+    assert_eq!(exit.exit_code(), 0);
+
+    let snapshot = vmm::snapshot::read(&snap).unwrap();
+    let sock2 = temp("quit-sock2");
+    let restored = GuestVm::from_snapshot(
+        &snapshot,
+        &RestoreConfig {
+            api_sock: Some(sock2.clone()),
+            max_insns: Some(100_000),
+            paused: true,
+            ..RestoreConfig::default()
+        },
+        Box::new(SharedBuf::default()),
+    )
+    .unwrap();
+    let runner = std::thread::spawn(move || {
+        let mut vm = restored;
+        vm.run()
+    });
+    let mut api2 = Client::connect(&sock2);
+    let mut dump2 = api2.send("{\"cmd\":\"ctr-dump\"}");
+    assert_eq!(
+        dump2.as_object_mut().unwrap().remove("ok"),
+        Some(Value::Bool(true))
+    );
+    let mut dump = dump;
+    dump.as_object_mut().unwrap().remove("ok");
+    assert_eq!(dump2, dump);
+    // Paused, without a snapshot: it stops without running another instruction.
+    assert_eq!(api2.send("{\"cmd\":\"quit\"}")["ok"], true);
+    let exit = runner.join().unwrap().unwrap();
+    assert_eq!(exit, RunExit::Stopped { snapshot: None });
+    let _ = std::fs::remove_file(&snap);
+}
+
+/// `vmm ctl quit --snapshot FILE` on a `vmm run`: the process ends with status 0 and says
+/// where the snapshot is.
+#[test]
+fn vmm_ctl_quit_ends_the_process_and_says_where_the_snapshot_is() {
+    let sock = temp("ctl-quit-sock");
+    let snap = temp("ctl-quit-snap");
+    let mut run = Command::new(vmm_binary())
+        .args([
+            "run",
+            "--memory",
+            "16",
+            "--max-insns",
+            "4000000000",
+            "--kernel",
+        ])
+        .arg(guest("sbi_ctr_spin"))
+        .arg("--api-sock")
+        .arg(&sock)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(Client::connect(&sock));
+    let ctl = Command::new(vmm_binary())
+        .args(["ctl", "--api-sock"])
+        .arg(&sock)
+        .args(["quit", "--snapshot"])
+        .arg(&snap)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&ctl.stdout);
+    assert!(
+        ctl.status.success(),
+        "{said} {}",
+        String::from_utf8_lossy(&ctl.stderr)
+    );
+    assert!(
+        said.contains("the VM stopped after writing a snapshot to"),
+        "{said}"
+    );
+    let out = run.wait_with_output_timeout();
+    assert_eq!(out.0, Some(0), "{}", out.1);
+    assert!(
+        out.1.contains("stopped through the control socket"),
+        "{}",
+        out.1
+    );
+    assert!(out.1.contains(&snap.display().to_string()), "{}", out.1);
+    assert!(vmm::snapshot::read(&snap).is_ok());
+    let _ = std::fs::remove_file(&snap);
+}
+
+trait WaitBounded {
+    /// The exit status and stderr, killing the process after 60 s.
+    fn wait_with_output_timeout(&mut self) -> (Option<i32>, String);
+}
+
+impl WaitBounded for std::process::Child {
+    fn wait_with_output_timeout(&mut self) -> (Option<i32>, String) {
+        use std::io::Read;
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        let status = loop {
+            if let Some(s) = self.try_wait().unwrap() {
+                break s.code();
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = self.kill();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let mut err = String::new();
+        if let Some(mut e) = self.stderr.take() {
+            let _ = e.read_to_string(&mut err);
+        }
+        (status, err)
+    }
+}

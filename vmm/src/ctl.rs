@@ -32,6 +32,11 @@ pub enum CtlRequest {
         /// The guest's pause budget (the VMM's default when `None`).
         max_downtime_ms: Option<u64>,
     },
+    /// `quit [--snapshot FILE]`
+    Quit {
+        /// The snapshot to write first.
+        snapshot: Option<String>,
+    },
 }
 
 /// Why `vmm ctl` failed.
@@ -74,6 +79,10 @@ impl CtlRequest {
                 to,
                 max_downtime_ms: Some(ms),
             } => json!({"cmd": "migrate", "to": to, "max_downtime_ms": ms}),
+            CtlRequest::Quit { snapshot: None } => json!({"cmd": "quit"}),
+            CtlRequest::Quit {
+                snapshot: Some(path),
+            } => json!({"cmd": "quit", "snapshot": path}),
         }
     }
 }
@@ -113,6 +122,13 @@ pub fn render(request: &CtlRequest, answer: &Value) -> Result<String, String> {
                 u(&answer["bytes"])
             )
         }
+        CtlRequest::Quit { snapshot: None } => "the VM stopped\n".to_string(),
+        CtlRequest::Quit {
+            snapshot: Some(path),
+        } => format!(
+            "the VM stopped after writing a snapshot to {path} ({} bytes)\n",
+            u(&answer["bytes"])
+        ),
         CtlRequest::Migrate { to, .. } => format!(
             "the VM moved to {to}: {:.1} ms in all, the guest paused for {:.1} ms, {} bytes in \
              {} round(s){}\n",

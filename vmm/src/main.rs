@@ -112,6 +112,12 @@ enum CtlCommand {
         #[arg(long, value_name = "MS")]
         max_downtime_ms: Option<u64>,
     },
+    /// Stop the VM (the vmm process ends with status 0), writing a snapshot first if asked
+    Quit {
+        /// Write a snapshot of the VM to FILE first (for `vmm restore`)
+        #[arg(long, value_name = "FILE")]
+        snapshot: Option<String>,
+    },
 }
 
 /// `vmm receive`'s flags: where to listen, `--paused`, and the flags of `vmm restore`.
@@ -582,8 +588,29 @@ fn report(result: Result<(RunExit, runner::RunStats), vmm::Error>, stats_wanted:
             if let Some(message) = exit.failure_message() {
                 eprintln!("vmm: {message}");
             }
-            if let RunExit::Migrated { to } = &exit {
-                eprintln!("vmm: the VM moved to {to}; it goes on there");
+            match &exit {
+                RunExit::Migrated { to } => {
+                    eprintln!("vmm: the VM moved to {to}; it goes on there")
+                }
+                RunExit::Stopped { snapshot: None } => {
+                    eprintln!("vmm: the VM was stopped through the control socket")
+                }
+                RunExit::Stopped {
+                    snapshot: Some(path),
+                } => eprintln!(
+                    "vmm: the VM was stopped through the control socket after writing a \
+                     snapshot to {} (vmm restore --snapshot {} continues it)",
+                    path.display(),
+                    path.display()
+                ),
+                _ => {}
+            }
+            if let Some(path) = &stats.snapshot_written {
+                eprintln!(
+                    "vmm: snapshot written to {} (vmm restore --snapshot {} continues it)",
+                    path.display(),
+                    path.display()
+                );
             }
             if stats_wanted {
                 eprintln!(
@@ -681,6 +708,7 @@ fn ctl(args: CtlArgs) -> ExitCode {
             to,
             max_downtime_ms,
         },
+        CtlCommand::Quit { snapshot } => CtlRequest::Quit { snapshot },
     };
     if let CtlRequest::Migrate { to, .. } = &request {
         eprintln!("vmm ctl: moving the VM to {to} ...");

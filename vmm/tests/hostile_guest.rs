@@ -428,8 +428,10 @@ fn run_seed(seed: u64) -> Result<Outcome, String> {
                     return Err(format!("seed {seed}: timed out without a --timeout"))
                 }
                 RunExit::Quit => "quit".to_string(),
-                RunExit::Migrated { .. } => {
-                    return Err(format!("seed {seed}: migrated without a control socket"))
+                RunExit::Migrated { .. } | RunExit::Stopped { .. } => {
+                    return Err(format!(
+                        "seed {seed}: ended through a control socket it does not have"
+                    ))
                 }
             };
             Ok(Outcome {

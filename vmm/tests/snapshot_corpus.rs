@@ -311,6 +311,15 @@ fn write_corpus(dir: &Path) {
             Box::new(|s| s.memory_mib = (1 << 44) + 4),
         ),
         ("hsm-7", Box::new(|s| s.vcpus[1].hsm = 7)),
+        (
+            "ctr-context-depth-5",
+            Box::new(|s| s.vcpus[0].ctr.context.depth = 5),
+        ),
+        // A loaded context is the guest's even if the flag says it never touched CTR.
+        (
+            "ctr-untouched-loaded",
+            Box::new(|s| s.vcpus[0].ctr.touched = false),
+        ),
         ("stopped-and-idle", Box::new(|s| s.vcpus[1].idle = Some(5))),
         ("hart-id-swapped", Box::new(|s| s.vcpus[1].hart.hart_id = 0)),
         ("no-vcpu", Box::new(|s| s.vcpus.clear())),

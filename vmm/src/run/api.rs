@@ -12,7 +12,8 @@
 //! | `{"cmd":"resume"}` | they run again (refused when not paused) |
 //! | `{"cmd":"snapshot","path":"FILE"}` | a snapshot of the whole VM written to FILE (`vmm restore --snapshot FILE`); `bytes`: its size |
 //! | `{"cmd":"stats"}` | `instructions` executed by all vCPUs, the exit counts summed over them (`exits`), and per vCPU (`vcpus`): `instructions`, `pc`, `hsm` (`started`, `stopped`, `start-pending`), `wfi` (waits in WFI), `on_hart` (`false`: parked by `--pcpus`) |
-//! | `{"cmd":"migrate","to":"unix:PATH"}` (or `"tcp:HOST:PORT"`; optional `"max_downtime_ms"`, default 30) | the VM moves to the `vmm receive` listening there (`run/migrate.rs`); answered once the destination holds it: `to`, `total_ms`, `downtime_ms`, `rounds`, `bytes`; then this VMM's run ends (exit status 0). On failure `ok:false` names the cause and the VM goes on here as if nothing had happened |
+//! | `{"cmd":"migrate","to":"unix:PATH"}` (or `"tcp:HOST:PORT"`; optional `"max_downtime_ms"`, default 30) | the VM moves to the `vmm receive` listening there (`run/migrate.rs`); answered once the destination holds it: `to`, `total_ms`, `downtime_ms`, `rounds`, `precopy`, `bytes`; then this VMM's run ends (exit status 0). On failure `ok:false` names the cause and the VM goes on here as if nothing had happened |
+//! | `{"cmd":"quit"}` (optional `"snapshot":"PATH"`) | every vCPU stops between two instructions, the snapshot (if asked) is written, and the run ends (exit status 0; `vmm` says so, and where the snapshot is); answered `{"ok":true}` (with `snapshot` and `bytes`). If the snapshot cannot be written the VM goes on and `ok:false` says why |
 //! | `{"cmd":"ctr-dump","vcpu":N}` | vCPU N's CTR (default 0, wherever it is): `depth`, `wrptr`, `frozen`, `loaded`, and `records` youngest first (`source`, `target`, `type`, `cycles` or null) |
 //!
 //! Connections are served concurrently, a thread each, at most [`MAX_CONNECTIONS`] at once
@@ -447,6 +448,18 @@ impl Server {
                 };
                 self.migrate(&to, paused, max_downtime)
             }
+            "quit" => {
+                let snapshot = match body.get("snapshot") {
+                    None => None,
+                    Some(Value::String(p)) if !p.is_empty() => Some(PathBuf::from(p)),
+                    Some(v) => {
+                        return error(format!(
+                            "\"snapshot\" must be the path of the file to write, not {v}"
+                        ))
+                    }
+                };
+                self.quit(snapshot, paused)
+            }
             "stats" => self.while_paused(|views| self.stats(views, paused)),
             "ctr-dump" => {
                 let vcpu = match body.get("vcpu") {
@@ -475,7 +488,7 @@ impl Server {
             }
             "" => error("a request is a JSON object with a \"cmd\" string"),
             other => error(format!(
-                "unknown command {other:?} (pause, resume, snapshot, stats, ctr-dump, migrate)"
+                "unknown command {other:?} (pause, resume, snapshot, stats, ctr-dump, migrate, quit)"
             )),
         }
     }
@@ -521,6 +534,48 @@ impl Server {
                 ))
             }
         }
+    }
+
+    /// `quit`: stops every vCPU between two instructions, writes `snapshot` if asked, and
+    /// ends the run ([`super::RunExit::Stopped`], exit status 0). If the snapshot cannot be
+    /// written the VM goes on as before (paused if it was) and the answer says why.
+    fn quit(&self, snapshot: Option<PathBuf>, was_paused: bool) -> Value {
+        let parked = if was_paused {
+            self.ctl.wait_parked(false)
+        } else {
+            self.ctl.pause()
+        };
+        if let Err(e) = parked {
+            return error(e);
+        }
+        let mut answer = json!({ "ok": true });
+        if let Some(path) = &snapshot {
+            let written = self.ctl.with_views(|views| {
+                let vcpus = all_vcpus(views)
+                    .map(|v| (v.state.clone(), v.ctr.snapshot(), v.pmu.clone()))
+                    .collect();
+                self.common.write_snapshot(path, vcpus)
+            });
+            match written {
+                Some(Ok(())) => {
+                    answer["snapshot"] = json!(path);
+                    answer["bytes"] = json!(std::fs::metadata(path).map(|m| m.len()).unwrap_or(0));
+                }
+                failed => {
+                    if !was_paused {
+                        self.ctl.resume();
+                    }
+                    let why = match failed {
+                        Some(Err(e)) => e.to_string(),
+                        _ => "the VM has ended".to_string(),
+                    };
+                    return error(format!("quit: the snapshot failed: {why}; the VM goes on"));
+                }
+            }
+        }
+        self.common.input.stopped(snapshot);
+        self.ctl.end_parked();
+        answer
     }
 
     /// `f` of every hart instance's vCPUs, pausing a running VM for it (and resuming it

@@ -60,8 +60,17 @@ pub struct InputQueue {
     bytes: Arc<Mutex<VecDeque<u8>>>,
     /// Set when the user asked to end the run (Ctrl-A x on a terminal).
     quit: Arc<AtomicBool>,
-    /// Where the VM went when a migration ended the run (set before `quit`).
-    moved_to: Arc<Mutex<Option<String>>>,
+    /// How the control socket ended the run, when it did (set before `quit`).
+    ended_by_socket: Arc<Mutex<Option<SocketEnd>>>,
+}
+
+/// How the control socket ended a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum SocketEnd {
+    /// A migration handed the VM to `unix:PATH` or `tcp:HOST:PORT`.
+    Moved(String),
+    /// A `quit` request stopped it (after writing this snapshot, if any).
+    Stopped(Option<std::path::PathBuf>),
 }
 
 impl InputQueue {
@@ -98,14 +107,34 @@ impl InputQueue {
     /// Ends the run because the VM now runs at `to` (a migration succeeded): every vCPU
     /// thread ends at its next check, as for Ctrl-A x, with [`super::RunExit::Migrated`].
     pub(crate) fn moved(&self, to: String) {
-        *self.moved_to.lock().unwrap_or_else(|e| e.into_inner()) = Some(to);
+        self.end_by_socket(SocketEnd::Moved(to));
+    }
+
+    /// Ends the run because the control socket's `quit` asked (having written `snapshot`,
+    /// if any): [`super::RunExit::Stopped`].
+    pub(crate) fn stopped(&self, snapshot: Option<std::path::PathBuf>) {
+        self.end_by_socket(SocketEnd::Stopped(snapshot));
+    }
+
+    fn end_by_socket(&self, end: SocketEnd) {
+        *self
+            .ended_by_socket
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(end);
         self.quit.store(true, Ordering::Release);
     }
 
     /// How a run ended by [`InputQueue::quit_requested`] ends.
     pub(crate) fn quit_exit(&self) -> super::RunExit {
-        match &*self.moved_to.lock().unwrap_or_else(|e| e.into_inner()) {
-            Some(to) => super::RunExit::Migrated { to: to.clone() },
+        match &*self
+            .ended_by_socket
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+        {
+            Some(SocketEnd::Moved(to)) => super::RunExit::Migrated { to: to.clone() },
+            Some(SocketEnd::Stopped(snapshot)) => super::RunExit::Stopped {
+                snapshot: snapshot.clone(),
+            },
             None => super::RunExit::Quit,
         }
     }

@@ -159,6 +159,11 @@ pub enum RunExit {
         /// Where it went (`unix:PATH` or `tcp:HOST:PORT`).
         to: String,
     },
+    /// The control socket's `quit` stopped the VM: exit status 0.
+    Stopped {
+        /// The snapshot written first, if the request asked for one.
+        snapshot: Option<PathBuf>,
+    },
 }
 
 impl RunExit {
@@ -170,7 +175,7 @@ impl RunExit {
             RunExit::Reset(r) => r.exit_code() as u8,
             RunExit::BudgetExhausted { .. } | RunExit::TimedOut { .. } => 124,
             RunExit::Quit => EXIT_QUIT,
-            RunExit::Migrated { .. } => 0,
+            RunExit::Migrated { .. } | RunExit::Stopped { .. } => 0,
         }
     }
 
@@ -193,7 +198,7 @@ impl RunExit {
                 limit.as_secs_f64()
             )),
             RunExit::Quit => Some("the VM was killed by the user (Ctrl-A x)".to_string()),
-            RunExit::Migrated { .. } => None,
+            RunExit::Migrated { .. } | RunExit::Stopped { .. } => None,
         }
     }
 }
@@ -247,11 +252,12 @@ pub(crate) fn run_vm(mut vm: GuestVm, input: ConsoleInput) -> Result<(RunExit, R
     let start = Instant::now();
     let exit = vm.run();
     let _ = vm.uart().console().flush();
+    let mut snapshot_written = None;
     if let (Some(path), Ok(RunExit::BudgetExhausted { .. } | RunExit::TimedOut { .. })) =
         (&vm.snapshot_on_stop, &exit)
     {
         vm.write_snapshot(path)?;
-        log::info!("snapshot written to {}", path.display());
+        snapshot_written = Some(path.clone());
     }
     let stats = RunStats {
         instructions: vm.executed().saturating_sub(before),
@@ -260,6 +266,7 @@ pub(crate) fn run_vm(mut vm: GuestVm, input: ConsoleInput) -> Result<(RunExit, R
         exits: vm.stats.clone(),
         switches: vm.switch_counts.clone(),
         translated_blocks: vm.translated_blocks(),
+        snapshot_written,
     };
     Ok((exit?, stats))
 }

@@ -500,6 +500,8 @@ pub struct RunStats {
     pub switches: Vec<u64>,
     /// Blocks translated to host code by all harts (`--jit`).
     pub translated_blocks: u64,
+    /// Where `--snapshot-on-stop` wrote the VM when the run stopped, if it did.
+    pub snapshot_written: Option<std::path::PathBuf>,
 }
 
 impl RunStats {
