@@ -278,3 +278,111 @@ fn perf_record_samples_every_period_without_snapshot() {
     );
     assert_eq!(stats.exits.get("interrupt LCOFI spurious"), 0);
 }
+
+/// The Debian guest moves live to another VMM (in this process, over a UNIX socket) while
+/// `perf record` samples `md5sum` (counters counting, LCOFIs arriving): the job finishes on
+/// the destination with its samples, and since time is virtual the consoles together print
+/// exactly what an undisturbed boot prints, sample count and report included.
+#[test]
+fn perf_record_goes_on_across_a_live_migration() {
+    use std::io::{BufRead, BufReader, Write};
+    use vmm::run::migrate::{Endpoint, Receiver};
+    use vmm::run::snapshot::RestoreConfig;
+    use vmm::run::GuestVm;
+    use vmm_tests::SharedBuf;
+
+    let cmd = [
+        "cd /tmp".to_string(),
+        "echo '=== record'".to_string(),
+        format!(
+            "perf record -o /tmp/i.data -e instructions -c {PERIOD} sh -c 'for i in 1 2 3; do \
+             busybox md5sum /usr/bin/perf; done' 2>&1 >/dev/null"
+        ),
+        "echo '=== report'".to_string(),
+        "perf report -i /tmp/i.data --stdio --sort comm 2>/dev/null | cat".to_string(),
+        "echo '=== end'".to_string(),
+    ]
+    .join("; ");
+    let guest = linux_guest();
+    let config = |api: Option<std::path::PathBuf>| {
+        let mut c = RunConfig::new(&guest.kernel);
+        c.initrd = Some(guest.initrd_perf.clone());
+        c.cmdline = format!("{BASE_CMDLINE} vmmcmd=\"{cmd}\"");
+        c.memory_mib = PERF_MEMORY_MIB;
+        c.max_insns = Some(PERF_BUDGET);
+        c.timeout = Some(PERF_TIMEOUT);
+        c.api_sock = api;
+        c
+    };
+    let (exit, _, straight) = linux_kit::boot(&config(None));
+    assert_workload_passed(&exit, &straight, "the undisturbed run");
+    assert!(record_samples(section(&straight, "record")) > 0);
+
+    let api = test_support::temp_path("vmm-linux-migrate", "api");
+    let (out_a, out_b) = (SharedBuf::default(), SharedBuf::default());
+    let vm = GuestVm::new(&config(Some(api.clone())), Box::new(out_a.clone())).unwrap();
+    let source = std::thread::spawn(move || {
+        let mut vm = vm;
+        vm.run()
+    });
+    let receiver = Receiver::bind(&Endpoint::Unix(test_support::temp_path(
+        "vmm-linux-migrate",
+        "dest.sock",
+    )))
+    .unwrap();
+    let to = receiver.endpoint();
+    let options = RestoreConfig {
+        max_insns: Some(PERF_BUDGET),
+        timeout: Some(PERF_TIMEOUT),
+        ..RestoreConfig::default()
+    };
+    let dest_out = out_b.clone();
+    let destination = std::thread::spawn(move || {
+        let mut vm = receiver.accept(&options, Box::new(dest_out))?;
+        vm.run()
+    });
+    // Once perf record runs (its first line is out), the VM moves.
+    let start = std::time::Instant::now();
+    while !out_a.text().contains("\n=== record") {
+        assert!(
+            start.elapsed() < PERF_TIMEOUT && !source.is_finished(),
+            "the guest never reached perf record:\n{}",
+            out_a.text()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let conn = std::os::unix::net::UnixStream::connect(&api).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(600)))
+        .unwrap();
+    writeln!(&conn, "{{\"cmd\":\"migrate\",\"to\":\"{to}\"}}").unwrap();
+    let mut answer = String::new();
+    BufReader::new(&conn).read_line(&mut answer).unwrap();
+    eprintln!("Linux hop during perf record: {answer}");
+    assert!(answer.contains("\"ok\":true"), "{answer}");
+    let left = source.join().unwrap().unwrap();
+    assert!(
+        matches!(left, vmm::run::RunExit::Migrated { .. }),
+        "{left:?}"
+    );
+    let end = destination.join().unwrap().unwrap();
+    let before = out_a.text().replace("\r\n", "\n");
+    let after = out_b.text().replace("\r\n", "\n");
+    let together = format!("{before}{after}");
+    assert_workload_passed(&end, &together, "the migrated run");
+    assert!(
+        !after.contains("=== record") && after.contains("=== report"),
+        "the hop was not during perf record:\n--- before\n{before}\n--- after\n{after}"
+    );
+    let samples = record_samples(section(&together, "record"));
+    // 3 x md5sum of 3.4 MB at about 18 instructions a byte: well over a thousand samples.
+    assert!(samples > 1000, "{together}");
+    assert!(
+        section(&together, "report")
+            .contains(&format!("# Event count (approx.): {}", samples * PERIOD)),
+        "{together}"
+    );
+    assert_eq!(
+        together, straight,
+        "the migrated boot printed something else"
+    );
+}
