@@ -134,8 +134,9 @@ fn a_ctr_guest_hops_three_times_and_prints_what_an_undisturbed_run_prints() {
     );
     let mut api_a = Client::connect(&apis[0]);
     std::thread::sleep(Duration::from_millis(20));
-    // No downtime budget: pre-copy rounds go on while the guest runs and writes, until the
-    // round limit; every page it wrote in between must arrive (its memory hashes say so).
+    // No downtime budget: pre-copy rounds go on while the guest runs and writes, until no
+    // page is dirty or the round limit (30 here, as a rule); every page it wrote in between
+    // must arrive (its memory hashes say so).
     let hop = api_a.send(&format!(
         "{{\"cmd\":\"migrate\",\"to\":\"{to_b}\",\"max_downtime_ms\":0}}"
     ));
@@ -144,7 +145,7 @@ fn a_ctr_guest_hops_three_times_and_prints_what_an_undisturbed_run_prints() {
     match migrate::precopy_supported() {
         Ok(()) => {
             assert_eq!(hop["precopy"], true, "{hop}");
-            assert!(hop["rounds"].as_u64().unwrap() > 2, "{hop}");
+            assert!(hop["rounds"].as_u64().unwrap() >= 2, "{hop}");
         }
         Err(e) => {
             eprintln!("NOTE: this host cannot track writes ({e}): the hop was a stop-and-copy");
