@@ -437,10 +437,22 @@ fn pause_when(api: &mut Client, ready: impl Fn(&Value) -> bool) -> Value {
 /// both CTR dumps are the same after the hop and the run ends as a run straight through.
 #[test]
 fn two_vcpus_move_to_one_hart_instance_with_their_ctr_and_pending_input() {
+    two_vcpus_hop(None, Some(1));
+}
+
+/// The same, the other way: from both vCPUs on one hart instance (`--pcpus 1`, vCPU 1 off
+/// its hart while it waits) to a hart instance each.
+#[test]
+fn two_vcpus_move_from_one_hart_instance_to_one_each() {
+    two_vcpus_hop(Some(1), None);
+}
+
+fn two_vcpus_hop(source_pcpus: Option<u64>, destination_pcpus: Option<u64>) {
     let config = |api: Option<PathBuf>| {
         let mut c = RunConfig::new(guest("sbi_ctr_pause"));
         c.memory_mib = 32;
         c.vcpus = 2;
+        c.pcpus = source_pcpus;
         c.max_insns = Some(2_000_000_000);
         c.api_sock = api;
         c
@@ -454,7 +466,8 @@ fn two_vcpus_move_to_one_hart_instance_with_their_ctr_and_pending_input() {
     .unwrap();
     assert_eq!(exit.exit_code(), 0, "{exit:?}\n{}", straight.text());
 
-    let (api_a, api_b) = (temp("smp-a"), temp("smp-b"));
+    let tag = format!("{source_pcpus:?}-{destination_pcpus:?}");
+    let (api_a, api_b) = (temp(&format!("smp-a-{tag}")), temp(&format!("smp-b-{tag}")));
     let (out_a, out_b) = (SharedBuf::default(), SharedBuf::default());
     let vm = GuestVm::new(&config(Some(api_a.clone())), Box::new(out_a.clone())).unwrap();
     let input = vm.input().clone();
@@ -474,10 +487,15 @@ fn two_vcpus_move_to_one_hart_instance_with_their_ctr_and_pending_input() {
     // Input typed while paused travels with the VM.
     input.push(b"23");
     let options = RestoreConfig {
-        pcpus: Some(1),
+        pcpus: destination_pcpus,
         ..dest_options(&api_b, true)
     };
-    let (to_b, b) = destination(&Endpoint::Unix(temp("smp-b.sock")), options, &out_b);
+    let tag = format!("{source_pcpus:?}-{destination_pcpus:?}");
+    let (to_b, b) = destination(
+        &Endpoint::Unix(temp(&format!("smp-b-{tag}.sock"))),
+        options,
+        &out_b,
+    );
     ok(&client_a.migrate(&to_b));
     moved(a, &to_b);
     let mut client_b = Client::connect(&api_b);
