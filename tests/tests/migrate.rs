@@ -538,6 +538,10 @@ fn vmm_ctl_pauses_dumps_and_migrates() {
     let (out_a, out_b) = (SharedBuf::default(), SharedBuf::default());
     let a = source(&api_a, &out_a);
     Client::connect(&api_a);
+    // Once the guest has selected depth 64 (it says so).
+    while !out_a.text().contains("64 entries") {
+        std::thread::sleep(Duration::from_millis(2));
+    }
     let (code, text, _) = ctl(&api_a, &["pause"]);
     assert_eq!((code, text.as_str()), (Some(0), "paused\n"));
     let (code, text, _) = ctl(&api_a, &["stats"]);
@@ -693,4 +697,79 @@ fn a_guest_that_never_touched_ctr_moves_to_a_host_without_its_reset_depth() {
     let end = b.join().unwrap().unwrap();
     assert!(end.is_clean_shutdown(), "{end:?}");
     assert_eq!(out_a.text() + &out_b.text(), straight.text());
+}
+
+/// Four vCPUs (`sbi_ctr_smp`: two of them record CTR at once, IPIs, remote fences, HSM;
+/// vCPUs 2 and 3 never started) taking turns on one hart instance move, paused exactly a
+/// third of the way through, to a hart instance each: the consoles together print what a run straight
+/// through prints.
+#[test]
+fn four_vcpus_on_one_hart_instance_move_to_one_each() {
+    let config = |api: Option<PathBuf>| {
+        let mut c = RunConfig::new(guest("sbi_ctr_smp"));
+        c.memory_mib = 32;
+        c.vcpus = 4;
+        c.pcpus = Some(1);
+        c.slice_insns = 500;
+        c.max_insns = Some(BUDGET);
+        c.api_sock = api;
+        c
+    };
+    let straight = SharedBuf::default();
+    let (exit, stats) = run_kernel(
+        &config(None),
+        Box::new(straight.clone()),
+        ConsoleInput::None,
+    )
+    .unwrap();
+    assert_eq!(exit.exit_code(), 0, "{exit:?}\n{}", straight.text());
+    let third = stats.instructions / 3;
+
+    // The guest runs for a few milliseconds: the source is cut at exactly a third of the
+    // way (its instruction budget), then held paused on its control socket, and moves.
+    let (api_a, api_b) = (temp("four-a"), temp("four-b"));
+    let (out_a, out_b) = (SharedBuf::default(), SharedBuf::default());
+    let mut cut = config(None);
+    cut.max_insns = Some(third);
+    let mut first = GuestVm::new(&cut, Box::new(out_a.clone())).unwrap();
+    let exit = first.run().unwrap();
+    assert!(matches!(exit, RunExit::BudgetExhausted { .. }), "{exit:?}");
+    let (state, memory) = first.snapshot().unwrap();
+    let source_options = RestoreConfig {
+        pcpus: Some(1),
+        slice_insns: 500,
+        ..dest_options(&api_a, true)
+    };
+    let vm = GuestVm::from_snapshot(
+        &vmm::snapshot::Snapshot { state, memory },
+        &source_options,
+        Box::new(out_a.clone()),
+    )
+    .unwrap();
+    let a = std::thread::spawn(move || {
+        let mut vm = vm;
+        vm.run()
+    });
+    let mut client_a = Client::connect(&api_a);
+    let stats = client_a.send("{\"cmd\":\"stats\"}");
+    assert_eq!(stats["paused"], true, "{stats}");
+    assert!(stats["vcpus"].as_array().unwrap().len() == 4, "{stats}");
+    let (to_b, b) = destination(
+        &Endpoint::Unix(temp("four-b.sock")),
+        dest_options(&api_b, false),
+        &out_b,
+    );
+    ok(&client_a.migrate(&to_b));
+    moved(a, &to_b);
+    let end = b.join().unwrap().unwrap();
+    assert_eq!(end.exit_code(), 0, "{end:?}\n{}", out_b.text());
+    assert!(
+        !out_b.text().is_empty(),
+        "the hop came after the guest's last line"
+    );
+    assert_eq!(
+        without_cycles(&(out_a.text() + &out_b.text())),
+        without_cycles(&straight.text()),
+        "the consoles differ from a run straight through"
+    );
 }
