@@ -236,6 +236,31 @@ fn a_destination_without_the_guests_depth_refuses_and_the_source_goes_on() {
     assert!(out.text().is_empty(), "the destination ran something");
 }
 
+/// A destination whose hart has none of the depths the VM's guests may use is refused by
+/// the source from its HELLO, before anything is paused or sent.
+#[test]
+fn a_destination_with_no_usable_depth_is_refused_before_the_pause() {
+    let out = SharedBuf::default();
+    let (to, dest) = destination(
+        &Endpoint::Unix(temp("deep.sock")),
+        RestoreConfig {
+            host_ctr_depths: ctr_virt::DepthSet::parse("128,256").unwrap(),
+            ..RestoreConfig::default()
+        },
+        &out,
+    );
+    let message = failed_hop("deep", |c| {
+        std::thread::sleep(Duration::from_millis(20));
+        c.migrate(&to)
+    });
+    assert!(message.contains("none in common"), "{message}");
+    assert!(message.contains("[16, 32, 64]"), "{message}");
+    // The destination saw the source hang up after HELLO.
+    let e = dest.join().unwrap().unwrap_err().to_string();
+    assert!(e.contains("BEGIN") || e.contains("stream failed"), "{e}");
+    assert!(out.text().is_empty());
+}
+
 #[test]
 fn unreachable_broken_and_bad_destinations_leave_the_source_running() {
     let m = failed_hop("nobody", |c| {

@@ -312,6 +312,24 @@ pub(crate) fn send(
             caps.max_vcpus
         )));
     }
+    // A guest with CTR must find at least one depth it may use there (which one each vCPU
+    // is at is known only once paused: the destination checks that, and refuses).
+    let host_depths = caps
+        .host_ctr_depths
+        .iter()
+        .filter(|d| d.is_power_of_two() && (16..=256).contains(*d))
+        .fold(0u8, |bits, d| bits | (1 << (d.trailing_zeros() - 4)));
+    let usable = common
+        .ctr_policy
+        .guest_depths
+        .intersect(ctr_virt::DepthSet::from_bits(host_depths));
+    if common.ctr_policy.enabled && usable.is_empty() {
+        return Err(MigrateError::Refused(format!(
+            "the guest may use CTR depths {:?}, the destination's hart has {:?}: none in common",
+            common.ctr_policy.guest_depths.entries().collect::<Vec<_>>(),
+            caps.host_ctr_depths
+        )));
+    }
     // Everything checked that can be without the guest's state.
     let mut out = Sender {
         conn,

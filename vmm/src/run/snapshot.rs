@@ -332,6 +332,8 @@ pub(crate) struct VmCommon {
     pub(crate) smp: Option<Arc<Smp>>,
     /// The host hart model's CTR.
     pub(crate) host_ctr: Option<vcpu_api::ctr::CtrConfig>,
+    /// The VM's CTR policy (the same for every vCPU).
+    pub(crate) ctr_policy: ctr_virt::CtrPolicy,
 }
 
 impl VmCommon {
@@ -414,6 +416,7 @@ impl GuestVm {
             policy: self.policy,
             smp: self.smp.clone(),
             host_ctr: self.host_ctr.clone(),
+            ctr_policy: self.ctr.policy(),
         }
     }
 
