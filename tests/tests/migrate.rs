@@ -590,6 +590,12 @@ fn vmm_ctl_pauses_dumps_and_migrates() {
     );
     let (code, text, err) = ctl(&api_a, &["migrate", &to_b.to_string()]);
     assert_eq!(code, Some(0), "{err}");
+    // Progress, round by round, on stderr.
+    assert!(err.contains("vmm ctl: round 1: "), "{err}");
+    assert!(
+        err.contains("every vCPU stopped, the last pages sent"),
+        "{err}"
+    );
     assert!(
         text.starts_with(&format!("the VM moved to {to_b}: ")),
         "{text}"

@@ -74,11 +74,11 @@ impl CtlRequest {
             CtlRequest::Migrate {
                 to,
                 max_downtime_ms: None,
-            } => json!({"cmd": "migrate", "to": to}),
+            } => json!({"cmd": "migrate", "to": to, "progress": true}),
             CtlRequest::Migrate {
                 to,
                 max_downtime_ms: Some(ms),
-            } => json!({"cmd": "migrate", "to": to, "max_downtime_ms": ms}),
+            } => json!({"cmd": "migrate", "to": to, "max_downtime_ms": ms, "progress": true}),
             CtlRequest::Quit { snapshot: None } => json!({"cmd": "quit"}),
             CtlRequest::Quit {
                 snapshot: Some(path),
@@ -87,8 +87,13 @@ impl CtlRequest {
     }
 }
 
-/// Sends `request` on the control socket at `path` and returns the answer.
-pub fn send(path: &Path, request: &CtlRequest) -> Result<Value, CtlError> {
+/// Sends `request` on the control socket at `path` and returns the answer; progress lines
+/// the VMM sends before it (a migration's rounds) go to `on_progress`.
+pub fn send(
+    path: &Path,
+    request: &CtlRequest,
+    on_progress: &mut dyn FnMut(&Value),
+) -> Result<Value, CtlError> {
     let conn = UnixStream::connect(path).map_err(|source| CtlError::Connect {
         path: path.display().to_string(),
         source,
@@ -96,12 +101,42 @@ pub fn send(path: &Path, request: &CtlRequest) -> Result<Value, CtlError> {
     conn.set_read_timeout(Some(ANSWER_TIMEOUT))?;
     let mut writer = conn.try_clone()?;
     writeln!(writer, "{}", request.body())?;
-    let mut line = String::new();
-    BufReader::new(conn).read_line(&mut line)?;
-    if line.is_empty() {
-        return Err(CtlError::NoAnswer);
+    let mut reader = BufReader::new(conn);
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line)?;
+        if line.is_empty() {
+            return Err(CtlError::NoAnswer);
+        }
+        let value: Value = serde_json::from_str(line.trim())
+            .map_err(|_| CtlError::NotJson(line.trim().to_string()))?;
+        if value.get("progress").is_some() {
+            on_progress(&value);
+        } else {
+            return Ok(value);
+        }
     }
-    serde_json::from_str(line.trim()).map_err(|_| CtlError::NotJson(line.trim().to_string()))
+}
+
+/// A progress line as text for a person.
+pub fn render_progress(p: &Value) -> String {
+    let u = |v: &Value| v.as_u64().unwrap_or(0);
+    if p["paused"] == true {
+        format!(
+            "round {}: every vCPU stopped, the last pages sent ({} pages, {:.1} MB in all)",
+            u(&p["round"]),
+            u(&p["pages"]),
+            u(&p["bytes"]) as f64 / 1e6
+        )
+    } else {
+        format!(
+            "round {}: {} pages ({:.1} MB) sent, {} dirty since",
+            u(&p["round"]),
+            u(&p["pages"]),
+            u(&p["bytes"]) as f64 / 1e6,
+            u(&p["dirty"])
+        )
+    }
 }
 
 /// The answer as text for a person: `Err` with the VMM's error for `ok:false`.

@@ -713,7 +713,10 @@ fn ctl(args: CtlArgs) -> ExitCode {
     if let CtlRequest::Migrate { to, .. } = &request {
         eprintln!("vmm ctl: moving the VM to {to} ...");
     }
-    let answer = match vmm::ctl::send(&args.api_sock, &request) {
+    let mut progress = |p: &serde_json::Value| {
+        eprintln!("vmm ctl: {}", vmm::ctl::render_progress(p));
+    };
+    let answer = match vmm::ctl::send(&args.api_sock, &request, &mut progress) {
         Ok(a) => a,
         Err(e) => {
             eprintln!("vmm ctl: {e}");

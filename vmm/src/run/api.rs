@@ -12,7 +12,7 @@
 //! | `{"cmd":"resume"}` | they run again (refused when not paused) |
 //! | `{"cmd":"snapshot","path":"FILE"}` | a snapshot of the whole VM written to FILE (`vmm restore --snapshot FILE`); `bytes`: its size |
 //! | `{"cmd":"stats"}` | `instructions` executed by all vCPUs, the exit counts summed over them (`exits`), and per vCPU (`vcpus`): `instructions`, `pc`, `hsm` (`started`, `stopped`, `start-pending`), `wfi` (waits in WFI), `on_hart` (`false`: parked by `--pcpus`) |
-//! | `{"cmd":"migrate","to":"unix:PATH"}` (or `"tcp:HOST:PORT"`; optional `"max_downtime_ms"`, default 30) | the VM moves to the `vmm receive` listening there (`run/migrate.rs`); answered once the destination holds it: `to`, `total_ms`, `downtime_ms`, `rounds`, `precopy`, `bytes`; then this VMM's run ends (exit status 0). On failure `ok:false` names the cause and the VM goes on here as if nothing had happened |
+//! | `{"cmd":"migrate","to":"unix:PATH"}` (or `"tcp:HOST:PORT"`; optional `"max_downtime_ms"`, default 30; optional `"progress":true`: a line `{"progress":"migrate","round","pages","bytes","dirty","paused"}` after each round, before the answer) | the VM moves to the `vmm receive` listening there (`run/migrate.rs`); answered once the destination holds it: `to`, `total_ms`, `downtime_ms`, `rounds`, `precopy`, `bytes`; then this VMM's run ends (exit status 0). On failure `ok:false` names the cause and the VM goes on here as if nothing had happened |
 //! | `{"cmd":"quit"}` (optional `"snapshot":"PATH"`) | every vCPU stops between two instructions, the snapshot (if asked) is written, and the run ends (exit status 0; `vmm` says so, and where the snapshot is); answered `{"ok":true}` (with `snapshot` and `bytes`). If the snapshot cannot be written the VM goes on and `ok:false` says why |
 //! | `{"cmd":"ctr-dump","vcpu":N}` | vCPU N's CTR (default 0, wherever it is): `depth`, `wrptr`, `frozen`, `loaded`, and `records` youngest first (`source`, `target`, `type`, `cycles` or null) |
 //!
@@ -93,7 +93,9 @@ impl Default for Limits {
 }
 
 /// What executes a request against the VM (called with the VM's lock held).
-type Execute = Box<dyn FnMut(&Value) -> Value + Send>;
+/// Executes a request; may report progress lines (each written to the client before the
+/// answer) through its second argument.
+type Execute = Box<dyn FnMut(&Value, &mut dyn FnMut(&Value)) -> Value + Send>;
 
 /// Why no request line was read.
 #[derive(Debug, thiserror::Error)]
@@ -159,7 +161,7 @@ impl VmApi {
         VmApi::listen(
             path,
             Limits::default(),
-            Box::new(move |body| server.answer(body)),
+            Box::new(move |body, progress| server.answer(body, progress)),
         )
     }
 
@@ -317,7 +319,12 @@ impl Shared {
         if peer_gone(conn) {
             return None;
         }
-        Some(vm(&body))
+        // Progress lines go out as they come (a client that has gone does not stop the
+        // request: its answer is dropped as any other's).
+        let mut progress = |line: &Value| {
+            let _ = writeln!(&*conn, "{line}");
+        };
+        Some(vm(&body, &mut progress))
     }
 }
 
@@ -395,7 +402,7 @@ struct Server {
 
 impl Server {
     /// The answer to one request (arguments are checked before anything is paused).
-    fn answer(&self, body: &Value) -> Value {
+    fn answer(&self, body: &Value, progress: &mut dyn FnMut(&Value)) -> Value {
         let cmd = body.get("cmd").and_then(Value::as_str).unwrap_or("");
         let paused = self.ctl.is_paused();
         match cmd {
@@ -446,7 +453,14 @@ impl Server {
                         }
                     },
                 };
-                self.migrate(&to, paused, max_downtime)
+                let report = body.get("progress") == Some(&Value::Bool(true));
+                let mut none = |_: &Value| {};
+                self.migrate(
+                    &to,
+                    paused,
+                    max_downtime,
+                    if report { progress } else { &mut none },
+                )
             }
             "quit" => {
                 let snapshot = match body.get("snapshot") {
@@ -496,7 +510,13 @@ impl Server {
     /// `migrate`: moves the VM to `to` (`run/migrate.rs`). On success every vCPU thread ends
     /// without running another instruction and the run ends with
     /// [`super::RunExit::Migrated`]; on failure the VM goes on as before (paused if it was).
-    fn migrate(&self, to: &Endpoint, was_paused: bool, max_downtime: Duration) -> Value {
+    fn migrate(
+        &self,
+        to: &Endpoint,
+        was_paused: bool,
+        max_downtime: Duration,
+        progress: &mut dyn FnMut(&Value),
+    ) -> Value {
         let ctl = &self.ctl;
         let mut pause = || -> Result<Vec<VcpuSaved>, String> {
             if was_paused {
@@ -511,7 +531,23 @@ impl Server {
             })
             .ok_or_else(|| "the VM has ended".to_string())
         };
-        match migrate::send(to, &self.common, self.vcpus, max_downtime, &mut pause) {
+        match migrate::send(
+            to,
+            &self.common,
+            self.vcpus,
+            max_downtime,
+            &mut pause,
+            &mut |p: migrate::Progress| {
+                progress(&json!({
+                    "progress": "migrate",
+                    "round": p.round,
+                    "pages": p.pages,
+                    "bytes": p.bytes,
+                    "dirty": p.dirty,
+                    "paused": p.paused,
+                }))
+            },
+        ) {
             Ok((report, _)) => {
                 self.common.input.moved(to.to_string());
                 self.ctl.end_parked();
@@ -741,7 +777,7 @@ mod tests {
         let api = VmApi::listen(
             &path,
             limits,
-            Box::new(move |body| {
+            Box::new(move |body, _| {
                 let cmd = body["cmd"].as_str().unwrap_or("").to_string();
                 log.lock().unwrap().push(cmd);
                 json!({ "ok": true })
@@ -879,7 +915,7 @@ mod tests {
         let api = VmApi::listen(
             &path,
             Limits::default(),
-            Box::new(move |_| {
+            Box::new(move |_, _| {
                 let _ = entered.send(());
                 let _ = wait_go.lock().unwrap().recv_timeout(BOUND);
                 json!({ "ok": true })

@@ -275,6 +275,21 @@ pub struct MoveReport {
     pub bytes: u64,
 }
 
+/// How far a move is, after each copy round (the control socket's `"progress":true`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    /// The round just sent (1: all of RAM).
+    pub round: u32,
+    /// Page records sent so far.
+    pub pages: u64,
+    /// Bytes sent so far.
+    pub bytes: u64,
+    /// Pages found dirty after the round (to be sent next).
+    pub dirty: u64,
+    /// Whether the guest is paused now (the last round follows).
+    pub paused: bool,
+}
+
 /// The source's half: connects to `to`, checks the destination's limits, then (pausing the
 /// VM through `pause`, which returns the vCPUs' saved states) sends it. `Ok` once the
 /// destination has the complete VM and `GO` was sent: the caller then ends the source VM.
@@ -285,6 +300,7 @@ pub(crate) fn send(
     vcpus: u64,
     max_downtime: Duration,
     pause: &mut dyn FnMut() -> Result<Vec<super::snapshot::VcpuSaved>, String>,
+    progress: &mut dyn FnMut(Progress),
 ) -> Result<(MoveReport, Instant), MigrateError> {
     let start = Instant::now();
     let mut conn = to.connect()?;
@@ -360,7 +376,15 @@ pub(crate) fn send(
                 .max(MIN_LAST_PAGES),
         };
         loop {
-            match log.take() {
+            let taken = log.take();
+            progress(Progress {
+                round: rounds,
+                pages: out.pages,
+                bytes: out.bytes,
+                dirty: taken.as_ref().map_or(ram_pages, |d| d.len() as u64),
+                paused: false,
+            });
+            match taken {
                 Ok(dirty) if dirty.len() <= fits || rounds + 1 >= MAX_ROUNDS => {
                     left = dirty;
                     break;
@@ -392,6 +416,13 @@ pub(crate) fn send(
         }
         None => out.pages(common, 0..ram_pages, true)?,
     }
+    progress(Progress {
+        round: rounds,
+        pages: out.pages,
+        bytes: out.bytes,
+        dirty: 0,
+        paused: true,
+    });
     let precopy = log.is_some();
     let state = common.state(saved);
     let body = crate::snapshot::encode_state(&state).map_err(|source| MigrateError::Io {
