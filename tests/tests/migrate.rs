@@ -804,3 +804,122 @@ fn four_vcpus_on_one_hart_instance_move_to_one_each() {
         "the consoles differ from a run straight through"
     );
 }
+
+/// Three `vmm` processes: a `vmm run` moves over TCP to a `vmm receive --paused` (port 0:
+/// it says which port), which moves over a UNIX socket to another `vmm receive`, all driven
+/// by `vmm ctl`; the three standard outputs together are what an undisturbed run prints,
+/// the first two processes end with status 0 saying where the VM went, the last with the
+/// guest's own end.
+#[test]
+fn three_vmm_processes_pass_the_vm_on_over_tcp_and_unix() {
+    use std::process::{Child, Command, Stdio};
+    let expected = undisturbed();
+    let spawn = |args: &[&str]| -> Child {
+        Command::new(vmm_binary())
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let ctl = |api: &Path, args: &[&str]| {
+        let out = Command::new(vmm_binary())
+            .arg("ctl")
+            .arg("--api-sock")
+            .arg(api)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "vmm ctl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    // Ends a process (killed after 60 s): its status, stdout and stderr.
+    let finish = |mut p: Child| -> (Option<i32>, String, String) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while p.try_wait().unwrap().is_none() {
+            if std::time::Instant::now() > deadline {
+                let _ = p.kill();
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let out = p.wait_with_output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (api1, api2) = (temp("proc-1.api"), temp("proc-2.api"));
+    let sock3 = temp("proc-3.sock");
+    let kernel = guest("sbi_ctr_migrate");
+    let budget = BUDGET.to_string();
+    let p1 = spawn(&[
+        "run",
+        "--memory",
+        "32",
+        "--max-insns",
+        &budget,
+        "--kernel",
+        kernel.to_str().unwrap(),
+        "--api-sock",
+        api1.to_str().unwrap(),
+    ]);
+    let mut p2 = spawn(&[
+        "receive",
+        "--listen",
+        "tcp:127.0.0.1:0",
+        "--paused",
+        "--api-sock",
+        api2.to_str().unwrap(),
+        "--max-insns",
+        &budget,
+    ]);
+    // "vmm: waiting for a VM on tcp:127.0.0.1:PORT"
+    let mut said = String::new();
+    let mut p2_err = BufReader::new(p2.stderr.take().unwrap());
+    p2_err.read_line(&mut said).unwrap();
+    let to2 = said
+        .trim()
+        .strip_prefix("vmm: waiting for a VM on ")
+        .unwrap_or_else(|| panic!("{said:?}"))
+        .to_string();
+    assert!(
+        to2.starts_with("tcp:127.0.0.1:") && !to2.ends_with(":0"),
+        "{to2}"
+    );
+    drop(Client::connect(&api1));
+    std::thread::sleep(Duration::from_millis(20));
+    ctl(&api1, &["migrate", &to2]);
+    let (code1, out1, err1) = finish(p1);
+    assert_eq!(code1, Some(0), "{err1}");
+    assert!(err1.contains(&format!("the VM moved to {to2}")), "{err1}");
+
+    let p3 = spawn(&[
+        "receive",
+        "--listen",
+        &format!("unix:{}", sock3.display()),
+        "--max-insns",
+        &budget,
+    ]);
+    let to3 = format!("unix:{}", sock3.display());
+    for _ in 0..500 {
+        if sock3.exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    drop(Client::connect(&api2));
+    ctl(&api2, &["migrate", &to3]);
+    let (code2, out2, _) = finish(p2);
+    let mut err2 = String::new();
+    p2_err.read_to_string(&mut err2).unwrap();
+    assert_eq!(code2, Some(0), "{err2}");
+    assert!(err2.contains(&format!("the VM moved to {to3}")), "{err2}");
+    let (code3, out3, err3) = finish(p3);
+    assert_eq!(code3, Some(0), "{err3}");
+    assert_eq!(out1 + &out2 + &out3, expected);
+}
