@@ -923,3 +923,99 @@ fn three_vmm_processes_pass_the_vm_on_over_tcp_and_unix() {
     assert_eq!(code3, Some(0), "{err3}");
     assert_eq!(out1 + &out2 + &out3, expected);
 }
+
+/// A real migration stream (recorded by a fake destination that then refuses, so the
+/// source goes on), replayed into a real destination: as recorded it is accepted (READY);
+/// with bytes flipped, frames cut short, dropped or repeated, every one of 120 variants is
+/// refused with a message (a frame repeated after the whole VM arrived: as a missing GO),
+/// nothing panics and nothing runs.
+#[test]
+fn mutated_real_streams_are_refused_without_a_panic() {
+    // Record.
+    let path = temp("recorder.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    let recorder = std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+        let hello = br#"{"protocol":"vmm-migrate","version":1,"host_ctr_depths":[16,32,64,128,256],"max_memory_mib":65536,"max_vcpus":64}"#;
+        conn.write_all(&frame(1, hello)).unwrap();
+        let mut frames = Vec::new();
+        loop {
+            let mut head = [0u8; 9];
+            conn.read_exact(&mut head).unwrap();
+            let mut body = vec![0u8; u64::from_le_bytes(head[1..].try_into().unwrap()) as usize];
+            conn.read_exact(&mut body).unwrap();
+            frames.push(frame(head[0], &body));
+            if head[0] == 4 {
+                break;
+            }
+        }
+        conn.write_all(&frame(6, b"recorded")).unwrap();
+        frames
+    });
+    let message = failed_hop("recorded", |c| {
+        std::thread::sleep(Duration::from_millis(20));
+        c.migrate(&Endpoint::Unix(path.clone()))
+    });
+    assert!(message.contains("recorded"), "{message}");
+    let frames = recorder.join().unwrap();
+    assert!(frames.len() >= 4, "BEGIN, pages, STATE, END");
+
+    let (e, answer) = bad_stream("replay", &frames);
+    assert_eq!(
+        answer.map(|a| a.0),
+        Some(5),
+        "the recorded stream is accepted: {e}"
+    );
+
+    let mut rng = test_support::XorShift::from_seed(20);
+    for case in 0..120 {
+        let mut stream = frames.clone();
+        let what = match case % 3 {
+            0 => {
+                // Flip a few bytes anywhere.
+                for _ in 0..1 + rng.below(4) {
+                    let f = rng.below(stream.len() as u64) as usize;
+                    let i = rng.below(stream[f].len() as u64) as usize;
+                    stream[f][i] ^= 1 << rng.below(8);
+                }
+                "flipped"
+            }
+            1 => {
+                // Cut a frame short (the source then stops sending).
+                let f = rng.below(stream.len() as u64) as usize;
+                let keep = rng.below(stream[f].len() as u64) as usize;
+                stream[f].truncate(keep);
+                stream.truncate(f + 1);
+                "cut"
+            }
+            _ => {
+                // Drop or repeat a frame.
+                let f = rng.below(stream.len() as u64) as usize;
+                if rng.below(2) == 0 {
+                    stream.remove(f);
+                    "dropped"
+                } else {
+                    let again = stream[f].clone();
+                    stream.insert(f, again);
+                    "repeated"
+                }
+            }
+        };
+        if stream == frames {
+            continue;
+        }
+        let (e, answer) = bad_stream(&format!("mutant-{case}"), &stream);
+        assert!(!e.is_empty(), "case {case} ({what})");
+        if answer.as_ref().map(|a| a.0) == Some(5) {
+            // Only a stream whose VM arrived whole may be accepted (a frame repeated after
+            // END); what follows instead of GO is then refused.
+            assert!(
+                stream.starts_with(&frames),
+                "case {case} ({what}) was accepted: {e}"
+            );
+            assert!(e.contains("no GO"), "case {case} ({what}): {e}");
+        }
+    }
+}
