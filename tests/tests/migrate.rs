@@ -1019,3 +1019,36 @@ fn mutated_real_streams_are_refused_without_a_panic() {
         }
     }
 }
+
+/// A destination that says hello and then neither reads nor answers: the source gives up
+/// after its stream timeout ([`migrate::IO_TIMEOUT`], 30 s), and its guest runs on as if
+/// nothing had happened.
+#[test]
+fn a_destination_that_stalls_times_out_and_the_source_goes_on() {
+    let path = temp("stalls.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    let (done, wait_done) = std::sync::mpsc::channel::<()>();
+    let staller = std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        let hello = br#"{"protocol":"vmm-migrate","version":1,"host_ctr_depths":[16,32,64,128,256],"max_memory_mib":65536,"max_vcpus":64}"#;
+        conn.write_all(&frame(1, hello)).unwrap();
+        // Hold the connection open, reading nothing, until the source has given up.
+        let _ = wait_done.recv_timeout(Duration::from_secs(120));
+    });
+    let start = std::time::Instant::now();
+    let m = failed_hop("stalls", |c| {
+        std::thread::sleep(Duration::from_millis(20));
+        c.migrate(&Endpoint::Unix(path.clone()))
+    });
+    let _ = done.send(());
+    staller.join().unwrap();
+    assert!(
+        m.contains("stream failed") && m.contains("timed out"),
+        "{m}"
+    );
+    assert!(
+        start.elapsed() >= migrate::IO_TIMEOUT,
+        "{:?}",
+        start.elapsed()
+    );
+}

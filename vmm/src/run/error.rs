@@ -177,7 +177,7 @@ pub enum MigrateError {
     #[error("{0} exists and is not a socket: not replacing it")]
     NotASocket(PathBuf),
     /// The stream broke or timed out.
-    #[error("the migration stream failed while {while_}: {source}")]
+    #[error("the migration stream failed while {while_}: {}", io_text(.source))]
     Io {
         /// What the side was doing.
         while_: &'static str,
@@ -198,4 +198,15 @@ pub enum MigrateError {
     /// Guest RAM could not be allocated on the destination.
     #[error("cannot allocate {0} MiB of guest RAM for the incoming VM")]
     Allocate(u64),
+}
+
+/// A stream error in words: a timeout says so (the host says "Resource temporarily
+/// unavailable" for a socket timeout).
+fn io_text(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
+            "timed out (the other side sent or took nothing within the stream timeout)".into()
+        }
+        _ => e.to_string(),
+    }
 }
