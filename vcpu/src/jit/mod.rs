@@ -232,13 +232,13 @@ impl Hart {
         } else {
             self.jit_translate(pc, off)
         };
-        let Some(jit) = self.jit.as_deref() else {
+        let Some(jit) = self.jit.as_deref_mut() else {
             return;
         };
         if b.code != 0 && jit.generation == generation {
-            // SAFETY: the slot is the 8-byte jump target of a live block's exit (same
-            // generation), and no block is running.
-            unsafe { (slot_addr as *mut u64).write_unaligned(b.code as u64) };
+            // The slot is the 8-byte jump target of a live block's exit (same generation),
+            // and no block is running; it is written through the region's write view.
+            jit.region.patch_u64(slot_addr, b.code as u64);
         }
     }
 
