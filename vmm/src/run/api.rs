@@ -412,15 +412,16 @@ impl Server {
                 let Some(path) = body.get("path").and_then(Value::as_str) else {
                     return error("snapshot needs a \"path\" string");
                 };
+                // A target that cannot be written is refused before the VM is paused.
+                if let Err(e) = crate::snapshot::check_target(Path::new(path)) {
+                    return error(e.to_string());
+                }
                 self.while_paused(|views| {
                     let vcpus = all_vcpus(views)
                         .map(|v| (v.state.clone(), v.ctr.snapshot(), v.pmu.clone()))
                         .collect();
                     match self.common.write_snapshot(Path::new(path), vcpus) {
-                        Ok(()) => {
-                            let bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-                            json!({ "ok": true, "path": path, "bytes": bytes })
-                        }
+                        Ok(bytes) => json!({ "ok": true, "path": path, "bytes": bytes }),
                         Err(e) => error(e.to_string()),
                     }
                 })

@@ -4,6 +4,7 @@
 //! the VM in named steps: RAM, kernel, initrd, device tree, vCPUs, hart instances.
 
 use std::ops::Range;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use crate::backend::{Hart, HartConfig};
@@ -18,7 +19,7 @@ use super::{
 };
 use crate::devices::uart::Uart;
 use crate::devices::Console;
-use crate::error::Error;
+use crate::error::{Error, InputRefusal};
 use crate::machine::{HART_ID, MAX_MEMORY_MIB, RAM_BASE};
 
 pub use super::error::BootDataError;
@@ -93,6 +94,71 @@ pub(super) fn allocate_ram(mib: u64) -> Result<GuestMemoryMmap, Error> {
         .map_err(|source| Error::GuestMemory { mib, source })
 }
 
+/// Why [`read_input`] failed.
+#[derive(Debug)]
+struct InputFailure {
+    path: std::path::PathBuf,
+    what: &'static str,
+    reason: Result<InputRefusal, std::io::Error>,
+}
+
+impl InputFailure {
+    /// As the VMM's error; a read error through `io` (which names the file's role).
+    fn into_error(self, io: impl FnOnce(std::path::PathBuf, std::io::Error) -> Error) -> Error {
+        match self.reason {
+            Ok(reason) => Error::BadInput {
+                what: self.what,
+                path: self.path,
+                reason,
+            },
+            Err(source) => io(self.path, source),
+        }
+    }
+}
+
+/// Reads the `what` file at `path` (the kernel or the initrd): a regular file only (a FIFO,
+/// a device like `/dev/zero` or a directory is refused from its metadata, without reading;
+/// the file is opened non-blocking), of at most `max` bytes, checked before it is read.
+fn read_input(path: &Path, what: &'static str, max: u64) -> Result<Vec<u8>, InputFailure> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let fail = |reason| InputFailure {
+        path: path.to_path_buf(),
+        what,
+        reason,
+    };
+    let check = |meta: &std::fs::Metadata| match crate::snapshot::file_kind(meta) {
+        Some(kind) => Err(fail(Ok(InputRefusal::NotAFile(kind)))),
+        None if meta.len() > max => Err(fail(Ok(InputRefusal::TooLarge {
+            size: meta.len(),
+            max,
+        }))),
+        None => Ok(meta.len()),
+    };
+    check(&std::fs::metadata(path).map_err(|e| fail(Err(e)))?)?;
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| fail(Err(e)))?;
+    let len = check(&f.metadata().map_err(|e| fail(Err(e)))?)?;
+    let mut data = Vec::new();
+    data.try_reserve_exact(len as usize)
+        .map_err(|e| fail(Err(std::io::Error::new(std::io::ErrorKind::OutOfMemory, e))))?;
+    // At most one byte more than allowed: a file that grew since is refused too.
+    f.by_ref()
+        .take(max + 1)
+        .read_to_end(&mut data)
+        .map_err(|e| fail(Err(e)))?;
+    if data.len() as u64 > max {
+        return Err(fail(Ok(InputRefusal::TooLarge {
+            size: data.len() as u64,
+            max,
+        })));
+    }
+    Ok(data)
+}
+
 /// The host hart model's CTR for the depths it supports (`None`: no CTR; Smctr 2.4
 /// "Supervisor Control Transfer Records Depth Register (sctrdepth)").
 pub(super) fn host_ctr(depths: ctr_virt::DepthSet) -> Option<vcpu_api::ctr::CtrConfig> {
@@ -137,6 +203,9 @@ impl<'a> VmBuilder<'a> {
     pub fn new(config: &'a RunConfig, policy: GuestPolicy) -> Result<VmBuilder<'a>, Error> {
         let ram_size = check_memory(config.memory_mib)?;
         let pcpus = check_topology(config.vcpus, config.pcpus, config.slice_insns)?;
+        if let Some(path) = &config.snapshot_on_stop {
+            crate::snapshot::check_target(path)?;
+        }
         // The host hart model's CTR, and what the guest may use of it (refused here, before
         // the guest starts, if nothing fits).
         let host_ctr = host_ctr(config.host_ctr_depths);
@@ -161,27 +230,26 @@ impl<'a> VmBuilder<'a> {
             (false, false) => pmu_virt::PmuPolicy::off(),
             (false, true) => return Err(Error::PmuDelegWithoutPmu),
         };
-        let kernel = match config.kernel_image {
-            Some(bytes) => std::borrow::Cow::Borrowed(bytes),
-            None => std::fs::read(&config.kernel)
-                .map_err(|source| Error::ReadProgram {
-                    path: config.kernel.clone(),
-                    source,
-                })?
-                .into(),
-        };
-        let initrd = match &config.initrd {
-            Some(path) => Some(std::fs::read(path).map_err(|source| Error::ReadInitrd {
-                path: path.clone(),
-                source,
-            })?),
-            None => None,
-        };
         let ram_end = RAM_BASE + ram_size;
         let fdt_addr = if ram_size >= 4 * FDT_FROM_END {
             ram_end - FDT_FROM_END
         } else {
             ram_end - FDT_MAX
+        };
+        // A kernel file is at most the guest's RAM (an ELF file holds more than it loads),
+        // an initrd what lies below the device tree.
+        let kernel = match config.kernel_image {
+            Some(bytes) => std::borrow::Cow::Borrowed(bytes),
+            None => read_input(&config.kernel, "kernel", ram_size)
+                .map_err(|e| e.into_error(|path, source| Error::ReadProgram { path, source }))?
+                .into(),
+        };
+        let initrd = match &config.initrd {
+            Some(path) => Some(
+                read_input(path, "initrd", fdt_addr - RAM_BASE)
+                    .map_err(|e| e.into_error(|path, source| Error::ReadInitrd { path, source }))?,
+            ),
+            None => None,
         };
         Ok(VmBuilder {
             config,
