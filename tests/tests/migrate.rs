@@ -335,7 +335,7 @@ fn bad_stream(name: &str, frames: &[Vec<u8>]) -> (String, Option<(u8, String)>) 
 /// The state of a real VM, encoded as the stream carries it.
 fn real_state() -> Vec<u8> {
     let vm = GuestVm::new(&config(None), Box::new(SharedBuf::default())).unwrap();
-    let (state, _) = vm.snapshot().unwrap();
+    let state = vm.snapshot_state();
     vmm::snapshot::encode_state(&state).unwrap()
 }
 

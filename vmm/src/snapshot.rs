@@ -45,7 +45,7 @@ use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use vm_memory::{Bytes, GuestAddress, GuestMemoryBackend, GuestMemoryMmap, GuestMemoryRegion};
+use vm_memory::{Bytes, GuestAddress, GuestMemoryMmap};
 
 use crate::devices::uart::UartState;
 use crate::machine::RAM_BASE;
@@ -373,14 +373,18 @@ pub fn encode_into(state: &VmState, memory: &[u8], out: &mut impl Write) -> std:
     .map(|_| ())
 }
 
-/// Encodes a snapshot of `state` with the guest RAM `mem` (at `RAM_BASE`) into `out`,
-/// streamed a page at a time: the non-zero pages go straight from guest memory to `out`.
+/// Encodes a snapshot of `state` with the guest RAM `mem` (at `RAM_BASE`, `memory_mib` of
+/// the state) into `out`, streamed a page at a time: the non-zero pages go straight from
+/// guest memory to `out`; returns the number of page records.
 pub fn encode_guest_into(
     state: &VmState,
     mem: &GuestMemoryMmap,
     out: &mut impl Write,
 ) -> std::io::Result<u64> {
-    let ram_len: u64 = mem.iter().map(|r| r.len()).sum();
+    let ram_len = state
+        .memory_mib
+        .checked_mul(1 << 20)
+        .ok_or_else(|| std::io::Error::other("the state's memory_mib overflows"))?;
     encode_pages(
         state,
         ram_len,
@@ -452,12 +456,7 @@ pub fn check_target(path: &Path) -> Result<(), SnapshotError> {
     }
     match std::fs::metadata(&dir) {
         Ok(meta) if meta.is_dir() => {}
-        Ok(_) => {
-            return Err(target(format!(
-                "{} is not a directory",
-                dir.display()
-            )))
-        }
+        Ok(_) => return Err(target(format!("{} is not a directory", dir.display()))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(target(format!(
                 "its directory {} does not exist",
@@ -760,7 +759,13 @@ mod tests {
             },
             input: b"more".to_vec(),
         };
-        let memory: Vec<u8> = (0..1 << 20).map(|i| (i * 7) as u8).collect();
+        // Pages 3, 4 and 200 hold bytes (page 4 only its last one), the rest is zero.
+        let mut memory = vec![0u8; 1 << 20];
+        for (i, b) in memory.iter_mut().enumerate().take(4 * 4096).skip(3 * 4096) {
+            *b = (i * 7) as u8 | 1;
+        }
+        memory[5 * 4096 - 1] = 0x5a;
+        memory[200 * 4096..201 * 4096].fill(0xee);
         (state, memory)
     }
 
@@ -769,6 +774,32 @@ mod tests {
         let mut out = Vec::new();
         encode_into(&s, &m, &mut out).unwrap();
         (out, s, m)
+    }
+
+    /// Guest RAM's bytes.
+    fn ram_bytes(mem: &GuestMemoryMmap) -> Vec<u8> {
+        use vm_memory::{GuestMemoryBackend, GuestMemoryRegion};
+        let len: u64 = mem.iter().map(|r| r.len()).sum();
+        let mut v = vec![0u8; len as usize];
+        mem.read_slice(&mut v, GuestAddress(RAM_BASE)).unwrap();
+        v
+    }
+
+    /// Where the page records start in `encoded()`'s file.
+    fn records_at(bytes: &[u8]) -> usize {
+        20 + u64::from_le_bytes(bytes[12..20].try_into().unwrap()) as usize + 8
+    }
+
+    /// `bytes` with its checksum recomputed.
+    fn with_crc(mut v: Vec<u8>) -> Vec<u8> {
+        let end = v.len() - 4;
+        let crc = crc32fast::hash(&v[..end]).to_le_bytes();
+        v[end..].copy_from_slice(&crc);
+        v
+    }
+
+    fn scratch(name: &str) -> PathBuf {
+        std::env::temp_dir().join(format!("vmm-snapfile-{}-{name}", std::process::id()))
     }
 
     #[test]
@@ -787,9 +818,115 @@ mod tests {
     #[test]
     fn round_trip() {
         let (bytes, s, m) = encoded();
+        // Three page records (3, 4, 200), in order; nothing of the zero pages.
+        let at = records_at(&bytes);
+        assert_eq!(bytes.len(), at + 3 * RECORD_BYTES as usize + 12);
+        let index = |r: usize| {
+            let o = at + r * RECORD_BYTES as usize;
+            u64::from_le_bytes(bytes[o..o + 8].try_into().unwrap())
+        };
+        assert_eq!([index(0), index(1), index(2)], [3, 4, 200]);
+        let n = bytes.len();
+        assert_eq!(
+            u64::from_le_bytes(bytes[n - 12..n - 4].try_into().unwrap()),
+            3
+        );
         let snap = decode(&bytes).unwrap();
         assert_eq!(snap.state, s);
-        assert_eq!(snap.memory, m);
+        assert_eq!(ram_bytes(&snap.memory), m);
+    }
+
+    /// A VM's RAM streamed from guest memory makes the same file as its bytes, and a file
+    /// written with [`write`] reads back.
+    #[test]
+    fn guest_memory_streams_to_the_same_file() {
+        let (bytes, s, m) = encoded();
+        let mem = GuestMemoryMmap::from_ranges(&[(GuestAddress(RAM_BASE), 1 << 20)]).unwrap();
+        mem.write_slice(&m, GuestAddress(RAM_BASE)).unwrap();
+        let mut out = Vec::new();
+        assert_eq!(encode_guest_into(&s, &mem, &mut out).unwrap(), 3);
+        assert_eq!(out, bytes);
+        let path = scratch("written");
+        assert_eq!(write(&path, &s, &mem).unwrap(), bytes.len() as u64);
+        assert_eq!(std::fs::read(&path).unwrap(), bytes);
+        let snap = read(&path).unwrap();
+        assert_eq!(snap.state, s);
+        assert_eq!(ram_bytes(&snap.memory), m);
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    /// FIFOs, devices and directories are refused from their metadata: nothing blocks on
+    /// a FIFO without a writer, nothing reads `/dev/zero`.
+    #[test]
+    fn only_regular_files_are_read() {
+        let fifo = scratch("fifo");
+        let _ = std::fs::remove_file(&fifo);
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: `c` is a NUL-terminated path that outlives the call.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = read(&fifo).unwrap_err().to_string();
+        assert!(e.contains("is a FIFO, not a regular file"), "{e}");
+        std::fs::remove_file(&fifo).unwrap();
+        let e = read(Path::new("/dev/zero")).unwrap_err().to_string();
+        assert!(
+            e.contains("/dev/zero: is a character device, not a regular file"),
+            "{e}"
+        );
+        let e = read(&std::env::temp_dir()).unwrap_err().to_string();
+        assert!(e.contains("is a directory, not a regular file"), "{e}");
+        let e = read(&scratch("missing")).unwrap_err().to_string();
+        assert!(e.contains("No such file"), "{e}");
+    }
+
+    /// Bad targets are refused with the path and the reason; a failed write leaves no
+    /// temporary file and the existing target as it was.
+    #[test]
+    fn bad_targets_are_refused_and_failures_leave_nothing_behind() {
+        let (_, s, m) = encoded();
+        let mem = GuestMemoryMmap::from_ranges(&[(GuestAddress(RAM_BASE), 1 << 20)]).unwrap();
+        mem.write_slice(&m, GuestAddress(RAM_BASE)).unwrap();
+        let dir = scratch("dir");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        let msg = |p: &Path| write(p, &s, &mem).unwrap_err().to_string();
+        let sub = dir.join("sub");
+        let e = msg(&sub);
+        assert!(
+            e.contains(&format!("cannot write a snapshot to {}", sub.display()))
+                && e.contains("it is a directory"),
+            "{e}"
+        );
+        let missing = dir.join("nope/s.snap");
+        let e = msg(&missing);
+        assert!(
+            e.contains(&format!(
+                "its directory {} does not exist",
+                dir.join("nope").display()
+            )),
+            "{e}"
+        );
+        assert_eq!(check_target(&missing).unwrap_err().to_string(), e);
+        let e = msg(Path::new("/dev/null"));
+        assert!(e.contains("it is a character device"), "{e}");
+        let e = msg(&dir.join(".."));
+        assert!(e.contains("names no file"), "{e}");
+        // A target that exists is kept as it was when the write fails mid-way (here: the
+        // state announces 2 MiB of RAM and guest memory has 1, so reading page 256 fails
+        // after the first MiB went to the temporary file).
+        let target = dir.join("keep.snap");
+        std::fs::write(&target, b"old content").unwrap();
+        let mut big = s.clone();
+        big.memory_mib = 2;
+        let e = write(&target, &big, &mem).unwrap_err().to_string();
+        assert!(e.contains("cannot read guest RAM"), "{e}");
+        assert_eq!(std::fs::read(&target).unwrap(), b"old content");
+        let leftovers: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .filter(|n| n.to_string_lossy().contains(".tmp."))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -822,6 +959,97 @@ mod tests {
         let mut v = bytes.clone();
         v[12..20].copy_from_slice(&u64::MAX.to_le_bytes());
         assert!(msg(&v).contains("at most"));
+        // A state longer than the file: refused from the sizes, before anything is read.
+        let mut v = bytes.clone();
+        v[12..20].copy_from_slice(&(10u64 << 20).to_le_bytes());
+        assert!(
+            msg(&v).contains("needs 10485780 bytes at offset 20, the file has"),
+            "{}",
+            msg(&v)
+        );
+        let at = records_at(&bytes);
+        let ram = at - 8..at;
+        // More RAM than a VM can have, and RAM that is not whole MiB.
+        let mut v = bytes.clone();
+        v[ram.clone()].copy_from_slice(&((crate::layout::MAX_MEMORY_MIB + 1) << 20).to_le_bytes());
+        assert!(
+            msg(&v).contains("guest RAM of 68720525312 bytes (at most"),
+            "{}",
+            msg(&v)
+        );
+        let mut v = bytes.clone();
+        v[ram.clone()].copy_from_slice(&12288u64.to_le_bytes());
+        assert!(
+            msg(&v).contains("whole, non-zero number of MiB"),
+            "{}",
+            msg(&v)
+        );
+        // More records than pages: the file's size says so before any RAM is allocated.
+        let mut v = bytes.clone();
+        v[ram.clone()].copy_from_slice(&0u64.to_le_bytes());
+        assert!(
+            msg(&v).contains("whole, non-zero number of MiB"),
+            "{}",
+            msg(&v)
+        );
+        // Records out of order, past the end of RAM, a wrong count: refused (with a correct
+        // checksum), and a wrong checksum is reported before them.
+        let index = |r: usize| at + r * RECORD_BYTES as usize;
+        let mut v = bytes.clone();
+        v[index(1)..index(1) + 8].copy_from_slice(&3u64.to_le_bytes());
+        let v = with_crc(v);
+        assert!(
+            msg(&v).contains("page record 1: page 3 is not after the previous"),
+            "{}",
+            msg(&v)
+        );
+        let mut v = bytes.clone();
+        v[index(2)..index(2) + 8].copy_from_slice(&256u64.to_le_bytes());
+        let mut corrupt = v.clone();
+        let v = with_crc(v);
+        assert!(msg(&v).contains("page 256 is not after") && msg(&v).contains("(256 pages)"));
+        corrupt[index(0) + 100] ^= 1;
+        assert!(msg(&corrupt).contains("checksum mismatch"));
+        let mut v = bytes.clone();
+        let n = v.len();
+        v[n - 12..n - 4].copy_from_slice(&7u64.to_le_bytes());
+        let v = with_crc(v);
+        assert!(
+            msg(&v).contains("the page count says 7 records, the file holds 3"),
+            "{}",
+            msg(&v)
+        );
+    }
+
+    /// A sparse file announcing the largest RAM a VM can have and holding one page reads
+    /// back without the RAM costing host memory (it is mapped lazily); the same header with
+    /// more records than pages is refused from the file's size.
+    #[test]
+    fn large_sparse_ram_is_cheap_and_too_many_records_are_refused() {
+        let (mut s, _) = sample();
+        s.memory_mib = crate::layout::MAX_MEMORY_MIB;
+        let mut bytes = Vec::new();
+        encode_into(&s, &[1u8], &mut bytes).unwrap();
+        let at = records_at(&bytes);
+        bytes[at - 8..at].copy_from_slice(&(crate::layout::MAX_MEMORY_MIB << 20).to_le_bytes());
+        let bytes = with_crc(bytes);
+        let snap = decode(&bytes).unwrap();
+        let mut b = [0u8; 2];
+        snap.memory
+            .read_slice(&mut b, GuestAddress(RAM_BASE))
+            .unwrap();
+        assert_eq!(b, [1, 0]);
+        // 1 MiB of RAM (256 pages) and 257 records.
+        let (s, _) = sample();
+        let mem: Vec<u8> = vec![1u8; 1 << 20];
+        let mut bytes = Vec::new();
+        encode_into(&s, &mem, &mut bytes).unwrap();
+        let n = bytes.len();
+        let tail = bytes.split_off(n - 12);
+        bytes.extend_from_within(n - 12 - RECORD_BYTES as usize..n - 12);
+        bytes.extend_from_slice(&tail);
+        let e = decode(&bytes).unwrap_err().to_string();
+        assert!(e.contains("257 page records for 256 pages"), "{e}");
     }
 
     /// A `memory_mib` whose size in bytes overflows 64 bits is refused as a snapshot field,
@@ -856,24 +1084,39 @@ mod tests {
             seed ^= seed << 17;
             seed
         };
-        for _ in 0..300 {
+        for _ in 0..600 {
             let mut v = bytes.clone();
-            match rnd() % 3 {
+            match rnd() % 4 {
                 0 => {
                     let i = (rnd() as usize) % v.len();
                     v[i] = rnd() as u8;
                 }
                 1 => v.truncate((rnd() as usize) % v.len()),
-                _ => {
+                2 => {
                     // Corrupt the state and fix the checksum, so the decoder sees it.
                     let i = 20 + (rnd() as usize) % 200;
                     v[i] = rnd() as u8;
-                    let end = v.len() - 4;
-                    let crc = crc32fast::hash(&v[..end]).to_le_bytes();
-                    v[end..].copy_from_slice(&crc);
+                    v = with_crc(v);
+                }
+                _ => {
+                    // Corrupt the RAM size, a page index or the count, and fix the checksum.
+                    let at = records_at(&v);
+                    let i = match rnd() % 3 {
+                        0 => at - 8 + (rnd() as usize) % 8,
+                        1 => {
+                            at + (rnd() as usize % 3) * RECORD_BYTES as usize + (rnd() as usize) % 8
+                        }
+                        _ => v.len() - 12 + (rnd() as usize) % 8,
+                    };
+                    v[i] = rnd() as u8;
+                    v = with_crc(v);
                 }
             }
-            let _ = decode(&v);
+            // Without a recomputed checksum, a change never passes.
+            let fixed_crc = v.len() == bytes.len() && v[v.len() - 4..] != bytes[bytes.len() - 4..];
+            if decode(&v).is_ok() && !fixed_crc {
+                assert_eq!(v, bytes, "a changed file decodes");
+            }
         }
     }
 }

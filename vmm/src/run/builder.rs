@@ -465,4 +465,75 @@ mod tests {
         let err = VmBuilder::new(&config, GuestPolicy::default()).err();
         assert!(matches!(err, Some(Error::ReadProgram { .. })), "{err:?}");
     }
+
+    /// Kernel and initrd files: regular files only, refused from their metadata (a FIFO
+    /// would block, `/dev/zero` never ends), and no larger than the guest RAM they must fit
+    /// in, checked before they are read; a `--snapshot-on-stop` target that cannot be
+    /// written is refused before anything is loaded.
+    #[test]
+    fn kernel_initrd_and_snapshot_target_are_checked_before_reading() {
+        let scratch = |name: &str| {
+            std::env::temp_dir().join(format!("vmm-builder-{}-{name}", std::process::id()))
+        };
+        let msg = |config: &RunConfig| match VmBuilder::new(config, GuestPolicy::default()) {
+            Ok(_) => panic!("accepted"),
+            Err(e) => e.to_string(),
+        };
+        let mut config = RunConfig::new("/dev/zero");
+        config.memory_mib = 16;
+        let e = msg(&config);
+        assert_eq!(
+            e,
+            "cannot use kernel /dev/zero: it is a character device, not a regular file"
+        );
+        let fifo = scratch("fifo");
+        let _ = std::fs::remove_file(&fifo);
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: `c` is a NUL-terminated path that outlives the call.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        config.kernel = fifo.clone();
+        assert!(msg(&config).contains("it is a FIFO, not a regular file"));
+        config.kernel = std::env::temp_dir();
+        assert!(msg(&config).contains("it is a directory"));
+        // A sparse kernel of 16 MiB + 1 byte for 16 MiB of RAM: refused from its size
+        // (reading it would take 16 MiB).
+        let big = scratch("big");
+        let f = std::fs::File::create(&big).unwrap();
+        f.set_len((16 << 20) + 1).unwrap();
+        config.kernel = big.clone();
+        assert_eq!(
+            msg(&config),
+            format!(
+                "cannot use kernel {}: it has 16777217 bytes, more than the 16777216 bytes of \
+                 guest RAM it must fit in (use a larger --memory)",
+                big.display()
+            )
+        );
+        // The initrd: the same checks, its room is what lies below the device tree.
+        let config = {
+            let mut c = RunConfig::ctr_demo();
+            c.memory_mib = 16;
+            c.initrd = Some(fifo.clone());
+            c
+        };
+        assert!(msg(&config).contains("cannot use initrd") && msg(&config).contains("FIFO"));
+        let mut config = config;
+        config.initrd = Some(big.clone());
+        let e = msg(&config);
+        assert!(
+            e.contains("cannot use initrd") && e.contains("16777217 bytes"),
+            "{e}"
+        );
+        std::fs::remove_file(&fifo).unwrap();
+        std::fs::remove_file(&big).unwrap();
+        config.initrd = None;
+        config.snapshot_on_stop = Some(scratch("missing-dir").join("s.snap"));
+        let e = msg(&config);
+        assert!(
+            e.starts_with("cannot write a snapshot to") && e.contains("does not exist"),
+            "{e}"
+        );
+        config.snapshot_on_stop = Some(std::env::temp_dir());
+        assert!(msg(&config).contains("it is a directory"));
+    }
 }

@@ -595,42 +595,43 @@ pub fn restore_and_run(
 mod tests {
     use super::*;
     use crate::run::RunConfig;
+    use vm_memory::{Bytes, GuestAddress};
 
     /// The CTR self-test guest (CTR context loaded, PMU with snapshot shared memory
     /// allowed), stopped after some instructions, with its snapshot.
-    fn source() -> (GuestVm, VmState, Vec<u8>) {
+    fn source() -> (GuestVm, VmState) {
         let mut config = RunConfig::ctr_demo();
         config.memory_mib = 16;
         config.max_insns = Some(20_000);
         config.pmu_snapshot = true;
         let mut vm = GuestVm::new(&config, Box::new(std::io::sink())).unwrap();
         vm.run().unwrap();
-        let (state, memory) = vm.snapshot().unwrap();
+        let state = vm.snapshot_state();
         assert!(
             state.vcpus[0].ctr.loaded,
             "the test wants the CTR context on the hart"
         );
-        (vm, state, memory)
+        (vm, state)
     }
 
     /// Write `state` mutated by `change` to a file (the checksum is the new content's), read
     /// it and restore it: the restore must fail; the file and the source VM are unchanged.
     /// The error message.
     fn refused(name: &str, change: impl FnOnce(&mut VmState)) -> String {
-        let (vm, state, memory) = source();
+        let (vm, state) = source();
         let mut bad = state.clone();
         change(&mut bad);
         let path = std::env::temp_dir().join(format!(
             "vmm-restore-check-{}-{name}.snap",
             std::process::id()
         ));
-        crate::snapshot::write(&path, &bad, &memory).unwrap();
+        crate::snapshot::write(&path, &bad, vm.memory()).unwrap();
         let bytes = std::fs::read(&path).unwrap();
         let msg = match crate::snapshot::read(&path) {
             Err(e) => e.to_string(),
             Ok(snap) => {
                 match GuestVm::from_snapshot(
-                    &snap,
+                    snap,
                     &RestoreConfig::default(),
                     Box::new(std::io::sink()),
                 ) {
@@ -645,20 +646,34 @@ mod tests {
             "{name}: the file changed"
         );
         let _ = std::fs::remove_file(&path);
-        assert_eq!(
-            vm.snapshot().unwrap().0,
-            state,
-            "{name}: the source VM changed"
-        );
+        assert_eq!(vm.snapshot_state(), state, "{name}: the source VM changed");
         msg
     }
 
     #[test]
     fn the_unchanged_snapshot_restores() {
-        let (_, state, memory) = source();
-        let snap = Snapshot { state, memory };
-        GuestVm::from_snapshot(&snap, &RestoreConfig::default(), Box::new(std::io::sink()))
+        let (vm, state) = source();
+        let path = std::env::temp_dir().join(format!(
+            "vmm-restore-check-{}-unchanged.snap",
+            std::process::id()
+        ));
+        crate::snapshot::write(&path, &state, vm.memory()).unwrap();
+        let snap = crate::snapshot::read(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        let restored =
+            GuestVm::from_snapshot(snap, &RestoreConfig::default(), Box::new(std::io::sink()))
+                .unwrap();
+        assert_eq!(restored.snapshot_state(), state);
+        // Guest RAM restored byte for byte.
+        let (mut a, mut b) = (vec![0u8; 16 << 20], vec![0u8; 16 << 20]);
+        vm.memory()
+            .read_slice(&mut a, GuestAddress(RAM_BASE))
             .unwrap();
+        restored
+            .memory()
+            .read_slice(&mut b, GuestAddress(RAM_BASE))
+            .unwrap();
+        assert!(a == b, "guest RAM differs after the restore");
     }
 
     #[test]
