@@ -40,6 +40,8 @@
 //! directory that exists and can be written), writes a temporary file in the target's own
 //! directory (`.NAME.tmp.PID`), fsyncs it, renames it into place and fsyncs the directory;
 //! on any failure the temporary file is removed and an existing target is left as it was.
+//! Where the filesystem has unnamed files (`O_TMPFILE`), the file is written unnamed and
+//! gets its temporary name only once complete, so a VMM killed mid-write leaves nothing.
 
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
@@ -423,6 +425,9 @@ fn split_target(path: &Path) -> Result<(PathBuf, &std::ffi::OsStr), SnapshotErro
         path: path.to_path_buf(),
         reason: reason.into(),
     };
+    if path.as_os_str().is_empty() {
+        return Err(target("the path is empty"));
+    }
     let name = path
         .file_name()
         .ok_or_else(|| target("the path names no file (it ends in `/`, `.` or `..`)"))?;
@@ -479,6 +484,45 @@ pub fn check_target(path: &Path) -> Result<(), SnapshotError> {
     Ok(())
 }
 
+/// An unnamed regular file in `dir` (`O_TMPFILE`), or `None` where the filesystem or the
+/// kernel has none (the caller then creates the temporary file by name).
+fn open_unnamed(dir: &Path) -> Option<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_TMPFILE)
+        .mode(0o666)
+        .open(dir)
+        .ok()
+}
+
+/// Gives the unnamed file `f` the name `tmp` (a stale file of that name, from a process of
+/// the same id, is replaced).
+fn link_unnamed(f: &std::fs::File, tmp: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::io::AsRawFd;
+    let _ = std::fs::remove_file(tmp);
+    let from = std::ffi::CString::new(format!("/proc/self/fd/{}", f.as_raw_fd()))
+        .map_err(std::io::Error::other)?;
+    let to = std::ffi::CString::new(tmp.as_os_str().as_bytes()).map_err(std::io::Error::other)?;
+    // SAFETY: both paths are NUL-terminated strings that outlive the call, which only reads
+    // them; the descriptor behind `from` is open (`f` is borrowed).
+    let r = unsafe {
+        libc::linkat(
+            libc::AT_FDCWD,
+            from.as_ptr(),
+            libc::AT_FDCWD,
+            to.as_ptr(),
+            libc::AT_SYMLINK_FOLLOW,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 /// Write a snapshot of `state` and guest RAM `mem` to `path`: see the module's doc.
 pub fn write(path: &Path, state: &VmState, mem: &GuestMemoryMmap) -> Result<u64, SnapshotError> {
     check_target(path)?;
@@ -492,12 +536,20 @@ pub fn write(path: &Path, state: &VmState, mem: &GuestMemoryMmap) -> Result<u64,
     tmp_name.push(format!(".tmp.{}", std::process::id()));
     let tmp = dir.join(tmp_name);
     let result = (|| {
-        let f = std::fs::File::create(&tmp)?;
+        // An unnamed file where the filesystem has them (O_TMPFILE): a VMM killed while it
+        // writes leaves nothing behind; it gets the temporary name once it is complete.
+        let (f, unnamed) = match open_unnamed(&dir) {
+            Some(f) => (f, true),
+            None => (std::fs::File::create(&tmp)?, false),
+        };
         let mut w = BufWriter::with_capacity(IO_BUFFER, f);
         encode_guest_into(state, mem, &mut w)?;
         let f = w.into_inner().map_err(|e| e.into_error())?;
         f.sync_all()?;
         let len = f.metadata()?.len();
+        if unnamed {
+            link_unnamed(&f, &tmp)?;
+        }
         std::fs::rename(&tmp, path)?;
         Ok(len)
     })();
