@@ -150,10 +150,10 @@ pub enum Error {
         room: u64,
     },
 
-    /// `vmm run`: a kernel or initrd file refused before it is read (`run::builder`).
+    /// A kernel, initrd or program file refused before it is read (`run::builder::read_input`).
     #[error("cannot use {what} {}: {reason}", path.display())]
     BadInput {
-        /// "kernel" or "initrd".
+        /// "kernel", "initrd" or "program" (`vmm machine`).
         what: &'static str,
         /// The file.
         path: PathBuf,

@@ -96,7 +96,7 @@ pub(super) fn allocate_ram(mib: u64) -> Result<GuestMemoryMmap, Error> {
 
 /// Why [`read_input`] failed.
 #[derive(Debug)]
-struct InputFailure {
+pub(crate) struct InputFailure {
     path: std::path::PathBuf,
     what: &'static str,
     reason: Result<InputRefusal, std::io::Error>,
@@ -104,7 +104,10 @@ struct InputFailure {
 
 impl InputFailure {
     /// As the VMM's error; a read error through `io` (which names the file's role).
-    fn into_error(self, io: impl FnOnce(std::path::PathBuf, std::io::Error) -> Error) -> Error {
+    pub(crate) fn into_error(
+        self,
+        io: impl FnOnce(std::path::PathBuf, std::io::Error) -> Error,
+    ) -> Error {
         match self.reason {
             Ok(reason) => Error::BadInput {
                 what: self.what,
@@ -116,10 +119,15 @@ impl InputFailure {
     }
 }
 
-/// Reads the `what` file at `path` (the kernel or the initrd): a regular file only (a FIFO,
+/// Reads the `what` file at `path` (the kernel or the initrd; `vmm machine`'s program): a
+/// regular file only (a FIFO,
 /// a device like `/dev/zero` or a directory is refused from its metadata, without reading;
 /// the file is opened non-blocking), of at most `max` bytes, checked before it is read.
-fn read_input(path: &Path, what: &'static str, max: u64) -> Result<Vec<u8>, InputFailure> {
+pub(crate) fn read_input(
+    path: &Path,
+    what: &'static str,
+    max: u64,
+) -> Result<Vec<u8>, InputFailure> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
     let fail = |reason| InputFailure {
