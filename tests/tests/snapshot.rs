@@ -302,6 +302,25 @@ fn snapshot_targets_are_checked_before_the_run() {
         );
         assert!(out.text().is_empty(), "the guest ran");
     }
+    // `vmm receive`: refused before it listens.
+    let sock = temp("receive.sock");
+    let at: vmm::run::migrate::Endpoint = format!("unix:{}", sock.display()).parse().unwrap();
+    let options = RestoreConfig {
+        snapshot_on_stop: Some(missing.clone()),
+        ..RestoreConfig::default()
+    };
+    let e = vmm::run::migrate::receive_and_run(
+        &at,
+        &options,
+        Box::new(SharedBuf::default()),
+        ConsoleInput::None,
+        |_| panic!("it listens"),
+    )
+    .map(|_| ())
+    .unwrap_err()
+    .to_string();
+    assert_eq!(e, want);
+    assert!(!sock.exists(), "the socket was created");
     // A good target in a directory of its own.
     let dir = temp("target-dir");
     let _ = std::fs::remove_dir_all(&dir);

@@ -12,7 +12,9 @@
 //! until when, an IPI waiting in its mailbox, and the shared virtual clock. It can be
 //! restored on any number of hart instances (`--pcpus`). The control socket snapshots a VM
 //! of any number of vCPUs from the states its paused hart instances hand over
-//! (`run/pause.rs`), with the same [`VmCommon::snapshot`].
+//! (`run/pause.rs`): both take the state with [`VmCommon::state`] and write it with
+//! `crate::snapshot::write`. RAM is never copied: the file streams it from guest memory, and
+//! a restore takes over the guest RAM the file was read into (`crate::snapshot::read`).
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
