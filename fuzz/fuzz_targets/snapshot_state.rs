@@ -1,6 +1,6 @@
 //! The state part of a snapshot file (the encoded `VmState`), wrapped in a complete file
-//! with 1 MiB of zero RAM (no page record) and a correct CRC, so every input reaches the state decoder and, when
-//! it decodes, the restore's checks. Seed it with
+//! with 1 MiB of zero RAM (no page record) and a correct CRC, so every input reaches the
+//! state decoder and, when it decodes, the restore's checks. Seed it with
 //! `vmm/tests/snapshot-state-corpus/seed.state`.
 #![no_main]
 
