@@ -9,6 +9,6 @@ use vmm::run::GuestVm;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(snap) = vmm::snapshot::decode(data) {
-        let _ = GuestVm::from_snapshot(&snap, &RestoreConfig::default(), Box::new(std::io::sink()));
+        let _ = GuestVm::from_snapshot(snap, &RestoreConfig::default(), Box::new(std::io::sink()));
     }
 });

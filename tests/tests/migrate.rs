@@ -361,7 +361,7 @@ fn bad_stream(name: &str, frames: &[Vec<u8>]) -> (String, Option<(u8, String)>) 
 /// The state of a real VM, encoded as the stream carries it.
 fn real_state() -> Vec<u8> {
     let vm = GuestVm::new(&config(None), Box::new(SharedBuf::default())).unwrap();
-    let (state, _) = vm.snapshot().unwrap();
+    let state = vm.snapshot_state();
     vmm::snapshot::encode_state(&state).unwrap()
 }
 
@@ -765,14 +765,15 @@ fn four_vcpus_on_one_hart_instance_move_to_one_each() {
     let mut first = GuestVm::new(&cut, Box::new(out_a.clone())).unwrap();
     let exit = first.run().unwrap();
     assert!(matches!(exit, RunExit::BudgetExhausted { .. }), "{exit:?}");
-    let (state, memory) = first.snapshot().unwrap();
+    // The cut VM's state and RAM (it never runs again).
+    let (state, memory) = (first.snapshot_state(), first.memory().clone());
     let source_options = RestoreConfig {
         pcpus: Some(1),
         slice_insns: 500,
         ..dest_options(&api_a, true)
     };
     let vm = GuestVm::from_snapshot(
-        &vmm::snapshot::Snapshot { state, memory },
+        vmm::snapshot::Snapshot { state, memory },
         &source_options,
         Box::new(out_a.clone()),
     )

@@ -44,7 +44,11 @@ fn seed() -> Vec<u8> {
         input: vec![],
     };
     let mut out = Vec::new();
-    vmm::snapshot::encode_into(&state, &vec![0u8; 1 << 20], &mut out).unwrap();
+    // A few non-zero pages, so that mutations reach the page records.
+    let mut ram = vec![0u8; 1 << 20];
+    ram[4096..8192].fill(0xa5);
+    ram[0x8_0000] = 1;
+    vmm::snapshot::encode_into(&state, &ram, &mut out).unwrap();
     out
 }
 

@@ -150,6 +150,17 @@ pub enum Error {
         room: u64,
     },
 
+    /// A kernel, initrd or program file refused before it is read (`run::builder::read_input`).
+    #[error("cannot use {what} {}: {reason}", path.display())]
+    BadInput {
+        /// "kernel", "initrd" or "program" (`vmm machine`).
+        what: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: InputRefusal,
+    },
+
     /// `vmm run`: building the device tree failed.
     #[error("cannot build the device tree: {0}")]
     Fdt(#[from] crate::run::error::BootDataError),
@@ -239,4 +250,20 @@ impl Error {
             other => other,
         }
     }
+}
+
+/// Why a kernel or initrd file is refused before it is read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InputRefusal {
+    /// Not a regular file (a FIFO would block, a device like `/dev/zero` never ends).
+    #[error("it is {0}, not a regular file")]
+    NotAFile(&'static str),
+    /// Larger than the guest RAM it must fit in.
+    #[error("it has {size} bytes, more than the {max} bytes of guest RAM it must fit in (use a larger --memory)")]
+    TooLarge {
+        /// The file's size.
+        size: u64,
+        /// The room for it.
+        max: u64,
+    },
 }

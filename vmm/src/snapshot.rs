@@ -14,29 +14,59 @@
 //! | 4 | format version ([`VERSION`]) |
 //! | 8 | length S of the state |
 //! | S | the state: [`VmState`], serde with bincode's compact encoding |
-//! | 8 | length M of guest RAM |
-//! | M | guest RAM, byte for byte |
+//! | 8 | size M of guest RAM in bytes (a whole number of MiB, `memory_mib` of the state) |
+//! | N × 4104 | the pages of guest RAM that are not zero, by increasing index: each an 8-byte page index i (guest address `RAM_BASE` + i × 4096), then its 4096 bytes |
+//! | 8 | the number N of page records |
 //! | 4 | CRC-32 (IEEE) of every byte before it |
 //!
-//! Snapshot files are untrusted input: [`decode`] checks the magic, the version, every
-//! length against the file's size and the limits, and the checksum before it decodes
-//! anything, and decodes the state with a size limit, so no file can make it panic or
-//! allocate more than the file's own size. Writing goes to a temporary file renamed into
-//! place, so an existing file is never left half-written.
+//! A page missing from the list is zero. Writing streams guest RAM a page at a time
+//! ([`encode_guest_into`]): there is never a copy of RAM, zero pages (never touched or
+//! cleared) take no room, and a guest that touched 32 MiB of 256 makes a file of about
+//! 32 MiB.
+//!
+//! Snapshot files are untrusted input: [`read`] takes regular files only (a FIFO, a device,
+//! a directory are refused from their metadata, without reading, and the file is opened
+//! non-blocking), and checks the magic, the version, the state's length, the RAM size and
+//! the number of page records the file's size leaves room for, against the file's size
+//! and the limits ([`MAX_STATE_BYTES`], [`crate::layout::MAX_MEMORY_MIB`]), before it
+//! allocates anything. Guest RAM is then allocated (mapped lazily, an allocation failure is
+//! an error) and the records are read straight into it, while the checksum is computed; a
+//! record out of order or past the end of RAM, a wrong count or checksum refuse the file
+//! (a wrong checksum is reported first). Only then is the state decoded, with a size limit.
+//! So no file can make it panic, block, or allocate more than its own size plus the guest
+//! RAM its header announces (which stays unbacked but for the pages the file holds).
+//!
+//! Writing ([`write`]) checks the target first ([`check_target`]: not a directory, in a
+//! directory that exists and can be written), writes a temporary file in the target's own
+//! directory (`.NAME.tmp.PID`), fsyncs it, renames it into place and fsyncs the directory;
+//! on any failure the temporary file is removed and an existing target is left as it was.
+//! Where the filesystem has unnamed files (`O_TMPFILE`), the file is written unnamed and
+//! gets its temporary name only once complete, so a VMM killed mid-write leaves nothing.
 
-use std::io::Write;
+use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+use vm_memory::{Bytes, GuestAddress, GuestMemoryMmap};
 
 use crate::devices::uart::UartState;
+use crate::machine::RAM_BASE;
 
 /// The file's first bytes.
 pub const MAGIC: [u8; 8] = *b"RVCTRSNP";
 /// The format version this VMM writes and reads.
-pub const VERSION: u32 = 5;
+pub const VERSION: u32 = 6;
 /// The largest encoded state accepted (the state is a few KiB per vCPU).
 pub const MAX_STATE_BYTES: u64 = 16 << 20;
+/// Bytes of a page of guest RAM, the unit of the page list.
+pub const PAGE_BYTES: u64 = 4096;
+/// Bytes of one page record: its index, then its content.
+pub const RECORD_BYTES: u64 = 8 + PAGE_BYTES;
+/// Bytes of a file besides the state and the page records: magic, version, state length,
+/// RAM size, page count, checksum.
+const FIXED_BYTES: u64 = 8 + 4 + 8 + 8 + 8 + 4;
+/// Buffer of the file reader and writer.
+const IO_BUFFER: usize = 1 << 20;
 
 /// Where the kernel, initrd and device tree were put (`run::BootLayout`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -94,12 +124,13 @@ pub struct VmState {
 }
 
 /// A decoded snapshot.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct Snapshot {
     /// The state.
     pub state: VmState,
-    /// Guest RAM.
-    pub memory: Vec<u8>,
+    /// Guest RAM (at `RAM_BASE`, `state.memory_mib` MiB), freshly allocated and filled with
+    /// the file's pages: the restored VM takes it over ([`crate::run::GuestVm::from_snapshot`]).
+    pub memory: GuestMemoryMmap,
 }
 
 /// What is wrong with a snapshot file (or with writing one).
@@ -113,6 +144,22 @@ pub enum SnapshotError {
         /// The I/O error.
         #[source]
         source: std::io::Error,
+    },
+    /// The file to read is not a regular file.
+    #[error("snapshot {}: is {kind}, not a regular file", path.display())]
+    NotAFile {
+        /// The file.
+        path: PathBuf,
+        /// What it is ("a directory", "a FIFO", ...).
+        kind: &'static str,
+    },
+    /// A snapshot cannot be written there (checked before anything is paused or run).
+    #[error("cannot write a snapshot to {}: {reason}", path.display())]
+    Target {
+        /// The target.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
     },
     /// Not a snapshot of this VMM.
     #[error("not a vmm snapshot (no RVCTRSNP magic at the start)")]
@@ -145,6 +192,15 @@ pub enum SnapshotError {
         /// What is wrong with its value.
         reason: String,
     },
+    /// Guest RAM for the restore could not be allocated.
+    #[error("cannot allocate {mib} MiB of guest RAM for the snapshot: {source}")]
+    Allocate {
+        /// The RAM size.
+        mib: u64,
+        /// What vm-memory reported.
+        #[source]
+        source: vm_memory::mmap::FromRangesError,
+    },
     /// Guest RAM could not be read for a snapshot.
     #[error("cannot snapshot this VM: cannot read guest RAM: {0}")]
     ReadRam(#[source] vm_memory::GuestMemoryError),
@@ -161,13 +217,19 @@ pub enum Truncation {
         /// Its length.
         needs: u64,
         /// Where it starts.
-        at: usize,
+        at: u64,
         /// The file's length.
-        len: usize,
+        len: u64,
     },
+    /// What follows the RAM size is not a whole number of page records and the trailer.
+    #[error(
+        "the {0} bytes after the RAM size are not whole page records ({RECORD_BYTES} bytes \
+         each) followed by the page count and the checksum (12 bytes)"
+    )]
+    Records(u64),
     /// Bytes follow the checksum.
     #[error("{0} bytes after the checksum")]
-    Trailing(usize),
+    Trailing(u64),
 }
 
 /// What is malformed in a snapshot's content.
@@ -184,6 +246,38 @@ pub enum InvalidContent {
         /// The largest accepted.
         max: u64,
     },
+    /// The RAM size is not a whole, non-zero number of MiB.
+    #[error("guest RAM of {0} bytes (a VM has a whole, non-zero number of MiB)")]
+    RamSize(u64),
+    /// The file's size leaves room for more page records than guest RAM has pages.
+    #[error("{records} page records for {pages} pages of guest RAM")]
+    TooManyPages {
+        /// Records the file's size makes room for.
+        records: u64,
+        /// Pages of guest RAM.
+        pages: u64,
+    },
+    /// A page record is out of order or past the end of guest RAM.
+    #[error(
+        "page record {record}: page {index} is not after the previous record's or is past \
+         the end of guest RAM ({pages} pages)"
+    )]
+    PageIndex {
+        /// The record's position in the list.
+        record: u64,
+        /// Its page index.
+        index: u64,
+        /// Pages of guest RAM.
+        pages: u64,
+    },
+    /// The stored page count is not the number of records.
+    #[error("the page count says {stored} records, the file holds {records}")]
+    PageCount {
+        /// The count in the file.
+        stored: u64,
+        /// The records the file holds.
+        records: u64,
+    },
     /// The state does not decode.
     #[error("cannot decode the state: {0}")]
     Decode(#[source] bincode::Error),
@@ -192,8 +286,8 @@ pub enum InvalidContent {
     NoVcpu,
 }
 
-/// Whether `bytes` are all zero (what restores and migrations skip), fast: 64 bytes at a
-/// time OR-ed together, which the compiler turns into vector instructions.
+/// Whether `bytes` are all zero (what snapshots, restores and migrations skip), fast: 64
+/// bytes at a time OR-ed together, which the compiler turns into vector instructions.
 pub fn is_zero(bytes: &[u8]) -> bool {
     let mut chunks = bytes.chunks_exact(64);
     chunks.all(|c| c.iter().fold(0u8, |a, &b| a | b) == 0)
@@ -215,123 +309,455 @@ pub fn decode_state(body: &[u8]) -> Result<VmState, SnapshotError> {
         .map_err(|e| SnapshotError::Invalid(InvalidContent::Decode(e)))
 }
 
-/// Encode a snapshot into `out`.
-pub fn encode_into(state: &VmState, memory: &[u8], out: &mut impl Write) -> std::io::Result<()> {
-    let body = encode_state(state)?;
-    let mut crc = crc32fast::Hasher::new();
-    let mut put = |bytes: &[u8], out: &mut dyn Write| -> std::io::Result<()> {
-        crc.update(bytes);
-        out.write_all(bytes)
-    };
-    put(&MAGIC, out)?;
-    put(&VERSION.to_le_bytes(), out)?;
-    put(&(body.len() as u64).to_le_bytes(), out)?;
-    put(&body, out)?;
-    put(&(memory.len() as u64).to_le_bytes(), out)?;
-    put(memory, out)?;
-    out.write_all(&crc.finalize().to_le_bytes())
+/// A writer that keeps the CRC-32 of what went through it.
+struct CrcWriter<'a, W: Write> {
+    out: &'a mut W,
+    crc: crc32fast::Hasher,
 }
 
-/// Write a snapshot to `path` (through a temporary file renamed into place).
-pub fn write(path: &Path, state: &VmState, memory: &[u8]) -> Result<(), SnapshotError> {
+impl<W: Write> CrcWriter<'_, W> {
+    fn put(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.crc.update(bytes);
+        self.out.write_all(bytes)
+    }
+}
+
+/// Encodes a snapshot of `ram_len` bytes of RAM whose page `i` `read_page` puts in its
+/// buffer; returns the number of page records.
+fn encode_pages(
+    state: &VmState,
+    ram_len: u64,
+    mut read_page: impl FnMut(u64, &mut [u8; PAGE_BYTES as usize]) -> std::io::Result<()>,
+    out: &mut impl Write,
+) -> std::io::Result<u64> {
+    let body = encode_state(state)?;
+    let mut w = CrcWriter {
+        out,
+        crc: crc32fast::Hasher::new(),
+    };
+    w.put(&MAGIC)?;
+    w.put(&VERSION.to_le_bytes())?;
+    w.put(&(body.len() as u64).to_le_bytes())?;
+    w.put(&body)?;
+    w.put(&ram_len.to_le_bytes())?;
+    let mut page = [0u8; PAGE_BYTES as usize];
+    let mut records = 0u64;
+    for i in 0..ram_len.div_ceil(PAGE_BYTES) {
+        read_page(i, &mut page)?;
+        if !is_zero(&page) {
+            w.put(&i.to_le_bytes())?;
+            w.put(&page)?;
+            records += 1;
+        }
+    }
+    w.put(&records.to_le_bytes())?;
+    let crc = w.crc.finalize();
+    w.out.write_all(&crc.to_le_bytes())?;
+    Ok(records)
+}
+
+/// Encodes a snapshot of `state` with guest RAM `memory` (its bytes; a last partial page is
+/// padded with zeros) into `out`. Tests and fuzzers use it; a VM's snapshot is
+/// [`encode_guest_into`].
+pub fn encode_into(state: &VmState, memory: &[u8], out: &mut impl Write) -> std::io::Result<()> {
+    encode_pages(
+        state,
+        memory.len() as u64,
+        |i, page| {
+            let from = (i * PAGE_BYTES) as usize;
+            let src = &memory[from..memory.len().min(from + PAGE_BYTES as usize)];
+            page[..src.len()].copy_from_slice(src);
+            page[src.len()..].fill(0);
+            Ok(())
+        },
+        out,
+    )
+    .map(|_| ())
+}
+
+/// Encodes a snapshot of `state` with the guest RAM `mem` (at `RAM_BASE`, `memory_mib` of
+/// the state) into `out`, streamed a page at a time: the non-zero pages go straight from
+/// guest memory to `out`; returns the number of page records.
+pub fn encode_guest_into(
+    state: &VmState,
+    mem: &GuestMemoryMmap,
+    out: &mut impl Write,
+) -> std::io::Result<u64> {
+    let ram_len = state
+        .memory_mib
+        .checked_mul(1 << 20)
+        .ok_or_else(|| std::io::Error::other("the state's memory_mib overflows"))?;
+    encode_pages(
+        state,
+        ram_len,
+        |i, page| {
+            mem.read_slice(page, GuestAddress(RAM_BASE + i * PAGE_BYTES))
+                .map_err(|e| std::io::Error::other(SnapshotError::ReadRam(e)))
+        },
+        out,
+    )
+}
+
+/// What a path is when it is not a regular file.
+pub(crate) fn file_kind(meta: &std::fs::Metadata) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    if t.is_file() {
+        None
+    } else if t.is_dir() {
+        Some("a directory")
+    } else if t.is_fifo() {
+        Some("a FIFO")
+    } else if t.is_char_device() {
+        Some("a character device")
+    } else if t.is_block_device() {
+        Some("a block device")
+    } else if t.is_socket() {
+        Some("a socket")
+    } else {
+        Some("not a file")
+    }
+}
+
+/// The directory a snapshot at `path` goes in, and its file name.
+fn split_target(path: &Path) -> Result<(PathBuf, &std::ffi::OsStr), SnapshotError> {
+    let target = |reason: &str| SnapshotError::Target {
+        path: path.to_path_buf(),
+        reason: reason.into(),
+    };
+    if path.as_os_str().is_empty() {
+        return Err(target("the path is empty"));
+    }
+    let name = path
+        .file_name()
+        .ok_or_else(|| target("the path names no file (it ends in `/`, `.` or `..`)"))?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    Ok((dir, name))
+}
+
+/// Whether a snapshot can be written to `path`: it names a file (an existing regular file is
+/// replaced; a directory, a FIFO or a device is refused) in a directory that exists and this
+/// process can write. `vmm run`/`restore`/`receive` check `--snapshot-on-stop` with it
+/// before the guest runs, the control socket a `snapshot` request before it pauses the VM.
+pub fn check_target(path: &Path) -> Result<(), SnapshotError> {
+    let target = |reason: String| SnapshotError::Target {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let (dir, _) = split_target(path)?;
+    match std::fs::metadata(path) {
+        Ok(meta) => {
+            if let Some(kind) = file_kind(&meta) {
+                return Err(target(format!(
+                    "it is {kind} (a snapshot replaces a regular file only)"
+                )));
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(target(e.to_string())),
+    }
+    match std::fs::metadata(&dir) {
+        Ok(meta) if meta.is_dir() => {}
+        Ok(_) => return Err(target(format!("{} is not a directory", dir.display()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(target(format!(
+                "its directory {} does not exist",
+                dir.display()
+            )))
+        }
+        Err(e) => return Err(target(format!("its directory {}: {e}", dir.display()))),
+    }
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes())
+        .map_err(|_| target("the path holds a NUL byte".into()))?;
+    // SAFETY: `c` is a NUL-terminated string that outlives the call; access(2) only reads it.
+    if unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } != 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(target(format!(
+            "its directory {} is not writable ({e})",
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
+/// An unnamed regular file in `dir` (`O_TMPFILE`), or `None` where the filesystem or the
+/// kernel has none (the caller then creates the temporary file by name).
+fn open_unnamed(dir: &Path) -> Option<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_TMPFILE)
+        .mode(0o666)
+        .open(dir)
+        .ok()
+}
+
+/// Gives the unnamed file `f` the name `tmp` (a stale file of that name, from a process of
+/// the same id, is replaced).
+fn link_unnamed(f: &std::fs::File, tmp: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::io::AsRawFd;
+    let _ = std::fs::remove_file(tmp);
+    let from = std::ffi::CString::new(format!("/proc/self/fd/{}", f.as_raw_fd()))
+        .map_err(std::io::Error::other)?;
+    let to = std::ffi::CString::new(tmp.as_os_str().as_bytes()).map_err(std::io::Error::other)?;
+    // SAFETY: both paths are NUL-terminated strings that outlive the call, which only reads
+    // them; the descriptor behind `from` is open (`f` is borrowed).
+    let r = unsafe {
+        libc::linkat(
+            libc::AT_FDCWD,
+            from.as_ptr(),
+            libc::AT_FDCWD,
+            to.as_ptr(),
+            libc::AT_SYMLINK_FOLLOW,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// Write a snapshot of `state` and guest RAM `mem` to `path`: see the module's doc.
+pub fn write(path: &Path, state: &VmState, mem: &GuestMemoryMmap) -> Result<u64, SnapshotError> {
+    check_target(path)?;
     let io = |source| SnapshotError::Io {
         path: path.to_path_buf(),
         source,
     };
-    let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
+    let (dir, name) = split_target(path)?;
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".tmp.{}", std::process::id()));
+    let tmp = dir.join(tmp_name);
     let result = (|| {
-        let f = std::fs::File::create(&tmp)?;
-        let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
-        encode_into(state, memory, &mut w)?;
-        w.into_inner().map_err(|e| e.into_error())?.sync_all()
+        // An unnamed file where the filesystem has them (O_TMPFILE): a VMM killed while it
+        // writes leaves nothing behind; it gets the temporary name once it is complete.
+        let (f, unnamed) = match open_unnamed(&dir) {
+            Some(f) => (f, true),
+            None => (std::fs::File::create(&tmp)?, false),
+        };
+        let mut w = BufWriter::with_capacity(IO_BUFFER, f);
+        encode_guest_into(state, mem, &mut w)?;
+        let f = w.into_inner().map_err(|e| e.into_error())?;
+        f.sync_all()?;
+        let len = f.metadata()?.len();
+        if unnamed {
+            link_unnamed(&f, &tmp)?;
+        }
+        std::fs::rename(&tmp, path)?;
+        Ok(len)
     })();
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(io(e));
-    }
-    std::fs::rename(&tmp, path).map_err(io)
+    let len = match result {
+        Ok(len) => len,
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(io(e));
+        }
+    };
+    // The rename is durable once the directory is.
+    std::fs::File::open(&dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io)?;
+    Ok(len)
 }
 
-/// Read and check a snapshot file.
+/// Read and check the snapshot file at `path` (regular files only): see the module's doc.
 pub fn read(path: &Path) -> Result<Snapshot, SnapshotError> {
-    let bytes = std::fs::read(path).map_err(|source| SnapshotError::Io {
+    use std::os::unix::fs::OpenOptionsExt;
+    let io = |source| SnapshotError::Io {
         path: path.to_path_buf(),
         source,
-    })?;
-    decode(&bytes)
+    };
+    let not_a_file = |meta: &std::fs::Metadata| match file_kind(meta) {
+        Some(kind) => Err(SnapshotError::NotAFile {
+            path: path.to_path_buf(),
+            kind,
+        }),
+        None => Ok(()),
+    };
+    not_a_file(&std::fs::metadata(path).map_err(io)?)?;
+    // Non-blocking: should a FIFO replace the file between the check and the open, the
+    // open does not wait for a writer (and the check below refuses it).
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(io)?;
+    let meta = f.metadata().map_err(io)?;
+    not_a_file(&meta)?;
+    parse(BufReader::with_capacity(IO_BUFFER, f), meta.len(), path)
 }
 
-/// Take `n` bytes at `*at`, or say what was expected.
-fn take<'a>(
-    bytes: &'a [u8],
-    at: &mut usize,
-    n: u64,
-    what: &'static str,
-) -> Result<&'a [u8], SnapshotError> {
-    let start = *at;
-    let end = usize::try_from(n)
-        .ok()
-        .and_then(|n| start.checked_add(n))
-        .filter(|&e| e <= bytes.len())
-        .ok_or(SnapshotError::Truncated(Truncation::Short {
-            what,
-            needs: n,
-            at: start,
-            len: bytes.len(),
-        }))?;
-    *at = end;
-    Ok(&bytes[start..end])
-}
-
-fn u64_at(bytes: &[u8], at: &mut usize, what: &'static str) -> Result<u64, SnapshotError> {
-    let b = take(bytes, at, 8, what)?;
-    Ok(u64::from_le_bytes(b.try_into().expect("8 bytes")))
-}
-
-/// Check and decode a snapshot.
+/// Check and decode a snapshot held in memory (what [`read`] does with a file's content).
 pub fn decode(bytes: &[u8]) -> Result<Snapshot, SnapshotError> {
-    if bytes.len() < 8 || bytes[..8] != MAGIC {
+    parse(bytes, bytes.len() as u64, Path::new("(in memory)"))
+}
+
+/// A reader that keeps the CRC-32 of what it read.
+struct CrcReader<R: Read> {
+    inner: R,
+    crc: crc32fast::Hasher,
+}
+
+impl<R: Read> CrcReader<R> {
+    fn exact(&mut self, buf: &mut [u8]) -> std::io::Result<()> {
+        self.inner.read_exact(buf)?;
+        self.crc.update(buf);
+        Ok(())
+    }
+
+    fn u64(&mut self) -> std::io::Result<u64> {
+        let mut b = [0u8; 8];
+        self.exact(&mut b)?;
+        Ok(u64::from_le_bytes(b))
+    }
+}
+
+/// Reads a snapshot of `len` bytes from `r` (named `path` in errors).
+fn parse(r: impl Read, len: u64, path: &Path) -> Result<Snapshot, SnapshotError> {
+    let io = |source| SnapshotError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let short = |what, needs, at| {
+        SnapshotError::Truncated(Truncation::Short {
+            what,
+            needs,
+            at,
+            len,
+        })
+    };
+    let mut r = CrcReader {
+        inner: r,
+        crc: crc32fast::Hasher::new(),
+    };
+    let mut magic = [0u8; 8];
+    if len < 8 {
         return Err(SnapshotError::NotASnapshot);
     }
-    let mut at = 8;
-    let version = u32::from_le_bytes(take(bytes, &mut at, 4, "the version")?.try_into().unwrap());
+    r.exact(&mut magic).map_err(io)?;
+    if magic != MAGIC {
+        return Err(SnapshotError::NotASnapshot);
+    }
+    if len < 12 {
+        return Err(short("the version", 4, 8));
+    }
+    let mut version = [0u8; 4];
+    r.exact(&mut version).map_err(io)?;
+    let version = u32::from_le_bytes(version);
     if version != VERSION {
         return Err(SnapshotError::UnknownVersion { found: version });
     }
-    let state_len = u64_at(bytes, &mut at, "the state length")?;
+    if len < 20 {
+        return Err(short("the state length", 8, 12));
+    }
+    let state_len = r.u64().map_err(io)?;
     if state_len > MAX_STATE_BYTES {
         return Err(SnapshotError::Invalid(InvalidContent::StateTooLarge(
             state_len,
         )));
     }
-    let body = take(bytes, &mut at, state_len, "the state")?;
-    let mem_len = u64_at(bytes, &mut at, "the memory length")?;
-    let max_mem = crate::layout::MAX_MEMORY_MIB << 20;
-    if mem_len > max_mem {
-        return Err(SnapshotError::Invalid(InvalidContent::RamTooLarge {
-            len: mem_len,
-            max: max_mem,
-        }));
+    // Everything but the records: the file must hold at least that.
+    let fixed = FIXED_BYTES + state_len;
+    if len < fixed {
+        return Err(short(
+            "the state, the RAM size, the page count and the checksum",
+            fixed - 20,
+            20,
+        ));
     }
-    let memory = take(bytes, &mut at, mem_len, "guest RAM")?;
-    let content_end = at;
-    let stored = u32::from_le_bytes(take(bytes, &mut at, 4, "the checksum")?.try_into().unwrap());
-    if at != bytes.len() {
-        return Err(SnapshotError::Truncated(Truncation::Trailing(
-            bytes.len() - at,
+    let after_ram_size = len - (20 + state_len + 8);
+    let records_len = after_ram_size - 12;
+    if !records_len.is_multiple_of(RECORD_BYTES) {
+        return Err(SnapshotError::Truncated(Truncation::Records(
+            after_ram_size,
         )));
     }
-    let computed = crc32fast::hash(&bytes[..content_end]);
+    let records = records_len / RECORD_BYTES;
+    let mut body = Vec::new();
+    body.try_reserve_exact(state_len as usize)
+        .map_err(|e| io(std::io::Error::new(std::io::ErrorKind::OutOfMemory, e)))?;
+    body.resize(state_len as usize, 0);
+    r.exact(&mut body).map_err(io)?;
+    let ram_len = r.u64().map_err(io)?;
+    let max_ram = crate::layout::MAX_MEMORY_MIB << 20;
+    if ram_len > max_ram {
+        return Err(SnapshotError::Invalid(InvalidContent::RamTooLarge {
+            len: ram_len,
+            max: max_ram,
+        }));
+    }
+    if ram_len == 0 || !ram_len.is_multiple_of(1 << 20) {
+        return Err(SnapshotError::Invalid(InvalidContent::RamSize(ram_len)));
+    }
+    let pages = ram_len / PAGE_BYTES;
+    if records > pages {
+        return Err(SnapshotError::Invalid(InvalidContent::TooManyPages {
+            records,
+            pages,
+        }));
+    }
+    // Every size is checked: now the RAM, mapped lazily (only the pages written below get
+    // host memory).
+    let mib = ram_len >> 20;
+    let mem = GuestMemoryMmap::from_ranges(&[(GuestAddress(RAM_BASE), ram_len as usize)])
+        .map_err(|source| SnapshotError::Allocate { mib, source })?;
+    // A bad record is reported after the checksum (a corrupted file is reported as such).
+    let mut bad_record = None;
+    let mut next = 0u64;
+    let mut page = [0u8; PAGE_BYTES as usize];
+    for record in 0..records {
+        let index = r.u64().map_err(io)?;
+        r.exact(&mut page).map_err(io)?;
+        if index < next || index >= pages {
+            bad_record.get_or_insert(InvalidContent::PageIndex {
+                record,
+                index,
+                pages,
+            });
+            continue;
+        }
+        next = index + 1;
+        if !is_zero(&page) {
+            mem.write_slice(&page, GuestAddress(RAM_BASE + index * PAGE_BYTES))
+                .map_err(|e| io(std::io::Error::other(e)))?;
+        }
+    }
+    let stored_count = r.u64().map_err(io)?;
+    let computed = r.crc.clone().finalize();
+    let mut crc = [0u8; 4];
+    r.inner.read_exact(&mut crc).map_err(io)?;
+    let stored = u32::from_le_bytes(crc);
+    // The file may have grown since its size was taken.
+    let mut more = [0u8; 1];
+    if r.inner.read(&mut more).map_err(io)? != 0 {
+        return Err(SnapshotError::Truncated(Truncation::Trailing(1)));
+    }
     if stored != computed {
         return Err(SnapshotError::Checksum { stored, computed });
     }
-    let state = decode_state(body)?;
+    if let Some(bad) = bad_record {
+        return Err(SnapshotError::Invalid(bad));
+    }
+    if stored_count != records {
+        return Err(SnapshotError::Invalid(InvalidContent::PageCount {
+            stored: stored_count,
+            records,
+        }));
+    }
+    let state = decode_state(&body)?;
     let announced = state.memory_mib.checked_mul(1 << 20);
-    if state.memory_mib == 0 || announced != Some(mem_len) {
+    if state.memory_mib == 0 || announced != Some(ram_len) {
         return Err(SnapshotError::BadField {
             field: "memory_mib".into(),
             reason: format!(
-                "{} MiB of RAM announced, {mem_len} bytes stored",
+                "{} MiB of RAM announced, {ram_len} bytes stored",
                 state.memory_mib
             ),
         });
@@ -339,10 +765,7 @@ pub fn decode(bytes: &[u8]) -> Result<Snapshot, SnapshotError> {
     if state.vcpus.is_empty() {
         return Err(SnapshotError::Invalid(InvalidContent::NoVcpu));
     }
-    Ok(Snapshot {
-        state,
-        memory: memory.to_vec(),
-    })
+    Ok(Snapshot { state, memory: mem })
 }
 
 #[cfg(test)]
@@ -388,7 +811,13 @@ mod tests {
             },
             input: b"more".to_vec(),
         };
-        let memory: Vec<u8> = (0..1 << 20).map(|i| (i * 7) as u8).collect();
+        // Pages 3, 4 and 200 hold bytes (page 4 only its last one), the rest is zero.
+        let mut memory = vec![0u8; 1 << 20];
+        for (i, b) in memory.iter_mut().enumerate().take(4 * 4096).skip(3 * 4096) {
+            *b = (i * 7) as u8 | 1;
+        }
+        memory[5 * 4096 - 1] = 0x5a;
+        memory[200 * 4096..201 * 4096].fill(0xee);
         (state, memory)
     }
 
@@ -397,6 +826,32 @@ mod tests {
         let mut out = Vec::new();
         encode_into(&s, &m, &mut out).unwrap();
         (out, s, m)
+    }
+
+    /// Guest RAM's bytes.
+    fn ram_bytes(mem: &GuestMemoryMmap) -> Vec<u8> {
+        use vm_memory::{GuestMemoryBackend, GuestMemoryRegion};
+        let len: u64 = mem.iter().map(|r| r.len()).sum();
+        let mut v = vec![0u8; len as usize];
+        mem.read_slice(&mut v, GuestAddress(RAM_BASE)).unwrap();
+        v
+    }
+
+    /// Where the page records start in `encoded()`'s file.
+    fn records_at(bytes: &[u8]) -> usize {
+        20 + u64::from_le_bytes(bytes[12..20].try_into().unwrap()) as usize + 8
+    }
+
+    /// `bytes` with its checksum recomputed.
+    fn with_crc(mut v: Vec<u8>) -> Vec<u8> {
+        let end = v.len() - 4;
+        let crc = crc32fast::hash(&v[..end]).to_le_bytes();
+        v[end..].copy_from_slice(&crc);
+        v
+    }
+
+    fn scratch(name: &str) -> PathBuf {
+        std::env::temp_dir().join(format!("vmm-snapfile-{}-{name}", std::process::id()))
     }
 
     #[test]
@@ -415,9 +870,115 @@ mod tests {
     #[test]
     fn round_trip() {
         let (bytes, s, m) = encoded();
+        // Three page records (3, 4, 200), in order; nothing of the zero pages.
+        let at = records_at(&bytes);
+        assert_eq!(bytes.len(), at + 3 * RECORD_BYTES as usize + 12);
+        let index = |r: usize| {
+            let o = at + r * RECORD_BYTES as usize;
+            u64::from_le_bytes(bytes[o..o + 8].try_into().unwrap())
+        };
+        assert_eq!([index(0), index(1), index(2)], [3, 4, 200]);
+        let n = bytes.len();
+        assert_eq!(
+            u64::from_le_bytes(bytes[n - 12..n - 4].try_into().unwrap()),
+            3
+        );
         let snap = decode(&bytes).unwrap();
         assert_eq!(snap.state, s);
-        assert_eq!(snap.memory, m);
+        assert_eq!(ram_bytes(&snap.memory), m);
+    }
+
+    /// A VM's RAM streamed from guest memory makes the same file as its bytes, and a file
+    /// written with [`write`] reads back.
+    #[test]
+    fn guest_memory_streams_to_the_same_file() {
+        let (bytes, s, m) = encoded();
+        let mem = GuestMemoryMmap::from_ranges(&[(GuestAddress(RAM_BASE), 1 << 20)]).unwrap();
+        mem.write_slice(&m, GuestAddress(RAM_BASE)).unwrap();
+        let mut out = Vec::new();
+        assert_eq!(encode_guest_into(&s, &mem, &mut out).unwrap(), 3);
+        assert_eq!(out, bytes);
+        let path = scratch("written");
+        assert_eq!(write(&path, &s, &mem).unwrap(), bytes.len() as u64);
+        assert_eq!(std::fs::read(&path).unwrap(), bytes);
+        let snap = read(&path).unwrap();
+        assert_eq!(snap.state, s);
+        assert_eq!(ram_bytes(&snap.memory), m);
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    /// FIFOs, devices and directories are refused from their metadata: nothing blocks on
+    /// a FIFO without a writer, nothing reads `/dev/zero`.
+    #[test]
+    fn only_regular_files_are_read() {
+        let fifo = scratch("fifo");
+        let _ = std::fs::remove_file(&fifo);
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: `c` is a NUL-terminated path that outlives the call.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = read(&fifo).unwrap_err().to_string();
+        assert!(e.contains("is a FIFO, not a regular file"), "{e}");
+        std::fs::remove_file(&fifo).unwrap();
+        let e = read(Path::new("/dev/zero")).unwrap_err().to_string();
+        assert!(
+            e.contains("/dev/zero: is a character device, not a regular file"),
+            "{e}"
+        );
+        let e = read(&std::env::temp_dir()).unwrap_err().to_string();
+        assert!(e.contains("is a directory, not a regular file"), "{e}");
+        let e = read(&scratch("missing")).unwrap_err().to_string();
+        assert!(e.contains("No such file"), "{e}");
+    }
+
+    /// Bad targets are refused with the path and the reason; a failed write leaves no
+    /// temporary file and the existing target as it was.
+    #[test]
+    fn bad_targets_are_refused_and_failures_leave_nothing_behind() {
+        let (_, s, m) = encoded();
+        let mem = GuestMemoryMmap::from_ranges(&[(GuestAddress(RAM_BASE), 1 << 20)]).unwrap();
+        mem.write_slice(&m, GuestAddress(RAM_BASE)).unwrap();
+        let dir = scratch("dir");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        let msg = |p: &Path| write(p, &s, &mem).unwrap_err().to_string();
+        let sub = dir.join("sub");
+        let e = msg(&sub);
+        assert!(
+            e.contains(&format!("cannot write a snapshot to {}", sub.display()))
+                && e.contains("it is a directory"),
+            "{e}"
+        );
+        let missing = dir.join("nope/s.snap");
+        let e = msg(&missing);
+        assert!(
+            e.contains(&format!(
+                "its directory {} does not exist",
+                dir.join("nope").display()
+            )),
+            "{e}"
+        );
+        assert_eq!(check_target(&missing).unwrap_err().to_string(), e);
+        let e = msg(Path::new("/dev/null"));
+        assert!(e.contains("it is a character device"), "{e}");
+        let e = msg(&dir.join(".."));
+        assert!(e.contains("names no file"), "{e}");
+        // A target that exists is kept as it was when the write fails mid-way (here: the
+        // state announces 2 MiB of RAM and guest memory has 1, so reading page 256 fails
+        // after the first MiB went to the temporary file).
+        let target = dir.join("keep.snap");
+        std::fs::write(&target, b"old content").unwrap();
+        let mut big = s.clone();
+        big.memory_mib = 2;
+        let e = write(&target, &big, &mem).unwrap_err().to_string();
+        assert!(e.contains("cannot read guest RAM"), "{e}");
+        assert_eq!(std::fs::read(&target).unwrap(), b"old content");
+        let leftovers: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .filter(|n| n.to_string_lossy().contains(".tmp."))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -450,6 +1011,97 @@ mod tests {
         let mut v = bytes.clone();
         v[12..20].copy_from_slice(&u64::MAX.to_le_bytes());
         assert!(msg(&v).contains("at most"));
+        // A state longer than the file: refused from the sizes, before anything is read.
+        let mut v = bytes.clone();
+        v[12..20].copy_from_slice(&(10u64 << 20).to_le_bytes());
+        assert!(
+            msg(&v).contains("needs 10485780 bytes at offset 20, the file has"),
+            "{}",
+            msg(&v)
+        );
+        let at = records_at(&bytes);
+        let ram = at - 8..at;
+        // More RAM than a VM can have, and RAM that is not whole MiB.
+        let mut v = bytes.clone();
+        v[ram.clone()].copy_from_slice(&((crate::layout::MAX_MEMORY_MIB + 1) << 20).to_le_bytes());
+        assert!(
+            msg(&v).contains("guest RAM of 68720525312 bytes (at most"),
+            "{}",
+            msg(&v)
+        );
+        let mut v = bytes.clone();
+        v[ram.clone()].copy_from_slice(&12288u64.to_le_bytes());
+        assert!(
+            msg(&v).contains("whole, non-zero number of MiB"),
+            "{}",
+            msg(&v)
+        );
+        // More records than pages: the file's size says so before any RAM is allocated.
+        let mut v = bytes.clone();
+        v[ram.clone()].copy_from_slice(&0u64.to_le_bytes());
+        assert!(
+            msg(&v).contains("whole, non-zero number of MiB"),
+            "{}",
+            msg(&v)
+        );
+        // Records out of order, past the end of RAM, a wrong count: refused (with a correct
+        // checksum), and a wrong checksum is reported before them.
+        let index = |r: usize| at + r * RECORD_BYTES as usize;
+        let mut v = bytes.clone();
+        v[index(1)..index(1) + 8].copy_from_slice(&3u64.to_le_bytes());
+        let v = with_crc(v);
+        assert!(
+            msg(&v).contains("page record 1: page 3 is not after the previous"),
+            "{}",
+            msg(&v)
+        );
+        let mut v = bytes.clone();
+        v[index(2)..index(2) + 8].copy_from_slice(&256u64.to_le_bytes());
+        let mut corrupt = v.clone();
+        let v = with_crc(v);
+        assert!(msg(&v).contains("page 256 is not after") && msg(&v).contains("(256 pages)"));
+        corrupt[index(0) + 100] ^= 1;
+        assert!(msg(&corrupt).contains("checksum mismatch"));
+        let mut v = bytes.clone();
+        let n = v.len();
+        v[n - 12..n - 4].copy_from_slice(&7u64.to_le_bytes());
+        let v = with_crc(v);
+        assert!(
+            msg(&v).contains("the page count says 7 records, the file holds 3"),
+            "{}",
+            msg(&v)
+        );
+    }
+
+    /// A sparse file announcing the largest RAM a VM can have and holding one page reads
+    /// back without the RAM costing host memory (it is mapped lazily); the same header with
+    /// more records than pages is refused from the file's size.
+    #[test]
+    fn large_sparse_ram_is_cheap_and_too_many_records_are_refused() {
+        let (mut s, _) = sample();
+        s.memory_mib = crate::layout::MAX_MEMORY_MIB;
+        let mut bytes = Vec::new();
+        encode_into(&s, &[1u8], &mut bytes).unwrap();
+        let at = records_at(&bytes);
+        bytes[at - 8..at].copy_from_slice(&(crate::layout::MAX_MEMORY_MIB << 20).to_le_bytes());
+        let bytes = with_crc(bytes);
+        let snap = decode(&bytes).unwrap();
+        let mut b = [0u8; 2];
+        snap.memory
+            .read_slice(&mut b, GuestAddress(RAM_BASE))
+            .unwrap();
+        assert_eq!(b, [1, 0]);
+        // 1 MiB of RAM (256 pages) and 257 records.
+        let (s, _) = sample();
+        let mem: Vec<u8> = vec![1u8; 1 << 20];
+        let mut bytes = Vec::new();
+        encode_into(&s, &mem, &mut bytes).unwrap();
+        let n = bytes.len();
+        let tail = bytes.split_off(n - 12);
+        bytes.extend_from_within(n - 12 - RECORD_BYTES as usize..n - 12);
+        bytes.extend_from_slice(&tail);
+        let e = decode(&bytes).unwrap_err().to_string();
+        assert!(e.contains("257 page records for 256 pages"), "{e}");
     }
 
     /// A `memory_mib` whose size in bytes overflows 64 bits is refused as a snapshot field,
@@ -484,24 +1136,39 @@ mod tests {
             seed ^= seed << 17;
             seed
         };
-        for _ in 0..300 {
+        for _ in 0..600 {
             let mut v = bytes.clone();
-            match rnd() % 3 {
+            match rnd() % 4 {
                 0 => {
                     let i = (rnd() as usize) % v.len();
                     v[i] = rnd() as u8;
                 }
                 1 => v.truncate((rnd() as usize) % v.len()),
-                _ => {
+                2 => {
                     // Corrupt the state and fix the checksum, so the decoder sees it.
                     let i = 20 + (rnd() as usize) % 200;
                     v[i] = rnd() as u8;
-                    let end = v.len() - 4;
-                    let crc = crc32fast::hash(&v[..end]).to_le_bytes();
-                    v[end..].copy_from_slice(&crc);
+                    v = with_crc(v);
+                }
+                _ => {
+                    // Corrupt the RAM size, a page index or the count, and fix the checksum.
+                    let at = records_at(&v);
+                    let i = match rnd() % 3 {
+                        0 => at - 8 + (rnd() as usize) % 8,
+                        1 => {
+                            at + (rnd() as usize % 3) * RECORD_BYTES as usize + (rnd() as usize) % 8
+                        }
+                        _ => v.len() - 12 + (rnd() as usize) % 8,
+                    };
+                    v[i] = rnd() as u8;
+                    v = with_crc(v);
                 }
             }
-            let _ = decode(&v);
+            // Without a recomputed checksum, a change never passes.
+            let fixed_crc = v.len() == bytes.len() && v[v.len() - 4..] != bytes[bytes.len() - 4..];
+            if decode(&v).is_ok() && !fixed_crc {
+                assert_eq!(v, bytes, "a changed file decodes");
+            }
         }
     }
 }

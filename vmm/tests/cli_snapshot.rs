@@ -73,5 +73,24 @@ fn run_snapshot_restore_in_new_processes() {
     let (code, _, err) = vmm(&["restore", "--snapshot", snap]);
     assert_eq!(code, 1);
     assert!(err.contains("not a vmm snapshot"), "{err}");
+    // Not a regular file: refused without reading (a FIFO would block, /dev/zero never ends).
+    let (code, out, err) = vmm(&["restore", "--snapshot", "/dev/zero"]);
+    assert_eq!(code, 1);
+    assert!(out.is_empty(), "the guest ran: {out}");
+    assert!(
+        err.contains("snapshot /dev/zero: is a character device, not a regular file"),
+        "{err}"
+    );
+    // A snapshot target in a directory that does not exist: refused before the guest runs.
+    let target = format!("{snap}-no-such-dir/s");
+    let (code, out, err) = vmm(&["run", "--max-insns", "6000", "--snapshot-on-stop", &target]);
+    assert_eq!(code, 1);
+    assert!(out.is_empty(), "the guest ran: {out}");
+    assert!(
+        err.contains(&format!(
+            "cannot write a snapshot to {target}: its directory"
+        )),
+        "{err}"
+    );
     let _ = std::fs::remove_file(snap);
 }

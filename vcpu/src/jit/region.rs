@@ -167,8 +167,8 @@ mod tests {
         let f: extern "C" fn() -> u32 = unsafe { std::mem::transmute(at) };
         assert_eq!(f(), 42);
         assert!(r.patch_u64(at + 8, 0x1122_3344_5566_7788));
-        // SAFETY: inside the placed code, readable in the execute view.
         assert_eq!(
+            // SAFETY: inside the placed code, readable in the execute view.
             unsafe { ((at + 8) as *const u64).read_unaligned() },
             0x1122_3344_5566_7788
         );

@@ -128,10 +128,10 @@ pub fn run_elf(
     config: &MachineConfig,
     console: Console,
 ) -> Result<(MachineExit, RunStats), Error> {
-    let data = std::fs::read(path).map_err(|source| Error::ReadProgram {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    // A regular file no larger than the machine's RAM, checked before it is read.
+    let max = config.memory_mib.saturating_mul(1 << 20);
+    let data = crate::run::builder::read_input(path, "program", max)
+        .map_err(|e| e.into_error(|path, source| Error::ReadProgram { path, source }))?;
     let mut machine = Machine::new(&data, config, console).map_err(|e| e.with_path(path))?;
     let start = Instant::now();
     let exit = machine.run()?;

@@ -420,15 +420,16 @@ impl Server {
                 let Some(path) = body.get("path").and_then(Value::as_str) else {
                     return error("snapshot needs a \"path\" string");
                 };
+                // A target that cannot be written is refused before the VM is paused.
+                if let Err(e) = crate::snapshot::check_target(Path::new(path)) {
+                    return error(e.to_string());
+                }
                 self.while_paused(|views| {
                     let vcpus = all_vcpus(views)
                         .map(|v| (v.state.clone(), v.ctr.snapshot(), v.pmu.clone()))
                         .collect();
                     match self.common.write_snapshot(Path::new(path), vcpus) {
-                        Ok(()) => {
-                            let bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-                            json!({ "ok": true, "path": path, "bytes": bytes })
-                        }
+                        Ok(bytes) => json!({ "ok": true, "path": path, "bytes": bytes }),
                         Err(e) => error(e.to_string()),
                     }
                 })
@@ -576,6 +577,12 @@ impl Server {
     /// ends the run ([`super::RunExit::Stopped`], exit status 0). If the snapshot cannot be
     /// written the VM goes on as before (paused if it was) and the answer says why.
     fn quit(&self, snapshot: Option<PathBuf>, was_paused: bool) -> Value {
+        // A target that cannot be written is refused before the VM is paused.
+        if let Some(path) = &snapshot {
+            if let Err(e) = crate::snapshot::check_target(path) {
+                return error(format!("quit: {e}; the VM goes on"));
+            }
+        }
         let parked = if was_paused {
             self.ctl.wait_parked(false)
         } else {
@@ -593,9 +600,9 @@ impl Server {
                 self.common.write_snapshot(path, vcpus)
             });
             match written {
-                Some(Ok(())) => {
+                Some(Ok(bytes)) => {
                     answer["snapshot"] = json!(path);
-                    answer["bytes"] = json!(std::fs::metadata(path).map(|m| m.len()).unwrap_or(0));
+                    answer["bytes"] = json!(bytes);
                 }
                 failed => {
                     if !was_paused {

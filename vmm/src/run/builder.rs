@@ -4,6 +4,7 @@
 //! the VM in named steps: RAM, kernel, initrd, device tree, vCPUs, hart instances.
 
 use std::ops::Range;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use crate::backend::{Hart, HartConfig};
@@ -18,7 +19,7 @@ use super::{
 };
 use crate::devices::uart::Uart;
 use crate::devices::Console;
-use crate::error::Error;
+use crate::error::{Error, InputRefusal};
 use crate::machine::{HART_ID, MAX_MEMORY_MIB, RAM_BASE};
 
 pub use super::error::BootDataError;
@@ -93,6 +94,79 @@ pub(super) fn allocate_ram(mib: u64) -> Result<GuestMemoryMmap, Error> {
         .map_err(|source| Error::GuestMemory { mib, source })
 }
 
+/// Why [`read_input`] failed.
+#[derive(Debug)]
+pub(crate) struct InputFailure {
+    path: std::path::PathBuf,
+    what: &'static str,
+    reason: Result<InputRefusal, std::io::Error>,
+}
+
+impl InputFailure {
+    /// As the VMM's error; a read error through `io` (which names the file's role).
+    pub(crate) fn into_error(
+        self,
+        io: impl FnOnce(std::path::PathBuf, std::io::Error) -> Error,
+    ) -> Error {
+        match self.reason {
+            Ok(reason) => Error::BadInput {
+                what: self.what,
+                path: self.path,
+                reason,
+            },
+            Err(source) => io(self.path, source),
+        }
+    }
+}
+
+/// Reads the `what` file at `path` (the kernel or the initrd; `vmm machine`'s program): a
+/// regular file only (a FIFO,
+/// a device like `/dev/zero` or a directory is refused from its metadata, without reading;
+/// the file is opened non-blocking), of at most `max` bytes, checked before it is read.
+pub(crate) fn read_input(
+    path: &Path,
+    what: &'static str,
+    max: u64,
+) -> Result<Vec<u8>, InputFailure> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let fail = |reason| InputFailure {
+        path: path.to_path_buf(),
+        what,
+        reason,
+    };
+    let check = |meta: &std::fs::Metadata| match crate::snapshot::file_kind(meta) {
+        Some(kind) => Err(fail(Ok(InputRefusal::NotAFile(kind)))),
+        None if meta.len() > max => Err(fail(Ok(InputRefusal::TooLarge {
+            size: meta.len(),
+            max,
+        }))),
+        None => Ok(meta.len()),
+    };
+    check(&std::fs::metadata(path).map_err(|e| fail(Err(e)))?)?;
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| fail(Err(e)))?;
+    let len = check(&f.metadata().map_err(|e| fail(Err(e)))?)?;
+    let mut data = Vec::new();
+    data.try_reserve_exact(len as usize)
+        .map_err(|e| fail(Err(std::io::Error::new(std::io::ErrorKind::OutOfMemory, e))))?;
+    // At most one byte more than allowed: a file that grew since is refused too.
+    f.by_ref()
+        .take(max + 1)
+        .read_to_end(&mut data)
+        .map_err(|e| fail(Err(e)))?;
+    if data.len() as u64 > max {
+        return Err(fail(Ok(InputRefusal::TooLarge {
+            size: data.len() as u64,
+            max,
+        })));
+    }
+    Ok(data)
+}
+
 /// The host hart model's CTR for the depths it supports (`None`: no CTR; Smctr 2.4
 /// "Supervisor Control Transfer Records Depth Register (sctrdepth)").
 pub(super) fn host_ctr(depths: ctr_virt::DepthSet) -> Option<vcpu_api::ctr::CtrConfig> {
@@ -137,6 +211,9 @@ impl<'a> VmBuilder<'a> {
     pub fn new(config: &'a RunConfig, policy: GuestPolicy) -> Result<VmBuilder<'a>, Error> {
         let ram_size = check_memory(config.memory_mib)?;
         let pcpus = check_topology(config.vcpus, config.pcpus, config.slice_insns)?;
+        if let Some(path) = &config.snapshot_on_stop {
+            crate::snapshot::check_target(path)?;
+        }
         // The host hart model's CTR, and what the guest may use of it (refused here, before
         // the guest starts, if nothing fits).
         let host_ctr = host_ctr(config.host_ctr_depths);
@@ -161,27 +238,26 @@ impl<'a> VmBuilder<'a> {
             (false, false) => pmu_virt::PmuPolicy::off(),
             (false, true) => return Err(Error::PmuDelegWithoutPmu),
         };
-        let kernel = match config.kernel_image {
-            Some(bytes) => std::borrow::Cow::Borrowed(bytes),
-            None => std::fs::read(&config.kernel)
-                .map_err(|source| Error::ReadProgram {
-                    path: config.kernel.clone(),
-                    source,
-                })?
-                .into(),
-        };
-        let initrd = match &config.initrd {
-            Some(path) => Some(std::fs::read(path).map_err(|source| Error::ReadInitrd {
-                path: path.clone(),
-                source,
-            })?),
-            None => None,
-        };
         let ram_end = RAM_BASE + ram_size;
         let fdt_addr = if ram_size >= 4 * FDT_FROM_END {
             ram_end - FDT_FROM_END
         } else {
             ram_end - FDT_MAX
+        };
+        // A kernel file is at most the guest's RAM (an ELF file holds more than it loads),
+        // an initrd what lies below the device tree.
+        let kernel = match config.kernel_image {
+            Some(bytes) => std::borrow::Cow::Borrowed(bytes),
+            None => read_input(&config.kernel, "kernel", ram_size)
+                .map_err(|e| e.into_error(|path, source| Error::ReadProgram { path, source }))?
+                .into(),
+        };
+        let initrd = match &config.initrd {
+            Some(path) => Some(
+                read_input(path, "initrd", fdt_addr - RAM_BASE)
+                    .map_err(|e| e.into_error(|path, source| Error::ReadInitrd { path, source }))?,
+            ),
+            None => None,
         };
         Ok(VmBuilder {
             config,
@@ -396,5 +472,76 @@ mod tests {
         config.pmu_deleg = false;
         let err = VmBuilder::new(&config, GuestPolicy::default()).err();
         assert!(matches!(err, Some(Error::ReadProgram { .. })), "{err:?}");
+    }
+
+    /// Kernel and initrd files: regular files only, refused from their metadata (a FIFO
+    /// would block, `/dev/zero` never ends), and no larger than the guest RAM they must fit
+    /// in, checked before they are read; a `--snapshot-on-stop` target that cannot be
+    /// written is refused before anything is loaded.
+    #[test]
+    fn kernel_initrd_and_snapshot_target_are_checked_before_reading() {
+        let scratch = |name: &str| {
+            std::env::temp_dir().join(format!("vmm-builder-{}-{name}", std::process::id()))
+        };
+        let msg = |config: &RunConfig| match VmBuilder::new(config, GuestPolicy::default()) {
+            Ok(_) => panic!("accepted"),
+            Err(e) => e.to_string(),
+        };
+        let mut config = RunConfig::new("/dev/zero");
+        config.memory_mib = 16;
+        let e = msg(&config);
+        assert_eq!(
+            e,
+            "cannot use kernel /dev/zero: it is a character device, not a regular file"
+        );
+        let fifo = scratch("fifo");
+        let _ = std::fs::remove_file(&fifo);
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: `c` is a NUL-terminated path that outlives the call.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        config.kernel = fifo.clone();
+        assert!(msg(&config).contains("it is a FIFO, not a regular file"));
+        config.kernel = std::env::temp_dir();
+        assert!(msg(&config).contains("it is a directory"));
+        // A sparse kernel of 16 MiB + 1 byte for 16 MiB of RAM: refused from its size
+        // (reading it would take 16 MiB).
+        let big = scratch("big");
+        let f = std::fs::File::create(&big).unwrap();
+        f.set_len((16 << 20) + 1).unwrap();
+        config.kernel = big.clone();
+        assert_eq!(
+            msg(&config),
+            format!(
+                "cannot use kernel {}: it has 16777217 bytes, more than the 16777216 bytes of \
+                 guest RAM it must fit in (use a larger --memory)",
+                big.display()
+            )
+        );
+        // The initrd: the same checks, its room is what lies below the device tree.
+        let config = {
+            let mut c = RunConfig::ctr_demo();
+            c.memory_mib = 16;
+            c.initrd = Some(fifo.clone());
+            c
+        };
+        assert!(msg(&config).contains("cannot use initrd") && msg(&config).contains("FIFO"));
+        let mut config = config;
+        config.initrd = Some(big.clone());
+        let e = msg(&config);
+        assert!(
+            e.contains("cannot use initrd") && e.contains("16777217 bytes"),
+            "{e}"
+        );
+        std::fs::remove_file(&fifo).unwrap();
+        std::fs::remove_file(&big).unwrap();
+        config.initrd = None;
+        config.snapshot_on_stop = Some(scratch("missing-dir").join("s.snap"));
+        let e = msg(&config);
+        assert!(
+            e.starts_with("cannot write a snapshot to") && e.contains("does not exist"),
+            "{e}"
+        );
+        config.snapshot_on_stop = Some(std::env::temp_dir());
+        assert!(msg(&config).contains("it is a directory"));
     }
 }

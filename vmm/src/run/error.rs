@@ -127,9 +127,6 @@ pub enum RestoreFailure {
         #[source]
         source: vcpu_api::StateError,
     },
-    /// Guest RAM could not be written.
-    #[error("cannot write guest RAM: {0}")]
-    WriteRam(#[source] vm_memory::GuestMemoryError),
     /// The UART state cannot be restored.
     #[error("the UART state is invalid: {0}")]
     Uart(#[source] FieldError),

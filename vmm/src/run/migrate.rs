@@ -41,7 +41,7 @@ use serde::{Deserialize, Serialize};
 
 use super::builder::allocate_ram;
 use super::dirty::DirtyLog;
-use super::snapshot::{GuestRam, RestoreConfig, VmCommon};
+use super::snapshot::{RestoreConfig, VmCommon};
 use super::{run_vm, ConsoleInput, GuestVm, RunExit, RunStats, MAX_VCPUS};
 use crate::devices::Console;
 use crate::error::Error;
@@ -629,7 +629,7 @@ impl Receiver {
             Ok(vm) => vm,
             Err(e) => return Err(refuse(&mut conn, e)),
         };
-        let vm = match GuestVm::from_state(&state, GuestRam::Filled(ram), options, console) {
+        let vm = match GuestVm::from_state(&state, ram, options, console) {
             Ok(vm) => vm,
             Err(e) => return Err(refuse(&mut conn, e)),
         };
@@ -745,6 +745,10 @@ pub fn receive_and_run(
     input: ConsoleInput,
     ready: impl FnOnce(&Endpoint),
 ) -> Result<(RunExit, RunStats), Error> {
+    // The target of `--snapshot-on-stop` is checked before anything is listened for.
+    if let Some(target) = &options.snapshot_on_stop {
+        crate::snapshot::check_target(target)?;
+    }
     let receiver = Receiver::bind(at)?;
     ready(&receiver.endpoint());
     let vm = receiver.accept(options, console)?;

@@ -12,7 +12,9 @@
 //! until when, an IPI waiting in its mailbox, and the shared virtual clock. It can be
 //! restored on any number of hart instances (`--pcpus`). The control socket snapshots a VM
 //! of any number of vCPUs from the states its paused hart instances hand over
-//! (`run/pause.rs`), with the same [`VmCommon::snapshot`].
+//! (`run/pause.rs`): both take the state with [`VmCommon::state`] and write it with
+//! `crate::snapshot::write`. RAM is never copied: the file streams it from guest memory, and
+//! a restore takes over the guest RAM the file was read into (`crate::snapshot::read`).
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -21,9 +23,9 @@ use crate::backend::Hart;
 use crate::backend::HartState;
 use vcpu_api::csr;
 use vcpu_api::SharedClock;
-use vm_memory::{Bytes, GuestAddress, GuestMemoryMmap};
+use vm_memory::{GuestMemoryBackend, GuestMemoryMmap, GuestMemoryRegion};
 
-use super::builder::{allocate_ram, check_memory, check_topology, host_ctr, HartOptions};
+use super::builder::{check_memory, check_topology, host_ctr, HartOptions};
 use super::smp::{Smp, VcpuSmpState};
 use super::{
     place_vcpus, run_vm, BootLayout, ConsoleInput, GuestPolicy, GuestVm, InputQueue, RunExit,
@@ -305,18 +307,6 @@ fn check_vmm_owned(
 
 /// What a snapshot takes of one vCPU: its hart state, its CTR and its PMU as the hypervisor
 /// manages them.
-/// Where a restored VM's RAM comes from.
-#[derive(Debug)]
-pub(crate) enum GuestRam<'a> {
-    /// Its bytes (a snapshot file's), written into fresh guest RAM.
-    Bytes(&'a [u8]),
-    /// Guest RAM of the state's size, already holding them (a migration's).
-    Filled(GuestMemoryMmap),
-}
-
-/// Bytes of a page of guest RAM (what restores and migrations skip when zero).
-pub(crate) const PAGE_BYTES: usize = 4096;
-
 pub(crate) type VcpuSaved = (HartState, ctr_virt::GuestCtrState, pmu_virt::GuestPmuState);
 
 /// What a snapshot takes of a VM besides its vCPUs: the parts its hart instances share
@@ -337,20 +327,8 @@ pub(crate) struct VmCommon {
 }
 
 impl VmCommon {
-    /// The VM's state and RAM, with these vCPUs (each `hart.hart_id` set, any order), while
-    /// none of them runs.
-    pub(crate) fn snapshot(
-        &self,
-        all: Vec<VcpuSaved>,
-    ) -> Result<(VmState, Vec<u8>), SnapshotError> {
-        let mut memory = vec![0u8; (self.memory_mib << 20) as usize];
-        self.mem
-            .read_slice(&mut memory, GuestAddress(RAM_BASE))
-            .map_err(SnapshotError::ReadRam)?;
-        Ok((self.state(all), memory))
-    }
-
-    /// The VM's state without its RAM (see [`VmCommon::snapshot`]).
+    /// The VM's state without its RAM (which a snapshot streams from `mem`), with these
+    /// vCPUs (each `hart.hart_id` set, any order), while none of them runs.
     pub(crate) fn state(&self, mut all: Vec<VcpuSaved>) -> VmState {
         all.sort_by_key(|(h, _, _)| h.hart_id);
         let clock = match &self.smp {
@@ -393,14 +371,14 @@ impl VmCommon {
         state
     }
 
-    /// A VM snapshot written to `path`: see [`VmCommon::snapshot`].
+    /// A VM snapshot written to `path` (its state, then its RAM streamed from guest memory:
+    /// `crate::snapshot::write`); returns the file's size.
     pub(crate) fn write_snapshot(
         &self,
         path: &Path,
         vcpus: Vec<VcpuSaved>,
-    ) -> Result<(), SnapshotError> {
-        let (state, memory) = self.snapshot(vcpus)?;
-        crate::snapshot::write(path, &state, &memory)
+    ) -> Result<u64, SnapshotError> {
+        crate::snapshot::write(path, &self.state(vcpus), &self.mem)
     }
 }
 
@@ -420,10 +398,10 @@ impl GuestVm {
         }
     }
 
-    /// The VM's state and RAM. With several vCPUs only while no vCPU thread runs: before
-    /// [`GuestVm::run`] or after it (`--snapshot-on-stop`); while it runs, through the
-    /// control socket (which pauses it first).
-    pub fn snapshot(&self) -> Result<(VmState, Vec<u8>), SnapshotError> {
+    /// The VM's state without its RAM ([`GuestVm::memory`]). With several vCPUs only while
+    /// no vCPU thread runs: before [`GuestVm::run`] or after it (`--snapshot-on-stop`);
+    /// while it runs, through the control socket (which pauses it first).
+    pub fn snapshot_state(&self) -> VmState {
         // Every vCPU: the one on each hart instance and the parked ones.
         let mut all = Vec::new();
         for vm in std::iter::once(self).chain(&self.secondaries) {
@@ -439,30 +417,30 @@ impl GuestVm {
                 );
             }
         }
-        self.common().snapshot(all)
+        self.common().state(all)
     }
 
-    /// Write a snapshot of the VM to `path`.
-    pub fn write_snapshot(&self, path: &Path) -> Result<(), SnapshotError> {
-        let (state, memory) = self.snapshot()?;
-        crate::snapshot::write(path, &state, &memory)
+    /// Write a snapshot of the VM to `path` (see `crate::snapshot::write`); returns the
+    /// file's size.
+    pub fn write_snapshot(&self, path: &Path) -> Result<u64, SnapshotError> {
+        crate::snapshot::write(path, &self.snapshot_state(), &self.mem)
     }
 
     /// A VM from snapshot `snap` on the destination described by `options`; console output
-    /// goes to `console`.
+    /// goes to `console`. The VM takes over the snapshot's guest RAM (no copy).
     pub fn from_snapshot(
-        snap: &Snapshot,
+        snap: Snapshot,
         options: &RestoreConfig,
         console: Console,
     ) -> Result<GuestVm, Error> {
-        GuestVm::from_state(&snap.state, GuestRam::Bytes(&snap.memory), options, console)
+        GuestVm::from_state(&snap.state, snap.memory, options, console)
     }
 
-    /// [`GuestVm::from_snapshot`] of a state and its RAM (bytes, or guest RAM already filled,
-    /// as a migration receives it).
+    /// [`GuestVm::from_snapshot`] of a state and its guest RAM `mem`, of the state's size and
+    /// already holding the VM's RAM (a snapshot file's pages, or a migration's).
     pub(crate) fn from_state(
         s: &VmState,
-        ram: GuestRam<'_>,
+        mem: GuestMemoryMmap,
         options: &RestoreConfig,
         console: Console,
     ) -> Result<GuestVm, Error> {
@@ -520,10 +498,20 @@ impl GuestVm {
                     .ok_or(RestoreFailure::PmuState { vcpu: id as u64 })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let mem = match &ram {
-            GuestRam::Bytes(_) => allocate_ram(s.memory_mib)?,
-            GuestRam::Filled(mem) => mem.clone(),
-        };
+        if let Some(path) = &options.snapshot_on_stop {
+            crate::snapshot::check_target(path)?;
+        }
+        let ram_bytes: u64 = mem.iter().map(|r| r.len()).sum();
+        if ram_bytes != ram_size {
+            return Err(SnapshotError::BadField {
+                field: "memory_mib".into(),
+                reason: format!(
+                    "{} MiB of RAM announced, {ram_bytes} bytes given",
+                    s.memory_mib
+                ),
+            }
+            .into());
+        }
         let clock = (n > 1).then(|| {
             let clock = SharedClock::new();
             clock.advance_to(s.clock);
@@ -555,16 +543,6 @@ impl GuestVm {
             check_vmm_owned(id, v, &hart, &mut expected)?;
             hart.set_trace(options.trace);
             harts.push(hart);
-        }
-        // Only the pages that are not zero: fresh guest RAM is zero, and an untouched page
-        // stays unallocated on the host.
-        if let GuestRam::Bytes(memory) = ram {
-            for (i, page) in (0u64..).zip(memory.chunks(PAGE_BYTES)) {
-                if !crate::snapshot::is_zero(page) {
-                    mem.write_slice(page, GuestAddress(RAM_BASE + i * PAGE_BYTES as u64))
-                        .map_err(RestoreFailure::WriteRam)?;
-                }
-            }
         }
         let uart = Uart::restore(&s.uart, console).map_err(RestoreFailure::Uart)?;
         let uart = Arc::new(Mutex::new(uart));
@@ -644,8 +622,12 @@ pub fn restore_and_run(
     console: Console,
     input: ConsoleInput,
 ) -> Result<(RunExit, RunStats), Error> {
+    // The target of `--snapshot-on-stop` is checked before the file is even read.
+    if let Some(target) = &options.snapshot_on_stop {
+        crate::snapshot::check_target(target)?;
+    }
     let snap = crate::snapshot::read(path)?;
-    let vm = GuestVm::from_snapshot(&snap, options, console)?;
+    let vm = GuestVm::from_snapshot(snap, options, console)?;
     run_vm(vm, input)
 }
 
@@ -653,42 +635,43 @@ pub fn restore_and_run(
 mod tests {
     use super::*;
     use crate::run::RunConfig;
+    use vm_memory::{Bytes, GuestAddress};
 
     /// The CTR self-test guest (CTR context loaded, PMU with snapshot shared memory
     /// allowed), stopped after some instructions, with its snapshot.
-    fn source() -> (GuestVm, VmState, Vec<u8>) {
+    fn source() -> (GuestVm, VmState) {
         let mut config = RunConfig::ctr_demo();
         config.memory_mib = 16;
         config.max_insns = Some(20_000);
         config.pmu_snapshot = true;
         let mut vm = GuestVm::new(&config, Box::new(std::io::sink())).unwrap();
         vm.run().unwrap();
-        let (state, memory) = vm.snapshot().unwrap();
+        let state = vm.snapshot_state();
         assert!(
             state.vcpus[0].ctr.loaded,
             "the test wants the CTR context on the hart"
         );
-        (vm, state, memory)
+        (vm, state)
     }
 
     /// Write `state` mutated by `change` to a file (the checksum is the new content's), read
     /// it and restore it: the restore must fail; the file and the source VM are unchanged.
     /// The error message.
     fn refused(name: &str, change: impl FnOnce(&mut VmState)) -> String {
-        let (vm, state, memory) = source();
+        let (vm, state) = source();
         let mut bad = state.clone();
         change(&mut bad);
         let path = std::env::temp_dir().join(format!(
             "vmm-restore-check-{}-{name}.snap",
             std::process::id()
         ));
-        crate::snapshot::write(&path, &bad, &memory).unwrap();
+        crate::snapshot::write(&path, &bad, vm.memory()).unwrap();
         let bytes = std::fs::read(&path).unwrap();
         let msg = match crate::snapshot::read(&path) {
             Err(e) => e.to_string(),
             Ok(snap) => {
                 match GuestVm::from_snapshot(
-                    &snap,
+                    snap,
                     &RestoreConfig::default(),
                     Box::new(std::io::sink()),
                 ) {
@@ -703,20 +686,34 @@ mod tests {
             "{name}: the file changed"
         );
         let _ = std::fs::remove_file(&path);
-        assert_eq!(
-            vm.snapshot().unwrap().0,
-            state,
-            "{name}: the source VM changed"
-        );
+        assert_eq!(vm.snapshot_state(), state, "{name}: the source VM changed");
         msg
     }
 
     #[test]
     fn the_unchanged_snapshot_restores() {
-        let (_, state, memory) = source();
-        let snap = Snapshot { state, memory };
-        GuestVm::from_snapshot(&snap, &RestoreConfig::default(), Box::new(std::io::sink()))
+        let (vm, state) = source();
+        let path = std::env::temp_dir().join(format!(
+            "vmm-restore-check-{}-unchanged.snap",
+            std::process::id()
+        ));
+        crate::snapshot::write(&path, &state, vm.memory()).unwrap();
+        let snap = crate::snapshot::read(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        let restored =
+            GuestVm::from_snapshot(snap, &RestoreConfig::default(), Box::new(std::io::sink()))
+                .unwrap();
+        assert_eq!(restored.snapshot_state(), state);
+        // Guest RAM restored byte for byte.
+        let (mut a, mut b) = (vec![0u8; 16 << 20], vec![0u8; 16 << 20]);
+        vm.memory()
+            .read_slice(&mut a, GuestAddress(RAM_BASE))
             .unwrap();
+        restored
+            .memory()
+            .read_slice(&mut b, GuestAddress(RAM_BASE))
+            .unwrap();
+        assert!(a == b, "guest RAM differs after the restore");
     }
 
     #[test]
