@@ -401,3 +401,45 @@ mod tests {
         }
     }
 }
+
+/// A client of a VMM's control socket (`--api-sock`): one JSON request line, one answer line.
+#[derive(Debug)]
+pub struct ApiClient {
+    /// The connection's reading side (answers).
+    pub reader: std::io::BufReader<std::os::unix::net::UnixStream>,
+    /// The connection, for raw writes (partial or malformed lines).
+    pub writer: std::os::unix::net::UnixStream,
+}
+
+impl ApiClient {
+    /// Connects to the socket at `path`, waiting up to 5 s for it to appear; answers are
+    /// waited for up to 60 s.
+    pub fn connect(path: &Path) -> ApiClient {
+        for _ in 0..500 {
+            if let Ok(s) = std::os::unix::net::UnixStream::connect(path) {
+                s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+                return ApiClient {
+                    reader: std::io::BufReader::new(s.try_clone().unwrap()),
+                    writer: s,
+                };
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        panic!("cannot connect to {}", path.display());
+    }
+
+    /// Sends `line` and returns the answer.
+    pub fn send(&mut self, line: &str) -> serde_json::Value {
+        use std::io::Write;
+        writeln!(self.writer, "{line}").unwrap();
+        self.recv()
+    }
+
+    /// The next line the VMM sends.
+    pub fn recv(&mut self) -> serde_json::Value {
+        use std::io::BufRead;
+        let mut answer = String::new();
+        self.reader.read_line(&mut answer).unwrap();
+        serde_json::from_str(&answer).unwrap_or_else(|e| panic!("{answer:?}: {e}"))
+    }
+}

@@ -4,7 +4,7 @@
 //! HSM-stopped, waits in WFI or is sent remote fences, and restored in a `vmm restore`
 //! process.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, Write};
 use std::os::unix::net::UnixStream;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -14,38 +14,7 @@ use vmm::run::snapshot::RestoreConfig;
 use vmm::run::{run_kernel, ConsoleInput, GuestVm, RunConfig, RunExit};
 use vmm_tests::{guest, vmm_binary, without_cycles, SharedBuf};
 
-struct Client {
-    reader: BufReader<UnixStream>,
-    writer: UnixStream,
-}
-
-impl Client {
-    fn connect(path: &std::path::Path) -> Client {
-        for _ in 0..200 {
-            if let Ok(s) = UnixStream::connect(path) {
-                s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-                return Client {
-                    reader: BufReader::new(s.try_clone().unwrap()),
-                    writer: s,
-                };
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        panic!("cannot connect to {}", path.display());
-    }
-
-    fn send(&mut self, line: &str) -> Value {
-        writeln!(self.writer, "{line}").unwrap();
-        self.recv()
-    }
-
-    /// The next answer.
-    fn recv(&mut self) -> Value {
-        let mut answer = String::new();
-        self.reader.read_line(&mut answer).unwrap();
-        serde_json::from_str(&answer).unwrap_or_else(|e| panic!("{answer:?}: {e}"))
-    }
-}
+type Client = vmm_tests::ApiClient;
 
 fn temp(name: &str) -> std::path::PathBuf {
     test_support::temp_path("vmm-api-test", name)

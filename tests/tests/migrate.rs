@@ -42,33 +42,14 @@ fn undisturbed() -> String {
     out.text()
 }
 
-struct Client {
-    reader: BufReader<UnixStream>,
-    writer: UnixStream,
+type Client = vmm_tests::ApiClient;
+
+/// `migrate` on a control socket.
+trait Migrate {
+    fn migrate(&mut self, to: &Endpoint) -> Value;
 }
 
-impl Client {
-    fn connect(path: &Path) -> Client {
-        for _ in 0..500 {
-            if let Ok(s) = UnixStream::connect(path) {
-                s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-                return Client {
-                    reader: BufReader::new(s.try_clone().unwrap()),
-                    writer: s,
-                };
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        panic!("cannot connect to {}", path.display());
-    }
-
-    fn send(&mut self, line: &str) -> Value {
-        writeln!(self.writer, "{line}").unwrap();
-        let mut answer = String::new();
-        self.reader.read_line(&mut answer).unwrap();
-        serde_json::from_str(&answer).unwrap_or_else(|e| panic!("{answer:?}: {e}"))
-    }
-
+impl Migrate for Client {
     fn migrate(&mut self, to: &Endpoint) -> Value {
         self.send(&format!("{{\"cmd\":\"migrate\",\"to\":\"{to}\"}}"))
     }

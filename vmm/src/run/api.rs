@@ -425,10 +425,7 @@ impl Server {
                     return error(e.to_string());
                 }
                 self.while_paused(|views| {
-                    let vcpus = all_vcpus(views)
-                        .map(|v| (v.state.clone(), v.ctr.snapshot(), v.pmu.clone()))
-                        .collect();
-                    match self.common.write_snapshot(Path::new(path), vcpus) {
+                    match self.common.write_snapshot(Path::new(path), saved_vcpus(views)) {
                         Ok(bytes) => json!({ "ok": true, "path": path, "bytes": bytes }),
                         Err(e) => error(e.to_string()),
                     }
@@ -518,19 +515,11 @@ impl Server {
         max_downtime: Duration,
         progress: &mut dyn FnMut(&Value),
     ) -> Value {
-        let ctl = &self.ctl;
         let mut pause = || -> Result<Vec<VcpuSaved>, String> {
-            if was_paused {
-                ctl.wait_parked(false)?;
-            } else {
-                ctl.pause()?;
-            }
-            ctl.with_views(|views| {
-                all_vcpus(views)
-                    .map(|v| (v.state.clone(), v.ctr.snapshot(), v.pmu.clone()))
-                    .collect()
-            })
-            .ok_or_else(|| "the VM has ended".to_string())
+            self.stop_every_vcpu(was_paused)?;
+            self.ctl
+                .with_views(saved_vcpus)
+                .ok_or_else(|| "the VM has ended".to_string())
         };
         match migrate::send(
             to,
@@ -583,20 +572,13 @@ impl Server {
                 return error(format!("quit: {e}; the VM goes on"));
             }
         }
-        let parked = if was_paused {
-            self.ctl.wait_parked(false)
-        } else {
-            self.ctl.pause()
-        };
-        if let Err(e) = parked {
+        if let Err(e) = self.stop_every_vcpu(was_paused) {
             return error(e);
         }
         let mut answer = json!({ "ok": true });
         if let Some(path) = &snapshot {
             let written = self.ctl.with_views(|views| {
-                let vcpus = all_vcpus(views)
-                    .map(|v| (v.state.clone(), v.ctr.snapshot(), v.pmu.clone()))
-                    .collect();
+                let vcpus = saved_vcpus(views);
                 self.common.write_snapshot(path, vcpus)
             });
             match written {
@@ -621,16 +603,20 @@ impl Server {
         answer
     }
 
+    /// Every hart instance parked: a paused VM's are waited for, a running VM is paused.
+    fn stop_every_vcpu(&self, was_paused: bool) -> Result<(), String> {
+        if was_paused {
+            self.ctl.wait_parked(false)
+        } else {
+            self.ctl.pause()
+        }
+    }
+
     /// `f` of every hart instance's vCPUs, pausing a running VM for it (and resuming it
     /// after).
     fn while_paused(&self, f: impl FnOnce(&[&InstanceView]) -> Value) -> Value {
         let was_paused = self.ctl.is_paused();
-        let parked = if was_paused {
-            self.ctl.wait_parked(false)
-        } else {
-            self.ctl.pause()
-        };
-        if let Err(e) = parked {
+        if let Err(e) = self.stop_every_vcpu(was_paused) {
             return error(e);
         }
         let answer = self
@@ -762,6 +748,13 @@ impl Server {
 /// Every vCPU the parked hart instances handed over.
 fn all_vcpus<'a>(views: &'a [&'a InstanceView]) -> impl Iterator<Item = &'a VcpuView> {
     views.iter().flat_map(|v| v.vcpus.iter())
+}
+
+/// What a snapshot or a migration takes of every vCPU.
+fn saved_vcpus(views: &[&InstanceView]) -> Vec<VcpuSaved> {
+    all_vcpus(views)
+        .map(|v| (v.state.clone(), v.ctr.snapshot(), v.pmu.clone()))
+        .collect()
 }
 
 #[cfg(test)]

@@ -68,6 +68,25 @@ struct UffdMsg {
     _feat: u64,
 }
 
+/// A fresh private anonymous read-write mapping of `len` bytes (the caller unmaps it).
+fn map_anonymous(len: usize) -> std::io::Result<*mut libc::c_void> {
+    // SAFETY: a new mapping at an address the host picks; the result is checked.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(p)
+}
+
 /// Sets or clears write protection on `range` (clearing also wakes the writers waiting).
 fn write_protect(uffd: libc::c_int, range: UffdioRange, protect: bool) -> std::io::Result<()> {
     let mut wp = UffdioWriteprotect {
@@ -194,20 +213,7 @@ impl DirtyLog {
     /// Whether this host can track writes: starts and ends a log over one page.
     pub(crate) fn probe() -> std::io::Result<()> {
         let len = PAGE as usize;
-        // SAFETY: a fresh private anonymous mapping, unmapped below.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error());
-        }
+        let p = map_anonymous(len)?;
         let log = DirtyLog::start(p as u64, PAGE).map(drop);
         // SAFETY: the mapping made above; the log over it has ended.
         unsafe { libc::munmap(p, len) };
@@ -328,18 +334,7 @@ mod tests {
     #[test]
     fn writes_are_tracked_page_by_page() {
         let len = 64 * PAGE as usize;
-        // SAFETY: a fresh private anonymous mapping, unmapped below.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        assert_ne!(p, libc::MAP_FAILED);
+        let p = map_anonymous(len).unwrap();
         let base = p as u64;
         // SAFETY: inside the mapping.
         unsafe { *(p as *mut u8).add(5 * PAGE as usize) = 1 };
@@ -402,18 +397,7 @@ mod thp_tests {
     #[test]
     fn huge_pages_are_tracked_4k_at_a_time() {
         let len = 8 << 20;
-        // SAFETY: a fresh private anonymous mapping, unmapped below.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        assert_ne!(p, libc::MAP_FAILED);
+        let p = map_anonymous(len).unwrap();
         // SAFETY: advice on the mapping made above.
         unsafe { libc::madvise(p, len, libc::MADV_HUGEPAGE) };
         let write = |page: usize, v: u8| {
