@@ -49,10 +49,55 @@ pub const INTERRUPT_BIT: u64 = 1 << 63;
 /// The VS-level interrupts (`hvip`/`hip` bits VSSIP, VSTIP, VSEIP).
 pub const VS_INTERRUPTS: u64 = (1 << irq::VSSI) | (1 << irq::VSTI) | (1 << irq::VSEI);
 
+/// The name of exception code `cause` as the privileged spec's table of `mcause` values
+/// gives it (shortened: "store/AMO" as "store"), e.g. `load guest-page fault`; `None` for
+/// reserved and custom codes.
+pub fn exception_name(cause: u64) -> Option<&'static str> {
+    Some(match cause {
+        0 => "instruction address misaligned",
+        1 => "instruction access fault",
+        2 => "illegal instruction",
+        3 => "breakpoint",
+        4 => "load address misaligned",
+        5 => "load access fault",
+        6 => "store address misaligned",
+        7 => "store access fault",
+        8 => "environment call from U-mode",
+        9 => "environment call from S-mode",
+        10 => "environment call from VS-mode",
+        11 => "environment call from M-mode",
+        12 => "instruction page fault",
+        13 => "load page fault",
+        15 => "store page fault",
+        16 => "double trap",
+        18 => "software check",
+        19 => "hardware error",
+        20 => "instruction guest-page fault",
+        21 => "load guest-page fault",
+        22 => "virtual instruction",
+        23 => "store guest-page fault",
+        _ => return None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::csr;
+
+    #[test]
+    fn exception_names() {
+        assert_eq!(
+            exception_name(cause::ILLEGAL_INSN),
+            Some("illegal instruction")
+        );
+        assert_eq!(
+            exception_name(cause::VIRTUAL_INSN),
+            Some("virtual instruction")
+        );
+        assert_eq!(exception_name(14), None);
+        assert_eq!(exception_name(64), None);
+    }
 
     #[test]
     fn interrupt_numbers_match_the_pending_bits() {

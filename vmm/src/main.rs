@@ -146,6 +146,7 @@ enum CtlCommand {
         .help("Print instructions, wall time, MIPS and the exit table on stderr")
         .display_order(11)),
     mut_arg("trace", |a| a.display_order(12)),
+    mut_arg("trace_exits", |a| a.display_order(13)),
 )]
 struct ReceiveArgs {
     /// Where to wait for the VM: unix:PATH or tcp:HOST:PORT (port 0: any, printed on stderr)
@@ -193,6 +194,7 @@ fn parse_endpoint(s: &str) -> Result<runner::migrate::Endpoint, String> {
         .help("Print instructions, wall time, MIPS and the exit table on stderr")
         .display_order(11)),
     mut_arg("trace", |a| a.display_order(12)),
+    mut_arg("trace_exits", |a| a.display_order(13)),
 )]
 struct RestoreArgs {
     /// The snapshot file.
@@ -223,6 +225,7 @@ struct RestoreArgs {
     mut_arg("perf_map", |a| a.display_order(22)),
     mut_arg("stats", |a| a.display_order(23)),
     mut_arg("trace", |a| a.display_order(24)),
+    mut_arg("trace_exits", |a| a.display_order(25)),
 )]
 struct RunArgs {
     /// The kernel: an RV64 ELF executable or a Linux riscv64 Image. Without it, the
@@ -372,6 +375,14 @@ struct VmArgs {
     /// Log every executed instruction on stderr.
     #[arg(long)]
     trace: bool,
+
+    /// Print a line on stderr for every exit of the guest to the VMM: vCPU, pc, VS or VU,
+    /// the reason (SBI extension and function, virtual instruction disassembled, MMIO
+    /// device and offset, trap cause) and what the VMM did. FILTER: `all` (the default) or
+    /// classes separated by commas: sbi, vinsn, mmio, wfi, irq, fault. The control socket's
+    /// `trace-exits` request switches it on and off while the guest runs.
+    #[arg(long, value_name = "FILTER", num_args = 0..=1, require_equals = true, default_missing_value = "all", value_parser = parse_trace_exits)]
+    trace_exits: Option<u32>,
 }
 
 #[derive(Args, Debug)]
@@ -427,6 +438,11 @@ fn parse_on_off(s: &str) -> Result<bool, String> {
 /// A list of CTR depths (`16,64`).
 fn parse_depths(s: &str) -> Result<ctr_virt::DepthSet, String> {
     ctr_virt::DepthSet::parse(s).map_err(|e| e.to_string())
+}
+
+/// `--trace-exits`: a filter of exit classes.
+fn parse_trace_exits(s: &str) -> Result<u32, String> {
+    runner::trace::parse_filter(s).map_err(|e| e.to_string())
 }
 
 /// `--timeout`: seconds, a positive finite number (fractions allowed).
@@ -555,6 +571,7 @@ fn run_kernel(args: RunArgs) -> ExitCode {
         max_insns: args.vm.max_insns,
         timeout: args.vm.timeout,
         trace: args.vm.trace,
+        trace_exits: args.vm.trace_exits.unwrap_or(0),
         vcpus: args.vcpus,
         pcpus: args.vm.pcpus,
         slice_insns: args.vm.slice_insns,
@@ -651,6 +668,7 @@ fn restore(args: RestoreArgs) -> ExitCode {
         max_insns: args.vm.max_insns,
         timeout: args.vm.timeout,
         trace: args.vm.trace,
+        trace_exits: args.vm.trace_exits.unwrap_or(0),
         api_sock: args.vm.api_sock,
         snapshot_on_stop: args.vm.snapshot_on_stop,
         paused: args.paused,
@@ -672,6 +690,7 @@ fn receive(args: ReceiveArgs) -> ExitCode {
         max_insns: args.vm.max_insns,
         timeout: args.vm.timeout,
         trace: args.vm.trace,
+        trace_exits: args.vm.trace_exits.unwrap_or(0),
         api_sock: args.vm.api_sock,
         snapshot_on_stop: args.vm.snapshot_on_stop,
         paused: args.paused,

@@ -15,6 +15,7 @@
 //! | `{"cmd":"migrate","to":"unix:PATH"}` (or `"tcp:HOST:PORT"`; optional `"max_downtime_ms"`, default 30; optional `"progress":true`: a line `{"progress":"migrate","round","pages","bytes","dirty","paused"}` after each round, before the answer) | the VM moves to the `vmm receive` listening there (`run/migrate.rs`); answered once the destination holds it: `to`, `total_ms`, `downtime_ms`, `rounds`, `precopy`, `bytes`; then this VMM's run ends (exit status 0). On failure `ok:false` names the cause and the VM goes on here as if nothing had happened |
 //! | `{"cmd":"quit"}` (optional `"snapshot":"PATH"`) | every vCPU stops between two instructions, the snapshot (if asked) is written, and the run ends (exit status 0; `vmm` says so, and where the snapshot is); answered `{"ok":true}` (with `snapshot` and `bytes`). If the snapshot cannot be written the VM goes on and `ok:false` says why |
 //! | `{"cmd":"ctr-dump","vcpu":N}` | vCPU N's CTR (default 0, wherever it is): `depth`, `wrptr`, `frozen`, `loaded`, and `records` youngest first (`source`, `target`, `type`, `cycles` or null) |
+//! | `{"cmd":"trace-exits","on":true}` (optional `"filter":"sbi,vinsn"`, default `all`; `"on":false` stops; without `on`, only asks) | every vCPU traces its exits on the VMM's stderr from its next exit on, as `--trace-exits` (`run/trace.rs`); answered with the classes traced now (`classes`) |
 //!
 //! Connections are served concurrently, a thread each, at most [`MAX_CONNECTIONS`] at once
 //! (one more is answered `{"ok":false,...}` and closed). A client has [`REQUEST_TIMEOUT`]
@@ -498,11 +499,32 @@ impl Server {
                     None => error(format!("vCPU {vcpu} was not found on any hart instance")),
                 })
             }
+            "trace-exits" => self.trace_exits(body),
             "" => error("a request is a JSON object with a \"cmd\" string"),
             other => error(format!(
-                "unknown command {other:?} (pause, resume, snapshot, stats, ctr-dump, migrate, quit)"
+                "unknown command {other:?} (pause, resume, snapshot, stats, ctr-dump, migrate, quit, trace-exits)"
             )),
         }
+    }
+
+    /// `trace-exits`: switches exit tracing on (with a filter) or off, or only reports it.
+    fn trace_exits(&self, body: &Value) -> Value {
+        let trace = &self.common.trace;
+        let filter = match body.get("filter") {
+            None => Ok(super::trace::class::ALL),
+            Some(Value::String(f)) => super::trace::parse_filter(f).map_err(|e| e.to_string()),
+            Some(v) => Err(format!(
+                "\"filter\" must be a string like \"sbi,vinsn\", got {v}"
+            )),
+        };
+        match (body.get("on"), filter) {
+            (_, Err(e)) => return error(e),
+            (None, _) => {}
+            (Some(Value::Bool(true)), Ok(classes)) => trace.set(classes),
+            (Some(Value::Bool(false)), _) => trace.set(0),
+            (Some(v), _) => return error(format!("\"on\" must be true or false, got {v}")),
+        }
+        json!({ "ok": true, "classes": super::trace::class_names(trace.classes()) })
     }
 
     /// `migrate`: moves the VM to `to` (`run/migrate.rs`). On success every vCPU thread ends

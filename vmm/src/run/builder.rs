@@ -422,6 +422,7 @@ impl<'a> VmBuilder<'a> {
             host_ctr: self.host_ctr.clone(),
             snapshot_on_stop: config.snapshot_on_stop.clone(),
             smp,
+            trace: Arc::new(super::trace::ExitTrace::new(config.trace_exits)),
         };
         let vcpus = (0..)
             .zip(harts)

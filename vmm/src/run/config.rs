@@ -25,6 +25,8 @@ pub struct RunConfig {
     pub timeout: Option<std::time::Duration>,
     /// Log every instruction at trace level.
     pub trace: bool,
+    /// `--trace-exits`: the classes of exits to trace (`run/trace.rs`; 0: none).
+    pub trace_exits: u32,
     /// Number of vCPUs (1..=[`MAX_VCPUS`](super::MAX_VCPUS)).
     pub vcpus: u64,
     /// `--pcpus`: the number of hart instances (host threads) the vCPUs run on,
@@ -103,6 +105,7 @@ impl RunConfig {
             max_insns: None,
             timeout: None,
             trace: false,
+            trace_exits: 0,
             vcpus: 1,
             pcpus: None,
             slice_insns: DEFAULT_SLICE_INSNS,

@@ -35,12 +35,116 @@ pub(super) mod cause {
 }
 
 impl GuestVm {
-    /// Acts on one exit; returns the run's end if this exit is one.
+    /// Acts on one exit; returns the run's end if this exit is one. Exits of the classes
+    /// `--trace-exits` selects are traced (`run/trace.rs`).
     pub(super) fn handle_exit(&mut self, exit: VcpuExit) -> Result<Option<RunExit>, Error> {
+        match trace_class(&exit) {
+            Some(class) if self.trace.wants(class) => self.traced_exit(exit),
+            _ => self.dispatch_exit(exit),
+        }
+    }
+
+    /// [`GuestVm::handle_exit`], printing a line that says where the guest left, why, and
+    /// what the VMM did.
+    fn traced_exit(&mut self, exit: VcpuExit) -> Result<Option<RunExit>, Error> {
+        let (pc, from_vu) = match &exit {
+            VcpuExit::GuestTrap(trap) => (trap.pc, trap.from_vu),
+            _ => (
+                Vcpu::pc(&self.hart),
+                Vcpu::guest_privilege(&self.hart) == vcpu_api::PrivilegeMode::User,
+            ),
+        };
+        let what = self.describe_exit(&exit);
+        self.stats.clear_last();
+        let (result, outcome) = match exit {
+            VcpuExit::Mmio(access) => {
+                let value = self.mmio_exit(access);
+                let outcome = match access.write {
+                    Some(_) => "written".to_string(),
+                    None => format!("{value:#x}"),
+                };
+                (Ok(None), outcome)
+            }
+            VcpuExit::GuestTrap(trap) if trap.cause == cause::ECALL_VS => {
+                let result = self.sbi_call(trap);
+                let returned = Vcpu::pc(&self.hart) == trap.pc.wrapping_add(4);
+                let outcome = match &result {
+                    Ok(None) if returned => {
+                        let error = Vcpu::xreg(&self.hart, 10) as i64;
+                        let value = Vcpu::xreg(&self.hart, 11);
+                        match sbi::error_name(error) {
+                            Some(name) => format!("{name} {value:#x}"),
+                            None => format!("error {error} {value:#x}"),
+                        }
+                    }
+                    Ok(None) => "hart stopped".to_string(),
+                    other => outcome_of(other, self.stats.last()),
+                };
+                (result, outcome)
+            }
+            other => {
+                let result = self.dispatch_exit(other);
+                let outcome = outcome_of(&result, self.stats.last());
+                (result, outcome)
+            }
+        };
+        let mode = if from_vu { "VU" } else { "VS" };
+        self.trace.emit(&format!(
+            "exit vcpu {} pc {pc:#x} {mode} {what} -> {outcome}",
+            self.hart_id
+        ));
+        result
+    }
+
+    /// What a traced exit is: `sbi TIME set_timer(...)`, `virtual-insn sret`,
+    /// `mmio uart+0x5 read 1`, ...
+    fn describe_exit(&self, exit: &VcpuExit) -> String {
         match exit {
             VcpuExit::Mmio(access) => {
-                let uart = &mut *self.uart.lock().unwrap_or_else(|e| e.into_inner());
-                mmio(&mut self.hart, &self.bus, uart, &mut self.stats, access);
+                let size = u64::from(access.size);
+                let target = match self.bus.find(access.addr, size) {
+                    Some(hit) => format!("{}+{:#x}", hit.device.name(), hit.offset),
+                    None => format!("{:#x} (no device)", access.addr),
+                };
+                match access.write {
+                    Some(v) => format!("mmio {target} write {size} {v:#x}"),
+                    None => format!("mmio {target} read {size}"),
+                }
+            }
+            VcpuExit::Wfi => "wfi".to_string(),
+            VcpuExit::HostInterrupt(irq) if *irq == vcpu_api::trap::irq::LCOFI => {
+                format!("interrupt {irq} (LCOFI)")
+            }
+            VcpuExit::HostInterrupt(irq) => format!("interrupt {irq}"),
+            VcpuExit::GuestTrap(trap) if trap.cause == cause::ECALL_VS => {
+                let call = SbiCall::from_regs(|i| Vcpu::xreg(&self.hart, i));
+                let [a0, a1, a2, ..] = call.args;
+                let function = match sbi::function_name(call.eid, call.fid) {
+                    Some(name) => name.to_string(),
+                    None => format!("function {}", call.fid),
+                };
+                format!(
+                    "sbi {} {function}({a0:#x}, {a1:#x}, {a2:#x})",
+                    sbi::extension_name(call.eid)
+                )
+            }
+            VcpuExit::GuestTrap(trap) if trap.cause == cause::VIRTUAL_INSN => {
+                format!("virtual-insn {}", vinsn::disassemble(trap.insn))
+            }
+            VcpuExit::GuestTrap(trap) => {
+                let name = vcpu_api::trap::exception_name(trap.cause).unwrap_or("reserved");
+                format!("trap {} ({name}) tval {:#x}", trap.cause, trap.tval)
+            }
+            VcpuExit::BudgetExhausted => "budget exhausted".to_string(),
+            VcpuExit::StopRequested => "stop requested".to_string(),
+        }
+    }
+
+    /// Acts on one exit (not traced).
+    fn dispatch_exit(&mut self, exit: VcpuExit) -> Result<Option<RunExit>, Error> {
+        match exit {
+            VcpuExit::Mmio(access) => {
+                self.mmio_exit(access);
                 Ok(None)
             }
             VcpuExit::Wfi => {
@@ -186,6 +290,12 @@ impl GuestVm {
 }
 
 impl GuestVm {
+    /// An MMIO exit through the VM's bus; returns the value a read got.
+    fn mmio_exit(&mut self, access: MmioAccess) -> u64 {
+        let uart = &mut *self.uart.lock().unwrap_or_else(|e| e.into_inner());
+        mmio(&mut self.hart, &self.bus, uart, &mut self.stats, access)
+    }
+
     /// The narrow context of the handlers that only touch this vCPU.
     pub(super) fn vcpu_ctx(&mut self) -> VcpuCtx<'_> {
         VcpuCtx {
@@ -328,14 +438,15 @@ impl VcpuCtx<'_> {
     }
 }
 
-/// Routes an MMIO access through the VM's bus (the UART is the only device).
+/// Routes an MMIO access through the VM's bus (the UART is the only device); returns the
+/// value a read got (0 for a write).
 fn mmio(
     hart: &mut Hart,
     bus: &MmioBus<Device>,
     uart: &mut Uart,
     stats: &mut ExitStats,
     access: MmioAccess,
-) {
+) -> u64 {
     let MmioAccess { addr, size, write } = access;
     let hit = bus.find(addr, u64::from(size)).filter(|h| h.fits);
     let value = match (hit.map(|h| (h.device, h.offset)), write) {
@@ -355,7 +466,55 @@ fn mmio(
         }
     };
     if write.is_none() {
-        Vcpu::complete_mmio_read(hart, mask_read(value, size));
+        let value = mask_read(value, size);
+        Vcpu::complete_mmio_read(hart, value);
+        return value;
+    }
+    0
+}
+
+/// The trace class of an exit (`None`: never traced).
+fn trace_class(exit: &VcpuExit) -> Option<u32> {
+    use super::trace::class;
+    match exit {
+        VcpuExit::Mmio(_) => Some(class::MMIO),
+        VcpuExit::Wfi => Some(class::WFI),
+        VcpuExit::HostInterrupt(_) => Some(class::IRQ),
+        VcpuExit::GuestTrap(t) if t.cause == cause::ECALL_VS => Some(class::SBI),
+        VcpuExit::GuestTrap(t) if t.cause == cause::VIRTUAL_INSN => Some(class::VINSN),
+        VcpuExit::GuestTrap(_) => Some(class::FAULT),
+        VcpuExit::BudgetExhausted | VcpuExit::StopRequested => None,
+    }
+}
+
+/// What the VMM did about a traced exit, from its result and the reason and action it
+/// counted last.
+fn outcome_of(
+    result: &Result<Option<RunExit>, Error>,
+    (reason, action): (Option<ExitReason>, Option<VirtualInsnAction>),
+) -> String {
+    match result {
+        Err(e) => format!("error: {e}"),
+        Ok(Some(RunExit::Reset(request))) => {
+            format!("{} ({})", request.kind.name(), request.reason_name())
+        }
+        Ok(Some(_)) => "the run ends".to_string(),
+        Ok(None) => match (reason, action) {
+            (_, Some(action)) => action.name().to_string(),
+            (Some(ExitReason::GuestPageFault(c)), _) => {
+                // Guest-page faults go to the guest as page faults (codes 20, 21, 23 -> 12, 13, 15).
+                let injected = c.wrapping_sub(8);
+                let name = vcpu_api::trap::exception_name(injected).unwrap_or("reserved");
+                format!("injected {injected} ({name})")
+            }
+            (Some(ExitReason::AccessFault(c) | ExitReason::Trap(c)), _) => {
+                let name = vcpu_api::trap::exception_name(c).unwrap_or("reserved");
+                format!("injected {c} ({name})")
+            }
+            (Some(ExitReason::Wfi), _) => "idled until a wake-up".to_string(),
+            (Some(reason), _) => reason.name(),
+            (None, _) => "resumed".to_string(),
+        },
     }
 }
 

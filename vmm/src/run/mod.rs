@@ -64,6 +64,7 @@ pub mod signals;
 mod smp;
 pub mod snapshot;
 pub mod stats;
+pub mod trace;
 pub mod vinsn;
 
 use std::io::Write;
@@ -121,6 +122,15 @@ use crate::layout::FDT_MAX;
 enum Device {
     /// The UART at [`UART_BASE`].
     Uart,
+}
+
+impl Device {
+    /// Its name in exit traces.
+    fn name(self) -> &'static str {
+        match self {
+            Device::Uart => "uart",
+        }
+    }
 }
 
 /// The MMIO bus of `vmm run` VMs: the UART (there is no other device).
@@ -306,6 +316,9 @@ pub struct GuestVm {
     /// Where to write a snapshot when the budget or the timeout ends the run.
     snapshot_on_stop: Option<PathBuf>,
     stats: ExitStats,
+    /// Which exits to trace (`--trace-exits`; shared by the VM's vCPUs and its control
+    /// socket).
+    trace: Arc<trace::ExitTrace>,
     /// With more than one vCPU: the shared state, and (on hart 0 until `run`) the other
     /// harts' VMs.
     smp: Option<Arc<Smp>>,
@@ -428,6 +441,7 @@ pub(crate) struct VmShared {
     host_ctr: Option<vcpu_api::ctr::CtrConfig>,
     snapshot_on_stop: Option<PathBuf>,
     smp: Option<Arc<Smp>>,
+    trace: Arc<trace::ExitTrace>,
 }
 
 impl VmShared {
@@ -454,6 +468,7 @@ impl VmShared {
             host_ctr: self.host_ctr.clone(),
             snapshot_on_stop: self.snapshot_on_stop.clone(),
             stats: ExitStats::default(),
+            trace: self.trace.clone(),
             smp: self.smp.clone(),
             secondaries: Vec::new(),
             sched: None,

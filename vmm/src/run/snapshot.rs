@@ -50,6 +50,8 @@ pub struct RestoreConfig {
     pub timeout: Option<std::time::Duration>,
     /// Log every instruction.
     pub trace: bool,
+    /// `--trace-exits`: the classes of exits to trace (`run/trace.rs`; 0: none).
+    pub trace_exits: u32,
     /// `--api-sock`: the control socket's path.
     pub api_sock: Option<std::path::PathBuf>,
     /// `--snapshot-on-stop`, as for `vmm run`.
@@ -74,6 +76,7 @@ impl Default for RestoreConfig {
             max_insns: None,
             timeout: None,
             trace: false,
+            trace_exits: 0,
             api_sock: None,
             snapshot_on_stop: None,
             paused: false,
@@ -324,6 +327,8 @@ pub(crate) struct VmCommon {
     pub(crate) host_ctr: Option<vcpu_api::ctr::CtrConfig>,
     /// The VM's CTR policy (the same for every vCPU).
     pub(crate) ctr_policy: ctr_virt::CtrPolicy,
+    /// Which exits its vCPUs trace (the control socket's `trace-exits`).
+    pub(crate) trace: Arc<super::trace::ExitTrace>,
 }
 
 impl VmCommon {
@@ -395,6 +400,7 @@ impl GuestVm {
             smp: self.smp.clone(),
             host_ctr: self.host_ctr.clone(),
             ctr_policy: self.ctr.policy(),
+            trace: self.trace.clone(),
         }
     }
 
@@ -589,6 +595,7 @@ impl GuestVm {
             host_ctr,
             snapshot_on_stop: options.snapshot_on_stop.clone(),
             smp,
+            trace: Arc::new(super::trace::ExitTrace::new(options.trace_exits)),
         };
         let vcpus = (0..)
             .zip(harts)

@@ -267,7 +267,7 @@ impl ExitReason {
                     None => format!("virtual-insn csr {csr:#x}"),
                 },
                 VinsnKind::Named(i) => format!("virtual-insn {}", NAMED_VINSNS[i]),
-                VinsnKind::Word(w) => format!("virtual-insn {w:#010x}"),
+                VinsnKind::Word(w) => format!("virtual-insn {}", super::vinsn::disassemble(w)),
             },
             ExitReason::PmuDeleg { access, write } => {
                 let rw = if write { " write" } else { "" };
@@ -308,6 +308,9 @@ pub struct ExitStats {
     virtual_insn: Vec<VirtualInsnExit>,
     /// Virtual-instruction exits past the log's capacity (counted, not recorded).
     virtual_insn_dropped: u64,
+    /// The reason counted last and the action of the last virtual-instruction exit (what
+    /// an exit trace says the VMM did; `run/trace.rs`).
+    last: (Option<ExitReason>, Option<VirtualInsnAction>),
 }
 
 impl Default for ExitStats {
@@ -317,6 +320,7 @@ impl Default for ExitStats {
             unusual: BTreeMap::new(),
             virtual_insn: Vec::new(),
             virtual_insn_dropped: 0,
+            last: (None, None),
         }
     }
 }
@@ -398,6 +402,7 @@ pub struct VirtualInsnExit {
 impl ExitStats {
     /// Counts one exit for `reason` (no allocation unless the reason is unusual and new).
     pub fn count(&mut self, reason: ExitReason) {
+        self.last.0 = Some(reason);
         match reason.slot() {
             Ok(slot) => self.counts[slot] += 1,
             Err(key) => *self.unusual.entry(key).or_insert(0) += 1,
@@ -439,11 +444,23 @@ impl ExitStats {
     /// Appends a virtual-instruction exit to the log (dropped, but counted, once the log
     /// holds [`MAX_VIRTUAL_INSN_RECORDS`]).
     pub fn record_virtual_insn(&mut self, exit: VirtualInsnExit) {
+        self.last.1 = Some(exit.action);
         if self.virtual_insn.len() < MAX_VIRTUAL_INSN_RECORDS {
             self.virtual_insn.push(exit);
         } else {
             self.virtual_insn_dropped += 1;
         }
+    }
+
+    /// Forgets the last reason and action ([`ExitStats::last`]), before an exit is handled.
+    pub fn clear_last(&mut self) {
+        self.last = (None, None);
+    }
+
+    /// The reason counted last and the action of the last virtual-instruction exit since
+    /// [`ExitStats::clear_last`].
+    pub fn last(&self) -> (Option<ExitReason>, Option<VirtualInsnAction>) {
+        self.last
     }
 
     /// The virtual-instruction exits recorded, in the order they happened.
@@ -562,7 +579,7 @@ mod tests {
             write: true,
         });
         assert_eq!(s.get("trap 70"), 2);
-        assert_eq!(s.get("virtual-insn 0x00000013"), 1);
+        assert_eq!(s.get("virtual-insn insn 0x00000013"), 1);
         assert_eq!(s.get("sbi legacy"), 1);
         assert_eq!(s.get("pmu-deleg scountinhibit write"), 1);
         assert_eq!(s.total(), 5);
@@ -582,7 +599,10 @@ mod tests {
         );
         assert_eq!(virtual_insn_reason(0x1050_0073), "virtual-insn wfi");
         assert_eq!(virtual_insn_reason(0x1200_0073), "virtual-insn sfence.vma");
-        assert_eq!(virtual_insn_reason(0x0000_0013), "virtual-insn 0x00000013");
+        assert_eq!(
+            virtual_insn_reason(0x0000_0013),
+            "virtual-insn insn 0x00000013"
+        );
     }
 
     #[test]

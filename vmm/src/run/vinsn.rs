@@ -59,6 +59,103 @@ pub(crate) fn vu_may_read_time(hart: &Hart) -> bool {
     hart.guest_scounteren() & COUNTEREN_TM != 0
 }
 
+/// The ABI names of the integer registers.
+const XREG_NAMES: [&str; 32] = [
+    "zero", "ra", "sp", "gp", "tp", "t0", "t1", "t2", "s0", "s1", "a0", "a1", "a2", "a3", "a4",
+    "a5", "a6", "a7", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "t3", "t4",
+    "t5", "t6",
+];
+
+/// The assembly of a SYSTEM-opcode instruction, the only kind that raises a
+/// virtual-instruction exception (priv. spec 21.6.1 "Virtual-Instruction Exceptions"): a CSR
+/// access with the CSR's name (`csrrs a0, sctrdepth, zero`), an instruction without operands
+/// (`sret`, `wfi`, `sctrclr`), a fence with its registers (`hfence.vvma a0, zero`), or a
+/// hypervisor load or store (`hlv.d a0, (a1)`). Anything else is shown as `insn 0x...`.
+pub fn disassemble(insn: u32) -> String {
+    let rd = XREG_NAMES[((insn >> 7) & 0x1f) as usize];
+    let rs1_bits = (insn >> 15) & 0x1f;
+    let rs1 = XREG_NAMES[rs1_bits as usize];
+    let rs2_bits = (insn >> 20) & 0x1f;
+    let rs2 = XREG_NAMES[rs2_bits as usize];
+    let funct3 = (insn >> 12) & 7;
+    let funct7 = insn >> 25;
+    if insn & 0x7f != 0x73 {
+        return format!("insn {insn:#010x}");
+    }
+    if funct3 != 0 && funct3 != 4 {
+        let op = [
+            "", "csrrw", "csrrs", "csrrc", "", "csrrwi", "csrrsi", "csrrci",
+        ][funct3 as usize];
+        let csr = (insn >> 20) as u16;
+        let csr = match vcpu_api::csr::name(csr) {
+            Some(name) => name.to_string(),
+            None => format!("{csr:#x}"),
+        };
+        return if funct3 >= 5 {
+            format!("{op} {rd}, {csr}, {rs1_bits}")
+        } else {
+            format!("{op} {rd}, {csr}, {rs1}")
+        };
+    }
+    if funct3 == 4 {
+        // Hypervisor virtual-machine loads and stores (priv. spec 8.3.1).
+        let load = match (funct7, rs2_bits) {
+            (0x30, 0) => Some("hlv.b"),
+            (0x30, 1) => Some("hlv.bu"),
+            (0x32, 0) => Some("hlv.h"),
+            (0x32, 1) => Some("hlv.hu"),
+            (0x32, 3) => Some("hlvx.hu"),
+            (0x34, 0) => Some("hlv.w"),
+            (0x34, 1) => Some("hlv.wu"),
+            (0x34, 3) => Some("hlvx.wu"),
+            (0x36, 0) => Some("hlv.d"),
+            _ => None,
+        };
+        if let Some(op) = load {
+            return format!("{op} {rd}, ({rs1})");
+        }
+        let store = match funct7 {
+            0x31 => Some("hsv.b"),
+            0x33 => Some("hsv.h"),
+            0x35 => Some("hsv.w"),
+            0x37 => Some("hsv.d"),
+            _ => None,
+        };
+        return match store {
+            Some(op) if insn & 0xf80 == 0 => format!("{op} {rs2}, ({rs1})"),
+            _ => format!("insn {insn:#010x}"),
+        };
+    }
+    let plain = match insn {
+        0x0000_0073 => Some("ecall"),
+        0x0010_0073 => Some("ebreak"),
+        0x1020_0073 => Some("sret"),
+        0x1040_0073 => Some("sctrclr"),
+        0x1050_0073 => Some("wfi"),
+        0x3020_0073 => Some("mret"),
+        0x7b20_0073 => Some("dret"),
+        0x1800_0073 => Some("sfence.w.inval"),
+        0x1810_0073 => Some("sfence.inval.ir"),
+        _ => None,
+    };
+    if let Some(op) = plain {
+        return op.to_string();
+    }
+    let fence = match funct7 {
+        0x09 => Some("sfence.vma"),
+        0x0b => Some("sinval.vma"),
+        0x11 => Some("hfence.vvma"),
+        0x31 => Some("hfence.gvma"),
+        0x13 => Some("hinval.vvma"),
+        0x33 => Some("hinval.gvma"),
+        _ => None,
+    };
+    match fence {
+        Some(op) if insn & 0xf80 == 0 => format!("{op} {rs1}, {rs2}"),
+        _ => format!("insn {insn:#010x}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -76,5 +173,25 @@ mod tests {
         assert_eq!(time_read_rd(0xc010_1573), None);
         assert_eq!(time_read_rd(0xc000_2573), None);
         assert_eq!(time_read_rd(WFI), None);
+    }
+
+    #[test]
+    fn disassembly() {
+        assert_eq!(disassemble(0xc010_2573), "csrrs a0, time, zero");
+        assert_eq!(disassemble(0x15f0_1073), "csrrw zero, sctrdepth, zero");
+        assert_eq!(disassemble(0x15f2_d073), "csrrwi zero, sctrdepth, 5");
+        assert_eq!(disassemble(0x1020_0073), "sret");
+        assert_eq!(disassemble(0x1040_0073), "sctrclr");
+        assert_eq!(disassemble(WFI), "wfi");
+        // sfence.vma a0, a1; hfence.vvma zero, zero; hfence.gvma a0, zero
+        assert_eq!(disassemble(0x12b5_0073), "sfence.vma a0, a1");
+        assert_eq!(disassemble(0x2200_0073), "hfence.vvma zero, zero");
+        assert_eq!(disassemble(0x6205_0073), "hfence.gvma a0, zero");
+        // hlv.d a0, (a1); hlvx.wu t0, (a2); hsv.w a3, (a4)
+        assert_eq!(disassemble(0x6c05_c573), "hlv.d a0, (a1)");
+        assert_eq!(disassemble(0x6836_42f3), "hlvx.wu t0, (a2)");
+        assert_eq!(disassemble(0x6ad7_4073), "hsv.w a3, (a4)");
+        assert_eq!(disassemble(0x0000_0013), "insn 0x00000013");
+        assert_eq!(disassemble(0x1000_0073), "insn 0x10000073");
     }
 }

@@ -126,6 +126,100 @@ pub fn extension_index(eid: u64) -> usize {
     }
 }
 
+/// The name of function `fid` of extension `eid` as the SBI specification (v2.0) gives it,
+/// e.g. `set_timer`, `hart_start`, `counter_start` (for exit traces); `None` for functions
+/// it does not define.
+pub fn function_name(eid: u64, fid: u64) -> Option<&'static str> {
+    const BASE: &[&str] = &[
+        "get_spec_version",
+        "get_impl_id",
+        "get_impl_version",
+        "probe_extension",
+        "get_mvendorid",
+        "get_marchid",
+        "get_mimpid",
+    ];
+    const RFENCE: &[&str] = &[
+        "remote_fence_i",
+        "remote_sfence_vma",
+        "remote_sfence_vma_asid",
+        "remote_hfence_gvma_vmid",
+        "remote_hfence_gvma",
+        "remote_hfence_vvma_asid",
+        "remote_hfence_vvma",
+    ];
+    const HSM: &[&str] = &["hart_start", "hart_stop", "hart_get_status", "hart_suspend"];
+    const DBCN: &[&str] = &[
+        "debug_console_write",
+        "debug_console_read",
+        "debug_console_write_byte",
+    ];
+    const PMU: &[&str] = &[
+        "num_counters",
+        "counter_get_info",
+        "counter_config_matching",
+        "counter_start",
+        "counter_stop",
+        "counter_fw_read",
+        "counter_fw_read_hi",
+        "snapshot_set_shmem",
+        "event_get_info",
+    ];
+    const LEGACY: &[&str] = &[
+        "legacy_set_timer",
+        "legacy_console_putchar",
+        "legacy_console_getchar",
+        "legacy_clear_ipi",
+        "legacy_send_ipi",
+        "legacy_remote_fence_i",
+        "legacy_remote_sfence_vma",
+        "legacy_remote_sfence_vma_asid",
+        "legacy_shutdown",
+    ];
+    let (names, index): (&[&str], u64) = match eid {
+        eid::BASE => (BASE, fid),
+        eid::TIME => (&["set_timer"], fid),
+        eid::IPI => (&["send_ipi"], fid),
+        eid::RFENCE => (RFENCE, fid),
+        eid::HSM => (HSM, fid),
+        eid::SRST => (&["system_reset"], fid),
+        eid::DBCN => (DBCN, fid),
+        eid::PMU => (PMU, fid),
+        // Legacy extensions have one function each, named by the extension ID.
+        0..=eid::LEGACY_LAST => (LEGACY, eid),
+        _ => return None,
+    };
+    usize::try_from(index)
+        .ok()
+        .and_then(|i| names.get(i))
+        .copied()
+}
+
+/// The name of an SBI error code (`SBI_SUCCESS`, `SBI_ERR_NOT_SUPPORTED`, ...), for exit
+/// traces; `None` for codes the specification does not define.
+pub fn error_name(error: i64) -> Option<&'static str> {
+    const NAMES: [&str; 14] = [
+        "SBI_SUCCESS",
+        "SBI_ERR_FAILED",
+        "SBI_ERR_NOT_SUPPORTED",
+        "SBI_ERR_INVALID_PARAM",
+        "SBI_ERR_DENIED",
+        "SBI_ERR_INVALID_ADDRESS",
+        "SBI_ERR_ALREADY_AVAILABLE",
+        "SBI_ERR_ALREADY_STARTED",
+        "SBI_ERR_ALREADY_STOPPED",
+        "SBI_ERR_NO_SHMEM",
+        "SBI_ERR_INVALID_STATE",
+        "SBI_ERR_BAD_RANGE",
+        "SBI_ERR_TIMEOUT",
+        "SBI_ERR_IO",
+    ];
+    usize::try_from(error.checked_neg()?)
+        .ok()
+        .and_then(|i| NAMES.get(i))
+        .copied()
+}
+
 /// One SBI call as the guest made it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SbiCall {
