@@ -355,6 +355,56 @@ impl GuestCtr {
             (true, false) if vs & STE != 0 => (epc, 0),
             _ => return,
         };
+        self.push_record(hart, status, source, target, t);
+    }
+
+    /// The VMM has just emulated a VS-mode SRET (trapped by `hstatus.VTSR`) at `epc`
+    /// returning to `target` in VU-mode if `to_vu`, else in VS-mode. Make the guest's
+    /// history what its own SRET would have made (Smctr 6.1 "Privilege Mode Transitions",
+    /// table 7: a trap return between enabled modes is recorded, one to a disabled mode
+    /// with target 0, one from a disabled mode not at all; 6.2 "Transfer Type Filtering",
+    /// TRETINH; 6.4 "RAS (Return Address Stack) Emulation Mode": only calls and returns).
+    /// CCV = 0, as for [`GuestCtr::synthesize_trap`].
+    pub fn synthesize_trap_return<V: Vcpu>(
+        &mut self,
+        hart: &mut V,
+        to_vu: bool,
+        epc: u64,
+        target: u64,
+    ) {
+        use vcpu_api::ctr::{
+            CTRCTL_RASEMU as RASEMU, CTRCTL_S as S, CTRCTL_U as U, SCTRSTATUS_FROZEN as FROZEN,
+        };
+        /// Transfer type 3, "Trap return".
+        const TRAP_RETURN: u64 = 3;
+        if !self.loaded {
+            return;
+        }
+        let vs = hart.host_csr(VSCTRCTL).unwrap_or(0);
+        let status = hart.host_csr(SCTRSTATUS).unwrap_or(0);
+        if status & FROZEN != 0 || vs & RASEMU != 0 || (vs >> (32 + TRAP_RETURN)) & 1 != 0 {
+            return;
+        }
+        if vs & S == 0 {
+            // From a disabled mode: not recorded.
+            return;
+        }
+        let target_enabled = vs & if to_vu { U } else { S } != 0;
+        let target = if target_enabled { target } else { 0 };
+        self.push_record(hart, status, epc, target, TRAP_RETURN);
+    }
+
+    /// Writes one record (source, target, type; CCV = 0) at the guest's next WRPTR, through
+    /// `vsiselect`/`vsireg*` as the guest would reach the buffer (Smctr 4 "Entry
+    /// Registers"), with `sctrstatus` = `status` before it.
+    fn push_record<V: Vcpu>(
+        &mut self,
+        hart: &mut V,
+        status: u64,
+        source: u64,
+        target: u64,
+        t: u64,
+    ) {
         let depth = 16u64 << (hart.host_csr(SCTRDEPTH).unwrap_or(0) & 7);
         let wrptr = ((status & 0xff) + 1) & (depth - 1);
         hart.set_known_csr(SCTRSTATUS, (status & !0xff) | wrptr);

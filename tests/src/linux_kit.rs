@@ -15,7 +15,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use vmm::run::{run_kernel, ConsoleInput, RunConfig, RunExit, RunStats};
+use vmm::run::{run_kernel_with_policy, ConsoleInput, GuestPolicy, RunConfig, RunExit, RunStats};
 
 use crate::SharedBuf;
 
@@ -154,8 +154,13 @@ fn kernel_release(path: &str) -> Option<String> {
 /// how the run ended, its statistics and the console output with `\r\n` as `\n`. Panics with
 /// the console output if `run_kernel` fails.
 pub fn boot(config: &RunConfig) -> (RunExit, RunStats, String) {
+    boot_with_policy(config, GuestPolicy::default())
+}
+
+/// [`boot`] with the VMM trapping what `policy` names (`vmm run --trap`).
+pub fn boot_with_policy(config: &RunConfig, policy: GuestPolicy) -> (RunExit, RunStats, String) {
     let out = SharedBuf::default();
-    let r = run_kernel(config, Box::new(out.clone()), ConsoleInput::None);
+    let r = run_kernel_with_policy(config, policy, Box::new(out.clone()), ConsoleInput::None);
     let text = out.text().replace("\r\n", "\n");
     let (exit, stats) = r.unwrap_or_else(|e| panic!("vmm: {e}\nconsole:\n{text}"));
     (exit, stats, text)

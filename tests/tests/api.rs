@@ -564,6 +564,149 @@ fn vmm_ctl_quit_ends_the_process_and_says_where_the_snapshot_is() {
     let _ = std::fs::remove_file(&snap);
 }
 
+/// A line of `lines` (the guest's console) that starts with `prefix`, waiting at most 60 s;
+/// every line read goes to `seen`.
+fn console_line(
+    lines: &std::sync::mpsc::Receiver<String>,
+    seen: &mut Vec<String>,
+    prefix: &str,
+) -> String {
+    loop {
+        match lines.recv_timeout(Duration::from_secs(60)) {
+            Ok(l) => {
+                seen.push(l.clone());
+                if l.starts_with(prefix) {
+                    return l;
+                }
+            }
+            Err(e) => panic!(
+                "no console line {prefix:?} ({e}) after:\n{}",
+                seen.join("\n")
+            ),
+        }
+    }
+}
+
+#[test]
+fn injected_interrupts_and_exceptions_reach_the_guest_handler() {
+    let sock = temp("inject-sock");
+    let mut run = Command::new(vmm_binary())
+        .args(["run", "--memory", "16", "--timeout", "60", "--kernel"])
+        .arg(guest("sbi_inject"))
+        .arg("--api-sock")
+        .arg(&sock)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = run.stdout.take().unwrap();
+    let stderr = run.stderr.take().unwrap();
+    let (tx, lines) = std::sync::mpsc::channel();
+    let tx2 = tx.clone();
+    std::thread::spawn(move || {
+        for l in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    // The VMM's own messages join the console lines (they explain an early end).
+    std::thread::spawn(move || {
+        for l in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if tx2.send(format!("[vmm stderr] {l}")).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = Vec::new();
+    console_line(&lines, &mut seen, "sbi_inject: ready");
+    let mut api = Client::connect(&sock);
+    // Refused before anything happens, each naming what was wrong.
+    for (request, says) in [
+        (
+            r#"{"cmd":"inject","vcpu":1,"irq":"ssi"}"#,
+            "vCPU number below 1",
+        ),
+        (r#"{"cmd":"inject","irq":"sti"}"#, "set_timer"),
+        (r#"{"cmd":"inject","exception":22}"#, "raises into VS-mode"),
+        (
+            r#"{"cmd":"inject","exception":2,"tval":"x"}"#,
+            "\"tval\" must be a number",
+        ),
+        (
+            r#"{"cmd":"inject","irq":"ssi","exception":2}"#,
+            "one of them",
+        ),
+        (
+            r#"{"cmd":"inject","irq":"sei","pending":1}"#,
+            "true or false",
+        ),
+    ] {
+        let a = api.send(request);
+        assert_eq!(a["ok"], false, "{request}: {a}");
+        assert!(
+            a["error"].as_str().unwrap().contains(says),
+            "{request}: {a}"
+        );
+    }
+    let a = api.send(r#"{"cmd":"inject","irq":"ssi"}"#);
+    assert_eq!(a["ok"], true, "{a}");
+    console_line(&lines, &mut seen, "sbi_inject: ssi");
+    let a = api.send(r#"{"cmd":"inject","vcpu":0,"exception":2,"tval":4660}"#);
+    assert_eq!(a["ok"], true, "{a}");
+    let pc = a["pc"].as_str().unwrap_or_else(|| panic!("{a}"));
+    let pc = u64::from_str_radix(pc.trim_start_matches("0x"), 16).unwrap();
+    // Taken where the VMM said, with the stval asked for.
+    let line = console_line(&lines, &mut seen, "sbi_inject: exception");
+    assert_eq!(
+        line,
+        format!("sbi_inject: exception 2 stval 0x1234 sepc {pc:#x}")
+    );
+    let a = api.send(r#"{"cmd":"inject","irq":"sei"}"#);
+    assert_eq!(a["ok"], true, "{a}");
+    console_line(&lines, &mut seen, "sbi_inject: sei");
+    // Exit tracing switched on and off, and the external interrupt, pending until cleared
+    // (the guest waits for that, then ends), through `vmm ctl`.
+    let ctl = |args: &[&str]| {
+        let out = Command::new(vmm_binary())
+            .args(["ctl", "--api-sock"])
+            .arg(&sock)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let a = api.send(r#"{"cmd":"trace-exits"}"#);
+    assert_eq!(a["classes"], serde_json::json!([]), "{a}");
+    assert_eq!(
+        ctl(&["trace-exits", "on", "--filter", "sbi,vinsn"]),
+        "tracing exits: sbi,vinsn\n"
+    );
+    let a = api.send(r#"{"cmd":"trace-exits","on":true,"filter":"tlb"}"#);
+    assert!(
+        a["error"]
+            .as_str()
+            .unwrap()
+            .contains("unknown exit class `tlb`"),
+        "{a}"
+    );
+    assert_eq!(ctl(&["trace-exits", "off"]), "exit tracing off\n");
+    let said = ctl(&["inject", "--irq", "sei", "--clear"]);
+    assert!(said.starts_with("vCPU 0 took it at pc 0x"), "{said}");
+    console_line(&lines, &mut seen, "sbi_inject: sei cleared");
+    drop(api);
+    let out = run.wait_with_output_timeout();
+    assert_eq!(out.0, Some(0), "{}", seen.join("\n"));
+}
+
 trait WaitBounded {
     /// The exit status and stderr, killing the process after 60 s.
     fn wait_with_output_timeout(&mut self) -> (Option<i32>, String);

@@ -358,6 +358,53 @@ fn linux_smp_boot(vcpus: u64, pcpus: Option<u64>) -> RunStats {
 }
 
 #[test]
+fn linux_runs_with_every_virtual_instruction_trap_on_2_vcpus() {
+    // hstatus.VTW, VTSR, VTVM and hcounteren.TM = 0 (`vmm run --trap wfi,time,sret,vm`):
+    // every WFI, SRET, SFENCE.VMA, satp access and time read of the kernel exits and the VMM
+    // emulates it; the kernel must not notice.
+    let guest = linux_guest();
+    let mut config = RunConfig::new(&guest.kernel);
+    config.initrd = Some(guest.initrd.clone());
+    config.cmdline = format!(
+        "{BASE_CMDLINE} vmmcmd=\"busybox md5sum /bin/busybox; echo 6*7=$((6*7)); sleep 1; echo done\""
+    );
+    config.memory_mib = LINUX_MEMORY_MIB;
+    config.max_insns = Some(LINUX_BUDGET);
+    config.vcpus = 2;
+    let policy = vmm::run::GuestPolicy {
+        trap_wfi: true,
+        trap_time: true,
+        trap_sret: true,
+        trap_vm: true,
+    };
+    let (exit, stats, out) = linux_kit::boot_with_policy(&config, policy);
+    linux_kit::assert_workload_passed(&exit, &out, "the workload");
+    assert!(
+        out.contains("\n6*7=42\n") && out.contains("\ndone\n"),
+        "{out}"
+    );
+    assert!(out.contains("smp: Brought up 1 node, 2 CPUs"), "{out}");
+    let table = stats.exits.table();
+    for (reason, at_least) in [
+        ("virtual-insn sret", 1000),
+        ("virtual-insn sfence.vma", 1000),
+        ("virtual-insn csr satp (0x180)", 2),
+        ("virtual-insn csr time (0xc01)", 100),
+        ("virtual-insn wfi", 1),
+    ] {
+        assert!(stats.exits.get(reason) >= at_least, "{reason}:\n{table}");
+    }
+    // Nothing was refused: no illegal instruction went back into the kernel.
+    let injected = stats
+        .exits
+        .virtual_insn_exits()
+        .iter()
+        .filter(|r| r.action == vmm::run::VirtualInsnAction::InjectedIllegal)
+        .count();
+    assert_eq!(injected, 0, "{table}");
+}
+
+#[test]
 fn linux_boots_with_2_vcpus() {
     linux_smp_boot(2, None);
 }

@@ -239,6 +239,10 @@ const NOT_COMPARED: &[(&str, &str)] = &[
         "a `vmm run` guest kernel that never ends (control-socket tests, tests/api.rs)",
     ),
     (
+        "sbi_inject",
+        "a `vmm run` guest kernel taking injected interrupts and exceptions (tests/api.rs)",
+    ),
+    (
         "sbi_pmu",
         "a `vmm run` guest kernel (the SBI PMU extension of the VMM's pmu-virt, tests/sbi_pmu.rs)",
     ),

@@ -278,6 +278,7 @@ fn sbi_vinst_with_wfi_and_time_trapped() {
     let policy = GuestPolicy {
         trap_wfi: true,
         trap_time: true,
+        ..GuestPolicy::default()
     };
     let (stats, out) = run_sbi_vinst(policy);
     assert_eq!(stats.exits.virtual_insn_dropped(), 0);
@@ -328,6 +329,127 @@ fn sbi_vinst_with_the_default_policy() {
     // instructions; the WFI is a plain WFI exit. Only the injected cases are recorded.
     assert_eq!(records.len(), VINST_INJECTED.len(), "{records:#x?}");
     assert!(stats.exits.get("wfi") >= 1, "{}", stats.exits.table());
+}
+
+#[test]
+fn sbi_vinst_with_every_trap_on() {
+    let policy = GuestPolicy {
+        trap_wfi: true,
+        trap_time: true,
+        trap_sret: true,
+        trap_vm: true,
+    };
+    // The guest passes: its trap handlers' SRETs, emulated by the VMM, went back to VS and
+    // VU where the guest's own would have (run_sbi_vinst checks its PASS line).
+    let (stats, out) = run_sbi_vinst(policy);
+    let records = vinst_records(stats.exits.virtual_insn_exits());
+    check_injected_and_absent(&records);
+    let of = |action| -> Vec<_> { records.iter().filter(|r| r.2 == action).collect() };
+    let srets = of(VirtualInsnAction::EmulatedSret);
+    assert!(srets.len() >= 10, "{records:#x?}\n{out}");
+    assert!(srets.iter().all(|r| r.0 == SRET && !r.1), "{srets:#x?}");
+    // Its VS-mode satp accesses ran on vsatp.
+    let satp = of(VirtualInsnAction::EmulatedSatp);
+    assert!(!satp.is_empty(), "{records:#x?}");
+    assert!(
+        satp.iter().all(|r| r.0 >> 20 == 0x180 && !r.1),
+        "{satp:#x?}"
+    );
+    assert_eq!(of(VirtualInsnAction::EmulatedWfi).len(), 1, "{records:#x?}");
+}
+
+/// `line` without its `, N cycles` (the CC of a record).
+fn without_cc(text: &str) -> String {
+    text.lines()
+        .map(|l| match l.rfind(", ") {
+            Some(i) if l.ends_with(" cycles") => &l[..i],
+            _ => l,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn emulated_srets_leave_the_records_the_guests_own_leave() {
+    let run_demo = |trap_sret| {
+        let out = SharedBuf::default();
+        let policy = GuestPolicy {
+            trap_sret,
+            ..GuestPolicy::default()
+        };
+        let mut config = RunConfig::ctr_demo();
+        config.max_insns = Some(BUDGET);
+        let (exit, stats) =
+            run_kernel_with_policy(&config, policy, Box::new(out.clone()), ConsoleInput::None)
+                .unwrap_or_else(|e| panic!("vmm: {e}\n{}", out.text()));
+        assert_eq!(exit.exit_code(), 0, "{exit:?}\n{}", out.text());
+        let srets = stats
+            .exits
+            .virtual_insn_exits()
+            .iter()
+            .filter(|r| r.action == VirtualInsnAction::EmulatedSret)
+            .count();
+        (out.text(), srets)
+    };
+    let (native, none) = run_demo(false);
+    let (emulated, srets) = run_demo(true);
+    assert_eq!(none, 0);
+    assert!(srets >= 2, "{emulated}");
+    // The same records (Smctr 6.1, table 7: the trap returns VS -> VU and back to VS),
+    // but for the cycle counts: the VMM does not know the CC of an SRET it emulates
+    // (CCV = 0, Smctr 6.3), so the next record counts those cycles too.
+    assert_eq!(without_cc(&native), without_cc(&emulated));
+    let returns = |t: &str| t.lines().filter(|l| l.ends_with("trap return")).count();
+    assert_eq!(returns(&native), 0, "{native}");
+    assert!(returns(&emulated) >= 2, "{emulated}");
+}
+
+#[test]
+fn exit_trace_names_every_exit_and_what_the_vmm_did() {
+    let traced = |args: &[&str]| {
+        let out = std::process::Command::new(vmm_tests::vmm_binary())
+            .args(["run", "--timeout", "60", "--max-insns", "50000000"])
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let all = traced(&["--trap", "sret", "--trace-exits"]);
+    for expected in [
+        // VS-mode CTR accesses: ctr-virt loads the context, emulates sctrdepth.
+        "VS virtual-insn sctrclr -> ctr-loaded",
+        "VS virtual-insn csrrs a1, sctrdepth, zero -> emulated-ctr-depth",
+        "VS virtual-insn csrrw zero, sctrdepth, a5 -> emulated-ctr-depth",
+        // VU-mode reads of sctrctl are illegal (Smctr 2.1), injected.
+        "VU virtual-insn csrrs a0, sctrctl, zero -> injected-illegal",
+        // hstatus.VTSR: the guest's SRET back to VU.
+        "VS virtual-insn sret -> emulated-sret",
+        "VS sbi DBCN debug_console_write(",
+        "-> SBI_SUCCESS",
+        "VS sbi SRST system_reset(0x0, 0x0, 0x0) -> shutdown (no reason)",
+    ] {
+        assert!(all.contains(expected), "no {expected:?} in:\n{all}");
+    }
+    for line in all.lines().filter(|l| l.starts_with("exit ")) {
+        assert!(line.starts_with("exit vcpu 0 pc 0x8020"), "{line}");
+        assert!(line.contains(" -> "), "{line}");
+    }
+    // A filter keeps its classes only; no filter, no trace.
+    let vinsn = traced(&["--trace-exits=vinsn"]);
+    assert!(vinsn.contains("virtual-insn sctrclr"), "{vinsn}");
+    assert!(!vinsn.contains(" sbi "), "{vinsn}");
+    assert!(!traced(&[]).contains("exit vcpu"));
+    let bad = std::process::Command::new(vmm_tests::vmm_binary())
+        .args(["run", "--trace-exits=sbi,tlb"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        !bad.status.success() && said.contains("unknown exit class `tlb`"),
+        "{said}"
+    );
 }
 
 // sbi_ctr: CTR virtualized by ctr-virt, seen from inside the guest.

@@ -87,6 +87,11 @@ impl Vcpu for FakeVcpu {
     fn guest_privilege(&self) -> PrivilegeMode {
         self.privilege.unwrap_or(PrivilegeMode::Supervisor)
     }
+    fn set_guest_privilege(&mut self, mode: PrivilegeMode) {
+        if matches!(mode, PrivilegeMode::Supervisor | PrivilegeMode::User) {
+            self.privilege = Some(mode);
+        }
+    }
     fn set_virtual_interrupts(&mut self, hvip: u64) {
         let vs = crate::trap::VS_INTERRUPTS;
         self.hvip = (self.hvip & !vs) | (hvip & vs);

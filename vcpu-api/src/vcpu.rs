@@ -95,6 +95,10 @@ pub trait Vcpu {
     fn inject_exception(&mut self, cause: u64, tval: u64);
     /// The guest's privilege mode (Supervisor: VS-mode, User: VU-mode).
     fn guest_privilege(&self) -> PrivilegeMode;
+    /// Resume the guest in `mode` (Supervisor: VS-mode, User: VU-mode; other modes are
+    /// ignored): what a hypervisor's own SRET with `hstatus.SPV` = 1 and `sstatus.SPP` =
+    /// `mode` does, for emulating a guest's trap return (`hstatus.VTSR`).
+    fn set_guest_privilege(&mut self, mode: PrivilegeMode);
     /// Set the VS-level interrupt lines of `hvip` (VSSIP bit 2, VSTIP 6, VSEIP 10); its other
     /// bits (the AIA's virtual interrupts 13-63, e.g. an LCOFI passed on to the guest) are
     /// left as they are.

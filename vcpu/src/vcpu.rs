@@ -107,6 +107,12 @@ impl Vcpu for Hart {
     fn guest_privilege(&self) -> PrivilegeMode {
         self.prv
     }
+    fn set_guest_privilege(&mut self, mode: PrivilegeMode) {
+        if self.virt && matches!(mode, PrivilegeMode::Supervisor | PrivilegeMode::User) {
+            self.prv = mode;
+            self.mode_changed();
+        }
+    }
     fn set_virtual_interrupts(&mut self, hvip: u64) {
         self.csr.h.hvip = (self.csr.h.hvip & !VS_INTERRUPTS) | (hvip & VS_INTERRUPTS);
     }

@@ -26,6 +26,8 @@ fn seed() -> Vec<u8> {
         },
         trap_wfi: false,
         trap_time: false,
+        trap_sret: false,
+        trap_vm: false,
         vcpus: vec![vmm::snapshot::VcpuState {
             hart: hart.save_state(),
             ctr: ctr_virt::GuestCtr::new(policy).snapshot(),

@@ -37,6 +37,23 @@ pub enum CtlRequest {
         /// The snapshot to write first.
         snapshot: Option<String>,
     },
+    /// `trace-exits on|off [--filter F]`
+    TraceExits {
+        /// On or off.
+        on: bool,
+        /// The classes (the VMM's default, all, when `None`).
+        filter: Option<String>,
+    },
+    /// `inject [--vcpu N] --irq ssi|sei [--clear]` or `inject [--vcpu N] --exception C
+    /// [--tval V]`
+    Inject {
+        /// The vCPU.
+        vcpu: u64,
+        /// The interrupt (`ssi`, `sei`) and whether it becomes pending (else cleared).
+        irq: Option<(String, bool)>,
+        /// The exception code and `stval`.
+        exception: Option<(u64, u64)>,
+    },
 }
 
 /// Why `vmm ctl` failed.
@@ -83,6 +100,27 @@ impl CtlRequest {
             CtlRequest::Quit {
                 snapshot: Some(path),
             } => json!({"cmd": "quit", "snapshot": path}),
+            CtlRequest::TraceExits { on, filter: None } => json!({"cmd": "trace-exits", "on": on}),
+            CtlRequest::TraceExits {
+                on,
+                filter: Some(f),
+            } => json!({"cmd": "trace-exits", "on": on, "filter": f}),
+            CtlRequest::Inject {
+                vcpu,
+                irq,
+                exception,
+            } => {
+                let mut body = json!({"cmd": "inject", "vcpu": vcpu});
+                if let Some((name, pending)) = irq {
+                    body["irq"] = json!(name);
+                    body["pending"] = json!(pending);
+                }
+                if let Some((cause, tval)) = exception {
+                    body["exception"] = json!(cause);
+                    body["tval"] = json!(tval);
+                }
+                body
+            }
         }
     }
 }
@@ -164,6 +202,25 @@ pub fn render(request: &CtlRequest, answer: &Value) -> Result<String, String> {
             "the VM stopped after writing a snapshot to {path} ({} bytes)\n",
             u(&answer["bytes"])
         ),
+        CtlRequest::TraceExits { .. } => {
+            let classes: Vec<&str> = answer["classes"]
+                .as_array()
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            if classes.is_empty() {
+                "exit tracing off\n".to_string()
+            } else {
+                format!("tracing exits: {}\n", classes.join(","))
+            }
+        }
+        CtlRequest::Inject { vcpu, .. } => match (&answer["pc"], &answer["why"]) {
+            (Value::String(pc), _) => format!("vCPU {vcpu} took it at pc {pc}\n"),
+            (_, Value::String(why)) => format!("queued: {why}\n"),
+            _ if answer["queued"] == true => {
+                format!("queued: vCPU {vcpu} takes it when the VM resumes\n")
+            }
+            _ => format!("vCPU {vcpu}: done\n"),
+        },
         CtlRequest::Migrate { to, .. } => format!(
             "the VM moved to {to}: {:.1} ms in all, the guest paused for {:.1} ms, {} bytes in \
              {} round(s){}\n",

@@ -118,6 +118,47 @@ enum CtlCommand {
         #[arg(long, value_name = "FILE")]
         snapshot: Option<String>,
     },
+    /// Switch exit tracing (`--trace-exits`, on the VMM's stderr) on or off
+    TraceExits {
+        /// on or off
+        #[arg(value_name = "on|off", value_parser = parse_on_off, action = clap::ArgAction::Set)]
+        on: bool,
+        /// The classes: all, or some of sbi,vinsn,mmio,wfi,irq,fault
+        #[arg(long, value_name = "FILTER")]
+        filter: Option<String>,
+    },
+    /// Make an interrupt pending (or clear it) for a vCPU, or make it take an exception
+    Inject {
+        /// The vCPU
+        #[arg(long, default_value_t = 0)]
+        vcpu: u64,
+        /// The guest's supervisor software (ssi) or external (sei) interrupt
+        #[arg(
+            long,
+            value_name = "ssi|sei",
+            conflicts_with = "exception",
+            required_unless_present = "exception"
+        )]
+        irq: Option<String>,
+        /// Clear the interrupt instead
+        #[arg(long, requires = "irq")]
+        clear: bool,
+        /// An exception code (0-7, 12, 13, 15), taken at the vCPU's current pc
+        #[arg(long, value_name = "CAUSE")]
+        exception: Option<u64>,
+        /// The exception's stval
+        #[arg(long, value_name = "V", default_value_t = 0, requires = "exception", value_parser = parse_u64)]
+        tval: u64,
+    },
+}
+
+/// A number, decimal or 0x-hex.
+fn parse_u64(s: &str) -> Result<u64, String> {
+    let parsed = match s.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => s.parse(),
+    };
+    parsed.map_err(|_| format!("not a number: {s}"))
 }
 
 /// `vmm receive`'s flags: where to listen, `--paused`, and the flags of `vmm restore`.
@@ -240,6 +281,13 @@ struct RunArgs {
     /// The kernel command line (/chosen/bootargs).
     #[arg(long, display_order = 2, value_name = "STR", default_value = "")]
     cmdline: String,
+
+    /// Guest instructions the VMM traps and emulates, any of: wfi (hstatus.VTW), time
+    /// (hcounteren.TM = 0), sret (hstatus.VTSR), vm (hstatus.VTVM: SFENCE.VMA, SINVAL.VMA,
+    /// satp), or none, so that every virtual-instruction path can be exercised with any
+    /// guest (`--trace-exits=vinsn` shows them).
+    #[arg(long, display_order = 3, value_name = "LIST", default_value = "none", value_parser = parse_trap)]
+    trap: runner::GuestPolicy,
 
     /// RAM size in MiB, mapped at 0x8000_0000.
     #[arg(long, display_order = 3, value_name = "MiB", default_value_t = runner::DEFAULT_MEMORY_MIB, allow_negative_numbers = true, value_parser = parse_memory)]
@@ -440,6 +488,11 @@ fn parse_depths(s: &str) -> Result<ctr_virt::DepthSet, String> {
     ctr_virt::DepthSet::parse(s).map_err(|e| e.to_string())
 }
 
+/// `--trap`: the VMM's trap policy.
+fn parse_trap(s: &str) -> Result<runner::GuestPolicy, String> {
+    runner::GuestPolicy::parse(s)
+}
+
 /// `--trace-exits`: a filter of exit classes.
 fn parse_trace_exits(s: &str) -> Result<u32, String> {
     runner::trace::parse_filter(s).map_err(|e| e.to_string())
@@ -593,7 +646,7 @@ fn run_kernel(args: RunArgs) -> ExitCode {
     };
     let console = Box::new(std::io::stdout());
     report(
-        runner::run_kernel(&config, console, ConsoleInput::Stdin),
+        runner::run_kernel_with_policy(&config, args.trap, console, ConsoleInput::Stdin),
         args.vm.stats,
     )
 }
@@ -728,6 +781,18 @@ fn ctl(args: CtlArgs) -> ExitCode {
             max_downtime_ms,
         },
         CtlCommand::Quit { snapshot } => CtlRequest::Quit { snapshot },
+        CtlCommand::TraceExits { on, filter } => CtlRequest::TraceExits { on, filter },
+        CtlCommand::Inject {
+            vcpu,
+            irq,
+            clear,
+            exception,
+            tval,
+        } => CtlRequest::Inject {
+            vcpu,
+            irq: irq.map(|i| (i, !clear)),
+            exception: exception.map(|c| (c, tval)),
+        },
     };
     if let CtlRequest::Migrate { to, .. } = &request {
         eprintln!("vmm ctl: moving the VM to {to} ...");

@@ -55,7 +55,7 @@ use crate::machine::RAM_BASE;
 /// The file's first bytes.
 pub const MAGIC: [u8; 8] = *b"RVCTRSNP";
 /// The format version this VMM writes and reads.
-pub const VERSION: u32 = 6;
+pub const VERSION: u32 = 7;
 /// The largest encoded state accepted (the state is a few KiB per vCPU).
 pub const MAX_STATE_BYTES: u64 = 16 << 20;
 /// Bytes of a page of guest RAM, the unit of the page list.
@@ -109,10 +109,15 @@ pub struct VmState {
     pub memory_mib: u64,
     /// The boot layout.
     pub layout: LayoutState,
-    /// The VMM's trap policy: WFI (`hstatus.VTW`) and `time` (`hcounteren.TM`).
+    /// The VMM's trap policy (`--trap`): WFI (`hstatus.VTW`), `time` (`hcounteren.TM`),
+    /// SRET (`hstatus.VTSR`), SFENCE.VMA and `satp` (`hstatus.VTVM`).
     pub trap_wfi: bool,
     /// See `trap_wfi`.
     pub trap_time: bool,
+    /// See `trap_wfi` (format 7).
+    pub trap_sret: bool,
+    /// See `trap_wfi` (format 7).
+    pub trap_vm: bool,
     /// The vCPUs.
     pub vcpus: Vec<VcpuState>,
     /// The virtual clock the vCPUs share (instruction slots; with one vCPU, its own).
@@ -790,6 +795,8 @@ mod tests {
             },
             trap_wfi: false,
             trap_time: true,
+            trap_sret: false,
+            trap_vm: false,
             vcpus: vec![VcpuState {
                 hart: hart.save_state(),
                 ctr: ctr_virt::GuestCtr::new(policy).snapshot(),

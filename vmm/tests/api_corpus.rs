@@ -157,6 +157,19 @@ fn write_corpus(d: &Path) {
             b"{\"cmd\":\"snapshot\",\"path\":\"$DIR/a.snap\"}\n",
         ),
         ("pause-paused", b"{\"cmd\":\"pause\"}\n"),
+        ("trace-exits-ask", b"{\"cmd\":\"trace-exits\"}\n"),
+        (
+            "trace-exits-on",
+            b"{\"cmd\":\"trace-exits\",\"on\":true,\"filter\":\"vinsn\"}\n",
+        ),
+        (
+            "inject-ssi",
+            b"{\"cmd\":\"inject\",\"vcpu\":1,\"irq\":\"ssi\"}\n",
+        ),
+        (
+            "inject-exception-paused",
+            b"{\"cmd\":\"inject\",\"exception\":13,\"tval\":4096}\n",
+        ),
     ];
     let hostile: Vec<(&str, Vec<u8>)> = vec![
         ("migrate-no-to", b"{\"cmd\":\"migrate\"}\n".to_vec()),
@@ -200,6 +213,30 @@ fn write_corpus(d: &Path) {
         (
             "snapshot-empty-path",
             b"{\"cmd\":\"snapshot\",\"path\":\"\"}\n".to_vec(),
+        ),
+        (
+            "trace-exits-bad-filter",
+            b"{\"cmd\":\"trace-exits\",\"on\":true,\"filter\":\"sbi,,\"}\n".to_vec(),
+        ),
+        (
+            "trace-exits-on-string",
+            b"{\"cmd\":\"trace-exits\",\"on\":\"yes\"}\n".to_vec(),
+        ),
+        (
+            "inject-vcpu-2",
+            b"{\"cmd\":\"inject\",\"vcpu\":2,\"irq\":\"sei\"}\n".to_vec(),
+        ),
+        (
+            "inject-guest-page-fault",
+            b"{\"cmd\":\"inject\",\"exception\":21}\n".to_vec(),
+        ),
+        (
+            "inject-both",
+            b"{\"cmd\":\"inject\",\"irq\":1,\"exception\":2}\n".to_vec(),
+        ),
+        (
+            "inject-irq-huge",
+            b"{\"cmd\":\"inject\",\"irq\":18446744073709551616}\n".to_vec(),
         ),
         ("unknown-cmd", b"{\"cmd\":\"reboot\"}\n".to_vec()),
         ("no-cmd", b"{}\n".to_vec()),

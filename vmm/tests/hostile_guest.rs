@@ -378,6 +378,8 @@ fn run_seed(seed: u64) -> Result<Outcome, String> {
     let policy = GuestPolicy {
         trap_wfi: seed % 2 == 1,
         trap_time: seed % 3 == 1,
+        trap_sret: seed % 5 < 2,
+        trap_vm: seed % 7 < 3,
     };
     let out = SharedBuf::default();
     let input = ConsoleInput::Bytes(b"hostile input\n".repeat(8));
@@ -507,6 +509,7 @@ fn run_smp_seed(seed: u64) -> Result<SmpOutcome, String> {
     let policy = GuestPolicy {
         trap_wfi: seed % 2 == 1,
         trap_time: seed % 3 == 1,
+        ..GuestPolicy::default()
     };
     let out = SharedBuf::default();
     let text = out.clone();

@@ -15,6 +15,8 @@
 //! | `{"cmd":"migrate","to":"unix:PATH"}` (or `"tcp:HOST:PORT"`; optional `"max_downtime_ms"`, default 30; optional `"progress":true`: a line `{"progress":"migrate","round","pages","bytes","dirty","paused"}` after each round, before the answer) | the VM moves to the `vmm receive` listening there (`run/migrate.rs`); answered once the destination holds it: `to`, `total_ms`, `downtime_ms`, `rounds`, `precopy`, `bytes`; then this VMM's run ends (exit status 0). On failure `ok:false` names the cause and the VM goes on here as if nothing had happened |
 //! | `{"cmd":"quit"}` (optional `"snapshot":"PATH"`) | every vCPU stops between two instructions, the snapshot (if asked) is written, and the run ends (exit status 0; `vmm` says so, and where the snapshot is); answered `{"ok":true}` (with `snapshot` and `bytes`). If the snapshot cannot be written the VM goes on and `ok:false` says why |
 //! | `{"cmd":"ctr-dump","vcpu":N}` | vCPU N's CTR (default 0, wherever it is): `depth`, `wrptr`, `frozen`, `loaded`, and `records` youngest first (`source`, `target`, `type`, `cycles` or null) |
+//! | `{"cmd":"inject","vcpu":N,"irq":"ssi"}` (or `"sei"`; `"pending":false` clears it) | the guest's supervisor software or external interrupt made pending (`hvip.VSSIP`/`VSEIP`, through the vCPU's mailbox like an IPI: it wakes the vCPU from WFI) or cleared (`run/inject.rs`) |
+//! | `{"cmd":"inject","vcpu":N,"exception":CAUSE,"tval":V}` | vCPU N takes exception CAUSE (0-7, 12, 13, 15) at its current pc, as if its instruction there raised it (with the CTR record a delegated trap makes); answered with that `pc`, or `queued` (and why) when the vCPU does not run within 2 s; with the VM paused, `queued`: it is taken on `resume` |
 //! | `{"cmd":"trace-exits","on":true}` (optional `"filter":"sbi,vinsn"`, default `all`; `"on":false` stops; without `on`, only asks) | every vCPU traces its exits on the VMM's stderr from its next exit on, as `--trace-exits` (`run/trace.rs`); answered with the classes traced now (`classes`) |
 //!
 //! Connections are served concurrently, a thread each, at most [`MAX_CONNECTIONS`] at once
@@ -51,6 +53,7 @@ use std::time::{Duration, Instant};
 use crate::backend::{Hart, HartConfig};
 use serde_json::{json, Value};
 
+use super::inject::{GuestIrq, Injection, Injections, INJECTABLE_EXCEPTIONS};
 use super::migrate::{self, Endpoint};
 use super::pause::{InstanceView, PauseCtl, VcpuView};
 use super::snapshot::{VcpuSaved, VmCommon};
@@ -157,8 +160,14 @@ impl VmApi {
         ctl: Arc<PauseCtl>,
         common: VmCommon,
         vcpus: u64,
+        injections: Arc<Injections>,
     ) -> Result<VmApi, Error> {
-        let server = Server { ctl, common, vcpus };
+        let server = Server {
+            ctl,
+            common,
+            vcpus,
+            injections,
+        };
         VmApi::listen(
             path,
             Limits::default(),
@@ -399,6 +408,7 @@ struct Server {
     ctl: Arc<PauseCtl>,
     common: VmCommon,
     vcpus: u64,
+    injections: Arc<Injections>,
 }
 
 impl Server {
@@ -500,10 +510,81 @@ impl Server {
                 })
             }
             "trace-exits" => self.trace_exits(body),
+            "inject" => self.inject(body, paused),
             "" => error("a request is a JSON object with a \"cmd\" string"),
             other => error(format!(
-                "unknown command {other:?} (pause, resume, snapshot, stats, ctr-dump, migrate, quit, trace-exits)"
+                "unknown command {other:?} (pause, resume, snapshot, stats, ctr-dump, migrate, quit, trace-exits, inject)"
             )),
+        }
+    }
+
+    /// `inject`: an interrupt made pending (or cleared) or an exception taken by a vCPU
+    /// (`run/inject.rs`).
+    fn inject(&self, body: &Value, paused: bool) -> Value {
+        let vcpu = match body.get("vcpu") {
+            None => 0,
+            Some(v) => match v.as_u64() {
+                Some(n) if n < self.vcpus => n,
+                _ => {
+                    return error(format!(
+                        "\"vcpu\" must be a vCPU number below {}, got {v}",
+                        self.vcpus
+                    ))
+                }
+            },
+        };
+        let injection = match (body.get("irq"), body.get("exception")) {
+            (Some(irq), None) => {
+                let irq = match GuestIrq::parse(irq) {
+                    Ok(irq) => irq,
+                    Err(e) => return error(e),
+                };
+                match body.get("pending") {
+                    None | Some(Value::Bool(true)) => {
+                        self.injections.raise(vcpu, irq);
+                        return json!({ "ok": true, "vcpu": vcpu, "irq": irq.name(), "pending": true });
+                    }
+                    Some(Value::Bool(false)) => Injection::ClearIrq(irq),
+                    Some(v) => return error(format!("\"pending\" must be true or false, got {v}")),
+                }
+            }
+            (None, Some(c)) => {
+                let cause = match c.as_u64() {
+                    Some(c) if INJECTABLE_EXCEPTIONS.contains(&c) => c,
+                    _ => {
+                        return error(format!(
+                            "\"exception\" must be one that a guest's instruction raises into VS-mode ({INJECTABLE_EXCEPTIONS:?}), got {c}"
+                        ))
+                    }
+                };
+                let tval = match body.get("tval") {
+                    None => 0,
+                    Some(v) => match v.as_u64() {
+                        Some(t) => t,
+                        None => return error(format!("\"tval\" must be a number, got {v}")),
+                    },
+                };
+                Injection::Exception { cause, tval }
+            }
+            _ => return error("inject takes \"irq\" or \"exception\" (one of them)"),
+        };
+        let done = self.injections.push(vcpu, injection);
+        if paused {
+            return json!({ "ok": true, "vcpu": vcpu, "queued": true });
+        }
+        // Through a pause point: every vCPU on its hart takes what is queued for it.
+        if let Err(e) = self.ctl.pause() {
+            return error(e);
+        }
+        self.ctl.resume();
+        match done.recv_timeout(Duration::from_secs(2)) {
+            Ok(pc) => json!({ "ok": true, "vcpu": vcpu, "pc": format!("{pc:#x}") }),
+            Err(_) => json!({
+                "ok": true,
+                "vcpu": vcpu,
+                "queued": true,
+                "why": format!("vCPU {vcpu} is not running now (stopped, waiting in WFI or off its hart): it takes the injection when it runs again"),
+            }),
         }
     }
 

@@ -209,7 +209,19 @@ impl GuestVm {
         }
         let time_rd = vinsn::time_read_rd(trap.insn)
             .filter(|_| !trap.from_vu || vinsn::vu_may_read_time(&self.hart));
-        let (action, result) = if self.policy.trap_wfi && !trap.from_vu && trap.insn == vinsn::WFI {
+        let vm_action = if self.policy.trap_vm && !trap.from_vu {
+            vinsn::emulate_vm(&mut self.hart, trap.insn, trap.pc)
+        } else {
+            None
+        };
+        let (action, result) = if let Some(action) = vm_action {
+            (action, Ok(None))
+        } else if self.policy.trap_sret && !trap.from_vu && trap.insn == vinsn::SRET {
+            let (to_vu, target) = vinsn::emulate_sret(&mut self.hart);
+            self.ctr
+                .synthesize_trap_return(&mut self.hart, to_vu, trap.pc, target);
+            (VirtualInsnAction::EmulatedSret, Ok(None))
+        } else if self.policy.trap_wfi && !trap.from_vu && trap.insn == vinsn::WFI {
             let result = if self.idle() {
                 Vcpu::set_pc(&mut self.hart, next);
                 Ok(None)

@@ -52,6 +52,7 @@ mod dirty;
 pub mod error;
 mod exits;
 pub mod fdt;
+pub mod inject;
 pub mod kernel;
 pub mod migrate;
 mod pause;
@@ -319,6 +320,8 @@ pub struct GuestVm {
     /// Which exits to trace (`--trace-exits`; shared by the VM's vCPUs and its control
     /// socket).
     trace: Arc<trace::ExitTrace>,
+    /// With a control socket: the injections it queued (`run/inject.rs`).
+    injections: Option<Arc<inject::Injections>>,
     /// With more than one vCPU: the shared state, and (on hart 0 until `run`) the other
     /// harts' VMs.
     smp: Option<Arc<Smp>>,
@@ -362,16 +365,23 @@ impl GuestVm {
         let stops = instances.map(|vm| vm.hart.stop_handle()).collect();
         let ctl = Arc::new(PauseCtl::new(stops, self.smp.clone(), paused));
         let vcpus = self.smp.as_ref().map_or(1, |s| s.hart_count());
-        let api = api::VmApi::spawn(path, ctl.clone(), self.common(), vcpus)?;
+        let mailboxes = match &self.smp {
+            Some(smp) => smp.mailboxes(),
+            None => vec![self.hart.mailbox()],
+        };
+        let injections = Arc::new(inject::Injections::new(mailboxes));
+        let api = api::VmApi::spawn(path, ctl.clone(), self.common(), vcpus, injections.clone())?;
         self.pause = Some(PauseLink {
             ctl: ctl.clone(),
             instance: 0,
         });
+        self.injections = Some(injections.clone());
         for (instance, vm) in (1..).zip(&mut self.secondaries) {
             vm.pause = Some(PauseLink {
                 ctl: ctl.clone(),
                 instance,
             });
+            vm.injections = Some(injections.clone());
         }
         self.api = Some(api);
         Ok(())
@@ -469,6 +479,7 @@ impl VmShared {
             snapshot_on_stop: self.snapshot_on_stop.clone(),
             stats: ExitStats::default(),
             trace: self.trace.clone(),
+            injections: None,
             smp: self.smp.clone(),
             secondaries: Vec::new(),
             sched: None,

@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use vcpu_api::Vcpu;
 
+use super::inject::Injection;
 use super::sched::Leave;
 use super::smp::{IdleEnd, Smp, StartWait};
 use super::{ExitStats, GuestVm, RunExit};
@@ -164,6 +165,7 @@ impl GuestVm {
                 Some(s) => chunk.min(s.slice_left),
                 None => chunk,
             };
+            self.apply_injections();
             self.feed_uart();
             let before = self.hart.executed();
             let exit = Vcpu::run(&mut self.hart, chunk);
@@ -186,6 +188,25 @@ impl GuestVm {
     fn run_insns(&self) -> u64 {
         let base = self.insns_base.get(self.hart_id as usize).copied();
         self.hart.executed().saturating_sub(base.unwrap_or(0))
+    }
+
+    /// Applies what the control socket queued for the vCPU on this hart (`run/inject.rs`)
+    /// and says where.
+    fn apply_injections(&mut self) {
+        let Some(injections) = &self.injections else {
+            return;
+        };
+        for (injection, done) in injections.take(self.hart_id) {
+            let pc = Vcpu::pc(&self.hart);
+            match injection {
+                Injection::ClearIrq(irq) => {
+                    let hvip = Vcpu::virtual_interrupts(&self.hart);
+                    Vcpu::set_virtual_interrupts(&mut self.hart, hvip & !irq.hvip_bit());
+                }
+                Injection::Exception { cause, tval } => self.vcpu_ctx().inject(cause, tval),
+            }
+            let _ = done.try_send(pc);
+        }
     }
 
     /// Moves pending console input into the UART's receive FIFO, as much as fits.

@@ -169,6 +169,11 @@ impl Smp {
         self.mailboxes.len() as u64
     }
 
+    /// Every vCPU's mailbox, by vCPU id.
+    pub(crate) fn mailboxes(&self) -> Vec<Arc<HartMailbox>> {
+        self.mailboxes.clone()
+    }
+
     /// Whether the VM has ended.
     pub(crate) fn ended(&self) -> bool {
         self.ended.load(Ordering::SeqCst)

@@ -368,6 +368,8 @@ impl VmCommon {
             layout: self.layout.save(),
             trap_wfi: self.policy.trap_wfi,
             trap_time: self.policy.trap_time,
+            trap_sret: self.policy.trap_sret,
+            trap_vm: self.policy.trap_vm,
             vcpus,
             clock,
             uart: self.uart.lock().unwrap_or_else(|e| e.into_inner()).save(),
@@ -541,6 +543,8 @@ impl GuestVm {
             let policy = GuestPolicy {
                 trap_wfi: s.trap_wfi,
                 trap_time: s.trap_time,
+                trap_sret: s.trap_sret,
+                trap_vm: s.trap_vm,
             };
             let mut expected = Hart::new_guest(hart_config, mem.clone())?;
             super::vinsn::apply(&mut expected, &policy);
@@ -590,6 +594,8 @@ impl GuestVm {
             policy: GuestPolicy {
                 trap_wfi: s.trap_wfi,
                 trap_time: s.trap_time,
+                trap_sret: s.trap_sret,
+                trap_vm: s.trap_vm,
             },
             fw,
             host_ctr,

@@ -359,6 +359,15 @@ pub enum VirtualInsnAction {
     /// Anything else: an illegal-instruction exception (`stval` = the instruction bits) was
     /// injected into the guest.
     InjectedIllegal,
+    /// A VS-mode SRET trapped by `hstatus.VTSR`: the VMM did the trap return on `vsstatus`
+    /// and `vsepc` (with its CTR record) and resumed the guest at `vsepc`.
+    EmulatedSret,
+    /// A VS-mode access to `satp` trapped by `hstatus.VTVM`: done on `vsatp` (a write
+    /// flushes the guest's translations), resumed after it.
+    EmulatedSatp,
+    /// A VS-mode SFENCE.VMA or SINVAL.VMA trapped by `hstatus.VTVM`: the guest's
+    /// translations flushed, resumed after it.
+    EmulatedSfence,
 }
 
 impl VirtualInsnAction {
@@ -374,6 +383,9 @@ impl VirtualInsnAction {
             VirtualInsnAction::EmulatedScountovf => "emulated-scountovf",
             VirtualInsnAction::PdisLoaded => "pdis-loaded",
             VirtualInsnAction::InjectedIllegal => "injected-illegal",
+            VirtualInsnAction::EmulatedSret => "emulated-sret",
+            VirtualInsnAction::EmulatedSatp => "emulated-satp",
+            VirtualInsnAction::EmulatedSfence => "emulated-sfence",
         }
     }
 }

@@ -168,6 +168,7 @@ fn trapped_wfi_with_nothing_to_wake_the_guest_waits_forever() {
     let policy = GuestPolicy {
         trap_wfi: true,
         trap_time: false,
+        ..GuestPolicy::default()
     };
     let (r, _) = run_with_policy("vtw-forever", &[addi(0, 0, 0), wfi()], policy);
     let err = r.unwrap_err();
@@ -198,6 +199,7 @@ fn trapped_wfi_and_time_are_emulated_and_logged() {
     let policy = GuestPolicy {
         trap_wfi: true,
         trap_time: true,
+        ..GuestPolicy::default()
     };
     let path = temp_file("vinsn-log", &kernel(&p));
     let mut config = RunConfig::new(&path);

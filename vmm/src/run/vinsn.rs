@@ -10,21 +10,56 @@
 //! guest's time ([`vcpu_api::Vcpu::guest_time`]) in `rd`. Every other virtual-instruction exit
 //! becomes an illegal-instruction exception in the guest, `stval` = the instruction bits.
 
+use super::VirtualInsnAction;
 use crate::backend::Hart;
-use vcpu_api::{GuestTraps, Vcpu};
+use vcpu_api::zicsr::CsrInsn;
+use vcpu_api::{csr, GuestTraps, PrivilegeMode, Vcpu};
 
-/// Which guest instructions the VMM asks the hart to trap (VMM policy; all off by default,
-/// which leaves the hart's hosted-mode defaults: `hstatus.VTW` = 0, `hcounteren` = 7).
+/// Which guest instructions the VMM asks the hart to trap (VMM policy, `vmm run --trap`;
+/// all off by default, which leaves the hart's hosted-mode defaults: `hstatus.VTW`,
+/// `VTSR`, `VTVM` = 0, `hcounteren` = 7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct GuestPolicy {
     /// Run the guest with `hstatus.VTW` = 1: a VS-mode WFI exits and the VMM emulates it.
     pub trap_wfi: bool,
     /// Run the guest with `hcounteren.TM` = 0: reads of `time` exit and the VMM emulates them.
     pub trap_time: bool,
+    /// Run the guest with `hstatus.VTSR` = 1: a VS-mode SRET exits and the VMM emulates it
+    /// ([`emulate_sret`]).
+    pub trap_sret: bool,
+    /// Run the guest with `hstatus.VTVM` = 1: VS-mode SFENCE.VMA, SINVAL.VMA and `satp`
+    /// accesses exit and the VMM emulates them ([`emulate_vm`]).
+    pub trap_vm: bool,
+}
+
+impl GuestPolicy {
+    /// Reads `--trap`'s list (`wfi,time,sret,vm`, any subset; `none` for none).
+    pub fn parse(list: &str) -> Result<GuestPolicy, String> {
+        let mut policy = GuestPolicy::default();
+        if list == "none" {
+            return Ok(policy);
+        }
+        for name in list.split(',').map(str::trim) {
+            match name {
+                "wfi" => policy.trap_wfi = true,
+                "time" => policy.trap_time = true,
+                "sret" => policy.trap_sret = true,
+                "vm" => policy.trap_vm = true,
+                _ => {
+                    return Err(format!(
+                        "--trap takes a list of wfi, time, sret, vm (or none), got `{name}`"
+                    ))
+                }
+            }
+        }
+        Ok(policy)
+    }
 }
 
 /// The WFI instruction.
 pub const WFI: u32 = 0x1050_0073;
+/// The SRET instruction.
+pub const SRET: u32 = 0x1020_0073;
 /// `time`.
 const CSR_TIME: u32 = 0xc01;
 /// The counters a hosted guest reads directly by default: `cycle`, `time`, `instret`.
@@ -47,11 +82,70 @@ pub fn time_read_rd(insn: u32) -> Option<usize> {
 pub(crate) fn apply(hart: &mut Hart, policy: &GuestPolicy) {
     hart.set_guest_traps(GuestTraps {
         wfi: policy.trap_wfi,
-        ..GuestTraps::default()
+        sret: policy.trap_sret,
+        vm: policy.trap_vm,
     });
     if policy.trap_time {
         hart.set_guest_counteren(GUEST_COUNTEREN & !COUNTEREN_TM);
     }
+}
+
+/// `sstatus`/`vsstatus` bits of a trap return (priv. spec 12.1.1 "Supervisor Status
+/// (sstatus) Register").
+const SSTATUS_SIE: u64 = 1 << 1;
+const SSTATUS_SPIE: u64 = 1 << 5;
+const SSTATUS_SPP: u64 = 1 << 8;
+
+/// Emulates a VS-mode SRET (trapped by `hstatus.VTSR`, priv. spec 21.2.1 "Hypervisor
+/// Status (hstatus) Register") as the guest's own would have run (priv. spec 3.3.2
+/// "Trap-Return Instructions", on the VS CSRs): `vsstatus.SIE` = `SPIE`, `SPIE` = 1,
+/// `SPP` = 0 (U), the guest resumes at `vsepc` in the mode `SPP` named. Returns whether it
+/// returns to VU-mode, and the target pc.
+pub(crate) fn emulate_sret(hart: &mut Hart) -> (bool, u64) {
+    let vsstatus = hart.host_csr(csr::VSSTATUS).unwrap_or(0);
+    let to_vu = vsstatus & SSTATUS_SPP == 0;
+    let sie = if vsstatus & SSTATUS_SPIE != 0 {
+        SSTATUS_SIE
+    } else {
+        0
+    };
+    let new = (vsstatus & !(SSTATUS_SIE | SSTATUS_SPP)) | sie | SSTATUS_SPIE;
+    let _ = hart.set_host_csr(csr::VSSTATUS, new);
+    // vsepc reads back IALIGN-aligned (bit 0 always 0; bit 1 too without C).
+    let target = hart.host_csr(csr::VSEPC).unwrap_or(0);
+    let mode = if to_vu {
+        PrivilegeMode::User
+    } else {
+        PrivilegeMode::Supervisor
+    };
+    hart.set_guest_privilege(mode);
+    hart.set_pc(target);
+    (to_vu, target)
+}
+
+/// Emulates a VS-mode instruction trapped by `hstatus.VTVM` (priv. spec 21.2.1): a CSR
+/// instruction on `satp` runs on `vsatp` (WARL as the hart legalizes it; a write flushes
+/// the guest's translations), SFENCE.VMA and SINVAL.VMA flush the guest's translations
+/// (all of them: flushing more than asked is allowed, priv. spec 12.2.1 "Supervisor
+/// Memory-Management Fence Instruction"). `None` if `insn` is neither; else the guest
+/// resumes after it.
+pub(crate) fn emulate_vm(hart: &mut Hart, insn: u32, pc: u64) -> Option<VirtualInsnAction> {
+    let funct7 = insn >> 25;
+    let is_fence = insn & 0x0000_7fff == 0x73 && (funct7 == 0x09 || funct7 == 0x0b);
+    let action = if is_fence {
+        hart.mailbox().request_flush();
+        VirtualInsnAction::EmulatedSfence
+    } else {
+        let access = CsrInsn::decode(insn).filter(|c| c.csr == csr::SATP)?;
+        let old = hart.host_csr(csr::VSATP).unwrap_or(0);
+        if let Some(new) = access.emulate(hart, old) {
+            let _ = hart.set_host_csr(csr::VSATP, new);
+            hart.mailbox().request_flush();
+        }
+        VirtualInsnAction::EmulatedSatp
+    };
+    hart.set_pc(pc.wrapping_add(4));
+    Some(action)
 }
 
 /// Whether VU-mode may read `time` by the guest's own rule (`scounteren.TM`).
