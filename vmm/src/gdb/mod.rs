@@ -300,9 +300,13 @@ pub fn xfer(xml: &str, offset: u64, length: usize, buf: &mut [u8]) -> usize {
     n
 }
 
-/// The most bytes one memory read or write moves (gdb splits larger ones; the packet
-/// buffer bounds them anyway).
-pub const MAX_MEMORY_XFER: usize = 64 << 10;
+/// The largest packet the stub takes (gdb is told; a longer one ends the session).
+pub const PACKET_SIZE: usize = 0x4000;
+
+/// The most bytes one memory read or write moves: what fits a reply packet in hex. gdb
+/// never asks for more; `gdbstub` would answer a longer `m` in pieces of the packet buffer
+/// with no bound (gigabytes of hex for `m0,ffffffff`), so a longer one is refused whole.
+pub const MAX_MEMORY_XFER: usize = PACKET_SIZE / 2;
 
 /// Whether the hart's data accesses are untranslated now: M-mode, or HS/S/U-mode with
 /// `satp` Bare. Memory access by a debugger is physical only then (or with `monitor phys

@@ -49,7 +49,7 @@ use super::{Machine, MachineExit};
 use crate::backend::Hart;
 use crate::error::Error;
 use crate::gdb::listen::{Connection, GdbListener, GdbOptions};
-use crate::gdb::{self, CoreRegs, GdbError, Reg, Rv64Vmm, MAX_MEMORY_XFER};
+use crate::gdb::{self, CoreRegs, GdbError, Reg, Rv64Vmm, MAX_MEMORY_XFER, PACKET_SIZE};
 
 /// Instructions between two looks at the connection during a `continue` without
 /// breakpoints (about 0.1 ms of translated code).
@@ -58,9 +58,6 @@ const POLL_INSNS: u64 = 1 << 16;
 /// Instructions, one at a time, between two looks at the connection while breakpoints are
 /// set.
 const POLL_STEPPED_INSNS: u32 = 1 << 12;
-
-/// The largest packet the stub takes (gdb is told; a longer one ends the session).
-const PACKET_SIZE: usize = 0x4000;
 
 /// errno EFAULT: what gdb is told for memory the stub cannot or will not reach.
 const EFAULT: u8 = 14;
@@ -258,10 +255,12 @@ impl SingleThreadBase for MachineTarget<'_> {
 
     fn read_addrs(&mut self, start: u64, data: &mut [u8]) -> TargetResult<usize, Self> {
         self.check_physical()?;
-        let len = data.len().min(MAX_MEMORY_XFER);
+        if data.len() > MAX_MEMORY_XFER {
+            return Err(TargetError::Errno(EFAULT));
+        }
         self.machine
             .mem
-            .read(&mut data[..len], GuestAddress(start))
+            .read(data, GuestAddress(start))
             .map_err(|_| TargetError::Errno(EFAULT))
     }
 
