@@ -22,7 +22,7 @@
 //!
 //! Every callback takes any register number, address and length a client sends: unknown
 //! numbers are refused, buffers are checked, and memory transfers are capped at
-//! [`MAX_MEMORY_XFER`] bytes.
+//! [`MAX_MEMORY_XFER`] bytes for reads and a packet for writes.
 
 use std::num::NonZeroUsize;
 

@@ -266,7 +266,8 @@ impl SingleThreadBase for MachineTarget<'_> {
 
     fn write_addrs(&mut self, start: u64, data: &[u8]) -> TargetResult<(), Self> {
         self.check_physical()?;
-        if data.len() > MAX_MEMORY_XFER {
+        // What one packet carries (binary `X` data may fill it).
+        if data.len() > PACKET_SIZE {
             return Err(TargetError::Errno(EFAULT));
         }
         // All or nothing: the whole range must be RAM. Translated blocks and the decode
