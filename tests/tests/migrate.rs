@@ -185,7 +185,7 @@ fn failed_hop(name: &str, hop: impl FnOnce(&mut Client) -> Value) -> String {
     assert_eq!(answer["ok"], false, "{name}: {answer}");
     let message = answer["error"].as_str().unwrap().to_string();
     assert!(
-        message.contains("the VM goes on here") || message.contains("not a socket address"),
+        message.contains("the VM goes on here") || message.contains("not a migration address"),
         "{name}: {message}"
     );
     // Not left paused: the guest runs to its end.
@@ -252,7 +252,7 @@ fn unreachable_broken_and_bad_destinations_leave_the_source_running() {
     let m = failed_hop("address", |c| {
         c.send("{\"cmd\":\"migrate\",\"to\":\"ftp:somewhere\"}")
     });
-    assert!(m.contains("not a socket address"), "{m}");
+    assert!(m.contains("not a migration address"), "{m}");
 
     // A destination that says hello, takes part of the VM and hangs up.
     let path = temp("breaks.sock");

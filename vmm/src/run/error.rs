@@ -157,7 +157,7 @@ pub enum RestoreError {
 #[derive(Debug, thiserror::Error)]
 pub enum MigrateError {
     /// The address is not `unix:PATH` or `tcp:HOST:PORT`.
-    #[error("{0:?} is not a socket address (unix:PATH or tcp:HOST:PORT)")]
+    #[error("{0:?} is not a migration address (unix:PATH or tcp:HOST:PORT)")]
     BadAddress(String),
     /// Connecting, listening or accepting failed.
     #[error("cannot {what} {addr}: {source}")]
