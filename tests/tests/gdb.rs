@@ -223,6 +223,14 @@ fn breakpoint_registers_csrs_step_ctr_then_the_guest_runs_to_its_end() {
             "info registers priv",
             "p $virt",
             "p/x $mhartid",
+            // A stop changes nothing the guest sees: its counters and time stand still.
+            "p/x $mcycle",
+            "p/x $minstret",
+            "p/x $time",
+            "shell sleep 0.5",
+            "p/x $mcycle",
+            "p/x $minstret",
+            "p/x $time",
             "stepi",
             "info registers pc",
             "monitor ctr",
@@ -242,6 +250,17 @@ fn breakpoint_registers_csrs_step_ctr_then_the_guest_runs_to_its_end() {
     assert!(out.contains("prv:3 [Machine]"), "{out}");
     assert!(out.contains("$4 = 0\n"), "{out}");
     assert!(out.contains("$5 = 0x0\n"), "{out}");
+    let value = |n: u32| {
+        let tag = format!("${n} = ");
+        out.lines()
+            .find_map(|l| l.strip_prefix(&tag))
+            .unwrap_or_else(|| panic!("no {tag}: {out}"))
+            .to_string()
+    };
+    for (before, after) in [(6, 9), (7, 10), (8, 11)] {
+        assert_eq!(value(before), value(after), "{out}");
+    }
+    assert_ne!(value(7), "0x0", "{out}");
     // One instruction further (fib's first is compressed or not: either way past fib).
     let after = out
         .lines()
