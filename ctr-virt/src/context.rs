@@ -40,6 +40,24 @@ impl CtrContext {
         }
     }
 
+    /// The valid records decoded, youngest first (up to the first invalid entry, as
+    /// recording fills the buffer).
+    pub fn records(&self) -> impl DoubleEndedIterator<Item = vcpu_api::ctr::CtrRecord> + '_ {
+        let valid = self
+            .entries
+            .iter()
+            .take_while(|e| e.source & 1 != 0)
+            .count();
+        self.entries[..valid].iter().filter_map(|e| {
+            vcpu_api::ctr::CtrEntry {
+                source: e.source,
+                target: e.target,
+                data: e.data,
+            }
+            .record()
+        })
+    }
+
     /// Save the guest's CTR state from `hart`.
     pub fn save<V: Vcpu>(hart: &V) -> CtrContext {
         let rd = |n| hart.host_csr(n).unwrap_or(0);

@@ -171,6 +171,53 @@ pub struct CtrEntry {
     pub data: u64,
 }
 
+/// The names of the transfer types (`ctrdata.TYPE`, Smctr chapter 4 "Transfer Type
+/// Filtering", table 9), indexed by the type.
+pub const TRANSFER_TYPE_NAMES: [&str; 16] = [
+    "none",
+    "exception",
+    "interrupt",
+    "trap return",
+    "not-taken branch",
+    "taken branch",
+    "reserved",
+    "reserved",
+    "indirect call",
+    "direct call",
+    "indirect jump",
+    "direct jump",
+    "co-routine swap",
+    "function return",
+    "other indirect jump",
+    "other direct jump",
+];
+
+/// One CTR entry decoded for people: what the control socket's `ctr-dump` and the gdb
+/// stub's `monitor ctr` list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CtrRecord {
+    /// The source pc (`ctrsource` without V).
+    pub source: u64,
+    /// The target pc (`ctrtarget` without MISP).
+    pub target: u64,
+    /// The transfer type's name ([`TRANSFER_TYPE_NAMES`]).
+    pub kind: &'static str,
+    /// The elapsed cycles (`ctrdata.CC` decoded), `None` when CCV is clear.
+    pub cycles: Option<u64>,
+}
+
+impl CtrEntry {
+    /// The entry decoded, `None` when it is not valid (`ctrsource.V` clear).
+    pub fn record(&self) -> Option<CtrRecord> {
+        (self.source & 1 != 0).then(|| CtrRecord {
+            source: self.source & !1,
+            target: self.target & !1,
+            kind: TRANSFER_TYPE_NAMES[(self.data & 0xf) as usize],
+            cycles: (self.data & (1 << 15) != 0).then(|| decode_cc((self.data >> 16) as u16)),
+        })
+    }
+}
+
 /// The CC field for a CtrCycleCounter value `c` with `cce_bits` exponent bits (Smctr 6.3
 /// "Cycle Counting", table 11 "Cycle Counter Size Options"):
 /// CCE = 0 below 4096, otherwise the index of the most significant one minus 11, with CCM

@@ -261,9 +261,18 @@ impl Hart {
     pub fn freg(&self, i: usize) -> u64 {
         self.f[i & 31]
     }
+    /// Set floating-point register `i` (0-31) to raw bits, as a debugger does: `mstatus.FS`
+    /// is left as it is.
+    pub fn set_freg(&mut self, i: usize, v: u64) {
+        self.f[i & 31] = v;
+    }
     /// Current privilege mode.
     pub fn privilege(&self) -> PrivilegeMode {
         self.prv
+    }
+    /// The virtualization mode V (VS- or VU-mode when set).
+    pub fn virt(&self) -> bool {
+        self.virt
     }
     /// `mhartid`.
     pub fn hart_id(&self) -> u64 {

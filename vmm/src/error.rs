@@ -8,6 +8,10 @@ use crate::loader::LoadError;
 /// of its instruction budget.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// The gdb stub could not be set up, or the debugger ended the run.
+    #[error("{0}")]
+    Gdb(#[from] crate::gdb::GdbError),
+
     /// The control socket could not be set up.
     #[error("control socket: {0}")]
     Api(#[from] crate::run::error::ApiError),

@@ -16,6 +16,7 @@ pub mod backend;
 pub mod ctl;
 pub mod devices;
 pub mod error;
+pub mod gdb;
 pub mod layout;
 pub mod loader;
 pub mod machine;

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use log::LevelFilter;
+use vmm::gdb::listen::GdbOptions;
 use vmm::machine::{self, MachineConfig, MachineExit};
 use vmm::run::{self as runner, ConsoleInput, RunConfig, RunExit};
 
@@ -469,6 +470,15 @@ struct MachineArgs {
     #[arg(long)]
     trace: bool,
 
+    /// A gdb remote stub on tcp:HOST:PORT or unix:PATH (port 0: any, printed on stderr);
+    /// the guest runs and a debugger may attach at any time (docs/gdb.md).
+    #[arg(long, value_name = "tcp:HOST:PORT|unix:PATH")]
+    gdb: Option<runner::migrate::Endpoint>,
+
+    /// With --gdb: hold the guest before its first instruction until a debugger attaches.
+    #[arg(long, requires = "gdb")]
+    gdb_wait: bool,
+
     /// The ELF executable to run.
     #[arg(value_name = "PROGRAM.elf")]
     program: PathBuf,
@@ -576,7 +586,11 @@ fn run_machine(args: MachineArgs) -> ExitCode {
         perf_map: args.perf_map,
     };
     let console = Box::new(std::io::stdout());
-    match machine::run_elf(&args.program, &config, console) {
+    let gdb = args.gdb.map(|endpoint| GdbOptions {
+        endpoint,
+        wait: args.gdb_wait,
+    });
+    match machine::run_elf_debug(&args.program, &config, console, gdb.as_ref()) {
         Ok((exit, stats)) => {
             if args.stats {
                 eprintln!(

@@ -128,13 +128,26 @@ pub fn run_elf(
     config: &MachineConfig,
     console: Console,
 ) -> Result<(MachineExit, RunStats), Error> {
+    run_elf_debug(path, config, console, None)
+}
+
+/// [`run_elf`] with a gdb remote stub when `gdb` is given (`--gdb`, [`gdb`]).
+pub fn run_elf_debug(
+    path: &Path,
+    config: &MachineConfig,
+    console: Console,
+    gdb: Option<&crate::gdb::listen::GdbOptions>,
+) -> Result<(MachineExit, RunStats), Error> {
     // A regular file no larger than the machine's RAM, checked before it is read.
     let max = config.memory_mib.saturating_mul(1 << 20);
     let data = crate::run::builder::read_input(path, "program", max)
         .map_err(|e| e.into_error(|path, source| Error::ReadProgram { path, source }))?;
     let mut machine = Machine::new(&data, config, console).map_err(|e| e.with_path(path))?;
     let start = Instant::now();
-    let exit = machine.run()?;
+    let exit = match gdb {
+        Some(options) => gdb::run(&mut machine, options)?,
+        None => machine.run()?,
+    };
     let stats = RunStats {
         instret: machine.hart().instret(),
         wall: start.elapsed(),
@@ -252,39 +265,54 @@ impl Machine {
     /// Runs until the guest ends the run, the budget or the time limit runs out or an error
     /// occurs. The time limit counts from this call.
     pub fn run(&mut self) -> Result<MachineExit, Error> {
-        let deadline = self.timeout.map(|t| (t, Instant::now() + t));
+        let deadline = self.deadline();
         loop {
-            if let Some((limit, at)) = deadline {
-                if Instant::now() >= at {
-                    return Ok(MachineExit::TimedOut {
-                        limit,
-                        insns: self.executed,
-                        pc: self.hart.pc(),
-                    });
-                }
-            }
-            let chunk = match self.max_insns {
-                Some(max) => {
-                    let left = max.saturating_sub(self.executed);
-                    if left == 0 {
-                        let pc = self.hart.pc();
-                        return Ok(MachineExit::BudgetExhausted {
-                            insns: self.executed,
-                            pc,
-                        });
-                    }
-                    left.min(RUN_CHUNK)
-                }
-                None => RUN_CHUNK,
-            };
-            let exit = self.hart.run(chunk);
-            // Handle the exit first: a device load is executed when it is completed.
-            let outcome = self.handle_exit(exit);
-            self.executed = self.hart.executed();
-            if let Some(end) = outcome? {
+            if let Some(end) = self.run_chunk(RUN_CHUNK, deadline)? {
                 return Ok(end);
             }
         }
+    }
+
+    /// The wall-clock limit counted from now, and when it passes.
+    fn deadline(&self) -> Option<(Duration, Instant)> {
+        self.timeout.map(|t| (t, Instant::now() + t))
+    }
+
+    /// Runs at most `max` instructions (fewer when the budget ends sooner or the hart exits
+    /// earlier) and acts on the exit; returns the run's end if it ended. The whole run is a
+    /// loop of these; the debugger runs it one instruction at a time where it must.
+    fn run_chunk(
+        &mut self,
+        max: u64,
+        deadline: Option<(Duration, Instant)>,
+    ) -> Result<Option<MachineExit>, Error> {
+        if let Some((limit, at)) = deadline {
+            if Instant::now() >= at {
+                return Ok(Some(MachineExit::TimedOut {
+                    limit,
+                    insns: self.executed,
+                    pc: self.hart.pc(),
+                }));
+            }
+        }
+        let chunk = match self.max_insns {
+            Some(max_insns) => {
+                let left = max_insns.saturating_sub(self.executed);
+                if left == 0 {
+                    return Ok(Some(MachineExit::BudgetExhausted {
+                        insns: self.executed,
+                        pc: self.hart.pc(),
+                    }));
+                }
+                left.min(max)
+            }
+            None => max,
+        };
+        let exit = self.hart.run(chunk);
+        // Handle the exit first: a device load is executed when it is completed.
+        let outcome = self.handle_exit(exit);
+        self.executed = self.hart.executed();
+        outcome
     }
 
     /// Acts on one exit of [`Hart::run`]; returns the run's end if this exit is one.
@@ -388,6 +416,8 @@ fn ram_bytes(mib: u64) -> Result<u64, Error> {
     }
     Ok(mib << 20)
 }
+
+pub mod gdb;
 
 #[cfg(test)]
 mod tests;

@@ -782,24 +782,6 @@ impl Server {
     /// the VM's host model, wherever the vCPU was (on its hart or parked by `--pcpus`), and
     /// read as the hypervisor reads a guest's CTR.
     fn ctr_dump(&self, v: &VcpuView) -> Value {
-        const TYPES: [&str; 16] = [
-            "none",
-            "exception",
-            "interrupt",
-            "trap return",
-            "not-taken branch",
-            "taken branch",
-            "reserved",
-            "reserved",
-            "indirect call",
-            "direct call",
-            "indirect jump",
-            "direct jump",
-            "co-routine swap",
-            "function return",
-            "other indirect jump",
-            "other direct jump",
-        ];
         let config = HartConfig {
             hart_id: v.id,
             ctr: self.common.host_ctr.clone(),
@@ -820,17 +802,13 @@ impl Server {
         };
         let ctx = v.ctr.context(&hart);
         let records: Vec<Value> = ctx
-            .entries
-            .iter()
-            .take_while(|e| e.source & 1 != 0)
-            .map(|e| {
-                let cycles = (e.data & (1 << 15) != 0)
-                    .then(|| vcpu_api::ctr::decode_cc((e.data >> 16) as u16));
+            .records()
+            .map(|r| {
                 json!({
-                    "source": format!("{:#x}", e.source & !1),
-                    "target": format!("{:#x}", e.target & !1),
-                    "type": TYPES[(e.data & 0xf) as usize],
-                    "cycles": cycles,
+                    "source": format!("{:#x}", r.source),
+                    "target": format!("{:#x}", r.target),
+                    "type": r.kind,
+                    "cycles": r.cycles,
                 })
             })
             .collect();

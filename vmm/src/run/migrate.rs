@@ -538,32 +538,49 @@ impl Sender {
 #[derive(Debug)]
 pub struct Receiver {
     listener: Listener,
+}
+
+/// A listening UNIX or TCP socket at an [`Endpoint`]: `vmm receive --listen` and
+/// `--gdb` (the debugger's connection). A stale UNIX socket at the path is replaced when
+/// binding (any other file is not), and the socket file is removed when it is dropped.
+#[derive(Debug)]
+pub struct Listener {
+    socket: ListenSocket,
     endpoint: Endpoint,
 }
 
 #[derive(Debug)]
-enum Listener {
+enum ListenSocket {
     Unix(UnixListener, PathBuf),
     Tcp(TcpListener),
 }
 
-impl Drop for Receiver {
+/// A connection accepted by a [`Listener`].
+#[derive(Debug)]
+pub enum Stream {
+    /// On a UNIX socket.
+    Unix(UnixStream),
+    /// On a TCP socket.
+    Tcp(TcpStream),
+}
+
+impl Drop for Listener {
     fn drop(&mut self) {
-        if let Listener::Unix(_, path) = &self.listener {
+        if let ListenSocket::Unix(_, path) = &self.socket {
             let _ = std::fs::remove_file(path);
         }
     }
 }
 
-impl Receiver {
+impl Listener {
     /// Listens on `at` (a stale UNIX socket there is replaced; any other file is not).
-    pub fn bind(at: &Endpoint) -> Result<Receiver, MigrateError> {
+    pub fn bind(at: &Endpoint) -> Result<Listener, MigrateError> {
         let err = |source| MigrateError::Connect {
             what: "listen on",
             addr: at.to_string(),
             source,
         };
-        let listener = match at {
+        let socket = match at {
             Endpoint::Unix(path) => {
                 use std::os::unix::fs::FileTypeExt;
                 if let Ok(meta) = std::fs::symlink_metadata(path) {
@@ -573,25 +590,64 @@ impl Receiver {
                         return Err(MigrateError::NotASocket(path.clone()));
                     }
                 }
-                Listener::Unix(UnixListener::bind(path).map_err(err)?, path.clone())
+                ListenSocket::Unix(UnixListener::bind(path).map_err(err)?, path.clone())
             }
-            Endpoint::Tcp(addr) => Listener::Tcp(TcpListener::bind(addr).map_err(err)?),
+            Endpoint::Tcp(addr) => ListenSocket::Tcp(TcpListener::bind(addr).map_err(err)?),
         };
-        Ok(Receiver {
-            listener,
+        Ok(Listener {
+            socket,
             endpoint: at.clone(),
         })
     }
 
     /// Where it listens (with the port the system chose for `tcp:HOST:0`).
     pub fn endpoint(&self) -> Endpoint {
-        match &self.listener {
-            Listener::Tcp(l) => match l.local_addr() {
+        match &self.socket {
+            ListenSocket::Tcp(l) => match l.local_addr() {
                 Ok(a) => Endpoint::Tcp(a.to_string()),
                 Err(_) => self.endpoint.clone(),
             },
-            Listener::Unix(..) => self.endpoint.clone(),
+            ListenSocket::Unix(..) => self.endpoint.clone(),
         }
+    }
+
+    /// Whether [`Listener::accept`] waits for a connection (`false`: it fails with
+    /// `WouldBlock` when none is there).
+    pub fn set_blocking(&self, blocking: bool) -> std::io::Result<()> {
+        match &self.socket {
+            ListenSocket::Unix(l, _) => l.set_nonblocking(!blocking),
+            ListenSocket::Tcp(l) => l.set_nonblocking(!blocking),
+        }
+    }
+
+    /// Accepts one connection (a blocking stream, whatever the listener's mode).
+    pub fn accept(&self) -> std::io::Result<Stream> {
+        Ok(match &self.socket {
+            ListenSocket::Unix(l, _) => {
+                let s = l.accept()?.0;
+                s.set_nonblocking(false)?;
+                Stream::Unix(s)
+            }
+            ListenSocket::Tcp(l) => {
+                let s = l.accept()?.0;
+                s.set_nonblocking(false)?;
+                Stream::Tcp(s)
+            }
+        })
+    }
+}
+
+impl Receiver {
+    /// Listens on `at` (a stale UNIX socket there is replaced; any other file is not).
+    pub fn bind(at: &Endpoint) -> Result<Receiver, MigrateError> {
+        Ok(Receiver {
+            listener: Listener::bind(at)?,
+        })
+    }
+
+    /// Where it listens (with the port the system chose for `tcp:HOST:0`).
+    pub fn endpoint(&self) -> Endpoint {
+        self.listener.endpoint()
     }
 
     /// Waits for one incoming VM, checks it as `vmm restore` checks a snapshot (on the
@@ -601,12 +657,12 @@ impl Receiver {
     pub fn accept(&self, options: &RestoreConfig, console: Console) -> Result<GuestVm, Error> {
         let err = |source| MigrateError::Connect {
             what: "accept a VM on",
-            addr: self.endpoint.to_string(),
+            addr: self.listener.endpoint.to_string(),
             source,
         };
-        let mut conn = match &self.listener {
-            Listener::Unix(l, _) => Conn::Unix(l.accept().map_err(err)?.0),
-            Listener::Tcp(l) => Conn::Tcp(l.accept().map_err(err)?.0),
+        let mut conn = match self.listener.accept().map_err(err)? {
+            Stream::Unix(s) => Conn::Unix(s),
+            Stream::Tcp(s) => Conn::Tcp(s),
         };
         conn.set_timeouts(IO_TIMEOUT).map_err(err)?;
         let caps = Capabilities {

@@ -1,0 +1,558 @@
+//! The gdb remote stub of `vmm machine` (`--gdb`, `docs/gdb.md`), driven by
+//! `gdb-multiarch` in batch mode and by a raw protocol client: breakpoints on symbols,
+//! registers and CSRs, single steps (the same with and without block translation), `monitor
+//! ctr`, detaching and running on to the guest's normal end, attaching later to a running
+//! guest, Ctrl-C, and clients that send garbage.
+//!
+//! Every process runs with a time limit. Without `gdb-multiarch` the tests fail naming the
+//! Debian package (`GDB` selects another gdb with RISC-V support).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use vmm_tests::{guest, vmm_binary};
+
+/// Every process is killed after this long.
+const LIMIT: Duration = Duration::from_secs(120);
+
+/// The gdb to use: `GDB` or `gdb-multiarch`, checked to run.
+fn gdb() -> String {
+    let gdb = std::env::var("GDB").unwrap_or_else(|_| "gdb-multiarch".into());
+    let ok = Command::new(&gdb)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        ok,
+        "{gdb} is missing: the gdb stub tests need it (Debian package gdb-multiarch: \
+         apt-get install gdb-multiarch; or set GDB to a gdb with RISC-V support)"
+    );
+    gdb
+}
+
+/// A `vmm machine` process; its stderr is collected line by line.
+struct Vmm {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    stderr: String,
+}
+
+impl Vmm {
+    fn start(elf: &Path, args: &[&str]) -> Vmm {
+        let mut child = Command::new(vmm_binary())
+            .arg("machine")
+            .args(args)
+            .arg(elf)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("vmm starts");
+        let (tx, lines) = mpsc::channel();
+        let err = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        Vmm {
+            child,
+            lines,
+            stderr: String::new(),
+        }
+    }
+
+    /// Waits for a stderr line containing `what` (10 s) and returns it.
+    fn wait_line(&mut self, what: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.stderr += &line;
+                    self.stderr.push('\n');
+                    if line.contains(what) {
+                        return line;
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+        panic!("vmm never said {what:?}; stderr:\n{}", self.stderr)
+    }
+
+    /// The TCP port of `--gdb tcp:127.0.0.1:0`, from the stub's first line.
+    fn tcp_port(&mut self) -> u16 {
+        let line = self.wait_line("gdb stub listening on");
+        line.split("tcp:127.0.0.1:")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("no port in {line:?}"))
+    }
+
+    /// Waits for the process to end (killing it after [`LIMIT`]): exit status, stdout,
+    /// stderr.
+    fn finish(mut self) -> (Option<i32>, String, String) {
+        let deadline = Instant::now() + LIMIT;
+        let status = loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                break s.code();
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let mut out = String::new();
+        if let Some(mut o) = self.child.stdout.take() {
+            let _ = o.read_to_string(&mut out);
+        }
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(2)) {
+            self.stderr += &line;
+            self.stderr.push('\n');
+        }
+        (status, out, std::mem::take(&mut self.stderr))
+    }
+}
+
+impl Drop for Vmm {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A socket path for `--gdb unix:PATH`.
+fn socket(name: &str) -> PathBuf {
+    let p = test_support::temp_path("vmm-gdb-test", name);
+    let _ = std::fs::remove_file(&p);
+    p
+}
+
+/// Runs gdb in batch mode on `elf` against `target` with `commands`; its whole output.
+fn run_gdb(elf: &Path, target: &str, commands: &[&str]) -> String {
+    let mut cmd = Command::new(gdb());
+    cmd.args(["-batch", "-nx", "-ex", "set architecture riscv:rv64"])
+        .args(["-ex", "set confirm off"])
+        .args(["-ex", &format!("target remote {target}")]);
+    for c in commands {
+        cmd.args(["-ex", c]);
+    }
+    let mut child = cmd
+        .arg(elf)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("gdb starts");
+    let mut out_pipe = child.stdout.take().unwrap();
+    let mut err_pipe = child.stderr.take().unwrap();
+    let out_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out_pipe.read_to_string(&mut s);
+        s
+    });
+    let err_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err_pipe.read_to_string(&mut s);
+        s
+    });
+    let deadline = Instant::now() + LIMIT;
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("gdb did not finish within {LIMIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    out_t.join().unwrap() + &err_t.join().unwrap()
+}
+
+/// Waits for the UNIX socket at `path` to appear (10 s).
+fn wait_socket(vmm: &mut Vmm, path: &Path) {
+    vmm.wait_line("gdb stub listening on");
+    assert!(path.exists(), "no socket at {}", path.display());
+}
+
+/// The address of symbol `name` in `elf`.
+fn symbol(elf: &Path, name: &str) -> u64 {
+    use object::{Object, ObjectSymbol};
+    let data = std::fs::read(elf).unwrap();
+    let file = object::File::parse(&*data).unwrap();
+    file.symbols()
+        .find(|s| s.name() == Ok(name))
+        .map(|s| s.address())
+        .unwrap_or_else(|| panic!("no symbol {name} in {}", elf.display()))
+}
+
+/// The guest's output and exit status without a debugger.
+fn plain_run(elf: &Path) -> (Option<i32>, String) {
+    let (status, out, _) = Vmm::start(elf, &[]).finish();
+    (status, out)
+}
+
+#[test]
+fn breakpoint_registers_csrs_step_ctr_then_the_guest_runs_to_its_end() {
+    let elf = guest("bench_ctr_on");
+    let fib = symbol(&elf, "fib");
+    let sock = socket("bp");
+    let mut vmm = Vmm::start(
+        &elf,
+        &["--gdb", &format!("unix:{}", sock.display()), "--gdb-wait"],
+    );
+    wait_socket(&mut vmm, &sock);
+    let out = run_gdb(
+        &elf,
+        &sock.display().to_string(),
+        &[
+            "break fib",
+            "continue",
+            "info registers pc",
+            "info registers mstatus",
+            "p/x $mctrctl",
+            "p/x $sctrctl",
+            "p/x $sctrdepth",
+            "info registers priv",
+            "p $virt",
+            "p/x $mhartid",
+            // A stop changes nothing the guest sees: its counters and time stand still.
+            "p/x $mcycle",
+            "p/x $minstret",
+            "p/x $time",
+            "shell sleep 0.5",
+            "p/x $mcycle",
+            "p/x $minstret",
+            "p/x $time",
+            "stepi",
+            "info registers pc",
+            "monitor ctr",
+            "monitor help",
+            "delete",
+            "continue",
+        ],
+    );
+    let (status, stdout, stderr) = vmm.finish();
+    assert!(out.contains("Breakpoint 1, fib"), "{out}");
+    assert!(out.contains(&format!("pc             {fib:#x}")), "{out}");
+    assert!(out.contains("mstatus        0x"), "{out}");
+    // mctrctl.M (bit 2), as the guest set it; sctrctl reads its S-mode view (0 here).
+    assert!(out.contains("$1 = 0x4\n"), "{out}");
+    assert!(out.contains("$2 = 0x0\n"), "{out}");
+    assert!(out.contains("$3 = 0x0\n"), "{out}");
+    assert!(out.contains("prv:3 [Machine]"), "{out}");
+    assert!(out.contains("$4 = 0\n"), "{out}");
+    assert!(out.contains("$5 = 0x0\n"), "{out}");
+    let value = |n: u32| {
+        let tag = format!("${n} = ");
+        out.lines()
+            .find_map(|l| l.strip_prefix(&tag))
+            .unwrap_or_else(|| panic!("no {tag}: {out}"))
+            .to_string()
+    };
+    for (before, after) in [(6, 9), (7, 10), (8, 11)] {
+        assert_eq!(value(before), value(after), "{out}");
+    }
+    assert_ne!(value(7), "0x0", "{out}");
+    // One instruction further (fib's first is compressed or not: either way past fib).
+    let after = out
+        .lines()
+        .filter(|l| l.starts_with("pc  "))
+        .nth(1)
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(after.contains("<fib+"), "{after}\n{out}");
+    // The call into fib is CTR's youngest (the only) record since mctrctl was written.
+    assert!(out.contains("CTR: depth 16, WRPTR 1"), "{out}");
+    assert!(
+        out.contains(&format!("-> {fib:#x} ")) && out.contains("call"),
+        "{out}"
+    );
+    assert!(out.contains("monitor ctr"), "{out}");
+    assert!(out.contains("exited normally"), "{out}");
+    // The guest printed exactly what it prints without a debugger.
+    let (plain_status, plain_out) = plain_run(&elf);
+    assert_eq!(status, Some(0), "{stderr}");
+    assert_eq!(plain_status, Some(0));
+    assert_eq!(stdout, plain_out, "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+/// What gdb shows after 300 single steps from `fib`'s first call.
+fn steps_from_fib(jit: &str) -> String {
+    let elf = guest("bench_ctr_on");
+    let sock = socket(&format!("step-{jit}"));
+    let mut vmm = Vmm::start(
+        &elf,
+        &[
+            "--jit",
+            jit,
+            "--gdb",
+            &format!("unix:{}", sock.display()),
+            "--gdb-wait",
+        ],
+    );
+    wait_socket(&mut vmm, &sock);
+    let out = run_gdb(
+        &elf,
+        &sock.display().to_string(),
+        &[
+            "break fib",
+            "continue",
+            "delete",
+            "stepi 300",
+            "info registers pc ra sp a0 a1 s0 s1",
+            "p/x $minstret",
+            "p/x $mcycle",
+            "p/x $time",
+            "monitor ctr",
+            "monitor insns",
+            "kill",
+        ],
+    );
+    let (status, _, stderr) = vmm.finish();
+    assert_eq!(status, Some(1), "kill ends the run as an error: {stderr}");
+    assert!(stderr.contains("the debugger killed the guest"), "{stderr}");
+    // From the first register line on: the states to compare.
+    let start = out.find("pc  ").unwrap_or_else(|| panic!("{out}"));
+    out[start..].to_string()
+}
+
+#[test]
+fn single_steps_are_the_same_with_and_without_block_translation() {
+    let on = steps_from_fib("on");
+    let off = steps_from_fib("off");
+    assert_eq!(on, off);
+    assert!(on.contains("$1 = 0x"), "{on}");
+    assert!(
+        on.lines().filter(|l| l.contains(" -> ")).count() > 10,
+        "{on}"
+    );
+}
+
+#[test]
+fn a_debugger_attaches_to_a_running_guest_and_detaches() {
+    let elf = guest("spin");
+    let sock = socket("attach");
+    let mut vmm = Vmm::start(
+        &elf,
+        &[
+            "--timeout",
+            "60",
+            "--gdb",
+            &format!("unix:{}", sock.display()),
+        ],
+    );
+    wait_socket(&mut vmm, &sock);
+    // Running before anyone attaches.
+    std::thread::sleep(Duration::from_millis(300));
+    let out = run_gdb(
+        &elf,
+        &sock.display().to_string(),
+        &["monitor insns", "info registers priv", "detach"],
+    );
+    assert!(out.contains("prv:3 [Machine]"), "{out}");
+    let insns: u64 = out
+        .lines()
+        .find_map(|l| l.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(insns > 1_000_000, "{out}");
+    // Still running after the detach; a second debugger may come.
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(vmm.child.try_wait().unwrap().is_none());
+    let out = run_gdb(&elf, &sock.display().to_string(), &["kill"]);
+    let (status, stdout, stderr) = vmm.finish();
+    assert_eq!(status, Some(1), "{out}\n{stderr}");
+    assert!(stdout.contains("spin: looping forever"), "{stdout}");
+    assert_eq!(stderr.matches("debugger attached").count(), 2, "{stderr}");
+}
+
+/// A raw remote-protocol client.
+struct Raw {
+    s: TcpStream,
+}
+
+impl Raw {
+    fn connect(port: u16) -> Raw {
+        let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        Raw { s }
+    }
+
+    fn send_raw(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.s.write_all(bytes)
+    }
+
+    fn packet(body: &str) -> Vec<u8> {
+        let sum = body.bytes().fold(0u8, |a, b| a.wrapping_add(b));
+        format!("${body}#{sum:02x}").into_bytes()
+    }
+
+    /// Sends `body` and returns the reply packet's body (acks skipped and answered), or
+    /// `None` when the stub closed the connection.
+    fn ask(&mut self, body: &str) -> Option<String> {
+        self.send_raw(&Self::packet(body)).ok()?;
+        self.try_reply()
+    }
+
+    /// Whether the stub closes the connection (within 10 s), whatever it sends first.
+    fn closed(&mut self) -> bool {
+        let mut buf = [0u8; 256];
+        loop {
+            match self.s.read(&mut buf) {
+                Ok(0) => return true,
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return true,
+                Err(_) => return false,
+            }
+        }
+    }
+
+    /// The next reply packet, console output packets (`O` and hex, from `qRcmd`) skipped.
+    fn try_reply(&mut self) -> Option<String> {
+        loop {
+            let p = self.try_packet()?;
+            // Console output is hex, run-length encoded like any reply: never "OK".
+            let console = p.starts_with('O') && p != "OK";
+            if !console {
+                return Some(p);
+            }
+        }
+    }
+
+    fn try_packet(&mut self) -> Option<String> {
+        let mut byte = [0u8];
+        loop {
+            self.s.read_exact(&mut byte).ok()?;
+            if byte[0] == b'$' {
+                break;
+            }
+        }
+        let mut body: Vec<u8> = Vec::new();
+        loop {
+            self.s.read_exact(&mut byte).ok()?;
+            match byte[0] {
+                b'#' => break,
+                // Run-length encoding: the previous character n - 29 more times.
+                b'*' => {
+                    self.s.read_exact(&mut byte).ok()?;
+                    let prev = *body.last()?;
+                    let n = usize::from(byte[0].checked_sub(29)?);
+                    body.extend(std::iter::repeat_n(prev, n));
+                }
+                b => body.push(b),
+            }
+        }
+        let mut sum = [0u8; 2];
+        self.s.read_exact(&mut sum).ok()?;
+        let _ = self.send_raw(b"+");
+        Some(String::from_utf8_lossy(&body).into_owned())
+    }
+
+    fn reply(&mut self) -> String {
+        self.try_reply().expect("a reply")
+    }
+}
+
+#[test]
+fn hostile_clients_get_errors_and_the_guest_runs_on() {
+    let elf = guest("spin");
+    let mut vmm = Vmm::start(
+        &elf,
+        &["--timeout", "60", "--gdb", "tcp:127.0.0.1:0", "--gdb-wait"],
+    );
+    let port = vmm.tcp_port();
+
+    // Garbage that is not a packet and a packet with a bad checksum end the session (the
+    // client is disconnected); the guest runs on and the stub takes the next client.
+    let mut c = Raw::connect(port);
+    let mut junk: Vec<u8> = (0..4096u32).map(|i| (i * 7 + 13) as u8).collect();
+    junk.retain(|&b| b != b'$' && b != 0x03);
+    let _ = c.send_raw(&junk);
+    assert!(c.closed(), "garbage did not end the session");
+    let mut c = Raw::connect(port);
+    let _ = c.send_raw(b"$g#00");
+    assert!(c.closed(), "a bad checksum did not end the session");
+
+    // Well-formed packets with bad values: an error or an empty (unsupported) reply, or,
+    // for what the protocol layer cannot parse, the end of the session.
+    let mut c = Raw::connect(port);
+    let why = c.ask("?").unwrap();
+    assert!(why.starts_with('S') || why.starts_with('T'), "{why:?}");
+    for bad in [
+        "p99999999999999999999999",
+        "pffffffff",
+        "p1043",
+        "Pffffffff=0000000000000000",
+        "P20=00",
+        "P1042=0300000000000000",
+        "m0,ffffffffffffffff",
+        "mffffffffffffffff,8",
+        "m80000000,ffffffff",
+        "m80000000,10000",
+        "m0,8",
+        "M80000000,4:zz",
+        "M80000000,ffffffff:00",
+        "Z0,zz,4",
+        "z9,80000000,4",
+        "Z2,80000000,4",
+        "qXfer:features:read:other.xml:0,fff",
+        "qXfer:features:read:target.xml:ffffffffffffffff,fff",
+        "qRcmd,zz",
+        "qRcmd,",
+        "vNotAThing",
+    ] {
+        if c.ask(bad).is_none() {
+            std::thread::sleep(Duration::from_millis(100));
+            c = Raw::connect(port);
+        }
+    }
+    // Still answering: pc reads, memory at the entry point reads, a CSR reads, a memory
+    // read past the cap and outside RAM are errors, priv cannot be written.
+    let ask = |c: &mut Raw, q: &str| c.ask(q).unwrap_or_else(|| panic!("no answer to {q}"));
+    assert_eq!(ask(&mut c, "p20").len(), 16);
+    assert_eq!(ask(&mut c, "m80000000,4").len(), 8);
+    assert!(ask(&mut c, "m0,8").starts_with('E'));
+    assert!(ask(&mut c, "m80000000,ffffffff").starts_with('E'));
+    assert_eq!(ask(&mut c, &format!("p{:x}", 65 + 0x300)).len(), 16);
+    assert!(ask(&mut c, "P1041=0000000000000000").starts_with('E'));
+    assert_eq!(ask(&mut c, "p1043"), "");
+
+    // Continue, then Ctrl-C stops the guest.
+    c.send_raw(&Raw::packet("c")).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    c.send_raw(&[0x03]).unwrap();
+    let stop = c.reply();
+    assert!(
+        stop.starts_with("T02") || stop.starts_with("S02"),
+        "{stop:?}"
+    );
+
+    // A packet larger than the stub takes ends the session; the guest runs on.
+    let big = "X80000000,10000:".to_string() + &"a".repeat(0x20000);
+    let _ = c.send_raw(&Raw::packet(&big));
+    drop(c);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        vmm.child.try_wait().unwrap().is_none(),
+        "the VMM ended: {}",
+        vmm.stderr
+    );
+
+    // Another client connects and finds a working stub.
+    let mut c = Raw::connect(port);
+    let pc = c.ask("p20").unwrap();
+    assert_eq!(pc.len(), 16, "{pc:?}");
+    let _ = c.send_raw(&Raw::packet("k"));
+    drop(c);
+    let (status, stdout, stderr) = vmm.finish();
+    assert_eq!(status, Some(1), "{stderr}");
+    assert!(stdout.contains("spin: looping forever"), "{stdout}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}

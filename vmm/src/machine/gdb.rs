@@ -1,0 +1,433 @@
+//! `vmm machine --gdb`: the bare machine under a gdb remote stub (`docs/gdb.md`).
+//!
+//! Without `--gdb-wait` the machine runs as usual and checks the stub's socket for a
+//! debugger between chunks of [`super::RUN_CHUNK`] instructions (one non-blocking `accept`
+//! per chunk, nothing on the hart's paths); with it, the guest waits before its first
+//! instruction until a debugger attaches. Attaching stops the guest. A detach (or a
+//! debugger that goes away, or sends something the protocol does not allow) lets it run on
+//! as without a debugger, and another debugger may attach later.
+//!
+//! Breakpoints are kept here, never written into guest memory. While any is set, or for a
+//! single step, the machine runs one instruction per [`Hart::run`] call (budget 1) and
+//! compares the pc with the breakpoints before each instruction; the hart's translated
+//! blocks are bounded by the budget, so the guest executes exactly what it would with
+//! `--jit off` or without a debugger (same instruction counts, timer and trap points).
+//! Without breakpoints a `continue` runs chunks of [`POLL_INSNS`] instructions and checks
+//! the connection for Ctrl-C between them.
+//!
+//! Stopping changes nothing the guest can see: its time, counters and CTR cycle counts are
+//! virtual (they advance with its instructions only).
+
+use std::collections::BTreeSet;
+use std::marker::PhantomData;
+use std::time::{Duration, Instant};
+
+use gdbstub::common::Signal;
+use gdbstub::conn::ConnectionExt as _;
+use gdbstub::outputln;
+use gdbstub::stub::run_blocking::{BlockingEventLoop, Event, WaitForStopReasonError};
+use gdbstub::stub::{DisconnectReason, GdbStub, SingleThreadStopReason};
+use gdbstub::target::ext::base::single_register_access::{
+    SingleRegisterAccess, SingleRegisterAccessOps,
+};
+use gdbstub::target::ext::base::singlethread::{
+    SingleThreadBase, SingleThreadResume, SingleThreadResumeOps, SingleThreadSingleStep,
+    SingleThreadSingleStepOps,
+};
+use gdbstub::target::ext::base::BaseOps;
+use gdbstub::target::ext::breakpoints::{
+    Breakpoints, BreakpointsOps, SwBreakpoint, SwBreakpointOps,
+};
+use gdbstub::target::ext::monitor_cmd::{ConsoleOutput, MonitorCmd, MonitorCmdOps};
+use gdbstub::target::ext::target_description_xml_override::{
+    TargetDescriptionXmlOverride, TargetDescriptionXmlOverrideOps,
+};
+use gdbstub::target::{Target, TargetError, TargetResult};
+use vm_memory::{Bytes, GuestAddress};
+
+use super::{Machine, MachineExit};
+use crate::backend::Hart;
+use crate::error::Error;
+use crate::gdb::listen::{Connection, GdbListener, GdbOptions};
+use crate::gdb::{self, CoreRegs, GdbError, Reg, Rv64Vmm, MAX_MEMORY_XFER, PACKET_SIZE};
+
+/// Instructions between two looks at the connection during a `continue` without
+/// breakpoints (about 0.1 ms of translated code).
+const POLL_INSNS: u64 = 1 << 16;
+
+/// Instructions, one at a time, between two looks at the connection while breakpoints are
+/// set.
+const POLL_STEPPED_INSNS: u32 = 1 << 12;
+
+/// errno EFAULT: what gdb is told for memory the stub cannot or will not reach.
+const EFAULT: u8 = 14;
+
+/// Runs `machine` until the guest ends the run, with a debugger stub at `options`.
+pub(super) fn run(machine: &mut Machine, options: &GdbOptions) -> Result<MachineExit, Error> {
+    let listener = GdbListener::bind(&options.endpoint)?;
+    let deadline = machine.deadline();
+    if options.wait {
+        eprintln!("vmm: waiting for a debugger before the first instruction (--gdb-wait)");
+        let conn = loop {
+            if let Some(c) = listener.accept(true)? {
+                break c;
+            }
+        };
+        if let Some(end) = session(machine, conn, deadline)? {
+            return Ok(end);
+        }
+    }
+    loop {
+        if let Some(conn) = listener.accept(false)? {
+            if let Some(end) = session(machine, conn, deadline)? {
+                return Ok(end);
+            }
+        }
+        if let Some(end) = machine.run_chunk(super::RUN_CHUNK, deadline)? {
+            return Ok(end);
+        }
+    }
+}
+
+/// One debugger session, the guest stopped at its start. Returns the run's end if it ended
+/// during the session; `None` when the debugger detached or went away.
+fn session(
+    machine: &mut Machine,
+    conn: Connection,
+    deadline: Option<(Duration, Instant)>,
+) -> Result<Option<MachineExit>, Error> {
+    eprintln!("vmm: debugger attached at pc={:#x}", machine.hart.pc());
+    let mut target = MachineTarget {
+        machine,
+        deadline,
+        breakpoints: BTreeSet::new(),
+        resume: Resume::Stopped,
+        skip_break_once: false,
+        phys: false,
+        end: None,
+        xml: gdb::target_xml(),
+    };
+    let stub = match GdbStub::<MachineTarget<'_>, Connection>::builder(conn)
+        .packet_buffer_size(PACKET_SIZE)
+        .build()
+    {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("vmm: gdb stub: {e}");
+            return Ok(None);
+        }
+    };
+    let result = stub.run_blocking::<EventLoop<'_>>(&mut target);
+    let end = target.end.take();
+    match result {
+        Ok(DisconnectReason::Kill) => return Err(GdbError::Killed.into()),
+        Ok(DisconnectReason::Disconnect) => eprintln!("vmm: debugger detached"),
+        Ok(DisconnectReason::TargetExited(_) | DisconnectReason::TargetTerminated(_)) => {}
+        Err(e) => eprintln!("vmm: debugger session ended: {e}"),
+    }
+    end.transpose()
+}
+
+/// What the guest does between two stops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Resume {
+    Stopped,
+    Continue,
+    Step,
+}
+
+/// The machine as the stub sees it.
+struct MachineTarget<'a> {
+    machine: &'a mut Machine,
+    deadline: Option<(Duration, Instant)>,
+    /// Software breakpoints: pcs before whose instruction the guest stops.
+    breakpoints: BTreeSet<u64>,
+    resume: Resume,
+    /// The first instruction after a resume runs even at a breakpoint (gdb steps off a
+    /// breakpoint's address itself; this keeps a resume from stopping where it starts).
+    skip_break_once: bool,
+    /// `monitor phys on`: memory is physical whatever the hart's translation.
+    phys: bool,
+    /// How the run ended, once it has.
+    end: Option<Result<MachineExit, Error>>,
+    /// The target description.
+    xml: String,
+}
+
+impl MachineTarget<'_> {
+    /// Runs at most `n` instructions; the stop reason if the run ended (the end is kept
+    /// for the caller of the session).
+    fn exec(&mut self, n: u64) -> Option<SingleThreadStopReason<u64>> {
+        let end = match self.machine.run_chunk(n, self.deadline) {
+            Ok(None) => return None,
+            Ok(Some(end)) => Ok(end),
+            Err(e) => Err(e),
+        };
+        let reason = match &end {
+            Ok(MachineExit::Finished { code }) => {
+                SingleThreadStopReason::Exited(u8::try_from(*code).unwrap_or(u8::MAX))
+            }
+            Ok(_) => SingleThreadStopReason::Terminated(Signal::SIGXCPU),
+            Err(_) => SingleThreadStopReason::Terminated(Signal::SIGABRT),
+        };
+        self.end = Some(end);
+        Some(reason)
+    }
+
+    /// Runs the guest until the next stop or for a while; `None`: still running.
+    fn advance(&mut self) -> Option<SingleThreadStopReason<u64>> {
+        match self.resume {
+            Resume::Stopped => Some(SingleThreadStopReason::Signal(Signal::SIGTRAP)),
+            Resume::Step => {
+                self.resume = Resume::Stopped;
+                Some(self.exec(1).unwrap_or(SingleThreadStopReason::DoneStep))
+            }
+            Resume::Continue if self.breakpoints.is_empty() => self.exec(POLL_INSNS),
+            Resume::Continue => {
+                for _ in 0..POLL_STEPPED_INSNS {
+                    let at_break = self.breakpoints.contains(&self.machine.hart.pc());
+                    if at_break && !std::mem::take(&mut self.skip_break_once) {
+                        self.resume = Resume::Stopped;
+                        return Some(SingleThreadStopReason::SwBreak(()));
+                    }
+                    self.skip_break_once = false;
+                    if let Some(stop) = self.exec(1) {
+                        return Some(stop);
+                    }
+                }
+                None
+            }
+        }
+    }
+
+    fn hart(&self) -> &Hart {
+        &self.machine.hart
+    }
+
+    /// Memory at `addr` may be accessed: physical addresses are what the hart uses now
+    /// (or `monitor phys on`); EFAULT otherwise (the stub walks no page tables).
+    fn check_physical(&self) -> Result<(), TargetError<GdbError>> {
+        if self.phys || gdb::translation_off(self.hart()) {
+            Ok(())
+        } else {
+            Err(TargetError::Errno(EFAULT))
+        }
+    }
+}
+
+impl Target for MachineTarget<'_> {
+    type Arch = Rv64Vmm;
+    type Error = GdbError;
+
+    fn base_ops(&mut self) -> BaseOps<'_, Self::Arch, Self::Error> {
+        BaseOps::SingleThread(self)
+    }
+
+    fn support_breakpoints(&mut self) -> Option<BreakpointsOps<'_, Self>> {
+        Some(self)
+    }
+
+    fn support_monitor_cmd(&mut self) -> Option<MonitorCmdOps<'_, Self>> {
+        Some(self)
+    }
+
+    fn support_target_description_xml_override(
+        &mut self,
+    ) -> Option<TargetDescriptionXmlOverrideOps<'_, Self>> {
+        Some(self)
+    }
+}
+
+impl SingleThreadBase for MachineTarget<'_> {
+    fn read_registers(&mut self, regs: &mut CoreRegs) -> TargetResult<(), Self> {
+        *regs = gdb::core_regs(self.hart());
+        Ok(())
+    }
+
+    fn write_registers(&mut self, regs: &CoreRegs) -> TargetResult<(), Self> {
+        gdb::set_core_regs(&mut self.machine.hart, regs);
+        Ok(())
+    }
+
+    fn support_single_register_access(&mut self) -> Option<SingleRegisterAccessOps<'_, (), Self>> {
+        Some(self)
+    }
+
+    fn read_addrs(&mut self, start: u64, data: &mut [u8]) -> TargetResult<usize, Self> {
+        self.check_physical()?;
+        if data.len() > MAX_MEMORY_XFER {
+            return Err(TargetError::Errno(EFAULT));
+        }
+        self.machine
+            .mem
+            .read(data, GuestAddress(start))
+            .map_err(|_| TargetError::Errno(EFAULT))
+    }
+
+    fn write_addrs(&mut self, start: u64, data: &[u8]) -> TargetResult<(), Self> {
+        self.check_physical()?;
+        // What one packet carries (binary `X` data may fill it).
+        if data.len() > PACKET_SIZE {
+            return Err(TargetError::Errno(EFAULT));
+        }
+        // All or nothing: the whole range must be RAM. Translated blocks and the decode
+        // cache check guest code against RAM, so a write to code needs no invalidation.
+        self.machine
+            .mem
+            .write_slice(data, GuestAddress(start))
+            .map_err(|_| TargetError::Errno(EFAULT))
+    }
+
+    fn support_resume(&mut self) -> Option<SingleThreadResumeOps<'_, Self>> {
+        Some(self)
+    }
+}
+
+impl SingleRegisterAccess<()> for MachineTarget<'_> {
+    fn read_register(&mut self, _tid: (), reg: Reg, buf: &mut [u8]) -> TargetResult<usize, Self> {
+        match gdb::read_reg(self.hart(), reg) {
+            Some(v) => {
+                let bytes = v.to_le_bytes();
+                let dst = buf.get_mut(..8).ok_or(TargetError::NonFatal)?;
+                dst.copy_from_slice(&bytes);
+                Ok(8)
+            }
+            // Unavailable: gdb shows it so.
+            None => Ok(0),
+        }
+    }
+
+    fn write_register(&mut self, _tid: (), reg: Reg, val: &[u8]) -> TargetResult<(), Self> {
+        gdb::write_reg(&mut self.machine.hart, reg, val).map_err(|_| TargetError::NonFatal)
+    }
+}
+
+impl SingleThreadResume for MachineTarget<'_> {
+    fn resume(&mut self, _signal: Option<Signal>) -> Result<(), Self::Error> {
+        // A bare machine has no signals to deliver; gdb's signal is dropped.
+        self.resume = Resume::Continue;
+        self.skip_break_once = true;
+        Ok(())
+    }
+
+    fn support_single_step(&mut self) -> Option<SingleThreadSingleStepOps<'_, Self>> {
+        Some(self)
+    }
+}
+
+impl SingleThreadSingleStep for MachineTarget<'_> {
+    fn step(&mut self, _signal: Option<Signal>) -> Result<(), Self::Error> {
+        self.resume = Resume::Step;
+        Ok(())
+    }
+}
+
+impl Breakpoints for MachineTarget<'_> {
+    fn support_sw_breakpoint(&mut self) -> Option<SwBreakpointOps<'_, Self>> {
+        Some(self)
+    }
+}
+
+impl SwBreakpoint for MachineTarget<'_> {
+    fn add_sw_breakpoint(&mut self, addr: u64, _kind: usize) -> TargetResult<bool, Self> {
+        self.breakpoints.insert(addr);
+        Ok(true)
+    }
+
+    fn remove_sw_breakpoint(&mut self, addr: u64, _kind: usize) -> TargetResult<bool, Self> {
+        Ok(self.breakpoints.remove(&addr))
+    }
+}
+
+impl TargetDescriptionXmlOverride for MachineTarget<'_> {
+    fn target_description_xml(
+        &self,
+        annex: &[u8],
+        offset: u64,
+        length: usize,
+        buf: &mut [u8],
+    ) -> TargetResult<usize, Self> {
+        if annex != b"target.xml" {
+            return Err(TargetError::NonFatal);
+        }
+        Ok(gdb::xfer(&self.xml, offset, length, buf))
+    }
+}
+
+/// `monitor help` lists these.
+const MONITOR_HELP: &str = "\
+monitor help          this list
+monitor ctr           the hart's CTR records, oldest first: SRC -> DST TYPE cycles
+monitor phys on|off   memory access physical even while the hart translates (default off:
+                      refused with an error while satp/vsatp/hgatp translate)
+monitor insns         instructions executed so far";
+
+impl MonitorCmd for MachineTarget<'_> {
+    fn handle_monitor_cmd(
+        &mut self,
+        cmd: &[u8],
+        mut out: ConsoleOutput<'_>,
+    ) -> Result<(), Self::Error> {
+        let cmd = String::from_utf8_lossy(cmd);
+        let words: Vec<&str> = cmd.split_whitespace().collect();
+        match words.as_slice() {
+            [] | ["help"] => outputln!(out, "{MONITOR_HELP}"),
+            ["ctr"] => {
+                for line in gdb::ctr_listing(self.hart()).lines() {
+                    outputln!(out, "{line}");
+                }
+            }
+            ["phys", "on"] => {
+                self.phys = true;
+                outputln!(out, "memory access is physical");
+            }
+            ["phys", "off"] => {
+                self.phys = false;
+                outputln!(
+                    out,
+                    "memory access follows the hart (physical only while it does not translate)"
+                );
+            }
+            ["phys"] => outputln!(out, "phys is {}", if self.phys { "on" } else { "off" }),
+            ["insns"] => outputln!(out, "{}", self.machine.executed),
+            _ => outputln!(
+                out,
+                "unknown monitor command {cmd:?}; monitor help lists them"
+            ),
+        }
+        Ok(())
+    }
+}
+
+/// The stub's event loop: runs the guest, watching the connection for Ctrl-C and packets.
+struct EventLoop<'a>(PhantomData<&'a ()>);
+
+impl<'a> BlockingEventLoop for EventLoop<'a> {
+    type Target = MachineTarget<'a>;
+    type Connection = Connection;
+    type StopReason = SingleThreadStopReason<u64>;
+
+    fn wait_for_stop_reason(
+        target: &mut MachineTarget<'a>,
+        conn: &mut Connection,
+    ) -> Result<Event<Self::StopReason>, WaitForStopReasonError<GdbError, std::io::Error>> {
+        loop {
+            if conn
+                .peek()
+                .map_err(WaitForStopReasonError::Connection)?
+                .is_some()
+            {
+                let byte = conn.read().map_err(WaitForStopReasonError::Connection)?;
+                return Ok(Event::IncomingData(byte));
+            }
+            if let Some(stop) = target.advance() {
+                return Ok(Event::TargetStopped(stop));
+            }
+        }
+    }
+
+    fn on_interrupt(target: &mut MachineTarget<'a>) -> Result<Option<Self::StopReason>, GdbError> {
+        target.resume = Resume::Stopped;
+        Ok(Some(SingleThreadStopReason::Signal(Signal::SIGINT)))
+    }
+}
