@@ -28,7 +28,7 @@ pub mod zicsr;
 
 pub use exit::{GuestTrap, MmioAccess, StopHandle, VcpuExit};
 pub use smp::{HartMailbox, SharedClock};
-pub use vcpu::{CsrError, GuestTraps, PrivilegeMode, StateError, Vcpu, VcpuState};
+pub use vcpu::{CsrError, GuestTraps, PrivilegeMode, StateError, TraceRange, Vcpu, VcpuState};
 
 /// Frequency of `mtime`/`time` in Hz (the same timebase as QEMU's `virt` board).
 pub const TIMEBASE_HZ: u64 = 10_000_000;

@@ -74,6 +74,32 @@ pub enum StateError {
     Unsupported(String),
 }
 
+/// Which instructions `--trace` prints: those whose number (counted as an instruction budget
+/// counts them, from 1) is in `insns` and whose pc is in `pcs`, both half-open ranges.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceRange {
+    /// Instruction numbers.
+    pub insns: std::ops::Range<u64>,
+    /// Addresses.
+    pub pcs: std::ops::Range<u64>,
+}
+
+impl Default for TraceRange {
+    fn default() -> Self {
+        TraceRange {
+            insns: 0..u64::MAX,
+            pcs: 0..u64::MAX,
+        }
+    }
+}
+
+impl TraceRange {
+    /// Whether `v` is in `range` (a range ending at `u64::MAX` includes it).
+    pub fn contains(range: &std::ops::Range<u64>, v: u64) -> bool {
+        range.contains(&v) || (range.end == u64::MAX && v == u64::MAX)
+    }
+}
+
 /// A virtual CPU as a VMM sees it (see the module documentation).
 pub trait Vcpu {
     /// Run the guest until an exit; at most `budget` instructions.
@@ -168,6 +194,8 @@ pub trait Vcpu {
     }
     /// Per-instruction tracing on or off, where the backend has it.
     fn set_trace(&mut self, _on: bool) {}
+    /// Limit tracing to these instructions ([`TraceRange`]).
+    fn set_trace_range(&mut self, _range: TraceRange) {}
 }
 
 /// Saving and restoring a vCPU's whole architectural state: registers, CSRs, counters and

@@ -116,6 +116,8 @@ pub struct Hart {
     pub(crate) ext_lines: u64,
     pub(crate) stop: StopHandle,
     trace: bool,
+    /// Which instructions `trace` prints.
+    pub(crate) trace_range: vcpu_api::TraceRange,
     /// Hosted mode: the hart runs a guest (V=1) and traps to HS/M exit to the caller.
     pub(crate) hosted: bool,
     /// The trap that ends the current `run` in hosted mode.
@@ -217,6 +219,7 @@ impl Hart {
             ext_lines: 0,
             stop: StopHandle::default(),
             trace: false,
+            trace_range: vcpu_api::TraceRange::default(),
             hosted: false,
             guest_exit: None,
             guest_timer: u64::MAX,
@@ -302,6 +305,11 @@ impl Hart {
     /// is disabled) the interpreter loop contains no tracing code at all.
     pub fn set_trace(&mut self, on: bool) {
         self.trace = on;
+    }
+
+    /// Limit `set_trace`'s tracing to these instruction numbers and pcs.
+    pub fn set_trace_range(&mut self, range: vcpu_api::TraceRange) {
+        self.trace_range = range;
     }
 
     /// The platform's MSIP line (CLINT `msip`).
@@ -464,7 +472,18 @@ impl Hart {
         }
         self.mailbox.set_running(true);
         let exit = if self.trace && log::log_enabled!(log::Level::Trace) {
-            self.run_loop::<true>(budget)
+            // Interpreted and printed inside the instruction range only: up to its start and
+            // after its end the hart runs at full speed (a budget boundary changes nothing
+            // the guest sees).
+            let next = self.executed() + 1;
+            let insns = &self.trace_range.insns;
+            if next < insns.start {
+                self.run_loop::<false>(budget.min(insns.start - next))
+            } else if vcpu_api::TraceRange::contains(insns, next) {
+                self.run_loop::<true>(budget.min(insns.end.saturating_sub(next).max(1)))
+            } else {
+                self.run_loop::<false>(budget)
+            }
         } else {
             self.run_loop::<false>(budget)
         };

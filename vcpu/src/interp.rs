@@ -9,7 +9,7 @@ use crate::hart::{Ctl, Hart};
 use crate::pmu::{PMU_FULL, PMU_OFF};
 use crate::trap::{Exception, TrapTarget};
 use crate::INSNS_PER_TICK;
-use vcpu_api::VcpuExit;
+use vcpu_api::{PrivilegeMode, TraceRange, VcpuExit};
 
 /// Instructions executed between checks of interrupts, time and stop requests.
 const CHUNK: u64 = 4096;
@@ -128,19 +128,17 @@ impl Hart {
             };
             // SAFETY: `fetch` returns an index masked to the cache length.
             let insn = unsafe { *self.dcache.get_unchecked(idx) };
-            if TRACE {
-                log::trace!(
-                    "{:?} pc={:016x} raw={:08x} {:?} rd={} rs1={} rs2={} imm={:#x}",
-                    self.prv,
-                    self.pc,
-                    insn.bits(),
-                    insn.op,
-                    insn.rd,
-                    insn.rs1,
-                    insn.rs2,
-                    insn.imm
-                );
-            }
+            // --trace: the registers before, to print those the instruction changes.
+            let before = if TRACE {
+                Some(TraceBefore {
+                    pc: self.pc,
+                    mode: self.mode_name(),
+                    x: self.x,
+                    f: self.f,
+                })
+            } else {
+                None
+            };
             // The monitor needs the instruction's address and data address (computed before
             // execution, which may overwrite rs1).
             // PMU_FULL: the instruction's address and data address (before execution, which
@@ -151,7 +149,11 @@ impl Hart {
             } else {
                 (0, 0)
             };
-            match self.execute::<CTR, PMU>(insn) {
+            let result = self.execute::<CTR, PMU>(insn);
+            if let Some(before) = &before {
+                self.trace_insn(before, &insn, &result);
+            }
+            match result {
                 Ok(()) => {
                     self.retired += 1;
                     if PMU == PMU_FULL && self.pmu_events(&insn, pc, addr) {
@@ -310,5 +312,76 @@ impl Hart {
         }
         let hi = self.fetch_half(pc.wrapping_add(2))?;
         Ok(lo as u32 | (hi as u32) << 16)
+    }
+}
+
+/// What `--trace` keeps of the hart before an instruction runs.
+struct TraceBefore {
+    pc: u64,
+    mode: &'static str,
+    x: [u64; 64],
+    f: [u64; 32],
+}
+
+impl Hart {
+    /// The privilege and virtualization mode as `--trace` prints it (M, HS, S, U, VS, VU).
+    fn mode_name(&self) -> &'static str {
+        match (self.virt, self.prv) {
+            (false, PrivilegeMode::Machine) => "M",
+            // misa.H is always set: S-mode is HS-mode.
+            (false, PrivilegeMode::Supervisor) => "HS",
+            (false, _) => "U",
+            (true, PrivilegeMode::Supervisor) => "VS",
+            (true, _) => "VU",
+        }
+    }
+
+    /// One `--trace` line for an instruction just executed (inside the pc range of
+    /// `HartConfig::trace_range`): the instruction count, mode, pc, bits and operation, then
+    /// every integer and floating-point register it changed with its new value, or the trap
+    /// it raised, or the device access it made.
+    #[cold]
+    fn trace_insn(&self, before: &TraceBefore, insn: &Insn, result: &Result<(), Ctl>) {
+        use std::fmt::Write;
+        if !TraceRange::contains(&self.trace_range.pcs, before.pc) {
+            return;
+        }
+        let mut line = format!(
+            "#{} {} pc={:016x} {:08x} {:?}",
+            self.executed(),
+            before.mode,
+            before.pc,
+            insn.bits(),
+            insn.op
+        );
+        match result {
+            Ok(()) | Err(Ctl::Break) | Err(Ctl::Wfi) => {
+                for i in 1..32 {
+                    if self.x[i] != before.x[i] {
+                        let _ = write!(line, " x{i}={:#x}", self.x[i]);
+                    }
+                }
+                for i in 0..32 {
+                    if self.f[i] != before.f[i] {
+                        let _ = write!(line, " f{i}={:#x}", self.f[i]);
+                    }
+                }
+                if matches!(result, Err(Ctl::Wfi)) {
+                    line.push_str(" (waits for an interrupt)");
+                }
+            }
+            Err(Ctl::Exception(e)) => {
+                let _ = write!(line, " -> exception {} tval {:#x}", e.cause, e.tval);
+            }
+            Err(Ctl::Mmio(access)) => match access.write {
+                Some(v) => {
+                    let _ = write!(line, " -> device write {:#x} = {v:#x}", access.addr);
+                }
+                None => {
+                    let _ = write!(line, " -> device read {:#x}", access.addr);
+                }
+            },
+        }
+        log::trace!("{line}");
     }
 }

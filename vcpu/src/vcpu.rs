@@ -203,6 +203,9 @@ impl Vcpu for Hart {
     fn set_trace(&mut self, on: bool) {
         Hart::set_trace(self, on)
     }
+    fn set_trace_range(&mut self, range: vcpu_api::TraceRange) {
+        Hart::set_trace_range(self, range)
+    }
 }
 
 impl VcpuState for Hart {

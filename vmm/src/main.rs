@@ -286,7 +286,7 @@ struct RunArgs {
     /// Guest instructions the VMM traps and emulates, any of: wfi (hstatus.VTW), time
     /// (hcounteren.TM = 0), sret (hstatus.VTSR), vm (hstatus.VTVM: SFENCE.VMA, SINVAL.VMA,
     /// satp), or none, so that every virtual-instruction path can be exercised with any
-    /// guest (`--trace-exits=vinsn` shows them).
+    /// guest (the exit trace of class vinsn shows them).
     #[arg(long, display_order = 3, value_name = "LIST", default_value = "none", value_parser = parse_trap)]
     trap: runner::GuestPolicy,
 
@@ -421,9 +421,8 @@ struct VmArgs {
     #[arg(long)]
     stats: bool,
 
-    /// Log every executed instruction on stderr.
-    #[arg(long)]
-    trace: bool,
+    #[command(flatten)]
+    trace: TraceArgs,
 
     /// Print a line on stderr for every exit of the guest to the VMM: vCPU, pc, VS or VU,
     /// the reason (SBI extension and function, virtual instruction disassembled, MMIO
@@ -466,9 +465,8 @@ struct MachineArgs {
     #[arg(long)]
     stats: bool,
 
-    /// Log every executed instruction on stderr.
-    #[arg(long)]
-    trace: bool,
+    #[command(flatten)]
+    trace: TraceArgs,
 
     /// A gdb remote stub on tcp:HOST:PORT or unix:PATH (port 0: any, printed on stderr);
     /// the guest runs and a debugger may attach at any time (docs/gdb.md).
@@ -496,6 +494,59 @@ fn parse_on_off(s: &str) -> Result<bool, String> {
 /// A list of CTR depths (`16,64`).
 fn parse_depths(s: &str) -> Result<ctr_virt::DepthSet, String> {
     ctr_virt::DepthSet::parse(s).map_err(|e| e.to_string())
+}
+
+/// `--trace` and the range it prints.
+#[derive(Args, Debug)]
+struct TraceArgs {
+    /// Log every executed instruction on stderr (interpreted, not translated): its number,
+    /// mode, pc, bits, operation and the registers it changed with their new values, or the
+    /// exception or device access it made
+    #[arg(long)]
+    trace: bool,
+
+    /// Trace only instructions A to B (numbers as --max-insns counts them, from 1, for
+    /// `vmm restore` from the guest's boot; `A-` for no end); the guest runs at full speed
+    /// before A and after B. Implies --trace
+    #[arg(long, value_name = "A-B", value_parser = parse_inclusive_range)]
+    trace_insns: Option<std::ops::Range<u64>>,
+
+    /// Trace only instructions whose pc is LO to HI (e.g. 0x80200000-0x80200fff); implies
+    /// --trace
+    #[arg(long, value_name = "LO-HI", value_parser = parse_inclusive_range)]
+    trace_pcs: Option<std::ops::Range<u64>>,
+}
+
+impl TraceArgs {
+    /// Whether any instruction is traced.
+    fn on(&self) -> bool {
+        self.trace || self.trace_insns.is_some() || self.trace_pcs.is_some()
+    }
+
+    /// Which instructions are.
+    fn range(&self) -> vcpu_api::TraceRange {
+        let all = vcpu_api::TraceRange::default();
+        vcpu_api::TraceRange {
+            insns: self.trace_insns.clone().unwrap_or(all.insns),
+            pcs: self.trace_pcs.clone().unwrap_or(all.pcs),
+        }
+    }
+}
+
+/// `A-B` (inclusive; `A-`: to the end), numbers decimal or 0x-hex, as a half-open range.
+fn parse_inclusive_range(s: &str) -> Result<std::ops::Range<u64>, String> {
+    let (a, b) = s
+        .split_once('-')
+        .ok_or_else(|| format!("expected A-B (or A- for no end), got {s}"))?;
+    let a = parse_u64(a.trim())?;
+    let end = match b.trim() {
+        "" => u64::MAX,
+        b => parse_u64(b)?.saturating_add(1),
+    };
+    if end <= a {
+        return Err(format!("{s}: the range is empty (B must not be below A)"));
+    }
+    Ok(a..end)
 }
 
 /// `--trap`: the VMM's trap policy.
@@ -581,7 +632,8 @@ fn run_machine(args: MachineArgs) -> ExitCode {
         memory_mib: args.memory,
         max_insns: args.max_insns,
         timeout: args.timeout,
-        trace: args.trace,
+        trace: args.trace.on(),
+        trace_range: args.trace.range(),
         jit: args.jit,
         perf_map: args.perf_map,
     };
@@ -637,7 +689,8 @@ fn run_kernel(args: RunArgs) -> ExitCode {
         memory_mib: args.memory,
         max_insns: args.vm.max_insns,
         timeout: args.vm.timeout,
-        trace: args.vm.trace,
+        trace: args.vm.trace.on(),
+        trace_range: args.vm.trace.range(),
         trace_exits: args.vm.trace_exits.unwrap_or(0),
         vcpus: args.vcpus,
         pcpus: args.vm.pcpus,
@@ -734,7 +787,8 @@ fn restore(args: RestoreArgs) -> ExitCode {
         host_ctr_depths: args.vm.host_ctr_depths,
         max_insns: args.vm.max_insns,
         timeout: args.vm.timeout,
-        trace: args.vm.trace,
+        trace: args.vm.trace.on(),
+        trace_range: args.vm.trace.range(),
         trace_exits: args.vm.trace_exits.unwrap_or(0),
         api_sock: args.vm.api_sock,
         snapshot_on_stop: args.vm.snapshot_on_stop,
@@ -756,7 +810,8 @@ fn receive(args: ReceiveArgs) -> ExitCode {
         host_ctr_depths: args.vm.host_ctr_depths,
         max_insns: args.vm.max_insns,
         timeout: args.vm.timeout,
-        trace: args.vm.trace,
+        trace: args.vm.trace.on(),
+        trace_range: args.vm.trace.range(),
         trace_exits: args.vm.trace_exits.unwrap_or(0),
         api_sock: args.vm.api_sock,
         snapshot_on_stop: args.vm.snapshot_on_stop,
@@ -858,19 +913,19 @@ fn main() -> ExitCode {
     }
     match cli.command {
         Command::Machine(args) => {
-            init_logging(args.trace);
+            init_logging(args.trace.on());
             run_machine(args)
         }
         Command::Run(args) => {
-            init_logging(args.vm.trace);
+            init_logging(args.vm.trace.on());
             run_kernel(args)
         }
         Command::Restore(args) => {
-            init_logging(args.vm.trace);
+            init_logging(args.vm.trace.on());
             restore(args)
         }
         Command::Receive(args) => {
-            init_logging(args.vm.trace);
+            init_logging(args.vm.trace.on());
             receive(args)
         }
         Command::Ctl(args) => ctl(args),

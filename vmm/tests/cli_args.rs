@@ -1,6 +1,7 @@
 //! The `vmm` command line: numeric flags refuse negative and out-of-range values with a
 //! message saying what they take (exit status 2, as for other command-line errors), and
-//! `vmm machine --timeout` ends a program that never stops with status 124.
+//! `vmm machine --timeout` ends a program that never stops with status 124; `--trace` prints
+//! the instructions of the range asked for, with the registers each changed.
 
 mod common;
 
@@ -117,4 +118,52 @@ fn machine_timeout_ends_a_spinning_program() {
         err.contains("wall-clock timeout of 0.2 s reached after"),
         "{err}"
     );
+}
+
+#[test]
+fn trace_prints_the_range_asked_for_with_the_registers_changed() {
+    let prog = std::env::temp_dir().join(format!("vmm-cli-trace-{}.elf", std::process::id()));
+    // addi a0, zero, 5; addi a0, a0, 1 (x4, a loop body); lb a1, 0(zero) (an access fault:
+    // address 0 is nothing); j . (the trap vector is 0: the fetch faults, forever).
+    let code = [
+        0x0050_0513, // addi a0, zero, 5
+        0x0015_0513, // addi a0, a0, 1
+        0x0015_0513, // addi a0, a0, 1
+        0x0015_0513, // addi a0, a0, 1
+        0x0015_0513, // addi a0, a0, 1
+        0x0000_0583, // lb a1, 0(zero)
+    ];
+    std::fs::write(&prog, elf(&code)).unwrap();
+    let prog = prog.to_str().unwrap();
+    let traced = |range: &[&str]| {
+        let mut args = vec!["machine", "--max-insns", "20"];
+        args.extend_from_slice(range);
+        args.push(prog);
+        let (_, _, err) = vmm(&args);
+        err.lines()
+            .filter(|l| l.contains(" pc="))
+            .map(|l| l[l.find('#').unwrap()..].to_string())
+            .collect::<Vec<_>>()
+    };
+    // Instructions 2 to 3: the numbers, the mode, the pc, the bits and the new a0 (x10).
+    let lines = traced(&["--trace-insns", "2-3"]);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(
+        lines[0].starts_with("#2 M pc=0000000080000004 00150513 ") && lines[0].ends_with(" x10=0x6"),
+        "{lines:?}"
+    );
+    assert!(lines[1].starts_with("#3 M pc=0000000080000008 ") && lines[1].ends_with(" x10=0x7"));
+    // By pc: the load, which raises a load access fault (its address is no memory).
+    let lines = traced(&["--trace-pcs", "0x80000014-0x80000017"]);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].starts_with("#6 M pc=0000000080000014 00000583 "), "{lines:?}");
+    assert!(lines[0].ends_with(" -> exception 5 tval 0x0"), "{lines:?}");
+    // An empty or malformed range is refused, naming it.
+    let (code, _, err) = vmm(&["machine", "--trace-insns", "5-4", prog]);
+    assert_eq!(code, 2);
+    assert!(err.contains("5-4: the range is empty"), "{err}");
+    let (code, _, err) = vmm(&["machine", "--trace-pcs", "0x80000000", prog]);
+    assert_eq!(code, 2);
+    assert!(err.contains("expected A-B"), "{err}");
+    let _ = std::fs::remove_file(prog);
 }

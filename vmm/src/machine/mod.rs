@@ -44,6 +44,8 @@ pub struct MachineConfig {
     pub timeout: Option<Duration>,
     /// Log every instruction at trace level.
     pub trace: bool,
+    /// `--trace-insns`/`--trace-pcs`: which instructions `trace` prints.
+    pub trace_range: vcpu_api::TraceRange,
     /// Block translation in the hart (`--jit`).
     pub jit: bool,
     /// `--perf-map`: name translated blocks in `/tmp/perf-PID.map` for a host `perf`.
@@ -66,6 +68,7 @@ impl Default for MachineConfig {
             max_insns: None,
             timeout: None,
             trace: false,
+            trace_range: vcpu_api::TraceRange::default(),
             jit: true,
             perf_map: false,
         }
@@ -225,6 +228,7 @@ impl Machine {
         hart.set_xreg(10, HART_ID); // a0
         hart.set_xreg(11, 0); // a1: no device tree
         hart.set_trace(config.trace);
+        hart.set_trace_range(config.trace_range.clone());
 
         Ok(Machine {
             hart,

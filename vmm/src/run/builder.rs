@@ -375,6 +375,7 @@ impl<'a> VmBuilder<'a> {
             .map(|hart_id| -> Result<Hart, Error> {
                 let mut hart = Hart::new_guest(options.hart_config(hart_id), mem.clone())?;
                 hart.set_trace(self.config.trace);
+                hart.set_trace_range(self.config.trace_range.clone());
                 vinsn::apply(&mut hart, &self.policy);
                 Ok(hart)
             })

@@ -25,6 +25,8 @@ pub struct RunConfig {
     pub timeout: Option<std::time::Duration>,
     /// Log every instruction at trace level.
     pub trace: bool,
+    /// `--trace-insns`/`--trace-pcs`: which instructions `trace` prints.
+    pub trace_range: vcpu_api::TraceRange,
     /// `--trace-exits`: the classes of exits to trace (`run/trace.rs`; 0: none).
     pub trace_exits: u32,
     /// Number of vCPUs (1..=[`MAX_VCPUS`](super::MAX_VCPUS)).
@@ -105,6 +107,7 @@ impl RunConfig {
             max_insns: None,
             timeout: None,
             trace: false,
+            trace_range: vcpu_api::TraceRange::default(),
             trace_exits: 0,
             vcpus: 1,
             pcpus: None,

@@ -50,6 +50,9 @@ pub struct RestoreConfig {
     pub timeout: Option<std::time::Duration>,
     /// Log every instruction.
     pub trace: bool,
+    /// `--trace-insns`/`--trace-pcs`: which instructions `trace` prints (instruction
+    /// numbers count from the guest's boot, the snapshot's instructions included).
+    pub trace_range: vcpu_api::TraceRange,
     /// `--trace-exits`: the classes of exits to trace (`run/trace.rs`; 0: none).
     pub trace_exits: u32,
     /// `--api-sock`: the control socket's path.
@@ -76,6 +79,7 @@ impl Default for RestoreConfig {
             max_insns: None,
             timeout: None,
             trace: false,
+            trace_range: vcpu_api::TraceRange::default(),
             trace_exits: 0,
             api_sock: None,
             snapshot_on_stop: None,
@@ -552,6 +556,7 @@ impl GuestVm {
             pmus[id as usize].prepare(&mut expected);
             check_vmm_owned(id, v, &hart, &mut expected)?;
             hart.set_trace(options.trace);
+            hart.set_trace_range(options.trace_range.clone());
             harts.push(hart);
         }
         let uart = Uart::restore(&s.uart, console).map_err(RestoreFailure::Uart)?;
