@@ -141,7 +141,7 @@ fn trace_prints_the_range_asked_for_with_the_registers_changed() {
         args.push(prog);
         let (_, _, err) = vmm(&args);
         err.lines()
-            .filter(|l| l.contains(" pc="))
+            .filter(|l| l.contains("] #"))
             .map(|l| l[l.find('#').unwrap()..].to_string())
             .collect::<Vec<_>>()
     };
@@ -149,14 +149,18 @@ fn trace_prints_the_range_asked_for_with_the_registers_changed() {
     let lines = traced(&["--trace-insns", "2-3"]);
     assert_eq!(lines.len(), 2, "{lines:?}");
     assert!(
-        lines[0].starts_with("#2 M pc=0000000080000004 00150513 ") && lines[0].ends_with(" x10=0x6"),
+        lines[0].starts_with("#2 M pc=0000000080000004 00150513 ")
+            && lines[0].ends_with(" x10=0x6"),
         "{lines:?}"
     );
     assert!(lines[1].starts_with("#3 M pc=0000000080000008 ") && lines[1].ends_with(" x10=0x7"));
     // By pc: the load, which raises a load access fault (its address is no memory).
     let lines = traced(&["--trace-pcs", "0x80000014-0x80000017"]);
     assert_eq!(lines.len(), 1, "{lines:?}");
-    assert!(lines[0].starts_with("#6 M pc=0000000080000014 00000583 "), "{lines:?}");
+    assert!(
+        lines[0].starts_with("#6 M pc=0000000080000014 00000583 "),
+        "{lines:?}"
+    );
     assert!(lines[0].ends_with(" -> exception 5 tval 0x0"), "{lines:?}");
     // An empty or malformed range is refused, naming it.
     let (code, _, err) = vmm(&["machine", "--trace-insns", "5-4", prog]);
