@@ -189,6 +189,8 @@ fn parse_u64(s: &str) -> Result<u64, String> {
         .display_order(11)),
     mut_arg("trace", |a| a.display_order(12)),
     mut_arg("trace_exits", |a| a.display_order(13)),
+    mut_arg("gdb", |a| a.display_order(14)),
+    mut_arg("gdb_wait", |a| a.display_order(15)),
 )]
 struct ReceiveArgs {
     /// Where to wait for the VM: unix:PATH or tcp:HOST:PORT (port 0: any, printed on stderr)
@@ -237,6 +239,8 @@ fn parse_endpoint(s: &str) -> Result<runner::migrate::Endpoint, String> {
         .display_order(11)),
     mut_arg("trace", |a| a.display_order(12)),
     mut_arg("trace_exits", |a| a.display_order(13)),
+    mut_arg("gdb", |a| a.display_order(14)),
+    mut_arg("gdb_wait", |a| a.display_order(15)),
 )]
 struct RestoreArgs {
     /// The snapshot file.
@@ -268,6 +272,8 @@ struct RestoreArgs {
     mut_arg("stats", |a| a.display_order(23)),
     mut_arg("trace", |a| a.display_order(24)),
     mut_arg("trace_exits", |a| a.display_order(25)),
+    mut_arg("gdb", |a| a.display_order(26)),
+    mut_arg("gdb_wait", |a| a.display_order(27)),
 )]
 struct RunArgs {
     /// The kernel: an RV64 ELF executable or a Linux riscv64 Image. Without it, the
@@ -431,6 +437,32 @@ struct VmArgs {
     /// `trace-exits` request switches it on and off while the guest runs.
     #[arg(long, value_name = "FILTER", num_args = 0..=1, require_equals = true, default_missing_value = "all", value_parser = parse_trace_exits)]
     trace_exits: Option<u32>,
+
+    #[command(flatten)]
+    gdb: GdbArgs,
+}
+
+/// `--gdb` and `--gdb-wait` (`vmm machine`, `run`, `restore`, `receive`).
+#[derive(Args, Debug)]
+struct GdbArgs {
+    /// A gdb remote stub on tcp:HOST:PORT or unix:PATH (port 0: any, printed on stderr);
+    /// the guest runs and a debugger may attach at any time; every vCPU is a gdb thread
+    /// (docs/gdb.md).
+    #[arg(long, value_name = "tcp:HOST:PORT|unix:PATH")]
+    gdb: Option<runner::migrate::Endpoint>,
+
+    /// With --gdb: hold the guest before its first instruction until a debugger attaches.
+    #[arg(long, requires = "gdb")]
+    gdb_wait: bool,
+}
+
+impl GdbArgs {
+    fn options(&self) -> Option<GdbOptions> {
+        self.gdb.clone().map(|endpoint| GdbOptions {
+            endpoint,
+            wait: self.gdb_wait,
+        })
+    }
 }
 
 #[derive(Args, Debug)]
@@ -468,14 +500,8 @@ struct MachineArgs {
     #[command(flatten)]
     trace: TraceArgs,
 
-    /// A gdb remote stub on tcp:HOST:PORT or unix:PATH (port 0: any, printed on stderr);
-    /// the guest runs and a debugger may attach at any time (docs/gdb.md).
-    #[arg(long, value_name = "tcp:HOST:PORT|unix:PATH")]
-    gdb: Option<runner::migrate::Endpoint>,
-
-    /// With --gdb: hold the guest before its first instruction until a debugger attaches.
-    #[arg(long, requires = "gdb")]
-    gdb_wait: bool,
+    #[command(flatten)]
+    gdb: GdbArgs,
 
     /// The ELF executable to run.
     #[arg(value_name = "PROGRAM.elf")]
@@ -638,10 +664,7 @@ fn run_machine(args: MachineArgs) -> ExitCode {
         perf_map: args.perf_map,
     };
     let console = Box::new(std::io::stdout());
-    let gdb = args.gdb.map(|endpoint| GdbOptions {
-        endpoint,
-        wait: args.gdb_wait,
-    });
+    let gdb = args.gdb.options();
     match machine::run_elf_debug(&args.program, &config, console, gdb.as_ref()) {
         Ok((exit, stats)) => {
             if args.stats {
@@ -709,6 +732,7 @@ fn run_kernel(args: RunArgs) -> ExitCode {
         host_ctr_depths: args.vm.host_ctr_depths,
         api_sock: args.vm.api_sock,
         snapshot_on_stop: args.vm.snapshot_on_stop,
+        gdb: args.vm.gdb.options(),
         ..base
     };
     let console = Box::new(std::io::stdout());
@@ -782,22 +806,28 @@ fn report(result: Result<(RunExit, runner::RunStats), vmm::Error>, stats_wanted:
     }
 }
 
+/// What `vmm restore` and `vmm receive` run a VM with.
+fn restore_config(vm: &VmArgs, paused: bool) -> runner::snapshot::RestoreConfig {
+    runner::snapshot::RestoreConfig {
+        host_ctr_depths: vm.host_ctr_depths.clone(),
+        max_insns: vm.max_insns,
+        timeout: vm.timeout,
+        trace: vm.trace.on(),
+        trace_range: vm.trace.range(),
+        trace_exits: vm.trace_exits.unwrap_or(0),
+        api_sock: vm.api_sock.clone(),
+        snapshot_on_stop: vm.snapshot_on_stop.clone(),
+        paused,
+        pcpus: vm.pcpus,
+        slice_insns: vm.slice_insns,
+        jit: vm.jit,
+        perf_map: vm.perf_map,
+        gdb: vm.gdb.options(),
+    }
+}
+
 fn restore(args: RestoreArgs) -> ExitCode {
-    let options = runner::snapshot::RestoreConfig {
-        host_ctr_depths: args.vm.host_ctr_depths,
-        max_insns: args.vm.max_insns,
-        timeout: args.vm.timeout,
-        trace: args.vm.trace.on(),
-        trace_range: args.vm.trace.range(),
-        trace_exits: args.vm.trace_exits.unwrap_or(0),
-        api_sock: args.vm.api_sock,
-        snapshot_on_stop: args.vm.snapshot_on_stop,
-        paused: args.paused,
-        pcpus: args.vm.pcpus,
-        slice_insns: args.vm.slice_insns,
-        jit: args.vm.jit,
-        perf_map: args.vm.perf_map,
-    };
+    let options = restore_config(&args.vm, args.paused);
     let console = Box::new(std::io::stdout());
     report(
         runner::snapshot::restore_and_run(&args.snapshot, &options, console, ConsoleInput::Stdin),
@@ -806,21 +836,7 @@ fn restore(args: RestoreArgs) -> ExitCode {
 }
 
 fn receive(args: ReceiveArgs) -> ExitCode {
-    let options = runner::snapshot::RestoreConfig {
-        host_ctr_depths: args.vm.host_ctr_depths,
-        max_insns: args.vm.max_insns,
-        timeout: args.vm.timeout,
-        trace: args.vm.trace.on(),
-        trace_range: args.vm.trace.range(),
-        trace_exits: args.vm.trace_exits.unwrap_or(0),
-        api_sock: args.vm.api_sock,
-        snapshot_on_stop: args.vm.snapshot_on_stop,
-        paused: args.paused,
-        pcpus: args.vm.pcpus,
-        slice_insns: args.vm.slice_insns,
-        jit: args.vm.jit,
-        perf_map: args.vm.perf_map,
-    };
+    let options = restore_config(&args.vm, args.paused);
     let console = Box::new(std::io::stdout());
     report(
         runner::migrate::receive_and_run(

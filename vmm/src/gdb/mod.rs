@@ -50,6 +50,9 @@ pub enum GdbError {
     /// The debugger killed the guest (`kill`, the `k` packet).
     #[error("the debugger killed the guest")]
     Killed,
+    /// The VM could not do what the debugger asked (it has ended, a vCPU did not park).
+    #[error("--gdb: {0}")]
+    Vm(String),
 }
 
 /// gdb's RISC-V register numbers (gdb's `riscv-tdep.h` layout, given to gdb in the target
@@ -308,29 +311,54 @@ pub const PACKET_SIZE: usize = 0x4000;
 /// with no bound (gigabytes of hex for `m0,ffffffff`), so a longer one is refused whole.
 pub const MAX_MEMORY_XFER: usize = PACKET_SIZE / 2;
 
-/// Whether the hart's data accesses are untranslated now: M-mode, or HS/S/U-mode with
-/// `satp` Bare. Memory access by a debugger is physical only then (or with `monitor phys
-/// on`); the stub does not walk page tables (VS-stage or G-stage or Sv39-57).
+/// Whether the hart's data accesses are untranslated now: M-mode, HS/S/U-mode with `satp`
+/// Bare, or VS/VU-mode with `vsatp` and `hgatp` Bare. Memory access by a debugger is
+/// physical only then (or with `monitor phys on`); the stub walks no page tables (VS-stage
+/// or G-stage or Sv39-57).
 pub fn translation_off(hart: &Hart) -> bool {
+    use vcpu_api::csr;
     if hart.privilege() == PrivilegeMode::Machine {
         return true;
     }
-    !hart.virt()
-        && hart
-            .host_csr(vcpu_api::csr::SATP)
-            .map_or(true, |s| s >> 60 == 0)
+    let bare = |num| hart.host_csr(num).map_or(true, |s| s >> 60 == 0);
+    if hart.virt() {
+        bare(csr::VSATP) && bare(csr::HGATP)
+    } else {
+        bare(csr::SATP)
+    }
 }
 
 /// `monitor ctr`: the hart's CTR records, oldest first, a line each (`SRC -> DST TYPE
 /// cycles`), under a line with the depth, WRPTR and whether recording is frozen.
 pub fn ctr_listing(hart: &Hart) -> String {
-    use std::fmt::Write;
     if hart.ctr_config().is_none() {
         return "this hart has no CTR (Smctr/Ssctr)\n".into();
     }
     let ctx = ctr_virt::CtrContext::save(hart);
+    let head = format!(
+        "mctrctl {:#x}",
+        hart.host_csr(vcpu_api::csr::MCTRCTL).unwrap_or(0)
+    );
+    ctr_records(&ctx, &head)
+}
+
+/// `monitor ctr` of a `vmm run` vCPU: its CTR as the hypervisor keeps it (`ctx`, whether
+/// it is loaded on the hart or saved by `ctr-virt`).
+pub fn ctr_context_listing(ctx: &ctr_virt::CtrContext, loaded: bool) -> String {
+    let head = format!(
+        "vsctrctl {:#x}, {}",
+        ctx.vsctrctl,
+        if loaded { "loaded" } else { "not loaded" }
+    );
+    ctr_records(ctx, &head)
+}
+
+/// The CTR state line (depth, WRPTR, frozen, then `head`) and the records of `ctx`, oldest
+/// first.
+fn ctr_records(ctx: &ctr_virt::CtrContext, head: &str) -> String {
+    use std::fmt::Write;
     let mut out = format!(
-        "CTR: depth {}, WRPTR {}, {}, mctrctl {:#x}\n",
+        "CTR: depth {}, WRPTR {}, {}, {head}\n",
         16u64 << ctx.depth,
         ctx.sctrstatus & 0xff,
         if ctx.sctrstatus >> 31 & 1 == 1 {
@@ -338,7 +366,6 @@ pub fn ctr_listing(hart: &Hart) -> String {
         } else {
             "not frozen"
         },
-        hart.host_csr(vcpu_api::csr::MCTRCTL).unwrap_or(0),
     );
     let mut n = 0;
     for r in ctx.records().rev() {

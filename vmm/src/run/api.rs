@@ -832,7 +832,7 @@ fn all_vcpus<'a>(views: &'a [&'a InstanceView]) -> impl Iterator<Item = &'a Vcpu
 }
 
 /// What a snapshot or a migration takes of every vCPU.
-fn saved_vcpus(views: &[&InstanceView]) -> Vec<VcpuSaved> {
+pub(crate) fn saved_vcpus(views: &[&InstanceView]) -> Vec<VcpuSaved> {
     all_vcpus(views)
         .map(|v| (v.state.clone(), v.ctr.snapshot(), v.pmu.clone()))
         .collect()

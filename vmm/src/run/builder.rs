@@ -299,6 +299,9 @@ impl<'a> VmBuilder<'a> {
         if let Some(path) = &self.config.api_sock {
             boot.attach_api(path, false)?;
         }
+        if let Some(gdb) = &self.config.gdb {
+            boot.attach_gdb(gdb)?;
+        }
         Ok(boot)
     }
 

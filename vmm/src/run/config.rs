@@ -79,6 +79,8 @@ pub struct RunConfig {
     /// `--snapshot-on-stop`: when the instruction budget or the timeout ends the run, write a
     /// snapshot here (for `vmm restore`).
     pub snapshot_on_stop: Option<PathBuf>,
+    /// `--gdb`/`--gdb-wait`: a gdb remote stub, every vCPU a gdb thread (`run/gdb.rs`).
+    pub gdb: Option<crate::gdb::listen::GdbOptions>,
 }
 
 /// The CTR self-test guest kernel `vmm run` boots without `--kernel`: built from
@@ -126,6 +128,7 @@ impl RunConfig {
             perf_map: false,
             api_sock: None,
             snapshot_on_stop: None,
+            gdb: None,
         }
     }
 }

@@ -71,6 +71,8 @@ enum SocketEnd {
     Moved(String),
     /// A `quit` request stopped it (after writing this snapshot, if any).
     Stopped(Option<std::path::PathBuf>),
+    /// A debugger killed it.
+    Killed,
 }
 
 impl InputQueue {
@@ -116,6 +118,11 @@ impl InputQueue {
         self.end_by_socket(SocketEnd::Stopped(snapshot));
     }
 
+    /// Ends the run because a debugger killed the VM: [`super::RunExit::Killed`].
+    pub(crate) fn killed(&self) {
+        self.end_by_socket(SocketEnd::Killed);
+    }
+
     fn end_by_socket(&self, end: SocketEnd) {
         *self
             .ended_by_socket
@@ -135,6 +142,7 @@ impl InputQueue {
             Some(SocketEnd::Stopped(snapshot)) => super::RunExit::Stopped {
                 snapshot: snapshot.clone(),
             },
+            Some(SocketEnd::Killed) => super::RunExit::Killed,
             None => super::RunExit::Quit,
         }
     }

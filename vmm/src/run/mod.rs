@@ -52,6 +52,7 @@ mod dirty;
 pub mod error;
 mod exits;
 pub mod fdt;
+mod gdb;
 pub mod inject;
 pub mod kernel;
 pub mod migrate;
@@ -175,6 +176,8 @@ pub enum RunExit {
         /// The snapshot written first, if the request asked for one.
         snapshot: Option<PathBuf>,
     },
+    /// A debugger attached with `--gdb` killed the VM (`kill`): exit status 1.
+    Killed,
 }
 
 impl RunExit {
@@ -186,6 +189,7 @@ impl RunExit {
             RunExit::Reset(r) => r.exit_code() as u8,
             RunExit::BudgetExhausted { .. } | RunExit::TimedOut { .. } => 124,
             RunExit::Quit => EXIT_QUIT,
+            RunExit::Killed => 1,
             RunExit::Migrated { .. } | RunExit::Stopped { .. } => 0,
         }
     }
@@ -209,6 +213,7 @@ impl RunExit {
                 limit.as_secs_f64()
             )),
             RunExit::Quit => Some("the VM was killed by the user (Ctrl-A x)".to_string()),
+            RunExit::Killed => Some("the debugger killed the guest".to_string()),
             RunExit::Migrated { .. } | RunExit::Stopped { .. } => None,
         }
     }
@@ -263,6 +268,9 @@ pub(crate) fn run_vm(mut vm: GuestVm, input: ConsoleInput) -> Result<(RunExit, R
     let start = Instant::now();
     let exit = vm.run();
     let _ = vm.uart().console().flush();
+    if let Some(gdb) = vm.gdb.as_mut() {
+        gdb.finish(exit.as_ref().ok().map(RunExit::exit_code));
+    }
     let mut snapshot_written = None;
     if let (Some(path), Ok(RunExit::BudgetExhausted { .. } | RunExit::TimedOut { .. })) =
         (&vm.snapshot_on_stop, &exit)
@@ -330,6 +338,10 @@ pub struct GuestVm {
     sched: Option<Sched>,
     /// vCPU switches per hart (after `run`, on hart 0; empty with one vCPU).
     switch_counts: Vec<u64>,
+    /// Under a debugger (`--gdb`): this vCPU's part (`run/gdb.rs`).
+    debug: Option<gdb::VcpuDebug>,
+    /// Under a debugger: the stub's thread (on the first hart instance).
+    gdb: Option<gdb::GdbThread>,
 }
 
 impl std::fmt::Debug for GuestVm {
@@ -361,30 +373,46 @@ impl GuestVm {
     /// others in `secondaries`): every instance gets its link to the pause state.
     /// `paused`: every instance parks before its first instruction.
     pub(crate) fn attach_api(&mut self, path: &std::path::Path, paused: bool) -> Result<(), Error> {
-        let instances = std::iter::once(&*self).chain(&self.secondaries);
-        let stops = instances.map(|vm| vm.hart.stop_handle()).collect();
-        let ctl = Arc::new(PauseCtl::new(stops, self.smp.clone(), paused));
+        let ctl = self.pause_ctl(paused);
         let vcpus = self.smp.as_ref().map_or(1, |s| s.hart_count());
         let mailboxes = match &self.smp {
             Some(smp) => smp.mailboxes(),
             None => vec![self.hart.mailbox()],
         };
         let injections = Arc::new(inject::Injections::new(mailboxes));
-        let api = api::VmApi::spawn(path, ctl.clone(), self.common(), vcpus, injections.clone())?;
+        let api = api::VmApi::spawn(path, ctl, self.common(), vcpus, injections.clone())?;
+        self.injections = Some(injections.clone());
+        for vm in &mut self.secondaries {
+            vm.injections = Some(injections.clone());
+        }
+        self.api = Some(api);
+        Ok(())
+    }
+
+    /// The VM's pause state (shared by the control socket and the debugger), made and
+    /// linked to every hart instance the first time; `paused` (the first time only): every
+    /// instance parks before its first instruction.
+    pub(crate) fn pause_ctl(&mut self, paused: bool) -> Arc<PauseCtl> {
+        if let Some(link) = &self.pause {
+            if paused {
+                let _ = link.ctl.request_pause();
+            }
+            return link.ctl.clone();
+        }
+        let instances = std::iter::once(&*self).chain(&self.secondaries);
+        let stops = instances.map(|vm| vm.hart.stop_handle()).collect();
+        let ctl = Arc::new(PauseCtl::new(stops, self.smp.clone(), paused));
         self.pause = Some(PauseLink {
             ctl: ctl.clone(),
             instance: 0,
         });
-        self.injections = Some(injections.clone());
         for (instance, vm) in (1..).zip(&mut self.secondaries) {
             vm.pause = Some(PauseLink {
                 ctl: ctl.clone(),
                 instance,
             });
-            vm.injections = Some(injections.clone());
         }
-        self.api = Some(api);
-        Ok(())
+        ctl
     }
 
     /// The UART (shared by all vCPUs).
@@ -484,6 +512,8 @@ impl VmShared {
             secondaries: Vec::new(),
             sched: None,
             switch_counts: Vec::new(),
+            debug: None,
+            gdb: None,
         }
     }
 }

@@ -69,12 +69,55 @@ enum Slot {
     Exited,
 }
 
-#[derive(Debug)]
 struct State {
     /// A pause is wanted (until `resume`).
     want: bool,
     /// One per hart instance.
     slots: Vec<Slot>,
+    /// Per hart instance: work for its thread to do on its vCPU while parked (the
+    /// debugger's register and memory accesses, `run/gdb.rs`).
+    jobs: Vec<Vec<Job>>,
+    /// Per hart instance: it may leave its park to run one instruction (a debugger's
+    /// single step), then parks again.
+    step: Vec<bool>,
+    /// Per hart instance: it runs although the VM is paused (a debugger's `continue` with
+    /// scheduler locking: only some vCPUs run), until the next pause request.
+    free: Vec<bool>,
+}
+
+impl std::fmt::Debug for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("State")
+            .field("want", &self.want)
+            .field("slots", &self.slots)
+            .field("step", &self.step)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Work for a parked hart instance's thread to do on its vCPU.
+pub(crate) type Job = Box<dyn FnOnce(&mut GuestVm) + Send>;
+
+/// What parks: a hart instance's thread, giving its view, doing the jobs it gets.
+pub(crate) trait Parked {
+    /// Copies of its vCPUs and exit counts.
+    fn view(&self) -> InstanceView;
+    /// Whether the run must end (Ctrl-A x, the VM moved).
+    fn quit(&self) -> bool;
+    /// Does `job` on its vCPU.
+    fn run_job(&mut self, job: Job);
+}
+
+/// Why a park ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ParkEnd {
+    /// No pause was wanted: the instance did not park.
+    NotParked,
+    /// The pause ended (or the VM did).
+    Resumed,
+    /// The VM stays paused, but this instance runs one instruction first (a debugger's
+    /// single step) and then parks again.
+    Step,
 }
 
 impl State {
@@ -104,6 +147,9 @@ impl PauseCtl {
             state: Mutex::new(State {
                 want: paused,
                 slots: stops.iter().map(|_| Slot::Running).collect(),
+                jobs: stops.iter().map(|_| Vec::new()).collect(),
+                step: vec![false; stops.len()],
+                free: vec![false; stops.len()],
             }),
             cv: Condvar::new(),
             stops,
@@ -128,12 +174,20 @@ impl PauseCtl {
     /// Pauses every hart instance: returns once each has parked. `Err` (and nothing left
     /// paused) when the VM ends first or an instance does not park within [`PAUSE_LIMIT`].
     pub(crate) fn pause(&self) -> Result<(), String> {
+        self.request_pause()?;
+        self.wait_parked(true)
+    }
+
+    /// Asks every hart instance to park, without waiting for them (a vCPU thread that hit a
+    /// debugger's breakpoint asks so). `Err` when the VM has ended.
+    pub(crate) fn request_pause(&self) -> Result<(), String> {
         {
             let mut st = self.lock();
             if st.ended() {
                 return Err("the VM has ended".into());
             }
             st.want = true;
+            st.free.iter_mut().for_each(|f| *f = false);
             self.requested.store(true, Ordering::SeqCst);
         }
         for s in &self.stops {
@@ -142,7 +196,75 @@ impl PauseCtl {
         if let Some(smp) = &self.smp {
             smp.wake_all();
         }
-        self.wait_parked(true)
+        Ok(())
+    }
+
+    /// Whether a hart instance's thread has returned (the VM has ended).
+    pub(crate) fn ended(&self) -> bool {
+        self.lock().ended()
+    }
+
+    /// Whether a pause is wanted and every hart instance has parked.
+    pub(crate) fn all_parked(&self) -> bool {
+        let st = self.lock();
+        st.want && st.slots.iter().all(|s| matches!(s, Slot::Parked(_)))
+    }
+
+    /// The number of hart instances.
+    pub(crate) fn instances(&self) -> usize {
+        self.stops.len()
+    }
+
+    /// While paused: has parked `instance` do `job` on its vCPU (it runs on that instance's
+    /// thread; the caller waits for its result however `job` sends it). `Err` when the
+    /// instance is not parked.
+    pub(crate) fn run_on(&self, instance: usize, job: Job) -> Result<(), String> {
+        let mut st = self.lock();
+        match st.slots.get(instance) {
+            Some(Slot::Parked(_)) if st.want => {}
+            Some(Slot::Exited) => return Err("the VM has ended".into()),
+            Some(_) => return Err(format!("hart instance {instance} is not paused")),
+            None => return Err(format!("no hart instance {instance}")),
+        }
+        st.jobs[instance].push(job);
+        self.cv.notify_all();
+        Ok(())
+    }
+
+    /// While paused: lets the parked `instances` run on (the others stay parked) until the
+    /// next pause request ([`PauseCtl::request_pause`]).
+    pub(crate) fn resume_only(&self, instances: &[usize]) -> Result<(), String> {
+        let mut st = self.lock();
+        for &i in instances {
+            if !st.want || !matches!(st.slots.get(i), Some(Slot::Parked(_))) {
+                return Err(format!("hart instance {i} is not paused"));
+            }
+        }
+        for &i in instances {
+            st.free[i] = true;
+            st.slots[i] = Slot::Running;
+        }
+        self.cv.notify_all();
+        Ok(())
+    }
+
+    /// Whether hart instance `instance` should park now: a pause is wanted and it has not
+    /// been let run on ([`PauseCtl::resume_only`]).
+    pub(crate) fn requested_for(&self, instance: usize) -> bool {
+        self.requested() && !self.lock().free.get(instance).copied().unwrap_or(false)
+    }
+
+    /// While paused: lets parked `instance` run one instruction, after which it parks again
+    /// ([`PauseCtl::wait_parked`] waits for that).
+    pub(crate) fn step(&self, instance: usize) -> Result<(), String> {
+        let mut st = self.lock();
+        if !st.want || !matches!(st.slots.get(instance), Some(Slot::Parked(_))) {
+            return Err(format!("hart instance {instance} is not paused"));
+        }
+        st.step[instance] = true;
+        st.slots[instance] = Slot::Running;
+        self.cv.notify_all();
+        Ok(())
     }
 
     /// While paused: waits until every instance has parked (they may still be on their way,
@@ -198,6 +320,7 @@ impl PauseCtl {
 
     fn release(&self, st: &mut State) {
         st.want = false;
+        st.free.iter_mut().for_each(|f| *f = false);
         self.requested.store(false, Ordering::SeqCst);
         self.cv.notify_all();
     }
@@ -217,13 +340,37 @@ impl PauseCtl {
         views.map(|v| f(&v))
     }
 
-    /// Hart instance `instance` parks, handing over `view`, until the pause ends, the VM
-    /// ends or `quit` says so.
-    pub(crate) fn park(&self, instance: usize, view: InstanceView, quit: &dyn Fn() -> bool) {
+    /// Hart instance `instance` parks, handing over its view, until the pause ends, the VM
+    /// ends, `vm` says to quit, or it may run one instruction ([`PauseCtl::step`]).
+    /// Meanwhile it does the jobs it gets, handing over a new view after each.
+    pub(crate) fn park(&self, instance: usize, vm: &mut dyn Parked) -> ParkEnd {
         let mut st = self.lock();
-        st.slots[instance] = Slot::Parked(view);
+        st.slots[instance] = Slot::Parked(vm.view());
         self.cv.notify_all();
-        while st.want && !st.ended() && !quit() {
+        loop {
+            if std::mem::take(&mut st.step[instance]) {
+                st.slots[instance] = Slot::Running;
+                return ParkEnd::Step;
+            }
+            if st.free[instance] {
+                st.slots[instance] = Slot::Running;
+                return ParkEnd::Resumed;
+            }
+            if !st.jobs[instance].is_empty() {
+                let jobs = std::mem::take(&mut st.jobs[instance]);
+                drop(st);
+                for job in jobs {
+                    vm.run_job(job);
+                }
+                let view = vm.view();
+                st = self.lock();
+                st.slots[instance] = Slot::Parked(view);
+                self.cv.notify_all();
+                continue;
+            }
+            if !st.want || st.ended() || vm.quit() {
+                break;
+            }
             st = self
                 .cv
                 .wait_timeout(st, PARK_POLL)
@@ -231,6 +378,7 @@ impl PauseCtl {
                 .0;
         }
         st.slots[instance] = Slot::Running;
+        ParkEnd::Resumed
     }
 
     /// Hart instance `instance`'s thread has returned (the VM has ended).
@@ -250,25 +398,25 @@ pub(crate) struct PauseLink {
 }
 
 impl GuestVm {
-    /// Whether a pause is wanted (the waits in `Smp` check it).
+    /// Whether a pause is wanted of this instance (the waits in `Smp` check it).
     pub(crate) fn pause_requested(&self) -> bool {
-        self.pause.as_ref().is_some_and(|p| p.ctl.requested())
+        self.pause
+            .as_ref()
+            .is_some_and(|p| p.ctl.requested_for(p.instance))
     }
 
     /// A pause point: when a pause is wanted, park (handing over this instance's vCPUs)
-    /// until it ends. The hart is between two runs.
-    pub(crate) fn pause_point(&self) {
+    /// until it ends. The hart is between two runs. [`ParkEnd::Step`]: a debugger lets the
+    /// vCPU run one instruction before it parks again.
+    pub(crate) fn pause_point(&mut self) -> ParkEnd {
         let Some(link) = &self.pause else {
-            return;
+            return ParkEnd::NotParked;
         };
-        if !link.ctl.requested() {
-            return;
+        if !link.ctl.requested_for(link.instance) {
+            return ParkEnd::NotParked;
         }
         let link = link.clone();
-        let view = self.instance_view();
-        let input = self.input.clone();
-        link.ctl
-            .park(link.instance, view, &|| input.quit_requested());
+        link.ctl.park(link.instance, self)
     }
 
     /// This instance's thread has returned.
@@ -279,7 +427,7 @@ impl GuestVm {
     }
 
     /// Copies of this instance's vCPUs and exit counts.
-    fn instance_view(&self) -> InstanceView {
+    pub(crate) fn instance_view(&self) -> InstanceView {
         let mut state = self.hart.save_state();
         state.hart_id = self.hart_id;
         let mut vcpus = vec![VcpuView {
@@ -307,9 +455,36 @@ impl GuestVm {
     }
 }
 
+impl Parked for GuestVm {
+    fn view(&self) -> InstanceView {
+        self.instance_view()
+    }
+
+    fn quit(&self) -> bool {
+        self.input.quit_requested()
+    }
+
+    fn run_job(&mut self, job: Job) {
+        job(self);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A stand-in hart instance: no vCPUs, no quitting, jobs refused.
+    struct Empty;
+
+    impl Parked for Empty {
+        fn view(&self) -> InstanceView {
+            empty_view()
+        }
+        fn quit(&self) -> bool {
+            false
+        }
+        fn run_job(&mut self, _job: Job) {}
+    }
     use crate::sbi::hsm::STATE_STOPPED;
     use std::sync::atomic::AtomicBool;
     use vcpu_api::{HartMailbox, SharedClock};
@@ -335,7 +510,7 @@ mod tests {
                 std::thread::spawn(move || {
                     while !done.load(Ordering::SeqCst) {
                         if ctl.requested() {
-                            ctl.park(i, empty_view(), &|| false);
+                            ctl.park(i, &mut Empty);
                         }
                         std::thread::yield_now();
                     }

@@ -104,7 +104,10 @@ impl GuestVm {
                     return true;
                 }
                 StartWait::Ended => return false,
-                StartWait::Paused => self.pause_point(),
+                StartWait::Paused => {
+                    // A debugger's step has nothing to run here: it parks again.
+                    self.pause_point();
+                }
             }
         }
     }
@@ -118,7 +121,7 @@ impl GuestVm {
         };
         let deadline = self.timeout.map(|t| (t, Instant::now() + t));
         loop {
-            self.pause_point();
+            let park = self.pause_point();
             if self.input.quit_requested() {
                 return Ok(self.input.quit_exit());
             }
@@ -164,6 +167,10 @@ impl GuestVm {
             let chunk = match &self.sched {
                 Some(s) => chunk.min(s.slice_left),
                 None => chunk,
+            };
+            let Some(chunk) = self.debug_chunk(park, chunk) else {
+                // At a debugger's breakpoint: parks at the top.
+                continue;
             };
             self.apply_injections();
             self.feed_uart();
@@ -224,7 +231,7 @@ impl GuestVm {
     /// After a WFI: waits (in virtual time) until the hart can wake; `false` when nothing can
     /// ever wake it (with several vCPUs: when every started hart idles without a timer).
     pub(super) fn idle(&mut self) -> bool {
-        match &self.smp {
+        match self.smp.clone() {
             None => self.hart.skip_to_timer(),
             Some(smp) if self.sched.is_some() => {
                 // Off the hart until something wakes it (`reschedule`), unless something
@@ -253,7 +260,9 @@ impl GuestVm {
                 match end {
                     Ok(IdleEnd::Woke) => return true,
                     // Parks (still waiting), then waits on.
-                    Ok(IdleEnd::Paused) => self.pause_point(),
+                    Ok(IdleEnd::Paused) => {
+                        self.pause_point();
+                    }
                     Err(()) => return false,
                 }
             },

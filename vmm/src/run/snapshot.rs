@@ -70,6 +70,8 @@ pub struct RestoreConfig {
     pub jit: bool,
     /// `--perf-map`, as for `vmm run`.
     pub perf_map: bool,
+    /// `--gdb`/`--gdb-wait`: a gdb remote stub (`run/gdb.rs`).
+    pub gdb: Option<crate::gdb::listen::GdbOptions>,
 }
 
 impl Default for RestoreConfig {
@@ -88,6 +90,7 @@ impl Default for RestoreConfig {
             slice_insns: super::DEFAULT_SLICE_INSNS,
             jit: true,
             perf_map: false,
+            gdb: None,
         }
     }
 }
@@ -628,6 +631,9 @@ impl GuestVm {
         boot.secondaries = instances.collect();
         if let Some(path) = &options.api_sock {
             boot.attach_api(path, options.paused)?;
+        }
+        if let Some(gdb) = &options.gdb {
+            boot.attach_gdb(gdb)?;
         }
         Ok(boot)
     }

@@ -1,0 +1,861 @@
+//! `vmm run|restore|receive --gdb`: a gdb remote stub for VS-mode guests, every vCPU a gdb
+//! thread (`docs/gdb.md`).
+//!
+//! The stub runs on a thread of its own and stops the guest with the VM's pause state
+//! (`run/pause.rs`), the one the control socket uses: every hart instance (one per vCPU:
+//! `--gdb` needs as many as vCPUs) parks at an instruction boundary. gdb's model is
+//! all-stop: a stop of one vCPU (a breakpoint, Ctrl-C, a step) stops them all.
+//!
+//! - **Registers and memory.** A parked instance does jobs for the stub on its own thread
+//!   ([`PauseCtl::run_on`]): register and CSR reads and writes go through the hart's rules
+//!   as on `vmm machine` (`crate::gdb`). Memory is read and written in guest RAM by
+//!   guest-physical address (the stub walks no page tables; while the selected vCPU
+//!   translates, access is refused unless `monitor phys on`).
+//! - **Single step** ([`PauseCtl::step`]): the stepped vCPU runs one instruction (its exits
+//!   handled as in any run: a step onto an `ecall` completes the SBI call) while the others
+//!   stay parked, then parks again. A vCPU parked in a wait (WFI idle on a multiprocessor
+//!   VM, or an HSM-stopped vCPU waiting for `hart_start`) has no instruction to run: its
+//!   step ends where it is.
+//! - **Breakpoints** are kept here, never written into guest memory. While any is set,
+//!   every vCPU runs one instruction per call into its hart and compares its pc with them
+//!   before each ([`GuestVm::debug_chunk`]); the first vCPU to reach one records the stop
+//!   and asks every instance to park. After a `continue`, each vCPU executes its first
+//!   instruction even at a breakpoint (gdb steps the reporting vCPU off it itself).
+//! - **The run's end.** When the guest ends the run while a debugger is attached, gdb is
+//!   told the exit status; a `kill` ends the run with [`super::RunExit::Killed`].
+//!
+//! Stopping changes nothing the guest can see: time, counters and CTR cycle counts are
+//! virtual and advance with its instructions only.
+
+use std::collections::BTreeSet;
+use std::marker::PhantomData;
+use std::num::NonZeroUsize;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+
+use gdbstub::common::{Signal, Tid};
+use gdbstub::conn::ConnectionExt as _;
+use gdbstub::outputln;
+use gdbstub::stub::run_blocking::{BlockingEventLoop, Event, WaitForStopReasonError};
+use gdbstub::stub::{DisconnectReason, GdbStub, MultiThreadStopReason};
+use gdbstub::target::ext::base::multithread::{
+    MultiThreadBase, MultiThreadResume, MultiThreadResumeOps, MultiThreadSchedulerLocking,
+    MultiThreadSchedulerLockingOps, MultiThreadSingleStep, MultiThreadSingleStepOps,
+};
+use gdbstub::target::ext::base::single_register_access::{
+    SingleRegisterAccess, SingleRegisterAccessOps,
+};
+use gdbstub::target::ext::base::BaseOps;
+use gdbstub::target::ext::breakpoints::{
+    Breakpoints, BreakpointsOps, SwBreakpoint, SwBreakpointOps,
+};
+use gdbstub::target::ext::monitor_cmd::{ConsoleOutput, MonitorCmd, MonitorCmdOps};
+use gdbstub::target::ext::target_description_xml_override::{
+    TargetDescriptionXmlOverride, TargetDescriptionXmlOverrideOps,
+};
+use gdbstub::target::{Target, TargetError, TargetResult};
+use vcpu_api::Vcpu;
+use vm_memory::{Bytes, GuestAddress, GuestMemoryMmap};
+
+use super::pause::{InstanceView, ParkEnd, PauseCtl};
+use super::snapshot::VmCommon;
+use super::{ExitStats, GuestVm};
+use crate::error::Error;
+use crate::gdb::listen::{Connection, GdbListener, GdbOptions};
+use crate::gdb::{self, CoreRegs, GdbError, Reg, Rv64Vmm, MAX_MEMORY_XFER, PACKET_SIZE};
+
+/// errno EFAULT: what gdb is told for memory the stub cannot or will not reach.
+const EFAULT: u8 = 14;
+/// How long the stub waits for a parked vCPU to do a job, or for every vCPU to park.
+const JOB_LIMIT: Duration = Duration::from_secs(30);
+/// How often the stub looks at the connection and the VM while the guest runs.
+const POLL: Duration = Duration::from_millis(1);
+/// How often the stub looks for a debugger while none is attached.
+const ACCEPT_POLL: Duration = Duration::from_millis(50);
+
+/// Why the guest stopped on its own (not at the debugger's request).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum StopEvent {
+    /// vCPU `.0` reached a breakpoint.
+    Breakpoint(u64),
+}
+
+/// What the stub and the vCPU threads share.
+#[derive(Debug, Default)]
+pub(crate) struct GdbShared {
+    /// Whether any breakpoint is set (checked by the vCPUs before each run).
+    active: AtomicBool,
+    breakpoints: Mutex<BTreeSet<u64>>,
+    /// The first stop since the last resume.
+    stop: Mutex<Option<StopEvent>>,
+    /// The run's exit status once it has ended (`Some(None)`: it ended with an error).
+    finished: Mutex<Option<Option<u8>>>,
+    finished_cv: Condvar,
+}
+
+impl GdbShared {
+    fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+        m.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn is_breakpoint(&self, pc: u64) -> bool {
+        Self::lock(&self.breakpoints).contains(&pc)
+    }
+
+    fn set_breakpoint(&self, pc: u64, on: bool) -> bool {
+        let mut b = Self::lock(&self.breakpoints);
+        let changed = if on { b.insert(pc) } else { b.remove(&pc) };
+        self.active.store(!b.is_empty(), Ordering::SeqCst);
+        changed
+    }
+
+    fn clear_breakpoints(&self) {
+        Self::lock(&self.breakpoints).clear();
+        self.active.store(false, Ordering::SeqCst);
+    }
+
+    /// Records `event` unless a stop is already recorded.
+    fn record_stop(&self, event: StopEvent) {
+        Self::lock(&self.stop).get_or_insert(event);
+    }
+
+    fn take_stop(&self) -> Option<StopEvent> {
+        Self::lock(&self.stop).take()
+    }
+
+    /// The run has ended with exit status `code` (`None`: an error).
+    pub(crate) fn finish(&self, code: Option<u8>) {
+        *Self::lock(&self.finished) = Some(code);
+        self.finished_cv.notify_all();
+    }
+
+    fn finished(&self) -> Option<Option<u8>> {
+        *Self::lock(&self.finished)
+    }
+
+    /// Waits up to `limit` for the run's exit status.
+    fn wait_finished(&self, limit: Duration) -> Option<Option<u8>> {
+        let st = Self::lock(&self.finished);
+        let (st, _) = self
+            .finished_cv
+            .wait_timeout_while(st, limit, |f| f.is_none())
+            .unwrap_or_else(|e| e.into_inner());
+        *st
+    }
+}
+
+/// A vCPU thread's part of the debugger.
+#[derive(Debug)]
+pub(crate) struct VcpuDebug {
+    shared: Arc<GdbShared>,
+    /// Where the vCPU was when a `continue` let it go: it runs on from there even at a
+    /// breakpoint.
+    resumed_at: Option<u64>,
+}
+
+/// The stub's thread, kept by the first hart instance until the run ends.
+#[derive(Debug)]
+pub(crate) struct GdbThread {
+    shared: Arc<GdbShared>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl GdbThread {
+    /// The run has ended with `code`: the stub tells an attached debugger and ends (it is
+    /// given a moment to; a debugger that holds the guest stopped is not waited for).
+    pub(crate) fn finish(&mut self, code: Option<u8>) {
+        self.shared.finish(code);
+        if let Some(t) = self.thread.take() {
+            for _ in 0..100 {
+                if t.is_finished() {
+                    let _ = t.join();
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+}
+
+impl GuestVm {
+    /// Puts the VM under a gdb stub listening at `options.endpoint` (`--gdb`); with
+    /// `options.wait` every vCPU parks before its first instruction until a debugger
+    /// attaches. Needs one hart instance per vCPU (no `--pcpus` below `--vcpus`).
+    pub(crate) fn attach_gdb(&mut self, options: &GdbOptions) -> Result<(), Error> {
+        if self.sched.is_some() || self.secondaries.iter().any(|s| s.sched.is_some()) {
+            return Err(Error::Gdb(GdbError::Vm(
+                "--gdb needs a hart instance per vCPU: drop --pcpus (or make it --vcpus)".into(),
+            )));
+        }
+        let listener = GdbListener::bind(&options.endpoint)?;
+        let ctl = self.pause_ctl(false);
+        let shared = Arc::new(GdbShared::default());
+        self.debug = Some(VcpuDebug {
+            shared: shared.clone(),
+            resumed_at: None,
+        });
+        for vm in &mut self.secondaries {
+            vm.debug = Some(VcpuDebug {
+                shared: shared.clone(),
+                resumed_at: None,
+            });
+        }
+        if options.wait {
+            eprintln!("vmm: waiting for a debugger before the first instruction (--gdb-wait)");
+            ctl.request_pause()
+                .map_err(|e| Error::Gdb(GdbError::Vm(e)))?;
+        }
+        let stub = Stub {
+            ctl,
+            shared: shared.clone(),
+            mem: self.mem.clone(),
+            common: self.common(),
+            xml: gdb::target_xml(),
+        };
+        let thread = std::thread::Builder::new()
+            .name("gdb".into())
+            .spawn(move || stub.serve(&listener))
+            .map_err(|e| {
+                Error::Gdb(GdbError::Vm(format!("cannot start the stub's thread: {e}")))
+            })?;
+        self.gdb = Some(GdbThread {
+            shared,
+            thread: Some(thread),
+        });
+        Ok(())
+    }
+
+    /// Before a run of the hart: how many instructions it may run under a debugger (`chunk`
+    /// without one), or `None` when the vCPU is at a breakpoint (it has asked every instance
+    /// to park; the caller goes back to its pause point). `park`: how its last pause point
+    /// ended.
+    pub(super) fn debug_chunk(&mut self, park: ParkEnd, chunk: u64) -> Option<u64> {
+        let Some(debug) = self.debug.as_mut() else {
+            return Some(chunk);
+        };
+        let pc = Vcpu::pc(&self.hart);
+        match park {
+            ParkEnd::Step => return Some(1),
+            ParkEnd::Resumed => debug.resumed_at = Some(pc),
+            ParkEnd::NotParked => {}
+        }
+        if !debug.shared.active.load(Ordering::SeqCst) {
+            debug.resumed_at = None;
+            return Some(chunk);
+        }
+        // Until it has left the pc where it was resumed (a run may end before its first
+        // instruction), the vCPU does not stop at a breakpoint there.
+        if debug.resumed_at == Some(pc) {
+            return Some(1);
+        }
+        debug.resumed_at = None;
+        if debug.shared.is_breakpoint(pc) {
+            debug
+                .shared
+                .record_stop(StopEvent::Breakpoint(self.hart_id));
+            if let Some(link) = &self.pause {
+                let _ = link.ctl.request_pause();
+            }
+            return None;
+        }
+        Some(1)
+    }
+}
+
+/// The stub's side: what it needs of the VM while its vCPUs run on their threads.
+struct Stub {
+    ctl: Arc<PauseCtl>,
+    shared: Arc<GdbShared>,
+    mem: GuestMemoryMmap,
+    common: VmCommon,
+    xml: String,
+}
+
+impl Stub {
+    /// Waits for debuggers, one session at a time, until the run ends.
+    fn serve(self, listener: &GdbListener) {
+        let mut stub = self;
+        loop {
+            if stub.shared.finished().is_some() {
+                return;
+            }
+            match listener.accept(false) {
+                Ok(Some(conn)) => {
+                    if stub.session(conn) {
+                        return;
+                    }
+                }
+                Ok(None) => std::thread::sleep(ACCEPT_POLL),
+                Err(e) => {
+                    eprintln!("vmm: {e}; the stub stops listening");
+                    return;
+                }
+            }
+        }
+    }
+
+    /// One debugger session: stops the guest, serves the debugger, and lets the guest go
+    /// on when it detaches. `true` when the run has ended.
+    fn session(&mut self, conn: Connection) -> bool {
+        let stopped = if self.ctl.is_paused() {
+            self.ctl.wait_parked(false)
+        } else {
+            self.ctl.pause()
+        };
+        if let Err(e) = stopped {
+            eprintln!("vmm: debugger not attached: {e}");
+            return self.ctl.ended();
+        }
+        eprintln!("vmm: debugger attached");
+        let mut target = RunTarget {
+            stub: self,
+            step: None,
+            continues: Vec::new(),
+            locked: false,
+            running: Running::Stopped,
+            phys: false,
+            selected: 0,
+        };
+        let gdb = match GdbStub::<RunTarget<'_>, Connection>::builder(conn)
+            .packet_buffer_size(PACKET_SIZE)
+            .build()
+        {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("vmm: gdb stub: {e}");
+                self.release();
+                return false;
+            }
+        };
+        let result = gdb.run_blocking::<EventLoop<'_>>(&mut target);
+        let ended = match result {
+            Ok(DisconnectReason::Kill) => {
+                self.kill();
+                return true;
+            }
+            Ok(DisconnectReason::Disconnect) => {
+                eprintln!("vmm: debugger detached");
+                false
+            }
+            Ok(DisconnectReason::TargetExited(_) | DisconnectReason::TargetTerminated(_)) => true,
+            Err(e) => {
+                eprintln!("vmm: debugger session ended: {e}");
+                false
+            }
+        };
+        if !ended {
+            self.release();
+        }
+        ended || self.ctl.ended()
+    }
+
+    /// The debugger has gone: breakpoints go, and the guest runs on.
+    fn release(&self) {
+        self.shared.clear_breakpoints();
+        self.shared.take_stop();
+        if !self.ctl.ended() {
+            self.ctl.resume();
+        }
+    }
+
+    /// The debugger killed the guest: the run ends ([`super::RunExit::Killed`]).
+    fn kill(&self) {
+        self.shared.clear_breakpoints();
+        self.common.input.killed();
+        self.ctl.end_parked();
+    }
+
+    /// `f` done on vCPU `vcpu`'s thread (it is parked), its result.
+    fn on_vcpu<R: Send + 'static>(
+        &self,
+        vcpu: usize,
+        f: impl FnOnce(&mut GuestVm) -> R + Send + 'static,
+    ) -> Result<R, String> {
+        let (tx, rx) = mpsc::sync_channel(1);
+        self.ctl.run_on(
+            vcpu,
+            Box::new(move |vm: &mut GuestVm| {
+                let _ = tx.send(f(vm));
+            }),
+        )?;
+        rx.recv_timeout(JOB_LIMIT).map_err(|_| {
+            format!(
+                "vCPU {vcpu} did not answer within {} s",
+                JOB_LIMIT.as_secs()
+            )
+        })
+    }
+
+    /// `f` of what every parked instance handed over.
+    fn with_views<R>(&self, f: impl FnOnce(&[&InstanceView]) -> R) -> Option<R> {
+        self.ctl.with_views(f)
+    }
+}
+
+/// What the guest does between two stops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Running {
+    Stopped,
+    Continue,
+    /// vCPU `.0` runs one instruction.
+    Step(usize),
+}
+
+/// The VM as `gdbstub` sees it during a session.
+struct RunTarget<'a> {
+    stub: &'a mut Stub,
+    /// The vCPU the next resume steps (`vCont;s:N`), if any.
+    step: Option<usize>,
+    /// The vCPUs the next resume continues (`vCont;c:N`; `None`: all).
+    continues: Vec<usize>,
+    /// Scheduler locking: the next resume runs only the vCPUs it names.
+    locked: bool,
+    running: Running,
+    /// `monitor phys on`.
+    phys: bool,
+    /// The vCPU gdb last named (for `monitor ctr`).
+    selected: usize,
+}
+
+/// gdb thread ids are vCPU ids + 1 (0 is not a thread id).
+fn tid(vcpu: usize) -> Tid {
+    NonZeroUsize::new(vcpu + 1).unwrap_or(NonZeroUsize::MIN)
+}
+
+fn vcpu_of(tid: Tid) -> usize {
+    tid.get() - 1
+}
+
+impl RunTarget<'_> {
+    fn on_vcpu<R: Send + 'static>(
+        &mut self,
+        tid: Tid,
+        f: impl FnOnce(&mut GuestVm) -> R + Send + 'static,
+    ) -> Result<R, TargetError<GdbError>> {
+        let vcpu = vcpu_of(tid);
+        self.selected = vcpu;
+        self.stub.on_vcpu(vcpu, f).map_err(|e| {
+            eprintln!("vmm: gdb stub: {e}");
+            TargetError::NonFatal
+        })
+    }
+
+    /// Memory at guest-physical addresses may be accessed for vCPU `tid`: it does not
+    /// translate now, or `monitor phys on`.
+    fn check_physical(&mut self, tid: Tid) -> Result<(), TargetError<GdbError>> {
+        if self.phys || self.on_vcpu(tid, |vm| gdb::translation_off(&vm.hart))? {
+            Ok(())
+        } else {
+            Err(TargetError::Errno(EFAULT))
+        }
+    }
+
+    /// Whether every instance has parked again after a step or a stop request.
+    fn all_parked(&self) -> bool {
+        self.stub.ctl.all_parked()
+    }
+
+    /// The end of the run as gdb's stop reason, once the run's status is known.
+    fn end_reason(&self) -> MultiThreadStopReason<u64> {
+        match self.stub.shared.wait_finished(JOB_LIMIT) {
+            Some(Some(code)) => MultiThreadStopReason::Exited(code),
+            _ => MultiThreadStopReason::Terminated(Signal::SIGABRT),
+        }
+    }
+
+    /// Runs nothing itself: looks whether the guest has stopped. `None`: still running.
+    fn poll(&mut self) -> Option<MultiThreadStopReason<u64>> {
+        if self.stub.ctl.ended() {
+            self.running = Running::Stopped;
+            return Some(self.end_reason());
+        }
+        match self.running {
+            Running::Stopped => Some(MultiThreadStopReason::Signal(Signal::SIGTRAP)),
+            Running::Step(vcpu) => {
+                if !self.all_parked() {
+                    return None;
+                }
+                self.running = Running::Stopped;
+                Some(MultiThreadStopReason::SignalWithThread {
+                    tid: tid(vcpu),
+                    signal: Signal::SIGTRAP,
+                })
+            }
+            Running::Continue => {
+                let event = self.stub.shared.take_stop()?;
+                if let Err(e) = self.stub.ctl.wait_parked(false) {
+                    eprintln!("vmm: gdb stub: {e}");
+                    self.running = Running::Stopped;
+                    return Some(self.end_reason());
+                }
+                self.running = Running::Stopped;
+                match event {
+                    StopEvent::Breakpoint(vcpu) => {
+                        let vcpu = vcpu as usize;
+                        self.selected = vcpu;
+                        Some(MultiThreadStopReason::SwBreak(tid(vcpu)))
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Target for RunTarget<'_> {
+    type Arch = Rv64Vmm;
+    type Error = GdbError;
+
+    fn base_ops(&mut self) -> BaseOps<'_, Self::Arch, Self::Error> {
+        BaseOps::MultiThread(self)
+    }
+
+    fn support_breakpoints(&mut self) -> Option<BreakpointsOps<'_, Self>> {
+        Some(self)
+    }
+
+    fn support_monitor_cmd(&mut self) -> Option<MonitorCmdOps<'_, Self>> {
+        Some(self)
+    }
+
+    fn support_target_description_xml_override(
+        &mut self,
+    ) -> Option<TargetDescriptionXmlOverrideOps<'_, Self>> {
+        Some(self)
+    }
+}
+
+impl MultiThreadBase for RunTarget<'_> {
+    fn read_registers(&mut self, regs: &mut CoreRegs, tid: Tid) -> TargetResult<(), Self> {
+        *regs = self.on_vcpu(tid, |vm| gdb::core_regs(&vm.hart))?;
+        Ok(())
+    }
+
+    fn write_registers(&mut self, regs: &CoreRegs, tid: Tid) -> TargetResult<(), Self> {
+        let regs = regs.clone();
+        self.on_vcpu(tid, move |vm| gdb::set_core_regs(&mut vm.hart, &regs))
+    }
+
+    fn support_single_register_access(&mut self) -> Option<SingleRegisterAccessOps<'_, Tid, Self>> {
+        Some(self)
+    }
+
+    fn read_addrs(&mut self, start: u64, data: &mut [u8], tid: Tid) -> TargetResult<usize, Self> {
+        self.check_physical(tid)?;
+        if data.len() > MAX_MEMORY_XFER {
+            return Err(TargetError::Errno(EFAULT));
+        }
+        self.stub
+            .mem
+            .read(data, GuestAddress(start))
+            .map_err(|_| TargetError::Errno(EFAULT))
+    }
+
+    fn write_addrs(&mut self, start: u64, data: &[u8], tid: Tid) -> TargetResult<(), Self> {
+        self.check_physical(tid)?;
+        if data.len() > PACKET_SIZE {
+            return Err(TargetError::Errno(EFAULT));
+        }
+        // All or nothing: the whole range must be RAM. Translated blocks and the decode
+        // caches check guest code against RAM, so a write to code needs no invalidation.
+        self.stub
+            .mem
+            .write_slice(data, GuestAddress(start))
+            .map_err(|_| TargetError::Errno(EFAULT))
+    }
+
+    fn list_active_threads(
+        &mut self,
+        thread_is_active: &mut dyn FnMut(Tid),
+    ) -> Result<(), Self::Error> {
+        for vcpu in 0..self.stub.ctl.instances() {
+            thread_is_active(tid(vcpu));
+        }
+        Ok(())
+    }
+
+    fn support_resume(&mut self) -> Option<MultiThreadResumeOps<'_, Self>> {
+        Some(self)
+    }
+}
+
+impl SingleRegisterAccess<Tid> for RunTarget<'_> {
+    fn read_register(&mut self, tid: Tid, reg: Reg, buf: &mut [u8]) -> TargetResult<usize, Self> {
+        match self.on_vcpu(tid, move |vm| gdb::read_reg(&vm.hart, reg))? {
+            Some(v) => {
+                let dst = buf.get_mut(..8).ok_or(TargetError::NonFatal)?;
+                dst.copy_from_slice(&v.to_le_bytes());
+                Ok(8)
+            }
+            // Unavailable: gdb shows it so.
+            None => Ok(0),
+        }
+    }
+
+    fn write_register(&mut self, tid: Tid, reg: Reg, val: &[u8]) -> TargetResult<(), Self> {
+        let val = val.to_vec();
+        self.on_vcpu(tid, move |vm| gdb::write_reg(&mut vm.hart, reg, &val))?
+            .map_err(|_| TargetError::NonFatal)
+    }
+}
+
+impl MultiThreadResume for RunTarget<'_> {
+    fn resume(&mut self) -> Result<(), Self::Error> {
+        self.stub.shared.take_stop();
+        let locked = std::mem::take(&mut self.locked);
+        let continues = std::mem::take(&mut self.continues);
+        match self.step.take() {
+            // The other vCPUs stay parked while one steps (as with gdb's `set
+            // scheduler-locking step`).
+            Some(vcpu) => {
+                self.stub.ctl.step(vcpu).map_err(GdbError::Vm)?;
+                self.running = Running::Step(vcpu);
+            }
+            // Scheduler locking (gdb steps a RISC-V thread with a breakpoint after the
+            // instruction and a `continue` of that thread alone): the others stay parked.
+            None if locked => {
+                self.stub
+                    .ctl
+                    .resume_only(&continues)
+                    .map_err(GdbError::Vm)?;
+                self.running = Running::Continue;
+            }
+            None => {
+                self.stub.ctl.resume();
+                self.running = Running::Continue;
+            }
+        }
+        Ok(())
+    }
+
+    fn clear_resume_actions(&mut self) -> Result<(), Self::Error> {
+        self.step = None;
+        self.continues.clear();
+        self.locked = false;
+        Ok(())
+    }
+
+    fn set_resume_action_continue(
+        &mut self,
+        tid: Tid,
+        _signal: Option<Signal>,
+    ) -> Result<(), Self::Error> {
+        // Signals are dropped (a VM has none).
+        let vcpu = vcpu_of(tid);
+        if vcpu < self.stub.ctl.instances() && !self.continues.contains(&vcpu) {
+            self.continues.push(vcpu);
+        }
+        Ok(())
+    }
+
+    fn support_single_step(&mut self) -> Option<MultiThreadSingleStepOps<'_, Self>> {
+        Some(self)
+    }
+
+    fn support_scheduler_locking(&mut self) -> Option<MultiThreadSchedulerLockingOps<'_, Self>> {
+        Some(self)
+    }
+}
+
+impl MultiThreadSchedulerLocking for RunTarget<'_> {
+    fn set_resume_action_scheduler_lock(&mut self) -> Result<(), Self::Error> {
+        self.locked = true;
+        Ok(())
+    }
+}
+
+impl MultiThreadSingleStep for RunTarget<'_> {
+    fn set_resume_action_step(
+        &mut self,
+        tid: Tid,
+        _signal: Option<Signal>,
+    ) -> Result<(), Self::Error> {
+        self.step = Some(vcpu_of(tid));
+        Ok(())
+    }
+}
+
+impl Breakpoints for RunTarget<'_> {
+    fn support_sw_breakpoint(&mut self) -> Option<SwBreakpointOps<'_, Self>> {
+        Some(self)
+    }
+}
+
+impl SwBreakpoint for RunTarget<'_> {
+    fn add_sw_breakpoint(&mut self, addr: u64, _kind: usize) -> TargetResult<bool, Self> {
+        self.stub.shared.set_breakpoint(addr, true);
+        Ok(true)
+    }
+
+    fn remove_sw_breakpoint(&mut self, addr: u64, _kind: usize) -> TargetResult<bool, Self> {
+        Ok(self.stub.shared.set_breakpoint(addr, false))
+    }
+}
+
+impl TargetDescriptionXmlOverride for RunTarget<'_> {
+    fn target_description_xml(
+        &self,
+        annex: &[u8],
+        offset: u64,
+        length: usize,
+        buf: &mut [u8],
+    ) -> TargetResult<usize, Self> {
+        if annex != b"target.xml" {
+            return Err(TargetError::NonFatal);
+        }
+        Ok(gdb::xfer(&self.stub.xml, offset, length, buf))
+    }
+}
+
+/// `monitor help` lists these.
+const MONITOR_HELP: &str = "\
+monitor help            this list
+monitor ctr [N]         vCPU N's CTR records (default: the thread gdb last named), oldest
+                        first: SRC -> DST TYPE cycles
+monitor exits           the exits to the VMM so far (the --stats table)
+monitor snapshot FILE   write a snapshot of the stopped VM to FILE (for vmm restore)
+monitor phys on|off     memory access physical even while the vCPU translates (default off:
+                        refused with an error while vsatp/hgatp translate)
+monitor insns           instructions executed so far, per vCPU";
+
+impl MonitorCmd for RunTarget<'_> {
+    fn handle_monitor_cmd(
+        &mut self,
+        cmd: &[u8],
+        mut out: ConsoleOutput<'_>,
+    ) -> Result<(), Self::Error> {
+        let cmd = String::from_utf8_lossy(cmd);
+        let words: Vec<&str> = cmd.split_whitespace().collect();
+        match words.as_slice() {
+            [] | ["help"] => outputln!(out, "{MONITOR_HELP}"),
+            ["ctr"] | ["ctr", _] => {
+                let vcpu = match words.get(1).map(|w| w.parse::<usize>()) {
+                    None => self.selected,
+                    Some(Ok(n)) if n < self.stub.ctl.instances() => n,
+                    Some(_) => {
+                        outputln!(out, "no vCPU {}", words[1]);
+                        return Ok(());
+                    }
+                };
+                match self.stub.on_vcpu(vcpu, |vm| {
+                    let ctx = vm.ctr.context(&vm.hart);
+                    gdb::ctr_context_listing(&ctx, vm.ctr.is_loaded())
+                }) {
+                    Ok(listing) => {
+                        outputln!(out, "vCPU {vcpu}:");
+                        for line in listing.lines() {
+                            outputln!(out, "{line}");
+                        }
+                    }
+                    Err(e) => outputln!(out, "{e}"),
+                }
+            }
+            ["exits"] => {
+                let table = self.stub.with_views(|views| {
+                    let mut all = ExitStats::default();
+                    for v in views {
+                        all.merge(&v.stats);
+                    }
+                    all.table()
+                });
+                for line in table.unwrap_or_default().lines() {
+                    outputln!(out, "{line}");
+                }
+            }
+            ["snapshot", path] => {
+                let path = std::path::PathBuf::from(path);
+                let written = match crate::snapshot::check_target(&path) {
+                    Err(e) => Err(e.to_string()),
+                    Ok(()) => self
+                        .stub
+                        .with_views(|views| {
+                            let vcpus = super::api::saved_vcpus(views);
+                            self.stub.common.write_snapshot(&path, vcpus)
+                        })
+                        .ok_or_else(|| "the VM has ended".to_string())
+                        .and_then(|r| r.map_err(|e| e.to_string())),
+                };
+                match written {
+                    Ok(bytes) => outputln!(
+                        out,
+                        "snapshot written to {} ({bytes} bytes)",
+                        path.display()
+                    ),
+                    Err(e) => outputln!(out, "snapshot failed: {e}"),
+                }
+            }
+            ["snapshot"] => outputln!(out, "monitor snapshot FILE"),
+            ["phys", "on"] => {
+                self.phys = true;
+                outputln!(out, "memory access is physical");
+            }
+            ["phys", "off"] => {
+                self.phys = false;
+                outputln!(
+                    out,
+                    "memory access follows the vCPU (physical only while it does not translate)"
+                );
+            }
+            ["phys"] => outputln!(out, "phys is {}", if self.phys { "on" } else { "off" }),
+            ["insns"] => {
+                let counts = self.stub.with_views(|views| {
+                    views
+                        .iter()
+                        .flat_map(|v| v.vcpus.iter())
+                        .map(|v| (v.id, v.executed))
+                        .collect::<Vec<_>>()
+                });
+                for (id, n) in counts.unwrap_or_default() {
+                    outputln!(out, "vCPU {id}: {n}");
+                }
+            }
+            _ => outputln!(
+                out,
+                "unknown monitor command {cmd:?}; monitor help lists them"
+            ),
+        }
+        Ok(())
+    }
+}
+
+/// The stub's event loop: the guest runs on its own threads; this one watches the
+/// connection and the VM.
+struct EventLoop<'a>(PhantomData<&'a ()>);
+
+impl<'a> BlockingEventLoop for EventLoop<'a> {
+    type Target = RunTarget<'a>;
+    type Connection = Connection;
+    type StopReason = MultiThreadStopReason<u64>;
+
+    fn wait_for_stop_reason(
+        target: &mut RunTarget<'a>,
+        conn: &mut Connection,
+    ) -> Result<Event<Self::StopReason>, WaitForStopReasonError<GdbError, std::io::Error>> {
+        loop {
+            if conn
+                .peek()
+                .map_err(WaitForStopReasonError::Connection)?
+                .is_some()
+            {
+                let byte = conn.read().map_err(WaitForStopReasonError::Connection)?;
+                return Ok(Event::IncomingData(byte));
+            }
+            if let Some(stop) = target.poll() {
+                return Ok(Event::TargetStopped(stop));
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+
+    fn on_interrupt(target: &mut RunTarget<'a>) -> Result<Option<Self::StopReason>, GdbError> {
+        if let Err(e) = target.stub.ctl.pause() {
+            eprintln!("vmm: gdb stub: {e}");
+            return Ok(Some(target.end_reason()));
+        }
+        target.running = Running::Stopped;
+        Ok(Some(MultiThreadStopReason::SignalWithThread {
+            tid: tid(target.selected),
+            signal: Signal::SIGINT,
+        }))
+    }
+}
