@@ -809,7 +809,7 @@ fn report(result: Result<(RunExit, runner::RunStats), vmm::Error>, stats_wanted:
 /// What `vmm restore` and `vmm receive` run a VM with.
 fn restore_config(vm: &VmArgs, paused: bool) -> runner::snapshot::RestoreConfig {
     runner::snapshot::RestoreConfig {
-        host_ctr_depths: vm.host_ctr_depths.clone(),
+        host_ctr_depths: vm.host_ctr_depths,
         max_insns: vm.max_insns,
         timeout: vm.timeout,
         trace: vm.trace.on(),
