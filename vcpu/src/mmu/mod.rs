@@ -11,6 +11,9 @@
 //! TLB entries are tagged with the virtual page number and a translation context (effective
 //! privilege, virtualization mode, SUM and MXR of both levels), so privilege changes need no
 //! flush; `satp`, `vsatp` and `hgatp` writes, SFENCE.VMA and HFENCE flush everything.
+//!
+//! A debugger translates with `Hart::debug_translate` (`Vcpu::debug_translate`): the same
+//! walk without A/D updates, permission checks or TLB fills.
 
 use std::sync::atomic::Ordering;
 
@@ -20,7 +23,7 @@ use crate::hypervisor::{
     tinst, HGATP_MODE_SV39X4, HGATP_MODE_SV48X4, HGATP_MODE_SV57X4, HGATP_PPN, MSTATUS_MPV,
 };
 use crate::trap::{cause, Exception};
-use vcpu_api::MmioAccess;
+use vcpu_api::{DebugAccess, DebugTranslateError, MmioAccess};
 
 pub(crate) mod tlb;
 pub(crate) use tlb::{Access, Tlb, TLB_SIZE};
@@ -253,12 +256,58 @@ impl Hart {
                 return Err(kind.page_fault(va));
             }
             return self
-                .walk(stage, va, kind, false)
+                .walk::<false>(stage, va, kind, false)
                 .map_err(|f| f.exception(kind, va, false));
         }
         let gpa = self.vs_stage(va, kind, mode)?;
-        self.g_stage(gpa, kind, None, mode.hlvx)
+        self.g_stage::<false>(gpa, kind, None, mode.hlvx)
             .map_err(|f| f.exception(kind, va, true))
+    }
+
+    /// A debugger's translation of `va` (see `Vcpu::debug_translate`): as `translate` in the
+    /// mode the hart's own access of `kind` would use, minus the leaf permission checks, the
+    /// A/D updates and the TLB fill; nothing in the hart or its memory changes. PTEs with
+    /// PBMT or N set (bits 62:61, 63) are invalid here as in the hardware walk: the hart
+    /// implements neither Svpbmt nor Svnapot.
+    pub(crate) fn debug_translate_va(
+        &self,
+        va: u64,
+        kind: DebugAccess,
+    ) -> Result<u64, DebugTranslateError> {
+        let (access, mode) = match kind {
+            DebugAccess::Fetch => (Access::Fetch, self.fetch_mode()),
+            DebugAccess::Load => (Access::Load, self.data_mode()),
+            DebugAccess::Store => (Access::Store, self.data_mode()),
+        };
+        if mode.prv == PrivilegeMode::Machine {
+            return Ok(va);
+        }
+        let error = |f: Fault| match f {
+            Fault::Page => DebugTranslateError::PageFault { vaddr: va },
+            Fault::Access => DebugTranslateError::AccessFault { vaddr: va },
+            Fault::GuestPage { gpa, .. } => DebugTranslateError::GuestPageFault { vaddr: va, gpa },
+        };
+        // The first stage: satp (V=0) or vsatp (V=1). Permissions are not checked, so the
+        // privilege, SUM and MXR given here do not matter.
+        let atp = if mode.virt {
+            self.csr.h.vsatp
+        } else {
+            self.csr.satp
+        };
+        let pa = match Stage::from_atp(atp, mode.prv, false, false, false) {
+            None => va,
+            Some(stage) => {
+                if !stage.canonical(va) {
+                    return Err(DebugTranslateError::PageFault { vaddr: va });
+                }
+                self.walk::<true>(stage, va, access, mode.virt)
+                    .map_err(error)?
+            }
+        };
+        if !mode.virt {
+            return Ok(pa);
+        }
+        self.g_stage::<true>(pa, access, None, false).map_err(error)
     }
 
     /// The VS-stage of a V=1 translation: `va` to its guest physical address (`vsatp`; the
@@ -283,7 +332,7 @@ impl Hart {
                 if !stage.canonical(va) {
                     return Err(kind.page_fault(va).with_gva());
                 }
-                self.walk(stage, va, kind, true)
+                self.walk::<false>(stage, va, kind, true)
                     .map_err(|f| f.exception(kind, va, true))
             }
         }
@@ -292,8 +341,9 @@ impl Hart {
     /// G-stage translation of `gpa` (H extension, "Guest Physical Address Translation").
     /// `implicit` is `Some(write)` for the accesses VS-stage translation makes to its page
     /// tables: they are checked as implicit loads/stores and report pseudoinstructions.
-    fn g_stage(
-        &mut self,
+    /// `DEBUG`: a debugger's walk (see `walk`).
+    fn g_stage<const DEBUG: bool>(
+        &self,
         gpa: u64,
         kind: Access,
         implicit: Option<bool>,
@@ -329,16 +379,21 @@ impl Hart {
             mxr,
             hlvx: hlvx && implicit.is_none(),
         };
-        self.walk(stage, gpa, perm, false).map_err(|f| match f {
-            Fault::Page => guest_page,
-            other => other,
-        })
+        self.walk::<DEBUG>(stage, gpa, perm, false)
+            .map_err(|f| match f {
+                Fault::Page => guest_page,
+                other => other,
+            })
     }
 
     /// One page-table walk (privileged spec 4.3.2). `vs_stage` means the table addresses are
     /// guest physical and go through the G-stage first.
-    fn walk(
-        &mut self,
+    ///
+    /// `DEBUG` makes it a debugger's walk, without side effects: the leaf's permission bits
+    /// (R/W/X/U, SUM, MXR) are not checked and A/D bits are not updated (validity still is).
+    /// A const parameter, so that the hardware walk compiles as if the flag did not exist.
+    fn walk<const DEBUG: bool>(
+        &self,
         stage: Stage,
         addr: u64,
         kind: Access,
@@ -356,7 +411,7 @@ impl Hart {
                 let vpn = (addr >> (12 + 9 * level)) & ((1 << bits) - 1);
                 let pte_gpa = a + vpn * 8;
                 let pte_pa = if vs_stage {
-                    self.g_stage(pte_gpa, kind, Some(false), false)?
+                    self.g_stage::<DEBUG>(pte_gpa, kind, Some(false), false)?
                 } else {
                     pte_gpa
                 };
@@ -380,7 +435,7 @@ impl Hart {
                     a = ppn << 12;
                     continue;
                 }
-                if !stage.permits(pte, kind) {
+                if !DEBUG && !stage.permits(pte, kind) {
                     return Err(Fault::Page);
                 }
                 // Superpages must be aligned.
@@ -390,9 +445,9 @@ impl Hart {
                 // Hardware A/D update, atomically with respect to other harts. For the VS
                 // stage the update is an implicit store, checked by the G-stage as such.
                 let want = PTE_A | if kind == Access::Store { PTE_D } else { 0 };
-                if pte & want != want {
+                if !DEBUG && pte & want != want {
                     if vs_stage {
-                        self.g_stage(pte_gpa, kind, Some(true), false)?;
+                        self.g_stage::<false>(pte_gpa, kind, Some(true), false)?;
                     }
                     let cell = self.ram.atomic64(pte_off);
                     if cell
