@@ -1,7 +1,7 @@
 //! A fake vCPU for unit tests of code above the boundary (`ctr-virt`, `pmu-virt`, a VMM's
 //! exit handlers): registers and a map of hypervisor-level CSRs, with no WARL rules and no
 //! execution. [`Vcpu::run`] returns the exits queued with [`FakeVcpu::push_exit`], then
-//! [`VcpuExit::BudgetExhausted`].
+//! [`VcpuExit::BudgetExhausted`]. It has no MMU: [`Vcpu::debug_translate`] is the identity.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -9,7 +9,7 @@ use std::sync::Arc;
 use crate::ctr::{CtrConfig, CtrEntry};
 use crate::exit::{StopHandle, VcpuExit};
 use crate::smp::HartMailbox;
-use crate::vcpu::{CsrError, GuestTraps, PrivilegeMode, Vcpu};
+use crate::vcpu::{CsrError, DebugAccess, DebugTranslateError, GuestTraps, PrivilegeMode, Vcpu};
 
 /// See the module documentation.
 #[derive(Debug, Default)]
@@ -173,6 +173,10 @@ impl Vcpu for FakeVcpu {
             .copied()
             .unwrap_or_default()
     }
+    /// The fake vCPU has no MMU: every address translates to itself, for every kind.
+    fn debug_translate(&self, vaddr: u64, _kind: DebugAccess) -> Result<u64, DebugTranslateError> {
+        Ok(vaddr)
+    }
 }
 
 #[cfg(test)]
@@ -192,6 +196,32 @@ mod tests {
         );
         assert_eq!(v.set_host_csr(csr::VSISELECT, 0x201), Ok(()));
         assert_eq!(v.host_csr(csr::VSISELECT), Ok(0x201));
+    }
+
+    #[test]
+    fn debug_translate_is_the_identity() {
+        let v = FakeVcpu::default();
+        for kind in [DebugAccess::Fetch, DebugAccess::Load, DebugAccess::Store] {
+            assert_eq!(
+                v.debug_translate(0xffff_ffc0_1234_5678, kind),
+                Ok(0xffff_ffc0_1234_5678)
+            );
+        }
+    }
+
+    #[test]
+    fn debug_translate_errors_name_the_addresses() {
+        let e = DebugTranslateError::GuestPageFault {
+            vaddr: 0x1000,
+            gpa: 0x8020_0000,
+        };
+        assert_eq!(
+            e.to_string(),
+            "no valid G-stage mapping for guest physical address 0x80200000 \
+             (translating 0x1000; guest-page fault)"
+        );
+        let e = DebugTranslateError::PageFault { vaddr: 0x4000 };
+        assert!(e.to_string().contains("0x4000"));
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! - [`ctr`]: Control Transfer Records configuration, entries, transfer types, cycle counts.
 //! - [`pmu`]: the event catalog and the draft extensions' CSR numbers.
 //! - [`zicsr`]: decoding and emulating a trapped CSR instruction.
+//! - [`insn`]: which memory a (not yet executed) instruction accesses, for watchpoints.
 //! - [`SharedClock`], [`HartMailbox`]: cross-thread plumbing of a multi-vCPU machine.
 //! - [`fake`]: a fake vCPU for unit tests.
 //!
@@ -20,6 +21,7 @@ pub mod csr;
 pub mod ctr;
 mod exit;
 pub mod fake;
+pub mod insn;
 pub mod pmu;
 mod smp;
 pub mod trap;
@@ -28,7 +30,10 @@ pub mod zicsr;
 
 pub use exit::{GuestTrap, MmioAccess, StopHandle, VcpuExit};
 pub use smp::{HartMailbox, SharedClock};
-pub use vcpu::{CsrError, GuestTraps, PrivilegeMode, StateError, TraceRange, Vcpu, VcpuState};
+pub use vcpu::{
+    CsrError, DebugAccess, DebugTranslateError, GuestTraps, PrivilegeMode, StateError, TraceRange,
+    Vcpu, VcpuState,
+};
 
 /// Frequency of `mtime`/`time` in Hz (the same timebase as QEMU's `virt` board).
 pub const TIMEBASE_HZ: u64 = 10_000_000;

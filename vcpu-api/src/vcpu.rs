@@ -100,6 +100,49 @@ impl TraceRange {
     }
 }
 
+/// The kind of access [`Vcpu::debug_translate`] translates for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DebugAccess {
+    /// An instruction fetch (the hart's current privilege and virtualization mode).
+    Fetch,
+    /// A load (with `mstatus.MPRV`/`MPV` applied as the hart's own loads apply them).
+    Load,
+    /// A store (with `mstatus.MPRV`/`MPV` applied as the hart's own stores apply them).
+    Store,
+}
+
+/// Why [`Vcpu::debug_translate`] found no mapping: the analogue of the fault the access
+/// would raise (without the permission checks the debugger bypasses).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DebugTranslateError {
+    /// The address is not canonical, or the first-stage (`satp`/`vsatp`) walk found an
+    /// invalid or malformed page-table entry: a page fault.
+    #[error("no valid page-table mapping for virtual address {vaddr:#x} (page fault)")]
+    PageFault {
+        /// The virtual address translated.
+        vaddr: u64,
+    },
+    /// The G-stage (`hgatp`) has no valid mapping for guest physical address `gpa`: either
+    /// the translated address or one of the VS-stage page-table entries read on the way (a
+    /// guest-page fault).
+    #[error(
+        "no valid G-stage mapping for guest physical address {gpa:#x} \
+         (translating {vaddr:#x}; guest-page fault)"
+    )]
+    GuestPageFault {
+        /// The virtual address translated.
+        vaddr: u64,
+        /// The guest physical address the G-stage could not translate.
+        gpa: u64,
+    },
+    /// A page-table entry on the walk lies outside the hart's RAM (an access fault).
+    #[error("a page-table entry for virtual address {vaddr:#x} is outside RAM (access fault)")]
+    AccessFault {
+        /// The virtual address translated.
+        vaddr: u64,
+    },
+}
+
 /// A virtual CPU as a VMM sees it (see the module documentation).
 pub trait Vcpu {
     /// Run the guest until an exit; at most `budget` instructions.
@@ -196,6 +239,21 @@ pub trait Vcpu {
     fn set_trace(&mut self, _on: bool) {}
     /// Limit tracing to these instructions ([`TraceRange`]).
     fn set_trace_range(&mut self, _range: TraceRange) {}
+    /// Translates `vaddr` as an access of `kind` by the hart's current mode would, for a
+    /// debugger: `satp` when V=0, the VS-stage (`vsatp`, its page tables read through the
+    /// G-stage) then the G-stage (`hgatp`) when V=1; loads and stores apply `mstatus.MPRV`
+    /// and `MPV` as the hart's own loads and stores do. M-mode and Bare translate to
+    /// `vaddr` itself.
+    ///
+    /// The result is an address in the hart's physical memory (for V=1 after the G-stage);
+    /// whether anything is there is the caller's to check.
+    ///
+    /// Without side effects: no A/D bit updates, no TLB fill, no counters or events, no trap.
+    /// A debugger may look where the mode may not: a valid leaf mapping is enough, its R, W,
+    /// X and U permission bits (of either stage) are ignored; validity (V, the reserved
+    /// W-without-R encoding, reserved bits, superpage alignment, canonical addresses) is
+    /// checked as the hardware walk checks it. `Err` names the fault the access would raise.
+    fn debug_translate(&self, vaddr: u64, kind: DebugAccess) -> Result<u64, DebugTranslateError>;
 }
 
 /// Saving and restoring a vCPU's whole architectural state: registers, CSRs, counters and

@@ -17,7 +17,8 @@ use std::sync::Arc;
 
 use vcpu_api::ctr::{CtrConfig, CtrEntry};
 use vcpu_api::{
-    CsrError, GuestTraps, HartMailbox, StateError, StopHandle, Vcpu, VcpuExit, VcpuState,
+    CsrError, DebugAccess, DebugTranslateError, GuestTraps, HartMailbox, StateError, StopHandle,
+    Vcpu, VcpuExit, VcpuState,
 };
 
 use crate::hart::{Hart, HartError, PrivilegeMode};
@@ -81,6 +82,9 @@ impl Hart {
 }
 
 impl Vcpu for Hart {
+    fn debug_translate(&self, vaddr: u64, kind: DebugAccess) -> Result<u64, DebugTranslateError> {
+        self.debug_translate_va(vaddr, kind)
+    }
     fn run(&mut self, budget: u64) -> VcpuExit {
         Hart::run(self, budget)
     }
