@@ -103,6 +103,10 @@ enum CtlCommand {
         /// The vCPU (default 0)
         #[arg(default_value_t = 0)]
         vcpu: u64,
+        /// Name the records' addresses `function+0xoff` with the guest's symbols, an ELF
+        /// file or a System.map (with --json: `source_symbol` and `target_symbol` fields)
+        #[arg(long, value_name = "FILE")]
+        symbols: Option<PathBuf>,
     },
     /// Move the VM to the `vmm receive` at ADDR (unix:PATH or tcp:HOST:PORT)
     Migrate {
@@ -189,6 +193,7 @@ fn parse_u64(s: &str) -> Result<u64, String> {
         .display_order(11)),
     mut_arg("trace", |a| a.display_order(12)),
     mut_arg("trace_exits", |a| a.display_order(13)),
+    mut_arg("symbols", |a| a.display_order(14)),
 )]
 struct ReceiveArgs {
     /// Where to wait for the VM: unix:PATH or tcp:HOST:PORT (port 0: any, printed on stderr)
@@ -237,6 +242,7 @@ fn parse_endpoint(s: &str) -> Result<runner::migrate::Endpoint, String> {
         .display_order(11)),
     mut_arg("trace", |a| a.display_order(12)),
     mut_arg("trace_exits", |a| a.display_order(13)),
+    mut_arg("symbols", |a| a.display_order(14)),
 )]
 struct RestoreArgs {
     /// The snapshot file.
@@ -268,6 +274,7 @@ struct RestoreArgs {
     mut_arg("stats", |a| a.display_order(23)),
     mut_arg("trace", |a| a.display_order(24)),
     mut_arg("trace_exits", |a| a.display_order(25)),
+    mut_arg("symbols", |a| a.display_order(26)),
 )]
 struct RunArgs {
     /// The kernel: an RV64 ELF executable or a Linux riscv64 Image. Without it, the
@@ -431,6 +438,12 @@ struct VmArgs {
     /// `trace-exits` request switches it on and off while the guest runs.
     #[arg(long, value_name = "FILTER", num_args = 0..=1, require_equals = true, default_missing_value = "all", value_parser = parse_trace_exits)]
     trace_exits: Option<u32>,
+
+    /// The guest's symbols, an ELF file or a System.map: the pc of each --trace-exits line
+    /// is followed by `<function+0xoff>` when a function covers it. Not taken from the
+    /// kernel by default (a Linux Image has none).
+    #[arg(long, value_name = "FILE")]
+    symbols: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -476,6 +489,11 @@ struct MachineArgs {
     /// With --gdb: hold the guest before its first instruction until a debugger attaches.
     #[arg(long, requires = "gdb")]
     gdb_wait: bool,
+
+    /// Symbols for gdb's `monitor ctr`, an ELF file or a System.map (default: the
+    /// program's own symbol table, if it has one)
+    #[arg(long, value_name = "FILE")]
+    symbols: Option<PathBuf>,
 
     /// The ELF executable to run.
     #[arg(value_name = "PROGRAM.elf")]
@@ -554,6 +572,19 @@ fn parse_trap(s: &str) -> Result<runner::GuestPolicy, String> {
     runner::GuestPolicy::parse(s)
 }
 
+/// `--symbols FILE`, loaded (an error names the file and what is wrong with it).
+fn load_symbols(
+    path: Option<&std::path::Path>,
+) -> Result<Option<std::sync::Arc<vmm::symbols::Symbols>>, ExitCode> {
+    match path.map(vmm::symbols::Symbols::load).transpose() {
+        Ok(symbols) => Ok(symbols.map(std::sync::Arc::new)),
+        Err(e) => {
+            eprintln!("vmm: {e}");
+            Err(ExitCode::from(EXIT_ERROR))
+        }
+    }
+}
+
 /// `--trace-exits`: a filter of exit classes.
 fn parse_trace_exits(s: &str) -> Result<u32, String> {
     runner::trace::parse_filter(s).map_err(|e| e.to_string())
@@ -628,7 +659,12 @@ fn init_logging(trace: bool) {
 }
 
 fn run_machine(args: MachineArgs) -> ExitCode {
+    let symbols = match load_symbols(args.symbols.as_deref()) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
     let config = MachineConfig {
+        symbols,
         memory_mib: args.memory,
         max_insns: args.max_insns,
         timeout: args.timeout,
@@ -679,6 +715,10 @@ fn run_machine(args: MachineArgs) -> ExitCode {
 }
 
 fn run_kernel(args: RunArgs) -> ExitCode {
+    let symbols = match load_symbols(args.vm.symbols.as_deref()) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
     let base = match &args.kernel {
         Some(path) => RunConfig::new(path),
         None => RunConfig::ctr_demo(),
@@ -692,6 +732,7 @@ fn run_kernel(args: RunArgs) -> ExitCode {
         trace: args.vm.trace.on(),
         trace_range: args.vm.trace.range(),
         trace_exits: args.vm.trace_exits.unwrap_or(0),
+        symbols,
         vcpus: args.vcpus,
         pcpus: args.vm.pcpus,
         slice_insns: args.vm.slice_insns,
@@ -783,7 +824,12 @@ fn report(result: Result<(RunExit, runner::RunStats), vmm::Error>, stats_wanted:
 }
 
 fn restore(args: RestoreArgs) -> ExitCode {
+    let symbols = match load_symbols(args.vm.symbols.as_deref()) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
     let options = runner::snapshot::RestoreConfig {
+        symbols,
         host_ctr_depths: args.vm.host_ctr_depths,
         max_insns: args.vm.max_insns,
         timeout: args.vm.timeout,
@@ -806,7 +852,12 @@ fn restore(args: RestoreArgs) -> ExitCode {
 }
 
 fn receive(args: ReceiveArgs) -> ExitCode {
+    let symbols = match load_symbols(args.vm.symbols.as_deref()) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
     let options = runner::snapshot::RestoreConfig {
+        symbols,
         host_ctr_depths: args.vm.host_ctr_depths,
         max_insns: args.vm.max_insns,
         timeout: args.vm.timeout,
@@ -836,12 +887,25 @@ fn receive(args: ReceiveArgs) -> ExitCode {
 
 fn ctl(args: CtlArgs) -> ExitCode {
     use vmm::ctl::CtlRequest;
+    let symbols = match &args.request {
+        CtlCommand::CtrDump {
+            symbols: Some(path),
+            ..
+        } => match vmm::symbols::Symbols::load(path) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                eprintln!("vmm ctl: {e}");
+                return ExitCode::from(EXIT_ERROR);
+            }
+        },
+        _ => None,
+    };
     let request = match args.request {
         CtlCommand::Pause => CtlRequest::Pause,
         CtlCommand::Resume => CtlRequest::Resume,
         CtlCommand::Stats => CtlRequest::Stats,
         CtlCommand::Snapshot { file } => CtlRequest::Snapshot(file),
-        CtlCommand::CtrDump { vcpu } => CtlRequest::CtrDump(vcpu),
+        CtlCommand::CtrDump { vcpu, .. } => CtlRequest::CtrDump(vcpu),
         CtlCommand::Migrate {
             to,
             max_downtime_ms,
@@ -869,7 +933,7 @@ fn ctl(args: CtlArgs) -> ExitCode {
     let mut progress = |p: &serde_json::Value| {
         eprintln!("vmm ctl: {}", vmm::ctl::render_progress(p));
     };
-    let answer = match vmm::ctl::send(&args.api_sock, &request, &mut progress) {
+    let mut answer = match vmm::ctl::send(&args.api_sock, &request, &mut progress) {
         Ok(a) => a,
         Err(e) => {
             eprintln!("vmm ctl: {e}");
@@ -878,9 +942,12 @@ fn ctl(args: CtlArgs) -> ExitCode {
     };
     let ok = answer["ok"] == true;
     if args.json {
+        if let Some(symbols) = &symbols {
+            vmm::ctl::symbolize_ctr_dump(&mut answer, symbols);
+        }
         println!("{answer}");
     } else {
-        match vmm::ctl::render(&request, &answer) {
+        match vmm::ctl::render(&request, &answer, symbols.as_ref()) {
             Ok(text) => print!("{text}"),
             Err(e) => eprintln!("vmm ctl: {e}"),
         }

@@ -322,8 +322,9 @@ pub fn translation_off(hart: &Hart) -> bool {
 }
 
 /// `monitor ctr`: the hart's CTR records, oldest first, a line each (`SRC -> DST TYPE
-/// cycles`), under a line with the depth, WRPTR and whether recording is frozen.
-pub fn ctr_listing(hart: &Hart) -> String {
+/// cycles`, the addresses as `function+0xoff` with `symbols`), under a line with the
+/// depth, WRPTR and whether recording is frozen.
+pub fn ctr_listing(hart: &Hart, symbols: Option<&crate::symbols::Symbols>) -> String {
     use std::fmt::Write;
     if hart.ctr_config().is_none() {
         return "this hart has no CTR (Smctr/Ssctr)\n".into();
@@ -349,8 +350,10 @@ pub fn ctr_listing(hart: &Hart) -> String {
         };
         let _ = writeln!(
             out,
-            "{:#x} -> {:#x} {} {cycles}",
-            r.source, r.target, r.kind
+            "{} -> {} {} {cycles}",
+            crate::symbols::format_addr(symbols, r.source),
+            crate::symbols::format_addr(symbols, r.target),
+            r.kind
         );
     }
     if n == 0 {
