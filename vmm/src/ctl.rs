@@ -340,3 +340,45 @@ pub fn render(
     };
     Ok(text)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ctr_dump_with_symbols() {
+        let answer = json!({
+            "ok": true, "vcpu": 0, "depth": 16, "wrptr": 2, "frozen": false, "loaded": true,
+            "records": [
+                {"source": "0x80000014", "target": "0x80000100", "type": "direct call", "cycles": 3},
+                {"source": "0x90000000", "target": "bogus", "type": "taken branch", "cycles": null},
+            ],
+        });
+        let plain = render(&CtlRequest::CtrDump(0), &answer, None).unwrap();
+        assert_eq!(
+            plain,
+            "vCPU 0: depth 16, WRPTR 2, not frozen, on the hart\n\
+             0x80000014 -> 0x80000100  direct call  3 cycles\n\
+             0x90000000 -> bogus  taken branch  cycles unknown\n"
+        );
+        let map = b"80000000 T main\n80000100 T helper\n80000200 D data\n";
+        let symbols = Symbols::parse(map, Path::new("System.map")).unwrap();
+        let named = render(&CtlRequest::CtrDump(0), &answer, Some(&symbols)).unwrap();
+        assert_eq!(
+            named,
+            "vCPU 0: depth 16, WRPTR 2, not frozen, on the hart\n\
+             main+0x14 -> helper  direct call  3 cycles\n\
+             0x90000000 -> bogus  taken branch  cycles unknown\n"
+        );
+        let mut answer = answer;
+        symbolize_ctr_dump(&mut answer, &symbols);
+        assert_eq!(answer["records"][0]["source_symbol"], "main+0x14");
+        assert_eq!(answer["records"][0]["target_symbol"], "helper");
+        assert_eq!(answer["records"][1]["source_symbol"], "0x90000000");
+        assert!(answer["records"][1].get("target_symbol").is_none());
+        // Answers without records are left alone.
+        let mut other = json!({"ok": true});
+        symbolize_ctr_dump(&mut other, &symbols);
+        assert_eq!(other, json!({"ok": true}));
+    }
+}
