@@ -193,7 +193,9 @@ fn parse_u64(s: &str) -> Result<u64, String> {
         .display_order(11)),
     mut_arg("trace", |a| a.display_order(12)),
     mut_arg("trace_exits", |a| a.display_order(13)),
-    mut_arg("symbols", |a| a.display_order(14)),
+    mut_arg("symbols", |a| a
+        .help("The guest's symbols (an ELF file or a System.map) for the pcs of --trace-exits, as for `run`")
+        .display_order(100)),
 )]
 struct ReceiveArgs {
     /// Where to wait for the VM: unix:PATH or tcp:HOST:PORT (port 0: any, printed on stderr)
@@ -242,7 +244,9 @@ fn parse_endpoint(s: &str) -> Result<runner::migrate::Endpoint, String> {
         .display_order(11)),
     mut_arg("trace", |a| a.display_order(12)),
     mut_arg("trace_exits", |a| a.display_order(13)),
-    mut_arg("symbols", |a| a.display_order(14)),
+    mut_arg("symbols", |a| a
+        .help("The guest's symbols (an ELF file or a System.map) for the pcs of --trace-exits, as for `run`")
+        .display_order(100)),
 )]
 struct RestoreArgs {
     /// The snapshot file.
@@ -274,7 +278,7 @@ struct RestoreArgs {
     mut_arg("stats", |a| a.display_order(23)),
     mut_arg("trace", |a| a.display_order(24)),
     mut_arg("trace_exits", |a| a.display_order(25)),
-    mut_arg("symbols", |a| a.display_order(26)),
+    mut_arg("symbols", |a| a.display_order(100)),
 )]
 struct RunArgs {
     /// The kernel: an RV64 ELF executable or a Linux riscv64 Image. Without it, the
