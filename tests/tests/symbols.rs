@@ -184,3 +184,83 @@ fn bad_symbol_files_are_refused_before_the_guest_runs() {
     }
     let _ = std::fs::remove_file(&garbage);
 }
+
+/// gdb (`GDB` or `gdb-multiarch`) in batch mode against `vmm machine --gdb-wait ARGS
+/// bench_ctr_on`: a breakpoint on `fib`, then `monitor ctr`; gdb's output.
+fn monitor_ctr_at_fib(tag: &str, args: &[&str]) -> String {
+    let gdb = std::env::var("GDB").unwrap_or_else(|_| "gdb-multiarch".into());
+    let elf = guest("bench_ctr_on");
+    let sock = temp(&format!("{tag}.gdb"));
+    let _ = std::fs::remove_file(&sock);
+    let mut vmm = Command::new(vmm_binary())
+        .args(["machine", "--timeout", "60", "--gdb"])
+        .arg(format!("unix:{}", sock.display()))
+        .arg("--gdb-wait")
+        .args(args)
+        .arg(&elf)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !sock.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut child = Command::new(&gdb)
+        .args(["-batch", "-nx", "-ex", "set architecture riscv:rv64"])
+        .args(["-ex", "set confirm off"])
+        .args(["-ex", &format!("target remote {}", sock.display())])
+        .args(["-ex", "break fib", "-ex", "continue", "-ex", "monitor ctr"])
+        .args(["-ex", "kill"])
+        .arg(&elf)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| {
+            let _ = vmm.kill();
+            panic!("{gdb} does not start ({e}): apt-get install gdb-multiarch, or set GDB")
+        });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    let _ = vmm.kill();
+    let _ = vmm.wait();
+    let _ = std::fs::remove_file(&sock);
+    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+}
+
+#[test]
+fn monitor_ctr_names_functions_from_the_program_or_symbols_file() {
+    // By default, the program's own symbol table.
+    let own = monitor_ctr_at_fib("own", &[]);
+    assert!(own.contains("CTR: depth 16, WRPTR 1"), "{own}");
+    assert!(
+        own.contains("main+0x") && own.contains(" -> fib indirect call"),
+        "{own}"
+    );
+    // --symbols wins: a System.map made from the program, fib renamed.
+    use object::{Object, ObjectSymbol, SymbolKind};
+    let data = std::fs::read(guest("bench_ctr_on")).unwrap();
+    let file = object::File::parse(&*data).unwrap();
+    let mut map = String::new();
+    for s in file.symbols().filter(|s| s.kind() == SymbolKind::Text) {
+        let name = match s.name().unwrap() {
+            "fib" => "fib_from_the_map",
+            n => n,
+        };
+        map += &format!("{:016x} T {name}\n", s.address());
+    }
+    let path = temp("bench_ctr_on.map");
+    std::fs::write(&path, map).unwrap();
+    let named = monitor_ctr_at_fib("map", &["--symbols", path.to_str().unwrap()]);
+    assert!(
+        named.contains(" -> fib_from_the_map indirect call"),
+        "{named}"
+    );
+    let _ = std::fs::remove_file(&path);
+}
