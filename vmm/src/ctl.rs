@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use crate::symbols::Symbols;
+
 /// How long the client waits for an answer (a migration of a large VM takes a while).
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(600);
 
@@ -177,8 +179,33 @@ pub fn render_progress(p: &Value) -> String {
     }
 }
 
-/// The answer as text for a person: `Err` with the VMM's error for `ok:false`.
-pub fn render(request: &CtlRequest, answer: &Value) -> Result<String, String> {
+/// Adds `source_symbol` and `target_symbol` (`function+0xoff`, or the address in hex when
+/// no symbol covers it) to each record of a `ctr-dump` answer.
+pub fn symbolize_ctr_dump(answer: &mut Value, symbols: &Symbols) {
+    let Some(records) = answer.get_mut("records").and_then(Value::as_array_mut) else {
+        return;
+    };
+    for r in records {
+        for (field, named) in [("source", "source_symbol"), ("target", "target_symbol")] {
+            if let Some(addr) = r[field].as_str().and_then(parse_hex) {
+                r[named] = Value::String(symbols.format(addr));
+            }
+        }
+    }
+}
+
+/// An address as the answers write it (`0x80000000`).
+fn parse_hex(s: &str) -> Option<u64> {
+    u64::from_str_radix(s.strip_prefix("0x")?, 16).ok()
+}
+
+/// The answer as text for a person: `Err` with the VMM's error for `ok:false`. With
+/// `symbols`, `ctr-dump` names the addresses of its records `function+0xoff`.
+pub fn render(
+    request: &CtlRequest,
+    answer: &Value,
+    symbols: Option<&Symbols>,
+) -> Result<String, String> {
     if answer["ok"] != true {
         return Err(answer["error"]
             .as_str()
@@ -289,6 +316,13 @@ pub fn render(request: &CtlRequest, answer: &Value) -> Result<String, String> {
                     "saved by the VMM"
                 }
             );
+            let addr = |v: &Value| {
+                let text = v.as_str().unwrap_or("?");
+                match (symbols, parse_hex(text)) {
+                    (Some(s), Some(a)) => s.format(a),
+                    _ => text.to_string(),
+                }
+            };
             for r in answer["records"].as_array().into_iter().flatten() {
                 let cycles = match r["cycles"].as_u64() {
                     Some(c) => format!("{c} cycles"),
@@ -296,8 +330,8 @@ pub fn render(request: &CtlRequest, answer: &Value) -> Result<String, String> {
                 };
                 t += &format!(
                     "{} -> {}  {}  {cycles}\n",
-                    r["source"].as_str().unwrap_or("?"),
-                    r["target"].as_str().unwrap_or("?"),
+                    addr(&r["source"]),
+                    addr(&r["target"]),
                     r["type"].as_str().unwrap_or("?"),
                 );
             }
@@ -305,4 +339,46 @@ pub fn render(request: &CtlRequest, answer: &Value) -> Result<String, String> {
         }
     };
     Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ctr_dump_with_symbols() {
+        let answer = json!({
+            "ok": true, "vcpu": 0, "depth": 16, "wrptr": 2, "frozen": false, "loaded": true,
+            "records": [
+                {"source": "0x80000014", "target": "0x80000100", "type": "direct call", "cycles": 3},
+                {"source": "0x90000000", "target": "bogus", "type": "taken branch", "cycles": null},
+            ],
+        });
+        let plain = render(&CtlRequest::CtrDump(0), &answer, None).unwrap();
+        assert_eq!(
+            plain,
+            "vCPU 0: depth 16, WRPTR 2, not frozen, on the hart\n\
+             0x80000014 -> 0x80000100  direct call  3 cycles\n\
+             0x90000000 -> bogus  taken branch  cycles unknown\n"
+        );
+        let map = b"80000000 T main\n80000100 T helper\n80000200 D data\n";
+        let symbols = Symbols::parse(map, Path::new("System.map")).unwrap();
+        let named = render(&CtlRequest::CtrDump(0), &answer, Some(&symbols)).unwrap();
+        assert_eq!(
+            named,
+            "vCPU 0: depth 16, WRPTR 2, not frozen, on the hart\n\
+             main+0x14 -> helper  direct call  3 cycles\n\
+             0x90000000 -> bogus  taken branch  cycles unknown\n"
+        );
+        let mut answer = answer;
+        symbolize_ctr_dump(&mut answer, &symbols);
+        assert_eq!(answer["records"][0]["source_symbol"], "main+0x14");
+        assert_eq!(answer["records"][0]["target_symbol"], "helper");
+        assert_eq!(answer["records"][1]["source_symbol"], "0x90000000");
+        assert!(answer["records"][1].get("target_symbol").is_none());
+        // Answers without records are left alone.
+        let mut other = json!({"ok": true});
+        symbolize_ctr_dump(&mut other, &symbols);
+        assert_eq!(other, json!({"ok": true}));
+    }
 }

@@ -24,6 +24,7 @@ pub mod persist;
 pub mod run;
 pub mod sbi;
 pub mod snapshot;
+pub mod symbols;
 
 #[cfg(test)]
 mod testutil;

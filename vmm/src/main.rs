@@ -103,6 +103,10 @@ enum CtlCommand {
         /// The vCPU (default 0)
         #[arg(default_value_t = 0)]
         vcpu: u64,
+        /// Name the records' addresses `function+0xoff` with the guest's symbols, an ELF
+        /// file or a System.map (with --json: `source_symbol` and `target_symbol` fields)
+        #[arg(long, value_name = "FILE")]
+        symbols: Option<PathBuf>,
     },
     /// Move the VM to the `vmm receive` at ADDR (unix:PATH or tcp:HOST:PORT)
     Migrate {
@@ -191,6 +195,9 @@ fn parse_u64(s: &str) -> Result<u64, String> {
     mut_arg("trace_exits", |a| a.display_order(13)),
     mut_arg("gdb", |a| a.display_order(14)),
     mut_arg("gdb_wait", |a| a.display_order(15)),
+    mut_arg("symbols", |a| a
+        .help("The guest's symbols (an ELF file or a System.map) for the pcs of --trace-exits, as for `run`")
+        .display_order(100)),
 )]
 struct ReceiveArgs {
     /// Where to wait for the VM: unix:PATH or tcp:HOST:PORT (port 0: any, printed on stderr)
@@ -241,6 +248,9 @@ fn parse_endpoint(s: &str) -> Result<runner::migrate::Endpoint, String> {
     mut_arg("trace_exits", |a| a.display_order(13)),
     mut_arg("gdb", |a| a.display_order(14)),
     mut_arg("gdb_wait", |a| a.display_order(15)),
+    mut_arg("symbols", |a| a
+        .help("The guest's symbols (an ELF file or a System.map) for the pcs of --trace-exits, as for `run`")
+        .display_order(100)),
 )]
 struct RestoreArgs {
     /// The snapshot file.
@@ -274,6 +284,7 @@ struct RestoreArgs {
     mut_arg("trace_exits", |a| a.display_order(25)),
     mut_arg("gdb", |a| a.display_order(26)),
     mut_arg("gdb_wait", |a| a.display_order(27)),
+    mut_arg("symbols", |a| a.display_order(100)),
 )]
 struct RunArgs {
     /// The kernel: an RV64 ELF executable or a Linux riscv64 Image. Without it, the
@@ -440,6 +451,12 @@ struct VmArgs {
 
     #[command(flatten)]
     gdb: GdbArgs,
+
+    /// The guest's symbols, an ELF file or a System.map: the pc of each --trace-exits line
+    /// is followed by `<function+0xoff>` when a function covers it. Not taken from the
+    /// kernel by default (a Linux Image has none).
+    #[arg(long, value_name = "FILE")]
+    symbols: Option<PathBuf>,
 }
 
 /// `--gdb` and `--gdb-wait` (`vmm machine`, `run`, `restore`, `receive`).
@@ -502,6 +519,11 @@ struct MachineArgs {
 
     #[command(flatten)]
     gdb: GdbArgs,
+
+    /// Symbols for gdb's `monitor ctr`, an ELF file or a System.map (default: the
+    /// program's own symbol table, if it has one)
+    #[arg(long, value_name = "FILE")]
+    symbols: Option<PathBuf>,
 
     /// The ELF executable to run.
     #[arg(value_name = "PROGRAM.elf")]
@@ -580,6 +602,19 @@ fn parse_trap(s: &str) -> Result<runner::GuestPolicy, String> {
     runner::GuestPolicy::parse(s)
 }
 
+/// `--symbols FILE`, loaded (an error names the file and what is wrong with it).
+fn load_symbols(
+    path: Option<&std::path::Path>,
+) -> Result<Option<std::sync::Arc<vmm::symbols::Symbols>>, ExitCode> {
+    match path.map(vmm::symbols::Symbols::load).transpose() {
+        Ok(symbols) => Ok(symbols.map(std::sync::Arc::new)),
+        Err(e) => {
+            eprintln!("vmm: {e}");
+            Err(ExitCode::from(EXIT_ERROR))
+        }
+    }
+}
+
 /// `--trace-exits`: a filter of exit classes.
 fn parse_trace_exits(s: &str) -> Result<u32, String> {
     runner::trace::parse_filter(s).map_err(|e| e.to_string())
@@ -654,7 +689,12 @@ fn init_logging(trace: bool) {
 }
 
 fn run_machine(args: MachineArgs) -> ExitCode {
+    let symbols = match load_symbols(args.symbols.as_deref()) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
     let config = MachineConfig {
+        symbols,
         memory_mib: args.memory,
         max_insns: args.max_insns,
         timeout: args.timeout,
@@ -702,6 +742,10 @@ fn run_machine(args: MachineArgs) -> ExitCode {
 }
 
 fn run_kernel(args: RunArgs) -> ExitCode {
+    let symbols = match load_symbols(args.vm.symbols.as_deref()) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
     let base = match &args.kernel {
         Some(path) => RunConfig::new(path),
         None => RunConfig::ctr_demo(),
@@ -715,6 +759,7 @@ fn run_kernel(args: RunArgs) -> ExitCode {
         trace: args.vm.trace.on(),
         trace_range: args.vm.trace.range(),
         trace_exits: args.vm.trace_exits.unwrap_or(0),
+        symbols,
         vcpus: args.vcpus,
         pcpus: args.vm.pcpus,
         slice_insns: args.vm.slice_insns,
@@ -807,8 +852,13 @@ fn report(result: Result<(RunExit, runner::RunStats), vmm::Error>, stats_wanted:
 }
 
 /// What `vmm restore` and `vmm receive` run a VM with.
-fn restore_config(vm: &VmArgs, paused: bool) -> runner::snapshot::RestoreConfig {
+fn restore_config(
+    vm: &VmArgs,
+    paused: bool,
+    symbols: Option<std::sync::Arc<vmm::symbols::Symbols>>,
+) -> runner::snapshot::RestoreConfig {
     runner::snapshot::RestoreConfig {
+        symbols,
         host_ctr_depths: vm.host_ctr_depths,
         max_insns: vm.max_insns,
         timeout: vm.timeout,
@@ -827,7 +877,11 @@ fn restore_config(vm: &VmArgs, paused: bool) -> runner::snapshot::RestoreConfig 
 }
 
 fn restore(args: RestoreArgs) -> ExitCode {
-    let options = restore_config(&args.vm, args.paused);
+    let symbols = match load_symbols(args.vm.symbols.as_deref()) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let options = restore_config(&args.vm, args.paused, symbols);
     let console = Box::new(std::io::stdout());
     report(
         runner::snapshot::restore_and_run(&args.snapshot, &options, console, ConsoleInput::Stdin),
@@ -836,7 +890,11 @@ fn restore(args: RestoreArgs) -> ExitCode {
 }
 
 fn receive(args: ReceiveArgs) -> ExitCode {
-    let options = restore_config(&args.vm, args.paused);
+    let symbols = match load_symbols(args.vm.symbols.as_deref()) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let options = restore_config(&args.vm, args.paused, symbols);
     let console = Box::new(std::io::stdout());
     report(
         runner::migrate::receive_and_run(
@@ -852,12 +910,25 @@ fn receive(args: ReceiveArgs) -> ExitCode {
 
 fn ctl(args: CtlArgs) -> ExitCode {
     use vmm::ctl::CtlRequest;
+    let symbols = match &args.request {
+        CtlCommand::CtrDump {
+            symbols: Some(path),
+            ..
+        } => match vmm::symbols::Symbols::load(path) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                eprintln!("vmm ctl: {e}");
+                return ExitCode::from(EXIT_ERROR);
+            }
+        },
+        _ => None,
+    };
     let request = match args.request {
         CtlCommand::Pause => CtlRequest::Pause,
         CtlCommand::Resume => CtlRequest::Resume,
         CtlCommand::Stats => CtlRequest::Stats,
         CtlCommand::Snapshot { file } => CtlRequest::Snapshot(file),
-        CtlCommand::CtrDump { vcpu } => CtlRequest::CtrDump(vcpu),
+        CtlCommand::CtrDump { vcpu, .. } => CtlRequest::CtrDump(vcpu),
         CtlCommand::Migrate {
             to,
             max_downtime_ms,
@@ -885,7 +956,7 @@ fn ctl(args: CtlArgs) -> ExitCode {
     let mut progress = |p: &serde_json::Value| {
         eprintln!("vmm ctl: {}", vmm::ctl::render_progress(p));
     };
-    let answer = match vmm::ctl::send(&args.api_sock, &request, &mut progress) {
+    let mut answer = match vmm::ctl::send(&args.api_sock, &request, &mut progress) {
         Ok(a) => a,
         Err(e) => {
             eprintln!("vmm ctl: {e}");
@@ -894,9 +965,12 @@ fn ctl(args: CtlArgs) -> ExitCode {
     };
     let ok = answer["ok"] == true;
     if args.json {
+        if let Some(symbols) = &symbols {
+            vmm::ctl::symbolize_ctr_dump(&mut answer, symbols);
+        }
         println!("{answer}");
     } else {
-        match vmm::ctl::render(&request, &answer) {
+        match vmm::ctl::render(&request, &answer, symbols.as_ref()) {
             Ok(text) => print!("{text}"),
             Err(e) => eprintln!("vmm ctl: {e}"),
         }

@@ -329,8 +329,9 @@ pub fn translation_off(hart: &Hart) -> bool {
 }
 
 /// `monitor ctr`: the hart's CTR records, oldest first, a line each (`SRC -> DST TYPE
-/// cycles`), under a line with the depth, WRPTR and whether recording is frozen.
-pub fn ctr_listing(hart: &Hart) -> String {
+/// cycles`, the addresses as `function+0xoff` with `symbols`), under a line with the
+/// depth, WRPTR and whether recording is frozen.
+pub fn ctr_listing(hart: &Hart, symbols: Option<&crate::symbols::Symbols>) -> String {
     if hart.ctr_config().is_none() {
         return "this hart has no CTR (Smctr/Ssctr)\n".into();
     }
@@ -339,23 +340,31 @@ pub fn ctr_listing(hart: &Hart) -> String {
         "mctrctl {:#x}",
         hart.host_csr(vcpu_api::csr::MCTRCTL).unwrap_or(0)
     );
-    ctr_records(&ctx, &head)
+    ctr_records(&ctx, &head, symbols)
 }
 
 /// `monitor ctr` of a `vmm run` vCPU: its CTR as the hypervisor keeps it (`ctx`, whether
 /// it is loaded on the hart or saved by `ctr-virt`).
-pub fn ctr_context_listing(ctx: &ctr_virt::CtrContext, loaded: bool) -> String {
+pub fn ctr_context_listing(
+    ctx: &ctr_virt::CtrContext,
+    loaded: bool,
+    symbols: Option<&crate::symbols::Symbols>,
+) -> String {
     let head = format!(
         "vsctrctl {:#x}, {}",
         ctx.vsctrctl,
         if loaded { "loaded" } else { "not loaded" }
     );
-    ctr_records(ctx, &head)
+    ctr_records(ctx, &head, symbols)
 }
 
 /// The CTR state line (depth, WRPTR, frozen, then `head`) and the records of `ctx`, oldest
 /// first.
-fn ctr_records(ctx: &ctr_virt::CtrContext, head: &str) -> String {
+fn ctr_records(
+    ctx: &ctr_virt::CtrContext,
+    head: &str,
+    symbols: Option<&crate::symbols::Symbols>,
+) -> String {
     use std::fmt::Write;
     let mut out = format!(
         "CTR: depth {}, WRPTR {}, {}, {head}\n",
@@ -376,8 +385,10 @@ fn ctr_records(ctx: &ctr_virt::CtrContext, head: &str) -> String {
         };
         let _ = writeln!(
             out,
-            "{:#x} -> {:#x} {} {cycles}",
-            r.source, r.target, r.kind
+            "{} -> {} {} {cycles}",
+            crate::symbols::format_addr(symbols, r.source),
+            crate::symbols::format_addr(symbols, r.target),
+            r.kind
         );
     }
     if n == 0 {

@@ -373,7 +373,7 @@ impl MonitorCmd for MachineTarget<'_> {
         match words.as_slice() {
             [] | ["help"] => outputln!(out, "{MONITOR_HELP}"),
             ["ctr"] => {
-                for line in gdb::ctr_listing(self.hart()).lines() {
+                for line in gdb::ctr_listing(self.hart(), self.machine.symbols.as_deref()).lines() {
                     outputln!(out, "{line}");
                 }
             }

@@ -50,6 +50,9 @@ pub struct MachineConfig {
     pub jit: bool,
     /// `--perf-map`: name translated blocks in `/tmp/perf-PID.map` for a host `perf`.
     pub perf_map: bool,
+    /// `--symbols`: the program's symbols for gdb's `monitor ctr`; `None`: with a debugger
+    /// stub, the program's own symbol table, if it has one.
+    pub symbols: Option<std::sync::Arc<crate::symbols::Symbols>>,
 }
 
 impl std::fmt::Debug for Machine {
@@ -71,6 +74,7 @@ impl Default for MachineConfig {
             trace_range: vcpu_api::TraceRange::default(),
             jit: true,
             perf_map: false,
+            symbols: None,
         }
     }
 }
@@ -146,6 +150,12 @@ pub fn run_elf_debug(
     let data = crate::run::builder::read_input(path, "program", max)
         .map_err(|e| e.into_error(|path, source| Error::ReadProgram { path, source }))?;
     let mut machine = Machine::new(&data, config, console).map_err(|e| e.with_path(path))?;
+    if gdb.is_some() && machine.symbols.is_none() {
+        // The program's own symbols, when it has any (no error when it has none).
+        machine.symbols = crate::symbols::Symbols::from_elf(&data, path)
+            .ok()
+            .map(std::sync::Arc::new);
+    }
     let start = Instant::now();
     let exit = match gdb {
         Some(options) => gdb::run(&mut machine, options)?,
@@ -176,6 +186,8 @@ pub struct Machine {
     timeout: Option<Duration>,
     /// Instructions executed so far.
     executed: u64,
+    /// The program's symbols, for gdb's `monitor ctr`.
+    symbols: Option<std::sync::Arc<crate::symbols::Symbols>>,
 }
 
 impl Machine {
@@ -241,6 +253,7 @@ impl Machine {
             max_insns: config.max_insns,
             timeout: config.timeout,
             executed: 0,
+            symbols: config.symbols.clone(),
         })
     }
 

@@ -426,7 +426,10 @@ impl<'a> VmBuilder<'a> {
             host_ctr: self.host_ctr.clone(),
             snapshot_on_stop: config.snapshot_on_stop.clone(),
             smp,
-            trace: Arc::new(super::trace::ExitTrace::new(config.trace_exits)),
+            trace: Arc::new(super::trace::ExitTrace::with_symbols(
+                config.trace_exits,
+                config.symbols.clone(),
+            )),
         };
         let vcpus = (0..)
             .zip(harts)

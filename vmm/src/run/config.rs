@@ -29,6 +29,9 @@ pub struct RunConfig {
     pub trace_range: vcpu_api::TraceRange,
     /// `--trace-exits`: the classes of exits to trace (`run/trace.rs`; 0: none).
     pub trace_exits: u32,
+    /// `--symbols`: the guest's symbols, for the pcs of the exit trace (never taken from
+    /// the kernel by default: a Linux `Image` has none).
+    pub symbols: Option<std::sync::Arc<crate::symbols::Symbols>>,
     /// Number of vCPUs (1..=[`MAX_VCPUS`](super::MAX_VCPUS)).
     pub vcpus: u64,
     /// `--pcpus`: the number of hart instances (host threads) the vCPUs run on,
@@ -111,6 +114,7 @@ impl RunConfig {
             trace: false,
             trace_range: vcpu_api::TraceRange::default(),
             trace_exits: 0,
+            symbols: None,
             vcpus: 1,
             pcpus: None,
             slice_insns: DEFAULT_SLICE_INSNS,

@@ -90,8 +90,9 @@ impl GuestVm {
         };
         let mode = if from_vu { "VU" } else { "VS" };
         self.trace.emit(&format!(
-            "exit vcpu {} pc {pc:#x} {mode} {what} -> {outcome}",
-            self.hart_id
+            "exit vcpu {} pc {} {mode} {what} -> {outcome}",
+            self.hart_id,
+            self.trace.pc(pc)
         ));
         result
     }

@@ -211,6 +211,7 @@ impl GuestVm {
             shared: shared.clone(),
             mem: self.mem.clone(),
             common: self.common(),
+            symbols: self.trace.symbols().cloned(),
             xml: gdb::target_xml(),
         };
         let thread = std::thread::Builder::new()
@@ -269,6 +270,8 @@ struct Stub {
     shared: Arc<GdbShared>,
     mem: GuestMemoryMmap,
     common: VmCommon,
+    /// `--symbols`, for `monitor ctr`.
+    symbols: Option<Arc<crate::symbols::Symbols>>,
     xml: String,
 }
 
@@ -737,9 +740,10 @@ impl MonitorCmd for RunTarget<'_> {
                         return Ok(());
                     }
                 };
-                match self.stub.on_vcpu(vcpu, |vm| {
+                let symbols = self.stub.symbols.clone();
+                match self.stub.on_vcpu(vcpu, move |vm| {
                     let ctx = vm.ctr.context(&vm.hart);
-                    gdb::ctr_context_listing(&ctx, vm.ctr.is_loaded())
+                    gdb::ctr_context_listing(&ctx, vm.ctr.is_loaded(), symbols.as_deref())
                 }) {
                     Ok(listing) => {
                         outputln!(out, "vCPU {vcpu}:");

@@ -55,6 +55,8 @@ pub struct RestoreConfig {
     pub trace_range: vcpu_api::TraceRange,
     /// `--trace-exits`: the classes of exits to trace (`run/trace.rs`; 0: none).
     pub trace_exits: u32,
+    /// `--symbols`: the guest's symbols, for the pcs of the exit trace.
+    pub symbols: Option<std::sync::Arc<crate::symbols::Symbols>>,
     /// `--api-sock`: the control socket's path.
     pub api_sock: Option<std::path::PathBuf>,
     /// `--snapshot-on-stop`, as for `vmm run`.
@@ -83,6 +85,7 @@ impl Default for RestoreConfig {
             trace: false,
             trace_range: vcpu_api::TraceRange::default(),
             trace_exits: 0,
+            symbols: None,
             api_sock: None,
             snapshot_on_stop: None,
             paused: false,
@@ -609,7 +612,10 @@ impl GuestVm {
             host_ctr,
             snapshot_on_stop: options.snapshot_on_stop.clone(),
             smp,
-            trace: Arc::new(super::trace::ExitTrace::new(options.trace_exits)),
+            trace: Arc::new(super::trace::ExitTrace::with_symbols(
+                options.trace_exits,
+                options.symbols.clone(),
+            )),
         };
         let vcpus = (0..)
             .zip(harts)

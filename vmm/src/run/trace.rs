@@ -12,10 +12,16 @@
 //! exit vcpu 1 pc 0x80200c08 VS mmio uart+0x5 read 1 -> 0x60
 //! ```
 //!
+//! With `--symbols FILE` ([`crate::symbols`]) a pc a symbol covers is followed by it:
+//! `exit vcpu 0 pc 0x80200a14 <set_timer+0x14> VS sbi TIME ...`.
+//!
 //! The filter is shared by every vCPU of the VM and read once per exit (a relaxed atomic
 //! load): with tracing off, an exit costs nothing more.
 
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+use crate::symbols::Symbols;
 
 /// The classes of exits a filter selects, one bit each.
 pub mod class {
@@ -81,13 +87,35 @@ pub fn class_names(classes: u32) -> Vec<&'static str> {
 #[derive(Debug, Default)]
 pub struct ExitTrace {
     classes: AtomicU32,
+    /// `--symbols`: a line's pc is followed by `<function+0xoff>`.
+    symbols: Option<Arc<Symbols>>,
 }
 
 impl ExitTrace {
     /// Tracing the exits of `classes` (0: none).
     pub fn new(classes: u32) -> ExitTrace {
+        ExitTrace::with_symbols(classes, None)
+    }
+
+    /// The guest's symbols (`--symbols`), if given.
+    pub fn symbols(&self) -> Option<&Arc<Symbols>> {
+        self.symbols.as_ref()
+    }
+
+    /// Tracing the exits of `classes`, naming pcs with `symbols`.
+    pub fn with_symbols(classes: u32, symbols: Option<Arc<Symbols>>) -> ExitTrace {
         ExitTrace {
             classes: AtomicU32::new(classes),
+            symbols,
+        }
+    }
+
+    /// A pc as a line shows it: `0x80200a14`, or `0x80200a14 <main+0x14>` with a symbol
+    /// that covers it.
+    pub fn pc(&self, pc: u64) -> String {
+        match self.symbols.as_deref().and_then(|s| s.annotate(pc)) {
+            Some(sym) => format!("{pc:#x} {sym}"),
+            None => format!("{pc:#x}"),
         }
     }
 
@@ -137,5 +165,12 @@ mod tests {
         assert!(!t.wants(class::SBI));
         t.set(class::SBI);
         assert!(t.wants(class::SBI) && !t.wants(class::MMIO));
+        assert_eq!(t.pc(0x8000_0004), "0x80000004");
+        let map = b"80000000 T main\n80000100 D data\n";
+        let symbols = Symbols::parse(map, std::path::Path::new("System.map")).unwrap();
+        let t = ExitTrace::with_symbols(class::ALL, Some(Arc::new(symbols)));
+        assert_eq!(t.pc(0x8000_0004), "0x80000004 <main+0x4>");
+        assert_eq!(t.pc(0x8000_0000), "0x80000000 <main>");
+        assert_eq!(t.pc(0x8000_0100), "0x80000100");
     }
 }
