@@ -430,9 +430,9 @@ fn run_seed(seed: u64) -> Result<Outcome, String> {
                     return Err(format!("seed {seed}: timed out without a --timeout"))
                 }
                 RunExit::Quit => "quit".to_string(),
-                RunExit::Migrated { .. } | RunExit::Stopped { .. } => {
+                RunExit::Migrated { .. } | RunExit::Stopped { .. } | RunExit::Killed => {
                     return Err(format!(
-                        "seed {seed}: ended through a control socket it does not have"
+                        "seed {seed}: ended through a control socket or debugger it does not have"
                     ))
                 }
             };
