@@ -32,6 +32,7 @@ use vcpu_api::{PrivilegeMode, Vcpu};
 use crate::backend::Hart;
 
 pub mod listen;
+pub mod points;
 
 /// Why a debugger session could not be set up or ended with an error.
 #[derive(Debug, thiserror::Error)]

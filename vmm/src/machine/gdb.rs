@@ -18,7 +18,6 @@
 //! Stopping changes nothing the guest can see: its time, counters and CTR cycle counts are
 //! virtual (they advance with its instructions only).
 
-use std::collections::BTreeSet;
 use std::marker::PhantomData;
 use std::time::{Duration, Instant};
 
@@ -36,19 +35,21 @@ use gdbstub::target::ext::base::singlethread::{
 };
 use gdbstub::target::ext::base::BaseOps;
 use gdbstub::target::ext::breakpoints::{
-    Breakpoints, BreakpointsOps, SwBreakpoint, SwBreakpointOps,
+    Breakpoints, BreakpointsOps, HwBreakpoint, HwBreakpointOps, HwWatchpoint, HwWatchpointOps,
+    SwBreakpoint, SwBreakpointOps, WatchKind,
 };
 use gdbstub::target::ext::monitor_cmd::{ConsoleOutput, MonitorCmd, MonitorCmdOps};
 use gdbstub::target::ext::target_description_xml_override::{
     TargetDescriptionXmlOverride, TargetDescriptionXmlOverrideOps,
 };
 use gdbstub::target::{Target, TargetError, TargetResult};
-use vm_memory::{Bytes, GuestAddress};
+use vcpu_api::DebugAccess;
 
 use super::{Machine, MachineExit};
 use crate::backend::Hart;
 use crate::error::Error;
 use crate::gdb::listen::{Connection, GdbListener, GdbOptions};
+use crate::gdb::points::{self, DebugPoints, Hit, Watchpoint};
 use crate::gdb::{self, CoreRegs, GdbError, Reg, Rv64Vmm, MAX_MEMORY_XFER, PACKET_SIZE};
 
 /// Instructions between two looks at the connection during a `continue` without
@@ -100,7 +101,7 @@ fn session(
     let mut target = MachineTarget {
         machine,
         deadline,
-        breakpoints: BTreeSet::new(),
+        points: DebugPoints::default(),
         resume: Resume::Stopped,
         skip_break_once: false,
         phys: false,
@@ -140,8 +141,8 @@ enum Resume {
 struct MachineTarget<'a> {
     machine: &'a mut Machine,
     deadline: Option<(Duration, Instant)>,
-    /// Software breakpoints: pcs before whose instruction the guest stops.
-    breakpoints: BTreeSet<u64>,
+    /// Breakpoints and watchpoints (`gdb/points.rs`).
+    points: DebugPoints,
     resume: Resume,
     /// The first instruction after a resume runs even at a breakpoint (gdb steps off a
     /// breakpoint's address itself; this keeps a resume from stopping where it starts).
@@ -182,13 +183,21 @@ impl MachineTarget<'_> {
                 self.resume = Resume::Stopped;
                 Some(self.exec(1).unwrap_or(SingleThreadStopReason::DoneStep))
             }
-            Resume::Continue if self.breakpoints.is_empty() => self.exec(POLL_INSNS),
+            Resume::Continue if self.points.is_empty() => self.exec(POLL_INSNS),
             Resume::Continue => {
                 for _ in 0..POLL_STEPPED_INSNS {
-                    let at_break = self.breakpoints.contains(&self.machine.hart.pc());
-                    if at_break && !std::mem::take(&mut self.skip_break_once) {
+                    let hit = self.points.check(&self.machine.hart, &self.machine.mem);
+                    if let Some(hit) = hit.filter(|_| !std::mem::take(&mut self.skip_break_once)) {
                         self.resume = Resume::Stopped;
-                        return Some(SingleThreadStopReason::SwBreak(()));
+                        return Some(match hit {
+                            Hit::Sw => SingleThreadStopReason::SwBreak(()),
+                            Hit::Hw => SingleThreadStopReason::HwBreak(()),
+                            Hit::Watch { kind, addr } => SingleThreadStopReason::Watch {
+                                tid: (),
+                                kind,
+                                addr,
+                            },
+                        });
                     }
                     self.skip_break_once = false;
                     if let Some(stop) = self.exec(1) {
@@ -204,14 +213,9 @@ impl MachineTarget<'_> {
         &self.machine.hart
     }
 
-    /// Memory at `addr` may be accessed: physical addresses are what the hart uses now
-    /// (or `monitor phys on`); EFAULT otherwise (the stub walks no page tables).
-    fn check_physical(&self) -> Result<(), TargetError<GdbError>> {
-        if self.phys || gdb::translation_off(self.hart()) {
-            Ok(())
-        } else {
-            Err(TargetError::Errno(EFAULT))
-        }
+    /// The guest-physical pieces of `len` bytes at `start` as the hart sees them now.
+    fn pieces(&self, start: u64, len: usize, kind: DebugAccess) -> Vec<(u64, usize)> {
+        points::translate_range(self.hart(), start, len, kind, self.phys)
     }
 }
 
@@ -254,28 +258,30 @@ impl SingleThreadBase for MachineTarget<'_> {
     }
 
     fn read_addrs(&mut self, start: u64, data: &mut [u8]) -> TargetResult<usize, Self> {
-        self.check_physical()?;
         if data.len() > MAX_MEMORY_XFER {
             return Err(TargetError::Errno(EFAULT));
         }
-        self.machine
-            .mem
-            .read(data, GuestAddress(start))
-            .map_err(|_| TargetError::Errno(EFAULT))
+        let pieces = self.pieces(start, data.len(), DebugAccess::Load);
+        match points::read_pieces(&self.machine.mem, &pieces, data) {
+            0 if !data.is_empty() => Err(TargetError::Errno(EFAULT)),
+            n => Ok(n),
+        }
     }
 
     fn write_addrs(&mut self, start: u64, data: &[u8]) -> TargetResult<(), Self> {
-        self.check_physical()?;
         // What one packet carries (binary `X` data may fill it).
         if data.len() > PACKET_SIZE {
             return Err(TargetError::Errno(EFAULT));
         }
-        // All or nothing: the whole range must be RAM. Translated blocks and the decode
-        // cache check guest code against RAM, so a write to code needs no invalidation.
-        self.machine
-            .mem
-            .write_slice(data, GuestAddress(start))
-            .map_err(|_| TargetError::Errno(EFAULT))
+        // All or nothing: the whole range must translate and be RAM. Translated blocks and
+        // the decode cache check guest code against RAM, so a write to code needs no
+        // invalidation.
+        let pieces = self.pieces(start, data.len(), DebugAccess::Store);
+        if points::write_pieces(&self.machine.mem, &pieces, data) {
+            Ok(())
+        } else {
+            Err(TargetError::Errno(EFAULT))
+        }
     }
 
     fn support_resume(&mut self) -> Option<SingleThreadResumeOps<'_, Self>> {
@@ -326,16 +332,59 @@ impl Breakpoints for MachineTarget<'_> {
     fn support_sw_breakpoint(&mut self) -> Option<SwBreakpointOps<'_, Self>> {
         Some(self)
     }
+
+    fn support_hw_breakpoint(&mut self) -> Option<HwBreakpointOps<'_, Self>> {
+        Some(self)
+    }
+
+    fn support_hw_watchpoint(&mut self) -> Option<HwWatchpointOps<'_, Self>> {
+        Some(self)
+    }
 }
 
 impl SwBreakpoint for MachineTarget<'_> {
     fn add_sw_breakpoint(&mut self, addr: u64, _kind: usize) -> TargetResult<bool, Self> {
-        self.breakpoints.insert(addr);
+        self.points.set_breakpoint(addr, false, true);
         Ok(true)
     }
 
     fn remove_sw_breakpoint(&mut self, addr: u64, _kind: usize) -> TargetResult<bool, Self> {
-        Ok(self.breakpoints.remove(&addr))
+        Ok(self.points.set_breakpoint(addr, false, false))
+    }
+}
+
+impl HwBreakpoint for MachineTarget<'_> {
+    fn add_hw_breakpoint(&mut self, addr: u64, _kind: usize) -> TargetResult<bool, Self> {
+        self.points.set_breakpoint(addr, true, true);
+        Ok(true)
+    }
+
+    fn remove_hw_breakpoint(&mut self, addr: u64, _kind: usize) -> TargetResult<bool, Self> {
+        Ok(self.points.set_breakpoint(addr, true, false))
+    }
+}
+
+impl HwWatchpoint for MachineTarget<'_> {
+    fn add_hw_watchpoint(
+        &mut self,
+        addr: u64,
+        len: u64,
+        kind: WatchKind,
+    ) -> TargetResult<bool, Self> {
+        Ok(self
+            .points
+            .set_watchpoint(Watchpoint { addr, len, kind }, true))
+    }
+
+    fn remove_hw_watchpoint(
+        &mut self,
+        addr: u64,
+        len: u64,
+        kind: WatchKind,
+    ) -> TargetResult<bool, Self> {
+        Ok(self
+            .points
+            .set_watchpoint(Watchpoint { addr, len, kind }, false))
     }
 }
 

@@ -27,7 +27,6 @@
 //! Stopping changes nothing the guest can see: time, counters and CTR cycle counts are
 //! virtual and advance with its instructions only.
 
-use std::collections::BTreeSet;
 use std::marker::PhantomData;
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -48,21 +47,23 @@ use gdbstub::target::ext::base::single_register_access::{
 };
 use gdbstub::target::ext::base::BaseOps;
 use gdbstub::target::ext::breakpoints::{
-    Breakpoints, BreakpointsOps, SwBreakpoint, SwBreakpointOps,
+    Breakpoints, BreakpointsOps, HwBreakpoint, HwBreakpointOps, HwWatchpoint, HwWatchpointOps,
+    SwBreakpoint, SwBreakpointOps, WatchKind,
 };
 use gdbstub::target::ext::monitor_cmd::{ConsoleOutput, MonitorCmd, MonitorCmdOps};
 use gdbstub::target::ext::target_description_xml_override::{
     TargetDescriptionXmlOverride, TargetDescriptionXmlOverrideOps,
 };
 use gdbstub::target::{Target, TargetError, TargetResult};
-use vcpu_api::Vcpu;
-use vm_memory::{Bytes, GuestAddress, GuestMemoryMmap};
+use vcpu_api::{DebugAccess, Vcpu};
+use vm_memory::GuestMemoryMmap;
 
 use super::pause::{InstanceView, ParkEnd, PauseCtl};
 use super::snapshot::VmCommon;
 use super::{ExitStats, GuestVm};
 use crate::error::Error;
 use crate::gdb::listen::{Connection, GdbListener, GdbOptions};
+use crate::gdb::points::{self, DebugPoints, Hit, Watchpoint};
 use crate::gdb::{self, CoreRegs, GdbError, Reg, Rv64Vmm, MAX_MEMORY_XFER, PACKET_SIZE};
 
 /// errno EFAULT: what gdb is told for memory the stub cannot or will not reach.
@@ -74,19 +75,17 @@ const POLL: Duration = Duration::from_millis(1);
 /// How often the stub looks for a debugger while none is attached.
 const ACCEPT_POLL: Duration = Duration::from_millis(50);
 
-/// Why the guest stopped on its own (not at the debugger's request).
+/// Why the guest stopped on its own (not at the debugger's request): vCPU `.0` reached a
+/// breakpoint or watchpoint.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum StopEvent {
-    /// vCPU `.0` reached a breakpoint.
-    Breakpoint(u64),
-}
+struct StopEvent(u64, Hit);
 
 /// What the stub and the vCPU threads share.
 #[derive(Debug, Default)]
 pub(crate) struct GdbShared {
-    /// Whether any breakpoint is set (checked by the vCPUs before each run).
+    /// Whether any breakpoint or watchpoint is set (checked by the vCPUs before each run).
     active: AtomicBool,
-    breakpoints: Mutex<BTreeSet<u64>>,
+    points: Mutex<DebugPoints>,
     /// The first stop since the last resume.
     stop: Mutex<Option<StopEvent>>,
     /// The run's exit status once it has ended (`Some(None)`: it ended with an error).
@@ -99,20 +98,16 @@ impl GdbShared {
         m.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn is_breakpoint(&self, pc: u64) -> bool {
-        Self::lock(&self.breakpoints).contains(&pc)
-    }
-
-    fn set_breakpoint(&self, pc: u64, on: bool) -> bool {
-        let mut b = Self::lock(&self.breakpoints);
-        let changed = if on { b.insert(pc) } else { b.remove(&pc) };
-        self.active.store(!b.is_empty(), Ordering::SeqCst);
-        changed
+    /// Changes the breakpoints and watchpoints with `f`, its result.
+    fn with_points<R>(&self, f: impl FnOnce(&mut DebugPoints) -> R) -> R {
+        let mut p = Self::lock(&self.points);
+        let r = f(&mut p);
+        self.active.store(!p.is_empty(), Ordering::SeqCst);
+        r
     }
 
     fn clear_breakpoints(&self) {
-        Self::lock(&self.breakpoints).clear();
-        self.active.store(false, Ordering::SeqCst);
+        self.with_points(DebugPoints::clear);
     }
 
     /// Records `event` unless a stop is already recorded.
@@ -251,10 +246,9 @@ impl GuestVm {
             return Some(1);
         }
         debug.resumed_at = None;
-        if debug.shared.is_breakpoint(pc) {
-            debug
-                .shared
-                .record_stop(StopEvent::Breakpoint(self.hart_id));
+        let hit = GdbShared::lock(&debug.shared.points).check(&self.hart, &self.mem);
+        if let Some(hit) = hit {
+            debug.shared.record_stop(StopEvent(self.hart_id, hit));
             if let Some(link) = &self.pause {
                 let _ = link.ctl.request_pause();
             }
@@ -444,14 +438,19 @@ impl RunTarget<'_> {
         })
     }
 
-    /// Memory at guest-physical addresses may be accessed for vCPU `tid`: it does not
-    /// translate now, or `monitor phys on`.
-    fn check_physical(&mut self, tid: Tid) -> Result<(), TargetError<GdbError>> {
-        if self.phys || self.on_vcpu(tid, |vm| gdb::translation_off(&vm.hart))? {
-            Ok(())
-        } else {
-            Err(TargetError::Errno(EFAULT))
-        }
+    /// The guest-physical pieces of `len` bytes at `start` as vCPU `tid` sees them now
+    /// (`gdb/points.rs`).
+    fn pieces(
+        &mut self,
+        tid: Tid,
+        start: u64,
+        len: usize,
+        kind: DebugAccess,
+    ) -> Result<Vec<(u64, usize)>, TargetError<GdbError>> {
+        let phys = self.phys;
+        self.on_vcpu(tid, move |vm| {
+            points::translate_range(&vm.hart, start, len, kind, phys)
+        })
     }
 
     /// Whether every instance has parked again after a step or a stop request.
@@ -493,13 +492,15 @@ impl RunTarget<'_> {
                     return Some(self.end_reason());
                 }
                 self.running = Running::Stopped;
-                match event {
-                    StopEvent::Breakpoint(vcpu) => {
-                        let vcpu = vcpu as usize;
-                        self.selected = vcpu;
-                        Some(MultiThreadStopReason::SwBreak(tid(vcpu)))
-                    }
-                }
+                let StopEvent(vcpu, hit) = event;
+                let vcpu = vcpu as usize;
+                self.selected = vcpu;
+                let tid = tid(vcpu);
+                Some(match hit {
+                    Hit::Sw => MultiThreadStopReason::SwBreak(tid),
+                    Hit::Hw => MultiThreadStopReason::HwBreak(tid),
+                    Hit::Watch { kind, addr } => MultiThreadStopReason::Watch { tid, kind, addr },
+                })
             }
         }
     }
@@ -544,27 +545,29 @@ impl MultiThreadBase for RunTarget<'_> {
     }
 
     fn read_addrs(&mut self, start: u64, data: &mut [u8], tid: Tid) -> TargetResult<usize, Self> {
-        self.check_physical(tid)?;
         if data.len() > MAX_MEMORY_XFER {
             return Err(TargetError::Errno(EFAULT));
         }
-        self.stub
-            .mem
-            .read(data, GuestAddress(start))
-            .map_err(|_| TargetError::Errno(EFAULT))
+        let pieces = self.pieces(tid, start, data.len(), DebugAccess::Load)?;
+        match points::read_pieces(&self.stub.mem, &pieces, data) {
+            0 if !data.is_empty() => Err(TargetError::Errno(EFAULT)),
+            n => Ok(n),
+        }
     }
 
     fn write_addrs(&mut self, start: u64, data: &[u8], tid: Tid) -> TargetResult<(), Self> {
-        self.check_physical(tid)?;
         if data.len() > PACKET_SIZE {
             return Err(TargetError::Errno(EFAULT));
         }
-        // All or nothing: the whole range must be RAM. Translated blocks and the decode
-        // caches check guest code against RAM, so a write to code needs no invalidation.
-        self.stub
-            .mem
-            .write_slice(data, GuestAddress(start))
-            .map_err(|_| TargetError::Errno(EFAULT))
+        // All or nothing: the whole range must translate and be RAM. Translated blocks and
+        // the decode caches check guest code against RAM, so a write to code needs no
+        // invalidation.
+        let pieces = self.pieces(tid, start, data.len(), DebugAccess::Store)?;
+        if points::write_pieces(&self.stub.mem, &pieces, data) {
+            Ok(())
+        } else {
+            Err(TargetError::Errno(EFAULT))
+        }
     }
 
     fn list_active_threads(
@@ -682,16 +685,67 @@ impl Breakpoints for RunTarget<'_> {
     fn support_sw_breakpoint(&mut self) -> Option<SwBreakpointOps<'_, Self>> {
         Some(self)
     }
+
+    fn support_hw_breakpoint(&mut self) -> Option<HwBreakpointOps<'_, Self>> {
+        Some(self)
+    }
+
+    fn support_hw_watchpoint(&mut self) -> Option<HwWatchpointOps<'_, Self>> {
+        Some(self)
+    }
 }
 
 impl SwBreakpoint for RunTarget<'_> {
     fn add_sw_breakpoint(&mut self, addr: u64, _kind: usize) -> TargetResult<bool, Self> {
-        self.stub.shared.set_breakpoint(addr, true);
+        self.stub
+            .shared
+            .with_points(|p| p.set_breakpoint(addr, false, true));
         Ok(true)
     }
 
     fn remove_sw_breakpoint(&mut self, addr: u64, _kind: usize) -> TargetResult<bool, Self> {
-        Ok(self.stub.shared.set_breakpoint(addr, false))
+        Ok(self
+            .stub
+            .shared
+            .with_points(|p| p.set_breakpoint(addr, false, false)))
+    }
+}
+
+impl HwBreakpoint for RunTarget<'_> {
+    fn add_hw_breakpoint(&mut self, addr: u64, _kind: usize) -> TargetResult<bool, Self> {
+        self.stub
+            .shared
+            .with_points(|p| p.set_breakpoint(addr, true, true));
+        Ok(true)
+    }
+
+    fn remove_hw_breakpoint(&mut self, addr: u64, _kind: usize) -> TargetResult<bool, Self> {
+        Ok(self
+            .stub
+            .shared
+            .with_points(|p| p.set_breakpoint(addr, true, false)))
+    }
+}
+
+impl HwWatchpoint for RunTarget<'_> {
+    fn add_hw_watchpoint(
+        &mut self,
+        addr: u64,
+        len: u64,
+        kind: WatchKind,
+    ) -> TargetResult<bool, Self> {
+        let w = Watchpoint { addr, len, kind };
+        Ok(self.stub.shared.with_points(|p| p.set_watchpoint(w, true)))
+    }
+
+    fn remove_hw_watchpoint(
+        &mut self,
+        addr: u64,
+        len: u64,
+        kind: WatchKind,
+    ) -> TargetResult<bool, Self> {
+        let w = Watchpoint { addr, len, kind };
+        Ok(self.stub.shared.with_points(|p| p.set_watchpoint(w, false)))
     }
 }
 
