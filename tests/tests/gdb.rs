@@ -1,8 +1,10 @@
-//! The gdb remote stub of `vmm machine` (`--gdb`, `docs/gdb.md`), driven by
+//! The gdb remote stubs of `vmm machine` and `vmm run` (`--gdb`, `docs/gdb.md`), driven by
 //! `gdb-multiarch` in batch mode and by a raw protocol client: breakpoints on symbols,
 //! registers and CSRs, single steps (the same with and without block translation), `monitor
 //! ctr`, detaching and running on to the guest's normal end, attaching later to a running
-//! guest, Ctrl-C, and clients that send garbage.
+//! guest, Ctrl-C, and clients that send garbage; for `vmm run`: vCPUs as threads, hardware
+//! breakpoints and watchpoints, memory through the guest's page tables, `monitor exits` and
+//! `monitor snapshot`.
 //!
 //! Every process runs with a time limit. Without `gdb-multiarch` the tests fail naming the
 //! Debian package (`GDB` selects another gdb with RISC-V support).
@@ -45,10 +47,22 @@ struct Vmm {
 
 impl Vmm {
     fn start(elf: &Path, args: &[&str]) -> Vmm {
+        let mut all = vec!["machine"];
+        all.extend_from_slice(args);
+        all.push(elf.to_str().expect("a UTF-8 path"));
+        Vmm::spawn(&all)
+    }
+
+    /// `vmm run --kernel ELF ARGS` (a VS-mode guest).
+    fn start_run(elf: &Path, args: &[&str]) -> Vmm {
+        let mut all = vec!["run", "--kernel", elf.to_str().expect("a UTF-8 path")];
+        all.extend_from_slice(args);
+        Vmm::spawn(&all)
+    }
+
+    fn spawn(args: &[&str]) -> Vmm {
         let mut child = Command::new(vmm_binary())
-            .arg("machine")
             .args(args)
-            .arg(elf)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -461,10 +475,34 @@ impl Raw {
 #[test]
 fn hostile_clients_get_errors_and_the_guest_runs_on() {
     let elf = guest("spin");
-    let mut vmm = Vmm::start(
+    let vmm = Vmm::start(
         &elf,
         &["--timeout", "60", "--gdb", "tcp:127.0.0.1:0", "--gdb-wait"],
     );
+    hostile_clients(vmm, "spin: looping forever");
+}
+
+/// The same for `vmm run` with two vCPUs.
+#[test]
+fn hostile_clients_of_a_run_stub_get_errors_and_the_guest_runs_on() {
+    let elf = guest("sbi_ctr_spin");
+    let vmm = Vmm::start_run(
+        &elf,
+        &[
+            "--vcpus",
+            "2",
+            "--timeout",
+            "60",
+            "--gdb",
+            "tcp:127.0.0.1:0",
+            "--gdb-wait",
+        ],
+    );
+    hostile_clients(vmm, "sbi_ctr_spin: recording");
+}
+
+/// Hostile clients of the stub `vmm` serves; the guest prints `stdout_has` meanwhile.
+fn hostile_clients(mut vmm: Vmm, stdout_has: &str) {
     let port = vmm.tcp_port();
 
     // Garbage that is not a packet and a packet with a bad checksum end the session (the
@@ -551,6 +589,166 @@ fn hostile_clients_get_errors_and_the_guest_runs_on() {
     drop(c);
     let (status, stdout, stderr) = vmm.finish();
     assert_eq!(status, Some(1), "{stderr}");
-    assert!(stdout.contains("spin: looping forever"), "{stdout}");
+    assert!(stdout.contains(stdout_has), "{stdout}");
     assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+/// `vmm run` with two vCPUs: each is a gdb thread; a breakpoint stops the vCPU that reaches
+/// it (and the other), VS-mode and the CTR CSRs read by name, a write watchpoint stops
+/// the writer before its store with the old and new values, a read watchpoint and a
+/// hardware breakpoint stop the reader, `monitor ctr`, `monitor exits` and `monitor
+/// snapshot` answer, and after the debugger detaches the guest ends as it does without one
+/// (and so does its snapshot, restored).
+#[test]
+fn run_vcpus_are_threads_with_breakpoints_watchpoints_and_snapshots() {
+    let elf = guest("sbi_ctr_smp");
+    let sock = socket("run-smp");
+    let snap = test_support::temp_path("vmm-gdb-test", "run-smp.snap");
+    let _ = std::fs::remove_file(&snap);
+    let mut vmm = Vmm::start_run(
+        &elf,
+        &[
+            "--vcpus",
+            "2",
+            "--timeout",
+            "60",
+            "--gdb",
+            &format!("unix:{}", sock.display()),
+            "--gdb-wait",
+        ],
+    );
+    wait_socket(&mut vmm, &sock);
+    let snapshot_cmd = format!("monitor snapshot {}", snap.display());
+    let out = run_gdb(
+        &elf,
+        &sock.display().to_string(),
+        &[
+            "info threads",
+            "break secondary_main",
+            "continue",
+            "info threads",
+            "info registers priv",
+            "p $virt",
+            "p $a0",
+            "p/x $vsctrctl",
+            "p/x $hstatus",
+            "delete",
+            "watch done1",
+            "continue",
+            "p done1",
+            "delete",
+            "rwatch done1",
+            "continue",
+            "delete",
+            "hbreak check",
+            "continue",
+            "monitor ctr 1",
+            "monitor exits",
+            "monitor insns",
+            &snapshot_cmd,
+            "delete",
+            "detach",
+        ],
+    );
+    let (status, stdout, stderr) = vmm.finish();
+    // Two threads, the second waiting (HSM STOPPED) at pc 0.
+    assert!(
+        out.contains("Thread 1.1") && out.contains("Thread 1.2"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Thread 2 hit Breakpoint 1, secondary_main (hartid=1)"),
+        "{out}"
+    );
+    // VS-mode: priv S, virt 1, a0 the hart id.
+    assert!(out.contains("prv:1 [Supervisor]"), "{out}");
+    assert!(out.contains("$1 = 1\n"), "{out}");
+    assert!(out.contains("$2 = 1\n"), "{out}");
+    assert!(out.contains("$3 = 0x"), "{out}");
+    assert!(out.contains("$4 = 0x"), "{out}");
+    assert!(
+        out.contains("Thread 2 hit Hardware watchpoint 2: done1"),
+        "{out}"
+    );
+    assert!(out.contains("Old value = 0\nNew value = 1"), "{out}");
+    assert!(out.contains("$5 = 1\n"), "{out}");
+    assert!(
+        out.contains("Thread 1 hit Hardware read watchpoint 3: done1"),
+        "{out}"
+    );
+    assert!(out.contains("hit Breakpoint 4, check ("), "{out}");
+    assert!(out.contains("vCPU 1:\nCTR: depth"), "{out}");
+    assert!(out.contains("sbi HSM"), "{out}");
+    assert!(
+        out.contains("vCPU 0: ") && out.contains("vCPU 1: "),
+        "{out}"
+    );
+    assert!(out.contains("snapshot written to"), "{out}");
+    assert!(stdout.contains("sbi_ctr_smp: PASS"), "{stdout}\n{stderr}");
+    assert_eq!(status, Some(0), "{stderr}");
+    assert!(stderr.contains("debugger detached"), "{stderr}");
+    // The snapshot taken at the hardware breakpoint runs on to the same end.
+    let restored = Command::new(vmm_binary())
+        .args(["restore", "--timeout", "60", "--snapshot"])
+        .arg(&snap)
+        .output()
+        .unwrap();
+    let restored_out = String::from_utf8_lossy(&restored.stdout);
+    assert!(restored.status.success(), "{restored_out}");
+    assert!(restored_out.contains("sbi_ctr_smp: PASS"), "{restored_out}");
+    let _ = std::fs::remove_file(&snap);
+}
+
+/// Memory through the vCPU's own page tables: the guest maps VA 0x4000_0000 onto a page of
+/// its (Sv39 in VS-mode, `vsatp`); stopped right after it turns translation on, gdb reads
+/// that page's value there, and with `monitor phys on` the same address is physical (no
+/// RAM). `kill` ends the run with status 1.
+#[test]
+fn run_memory_follows_the_guests_page_tables() {
+    let elf = guest("sbi_console");
+    let dis = std::fs::read_to_string(elf.with_extension("dis")).unwrap();
+    // The instruction after the first `csrw satp` (rfence_self_check's, inlined in main).
+    let mut lines = dis.lines().skip_while(|l| !l.contains("csrw\tsatp"));
+    lines.next().expect("csrw satp");
+    let after: u64 = lines
+        .next()
+        .and_then(|l| u64::from_str_radix(l.trim().split(':').next()?, 16).ok())
+        .expect("an instruction after csrw satp");
+    let sock = socket("run-vm");
+    let mut vmm = Vmm::start_run(
+        &elf,
+        &[
+            "--timeout",
+            "60",
+            "--gdb",
+            &format!("unix:{}", sock.display()),
+            "--gdb-wait",
+        ],
+    );
+    wait_socket(&mut vmm, &sock);
+    let out = run_gdb(
+        &elf,
+        &sock.display().to_string(),
+        &[
+            &format!("break *{after:#x}"),
+            "continue",
+            "p/x (unsigned long)$vsatp >> 60",
+            "x/gx 0x40000000",
+            "p/x *(unsigned long *)&page_a",
+            "monitor phys on",
+            "x/gx 0x40000000",
+            "monitor phys off",
+            "kill",
+        ],
+    );
+    let (status, _, stderr) = vmm.finish();
+    assert!(out.contains("$1 = 0x8\n"), "{out}");
+    assert!(out.contains("0x40000000:\t0x000000000000aaaa"), "{out}");
+    assert!(out.contains("$2 = 0xaaaa"), "{out}");
+    assert!(
+        out.contains("Cannot access memory at address 0x40000000"),
+        "{out}"
+    );
+    assert_eq!(status, Some(1), "{stderr}");
+    assert!(stderr.contains("the debugger killed the guest"), "{stderr}");
 }

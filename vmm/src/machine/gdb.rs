@@ -407,8 +407,8 @@ impl TargetDescriptionXmlOverride for MachineTarget<'_> {
 const MONITOR_HELP: &str = "\
 monitor help          this list
 monitor ctr           the hart's CTR records, oldest first: SRC -> DST TYPE cycles
-monitor phys on|off   memory access physical even while the hart translates (default off:
-                      refused with an error while satp/vsatp/hgatp translate)
+monitor phys on|off   addresses are physical (default off: the hart's current
+                      translation, satp or vsatp and hgatp)
 monitor insns         instructions executed so far";
 
 impl MonitorCmd for MachineTarget<'_> {
@@ -432,10 +432,7 @@ impl MonitorCmd for MachineTarget<'_> {
             }
             ["phys", "off"] => {
                 self.phys = false;
-                outputln!(
-                    out,
-                    "memory access follows the hart (physical only while it does not translate)"
-                );
+                outputln!(out, "addresses follow the hart's translation");
             }
             ["phys"] => outputln!(out, "phys is {}", if self.phys { "on" } else { "off" }),
             ["insns"] => outputln!(out, "{}", self.machine.executed),

@@ -8,19 +8,24 @@
 //!
 //! - **Registers and memory.** A parked instance does jobs for the stub on its own thread
 //!   ([`PauseCtl::run_on`]): register and CSR reads and writes go through the hart's rules
-//!   as on `vmm machine` (`crate::gdb`). Memory is read and written in guest RAM by
-//!   guest-physical address (the stub walks no page tables; while the selected vCPU
-//!   translates, access is refused unless `monitor phys on`).
+//!   as on `vmm machine` (`crate::gdb`). Memory addresses are translated as the selected
+//!   vCPU's next load or store would translate them (`vsatp` and `hgatp`, without side
+//!   effects: `crate::gdb::points`), then read and written in guest RAM; `monitor phys on`
+//!   takes them as guest-physical.
 //! - **Single step** ([`PauseCtl::step`]): the stepped vCPU runs one instruction (its exits
 //!   handled as in any run: a step onto an `ecall` completes the SBI call) while the others
 //!   stay parked, then parks again. A vCPU parked in a wait (WFI idle on a multiprocessor
 //!   VM, or an HSM-stopped vCPU waiting for `hart_start`) has no instruction to run: its
 //!   step ends where it is.
-//! - **Breakpoints** are kept here, never written into guest memory. While any is set,
-//!   every vCPU runs one instruction per call into its hart and compares its pc with them
-//!   before each ([`GuestVm::debug_chunk`]); the first vCPU to reach one records the stop
-//!   and asks every instance to park. After a `continue`, each vCPU executes its first
-//!   instruction even at a breakpoint (gdb steps the reporting vCPU off it itself).
+//! - **Breakpoints and watchpoints** (software, hardware, read, write, access) are kept
+//!   here, never written into guest memory. While any is set, every vCPU runs one
+//!   instruction per call into its hart and checks them before each
+//!   ([`GuestVm::debug_chunk`], `crate::gdb::points`); the first vCPU to reach one records
+//!   the stop and asks every instance to park. After a `continue`, each vCPU executes its
+//!   first instruction even at a breakpoint (gdb steps the reporting vCPU off it itself).
+//! - **Scheduler locking.** RISC-V gdb steps a thread with a breakpoint after the
+//!   instruction and a `continue` of that thread alone (`vCont;c:N`): the other vCPUs stay
+//!   parked meanwhile ([`PauseCtl::resume_only`]).
 //! - **The run's end.** When the guest ends the run while a debugger is attached, gdb is
 //!   told the exit status; a `kill` ends the run with [`super::RunExit::Killed`].
 //!
@@ -771,8 +776,8 @@ monitor ctr [N]         vCPU N's CTR records (default: the thread gdb last named
                         first: SRC -> DST TYPE cycles
 monitor exits           the exits to the VMM so far (the --stats table)
 monitor snapshot FILE   write a snapshot of the stopped VM to FILE (for vmm restore)
-monitor phys on|off     memory access physical even while the vCPU translates (default off:
-                        refused with an error while vsatp/hgatp translate)
+monitor phys on|off     addresses are guest-physical (default off: the vCPU's current
+                        translation, satp or vsatp and hgatp)
 monitor insns           instructions executed so far, per vCPU";
 
 impl MonitorCmd for RunTarget<'_> {
@@ -849,10 +854,7 @@ impl MonitorCmd for RunTarget<'_> {
             }
             ["phys", "off"] => {
                 self.phys = false;
-                outputln!(
-                    out,
-                    "memory access follows the vCPU (physical only while it does not translate)"
-                );
+                outputln!(out, "addresses follow the vCPU's translation");
             }
             ["phys"] => outputln!(out, "phys is {}", if self.phys { "on" } else { "off" }),
             ["insns"] => {
