@@ -752,3 +752,80 @@ fn run_memory_follows_the_guests_page_tables() {
     assert_eq!(status, Some(1), "{stderr}");
     assert!(stderr.contains("the debugger killed the guest"), "{stderr}");
 }
+
+/// Exact single steps cross privilege modes: `monitor stepi` from VS-mode through
+/// `run_in_vu`'s `sret` into VU-mode (priv U, virt 1, at the guest's `vsepc`), and on
+/// through VU-mode's ECALL back into VS-mode. (gdb's own `stepi` on RISC-V puts a breakpoint after the instruction and runs to
+/// it, so it cannot follow an `sret`.)
+#[test]
+fn run_steps_from_vs_into_vu_mode() {
+    let elf = guest("sbi_ctr");
+    let dis = std::fs::read_to_string(elf.with_extension("dis")).unwrap();
+    let body = &dis[dis.find("<run_in_vu>:").expect("run_in_vu")..];
+    let sret: u64 = body
+        .lines()
+        .find(|l| l.contains("\tsret"))
+        .and_then(|l| u64::from_str_radix(l.trim().split(':').next()?, 16).ok())
+        .expect("run_in_vu's sret");
+    let sock = socket("run-vu");
+    let mut vmm = Vmm::start_run(
+        &elf,
+        &[
+            "--timeout",
+            "60",
+            "--gdb",
+            &format!("unix:{}", sock.display()),
+            "--gdb-wait",
+        ],
+    );
+    wait_socket(&mut vmm, &sock);
+    let out = run_gdb(
+        &elf,
+        &sock.display().to_string(),
+        &[
+            &format!("break *{sret:#x}"),
+            "continue",
+            "info registers priv",
+            "p $virt",
+            "p/x $vsepc",
+            "delete",
+            "monitor stepi",
+            "maintenance flush register-cache",
+            "info registers priv",
+            "p $virt",
+            "p/x $pc",
+            "monitor stepi 2",
+            "maintenance flush register-cache",
+            "info registers priv",
+            "monitor stepi 0",
+            "detach",
+        ],
+    );
+    let (status, stdout, stderr) = vmm.finish();
+    let privs: Vec<&str> = out.lines().filter(|l| l.starts_with("priv ")).collect();
+    assert_eq!(privs.len(), 3, "{out}");
+    assert!(privs[0].contains("prv:1 [Supervisor]"), "{out}");
+    assert!(privs[1].contains("prv:0 [User/Application]"), "{out}");
+    // Two more: the VU function's instruction and its trap (ECALL) back into VS-mode.
+    assert!(privs[2].contains("prv:1 [Supervisor]"), "{out}");
+    assert!(
+        out.contains("$1 = 1\n") && out.contains("$3 = 1\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("vCPU 0: pc=0x") && out.contains(" VU\n"),
+        "{out}"
+    );
+    assert!(out.contains(" VS\n"), "{out}");
+    assert!(out.contains("monitor stepi N: N is 1 to"), "{out}");
+    // The step lands where vsepc said.
+    let value = |n: u32| {
+        let tag = format!("${n} = ");
+        out.lines()
+            .find_map(|l| l.strip_prefix(&tag))
+            .unwrap_or_else(|| panic!("no {tag}: {out}"))
+            .to_string()
+    };
+    assert_eq!(value(2), value(4), "{out}");
+    assert_eq!(status, Some(0), "{stdout}\n{stderr}");
+}

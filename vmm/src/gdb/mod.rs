@@ -329,6 +329,37 @@ pub fn translation_off(hart: &Hart) -> bool {
     }
 }
 
+/// Where `hart` is, for `monitor stepi`: `pc=0x... MODE` (M, HS, U, VS or VU).
+pub fn position(hart: &Hart) -> String {
+    let mode = match (hart.privilege(), hart.virt()) {
+        (PrivilegeMode::Machine, _) => "M",
+        (PrivilegeMode::Supervisor, false) => "HS",
+        (PrivilegeMode::Supervisor, true) => "VS",
+        (PrivilegeMode::User, false) => "U",
+        (PrivilegeMode::User, true) => "VU",
+    };
+    format!("pc={:#x} {mode}", hart.pc())
+}
+
+/// The most instructions one `monitor stepi N` steps.
+pub const MAX_MONITOR_STEPS: u64 = 1_000_000;
+
+/// The count of `monitor stepi [N]`: 1 by default, at most [`MAX_MONITOR_STEPS`].
+pub fn monitor_steps(arg: Option<&str>) -> Result<u64, String> {
+    match arg.map(str::parse::<u64>) {
+        None => Ok(1),
+        Some(Ok(n)) if (1..=MAX_MONITOR_STEPS).contains(&n) => Ok(n),
+        Some(_) => Err(format!(
+            "monitor stepi N: N is 1 to {MAX_MONITOR_STEPS}, got {}",
+            arg.unwrap_or_default()
+        )),
+    }
+}
+
+/// What `monitor stepi` says after stepping: where the hart is, and how to make gdb see it.
+pub const MONITOR_STEPI_NOTE: &str =
+    "(gdb caches registers: `maintenance flush register-cache` shows the new state)";
+
 /// `monitor ctr`: the hart's CTR records, oldest first, a line each (`SRC -> DST TYPE
 /// cycles`, the addresses as `function+0xoff` with `symbols`), under a line with the
 /// depth, WRPTR and whether recording is frozen.

@@ -409,7 +409,10 @@ monitor help          this list
 monitor ctr           the hart's CTR records, oldest first: SRC -> DST TYPE cycles
 monitor phys on|off   addresses are physical (default off: the hart's current
                       translation, satp or vsatp and hgatp)
-monitor insns         instructions executed so far";
+monitor insns         instructions executed so far
+monitor stepi [N]     execute N instructions (default 1) exactly as the hart does, through
+                      traps, sret and mret (gdb's own stepi on RISC-V puts a breakpoint
+                      after the instruction and cannot follow them)";
 
 impl MonitorCmd for MachineTarget<'_> {
     fn handle_monitor_cmd(
@@ -436,6 +439,24 @@ impl MonitorCmd for MachineTarget<'_> {
             }
             ["phys"] => outputln!(out, "phys is {}", if self.phys { "on" } else { "off" }),
             ["insns"] => outputln!(out, "{}", self.machine.executed),
+            ["stepi"] | ["stepi", _] => match gdb::monitor_steps(words.get(1).copied()) {
+                Err(e) => outputln!(out, "{e}"),
+                Ok(n) => {
+                    let mut ended = false;
+                    for _ in 0..n {
+                        if self.exec(1).is_some() {
+                            ended = true;
+                            break;
+                        }
+                    }
+                    if ended {
+                        outputln!(out, "the run ended; continue to see how");
+                    } else {
+                        outputln!(out, "{}", gdb::position(self.hart()));
+                        outputln!(out, "{}", gdb::MONITOR_STEPI_NOTE);
+                    }
+                }
+            },
             _ => outputln!(
                 out,
                 "unknown monitor command {cmd:?}; monitor help lists them"

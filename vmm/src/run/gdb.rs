@@ -389,6 +389,24 @@ impl Stub {
         })
     }
 
+    /// vCPU `vcpu` executes `n` instructions, one at a time, the others parked.
+    fn step_exactly(&self, vcpu: usize, n: u64) -> Result<(), String> {
+        for _ in 0..n {
+            self.ctl.step(vcpu)?;
+            let limit = std::time::Instant::now() + JOB_LIMIT;
+            while !self.ctl.all_parked() {
+                if self.ctl.ended() {
+                    return Err("the run ended; continue to see how".into());
+                }
+                if std::time::Instant::now() > limit {
+                    return Err(format!("vCPU {vcpu} did not stop after its step"));
+                }
+                std::thread::yield_now();
+            }
+        }
+        Ok(())
+    }
+
     /// `f` of what every parked instance handed over.
     fn with_views<R>(&self, f: impl FnOnce(&[&InstanceView]) -> R) -> Option<R> {
         self.ctl.with_views(f)
@@ -778,7 +796,11 @@ monitor exits           the exits to the VMM so far (the --stats table)
 monitor snapshot FILE   write a snapshot of the stopped VM to FILE (for vmm restore)
 monitor phys on|off     addresses are guest-physical (default off: the vCPU's current
                         translation, satp or vsatp and hgatp)
-monitor insns           instructions executed so far, per vCPU";
+monitor insns           instructions executed so far, per vCPU
+monitor stepi [N]       the vCPU gdb last named executes N instructions (default 1) exactly
+                        as the hart does, through traps, sret and exits to the VMM, while
+                        the others stay stopped (gdb's own stepi on RISC-V puts a breakpoint
+                        after the instruction and cannot follow them)";
 
 impl MonitorCmd for RunTarget<'_> {
     fn handle_monitor_cmd(
@@ -857,6 +879,22 @@ impl MonitorCmd for RunTarget<'_> {
                 outputln!(out, "addresses follow the vCPU's translation");
             }
             ["phys"] => outputln!(out, "phys is {}", if self.phys { "on" } else { "off" }),
+            ["stepi"] | ["stepi", _] => match gdb::monitor_steps(words.get(1).copied()) {
+                Err(e) => outputln!(out, "{e}"),
+                Ok(n) => match self.stub.step_exactly(self.selected, n) {
+                    Err(e) => outputln!(out, "{e}"),
+                    Ok(()) => {
+                        let at = self
+                            .stub
+                            .on_vcpu(self.selected, |vm| gdb::position(&vm.hart));
+                        match at {
+                            Ok(at) => outputln!(out, "vCPU {}: {at}", self.selected),
+                            Err(e) => outputln!(out, "{e}"),
+                        }
+                        outputln!(out, "{}", gdb::MONITOR_STEPI_NOTE);
+                    }
+                },
+            },
             ["insns"] => {
                 let counts = self.stub.with_views(|views| {
                     views

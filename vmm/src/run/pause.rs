@@ -416,7 +416,11 @@ impl GuestVm {
             return ParkEnd::NotParked;
         }
         let link = link.clone();
-        link.ctl.park(link.instance, self)
+        let end = link.ctl.park(link.instance, self);
+        // The stop that asked this instance to park is spent: the next run (a debugger's
+        // single step above all) runs.
+        self.hart.stop_handle().take();
+        end
     }
 
     /// This instance's thread has returned.
