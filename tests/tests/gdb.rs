@@ -678,6 +678,8 @@ fn run_vcpus_are_threads_with_breakpoints_watchpoints_and_snapshots() {
     );
     assert!(out.contains("hit Breakpoint 4, check ("), "{out}");
     assert!(out.contains("vCPU 1:\nCTR: depth"), "{out}");
+    // Named with the kernel ELF's own symbols (no --symbols given).
+    assert!(out.contains("record+0x"), "{out}");
     assert!(out.contains("sbi HSM"), "{out}");
     assert!(
         out.contains("vCPU 0: ") && out.contains("vCPU 1: "),

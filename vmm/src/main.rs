@@ -213,6 +213,12 @@ struct ReceiveArgs {
     vm: VmArgs,
 }
 
+fn parse_gdb_endpoint(s: &str) -> Result<runner::migrate::Endpoint, String> {
+    s.parse().map_err(|_: runner::migrate::MigrateError| {
+        format!("{s:?} is not an address to listen on: tcp:HOST:PORT or unix:PATH")
+    })
+}
+
 fn parse_endpoint(s: &str) -> Result<runner::migrate::Endpoint, String> {
     s.parse()
         .map_err(|e: runner::migrate::MigrateError| e.to_string())
@@ -465,7 +471,7 @@ struct GdbArgs {
     /// A gdb remote stub on tcp:HOST:PORT or unix:PATH (port 0: any, printed on stderr);
     /// the guest runs and a debugger may attach at any time; every vCPU is a gdb thread
     /// (docs/gdb.md).
-    #[arg(long, value_name = "tcp:HOST:PORT|unix:PATH")]
+    #[arg(long, value_name = "tcp:HOST:PORT|unix:PATH", value_parser = parse_gdb_endpoint)]
     gdb: Option<runner::migrate::Endpoint>,
 
     /// With --gdb: hold the guest before its first instruction until a debugger attaches.

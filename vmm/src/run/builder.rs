@@ -300,7 +300,14 @@ impl<'a> VmBuilder<'a> {
             boot.attach_api(path, false)?;
         }
         if let Some(gdb) = &self.config.gdb {
-            boot.attach_gdb(gdb)?;
+            // `monitor ctr` names addresses with --symbols, else with the kernel's own
+            // symbols when it is an ELF that has them (a Linux Image has none).
+            let symbols = self.config.symbols.clone().or_else(|| {
+                crate::symbols::Symbols::load(&self.config.kernel)
+                    .ok()
+                    .map(Arc::new)
+            });
+            boot.attach_gdb(gdb, symbols)?;
         }
         Ok(boot)
     }

@@ -179,10 +179,15 @@ impl GdbThread {
 }
 
 impl GuestVm {
-    /// Puts the VM under a gdb stub listening at `options.endpoint` (`--gdb`); with
+    /// Puts the VM under a gdb stub listening at `options.endpoint` (`--gdb`; `symbols` for
+    /// `monitor ctr`); with
     /// `options.wait` every vCPU parks before its first instruction until a debugger
     /// attaches. Needs one hart instance per vCPU (no `--pcpus` below `--vcpus`).
-    pub(crate) fn attach_gdb(&mut self, options: &GdbOptions) -> Result<(), Error> {
+    pub(crate) fn attach_gdb(
+        &mut self,
+        options: &GdbOptions,
+        symbols: Option<Arc<crate::symbols::Symbols>>,
+    ) -> Result<(), Error> {
         if self.sched.is_some() || self.secondaries.iter().any(|s| s.sched.is_some()) {
             return Err(Error::Gdb(GdbError::Vm(
                 "--gdb needs a hart instance per vCPU: drop --pcpus (or make it --vcpus)".into(),
@@ -211,7 +216,7 @@ impl GuestVm {
             shared: shared.clone(),
             mem: self.mem.clone(),
             common: self.common(),
-            symbols: self.trace.symbols().cloned(),
+            symbols,
             xml: gdb::target_xml(),
         };
         let thread = std::thread::Builder::new()

@@ -639,7 +639,7 @@ impl GuestVm {
             boot.attach_api(path, options.paused)?;
         }
         if let Some(gdb) = &options.gdb {
-            boot.attach_gdb(gdb)?;
+            boot.attach_gdb(gdb, options.symbols.clone())?;
         }
         Ok(boot)
     }

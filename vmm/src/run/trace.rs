@@ -97,11 +97,6 @@ impl ExitTrace {
         ExitTrace::with_symbols(classes, None)
     }
 
-    /// The guest's symbols (`--symbols`), if given.
-    pub fn symbols(&self) -> Option<&Arc<Symbols>> {
-        self.symbols.as_ref()
-    }
-
     /// Tracing the exits of `classes`, naming pcs with `symbols`.
     pub fn with_symbols(classes: u32, symbols: Option<Arc<Symbols>>) -> ExitTrace {
         ExitTrace {
