@@ -19,6 +19,16 @@ pub struct GdbOptions {
 /// A debugger's connection as `gdbstub` drives it.
 pub type Connection = Box<dyn ConnectionExt<Error = std::io::Error>>;
 
+/// The next byte from the debugger if one has arrived (without waiting): what the stubs'
+/// event loops look at between runs of the guest.
+pub fn incoming(conn: &mut Connection) -> std::io::Result<Option<u8>> {
+    if conn.peek()?.is_some() {
+        conn.read().map(Some)
+    } else {
+        Ok(None)
+    }
+}
+
 /// The listening socket of the stub.
 #[derive(Debug)]
 pub struct GdbListener {

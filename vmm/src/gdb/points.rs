@@ -47,6 +47,106 @@ pub enum Hit {
     },
 }
 
+/// A stub target that keeps [`DebugPoints`]: [`debug_point_ops!`](crate::debug_point_ops)
+/// gives it gdb's breakpoint and watchpoint packets.
+pub trait HasDebugPoints {
+    /// Changes the breakpoints and watchpoints with `f`, its result.
+    fn with_points<R>(&mut self, f: impl FnOnce(&mut DebugPoints) -> R) -> R;
+}
+
+/// Implements `gdbstub`'s `Breakpoints`, `SwBreakpoint`, `HwBreakpoint` and `HwWatchpoint`
+/// for a target that is [`HasDebugPoints`] (`Arch` [`super::Rv64Vmm`]).
+#[macro_export]
+macro_rules! debug_point_ops {
+    ($target:ty) => {
+        impl gdbstub::target::ext::breakpoints::Breakpoints for $target {
+            fn support_sw_breakpoint(
+                &mut self,
+            ) -> Option<gdbstub::target::ext::breakpoints::SwBreakpointOps<'_, Self>> {
+                Some(self)
+            }
+
+            fn support_hw_breakpoint(
+                &mut self,
+            ) -> Option<gdbstub::target::ext::breakpoints::HwBreakpointOps<'_, Self>> {
+                Some(self)
+            }
+
+            fn support_hw_watchpoint(
+                &mut self,
+            ) -> Option<gdbstub::target::ext::breakpoints::HwWatchpointOps<'_, Self>> {
+                Some(self)
+            }
+        }
+
+        impl gdbstub::target::ext::breakpoints::SwBreakpoint for $target {
+            fn add_sw_breakpoint(
+                &mut self,
+                addr: u64,
+                _kind: usize,
+            ) -> gdbstub::target::TargetResult<bool, Self> {
+                use $crate::gdb::points::HasDebugPoints;
+                self.with_points(|p| p.set_breakpoint(addr, false, true));
+                Ok(true)
+            }
+
+            fn remove_sw_breakpoint(
+                &mut self,
+                addr: u64,
+                _kind: usize,
+            ) -> gdbstub::target::TargetResult<bool, Self> {
+                use $crate::gdb::points::HasDebugPoints;
+                Ok(self.with_points(|p| p.set_breakpoint(addr, false, false)))
+            }
+        }
+
+        impl gdbstub::target::ext::breakpoints::HwBreakpoint for $target {
+            fn add_hw_breakpoint(
+                &mut self,
+                addr: u64,
+                _kind: usize,
+            ) -> gdbstub::target::TargetResult<bool, Self> {
+                use $crate::gdb::points::HasDebugPoints;
+                self.with_points(|p| p.set_breakpoint(addr, true, true));
+                Ok(true)
+            }
+
+            fn remove_hw_breakpoint(
+                &mut self,
+                addr: u64,
+                _kind: usize,
+            ) -> gdbstub::target::TargetResult<bool, Self> {
+                use $crate::gdb::points::HasDebugPoints;
+                Ok(self.with_points(|p| p.set_breakpoint(addr, true, false)))
+            }
+        }
+
+        impl gdbstub::target::ext::breakpoints::HwWatchpoint for $target {
+            fn add_hw_watchpoint(
+                &mut self,
+                addr: u64,
+                len: u64,
+                kind: gdbstub::target::ext::breakpoints::WatchKind,
+            ) -> gdbstub::target::TargetResult<bool, Self> {
+                use $crate::gdb::points::HasDebugPoints;
+                let w = $crate::gdb::points::Watchpoint { addr, len, kind };
+                Ok(self.with_points(|p| p.set_watchpoint(w, true)))
+            }
+
+            fn remove_hw_watchpoint(
+                &mut self,
+                addr: u64,
+                len: u64,
+                kind: gdbstub::target::ext::breakpoints::WatchKind,
+            ) -> gdbstub::target::TargetResult<bool, Self> {
+                use $crate::gdb::points::HasDebugPoints;
+                let w = $crate::gdb::points::Watchpoint { addr, len, kind };
+                Ok(self.with_points(|p| p.set_watchpoint(w, false)))
+            }
+        }
+    };
+}
+
 /// The most watchpoints (gdb is refused beyond: it then watches by single-stepping).
 pub const MAX_WATCHPOINTS: usize = 64;
 

@@ -22,7 +22,6 @@ use std::marker::PhantomData;
 use std::time::{Duration, Instant};
 
 use gdbstub::common::Signal;
-use gdbstub::conn::ConnectionExt as _;
 use gdbstub::outputln;
 use gdbstub::stub::run_blocking::{BlockingEventLoop, Event, WaitForStopReasonError};
 use gdbstub::stub::{DisconnectReason, GdbStub, SingleThreadStopReason};
@@ -34,10 +33,7 @@ use gdbstub::target::ext::base::singlethread::{
     SingleThreadSingleStepOps,
 };
 use gdbstub::target::ext::base::BaseOps;
-use gdbstub::target::ext::breakpoints::{
-    Breakpoints, BreakpointsOps, HwBreakpoint, HwBreakpointOps, HwWatchpoint, HwWatchpointOps,
-    SwBreakpoint, SwBreakpointOps, WatchKind,
-};
+use gdbstub::target::ext::breakpoints::BreakpointsOps;
 use gdbstub::target::ext::monitor_cmd::{ConsoleOutput, MonitorCmd, MonitorCmdOps};
 use gdbstub::target::ext::target_description_xml_override::{
     TargetDescriptionXmlOverride, TargetDescriptionXmlOverrideOps,
@@ -48,8 +44,8 @@ use vcpu_api::DebugAccess;
 use super::{Machine, MachineExit};
 use crate::backend::Hart;
 use crate::error::Error;
-use crate::gdb::listen::{Connection, GdbListener, GdbOptions};
-use crate::gdb::points::{self, DebugPoints, Hit, Watchpoint};
+use crate::gdb::listen::{incoming, Connection, GdbListener, GdbOptions};
+use crate::gdb::points::{self, DebugPoints, HasDebugPoints, Hit};
 use crate::gdb::{self, CoreRegs, GdbError, Reg, Rv64Vmm, MAX_MEMORY_XFER, PACKET_SIZE};
 
 /// Instructions between two looks at the connection during a `continue` without
@@ -328,65 +324,13 @@ impl SingleThreadSingleStep for MachineTarget<'_> {
     }
 }
 
-impl Breakpoints for MachineTarget<'_> {
-    fn support_sw_breakpoint(&mut self) -> Option<SwBreakpointOps<'_, Self>> {
-        Some(self)
-    }
-
-    fn support_hw_breakpoint(&mut self) -> Option<HwBreakpointOps<'_, Self>> {
-        Some(self)
-    }
-
-    fn support_hw_watchpoint(&mut self) -> Option<HwWatchpointOps<'_, Self>> {
-        Some(self)
+impl HasDebugPoints for MachineTarget<'_> {
+    fn with_points<R>(&mut self, f: impl FnOnce(&mut DebugPoints) -> R) -> R {
+        f(&mut self.points)
     }
 }
 
-impl SwBreakpoint for MachineTarget<'_> {
-    fn add_sw_breakpoint(&mut self, addr: u64, _kind: usize) -> TargetResult<bool, Self> {
-        self.points.set_breakpoint(addr, false, true);
-        Ok(true)
-    }
-
-    fn remove_sw_breakpoint(&mut self, addr: u64, _kind: usize) -> TargetResult<bool, Self> {
-        Ok(self.points.set_breakpoint(addr, false, false))
-    }
-}
-
-impl HwBreakpoint for MachineTarget<'_> {
-    fn add_hw_breakpoint(&mut self, addr: u64, _kind: usize) -> TargetResult<bool, Self> {
-        self.points.set_breakpoint(addr, true, true);
-        Ok(true)
-    }
-
-    fn remove_hw_breakpoint(&mut self, addr: u64, _kind: usize) -> TargetResult<bool, Self> {
-        Ok(self.points.set_breakpoint(addr, true, false))
-    }
-}
-
-impl HwWatchpoint for MachineTarget<'_> {
-    fn add_hw_watchpoint(
-        &mut self,
-        addr: u64,
-        len: u64,
-        kind: WatchKind,
-    ) -> TargetResult<bool, Self> {
-        Ok(self
-            .points
-            .set_watchpoint(Watchpoint { addr, len, kind }, true))
-    }
-
-    fn remove_hw_watchpoint(
-        &mut self,
-        addr: u64,
-        len: u64,
-        kind: WatchKind,
-    ) -> TargetResult<bool, Self> {
-        Ok(self
-            .points
-            .set_watchpoint(Watchpoint { addr, len, kind }, false))
-    }
-}
+crate::debug_point_ops!(MachineTarget<'_>);
 
 impl TargetDescriptionXmlOverride for MachineTarget<'_> {
     fn target_description_xml(
@@ -479,12 +423,7 @@ impl<'a> BlockingEventLoop for EventLoop<'a> {
         conn: &mut Connection,
     ) -> Result<Event<Self::StopReason>, WaitForStopReasonError<GdbError, std::io::Error>> {
         loop {
-            if conn
-                .peek()
-                .map_err(WaitForStopReasonError::Connection)?
-                .is_some()
-            {
-                let byte = conn.read().map_err(WaitForStopReasonError::Connection)?;
+            if let Some(byte) = incoming(conn).map_err(WaitForStopReasonError::Connection)? {
                 return Ok(Event::IncomingData(byte));
             }
             if let Some(stop) = target.advance() {

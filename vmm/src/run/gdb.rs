@@ -39,7 +39,6 @@ use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use gdbstub::common::{Signal, Tid};
-use gdbstub::conn::ConnectionExt as _;
 use gdbstub::outputln;
 use gdbstub::stub::run_blocking::{BlockingEventLoop, Event, WaitForStopReasonError};
 use gdbstub::stub::{DisconnectReason, GdbStub, MultiThreadStopReason};
@@ -51,10 +50,7 @@ use gdbstub::target::ext::base::single_register_access::{
     SingleRegisterAccess, SingleRegisterAccessOps,
 };
 use gdbstub::target::ext::base::BaseOps;
-use gdbstub::target::ext::breakpoints::{
-    Breakpoints, BreakpointsOps, HwBreakpoint, HwBreakpointOps, HwWatchpoint, HwWatchpointOps,
-    SwBreakpoint, SwBreakpointOps, WatchKind,
-};
+use gdbstub::target::ext::breakpoints::BreakpointsOps;
 use gdbstub::target::ext::monitor_cmd::{ConsoleOutput, MonitorCmd, MonitorCmdOps};
 use gdbstub::target::ext::target_description_xml_override::{
     TargetDescriptionXmlOverride, TargetDescriptionXmlOverrideOps,
@@ -67,8 +63,8 @@ use super::pause::{InstanceView, ParkEnd, PauseCtl};
 use super::snapshot::VmCommon;
 use super::{ExitStats, GuestVm};
 use crate::error::Error;
-use crate::gdb::listen::{Connection, GdbListener, GdbOptions};
-use crate::gdb::points::{self, DebugPoints, Hit, Watchpoint};
+use crate::gdb::listen::{incoming, Connection, GdbListener, GdbOptions};
+use crate::gdb::points::{self, DebugPoints, HasDebugPoints, Hit};
 use crate::gdb::{self, CoreRegs, GdbError, Reg, Rv64Vmm, MAX_MEMORY_XFER, PACKET_SIZE};
 
 /// errno EFAULT: what gdb is told for memory the stub cannot or will not reach.
@@ -709,73 +705,13 @@ impl MultiThreadSingleStep for RunTarget<'_> {
     }
 }
 
-impl Breakpoints for RunTarget<'_> {
-    fn support_sw_breakpoint(&mut self) -> Option<SwBreakpointOps<'_, Self>> {
-        Some(self)
-    }
-
-    fn support_hw_breakpoint(&mut self) -> Option<HwBreakpointOps<'_, Self>> {
-        Some(self)
-    }
-
-    fn support_hw_watchpoint(&mut self) -> Option<HwWatchpointOps<'_, Self>> {
-        Some(self)
+impl HasDebugPoints for RunTarget<'_> {
+    fn with_points<R>(&mut self, f: impl FnOnce(&mut DebugPoints) -> R) -> R {
+        self.stub.shared.with_points(f)
     }
 }
 
-impl SwBreakpoint for RunTarget<'_> {
-    fn add_sw_breakpoint(&mut self, addr: u64, _kind: usize) -> TargetResult<bool, Self> {
-        self.stub
-            .shared
-            .with_points(|p| p.set_breakpoint(addr, false, true));
-        Ok(true)
-    }
-
-    fn remove_sw_breakpoint(&mut self, addr: u64, _kind: usize) -> TargetResult<bool, Self> {
-        Ok(self
-            .stub
-            .shared
-            .with_points(|p| p.set_breakpoint(addr, false, false)))
-    }
-}
-
-impl HwBreakpoint for RunTarget<'_> {
-    fn add_hw_breakpoint(&mut self, addr: u64, _kind: usize) -> TargetResult<bool, Self> {
-        self.stub
-            .shared
-            .with_points(|p| p.set_breakpoint(addr, true, true));
-        Ok(true)
-    }
-
-    fn remove_hw_breakpoint(&mut self, addr: u64, _kind: usize) -> TargetResult<bool, Self> {
-        Ok(self
-            .stub
-            .shared
-            .with_points(|p| p.set_breakpoint(addr, true, false)))
-    }
-}
-
-impl HwWatchpoint for RunTarget<'_> {
-    fn add_hw_watchpoint(
-        &mut self,
-        addr: u64,
-        len: u64,
-        kind: WatchKind,
-    ) -> TargetResult<bool, Self> {
-        let w = Watchpoint { addr, len, kind };
-        Ok(self.stub.shared.with_points(|p| p.set_watchpoint(w, true)))
-    }
-
-    fn remove_hw_watchpoint(
-        &mut self,
-        addr: u64,
-        len: u64,
-        kind: WatchKind,
-    ) -> TargetResult<bool, Self> {
-        let w = Watchpoint { addr, len, kind };
-        Ok(self.stub.shared.with_points(|p| p.set_watchpoint(w, false)))
-    }
-}
+crate::debug_point_ops!(RunTarget<'_>);
 
 impl TargetDescriptionXmlOverride for RunTarget<'_> {
     fn target_description_xml(
@@ -935,12 +871,7 @@ impl<'a> BlockingEventLoop for EventLoop<'a> {
         conn: &mut Connection,
     ) -> Result<Event<Self::StopReason>, WaitForStopReasonError<GdbError, std::io::Error>> {
         loop {
-            if conn
-                .peek()
-                .map_err(WaitForStopReasonError::Connection)?
-                .is_some()
-            {
-                let byte = conn.read().map_err(WaitForStopReasonError::Connection)?;
+            if let Some(byte) = incoming(conn).map_err(WaitForStopReasonError::Connection)? {
                 return Ok(Event::IncomingData(byte));
             }
             if let Some(stop) = target.poll() {
