@@ -5,7 +5,7 @@
 //! A block starts at a guest pc, lies within one page, and ends at the first jump or branch
 //! (included), at the first CSR write, SC or AMO (included: see `x64::emit_csr`), at the
 //! first instruction the code generator leaves to the interpreter (excluded: system
-//! instructions; in monitored blocks also CSR accesses, atomics and floating point),
+//! instructions other than CSR accesses),
 //! at the page end, or after [`MAX_INSNS`]. Blocks are found through a direct-mapped table
 //! keyed by the pc *and* the RAM offset it translates to (so another address space's code
 //! at the same pc never matches), and every block starts by comparing its code bytes in guest RAM
@@ -124,6 +124,70 @@ unsafe extern "sysv64" fn jit_csr(hart: *mut Hart, lo: u64, hi: u64, undone: u64
         }
         Err(_) => 1,
     }
+}
+
+/// [`jit_csr`] in a monitored block: the monitor hears of the instruction as the
+/// interpreter's monitoring variant reports it. A write (which may change the translation
+/// tags, flush the models or switch PDIS on) is reported through `Hart::pmu_events` when the
+/// chunk runs the variant that reports every instruction (`PMU_FULL`: its fetch, with the
+/// tag as the write left it); a read reports nothing beyond the block's own fetch report.
+/// The block stored the instruction's pc in `Hart::pc` (an overflow found by a counter
+/// write is attributed to it).
+///
+/// # Safety
+/// As for [`jit_load`].
+#[cfg(target_arch = "x86_64")]
+unsafe extern "sysv64" fn jit_csr_monitored(hart: *mut Hart, lo: u64, hi: u64, undone: u64) -> u64 {
+    // SAFETY: as for `jit_load`.
+    let h = unsafe { &mut *hart };
+    let i = x64::unpack(lo, hi);
+    let full = h.pmu_variant() == crate::pmu::PMU_FULL;
+    let (pc, addr) = (
+        h.pc,
+        h.x[i.rs1 as usize & 63].wrapping_add(i.imm as i64 as u64),
+    );
+    let before = h.jit_clock - h.vclock - h.jit_budget - undone;
+    h.vclock += before + 1;
+    h.retired += before;
+    let r = h.exec_csr(&i);
+    if full && matches!(r, Err(crate::hart::Ctl::Break)) {
+        h.retired += 1;
+        h.pmu_events(&i, pc, addr);
+        h.retired -= 1;
+    }
+    h.vclock -= before + 1;
+    h.retired -= before;
+    match r {
+        Ok(()) => 0,
+        Err(crate::hart::Ctl::Break) => {
+            h.jit_break = true;
+            0
+        }
+        Err(_) => 1,
+    }
+}
+
+/// [`jit_atomic`] in a monitored block: once it completes, the monitor's events, as the
+/// interpreter reports them (LR a load, SC a store whether or not it succeeds, an AMO a
+/// load and a store: `Hart::pmu_amo`), at the address in rs1 before the instruction.
+///
+/// # Safety
+/// As for [`jit_load`].
+#[cfg(target_arch = "x86_64")]
+unsafe extern "sysv64" fn jit_atomic_monitored(hart: *mut Hart, lo: u64, hi: u64) -> u64 {
+    // SAFETY: as for `jit_load`.
+    let h = unsafe { &mut *hart };
+    let i = x64::unpack(lo, hi);
+    let addr = h.x[i.rs1 as usize & 63];
+    if h.exec_atomic(&i).is_err() {
+        return 1;
+    }
+    match i.op {
+        crate::decode::Op::Lr => h.pmu_load(addr),
+        crate::decode::Op::Sc => h.pmu_store(addr),
+        _ => h.pmu_amo(addr),
+    };
+    0
 }
 
 /// LR, SC or an AMO, packed by `x64::pack` into `lo` and `hi`: executed by the interpreter's
@@ -304,11 +368,9 @@ impl Hart {
                 lo
             };
             let i = decode::decode(bits);
-            // An unmonitored block also ends after a CSR write, an SC or an AMO (included).
-            let terminal = x64::terminal(i.op)
-                || (!monitored && (x64::csr_write(&i) || x64::atomic_write(i.op)));
-            let translated =
-                x64::straight(i.op) || x64::muldiv(i.op) || (!monitored && x64::unmonitored(&i));
+            // A block also ends after a CSR write, an SC or an AMO (included).
+            let terminal = x64::terminal(i.op) || x64::csr_write(&i) || x64::atomic_write(i.op);
+            let translated = x64::straight(i.op) || x64::muldiv(i.op) || x64::extended(&i);
             if !terminal && !translated {
                 break;
             }
@@ -355,6 +417,7 @@ impl Hart {
         let ctr = offset_of!(Hart, ctr);
         let c = crate::ctr::Ctr::layout();
         let (tally, last_fetch_page) = Hart::pmu_jit_offsets();
+        let monitored = self.jit.as_deref().is_some_and(|j| j.kind != 0);
         Layout {
             x: offset_of!(Hart, x) as i32,
             pc: offset_of!(Hart, pc) as i32,
@@ -393,8 +456,17 @@ impl Hart {
             fflags: (offset_of!(Hart, csr) + offset_of!(crate::csr::CsrFile, fflags)) as i32,
             frm: (offset_of!(Hart, csr) + offset_of!(crate::csr::CsrFile, frm)) as i32,
             fma: std::is_x86_feature_detected!("fma"),
-            csr_helper: jit_csr as *const () as usize,
-            atomic_helper: jit_atomic as *const () as usize,
+            // The helpers of the kind of block being translated.
+            csr_helper: if monitored {
+                jit_csr_monitored as *const () as usize
+            } else {
+                jit_csr as *const () as usize
+            },
+            atomic_helper: if monitored {
+                jit_atomic_monitored as *const () as usize
+            } else {
+                jit_atomic as *const () as usize
+            },
 
             fetch_ctx: (tlb + fetch_ctx) as i32,
             ram_host: self.ram.host_addr(0) as u64,

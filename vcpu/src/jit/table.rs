@@ -80,7 +80,7 @@ pub(crate) struct Layout {
     pub(super) tally: i32,
     pub(super) last_fetch_page: i32,
     pub(super) view: i32,
-    /// Floating point (unmonitored blocks): `Hart::f`, `mstatus`, `vsstatus`, `Hart::virt`
+    /// Floating point: `Hart::f`, `mstatus`, `vsstatus`, `Hart::virt`
     /// and the helper that executes an F/D instruction with the interpreter's code.
     pub(super) f: i32,
     pub(super) mstatus: i32,
@@ -92,7 +92,8 @@ pub(crate) struct Layout {
     pub(super) frm: i32,
     pub(super) fma: bool,
     /// The helpers that execute a CSR instruction and an LR, SC or AMO with the
-    /// interpreter's code.
+    /// interpreter's code (for a monitored block, the variants that report the monitor's
+    /// events).
     pub(super) csr_helper: usize,
     pub(super) atomic_helper: usize,
 

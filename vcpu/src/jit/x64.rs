@@ -9,9 +9,9 @@
 //! that instruction, so the interpreter executes it with the full rules (page walk, faults,
 //! MMIO exits).
 //!
-//! In plain (unmonitored) blocks, divisions are inline, F/D loads and stores take the same
-//! path as integer ones, and the other F/D instructions, CSR accesses and atomics call the
-//! interpreter's code (`super::jit_float`, `super::jit_csr`, `super::jit_atomic`), F/D
+//! Divisions are inline, F/D loads and stores take the same path as integer ones (and in
+//! monitored blocks report the same events), and the other F/D instructions, CSR accesses
+//! and atomics call the interpreter's code (`super::jit_float`, `super::jit_csr`, `super::jit_atomic`), F/D
 //! arithmetic first trying the host's SSE2/FMA3 where it is exact ([`emit_float_host`]).
 
 use dynasmrt::x64::X64Relocation;
@@ -375,9 +375,9 @@ fn monitor_fetch(a: &mut Asm, l: &Layout, page: u64) {
 /// CTR (chapter 6 of the Smctr/Ssctr spec, "Behavior"): with the transfer type `t` in the
 /// current mode's recording mask (`Hart::ctr_mask`, which folds in the mode's `xctrctl`
 /// enable and filter bits, RASEMU and `sctrstatus.FROZEN`, and cannot change while blocks
-/// run: they hold no CSR access, trap or mode change), record the transfer from `from` to
-/// the pc already stored (`target` when the block knows it). Without recording this is one
-/// test.
+/// run: a CSR write ends its block, and blocks hold no trap or mode change), record the
+/// transfer from `from` to the pc already stored (`target` when the block knows it).
+/// Without recording this is one test.
 ///
 /// The common record, with RASEMU off (`Hart::ctr_fast_mask`) and a cycle count that needs
 /// no encoding (below 4096), is written inline, as `Hart::ctr_transfer`'s fast path would
@@ -572,11 +572,13 @@ pub(super) fn straight(op: Op) -> bool {
     )
 }
 
-/// Whether the code generator handles `i` in an unmonitored block (a monitored block ends
-/// before it and leaves it to the interpreter, which reports its events): the M extension's
-/// divisions and MULHSU, the F and D instructions, CSR accesses ([`csr_write`]s end the
-/// block), LR, SC and AMOs (helpers; SC and AMOs end the block).
-pub(super) fn unmonitored(i: &Insn) -> bool {
+/// Whether the code generator handles `i` beyond [`straight`] and [`muldiv`], in both kinds
+/// of block: the F and D instructions, CSR accesses ([`csr_write`]s end the block), LR, SC
+/// and AMOs (helpers; SC and AMOs end the block). A monitored block reports their events as
+/// the interpreter does: F/D loads and stores inline like integer ones (other F/D
+/// instructions have none), atomics and CSR writes in their helpers (`super::jit_atomic_monitored`,
+/// `super::jit_csr_monitored`).
+pub(super) fn extended(i: &Insn) -> bool {
     float_memory(i.op) || float_op(i.op) || csr(i.op) || atomic(i.op)
 }
 
@@ -584,7 +586,7 @@ fn atomic(op: Op) -> bool {
     op == Op::Lr || atomic_write(op)
 }
 
-/// Whether `op` is SC or an AMO: it ends an unmonitored block, after it (it may have
+/// Whether `op` is SC or an AMO: it ends a block, after it (it may have
 /// written the block's own code; the next block checks its bytes at entry).
 pub(super) fn atomic_write(op: Op) -> bool {
     use Op::*;
@@ -600,7 +602,7 @@ fn csr(op: Op) -> bool {
 }
 
 /// Whether `i` is a CSR instruction that writes the CSR (Zicsr: all but CSRRS/CSRRC with
-/// `rs1` = x0 and CSRRSI/CSRRCI with `uimm` = 0): it ends an unmonitored block, after it.
+/// `rs1` = x0 and CSRRSI/CSRRCI with `uimm` = 0): it ends a block, after it.
 pub(super) fn csr_write(i: &Insn) -> bool {
     csr(i.op) && (matches!(i.op, Op::Csrrw | Op::Csrrwi) || i.rs1 != 0)
 }
@@ -729,6 +731,10 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
             call(&mut a, l.atomic_helper);
             dynasm!(a ; .arch x64 ; test eax, eax ; jnz =>bail);
             if atomic_write(i.op) {
+                // It retired: the block's fetch report comes before the exit.
+                if monitored && k == 0 {
+                    fetch(&mut a);
+                }
                 let next = pc.wrapping_add(i.len as u64);
                 exit_to(&mut a, l, next, Next::to(next, page, monitored), &mut links);
             }
@@ -1146,7 +1152,7 @@ fn emit_terminal(
 }
 
 // ---------------------------------------------------------------------------------------------
-// Unmonitored blocks: division and MULHSU inline; F and D loads, stores and moves inline, the
+// Both kinds of block: division and MULHSU inline; F and D loads, stores and moves inline, the
 // rest through the interpreter's code (`Hart::exec_float`).
 // ---------------------------------------------------------------------------------------------
 
@@ -1499,7 +1505,12 @@ fn emit_csr(
     links: &mut Vec<(usize, usize)>,
 ) {
     let (lo, hi) = pack(i);
+    // The instruction's pc, as the interpreter has it while it executes the instruction (a
+    // counter write attributes an overflow to it).
+    let p = l.pc;
     dynasm!(a ; .arch x64
+        ; mov rax, QWORD pc as i64
+        ; mov QWORD [rdi + p], rax
         ; mov rsi, QWORD lo as i64
         ; mov rdx, QWORD hi as i64
         ; mov ecx, undone as i32
