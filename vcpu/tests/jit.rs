@@ -27,6 +27,10 @@
 //! - Double and single arithmetic at the edges of the host shortcut (tiny, exact,
 //!   overflowing results; NX clear and set; every rounding mode; singles not boxed).
 //! - Division: DIV/DIVU/REM/REMU, the W forms and MULHSU on the spec's corner cases.
+//! - Monitored blocks with F/D, CSR accesses and atomics: every event counted, counters
+//!   overflowing every 2 to 7 events, each LCOFI taken and logged (`mepc`, `minstret`),
+//!   counters and event selectors written mid-block; a `satp` write in a monitored block
+//!   under Sv39 (the TLB models flushed, the write's own fetch reported).
 //! - Counter CSRs (`cycle`, `time`, `instret`, `hpmcounter3`, `minstret`) read inside
 //!   translated blocks and written, in budget steps of 1 to 40.
 
@@ -184,8 +188,12 @@ impl Pair {
         if a != b {
             diffs.push(format!("sctrstatus: {a:x?} vs {b:x?}"));
         }
-        // The monitor: every counter, every event register (OF), and LCOFIP in `mip`.
-        for c in (0xb03..0xb20).chain(0x323..0x340).chain([MIP]) {
+        // The monitor: every counter, every event register (OF), LCOFIP in `mip`, and the
+        // sample of the LCOFI (Sspesa's `shpmspc` and `shpmsdata`).
+        for c in (0xb03..0xb20)
+            .chain(0x323..0x340)
+            .chain([MIP, 0x5c0, 0x5c1])
+        {
             let (a, b) = (th.csr(c as u16), ih.csr(c as u16));
             if a != b {
                 diffs.push(format!("csr {c:#x}: {a:x?} vs {b:x?}"));
@@ -630,10 +638,10 @@ impl Gen {
         self.w32(w);
     }
 
-    /// One instruction that monitored blocks leave to the interpreter (they end before it):
-    /// divisions and MULHSU (inline in other blocks), AMOs and LR/SC (helpers; SC and AMOs
-    /// end the block), CSR reads of scratch and counter registers (helpers) and
-    /// writes (helpers that end the block and the chunk), FENCE.I.
+    /// One instruction beyond the plain integer ones: divisions and MULHSU (inline), AMOs
+    /// and LR/SC (helpers; SC and AMOs end the block), CSR reads of scratch and counter
+    /// registers (helpers) and writes (helpers that end the block and the chunk), FENCE.I
+    /// (left to the interpreter).
     fn other(&mut self) {
         let (rd, a, b) = (self.dst(), self.src(), self.src());
         let base = self.rng.pick(&[B0, B1, SP]);
@@ -849,6 +857,79 @@ enum Mode {
     /// TRAP skips the instruction that trapped (FS Off, a reserved rounding mode) and sets FS
     /// to Initial.
     Float,
+    /// `Float` with every event counted and the local counter overflow interrupt (LCOFI)
+    /// enabled: counters overflow after 2 to 7 events (see [`lcofi_handler`], which logs
+    /// every LCOFI's `mepc` and `minstret` to [`LCOFI_LOG`] and re-arms them), and the
+    /// programs read the counters and write a counter or an event selector mid-block.
+    PmuFloat,
+}
+
+/// The log of [`Mode::PmuFloat`]'s LCOFIs: entries of `mepc` and `minstret`, 128 KiB
+/// (wrapping), the offset of the next entry at `LCOFI_LOG - 8`.
+const LCOFI_LOG: u64 = RAM_BASE + 0x8_0000;
+
+/// The prologue of [`Mode::PmuFloat`]: `Float`'s, every event counted, LCOFI enabled.
+fn pmu_float_prologue() -> Vec<u32> {
+    let mut v = float_prologue();
+    v.extend(pmu_setup());
+    v.extend([lui(5, 2), csrrs(0, MIE, 5), csrrsi(0, MSTATUS, 8)]);
+    v
+}
+
+/// The trap handler of [`Mode::PmuFloat`]: `Float`'s for exceptions; for the LCOFI, with
+/// counting inhibited, the log entry (`mepc`, `minstret`), counters 3-30 re-armed to
+/// overflow after `2 + (k + seed) % 6` events (the handler's last instruction, MRET,
+/// counts one at most), their OF bits and LCOFIP cleared, and counting resumed.
+fn lcofi_handler(seed: u64) -> Vec<u32> {
+    const MHPMEVENT3: u32 = 0x323;
+    const MHPMCOUNTER3: u32 = 0xb03;
+    let mut v = vec![
+        csrrw(1, MSCRATCH, 1),
+        csrrw(2, SSCRATCH, 2),
+        csrr(1, MCAUSE),
+    ];
+    let branch = v.len();
+    v.push(0);
+    v.extend([
+        addi(1, 0, -1),
+        csrw(MCOUNTINHIBIT, 1),
+        lui(2, (LCOFI_LOG >> 12) as u32),
+        slli(2, 2, 32),
+        srli(2, 2, 32),
+        ld(1, 2, -8),
+        addi(1, 1, 16),
+        slli(1, 1, 47),
+        srli(1, 1, 47),
+        sd(1, 2, -8),
+        add(1, 1, 2),
+        csrr(2, MEPC),
+        sd(2, 1, 0),
+        csrr(2, MINSTRET),
+        sd(2, 1, 8),
+        addi(1, 0, -1),
+        slli(1, 1, 63),
+    ]);
+    for k in 0..28u32 {
+        let period = 2 + (k as i32 + seed as i32) % 6;
+        v.extend([
+            addi(2, 0, -period),
+            csrw(MHPMCOUNTER3 + k, 2),
+            csrrc(0, MHPMEVENT3 + k, 1),
+        ]);
+    }
+    v.extend([
+        addi(1, 0, 1),
+        slli(1, 1, 13),
+        csrrc(0, MIP, 1),
+        csrrw(2, SSCRATCH, 2),
+        csrrw(1, MSCRATCH, 1),
+        csrw(MCOUNTINHIBIT, 0),
+        mret(),
+    ]);
+    // Exceptions (mcause >= 0): `Float`'s handler, x1 and x2 already saved.
+    v[branch] = bge(1, 0, 4 * (v.len() - branch) as i32);
+    v.extend(&float_handler()[2..]);
+    v
 }
 
 /// The prologue of [`Mode::Float`].
@@ -967,6 +1048,7 @@ impl Mode {
             Mode::Ctr => CODE + 4 * ctr_prologue().len() as u64,
             Mode::Pmu => CODE + 4 * pmu_setup().len() as u64,
             Mode::Float => CODE + 4 * float_prologue().len() as u64,
+            Mode::PmuFloat => CODE + 4 * pmu_float_prologue().len() as u64,
             Mode::PmuSv39 => vpage(SV39_CODE_PAGE),
             _ => CODE,
         }
@@ -1017,15 +1099,23 @@ fn random_program(seed: u64, halfwords: usize, mode: Mode) -> Vec<u16> {
             Mode::Ctr if seed % 2 == 1 => [MCTRCTL, MINSTRET, MCYCLE],
             Mode::Pmu if seed % 2 == 1 => [MCOUNTINHIBIT, MINSTRET, MCYCLE],
             Mode::Machine | Mode::Ctr | Mode::Pmu | Mode::Float => [MSCRATCH, MINSTRET, MCYCLE],
+            // A counter or an event selector written (random values: near overflow, OF
+            // set, modes inhibited, events outside the catalog) and read, and a counter
+            // read through its unprivileged alias.
+            Mode::PmuFloat => {
+                let k = (seed % 28) as u32;
+                let written = if seed.is_multiple_of(2) { 0xb03 } else { 0x323 };
+                [written + k, 0xc03 + (k + 5) % 28, MCYCLE]
+            }
             _ => [SSCRATCH, INSTRET, CYCLE],
         },
-        float: mode == Mode::Float,
+        float: matches!(mode, Mode::Float | Mode::PmuFloat),
         h: Vec::new(),
     };
     while g.h.len() < halfwords {
         g.item(0);
     }
-    if mode == Mode::Interrupts {
+    if matches!(mode, Mode::Interrupts | Mode::PmuFloat) {
         // Nothing enabled, so that WFI stops the hart.
         g.w32(csrrci(0, MSTATUS, 8));
         g.w32(csrw(MIE, 0));
@@ -1056,7 +1146,7 @@ fn load_random_in(p: &mut Pair, seed: u64, halfwords: usize, mode: Mode) -> u64 
     for (k, v) in VALUES.iter().enumerate() {
         data[0x800 + 8 * k..0x808 + 8 * k].copy_from_slice(&v.to_le_bytes());
     }
-    if mode == Mode::Float {
+    if matches!(mode, Mode::Float | Mode::PmuFloat) {
         for (k, v) in FVALUES.iter().enumerate() {
             data[0x900 + 8 * k..0x908 + 8 * k].copy_from_slice(&v.to_le_bytes());
         }
@@ -1075,7 +1165,7 @@ fn load_random_in(p: &mut Pair, seed: u64, halfwords: usize, mode: Mode) -> u64 
             31 => TRAP, // read by the boot stub
             5 if mode == Mode::Ctr => ctr_setting(seed),
             // RNE for half the seeds, any value (reserved ones too) for the others.
-            5 if mode == Mode::Float => (seed / 2 % 8) * (seed % 2),
+            5 if matches!(mode, Mode::Float | Mode::PmuFloat) => (seed / 2 % 8) * (seed % 2),
             _ => *v,
         };
     }
@@ -1099,6 +1189,10 @@ fn load_random_in(p: &mut Pair, seed: u64, halfwords: usize, mode: Mode) -> u64 
             if mode == Mode::Float {
                 vm.put32(CODE, &float_prologue());
                 vm.put32(TRAP, &float_handler());
+            }
+            if mode == Mode::PmuFloat {
+                vm.put32(CODE, &pmu_float_prologue());
+                vm.put32(TRAP, &lcofi_handler(seed));
             }
             return;
         }
@@ -1240,6 +1334,42 @@ fn random_float_programs_match_the_interpreter() {
     assert_ne!(p.int.csr(FCSR) & 0x1f, 0, "no flags accrued");
     assert_eq!(p.int.csr(MCAUSE), cause::ILLEGAL_INSN);
     assert!(p.jit.hart.translated_blocks() > 50);
+}
+
+/// Monitored blocks with CSR accesses, atomics and F/D instructions: every event counted,
+/// counters overflowing every 2 to 7 events with the LCOFI taken (each one logged with its
+/// `mepc` and `minstret`, compared with the rest of RAM), counters and event selectors read
+/// and written mid-block; whole runs and runs in budget steps.
+#[test]
+fn random_float_programs_match_the_interpreter_with_every_counter_overflowing() {
+    random_programs_in(Mode::PmuFloat, 1200..1216);
+    for seed in 1300..1304u64 {
+        let mut rng = seeded(seed ^ 0x1c0f);
+        run_in_steps_in(
+            Mode::PmuFloat,
+            seed,
+            1500,
+            "LCOFI, random steps",
+            || match rng.below(3) {
+                0 => 1 + rng.below(3),
+                1 => 1 + rng.below(70),
+                _ => 1 + rng.below(1000),
+            },
+        );
+    }
+    // The LCOFIs were taken all along, and the blocks ran translated.
+    for seed in [1200, 1201] {
+        let mut p = Mode::PmuFloat.pair();
+        load_random_in(&mut p, seed, 6000, Mode::PmuFloat);
+        p.run_to_wfi("PmuFloat");
+        let lcofis = p.int.r64(LCOFI_LOG - 8) / 16;
+        let insns = p.int.hart.executed();
+        assert!(
+            lcofis > 500,
+            "seed {seed}: only {lcofis} LCOFIs in {insns} instructions"
+        );
+        assert!(p.jit.hart.translated_blocks() > 50, "seed {seed}");
+    }
 }
 
 #[test]
@@ -1965,6 +2095,59 @@ fn page_tables(vm: &mut Vm) {
 fn map(vm: &mut Vm, second: bool, i: u64, pa: u64, flags: u64) {
     let l0 = if second { PT2_L0 } else { PT_L0 };
     vm.w64(l0 + 8 * i, pte(pa, flags));
+}
+
+/// A `satp` write in a monitored S-mode block under Sv39 (every event counted, so every
+/// instruction's fetch goes through the ITLB model): the write flushes the TLB models, and
+/// the interpreter reports the write's own fetch (an ITLB miss, and its cycles) right after
+/// it, before the counter reads that follow, which the translator must match; also counter
+/// and `satp` reads around it, in every small budget.
+#[test]
+fn satp_writes_in_monitored_blocks_report_their_fetch() {
+    let mut body = vec![addi(9, 0, 40)];
+    let head = body.len();
+    body.extend([
+        ld(10, 8, 0),
+        csrr(11, SATP),
+        csrr(12, CYCLE),
+        csrw(SATP, 11),
+        csrr(13, CYCLE),
+        csrr(14, 0xc03 + 21),
+        sd(12, 8, 0),
+        sd(13, 8, 8),
+        sd(14, 8, 16),
+        addi(8, 8, 24),
+        addi(9, 9, -1),
+    ]);
+    let back = -4 * (body.len() - head) as i32;
+    body.push(bne(9, 0, back));
+    for budget in (1..=30u64).chain([1000]) {
+        let mut p = Pair::new();
+        let end = p.both(|vm| {
+            page_tables(vm);
+            vm.set_x(8, DATA);
+            vm.set_x(19, satp(PT_ROOT));
+            vm.set_x(18, -1i64 as u64);
+            let mut m = vec![csrw(SATP, 19), sfence_vma(0, 0), csrw(MCOUNTEREN, 18)];
+            m.extend(pmu_setup());
+            m.extend(vm.enter_mode(PrivilegeMode::Supervisor, SCODE));
+            assert!(CODE + 4 * m.len() as u64 <= SCODE);
+            vm.code(&m);
+            vm.code_at(SCODE, &body)
+        });
+        let ctx = format!("satp writes, budget {budget}");
+        for n in 0.. {
+            match p.run(budget, &ctx) {
+                VcpuExit::BudgetExhausted => {}
+                VcpuExit::Wfi => break,
+                other => panic!("{ctx}: unexpected exit {other:?}"),
+            }
+            assert!(n < 100_000, "{ctx}: no end");
+        }
+        assert_eq!(p.int.hart.pc(), end + 4, "{ctx}: the program trapped");
+        p.assert_same_ram(&ctx);
+        assert!(p.jit.hart.translated_blocks() > 0, "{ctx}");
+    }
 }
 
 /// Enter S-mode at SCODE with the first table set; `body` (then WFI) is placed there.
