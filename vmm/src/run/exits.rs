@@ -18,21 +18,8 @@ use crate::error::Error;
 use crate::machine::HART_ID;
 use crate::sbi::{self, SbiCall, SbiOutcome};
 
-/// Exception codes the VMM handles.
-pub(super) mod cause {
-    pub const FETCH_ACCESS: u64 = 1;
-    pub const ILLEGAL_INSN: u64 = 2;
-    pub const LOAD_ACCESS: u64 = 5;
-    pub const STORE_ACCESS: u64 = 7;
-    pub const ECALL_VS: u64 = 10;
-    pub const FETCH_PAGE_FAULT: u64 = 12;
-    pub const LOAD_PAGE_FAULT: u64 = 13;
-    pub const STORE_PAGE_FAULT: u64 = 15;
-    pub const FETCH_GUEST_PAGE_FAULT: u64 = 20;
-    pub const LOAD_GUEST_PAGE_FAULT: u64 = 21;
-    pub const VIRTUAL_INSN: u64 = 22;
-    pub const STORE_GUEST_PAGE_FAULT: u64 = 23;
-}
+// The exception codes the VMM handles, by the spec's names.
+use vcpu_api::trap::cause;
 
 impl GuestVm {
     /// Acts on one exit; returns the run's end if this exit is one. Exits of the classes
@@ -358,19 +345,19 @@ impl VcpuCtx<'_> {
     /// (logged).
     fn fault(&mut self, trap: &GuestTrap) {
         match trap.cause {
-            cause::FETCH_ACCESS | cause::LOAD_ACCESS | cause::STORE_ACCESS => {
+            cause::INSN_ACCESS | cause::LOAD_ACCESS | cause::STORE_ACCESS => {
                 if let Some(ev) = firmware_event_of(trap.cause) {
                     self.fw.record(self.hart_id, ev);
                 }
                 self.stats.count(ExitReason::AccessFault(trap.cause));
                 self.inject(trap.cause, trap.tval);
             }
-            cause::FETCH_GUEST_PAGE_FAULT
+            cause::INSN_GUEST_PAGE_FAULT
             | cause::LOAD_GUEST_PAGE_FAULT
             | cause::STORE_GUEST_PAGE_FAULT => {
                 self.stats.count(ExitReason::GuestPageFault(trap.cause));
                 let page_fault = match trap.cause {
-                    cause::FETCH_GUEST_PAGE_FAULT => cause::FETCH_PAGE_FAULT,
+                    cause::INSN_GUEST_PAGE_FAULT => cause::INSN_PAGE_FAULT,
                     cause::LOAD_GUEST_PAGE_FAULT => cause::LOAD_PAGE_FAULT,
                     _ => cause::STORE_PAGE_FAULT,
                 };
