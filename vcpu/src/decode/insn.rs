@@ -172,6 +172,39 @@ pub(crate) fn writes_xrd(op: Op) -> bool {
     )
 }
 
+/// Whether `op` is an F or D instruction other than a load or store (the computational,
+/// conversion, comparison, classification and move instructions of unpriv. spec chapters
+/// 20 "F" and 21 "D").
+pub(crate) fn float_compute(op: Op) -> bool {
+    use Op::*;
+    matches!(
+        op,
+        Fmadd
+            | Fmsub
+            | Fnmsub
+            | Fnmadd
+            | Fadd
+            | Fsub
+            | Fmul
+            | Fdiv
+            | Fsqrt
+            | Fsgnj
+            | Fsgnjn
+            | Fsgnjx
+            | Fmin
+            | Fmax
+            | FcvtFF
+            | Feq
+            | Flt
+            | Fle
+            | Fclass
+            | FcvtIF
+            | FcvtFI
+            | FmvXF
+            | FmvFX
+    )
+}
+
 pub(crate) fn finish(mut i: Insn) -> Insn {
     if matches!(i.op, Op::Jal | Op::Jalr) {
         i.fmt = vcpu_api::ctr::jump_type(i.op == Op::Jalr, i.rd, i.rs1);

@@ -12,6 +12,7 @@ mod insn;
 mod rv64;
 
 pub use compressed::decode_compressed;
+pub(crate) use insn::float_compute;
 pub use insn::{Insn, Op, FMT_D, FMT_S, X0_SINK};
 pub use rv64::decode_32;
 

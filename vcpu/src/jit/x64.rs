@@ -1179,33 +1179,7 @@ fn is_store(op: Op) -> bool {
 
 /// The F and D instructions other than loads and stores.
 fn float_op(op: Op) -> bool {
-    use Op::*;
-    matches!(
-        op,
-        Fmadd
-            | Fmsub
-            | Fnmsub
-            | Fnmadd
-            | Fadd
-            | Fsub
-            | Fmul
-            | Fdiv
-            | Fsqrt
-            | Fsgnj
-            | Fsgnjn
-            | Fsgnjx
-            | Fmin
-            | Fmax
-            | FcvtFF
-            | Feq
-            | Flt
-            | Fle
-            | Fclass
-            | FcvtIF
-            | FcvtFI
-            | FmvXF
-            | FmvFX
-    )
+    crate::decode::float_compute(op)
 }
 
 /// Displacement of floating-point register `r` from the hart pointer.
