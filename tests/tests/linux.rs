@@ -13,7 +13,7 @@
 //! the budget of [`LINUX_BUDGET`] ends a hung guest with `BudgetExhausted` and its console
 //! output.
 
-use vmm::run::fdt::{ISA_EXTENSIONS, MMU_TYPE, PMU_EXTENSIONS};
+use vmm::run::fdt::{ISA_EXTENSIONS, MMU_TYPE, PMU_EXTENSIONS, SSTC_EXTENSIONS};
 use vmm::run::{RunConfig, RunExit, RunStats};
 use vmm::sbi::srst::{ResetRequest, ResetType};
 use vmm_tests::linux_kit::{self, linux_guest};
@@ -166,6 +166,16 @@ fn boot(vmmcmd: &str) -> (RunExit, RunStats, String) {
 
 /// [`boot`] with `vcpus` vCPUs on `pcpus` hart instances (`None`: one each).
 fn boot_vcpus(vmmcmd: &str, vcpus: u64, pcpus: Option<u64>) -> (RunExit, RunStats, String) {
+    boot_config(vmmcmd, vcpus, pcpus, true)
+}
+
+/// [`boot_vcpus`] with `--sstc` as `sstc`.
+fn boot_config(
+    vmmcmd: &str,
+    vcpus: u64,
+    pcpus: Option<u64>,
+    sstc: bool,
+) -> (RunExit, RunStats, String) {
     let guest = linux_guest();
     let mut config = RunConfig::new(&guest.kernel);
     config.initrd = Some(guest.initrd.clone());
@@ -174,6 +184,7 @@ fn boot_vcpus(vmmcmd: &str, vcpus: u64, pcpus: Option<u64>) -> (RunExit, RunStat
     config.max_insns = Some(LINUX_BUDGET);
     config.vcpus = vcpus;
     config.pcpus = pcpus;
+    config.sstc = sstc;
     let (exit, stats, text) = linux_kit::boot(&config);
     eprintln!(
         "linux boot ({}): {exit:?}, {} instructions in {:.1} s ({:.0} MIPS)",
@@ -225,10 +236,12 @@ fn linux_boots_runs_a_command_and_powers_off() {
         "one hart: {cpuinfo_text}"
     );
     assert_eq!(cpuinfo(cpuinfo_text, "hart"), Some("0"), "{cpuinfo_text}");
-    // With the PMU (the default): Zihpm and Sscofpmf too. Linux 7.x also prints a
-    // "hart isa" line (what this hart has, the "isa" line being what all harts have).
+    // With Sstc and the PMU (the defaults): Sstc, Zihpm and Sscofpmf too. Linux 7.x also
+    // prints a "hart isa" line (what this hart has, the "isa" line being what all harts
+    // have).
     let dt: Vec<&str> = ISA_EXTENSIONS
         .iter()
+        .chain(SSTC_EXTENSIONS)
         .chain(PMU_EXTENSIONS)
         .copied()
         .collect();
@@ -275,7 +288,9 @@ fn linux_boots_runs_a_command_and_powers_off() {
     assert!(exit.is_clean_shutdown());
     assert!(stats.instructions < LINUX_BUDGET);
     assert_eq!(stats.exits.get("sbi SRST"), 1, "{}", stats.exits.table());
-    assert!(stats.exits.get("sbi TIME") > 0, "{}", stats.exits.table());
+    // Sstc (the default): the kernel's timer is its stimecmp (the hart's vstimecmp), never
+    // an SBI TIME call.
+    assert_eq!(stats.exits.get("sbi TIME"), 0, "{}", stats.exits.table());
 
     // The riscv_pmu_sbi driver probes the SBI PMU extension (pmu-virt): every counter, no
     // snapshot shared memory (`--pmu-snapshot` is off by default), and (Sscofpmf in the
@@ -291,6 +306,19 @@ fn linux_boots_runs_a_command_and_powers_off() {
     assert!(!out.contains("SBI PMU snapshot detected"), "{out}");
     assert!(!out.contains("sampling"), "{out}");
     assert!(stats.exits.get("sbi PMU") > 40, "{}", stats.exits.table());
+}
+
+#[test]
+fn linux_boots_with_sstc_off_on_sbi_time() {
+    // --sstc off: no sstc in the device tree, so the kernel's timer is the SBI TIME
+    // extension (an exit per timer event), and /proc/cpuinfo does not list Sstc.
+    let (exit, stats, out) = boot_config("cat /proc/cpuinfo; sleep 1; echo done", 1, None, false);
+    let ready = find(&out, "\nVMM-GUEST-READY\n");
+    let done = find(&out, "\ndone\n");
+    assert!(exit.is_clean_shutdown(), "{exit:?}\n{out}");
+    let isa = cpuinfo(&out[ready..done], "isa").unwrap_or_else(|| panic!("no isa line:\n{out}"));
+    assert!(!isa.contains("sstc"), "{isa}");
+    assert!(stats.exits.get("sbi TIME") > 0, "{}", stats.exits.table());
 }
 
 #[test]
@@ -354,6 +382,12 @@ fn linux_smp_boot(vcpus: u64, pcpus: Option<u64>) -> RunStats {
         stats.exits.table()
     );
     assert!(stats.exits.get("sbi IPI") > 0, "{}", stats.exits.table());
+    // Every vCPU's timer is its stimecmp (Sstc, the default).
+    assert!(
+        text.matches("sstc").count() as u64 >= vcpus,
+        "sstc in /proc/cpuinfo:\n{out}"
+    );
+    assert_eq!(stats.exits.get("sbi TIME"), 0, "{}", stats.exits.table());
     stats
 }
 
@@ -376,6 +410,7 @@ fn linux_runs_with_every_virtual_instruction_trap_on_2_vcpus() {
         trap_time: true,
         trap_sret: true,
         trap_vm: true,
+        ..vmm::run::GuestPolicy::default()
     };
     let (exit, stats, out) = linux_kit::boot_with_policy(&config, policy);
     linux_kit::assert_workload_passed(&exit, &out, "the workload");
@@ -402,6 +437,8 @@ fn linux_runs_with_every_virtual_instruction_trap_on_2_vcpus() {
         .filter(|r| r.action == vmm::run::VirtualInsnAction::InjectedIllegal)
         .count();
     assert_eq!(injected, 0, "{table}");
+    // `time` trapped: Sstc is not offered (its accesses would trap too), the timer is SBI's.
+    assert!(stats.exits.get("sbi TIME") > 0, "{table}");
 }
 
 #[test]

@@ -338,6 +338,7 @@ fn sbi_vinst_with_every_trap_on() {
         trap_time: true,
         trap_sret: true,
         trap_vm: true,
+        ..GuestPolicy::default()
     };
     // The guest passes: its trap handlers' SRETs, emulated by the VMM, went back to VS and
     // VU where the guest's own would have (run_sbi_vinst checks its PASS line).
@@ -607,4 +608,66 @@ fn vs_benchmark_guests_compute_the_same_while_observed() {
         sums.push(sum(&out));
     }
     assert!(sums.iter().all(|s| *s == sums[0]), "{sums:?}");
+}
+
+/// Runs `sbi_sstc` (with `sstc` as `--sstc` and the trap policy `policy`); checks it passed.
+fn run_sbi_sstc(sstc: bool, policy: GuestPolicy) -> (RunStats, String) {
+    let mut c = config(guest("sbi_sstc"));
+    c.sstc = sstc;
+    let out = SharedBuf::default();
+    let r = run_kernel_with_policy(&c, policy, Box::new(out.clone()), ConsoleInput::None);
+    let out = out.text();
+    let (exit, stats) = r.unwrap_or_else(|e| panic!("vmm: {e}\n{out}"));
+    assert!(
+        !out.contains("FAIL"),
+        "failures:\n{out}\n{}",
+        stats.exits.table()
+    );
+    assert!(out.ends_with("sbi_sstc: PASS\n"), "{out}");
+    assert_eq!(exit.exit_code(), 0, "{exit:?}\n{out}");
+    (stats, out)
+}
+
+#[test]
+fn sstc_timer_without_exits() {
+    // --sstc on (the default): the guest's stimecmp is vstimecmp; its timer, polled and
+    // taken as an interrupt out of WFI, needs no SBI TIME call.
+    let (stats, out) = run_sbi_sstc(true, GuestPolicy::default());
+    assert!(
+        out.contains("sbi_sstc: stimecmp is 0xffffffffffffffff\n"),
+        "{out}"
+    );
+    assert!(out.contains("sbi_sstc: timer through stimecmp\n"), "{out}");
+    assert_eq!(stats.exits.get("sbi TIME"), 0, "{}", stats.exits.table());
+    assert!(stats.exits.virtual_insn_exits().is_empty());
+}
+
+#[test]
+fn sstc_off_or_time_trapped_is_illegal_instruction() {
+    // --sstc off, and --sstc on with --trap time (hcounteren.TM = 0, where the guest's
+    // stimecmp accesses would be virtual-instruction): the guest runs as on a hart without
+    // Sstc (menvcfg.STCE = 0), its stimecmp access is illegal-instruction (cause 2, stval
+    // the instruction, never a VMM exit), and its timer is the SBI TIME extension.
+    let time = GuestPolicy {
+        trap_time: true,
+        ..GuestPolicy::default()
+    };
+    for (sstc, policy) in [(false, GuestPolicy::default()), (true, time)] {
+        let (stats, out) = run_sbi_sstc(sstc, policy);
+        assert!(
+            out.contains("sbi_sstc: stimecmp read raised cause 2 stval 0x14d"),
+            "{out}"
+        );
+        assert!(out.contains("sbi_sstc: timer through SBI TIME\n"), "{out}");
+        assert!(stats.exits.get("sbi TIME") >= 2, "{}", stats.exits.table());
+        assert!(
+            stats
+                .exits
+                .virtual_insn_exits()
+                .iter()
+                .all(|r| r.insn >> 20 != 0x14d),
+            "{:?}",
+            stats.exits.virtual_insn_exits()
+        );
+    }
 }

@@ -374,6 +374,13 @@ struct RunArgs {
     #[arg(long, display_order = 13, value_name = "on|off", default_value = "off", value_parser = parse_on_off, action = clap::ArgAction::Set)]
     pmu_snapshot: bool,
 
+    /// Sstc for the guest: `on` (its stimecmp is the hart's vstimecmp, compared with
+    /// time + htimedelta: timer interrupts without an exit; sstc in the device tree) or
+    /// `off` (stimecmp accesses are illegal-instruction; the guest uses the SBI TIME
+    /// extension, which it keeps either way). Not offered with `--trap time`.
+    #[arg(long, display_order = 13, value_name = "on|off", default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
+    sstc: bool,
+
     /// The CTR depths the guest may select, e.g. `16,64` (default: the migration-safe
     /// 16,32,64), intersected with the host's; refused when nothing is left.
     #[arg(long, display_order = 14, value_name = "LIST", value_parser = parse_depths)]
@@ -777,6 +784,7 @@ fn run_kernel(args: RunArgs) -> ExitCode {
         sspesa: args.sspesa,
         pdis: args.pdis,
         pmu_snapshot: args.pmu_snapshot,
+        sstc: args.sstc,
         jit: args.vm.jit,
         perf_map: args.vm.perf_map,
         ctr_depths: args.ctr_depths,

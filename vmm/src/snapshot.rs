@@ -11,7 +11,7 @@
 //! | bytes | content |
 //! | --- | --- |
 //! | 8 | magic `RVCTRSNP` |
-//! | 4 | format version ([`VERSION`]) |
+//! | 4 | format version ([`VERSION`]; [`OLDEST_VERSION`] and later are read) |
 //! | 8 | length S of the state |
 //! | S | the state: [`VmState`], serde with bincode's compact encoding |
 //! | 8 | size M of guest RAM in bytes (a whole number of MiB, `memory_mib` of the state) |
@@ -55,7 +55,10 @@ use crate::machine::RAM_BASE;
 /// The file's first bytes.
 pub const MAGIC: [u8; 8] = *b"RVCTRSNP";
 /// The format version this VMM writes and reads.
-pub const VERSION: u32 = 7;
+pub const VERSION: u32 = 8;
+/// The oldest format version this VMM reads: 7, without [`VmState::sstc`] (read as
+/// `false`: those VMs ran without Sstc).
+pub const OLDEST_VERSION: u32 = 7;
 /// The largest encoded state accepted (the state is a few KiB per vCPU).
 pub const MAX_STATE_BYTES: u64 = 16 << 20;
 /// Bytes of a page of guest RAM, the unit of the page list.
@@ -118,6 +121,9 @@ pub struct VmState {
     pub trap_sret: bool,
     /// See `trap_wfi` (format 7).
     pub trap_vm: bool,
+    /// `vmm run --sstc`: Sstc asked for the guest (offered unless `trap_time`:
+    /// `menvcfg.STCE` and `henvcfg.STCE` set; format 8, `false` in format 7).
+    pub sstc: bool,
     /// The vCPUs.
     pub vcpus: Vec<VcpuState>,
     /// The virtual clock the vCPUs share (instruction slots; with one vCPU, its own).
@@ -126,6 +132,39 @@ pub struct VmState {
     pub uart: UartState,
     /// Console input not yet given to the guest.
     pub input: Vec<u8>,
+}
+
+/// [`VmState`] as format 7 encoded it: without `sstc`.
+#[derive(Deserialize)]
+struct VmStateV7 {
+    memory_mib: u64,
+    layout: LayoutState,
+    trap_wfi: bool,
+    trap_time: bool,
+    trap_sret: bool,
+    trap_vm: bool,
+    vcpus: Vec<VcpuState>,
+    clock: u64,
+    uart: UartState,
+    input: Vec<u8>,
+}
+
+impl From<VmStateV7> for VmState {
+    fn from(v: VmStateV7) -> VmState {
+        VmState {
+            memory_mib: v.memory_mib,
+            layout: v.layout,
+            trap_wfi: v.trap_wfi,
+            trap_time: v.trap_time,
+            trap_sret: v.trap_sret,
+            trap_vm: v.trap_vm,
+            sstc: false,
+            vcpus: v.vcpus,
+            clock: v.clock,
+            uart: v.uart,
+            input: v.input,
+        }
+    }
 }
 
 /// A decoded snapshot.
@@ -170,7 +209,7 @@ pub enum SnapshotError {
     #[error("not a vmm snapshot (no RVCTRSNP magic at the start)")]
     NotASnapshot,
     /// Written by another version of the format.
-    #[error("snapshot format version {found} is not supported (this vmm reads version {VERSION})")]
+    #[error("snapshot format version {found} is not supported (this vmm reads versions {OLDEST_VERSION} to {VERSION})")]
     UnknownVersion {
         /// The version in the file.
         found: u32,
@@ -306,6 +345,20 @@ pub fn encode_state(state: &VmState) -> std::io::Result<Vec<u8>> {
 
 /// Decodes a state encoded by [`encode_state`], allocating at most its own size.
 pub fn decode_state(body: &[u8]) -> Result<VmState, SnapshotError> {
+    decode_body(body)
+}
+
+/// Decodes a state of format `version` ([`OLDEST_VERSION`]..=[`VERSION`]).
+fn decode_versioned(body: &[u8], version: u32) -> Result<VmState, SnapshotError> {
+    if version == 7 {
+        decode_body::<VmStateV7>(body).map(VmState::from)
+    } else {
+        decode_body(body)
+    }
+}
+
+/// Decodes `body` as a `T`, allocating at most its own size.
+fn decode_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, SnapshotError> {
     use bincode::Options;
     bincode::DefaultOptions::new()
         .with_fixint_encoding()
@@ -656,7 +709,7 @@ fn parse(r: impl Read, len: u64, path: &Path) -> Result<Snapshot, SnapshotError>
     let mut version = [0u8; 4];
     r.exact(&mut version).map_err(io)?;
     let version = u32::from_le_bytes(version);
-    if version != VERSION {
+    if !(OLDEST_VERSION..=VERSION).contains(&version) {
         return Err(SnapshotError::UnknownVersion { found: version });
     }
     if len < 20 {
@@ -756,7 +809,7 @@ fn parse(r: impl Read, len: u64, path: &Path) -> Result<Snapshot, SnapshotError>
             records,
         }));
     }
-    let state = decode_state(&body)?;
+    let state = decode_versioned(&body, version)?;
     let announced = state.memory_mib.checked_mul(1 << 20);
     if state.memory_mib == 0 || announced != Some(ram_len) {
         return Err(SnapshotError::BadField {
@@ -797,6 +850,7 @@ mod tests {
             trap_time: true,
             trap_sret: false,
             trap_vm: false,
+            sstc: true,
             vcpus: vec![VcpuState {
                 hart: hart.save_state(),
                 ctr: ctr_virt::GuestCtr::new(policy).snapshot(),
@@ -986,6 +1040,56 @@ mod tests {
             .collect();
         assert!(leftovers.is_empty(), "{leftovers:?}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A format 7 file (its state without `sstc`) reads, as a VM without Sstc.
+    #[test]
+    fn format_7_reads_without_sstc() {
+        let (bytes, s, m) = encoded();
+        let body = bincode::serialize(&(
+            s.memory_mib,
+            &s.layout,
+            s.trap_wfi,
+            s.trap_time,
+            s.trap_sret,
+            s.trap_vm,
+            &s.vcpus,
+            s.clock,
+            &s.uart,
+            &s.input,
+        ))
+        .unwrap();
+        let old_len = u64::from_le_bytes(bytes[12..20].try_into().unwrap()) as usize;
+        let mut v7 = Vec::new();
+        v7.extend_from_slice(&MAGIC);
+        v7.extend_from_slice(&7u32.to_le_bytes());
+        v7.extend_from_slice(&(body.len() as u64).to_le_bytes());
+        v7.extend_from_slice(&body);
+        v7.extend_from_slice(&bytes[20 + old_len..]);
+        let snap = decode(&with_crc(v7.clone())).unwrap();
+        assert_eq!(
+            snap.state,
+            VmState {
+                sstc: false,
+                ..s.clone()
+            }
+        );
+        assert_eq!(ram_bytes(&snap.memory), m);
+        // The same body announced as format 8 lacks a field.
+        v7[8..12].copy_from_slice(&VERSION.to_le_bytes());
+        assert!(matches!(
+            decode(&with_crc(v7)),
+            Err(SnapshotError::Invalid(InvalidContent::Decode(_)))
+        ));
+        // Format 6 and 9 are refused.
+        for version in [6u32, 9] {
+            let mut v = bytes.clone();
+            v[8..12].copy_from_slice(&version.to_le_bytes());
+            assert!(matches!(
+                decode(&with_crc(v)),
+                Err(SnapshotError::UnknownVersion { found }) if found == version
+            ));
+        }
     }
 
     #[test]

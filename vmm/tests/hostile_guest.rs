@@ -380,6 +380,7 @@ fn run_seed(seed: u64) -> Result<Outcome, String> {
         trap_time: seed % 3 == 1,
         trap_sret: seed % 5 < 2,
         trap_vm: seed % 7 < 3,
+        ..GuestPolicy::default()
     };
     let out = SharedBuf::default();
     let input = ConsoleInput::Bytes(b"hostile input\n".repeat(8));

@@ -209,6 +209,12 @@ impl<'a> VmBuilder<'a> {
     /// Checks `config` (with the VMM trapping what `policy` names) and reads the kernel and
     /// initrd; nothing is allocated for the guest yet.
     pub fn new(config: &'a RunConfig, policy: GuestPolicy) -> Result<VmBuilder<'a>, Error> {
+        // Sstc is chosen by `--sstc`, not `--trap`: the policy carries it (snapshots and
+        // migration keep it with the trap policy).
+        let policy = GuestPolicy {
+            sstc: config.sstc,
+            ..policy
+        };
         let ram_size = check_memory(config.memory_mib)?;
         let pcpus = check_topology(config.vcpus, config.pcpus, config.slice_insns)?;
         if let Some(path) = &config.snapshot_on_stop {
@@ -358,6 +364,7 @@ impl<'a> VmBuilder<'a> {
             initrd: initrd.map(|r| (r.start, r.end)),
             ctr: self.ctr_policy.enabled,
             pmu: self.pmu_policy,
+            sstc: self.policy.sstc_offered(),
         })
         .map_err(BootDataError::Build)?;
         if blob.len() as u64 > FDT_MAX {

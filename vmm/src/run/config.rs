@@ -73,6 +73,10 @@ pub struct RunConfig {
     /// counters with `counter_idx_base` 4096 (`SBI_ERR_INVALID_PARAM`), so `perf record`
     /// loses most samples (`docs/pmu-virt.md`, "Linux perf").
     pub pmu_snapshot: bool,
+    /// `--sstc on|off`: whether the guest has Sstc (its `stimecmp` is the hart's
+    /// `vstimecmp`, `sstc` in the device tree), unless `--trap time` traps its `time` reads
+    /// ([`super::GuestPolicy::sstc_offered`]). Either way the SBI TIME extension stays.
+    pub sstc: bool,
     /// `--jit on|off`: block translation in the harts (see `vcpu`'s `jit` module).
     pub jit: bool,
     /// `--perf-map`: name translated blocks in `/tmp/perf-PID.map` for a host `perf`.
@@ -128,6 +132,7 @@ impl RunConfig {
             sspesa: true,
             pdis: true,
             pmu_snapshot: false,
+            sstc: true,
             jit: true,
             perf_map: false,
             api_sock: None,

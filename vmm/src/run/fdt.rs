@@ -17,7 +17,9 @@
 //!
 //! The UART has no `interrupts`: there is no interrupt controller, so drivers poll it.
 //! The ISA lists exactly what the guest may use: not H (the VMM does not offer nested
-//! virtualization) and not Sstc (the timer is the SBI TIME extension). With a PMU
+//! virtualization). With Sstc (`--sstc on`, the default, and `time` not trapped) it lists
+//! Sstc: the guest's `stimecmp` is the hart's `vstimecmp` (the SBI TIME extension remains for
+//! guests that use it). With a PMU
 //! (`--pmu on`) it lists Zihpm (the hpm counters the SBI PMU extension gives the guest are
 //! read directly) and Sscofpmf (counter-overflow interrupts, which Linux's `riscv_pmu_sbi`
 //! driver needs for sampling). With counter delegation (`--pmu-deleg on`) it adds Ssccfg,
@@ -35,6 +37,8 @@ pub const ISA_EXTENSIONS: &[&str] = &["i", "m", "a", "f", "d", "c", "zicntr", "z
 /// Added to `riscv,isa-extensions` when the guest has CTR (`--ctr on`): Ssctr and the
 /// Sscsrind it depends on.
 pub const CTR_EXTENSIONS: &[&str] = &["sscsrind", "ssctr"];
+/// Added to `riscv,isa-extensions` when the guest has Sstc (`--sstc on`).
+pub const SSTC_EXTENSIONS: &[&str] = &["sstc"];
 /// Added to `riscv,isa-extensions` when the guest has a PMU with overflow interrupts
 /// (`--pmu on`).
 pub const PMU_EXTENSIONS: &[&str] = &["sscofpmf", "zihpm"];
@@ -77,6 +81,8 @@ pub struct FdtConfig {
     pub pmu: pmu_virt::PmuPolicy,
     /// Guest-physical `[start, end)` of the initrd, if any.
     pub initrd: Option<(u64, u64)>,
+    /// Whether the guest has Sstc (`sstc` in `riscv,isa-extensions`).
+    pub sstc: bool,
 }
 
 /// Builds the device tree blob.
@@ -160,6 +166,7 @@ fn cpu_node(fdt: &mut FdtWriter, id: u32, config: &FdtConfig) -> Result<(), vm_f
     let mut extensions: Vec<String> = Vec::new();
     for e in ISA_EXTENSIONS
         .iter()
+        .chain(if config.sstc { SSTC_EXTENSIONS } else { &[] })
         .chain(if config.ctr { CTR_EXTENSIONS } else { &[] })
         .chain(pmu)
         .chain(deleg)
@@ -200,6 +207,7 @@ mod tests {
             initrd: Some((0x8f00_0000, 0x8f10_0000)),
             ctr: true,
             pmu: pmu_virt::PmuPolicy::on(),
+            sstc: false,
         })
         .unwrap();
         assert_eq!(&blob[..4], &0xd00d_feedu32.to_be_bytes());
@@ -236,9 +244,28 @@ mod tests {
             &blob,
             &[0, 0, 0, 0, 0x80, 0, 0, 0, 0, 0, 0, 0, 0x10, 0, 0, 0]
         ));
-        // No H, no Sstc.
+        // No H; no Sstc with `sstc` false.
         assert!(!contains(&blob, b"sstc"));
         assert!(!contains(&blob, b"\0h\0"));
+    }
+
+    #[test]
+    fn sstc_is_listed_once_when_on() {
+        let config = |sstc| FdtConfig {
+            cpus: 2,
+            ram_base: 0x8000_0000,
+            ram_size: 16 << 20,
+            cmdline: String::new(),
+            initrd: None,
+            ctr: true,
+            pmu: pmu_virt::PmuPolicy::on(),
+            sstc,
+        };
+        let count =
+            |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).filter(|w| *w == needle).count();
+        // One `riscv,isa-extensions` entry per cpu node.
+        assert_eq!(count(&build(&config(true)).unwrap(), b"\0sstc\0"), 2);
+        assert!(!contains(&build(&config(false)).unwrap(), b"sstc"));
     }
 
     #[test]
@@ -251,6 +278,7 @@ mod tests {
             initrd: None,
             ctr: false,
             pmu: pmu_virt::PmuPolicy::off(),
+            sstc: false,
         })
         .unwrap();
         assert!(!contains(&blob, b"linux,initrd"));
@@ -280,6 +308,7 @@ mod tests {
                 p.sampling.pdis = false;
                 p
             },
+            sstc: true,
         };
         let count =
             |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).filter(|w| *w == needle).count();
@@ -307,6 +336,7 @@ mod tests {
             initrd: None,
             ctr: false,
             pmu,
+            sstc: true,
         })
         .unwrap();
         assert!(contains(&blob, b"sscsrind\0sspdis\0"));

@@ -380,6 +380,7 @@ impl VmCommon {
             trap_time: self.policy.trap_time,
             trap_sret: self.policy.trap_sret,
             trap_vm: self.policy.trap_vm,
+            sstc: self.policy.sstc,
             vcpus,
             clock,
             uart: self.uart.lock().unwrap_or_else(|e| e.into_inner()).save(),
@@ -535,6 +536,15 @@ impl GuestVm {
             clock.advance_to(s.clock);
             Arc::new(clock)
         });
+        // The snapshot's policy: `vmm run` set each hart up from it (`vinsn::apply`, with
+        // Sstc's enables when it offered Sstc), and so is each `expected` hart below.
+        let policy = GuestPolicy {
+            trap_wfi: s.trap_wfi,
+            trap_time: s.trap_time,
+            trap_sret: s.trap_sret,
+            trap_vm: s.trap_vm,
+            sstc: s.sstc,
+        };
         let hart_options = HartOptions {
             clock: clock.clone(),
             ctr: host_ctr.clone(),
@@ -550,12 +560,6 @@ impl GuestVm {
                     vcpu: (n > 1).then_some(id),
                     source,
                 })?;
-            let policy = GuestPolicy {
-                trap_wfi: s.trap_wfi,
-                trap_time: s.trap_time,
-                trap_sret: s.trap_sret,
-                trap_vm: s.trap_vm,
-            };
             let mut expected = Hart::new_guest(hart_config, mem.clone())?;
             super::vinsn::apply(&mut expected, &policy);
             ctrs[id as usize].prepare(&mut expected);
@@ -602,12 +606,7 @@ impl GuestVm {
             max_insns: options.max_insns,
             insns_base,
             timeout: options.timeout,
-            policy: GuestPolicy {
-                trap_wfi: s.trap_wfi,
-                trap_time: s.trap_time,
-                trap_sret: s.trap_sret,
-                trap_vm: s.trap_vm,
-            },
+            policy,
             fw,
             host_ctr,
             snapshot_on_stop: options.snapshot_on_stop.clone(),
@@ -771,10 +770,55 @@ mod tests {
         assert!(e.contains("field `hideleg` = 0x0"), "{e}");
         let e = refused("vtw", |s| s.vcpus[0].hart.csr.h.hstatus ^= 1 << 21);
         assert!(e.contains("field `hstatus.VTSR/VTW/VTVM`"), "{e}");
-        let e = refused("tm", |s| s.trap_time = !s.trap_time);
+        // --trap time without Sstc (with it, Sstc would not be offered: STCE differs too).
+        let e = refused("tm", |s| {
+            s.trap_time = !s.trap_time;
+            s.sstc = false;
+            s.vcpus[0].hart.csr.menvcfg &= !csr::MENVCFG_STCE;
+            s.vcpus[0].hart.csr.h.henvcfg &= !csr::MENVCFG_STCE;
+        });
         assert!(e.contains("field `hcounteren.TM`"), "{e}");
         let e = refused("hgatp", |s| s.vcpus[0].hart.csr.h.hgatp = 8 << 60);
         assert!(e.contains("field `hgatp` = 0x8000000000000000"), "{e}");
+    }
+
+    /// Sstc's enables (`menvcfg.STCE`, `henvcfg.STCE`) must be what the snapshot's policy
+    /// sets: both with `sstc` (and `time` not trapped), neither without, as in a snapshot
+    /// of format 7.
+    #[test]
+    fn sstc_enables_follow_the_policy() {
+        let stce = csr::MENVCFG_STCE;
+        let (vm, state) = source();
+        assert!(state.sstc && !state.trap_time);
+        assert_ne!(state.vcpus[0].hart.csr.menvcfg & stce, 0);
+        assert_ne!(state.vcpus[0].hart.csr.h.henvcfg & stce, 0);
+        let e = refused("sstc-policy", |s| s.sstc = false);
+        assert!(e.contains("field `menvcfg`"), "{e}");
+        let e = refused("sstc-menvcfg", |s| s.vcpus[0].hart.csr.menvcfg &= !stce);
+        assert!(e.contains("field `menvcfg`"), "{e}");
+        let e = refused("sstc-henvcfg", |s| s.vcpus[0].hart.csr.h.henvcfg &= !stce);
+        assert!(e.contains("field `henvcfg`"), "{e}");
+        // A VM without Sstc (as every format 7 snapshot is) restores without it.
+        let mut old = state.clone();
+        old.sstc = false;
+        old.vcpus[0].hart.csr.menvcfg &= !stce;
+        old.vcpus[0].hart.csr.h.henvcfg &= !stce;
+        let mem = GuestMemoryMmap::from_ranges(&[(GuestAddress(RAM_BASE), 16 << 20)]).unwrap();
+        let mut page = vec![0u8; 16 << 20];
+        vm.memory()
+            .read_slice(&mut page, GuestAddress(RAM_BASE))
+            .unwrap();
+        mem.write_slice(&page, GuestAddress(RAM_BASE)).unwrap();
+        let restored = GuestVm::from_state(
+            &old,
+            mem,
+            &RestoreConfig::default(),
+            Box::new(std::io::sink()),
+        )
+        .unwrap();
+        let again = restored.snapshot_state();
+        assert!(!again.sstc);
+        assert_eq!(again.vcpus[0].hart.csr.menvcfg & stce, 0);
     }
 
     #[test]

@@ -30,6 +30,11 @@ pub struct GuestPolicy {
     /// Run the guest with `hstatus.VTVM` = 1: VS-mode SFENCE.VMA, SINVAL.VMA and `satp`
     /// accesses exit and the VMM emulates them ([`emulate_vm`]).
     pub trap_vm: bool,
+    /// Offer Sstc (`vmm run --sstc`, not part of `--trap`): the guest's `stimecmp` is the
+    /// hart's `vstimecmp` (`menvcfg.STCE` = `henvcfg.STCE` = 1) and its timer interrupts
+    /// come without an exit. Only while the guest may read `time` directly
+    /// ([`GuestPolicy::sstc_offered`]).
+    pub sstc: bool,
 }
 
 impl GuestPolicy {
@@ -54,6 +59,15 @@ impl GuestPolicy {
         }
         Ok(policy)
     }
+
+    /// Whether the guest has Sstc: asked for ([`GuestPolicy::sstc`]) and `time` not trapped.
+    /// With `hcounteren.TM` = 0 every VS-mode `stimecmp` access would raise a
+    /// virtual-instruction exception (priv. spec, "Hypervisor Counter-Enable Register" and
+    /// Sstc), so the guest is run as on a hart without Sstc: `menvcfg.STCE` = 0 (its
+    /// `stimecmp` accesses are illegal-instruction) and no `sstc` in the device tree.
+    pub fn sstc_offered(&self) -> bool {
+        self.sstc && !self.trap_time
+    }
 }
 
 /// The WFI instruction.
@@ -66,6 +80,9 @@ const CSR_TIME: u32 = 0xc01;
 const GUEST_COUNTEREN: u64 = 0b111;
 /// The `TM` bit of the counter-enable registers.
 const COUNTEREN_TM: u64 = 1 << 1;
+/// `henvcfg.STCE` (priv. spec, "Hypervisor Environment Configuration Register"; the same
+/// bit as `menvcfg.STCE`).
+const HENVCFG_STCE: u64 = csr::MENVCFG_STCE;
 
 /// If `insn` is a read of `time` that writes nothing (CSRRS/CSRRC with `rs1` = x0,
 /// CSRRSI/CSRRCI with `uimm` = 0), its destination register.
@@ -87,6 +104,14 @@ pub(crate) fn apply(hart: &mut Hart, policy: &GuestPolicy) {
     });
     if policy.trap_time {
         hart.set_guest_counteren(GUEST_COUNTEREN & !COUNTEREN_TM);
+    }
+    if policy.sstc_offered() {
+        // Sstc's enables: `stimecmp` (HS-level, the VMM's, left at its reset value
+        // u64::MAX) and the guest's `vstimecmp`, compared with `time + htimedelta`.
+        for num in [csr::MENVCFG, csr::HENVCFG] {
+            let v = hart.host_csr(num).unwrap_or(0);
+            hart.set_known_csr(num, v | HENVCFG_STCE);
+        }
     }
 }
 
