@@ -106,7 +106,8 @@ fn corrupted_old_and_inconsistent_snapshots_are_refused() {
     std::fs::write(&path, &bytes).unwrap();
     let e = vmm::snapshot::read(&path).unwrap_err().to_string();
     let expected = format!(
-        "snapshot format version 1 is not supported (this vmm reads version {})",
+        "snapshot format version 1 is not supported (this vmm reads versions {} to {})",
+        vmm::snapshot::OLDEST_VERSION,
         vmm::snapshot::VERSION
     );
     assert!(e.contains(&expected), "{e}");
@@ -347,5 +348,50 @@ fn snapshot_targets_are_checked_before_the_run() {
     assert_eq!(names, ["again.snap"]);
     assert_eq!(vmm::snapshot::read(&target).unwrap().state.memory_mib, 32);
     let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&path);
+}
+
+/// `sbi_sstc` snapshotted while it polls for its `stimecmp` deadline (Sstc: the hart's
+/// `vstimecmp`) and restored: the comparator and the later timer interrupt work as in an
+/// uninterrupted run (the saved state holds `vstimecmp`, `htimedelta` and the STCE enables,
+/// and the restore checks them against the snapshot's `--sstc`).
+#[test]
+fn a_guest_waiting_on_its_stimecmp_resumes_with_it() {
+    let mut c = RunConfig::new(guest("sbi_sstc"));
+    c.memory_mib = 16;
+    let straight_out = SharedBuf::default();
+    let (exit, _) = run_kernel(&c, Box::new(straight_out.clone()), ConsoleInput::None).unwrap();
+    assert_eq!(exit.exit_code(), 0, "{}", straight_out.text());
+    let want = straight_out.text();
+    assert!(want.ends_with("sbi_sstc: PASS\n"), "{want}");
+
+    // The poll lasts 2000 ticks (20 000 instructions) after a short start.
+    let path = temp("sstc");
+    let out = SharedBuf::default();
+    c.max_insns = Some(12_000);
+    let mut vm = GuestVm::new(&c, Box::new(out.clone())).unwrap();
+    let exit = vm.run().unwrap();
+    assert!(matches!(exit, RunExit::BudgetExhausted { .. }), "{exit:?}");
+    let state = vm.snapshot_state();
+    assert!(state.sstc);
+    let csr = &state.vcpus[0].hart.csr;
+    assert_ne!(csr.vstimecmp, u64::MAX, "snapshot not while waiting");
+    vm.write_snapshot(&path).unwrap();
+    let before = out.text();
+    assert!(
+        before.contains("ok   sip.STIP before the deadline") && !before.contains("at the deadline"),
+        "snapshot outside the poll:\n{before}"
+    );
+    let rest = SharedBuf::default();
+    let options = RestoreConfig {
+        max_insns: Some(BUDGET),
+        ..RestoreConfig::default()
+    };
+    let (exit, stats) =
+        restore_and_run(&path, &options, Box::new(rest.clone()), ConsoleInput::None)
+            .unwrap_or_else(|e| panic!("restore: {e}"));
+    assert_eq!(exit.exit_code(), 0, "{}", rest.text());
+    assert_eq!(format!("{before}{}", rest.text()), want);
+    assert_eq!(stats.exits.get("sbi TIME"), 0, "{}", stats.exits.table());
     let _ = std::fs::remove_file(&path);
 }
