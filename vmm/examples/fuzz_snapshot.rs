@@ -28,6 +28,7 @@ fn seed() -> Vec<u8> {
         trap_time: false,
         trap_sret: false,
         trap_vm: false,
+        sstc: false,
         vcpus: vec![vmm::snapshot::VcpuState {
             hart: hart.save_state(),
             ctr: ctr_virt::GuestCtr::new(policy).snapshot(),
