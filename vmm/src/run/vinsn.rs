@@ -17,7 +17,8 @@ use vcpu_api::{csr, GuestTraps, PrivilegeMode, Vcpu};
 
 /// Which guest instructions the VMM asks the hart to trap (VMM policy, `vmm run --trap`;
 /// all off by default, which leaves the hart's hosted-mode defaults: `hstatus.VTW`,
-/// `VTSR`, `VTVM` = 0, `hcounteren` = 7).
+/// `VTSR`, `VTVM` = 0, `hcounteren` = 7), and whether it offers the guest Sstc
+/// (`vmm run --sstc`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct GuestPolicy {
     /// Run the guest with `hstatus.VTW` = 1: a VS-mode WFI exits and the VMM emulates it.
@@ -33,7 +34,9 @@ pub struct GuestPolicy {
     /// Offer Sstc (`vmm run --sstc`, not part of `--trap`): the guest's `stimecmp` is the
     /// hart's `vstimecmp` (`menvcfg.STCE` = `henvcfg.STCE` = 1) and its timer interrupts
     /// come without an exit. Only while the guest may read `time` directly
-    /// ([`GuestPolicy::sstc_offered`]).
+    /// ([`GuestPolicy::sstc_offered`]). A new VM takes it from
+    /// [`RunConfig::sstc`](super::RunConfig::sstc) (what `run_kernel_with_policy` is given
+    /// here is replaced); a restored one from its snapshot.
     pub sstc: bool,
 }
 
@@ -80,9 +83,9 @@ const CSR_TIME: u32 = 0xc01;
 const GUEST_COUNTEREN: u64 = 0b111;
 /// The `TM` bit of the counter-enable registers.
 const COUNTEREN_TM: u64 = 1 << 1;
-/// `henvcfg.STCE` (priv. spec, "Hypervisor Environment Configuration Register"; the same
-/// bit as `menvcfg.STCE`).
-const HENVCFG_STCE: u64 = csr::MENVCFG_STCE;
+/// `menvcfg.STCE` and `henvcfg.STCE` (priv. spec, "Machine Environment Configuration
+/// Register" and "Hypervisor Environment Configuration Register": bit 63 of both).
+const ENVCFG_STCE: u64 = csr::MENVCFG_STCE;
 
 /// If `insn` is a read of `time` that writes nothing (CSRRS/CSRRC with `rs1` = x0,
 /// CSRRSI/CSRRCI with `uimm` = 0), its destination register.
@@ -106,11 +109,12 @@ pub(crate) fn apply(hart: &mut Hart, policy: &GuestPolicy) {
         hart.set_guest_counteren(GUEST_COUNTEREN & !COUNTEREN_TM);
     }
     if policy.sstc_offered() {
-        // Sstc's enables: `stimecmp` (HS-level, the VMM's, left at its reset value
-        // u64::MAX) and the guest's `vstimecmp`, compared with `time + htimedelta`.
+        // Sstc's enables, `menvcfg.STCE` first (`henvcfg.STCE` is writable only while it is
+        // 1): `stimecmp` (HS-level, the VMM's, left at its reset value u64::MAX) and the
+        // guest's `vstimecmp`, compared with `time + htimedelta`.
         for num in [csr::MENVCFG, csr::HENVCFG] {
             let v = hart.host_csr(num).unwrap_or(0);
-            hart.set_known_csr(num, v | HENVCFG_STCE);
+            hart.set_known_csr(num, v | ENVCFG_STCE);
         }
     }
 }
