@@ -9,6 +9,7 @@
    - Without (`--sstc off`, or `--trap time`): the access raises an exception, reported
      with its cause and `stval`, and the guest takes the same timer interrupt through the
      SBI TIME extension's set_timer instead. */
+#include "csr.h"
 #include "vs/sbi.h"
 
 #define CAUSE_INTR (1UL << 63)
@@ -16,7 +17,6 @@
 #define SIP_STIP (1UL << IRQ_S_TIMER)
 #define SIE_STIE (1UL << IRQ_S_TIMER)
 #define SSTATUS_SIE (1UL << 1)
-#define CSR_STIMECMP 0x14d
 /* Timer ticks to wait (10 instructions a tick). */
 #define WAIT_TICKS 2000
 

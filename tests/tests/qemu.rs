@@ -243,6 +243,10 @@ const NOT_COMPARED: &[(&str, &str)] = &[
         "a `vmm run` guest kernel taking injected interrupts and exceptions (tests/api.rs)",
     ),
     (
+        "sbi_sstc",
+        "a `vmm run` guest kernel using the VMM's Sstc offer, on and off (`--sstc`, tests/run.rs)",
+    ),
+    (
         "sbi_pmu",
         "a `vmm run` guest kernel (the SBI PMU extension of the VMM's pmu-virt, tests/sbi_pmu.rs)",
     ),
