@@ -264,17 +264,10 @@ fn breakpoint_registers_csrs_step_ctr_then_the_guest_runs_to_its_end() {
     assert!(out.contains("prv:3 [Machine]"), "{out}");
     assert!(out.contains("$4 = 0\n"), "{out}");
     assert!(out.contains("$5 = 0x0\n"), "{out}");
-    let value = |n: u32| {
-        let tag = format!("${n} = ");
-        out.lines()
-            .find_map(|l| l.strip_prefix(&tag))
-            .unwrap_or_else(|| panic!("no {tag}: {out}"))
-            .to_string()
-    };
     for (before, after) in [(6, 9), (7, 10), (8, 11)] {
-        assert_eq!(value(before), value(after), "{out}");
+        assert_eq!(gdb_value(&out, before), gdb_value(&out, after), "{out}");
     }
-    assert_ne!(value(7), "0x0", "{out}");
+    assert_ne!(gdb_value(&out, 7), "0x0", "{out}");
     // One instruction further (fib's first is compressed or not: either way past fib).
     let after = out
         .lines()
@@ -593,6 +586,42 @@ fn hostile_clients(mut vmm: Vmm, stdout_has: &str) {
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
 
+/// `vmm run --kernel ELF ARGS` with a stub at a fresh UNIX socket named `name`, holding the
+/// guest before its first instruction (`--gdb-wait`), and a 60 s limit; the socket.
+fn start_run_stub(elf: &Path, name: &str, args: &[&str]) -> (Vmm, PathBuf) {
+    let sock = socket(name);
+    let gdb = format!("unix:{}", sock.display());
+    let mut all = args.to_vec();
+    all.extend(["--timeout", "60", "--gdb", &gdb, "--gdb-wait"]);
+    let mut vmm = Vmm::start_run(elf, &all);
+    wait_socket(&mut vmm, &sock);
+    (vmm, sock)
+}
+
+/// The address of the instruction in the guest's disassembly (`ELF.dis`) at or after `from`
+/// whose line contains `what`, or of the one after it (`next`).
+fn dis_addr(elf: &Path, from: &str, what: &str, next: bool) -> u64 {
+    let dis = std::fs::read_to_string(elf.with_extension("dis")).unwrap();
+    let body = &dis[dis.find(from).unwrap_or_else(|| panic!("no {from}"))..];
+    let mut lines = body.lines().skip_while(|l| !l.contains(what));
+    if next {
+        lines.next().unwrap_or_else(|| panic!("no {what}"));
+    }
+    lines
+        .next()
+        .and_then(|l| u64::from_str_radix(l.trim().split(':').next()?, 16).ok())
+        .unwrap_or_else(|| panic!("no instruction at {what} in {from}"))
+}
+
+/// The value gdb printed as `$n` in `out`.
+fn gdb_value(out: &str, n: u32) -> String {
+    let tag = format!("${n} = ");
+    out.lines()
+        .find_map(|l| l.strip_prefix(&tag))
+        .unwrap_or_else(|| panic!("no {tag}: {out}"))
+        .to_string()
+}
+
 /// `vmm run` with two vCPUs: each is a gdb thread; a breakpoint stops the vCPU that reaches
 /// it (and the other), VS-mode and the CTR CSRs read by name, a write watchpoint stops
 /// the writer before its store with the old and new values, a read watchpoint and a
@@ -602,22 +631,9 @@ fn hostile_clients(mut vmm: Vmm, stdout_has: &str) {
 #[test]
 fn run_vcpus_are_threads_with_breakpoints_watchpoints_and_snapshots() {
     let elf = guest("sbi_ctr_smp");
-    let sock = socket("run-smp");
     let snap = test_support::temp_path("vmm-gdb-test", "run-smp.snap");
     let _ = std::fs::remove_file(&snap);
-    let mut vmm = Vmm::start_run(
-        &elf,
-        &[
-            "--vcpus",
-            "2",
-            "--timeout",
-            "60",
-            "--gdb",
-            &format!("unix:{}", sock.display()),
-            "--gdb-wait",
-        ],
-    );
-    wait_socket(&mut vmm, &sock);
+    let (vmm, sock) = start_run_stub(&elf, "run-smp", &["--vcpus", "2"]);
     let snapshot_cmd = format!("monitor snapshot {}", snap.display());
     let out = run_gdb(
         &elf,
@@ -708,26 +724,9 @@ fn run_vcpus_are_threads_with_breakpoints_watchpoints_and_snapshots() {
 #[test]
 fn run_memory_follows_the_guests_page_tables() {
     let elf = guest("sbi_console");
-    let dis = std::fs::read_to_string(elf.with_extension("dis")).unwrap();
     // The instruction after the first `csrw satp` (rfence_self_check's, inlined in main).
-    let mut lines = dis.lines().skip_while(|l| !l.contains("csrw\tsatp"));
-    lines.next().expect("csrw satp");
-    let after: u64 = lines
-        .next()
-        .and_then(|l| u64::from_str_radix(l.trim().split(':').next()?, 16).ok())
-        .expect("an instruction after csrw satp");
-    let sock = socket("run-vm");
-    let mut vmm = Vmm::start_run(
-        &elf,
-        &[
-            "--timeout",
-            "60",
-            "--gdb",
-            &format!("unix:{}", sock.display()),
-            "--gdb-wait",
-        ],
-    );
-    wait_socket(&mut vmm, &sock);
+    let after = dis_addr(&elf, "<main>:", "csrw\tsatp", true);
+    let (vmm, sock) = start_run_stub(&elf, "run-vm", &[]);
     let out = run_gdb(
         &elf,
         &sock.display().to_string(),
@@ -762,25 +761,8 @@ fn run_memory_follows_the_guests_page_tables() {
 #[test]
 fn run_steps_from_vs_into_vu_mode() {
     let elf = guest("sbi_ctr");
-    let dis = std::fs::read_to_string(elf.with_extension("dis")).unwrap();
-    let body = &dis[dis.find("<run_in_vu>:").expect("run_in_vu")..];
-    let sret: u64 = body
-        .lines()
-        .find(|l| l.contains("\tsret"))
-        .and_then(|l| u64::from_str_radix(l.trim().split(':').next()?, 16).ok())
-        .expect("run_in_vu's sret");
-    let sock = socket("run-vu");
-    let mut vmm = Vmm::start_run(
-        &elf,
-        &[
-            "--timeout",
-            "60",
-            "--gdb",
-            &format!("unix:{}", sock.display()),
-            "--gdb-wait",
-        ],
-    );
-    wait_socket(&mut vmm, &sock);
+    let sret = dis_addr(&elf, "<run_in_vu>:", "\tsret", false);
+    let (vmm, sock) = start_run_stub(&elf, "run-vu", &[]);
     let out = run_gdb(
         &elf,
         &sock.display().to_string(),
@@ -821,13 +803,6 @@ fn run_steps_from_vs_into_vu_mode() {
     assert!(out.contains(" VS\n"), "{out}");
     assert!(out.contains("monitor stepi N: N is 1 to"), "{out}");
     // The step lands where vsepc said.
-    let value = |n: u32| {
-        let tag = format!("${n} = ");
-        out.lines()
-            .find_map(|l| l.strip_prefix(&tag))
-            .unwrap_or_else(|| panic!("no {tag}: {out}"))
-            .to_string()
-    };
-    assert_eq!(value(2), value(4), "{out}");
+    assert_eq!(gdb_value(&out, 2), gdb_value(&out, 4), "{out}");
     assert_eq!(status, Some(0), "{stdout}\n{stderr}");
 }

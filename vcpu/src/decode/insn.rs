@@ -120,7 +120,10 @@ impl Insn {
 /// Whether an op writes integer register `rd` (so `x0` must be redirected to the sink).
 pub(crate) fn writes_xrd(op: Op) -> bool {
     use Op::*;
-    !matches!(
+    // F/D computations write an f register, but comparisons, FCLASS, FCVT to an integer and
+    // FMV.X write rd.
+    let float_to_f = float_compute(op) && !matches!(op, Feq | Flt | Fle | Fclass | FcvtIF | FmvXF);
+    let no_rd = matches!(
         op,
         Illegal
             | Beq
@@ -152,24 +155,8 @@ pub(crate) fn writes_xrd(op: Op) -> bool {
             | Fld
             | Fsw
             | Fsd
-            | Fmadd
-            | Fmsub
-            | Fnmsub
-            | Fnmadd
-            | Fadd
-            | Fsub
-            | Fmul
-            | Fdiv
-            | Fsqrt
-            | Fsgnj
-            | Fsgnjn
-            | Fsgnjx
-            | Fmin
-            | Fmax
-            | FcvtFF
-            | FcvtFI
-            | FmvFX
-    )
+    );
+    !(no_rd || float_to_f)
 }
 
 /// Whether `op` is an F or D instruction other than a load or store (the computational,

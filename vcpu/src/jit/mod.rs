@@ -110,10 +110,24 @@ unsafe extern "sysv64" fn jit_csr(hart: *mut Hart, lo: u64, hi: u64, undone: u64
     // SAFETY: as for `jit_load`.
     let h = unsafe { &mut *hart };
     let i = x64::unpack(lo, hi);
+    csr_in_block(h, &i, undone, |_, _| {})
+}
+
+/// Executes the CSR instruction `i` of a block, `undone` instructions before its end, with
+/// the clock and retired count the interpreter has at it; `report` runs right after, with
+/// the same counts. What [`jit_csr`] returns.
+#[cfg(target_arch = "x86_64")]
+fn csr_in_block(
+    h: &mut Hart,
+    i: &decode::Insn,
+    undone: u64,
+    report: impl FnOnce(&mut Hart, &Result<(), crate::hart::Ctl>),
+) -> u64 {
     let before = h.jit_clock - h.vclock - h.jit_budget - undone;
     h.vclock += before + 1;
     h.retired += before;
-    let r = h.exec_csr(&i);
+    let r = h.exec_csr(i);
+    report(h, &r);
     h.vclock -= before + 1;
     h.retired -= before;
     match r {
@@ -146,25 +160,13 @@ unsafe extern "sysv64" fn jit_csr_monitored(hart: *mut Hart, lo: u64, hi: u64, u
         h.pc,
         h.x[i.rs1 as usize & 63].wrapping_add(i.imm as i64 as u64),
     );
-    let before = h.jit_clock - h.vclock - h.jit_budget - undone;
-    h.vclock += before + 1;
-    h.retired += before;
-    let r = h.exec_csr(&i);
-    if full && matches!(r, Err(crate::hart::Ctl::Break)) {
-        h.retired += 1;
-        h.pmu_events(&i, pc, addr);
-        h.retired -= 1;
-    }
-    h.vclock -= before + 1;
-    h.retired -= before;
-    match r {
-        Ok(()) => 0,
-        Err(crate::hart::Ctl::Break) => {
-            h.jit_break = true;
-            0
+    csr_in_block(h, &i, undone, |h, r| {
+        if full && matches!(r, Err(crate::hart::Ctl::Break)) {
+            h.retired += 1;
+            h.pmu_events(&i, pc, addr);
+            h.retired -= 1;
         }
-        Err(_) => 1,
-    }
+    })
 }
 
 /// [`jit_atomic`] in a monitored block: once it completes, the monitor's events, as the
