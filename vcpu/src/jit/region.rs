@@ -1,9 +1,14 @@
 //! The memory translated blocks live in, filled front to back and emptied as a whole when
-//! full. W^X: no page is writable and executable at once. One shared memory object
-//! (`memfd_create`) is mapped twice: a read-execute view, where blocks run and every address
-//! handed out lies, and a read-write view at another address, through which blocks are
-//! copied in and their link slots patched ([`Region::push`], [`Region::patch_u64`]). Both
-//! views are the same physical pages, which x86-64 keeps coherent for instruction fetch.
+//! full. W^X: no page is writable and executable at once. One shared anonymous mapping is
+//! mapped twice: a read-execute view, where blocks run and every address handed out lies,
+//! and a read-write view at another address, through which blocks are copied in and their
+//! link slots patched ([`Region::push`], [`Region::patch_u64`]). Both views are the same
+//! physical pages, which x86-64 keeps coherent for instruction fetch.
+//!
+//! The second view is made with `mremap(old_size = 0)`, which duplicates a shared mapping,
+//! rather than from a `memfd`: the host kernel names shared anonymous memory
+//! `/dev/zero (deleted)`, which host `perf` treats as anonymous and so symbolises from
+//! `/tmp/perf-PID.map` (`--perf-map`); a `memfd:` mapping it would look up as a file.
 
 use std::ptr::NonNull;
 
@@ -21,57 +26,44 @@ pub(super) struct Region {
 // by calls into code the owner placed there.
 unsafe impl Send for Region {}
 
-/// Maps `size` bytes of `fd` shared with protection `prot`; `None` if the host refuses.
-fn map(fd: libc::c_int, size: usize, prot: libc::c_int) -> Option<NonNull<u8>> {
-    // SAFETY: a fresh shared mapping of a descriptor this module owns; the result is
-    // checked.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            size,
-            prot,
-            libc::MAP_SHARED | libc::MAP_NORESERVE,
-            fd,
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        return None;
-    }
-    NonNull::new(p as *mut u8)
-}
-
 impl Region {
     /// Map `size` bytes (reserved lazily by the host kernel) twice; `None` if the host
-    /// refuses (no memfd, or no executable mapping): the hart then interprets.
+    /// refuses (no shared anonymous memory, or no executable mapping): the hart then interprets.
     pub fn new(size: usize) -> Option<Region> {
-        // SAFETY: the name is a NUL-terminated string; the result is checked.
-        let fd = unsafe { libc::memfd_create(c"vcpu-jit".as_ptr(), libc::MFD_CLOEXEC) };
-        if fd < 0 {
+        // SAFETY: a fresh shared anonymous mapping; the result is checked.
+        let write = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                size,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if write == libc::MAP_FAILED {
             return None;
         }
-        let views = (|| {
-            // SAFETY: `fd` is the memory object created above.
-            if unsafe { libc::ftruncate(fd, size as libc::off_t) } != 0 {
-                return None;
-            }
-            let write = map(fd, size, libc::PROT_READ | libc::PROT_WRITE)?;
-            match map(fd, size, libc::PROT_READ | libc::PROT_EXEC) {
-                Some(exec) => Some((exec, write)),
-                None => {
-                    // SAFETY: the mapping made just above, not handed out.
-                    unsafe { libc::munmap(write.as_ptr() as *mut libc::c_void, size) };
-                    None
-                }
-            }
-        })();
-        // SAFETY: the mappings (if any) keep the memory object alive; the descriptor is
-        // no longer needed.
-        unsafe { libc::close(fd) };
-        let (exec, write) = views?;
+        let unmap = |p: *mut libc::c_void| {
+            // SAFETY: a mapping of `size` bytes made here and not handed out.
+            unsafe { libc::munmap(p, size) };
+        };
+        // SAFETY: `write` is the shared mapping above; with `old_size` 0 the kernel maps the
+        // same pages again at a new address (shared mappings only). The result is checked.
+        let exec = unsafe { libc::mremap(write, 0, size, libc::MREMAP_MAYMOVE) };
+        if exec == libc::MAP_FAILED {
+            unmap(write);
+            return None;
+        }
+        // SAFETY: `exec` is the second view made above, nothing placed in it yet.
+        if unsafe { libc::mprotect(exec, size, libc::PROT_READ | libc::PROT_EXEC) } != 0 {
+            unmap(exec);
+            unmap(write);
+            return None;
+        }
         Some(Region {
-            exec,
-            write,
+            exec: NonNull::new(exec as *mut u8)?,
+            write: NonNull::new(write as *mut u8)?,
             size,
             used: 0,
         })
@@ -139,6 +131,9 @@ mod tests {
 
     /// No page of the region is writable and executable at once; code placed through the
     /// write view runs from the execute view, and a patched slot reads back there.
+    /// The execute view carries the name host `perf` treats as anonymous memory, so that
+    /// its samples are symbolised from `/tmp/perf-PID.map` (perf's `is_anon_memory`
+    /// accepts `//anon`, `/dev/zero*` and `/anon_hugepage*`; a `/memfd:` view is not).
     #[test]
     fn the_region_is_never_writable_and_executable() {
         let mut r = Region::new(1 << 20).expect("a JIT region");
@@ -154,11 +149,22 @@ mod tests {
                     );
                     (lo..hi).contains(&base)
                 })
-                .map(|l| l.split_whitespace().nth(1).unwrap().to_string())
+                .map(|l| {
+                    let f: Vec<&str> = l.split_whitespace().collect();
+                    (
+                        f[1].to_string(),
+                        f.get(5).copied().unwrap_or("").to_string(),
+                    )
+                })
                 .unwrap()
         };
-        assert_eq!(perms(r.exec.as_ptr() as usize), "r-xs");
-        assert_eq!(perms(r.write.as_ptr() as usize), "rw-s");
+        let (exec, exec_name) = perms(r.exec.as_ptr() as usize);
+        assert_eq!(exec, "r-xs");
+        assert!(
+            exec_name.starts_with("/dev/zero"),
+            "the execute view is named {exec_name:?}: host perf would not read the perf map"
+        );
+        assert_eq!(perms(r.write.as_ptr() as usize).0, "rw-s");
         // mov eax, 42; ret; then an 8-byte slot.
         let mut code = vec![0xb8, 42, 0, 0, 0, 0xc3, 0x90, 0x90];
         code.extend_from_slice(&0u64.to_le_bytes());
