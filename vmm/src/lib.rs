@@ -9,6 +9,7 @@
 //! - [`devices`]: UART, SiFive test finisher, CLINT and HTIF.
 //! - [`run`]: `vmm run`, a guest kernel in VS-mode on a hosted-mode hart ([`run::run_kernel`]).
 //! - [`sbi`]: the SBI v2.0 implementation `vmm run` gives its guests.
+//! - [`ram`]: guest RAM (huge pages where the host has them).
 //! - [`persist`]: the [`persist::Persist`] trait of the parts a snapshot saves.
 //! - [`error`]: the [`Error`] type.
 
@@ -21,6 +22,7 @@ pub mod layout;
 pub mod loader;
 pub mod machine;
 pub mod persist;
+pub mod ram;
 pub mod run;
 pub mod sbi;
 pub mod snapshot;

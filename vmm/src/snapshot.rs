@@ -764,8 +764,8 @@ fn parse(r: impl Read, len: u64, path: &Path) -> Result<Snapshot, SnapshotError>
     // Every size is checked: now the RAM, mapped lazily (only the pages written below get
     // host memory).
     let mib = ram_len >> 20;
-    let mem = GuestMemoryMmap::from_ranges(&[(GuestAddress(RAM_BASE), ram_len as usize)])
-        .map_err(|source| SnapshotError::Allocate { mib, source })?;
+    let mem =
+        crate::ram::allocate(ram_len).map_err(|source| SnapshotError::Allocate { mib, source })?;
     // A bad record is reported after the checksum (a corrupted file is reported as such).
     let mut bad_record = None;
     let mut next = 0u64;

@@ -34,7 +34,7 @@ mod x64;
 
 use crate::decode;
 use crate::hart::Hart;
-use table::{Block, Layout, Plan, NO_BLOCK};
+use table::{Block, CtrCode, Layout, Plan, NO_BLOCK};
 pub(crate) use table::{Jit, MonitorView, MAX_BLOCK_BYTES, MAX_INSNS, MONITORED, TABLE};
 
 #[cfg(target_arch = "x86_64")]
@@ -223,6 +223,21 @@ unsafe extern "sysv64" fn jit_ctr(hart: *mut Hart, from: u64, t: u64) {
     h.vclock = clock;
 }
 
+/// CTR from a [`CtrCode::Call`] block: [`jit_ctr`], counted in [`Jit::ctr_calls`].
+///
+/// # Safety
+/// As for [`jit_load`].
+#[cfg(target_arch = "x86_64")]
+unsafe extern "sysv64" fn jit_ctr_call(hart: *mut Hart, from: u64, t: u64) {
+    // SAFETY: as for `jit_load`.
+    unsafe {
+        if let Some(jit) = (*hart).jit.as_deref_mut() {
+            jit.ctr_calls += 1;
+        }
+        jit_ctr(hart, from, t);
+    }
+}
+
 impl Hart {
     /// Run the block at pc (and the blocks linked to it) within `left` instructions; returns
     /// the instructions completed (0: nothing ran, the interpreter executes the next one).
@@ -243,6 +258,9 @@ impl Hart {
             return 0;
         };
         jit.kind = if monitored { MONITORED } else { 0 };
+        if jit.ctr_calls >= jit.ctr_calls_limit {
+            jit.retranslate_for_ctr();
+        }
         let key = off | jit.kind;
         let b = jit.table[Jit::slot(key)];
         let b = if b.va == pc && b.off == key {
@@ -326,9 +344,7 @@ impl Hart {
             let layout = self.jit_layout();
             let jit = self.jit.as_deref_mut().expect("translating without a JIT");
             if jit.region.next(MAX_BLOCK_BYTES).is_none() {
-                jit.region.clear();
-                jit.table.fill(NO_BLOCK);
-                jit.generation += 1;
+                jit.clear();
             }
             let at = jit
                 .region
@@ -435,6 +451,14 @@ impl Hart {
             ctr_mask: offset_of!(Hart, ctr_mask) as i32,
             ctr_fast_mask: offset_of!(Hart, ctr_fast_mask) as i32,
             ctr_helper: jit_ctr as *const () as usize,
+            ctr_code: if !self.ctr.implemented() {
+                CtrCode::None
+            } else if self.ctr_mask != 0 {
+                CtrCode::Inline
+            } else {
+                CtrCode::Call
+            },
+            ctr_call_helper: jit_ctr_call as *const () as usize,
             jit_clock: offset_of!(Hart, jit_clock) as i32,
             ctr_wrptr: (ctr + c.wrptr) as i32,
             ctr_entries: (ctr + c.entries) as i32,

@@ -20,7 +20,14 @@ pub(super) struct Region {
     write: NonNull<u8>,
     size: usize,
     used: usize,
+    /// Bytes from the start already given host pages in both views ([`POPULATE`] steps).
+    populated: usize,
 }
+
+/// The step in which the region's pages are given host memory ahead of use. Left to page
+/// faults, every 4 KiB page of code costs two (one per view), about a tenth of a Linux
+/// boot's host time; populating a step at a time costs one system call per view.
+const POPULATE: usize = 2 << 20;
 
 // SAFETY: the region is owned by one hart and only touched through `&mut self` (writes) or
 // by calls into code the owner placed there.
@@ -66,7 +73,26 @@ impl Region {
             write: NonNull::new(write as *mut u8)?,
             size,
             used: 0,
+            populated: 0,
         })
+    }
+
+    /// Gives host pages to both views up to at least `end` (a step past it), so that
+    /// copying code in and running it takes no page faults. Best effort: on a host without
+    /// `MADV_POPULATE_*` (Linux before 5.14) the pages come by faults as before.
+    fn populate(&mut self, end: usize) {
+        while self.populated < end.min(self.size) {
+            let len = POPULATE.min(self.size - self.populated);
+            // SAFETY: both ranges lie inside this region's mappings; populating only
+            // allocates (zeroed, never-used) pages and maps them with the views' protections.
+            unsafe {
+                let w = self.write.as_ptr().add(self.populated) as *mut libc::c_void;
+                let x = self.exec.as_ptr().add(self.populated) as *mut libc::c_void;
+                libc::madvise(w, len, libc::MADV_POPULATE_WRITE);
+                libc::madvise(x, len, libc::MADV_POPULATE_READ);
+            }
+            self.populated += len;
+        }
     }
 
     /// The address the next block will be placed at, if `len` more bytes fit.
@@ -78,6 +104,7 @@ impl Region {
     pub fn push(&mut self, code: &[u8]) -> usize {
         assert!(self.used + code.len() <= self.size, "JIT region overflow");
         let at = self.exec.as_ptr() as usize + self.used;
+        self.populate(self.used + code.len());
         // SAFETY: in bounds of the write view (asserted); no code in the written range has
         // been handed out.
         unsafe {

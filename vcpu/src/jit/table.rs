@@ -63,6 +63,10 @@ pub(crate) struct Layout {
     pub(super) ctr_mask: i32,
     pub(super) ctr_fast_mask: i32,
     pub(super) ctr_helper: usize,
+    /// How blocks translated now write CTR records ([`CtrCode`]), and the helper of
+    /// [`CtrCode::Call`].
+    pub(super) ctr_code: CtrCode,
+    pub(super) ctr_call_helper: usize,
     /// The inline CTR record: the clock (`Hart::jit_clock`) and the `Ctr` fields.
     pub(super) jit_clock: i32,
     pub(super) ctr_wrptr: i32,
@@ -101,6 +105,28 @@ pub(crate) struct Layout {
     /// Address of the block table (entries `{va, off, code, insns}`, 32 bytes).
     pub(super) table: u64,
 }
+
+/// The code a block's closing jump or branch has for CTR (Smctr chapter 6, "Behavior").
+/// Every kind records exactly what the interpreter records; they differ in size and speed.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum CtrCode {
+    /// The hart has no CTR: nothing.
+    None,
+    /// Recording was off in the mode the block was translated in: one test of
+    /// `Hart::ctr_mask` and a helper call when it qualifies (about 40 bytes per exit instead
+    /// of about 250). If such blocks then record often, the region is emptied so that they
+    /// are translated again with [`CtrCode::Inline`] (see [`Jit::ctr_calls`]).
+    Call,
+    /// Recording was on: the common record written inline.
+    Inline,
+}
+
+/// Records written by [`CtrCode::Call`] blocks after which the region is first emptied
+/// (doubling after each time, up to [`CTR_RETRANSLATE_MAX`], so that a guest switching
+/// recording on and off empties it ever more rarely).
+pub(crate) const CTR_RETRANSLATE_FIRST: u64 = 4096;
+/// See [`CTR_RETRANSLATE_FIRST`].
+pub(crate) const CTR_RETRANSLATE_MAX: u64 = 1 << 24;
 
 /// A block to assemble.
 pub(crate) struct Plan {
@@ -148,6 +174,10 @@ pub(crate) struct Jit {
     pub(super) kind: u64,
     /// The host profiler's map of translated code (`HartConfig::jit_perf_map`).
     pub(super) perf_map: Option<std::fs::File>,
+    /// CTR records written through the helper of [`CtrCode::Call`] blocks since the region
+    /// was last emptied, and the count at which it is emptied for them.
+    pub(crate) ctr_calls: u64,
+    pub(crate) ctr_calls_limit: u64,
 }
 
 impl Jit {
@@ -166,7 +196,26 @@ impl Jit {
             generation: 0,
             kind: 0,
             perf_map,
+            ctr_calls: 0,
+            ctr_calls_limit: CTR_RETRANSLATE_FIRST,
         }))
+    }
+
+    /// Forget every block: the region is emptied, the table and every link with it.
+    pub(super) fn clear(&mut self) {
+        self.region.clear();
+        self.table.fill(NO_BLOCK);
+        self.generation += 1;
+        self.ctr_calls = 0;
+    }
+
+    /// [`CtrCode::Call`] blocks have written [`Jit::ctr_calls_limit`] records: recording is
+    /// on where they run. Empty the region so that they are translated again with the
+    /// records inline, and raise the limit for next time.
+    #[cold]
+    pub(super) fn retranslate_for_ctr(&mut self) {
+        self.clear();
+        self.ctr_calls_limit = (self.ctr_calls_limit * 2).min(CTR_RETRANSLATE_MAX);
     }
 
     /// `/tmp/perf-PID.map`, the file `perf report` reads symbols for anonymous executable

@@ -377,7 +377,8 @@ fn monitor_fetch(a: &mut Asm, l: &Layout, page: u64) {
 /// enable and filter bits, RASEMU and `sctrstatus.FROZEN`, and cannot change while blocks
 /// run: a CSR write ends its block, and blocks hold no trap or mode change), record the
 /// transfer from `from` to the pc already stored (`target` when the block knows it).
-/// Without recording this is one test.
+/// Without recording this is one test. What follows the test depends on whether recording
+/// was on when the block was translated ([`super::table::CtrCode`]): a helper call, or:
 ///
 /// The common record, with RASEMU off (`Hart::ctr_fast_mask`) and a cycle count that needs
 /// no encoding (below 4096), is written inline, as `Hart::ctr_transfer`'s fast path would
@@ -385,12 +386,28 @@ fn monitor_fetch(a: &mut Asm, l: &Layout, page: u64) {
 /// else calls the helper. TYPE's width and whether cycles are counted are the hart's
 /// configuration, fixed for its life, so they are constants here.
 fn ctr_record(a: &mut Asm, l: &Layout, from: u64, t: u8, target: Option<u64>) {
+    use super::table::CtrCode;
+    let bit = (1u16 << t) as i16;
+    match l.ctr_code {
+        CtrCode::None => return,
+        CtrCode::Call => {
+            let skip = a.new_dynamic_label();
+            let mask = l.ctr_mask;
+            dynasm!(a ; .arch x64
+                ; test WORD [rdi + mask], bit
+                ; jz =>skip
+            );
+            report(a, l.ctr_call_helper, from, t as u64);
+            dynasm!(a ; .arch x64 ; =>skip);
+            return;
+        }
+        CtrCode::Inline => {}
+    }
     let (skip, slow, fast) = (
         a.new_dynamic_label(),
         a.new_dynamic_label(),
         a.new_dynamic_label(),
     );
-    let bit = (1u16 << t) as i16;
     let (mask, fast_mask, clock, budget) = (l.ctr_mask, l.ctr_fast_mask, l.jit_clock, l.budget);
     let (origin, ccv) = (l.ctr_cc_origin, l.ctr_next_ccv);
     let (wrptr, depth_mask, entries, p) = (l.ctr_wrptr, l.ctr_depth_mask, l.ctr_entries, l.pc);

@@ -198,11 +198,10 @@ impl Machine {
         let ram_size = ram_bytes(config.memory_mib)?;
         let image =
             ElfImage::parse(elf, RAM_BASE..RAM_BASE + ram_size).map_err(Error::from_load)?;
-        let mem = GuestMemoryMmap::from_ranges(&[(GuestAddress(RAM_BASE), ram_size as usize)])
-            .map_err(|source| Error::GuestMemory {
-                mib: config.memory_mib,
-                source,
-            })?;
+        let mem = crate::ram::allocate(ram_size).map_err(|source| Error::GuestMemory {
+            mib: config.memory_mib,
+            source,
+        })?;
         image.load(elf, &mem).map_err(Error::from_load)?;
 
         let mut bus = MmioBus::new();

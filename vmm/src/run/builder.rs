@@ -90,8 +90,7 @@ pub(super) fn check_memory(mib: u64) -> Result<u64, Error> {
 
 /// Allocates `mib` MiB of guest RAM at [`RAM_BASE`].
 pub(super) fn allocate_ram(mib: u64) -> Result<GuestMemoryMmap, Error> {
-    GuestMemoryMmap::from_ranges(&[(GuestAddress(RAM_BASE), (mib << 20) as usize)])
-        .map_err(|source| Error::GuestMemory { mib, source })
+    crate::ram::allocate(mib << 20).map_err(|source| Error::GuestMemory { mib, source })
 }
 
 /// Why [`read_input`] failed.
