@@ -89,7 +89,14 @@ impl Hart {
                     (PrivilegeMode::Supervisor, true) if vtvm => return Err(virtual_insn()),
                     _ => {}
                 }
-                self.flush_tlb();
+                // rs1 names an address: its leaf only (for one address space when rs2
+                // names one; dropping it in all is allowed). Otherwise everything.
+                if i.rs1 != 0 {
+                    let va = self.x[i.rs1 as usize];
+                    self.flush_tlb_page(va);
+                } else {
+                    self.flush_tlb();
+                }
             }
             Op::HfenceVvma | Op::HfenceGvma => {
                 // Valid in M and HS only (GVMA also needs TVM=0 in HS); virtual-instruction

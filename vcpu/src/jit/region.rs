@@ -6,9 +6,10 @@
 //! physical pages, which x86-64 keeps coherent for instruction fetch.
 //!
 //! The second view is made with `mremap(old_size = 0)`, which duplicates a shared mapping,
-//! rather than from a `memfd`: the host kernel names shared anonymous memory
-//! `/dev/zero (deleted)`, which host `perf` treats as anonymous and so symbolises from
-//! `/tmp/perf-PID.map` (`--perf-map`); a `memfd:` mapping it would look up as a file.
+//! rather than from a `memfd` (the fallback where that is refused): the host kernel names
+//! shared anonymous memory `/dev/zero (deleted)`, which host `perf` treats as anonymous and
+//! so symbolises from `/tmp/perf-PID.map` (`--perf-map`); a `memfd:` mapping it would look
+//! up as a file.
 
 use std::ptr::NonNull;
 
@@ -37,6 +38,18 @@ impl Region {
     /// Map `size` bytes (reserved lazily by the host kernel) twice; `None` if the host
     /// refuses (no shared anonymous memory, or no executable mapping): the hart then interprets.
     pub fn new(size: usize) -> Option<Region> {
+        let (exec, write) = Self::anonymous_views(size).or_else(|| Self::memfd_views(size))?;
+        Some(Region {
+            exec,
+            write,
+            size,
+            used: 0,
+            populated: 0,
+        })
+    }
+
+    /// The two views of one shared anonymous mapping (see the module doc).
+    fn anonymous_views(size: usize) -> Option<(NonNull<u8>, NonNull<u8>)> {
         // SAFETY: a fresh shared anonymous mapping; the result is checked.
         let write = unsafe {
             libc::mmap(
@@ -68,13 +81,55 @@ impl Region {
             unmap(write);
             return None;
         }
-        Some(Region {
-            exec: NonNull::new(exec as *mut u8)?,
-            write: NonNull::new(write as *mut u8)?,
-            size,
-            used: 0,
-            populated: 0,
-        })
+        Some((
+            NonNull::new(exec as *mut u8)?,
+            NonNull::new(write as *mut u8)?,
+        ))
+    }
+
+    /// The two views from a `memfd`, where `mremap` cannot duplicate a mapping (valgrind,
+    /// for one, refuses it, and the benchmarks' `--callgrind` runs need translated code).
+    /// Host `perf` does not read `--perf-map` names for these.
+    fn memfd_views(size: usize) -> Option<(NonNull<u8>, NonNull<u8>)> {
+        // SAFETY: the name is a NUL-terminated string; the result is checked.
+        let fd = unsafe { libc::memfd_create(c"vcpu-jit".as_ptr(), libc::MFD_CLOEXEC) };
+        if fd < 0 {
+            return None;
+        }
+        let map = |prot| {
+            // SAFETY: a fresh shared mapping of the memory object above; checked.
+            let p = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    size,
+                    prot,
+                    libc::MAP_SHARED | libc::MAP_NORESERVE,
+                    fd,
+                    0,
+                )
+            };
+            (p != libc::MAP_FAILED).then_some(p)
+        };
+        let views = (|| {
+            // SAFETY: `fd` is the memory object created above.
+            if unsafe { libc::ftruncate(fd, size as libc::off_t) } != 0 {
+                return None;
+            }
+            let write = map(libc::PROT_READ | libc::PROT_WRITE)?;
+            let Some(exec) = map(libc::PROT_READ | libc::PROT_EXEC) else {
+                // SAFETY: the mapping made just above, not handed out.
+                unsafe { libc::munmap(write, size) };
+                return None;
+            };
+            Some((
+                NonNull::new(exec as *mut u8)?,
+                NonNull::new(write as *mut u8)?,
+            ))
+        })();
+        // SAFETY: the mappings (if any) keep the memory object alive; the descriptor is
+        // no longer needed.
+        unsafe { libc::close(fd) };
+        views
     }
 
     /// Gives host pages to both views up to at least `end` (a step past it), so that
@@ -207,5 +262,23 @@ mod tests {
         );
         assert!(!r.patch_u64(at + 12, 1), "past the placed code");
         assert!(!r.patch_u64(0, 1));
+    }
+
+    /// The `memfd` fallback also gives a read-execute and a read-write view of the same
+    /// pages.
+    #[test]
+    fn the_memfd_fallback_runs_placed_code() {
+        let (exec, write) = Region::memfd_views(1 << 20).expect("memfd views");
+        let mut r = Region {
+            exec,
+            write,
+            size: 1 << 20,
+            used: 0,
+            populated: 0,
+        };
+        let at = r.push(&[0xb8, 7, 0, 0, 0, 0xc3]); // mov eax, 7; ret
+        // SAFETY: `at` holds the complete function above, in executable memory.
+        let f: extern "C" fn() -> u32 = unsafe { std::mem::transmute(at) };
+        assert_eq!(f(), 7);
     }
 }

@@ -238,8 +238,20 @@ impl Hart {
         kind: Access,
         mode: AccessMode,
     ) -> Result<u64, Exception> {
+        self.translate_leaf(va, kind, mode).map(|(pa, _)| pa)
+    }
+
+    /// [`Hart::translate`], also giving the size of the first stage's leaf (`satp`'s, or
+    /// `vsatp`'s with V=1) as log2 of its 4 KiB pages: 0, 9 (megapage), 18, 27; 0 without
+    /// translation. SFENCE.VMA of an address reaches every page of that leaf.
+    fn translate_leaf(
+        &mut self,
+        va: u64,
+        kind: Access,
+        mode: AccessMode,
+    ) -> Result<(u64, u8), Exception> {
         if mode.prv == PrivilegeMode::Machine {
-            return Ok(va);
+            return Ok((va, 0));
         }
         let s = self.csr.mstatus;
         if !mode.virt {
@@ -250,7 +262,7 @@ impl Hart {
                 s & MSTATUS_MXR != 0,
                 false,
             ) else {
-                return Ok(va);
+                return Ok((va, 0));
             };
             if !stage.canonical(va) {
                 return Err(kind.page_fault(va));
@@ -259,9 +271,11 @@ impl Hart {
                 .walk::<false>(stage, va, kind, false)
                 .map_err(|f| f.exception(kind, va, false));
         }
-        let gpa = self.vs_stage(va, kind, mode)?;
-        self.g_stage::<false>(gpa, kind, None, mode.hlvx)
-            .map_err(|f| f.exception(kind, va, true))
+        let (gpa, span) = self.vs_stage_leaf(va, kind, mode)?;
+        let pa = self
+            .g_stage::<false>(gpa, kind, None, mode.hlvx)
+            .map_err(|f| f.exception(kind, va, true))?;
+        Ok((pa, span))
     }
 
     /// A debugger's translation of `va` (see `Vcpu::debug_translate`): as `translate` in the
@@ -302,6 +316,7 @@ impl Hart {
                 }
                 self.walk::<true>(stage, va, access, mode.virt)
                     .map_err(error)?
+                    .0
             }
         };
         if !mode.virt {
@@ -318,6 +333,16 @@ impl Hart {
         kind: Access,
         mode: AccessMode,
     ) -> Result<u64, Exception> {
+        self.vs_stage_leaf(va, kind, mode).map(|(gpa, _)| gpa)
+    }
+
+    /// [`Hart::vs_stage`] with the size of its leaf (see [`Hart::translate_leaf`]).
+    fn vs_stage_leaf(
+        &mut self,
+        va: u64,
+        kind: Access,
+        mode: AccessMode,
+    ) -> Result<(u64, u8), Exception> {
         let vs = self.csr.h.vsstatus;
         let mxr = self.csr.mstatus & MSTATUS_MXR != 0;
         match Stage::from_atp(
@@ -327,7 +352,7 @@ impl Hart {
             vs & MSTATUS_MXR != 0 || mxr,
             mode.hlvx,
         ) {
-            None => Ok(va),
+            None => Ok((va, 0)),
             Some(stage) => {
                 if !stage.canonical(va) {
                     return Err(kind.page_fault(va).with_gva());
@@ -380,6 +405,7 @@ impl Hart {
             hlvx: hlvx && implicit.is_none(),
         };
         self.walk::<DEBUG>(stage, gpa, perm, false)
+            .map(|(pa, _)| pa)
             .map_err(|f| match f {
                 Fault::Page => guest_page,
                 other => other,
@@ -398,7 +424,7 @@ impl Hart {
         addr: u64,
         kind: Access,
         vs_stage: bool,
-    ) -> Result<u64, Fault> {
+    ) -> Result<(u64, u8), Fault> {
         'walk: loop {
             let mut a = stage.root;
             let mut level = stage.levels - 1;
@@ -459,7 +485,7 @@ impl Hart {
                 }
                 let page_mask = (1u64 << (12 + 9 * level)) - 1;
                 let pa = ((ppn << 12) & !page_mask) | (addr & page_mask);
-                return Ok(pa & ((1 << 56) - 1));
+                return Ok((pa & ((1 << 56) - 1), 9 * level as u8));
             }
         }
     }
@@ -472,10 +498,10 @@ impl Hart {
         } else {
             self.data_mode()
         };
-        let pa = self.translate(va, kind, mode)?;
+        let (pa, span) = self.translate_leaf(va, kind, mode)?;
         let page = pa & !0xfff;
         if let Phys::Ram(page_off) = self.classify(page, 0x1000) {
-            self.tlb.fill(kind, va, page_off);
+            self.tlb.fill(kind, va, page_off, span);
         }
         Ok((pa, self.classify(pa, len)))
     }
@@ -624,7 +650,20 @@ impl Hart {
         }
     }
 
-    /// SFENCE.VMA and `satp` writes.
+    /// SFENCE.VMA of one address (`rs1` not x0, any `rs2`): the translations cached from
+    /// the leaf PTE of `va` in every address space (privileged spec 4.2.1,
+    /// "Supervisor Memory-Management Fence Instruction"), which for a superpage are all
+    /// its pages. The TLB models of the performance monitor are flushed whole, as for
+    /// [`Hart::flush_tlb`].
+    pub(crate) fn flush_tlb_page(&mut self, va: u64) {
+        self.tlb.flush_page(va);
+        if self.pmu.active {
+            self.pmu.state.models.flush_tlbs();
+            self.pmu_translation_tags();
+        }
+    }
+
+    /// SFENCE.VMA of every address, HFENCE.*, and `satp` writes.
     pub(crate) fn flush_tlb(&mut self) {
         self.tlb.flush();
         // The TLB models follow only while someone can observe them.
@@ -940,5 +979,46 @@ mod tests {
         assert!(h.translate(0x5000, Access::Load, h.data_mode()).is_ok());
         assert_eq!(h.r64(leaf) & (PTE_A | PTE_D), PTE_A);
         assert_ne!(h.r64(G_ROOT) & PTE_A, 0);
+    }
+    /// SFENCE.VMA of an address drops that address's translation, and for a superpage
+    /// every page of it, and keeps the other pages' translations (privileged spec 4.2.1:
+    /// without a fence they may stay stale, as here).
+    #[test]
+    fn a_fence_of_an_address_drops_its_leaf_only() {
+        let mut h = hart();
+        h.enter(PrivilegeMode::Supervisor, false);
+        let rwad = PTE_V | PTE_R | PTE_W | PTE_A | PTE_D;
+        for k in 0..4u64 {
+            h.w64(RAM + 0x3_8000 + k * 0x1000, 0x1000 + k);
+        }
+        h.w64(L0 + 8 * 8, pte(RAM + 0x3_8000, rwad));
+        h.w64(L0 + 8 * 9, pte(RAM + 0x3_9000, rwad));
+        assert_eq!(h.load(0x4000_8000, 8).ok(), Some(0x1000));
+        assert_eq!(h.load(0x4000_9000, 8).ok(), Some(0x1001));
+        // Both PTEs change; only the first page is fenced.
+        h.w64(L0 + 8 * 8, pte(RAM + 0x3_a000, rwad));
+        h.w64(L0 + 8 * 9, pte(RAM + 0x3_b000, rwad));
+        h.flush_tlb_page(0x4000_8abc);
+        assert_eq!(h.load(0x4000_8000, 8).ok(), Some(0x1002));
+        assert_eq!(h.load(0x4000_9000, 8).ok(), Some(0x1001), "kept");
+        // The 2 MiB page at VA 0x4020_0000: two of its pages cached, the leaf moved to the
+        // start of RAM, one fenced: both see the new leaf.
+        h.w64(RAM + 0x1000, 0x2001);
+        h.w64(RAM + 0x5_5000, 0x2055);
+        h.w64(RAM + 0x20_1000, 0x3001);
+        h.w64(RAM + 0x25_5000, 0x3055);
+        assert_eq!(h.load(0x4020_1000, 8).ok(), Some(0x3001));
+        assert_eq!(h.load(0x4025_5000, 8).ok(), Some(0x3055));
+        h.w64(L1 + 8, pte(RAM, rwad));
+        h.flush_tlb_page(0x4020_1000);
+        assert_eq!(
+            h.load(0x4025_5000, 8).ok(),
+            Some(0x2055),
+            "the superpage's other page"
+        );
+        assert_eq!(h.load(0x4020_1000, 8).ok(), Some(0x2001));
+        // A full fence drops the kept page too.
+        h.flush_tlb();
+        assert_eq!(h.load(0x4000_9000, 8).ok(), Some(0x1003));
     }
 }

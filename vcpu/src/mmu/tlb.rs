@@ -39,6 +39,53 @@ pub(crate) struct Tlb {
     /// a flush moves to the next generation, so that old entries no longer match, and clears
     /// the arrays only when the generation wraps.
     generation: u64,
+    /// Per entry of `fetch`, `load` and `store`: the size of the leaf it was cached from, as
+    /// log2 of its 4 KiB pages (0: a page; 9, 18, 27: superpages), for [`Tlb::flush_page`].
+    span: [[u8; TLB_SIZE]; 3],
+    /// Where entries cached from superpages may lie since the last flush, so that a fence
+    /// of an address outside them has only the address's own entries to drop.
+    superpages: Superpages,
+}
+
+/// The virtual regions of the superpages a [`Tlb`] holds entries of: hashed bitmaps of
+/// their 2 MiB and 1 GiB regions (bit `(va >> 21) % 4096`, bit `(va >> 30) % 64`), and
+/// whether any 512 GiB page is held. May say "yes" wrongly (hash collisions), never "no".
+#[derive(Clone, Copy)]
+struct Superpages {
+    mega: [u64; 64],
+    giga: u64,
+    tera: bool,
+}
+
+impl Default for Superpages {
+    fn default() -> Self {
+        Superpages {
+            mega: [0; 64],
+            giga: 0,
+            tera: false,
+        }
+    }
+}
+
+impl Superpages {
+    fn add(&mut self, va: u64, span: u8) {
+        match span {
+            0 => {}
+            9 => {
+                let b = (va >> 21) as usize % 4096;
+                self.mega[b / 64] |= 1 << (b % 64);
+            }
+            18 => self.giga |= 1 << ((va >> 30) % 64),
+            _ => self.tera = true,
+        }
+    }
+
+    fn may_hold(&self, va: u64) -> bool {
+        let b = (va >> 21) as usize % 4096;
+        self.tera
+            || self.giga & (1 << ((va >> 30) % 64)) != 0
+            || self.mega[b / 64] & (1 << (b % 64)) != 0
+    }
 }
 
 /// Tag bits of the flush generation.
@@ -62,6 +109,8 @@ impl Tlb {
             cur_lim: 0,
             cur_off: 0,
             generation: 0,
+            span: [[0; TLB_SIZE]; 3],
+            superpages: Superpages::default(),
         }
     }
 
@@ -87,6 +136,7 @@ impl Tlb {
 
     pub fn flush(&mut self) {
         self.cur_lim = 0;
+        self.superpages = Superpages::default();
         self.generation = (self.generation + 1) % GENERATIONS;
         if self.generation == 0 {
             self.fetch.fill(EMPTY);
@@ -97,6 +147,32 @@ impl Tlb {
         let g = self.generation << GENERATION_SHIFT;
         self.fetch_ctx = (self.fetch_ctx & !mask) | g;
         self.data_ctx = (self.data_ctx & !mask) | g;
+    }
+
+    /// Drop every entry cached from the leaf that maps `va`, in every context: the entries
+    /// of `va`'s page, and when `va` may lie in a cached superpage, every entry of that
+    /// superpage. Entries that merely share a slot with `va` go too (harmless).
+    pub fn flush_page(&mut self, va: u64) {
+        self.cur_lim = 0;
+        let vpn = va >> 12;
+        let slot = vpn as usize % TLB_SIZE;
+        for arr in [&mut self.fetch, &mut self.load, &mut self.store] {
+            arr[slot] = EMPTY;
+        }
+        if !self.superpages.may_hold(va) {
+            return;
+        }
+        const VPN_BITS: u64 = (1 << GENERATION_SHIFT) - 1;
+        for (arr, span) in [&mut self.fetch, &mut self.load, &mut self.store]
+            .into_iter()
+            .zip(&self.span)
+        {
+            for (e, &span) in arr.iter_mut().zip(span) {
+                if span != 0 && ((e.tag ^ vpn) & VPN_BITS) >> span == 0 {
+                    *e = EMPTY;
+                }
+            }
+        }
     }
 
     /// The flush generation's tag bits (part of every context).
@@ -133,25 +209,30 @@ impl Tlb {
         (e.tag == tag).then(|| e.off + (va & 0xfff))
     }
 
-    pub(super) fn fill(&mut self, kind: Access, va: u64, page_off: u64) {
+    /// Cache the translation of `va`'s page to the RAM page at `page_off`, from a leaf of
+    /// `span` (log2 of its 4 KiB pages).
+    pub(super) fn fill(&mut self, kind: Access, va: u64, page_off: u64, span: u8) {
         let (arr, ctx) = match kind {
             Access::Fetch => (&mut self.fetch, self.fetch_ctx),
             Access::Load => (&mut self.load, self.data_ctx),
             Access::Store => (&mut self.store, self.data_ctx),
         };
-        arr[(va >> 12) as usize % TLB_SIZE] = Entry {
+        let slot = (va >> 12) as usize % TLB_SIZE;
+        self.span[kind as usize][slot] = span;
+        self.superpages.add(va, span);
+        arr[slot] = Entry {
             tag: (va >> 12) | ctx,
             off: page_off,
         };
     }
 }
 
-/// The kind of memory access being translated.
+/// The kind of memory access being translated (also the index of its [`Tlb`] array).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Access {
-    Fetch,
-    Load,
-    Store,
+    Fetch = 0,
+    Load = 1,
+    Store = 2,
 }
 
 impl Access {
