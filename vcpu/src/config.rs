@@ -49,6 +49,11 @@ pub struct HartConfig {
     /// Append a line per translated block to `/tmp/perf-PID.map` (start, size and the guest
     /// pc), so that a host `perf` profile names guest code instead of `[JIT]`.
     pub jit_perf_map: bool,
+    /// PAUSE (Zihintpause, a FENCE hint) gives the host CPU away (`sched_yield`), so that a
+    /// vCPU spinning on a lock held by another vCPU (Linux's `cpu_relax`) lets that vCPU's
+    /// thread run when host CPUs are short. For harts of a VM of several vCPUs; guest-visible
+    /// behaviour is unchanged (PAUSE still retires as a no-op).
+    pub pause_yields: bool,
 }
 
 impl Default for HartConfig {
@@ -63,6 +68,7 @@ impl Default for HartConfig {
             jit: true,
             jit_code_bytes: 256 << 20,
             jit_perf_map: false,
+            pause_yields: false,
         }
     }
 }

@@ -96,6 +96,8 @@ pub struct Hart {
     pub(crate) jit_last_exit: u64,
     /// Translated code: set by a load/store slow path that met a fault or a device.
     pub(crate) jit_fault: bool,
+    /// `HartConfig::pause_yields`.
+    pub(crate) pause_yields: bool,
     /// Translated code: a CSR write ended the block run, which ends the chunk too (as
     /// `Ctl::Break` does in the interpreter).
     pub(crate) jit_break: bool,
@@ -208,6 +210,7 @@ impl Hart {
             jit_view: crate::jit::table::MonitorView::default(),
             jit_last_exit: 0,
             jit_fault: false,
+            pause_yields: config.pause_yields,
             jit_break: false,
             reservation: None,
             pending_load: None,

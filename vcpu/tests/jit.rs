@@ -1341,6 +1341,39 @@ fn ctr_switched_on_after_translation_matches_the_interpreter() {
     }
 }
 
+/// With `HartConfig::pause_yields` (several vCPUs), PAUSE gives the host CPU away and is
+/// left to the interpreter; the guest sees a no-op that retires, exactly as on a hart
+/// without it, translated or not.
+#[test]
+fn pause_that_yields_is_a_no_op_to_the_guest() {
+    let spin = [
+        addi(5, 0, 300),
+        vcpu::decode::PAUSE,
+        addi(6, 6, 3),
+        addi(5, 5, -1),
+        bne(5, 0, -12),
+    ];
+    let yielding = |jit| {
+        Vm::with_config(HartConfig {
+            jit,
+            pause_yields: true,
+            ..HartConfig::default()
+        })
+    };
+    for jit in [true, false] {
+        let mut p = Pair {
+            jit: yielding(jit),
+            int: machine(false, &[]),
+        };
+        p.both(|vm| {
+            vm.code(&spin);
+        });
+        p.run_to_wfi(&format!("pause yields, jit {jit}"));
+        assert_eq!(p.int.x(6), 900);
+        assert!(p.int.hart.executed() > 1200);
+    }
+}
+
 /// The same on a hart with the least CTR the spec allows (`CtrConfig::minimal`: no TYPE
 /// field, no cycle counting), whose inline records the translator writes differently.
 #[test]

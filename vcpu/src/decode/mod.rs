@@ -16,6 +16,10 @@ pub(crate) use insn::float_compute;
 pub use insn::{Insn, Op, FMT_D, FMT_S, X0_SINK};
 pub use rv64::decode_32;
 
+/// PAUSE (Zihintpause): the FENCE with predecessor set W, empty successor set, `fm`, `rs1`
+/// and `rd` zero (unprivileged spec, "Zihintpause Extension for Pause Hint").
+pub const PAUSE: u32 = 0x0100_000f;
+
 /// Decode the instruction whose first halfword is the low 16 bits of `bits` (the upper 16
 /// bits are only used when the instruction is 32 bits long).
 pub fn decode(bits: u32) -> Insn {

@@ -284,7 +284,11 @@ impl Hart {
                     self.pmu_cycles(if div { Cost::DIV } else { Cost::MUL });
                 }
             }
-            Fence => {}
+            Fence => {
+                if self.pause_yields && i.raw == crate::decode::PAUSE {
+                    std::thread::yield_now();
+                }
+            }
             Lr | Sc | AmoSwap | AmoAdd | AmoXor | AmoAnd | AmoOr | AmoMin | AmoMax | AmoMinu
             | AmoMaxu => {
                 let addr = self.rs1(&i);

@@ -386,6 +386,10 @@ impl Hart {
                 lo
             };
             let i = decode::decode(bits);
+            // PAUSE is left to the interpreter where it yields the host CPU.
+            if self.pause_yields && bits == decode::PAUSE {
+                break;
+            }
             // A block also ends after a CSR write, an SC or an AMO (included).
             let terminal = x64::terminal(i.op) || x64::csr_write(&i) || x64::atomic_write(i.op);
             let translated = x64::straight(i.op) || x64::muldiv(i.op) || x64::extended(&i);

@@ -277,7 +277,7 @@ mod tests {
             populated: 0,
         };
         let at = r.push(&[0xb8, 7, 0, 0, 0, 0xc3]); // mov eax, 7; ret
-        // SAFETY: `at` holds the complete function above, in executable memory.
+                                                    // SAFETY: `at` holds the complete function above, in executable memory.
         let f: extern "C" fn() -> u32 = unsafe { std::mem::transmute(at) };
         assert_eq!(f(), 7);
     }

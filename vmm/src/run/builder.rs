@@ -199,6 +199,8 @@ impl HartOptions {
             ctr: self.ctr.clone(),
             jit: self.jit,
             jit_perf_map: self.perf_map,
+            // A vCPU spinning on a lock yields to the holder's thread.
+            pause_yields: self.clock.is_some(),
             ..HartConfig::default()
         }
     }
