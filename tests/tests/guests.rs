@@ -76,6 +76,36 @@ fn vm() {
 }
 
 #[test]
+fn pmp() {
+    let run = check_guest("pmp", BUDGET);
+    let out = run.text();
+    for line in [
+        "U fetch TOR R:",
+        "S walk via denied L1 load:",
+        "ok     mcause = 0x0000000000000005",
+        "MPRV MPP=U lw NA4:",
+        "ok   pmpaddr7 under locked TOR = ",
+    ] {
+        if line.ends_with("= ") {
+            assert!(
+                out.lines().any(|l| l.starts_with(line)),
+                "{line:?} in:\n{out}"
+            );
+        } else {
+            assert_line(&out, line);
+        }
+    }
+}
+
+#[test]
+fn pmp_strict() {
+    let run = check_guest("pmp_strict", BUDGET);
+    let out = run.text();
+    assert_line(&out, "ok   pmp9cfg R=0 W=1 = 0x0000000000000014");
+    assert_line(&out, "ok   pmpaddr63 = 0x0000000000000000");
+}
+
+#[test]
 fn vm_strict() {
     let run = check_guest("vm_strict", BUDGET);
     let out = run.text();

@@ -49,6 +49,10 @@ pub struct HartConfig {
     /// Append a line per translated block to `/tmp/perf-PID.map` (start, size and the guest
     /// pc), so that a host `perf` profile names guest code instead of `[JIT]`.
     pub jit_perf_map: bool,
+    /// Physical Memory Protection entries: 0 (every PMP CSR read-only zero, no checks) or
+    /// [`crate::pmp::ENTRIES`] (16; S- and U-mode then need an entry that allows their
+    /// accesses, as on hardware). Other values are refused by `Hart::new`.
+    pub pmp_entries: usize,
 }
 
 impl Default for HartConfig {
@@ -63,6 +67,7 @@ impl Default for HartConfig {
             jit: true,
             jit_code_bytes: 256 << 20,
             jit_perf_map: false,
+            pmp_entries: 0,
         }
     }
 }

@@ -55,9 +55,12 @@ use crate::machine::RAM_BASE;
 /// The file's first bytes.
 pub const MAGIC: [u8; 8] = *b"RVCTRSNP";
 /// The format version this VMM writes and reads.
-pub const VERSION: u32 = 8;
+pub const VERSION: u32 = 9;
 /// The oldest format version this VMM reads: 7, without [`VmState::sstc`] (read as
-/// `false`: those VMs ran without Sstc).
+/// `false`: those VMs ran without Sstc). Formats 7 and 8 have no PMP in the harts' states
+/// (their harts had none): read with the allow-all entry the VMM gives a new VM's harts.
+/// History: 9 added each hart's PMP registers ([`crate::backend::HartState::pmp`]), 8
+/// `sstc`, 7 the trap policy of `--trap` sret and vm.
 pub const OLDEST_VERSION: u32 = 7;
 /// The largest encoded state accepted (the state is a few KiB per vCPU).
 pub const MAX_STATE_BYTES: u64 = 16 << 20;
@@ -134,7 +137,69 @@ pub struct VmState {
     pub input: Vec<u8>,
 }
 
-/// [`VmState`] as format 7 encoded it: without `sstc`.
+/// [`VcpuState`] as formats 7 and 8 encoded it: its hart state without the PMP.
+#[derive(Deserialize)]
+struct VcpuStateV8 {
+    hart: crate::backend::HartStateNoPmp,
+    ctr: ctr_virt::GuestCtrState,
+    pmu: pmu_virt::GuestPmuState,
+    hsm: u64,
+    start: (u64, u64),
+    idle: Option<u64>,
+    ipi_posted: bool,
+}
+
+impl From<VcpuStateV8> for VcpuState {
+    fn from(v: VcpuStateV8) -> VcpuState {
+        VcpuState {
+            // The hart had no PMP: the guest saw all of memory, as it does through the
+            // allow-all entry the VMM sets now (`Hart::new_guest`).
+            hart: v.hart.with_pmp(crate::backend::PmpState::allow_all()),
+            ctr: v.ctr,
+            pmu: v.pmu,
+            hsm: v.hsm,
+            start: v.start,
+            idle: v.idle,
+            ipi_posted: v.ipi_posted,
+        }
+    }
+}
+
+/// [`VmState`] as format 8 encoded it: harts without the PMP.
+#[derive(Deserialize)]
+struct VmStateV8 {
+    memory_mib: u64,
+    layout: LayoutState,
+    trap_wfi: bool,
+    trap_time: bool,
+    trap_sret: bool,
+    trap_vm: bool,
+    sstc: bool,
+    vcpus: Vec<VcpuStateV8>,
+    clock: u64,
+    uart: UartState,
+    input: Vec<u8>,
+}
+
+impl From<VmStateV8> for VmState {
+    fn from(v: VmStateV8) -> VmState {
+        VmState {
+            memory_mib: v.memory_mib,
+            layout: v.layout,
+            trap_wfi: v.trap_wfi,
+            trap_time: v.trap_time,
+            trap_sret: v.trap_sret,
+            trap_vm: v.trap_vm,
+            sstc: v.sstc,
+            vcpus: v.vcpus.into_iter().map(VcpuState::from).collect(),
+            clock: v.clock,
+            uart: v.uart,
+            input: v.input,
+        }
+    }
+}
+
+/// [`VmState`] as format 7 encoded it: without `sstc`, harts without the PMP.
 #[derive(Deserialize)]
 struct VmStateV7 {
     memory_mib: u64,
@@ -143,7 +208,7 @@ struct VmStateV7 {
     trap_time: bool,
     trap_sret: bool,
     trap_vm: bool,
-    vcpus: Vec<VcpuState>,
+    vcpus: Vec<VcpuStateV8>,
     clock: u64,
     uart: UartState,
     input: Vec<u8>,
@@ -159,7 +224,7 @@ impl From<VmStateV7> for VmState {
             trap_sret: v.trap_sret,
             trap_vm: v.trap_vm,
             sstc: false,
-            vcpus: v.vcpus,
+            vcpus: v.vcpus.into_iter().map(VcpuState::from).collect(),
             clock: v.clock,
             uart: v.uart,
             input: v.input,
@@ -352,6 +417,8 @@ pub fn decode_state(body: &[u8]) -> Result<VmState, SnapshotError> {
 fn decode_versioned(body: &[u8], version: u32) -> Result<VmState, SnapshotError> {
     if version == 7 {
         decode_body::<VmStateV7>(body).map(VmState::from)
+    } else if version == 8 {
+        decode_body::<VmStateV8>(body).map(VmState::from)
     } else {
         decode_body(body)
     }

@@ -8,9 +8,13 @@
 //!   naturally aligned: otherwise they raise address-misaligned.
 //! - Device (MMIO) accesses must be naturally aligned; misaligned ones raise access faults.
 //!
+//! Every access is checked by the PMP (`crate::pmp`) after translation: explicit ones in
+//! their effective privilege, the page-table walk's own accesses as S-mode's. A page enters
+//! the TLB only when the PMP allows all of it for that kind of access in that mode.
+//!
 //! TLB entries are tagged with the virtual page number and a translation context (effective
 //! privilege, virtualization mode, SUM and MXR of both levels), so privilege changes need no
-//! flush; `satp`, `vsatp` and `hgatp` writes, SFENCE.VMA and HFENCE flush everything.
+//! flush; `satp`, `vsatp`, `hgatp` and PMP writes, SFENCE.VMA and HFENCE flush everything.
 //!
 //! A debugger translates with `Hart::debug_translate` (`Vcpu::debug_translate`): the same
 //! walk without A/D updates, permission checks or TLB fills.
@@ -22,6 +26,7 @@ use crate::hart::{Ctl, Hart, PrivilegeMode};
 use crate::hypervisor::{
     tinst, HGATP_MODE_SV39X4, HGATP_MODE_SV48X4, HGATP_MODE_SV57X4, HGATP_PPN, MSTATUS_MPV,
 };
+use crate::pmp;
 use crate::trap::{cause, Exception};
 use vcpu_api::{DebugAccess, DebugTranslateError, MmioAccess};
 
@@ -415,6 +420,15 @@ impl Hart {
                 } else {
                     pte_gpa
                 };
+                // The walk's own accesses are checked by the PMP with privilege S
+                // (privileged spec 3.7.1.2), whatever the access that needs the walk.
+                if !DEBUG
+                    && !self
+                        .pmp
+                        .allows(pte_pa, 8, PrivilegeMode::Supervisor, pmp::R)
+                {
+                    return Err(Fault::Access);
+                }
                 let Some(pte_off) = self.ram.offset(pte_pa, 8) else {
                     return Err(Fault::Access);
                 };
@@ -449,6 +463,12 @@ impl Hart {
                     if vs_stage {
                         self.g_stage::<false>(pte_gpa, kind, Some(true), false)?;
                     }
+                    if !self
+                        .pmp
+                        .allows(pte_pa, 8, PrivilegeMode::Supervisor, pmp::W)
+                    {
+                        return Err(Fault::Access);
+                    }
                     let cell = self.ram.atomic64(pte_off);
                     if cell
                         .compare_exchange(pte, pte | want, Ordering::AcqRel, Ordering::Relaxed)
@@ -473,11 +493,39 @@ impl Hart {
             self.data_mode()
         };
         let pa = self.translate(va, kind, mode)?;
+        let perm = kind.pmp_perm();
+        if !self.pmp.allows(pa, len, mode.prv, perm) {
+            return Err(Fault::Access.exception(kind, va, mode.virt));
+        }
         let page = pa & !0xfff;
         if let Phys::Ram(page_off) = self.classify(page, 0x1000) {
-            self.tlb.fill(kind, va, page_off);
+            // The TLB (and the translated code entered through its fetch entries) keeps a
+            // page only when the PMP allows the whole of it in this mode: every access the
+            // entry then serves would pass the check. PMP CSR writes flush the TLB.
+            if self.pmp.allows(page, 0x1000, mode.prv, perm) {
+                self.tlb.fill(kind, va, page_off);
+            }
         }
         Ok((pa, self.classify(pa, len)))
+    }
+
+    /// The PMP check of an access of `len` bytes at physical address `pa` (the
+    /// translation of `va`) in `mode`: an access fault of the access's own type when
+    /// denied (privileged spec 3.7.1: PMP violations are always trapped precisely, as
+    /// access faults).
+    pub(crate) fn pmp_check(
+        &self,
+        va: u64,
+        pa: u64,
+        len: u64,
+        kind: Access,
+        mode: AccessMode,
+    ) -> Result<(), Exception> {
+        if self.pmp.allows(pa, len, mode.prv, kind.pmp_perm()) {
+            Ok(())
+        } else {
+            Err(Fault::Access.exception(kind, va, mode.virt))
+        }
     }
 
     /// Fetch the halfword at `va` (instruction fetch; faults report `va`).

@@ -200,6 +200,9 @@ impl HartOptions {
             ctr: self.ctr.clone(),
             jit: self.jit,
             jit_perf_map: self.perf_map,
+            // The hart starts with an allow-all entry (`Hart::new_guest`): the VMM is the
+            // guest's M-mode firmware.
+            pmp_entries: crate::backend::PMP_ENTRIES,
             ..HartConfig::default()
         }
     }
