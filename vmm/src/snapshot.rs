@@ -906,10 +906,7 @@ mod tests {
             ..crate::backend::HartConfig::default()
         };
         let hart = crate::backend::Hart::new_guest(config, mem).unwrap();
-        assert_eq!(
-            hart.save_state().pmp,
-            crate::backend::PmpState::allow_all()
-        );
+        assert_eq!(hart.save_state().pmp, crate::backend::PmpState::allow_all());
         let policy =
             ctr_virt::CtrPolicy::on(None, Some(&vcpu_api::ctr::CtrConfig::full())).unwrap();
         let state = VmState {
