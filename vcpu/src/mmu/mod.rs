@@ -271,7 +271,7 @@ impl Hart {
 
     /// A debugger's translation of `va` (see `Vcpu::debug_translate`): as `translate` in the
     /// mode the hart's own access of `kind` would use, minus the leaf permission checks, the
-    /// A/D updates and the TLB fill; nothing in the hart or its memory changes. PTEs with
+    /// PMP checks, the A/D updates and the TLB fill; nothing in the hart or its memory changes. PTEs with
     /// PBMT or N set (bits 62:61, 63) are invalid here as in the hardware walk: the hart
     /// implements neither Svpbmt nor Svnapot.
     pub(crate) fn debug_translate_va(
@@ -395,7 +395,8 @@ impl Hart {
     /// guest physical and go through the G-stage first.
     ///
     /// `DEBUG` makes it a debugger's walk, without side effects: the leaf's permission bits
-    /// (R/W/X/U, SUM, MXR) are not checked and A/D bits are not updated (validity still is).
+    /// (R/W/X/U, SUM, MXR) and the PMP are not checked and A/D bits are not updated
+    /// (validity still is).
     /// A const parameter, so that the hardware walk compiles as if the flag did not exist.
     fn walk<const DEBUG: bool>(
         &self,
