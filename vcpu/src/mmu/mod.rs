@@ -990,4 +990,89 @@ mod tests {
         assert_eq!(h.r64(leaf) & (PTE_A | PTE_D), PTE_A);
         assert_ne!(h.r64(G_ROOT) & PTE_A, 0);
     }
+
+    /// PMP (16 entries): explicit accesses and the walk's own reads checked after
+    /// translation, access faults (not page faults), no TLB fill for a page with more than
+    /// one verdict, and a PMP write dropping what the TLB holds.
+    #[test]
+    fn pmp_checks_accesses_walks_and_tlb_fills() {
+        use crate::pmp::{self, A_NA4, A_NAPOT, R, W, X};
+        let mut h = hart();
+        h.pmp = pmp::Pmp::new(pmp::ENTRIES);
+        let write = |h: &mut Hart, num: u16, v: u64| {
+            (crate::csr::lookup(num)
+                .and_then(|d| d.write)
+                .expect("PMP CSR"))(h, v)
+        };
+        // Entry 0: NA4, no permission, 16 bytes into the frame of VA 0x4000_0000. Entry 1:
+        // NAPOT, no permission, over the L0 table page. Entry 15: everything, RWX.
+        write(&mut h, 0x3b0, (RAM + 0x3_0010) >> 2);
+        write(&mut h, 0x3b1, (L0 >> 2) | 0x1ff);
+        write(&mut h, 0x3bf, u64::MAX);
+        write(&mut h, 0x3a0, (A_NA4 as u64) | ((A_NAPOT as u64) << 8));
+        write(&mut h, 0x3a2, ((A_NAPOT | R | W | X) as u64) << 56);
+        h.enter(PrivilegeMode::Supervisor, false);
+        let fault = |r: Result<u64, Ctl>| match r {
+            Err(Ctl::Exception(e)) => Some((e.cause, e.tval)),
+            _ => None,
+        };
+        // The 2 MiB page and the gigapage: one verdict, cached.
+        assert!(h.load(0x4020_0000, 8).is_ok());
+        assert!(h.tlb.lookup(&h.tlb.load, 0x4020_0000).is_some());
+        // The walk reads the L0 table: denied to S, an access fault.
+        assert_eq!(
+            fault(h.load(0x4000_2000, 8)),
+            Some((cause::LOAD_ACCESS, 0x4000_2000))
+        );
+        // The table readable (entry 1 R): the walk succeeds, the page is not cached (entry 0
+        // is in it), and the NA4 word faults every time.
+        write(
+            &mut h,
+            0x3a0,
+            (A_NA4 as u64) | (((A_NAPOT | R) as u64) << 8),
+        );
+        assert!(h.tlb.lookup(&h.tlb.load, 0x4020_0000).is_none(), "flushed");
+        // Its leaf has A = D = 0: the hardware update is a store to the table, which
+        // the PMP denies (the A/D update of a walk is checked like its reads).
+        assert_eq!(
+            fault(h.store(0x4000_0008, 8, 1).map(|()| 0)),
+            Some((cause::STORE_ACCESS, 0x4000_0008))
+        );
+        write(
+            &mut h,
+            0x3a0,
+            (A_NA4 as u64) | (((A_NAPOT | R | W) as u64) << 8),
+        );
+        assert!(h.store(0x4000_0008, 8, 1).is_ok());
+        assert!(h.tlb.lookup(&h.tlb.store, 0x4000_0008).is_none());
+        for _ in 0..2 {
+            assert_eq!(
+                fault(h.load(0x4000_0010, 4)),
+                Some((cause::LOAD_ACCESS, 0x4000_0010))
+            );
+        }
+        // A partial match fails; the next word is not matched by entry 0.
+        assert_eq!(
+            fault(h.load(0x4000_000c, 8)),
+            Some((cause::LOAD_ACCESS, 0x4000_000c))
+        );
+        assert!(h.load(0x4000_0014, 4).is_ok());
+        // M-mode passes the unlocked entry.
+        h.enter(PrivilegeMode::Machine, false);
+        assert!(h.load(RAM + 0x3_0010, 4).is_ok());
+        // Locked, it binds M-mode too, and ignores writes.
+        write(
+            &mut h,
+            0x3a0,
+            ((pmp::L | A_NA4) as u64) | (((A_NAPOT | R | W) as u64) << 8),
+        );
+        assert_eq!(
+            fault(h.load(RAM + 0x3_0010, 4)),
+            Some((cause::LOAD_ACCESS, RAM + 0x3_0010))
+        );
+        write(&mut h, 0x3a0, 0);
+        write(&mut h, 0x3b0, 0);
+        assert_eq!(h.csr(0x3a0), Some((pmp::L | A_NA4) as u64));
+        assert_eq!(h.csr(0x3b0), Some((RAM + 0x3_0010) >> 2));
+    }
 }
