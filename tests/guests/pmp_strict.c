@@ -12,8 +12,11 @@
  *    read-only zero (the spec: entries are implemented lowest first, "the
  *    remaining PMP CSRs are read-only zero"; QEMU 10.0 raises
  *    illegal-instruction). The odd pmpcfg numbers do not exist on RV64.
+ *  - An access fault of HLV (from HS) or of an M-mode load with MPRV and
+ *    MPV = 1 that the PMP denies sets mstatus.GVA: mtval holds a guest
+ *    virtual address (H extension, mstatus.GVA; QEMU 10.0 leaves it 0).
  */
-#include "rt/rt.h"
+#include "h.h"
 
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -29,6 +32,41 @@
 #define PW 0x02UL
 #define PX 0x04UL
 #define NA4 0x10UL
+
+static u8 denied[4096] __attribute__((aligned(4096)));
+
+static void test_gva(void)
+{
+	u64 d = (u64)denied;
+	h_init();
+	/* Entry 15: everything RWX; entry 0: no permission on `denied`. */
+	csr_write(pmpaddr15, -1UL);
+	csr_write(pmpcfg2, 0x1fUL << 56);
+	csr_write(pmpaddr0, (d >> 2) | 0x1ff);
+	csr_write(pmpcfg0, 0x18);
+	csrw_n(CSR_HSTATUS, HSTATUS_SPVP);
+	h_reset();
+	run_hs(hp_hlv_d, d + 8, 0);
+	rt_check("HS hlv.d denied: mcause", h_m.cause, CAUSE_LOAD_ACCESS);
+	rt_check("HS hlv.d denied: mtval", h_m.tval, d + 8);
+	rt_check("HS hlv.d denied: mstatus.GVA",
+		 (h_m.status & MSTATUS_GVA) != 0, 1);
+	csrw_n(CSR_HSTATUS, 0);
+	h_reset();
+	csr_clear(mstatus, MSTATUS_MPP);
+	__asm__ volatile(".option push\n.option norvc\n"
+			 "csrs mstatus, %1\n"
+			 "ld t0, 0(%0)\n"
+			 "csrc mstatus, %2\n"
+			 ".option pop" ::"r"(d + 16),
+			 "r"(MSTATUS_MPV | MSTATUS_MPRV | (1UL << 11)),
+			 "r"(MSTATUS_MPV | MSTATUS_MPRV | MSTATUS_MPP)
+			 : "t0", "memory");
+	rt_check("MPRV MPV=1 ld denied: mcause", h_m.cause, CAUSE_LOAD_ACCESS);
+	rt_check("MPRV MPV=1 ld denied: mtval", h_m.tval, d + 16);
+	rt_check("MPRV MPV=1 ld denied: mstatus.GVA",
+		 (h_m.status & MSTATUS_GVA) != 0, 1);
+}
 
 int main(void)
 {
@@ -57,5 +95,6 @@ int main(void)
 	rt_check("pmpcfg1 mcause", rt_mtrap.cause, 2);
 	rt_check("pmpcfg1 traps", rt_mtrap.count, 1);
 	rt_trap_ok = 0;
+	test_gva();
 	return rt_finish("pmp_strict");
 }

@@ -98,11 +98,29 @@ fn pmp() {
 }
 
 #[test]
+fn pmp_h() {
+    let run = check_guest("pmp_h", BUDGET);
+    let out = run.text();
+    for line in [
+        "VS ld, G-stage table denied:",
+        "VS ld, VS-stage table denied:",
+        "ok     mcause = 0x0000000000000005",
+        "ok     mstatus.GVA = 0x0000000000000001",
+    ] {
+        assert_line(&out, line);
+    }
+}
+
+#[test]
 fn pmp_strict() {
     let run = check_guest("pmp_strict", BUDGET);
     let out = run.text();
     assert_line(&out, "ok   pmp9cfg R=0 W=1 = 0x0000000000000014");
     assert_line(&out, "ok   pmpaddr63 = 0x0000000000000000");
+    assert_line(
+        &out,
+        "ok   HS hlv.d denied: mstatus.GVA = 0x0000000000000001",
+    );
 }
 
 #[test]
