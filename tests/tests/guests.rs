@@ -76,6 +76,54 @@ fn vm() {
 }
 
 #[test]
+fn pmp() {
+    let run = check_guest("pmp", BUDGET);
+    let out = run.text();
+    for line in [
+        "U fetch TOR R:",
+        "S walk via denied L1 load:",
+        "ok     mcause = 0x0000000000000005",
+        "MPRV MPP=U lw NA4:",
+        "ok   pmpaddr7 under locked TOR = ",
+    ] {
+        if line.ends_with("= ") {
+            assert!(
+                out.lines().any(|l| l.starts_with(line)),
+                "{line:?} in:\n{out}"
+            );
+        } else {
+            assert_line(&out, line);
+        }
+    }
+}
+
+#[test]
+fn pmp_h() {
+    let run = check_guest("pmp_h", BUDGET);
+    let out = run.text();
+    for line in [
+        "VS ld, G-stage table denied:",
+        "VS ld, VS-stage table denied:",
+        "ok     mcause = 0x0000000000000005",
+        "ok     mstatus.GVA = 0x0000000000000001",
+    ] {
+        assert_line(&out, line);
+    }
+}
+
+#[test]
+fn pmp_strict() {
+    let run = check_guest("pmp_strict", BUDGET);
+    let out = run.text();
+    assert_line(&out, "ok   pmp9cfg R=0 W=1 = 0x0000000000000014");
+    assert_line(&out, "ok   pmpaddr63 = 0x0000000000000000");
+    assert_line(
+        &out,
+        "ok   HS hlv.d denied: mstatus.GVA = 0x0000000000000001",
+    );
+}
+
+#[test]
 fn vm_strict() {
     let run = check_guest("vm_strict", BUDGET);
     let out = run.text();

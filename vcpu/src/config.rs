@@ -54,6 +54,10 @@ pub struct HartConfig {
     /// thread run when host CPUs are short. For harts of a VM of several vCPUs; guest-visible
     /// behaviour is unchanged (PAUSE still retires as a no-op).
     pub pause_yields: bool,
+    /// Physical Memory Protection entries: 0 (every PMP CSR read-only zero, no checks) or
+    /// [`crate::pmp::ENTRIES`] (16; S- and U-mode then need an entry that allows their
+    /// accesses, as on hardware). Other values are refused by `Hart::new`.
+    pub pmp_entries: usize,
 }
 
 impl Default for HartConfig {
@@ -69,6 +73,7 @@ impl Default for HartConfig {
             jit_code_bytes: 256 << 20,
             jit_perf_map: false,
             pause_yields: false,
+            pmp_entries: 0,
         }
     }
 }

@@ -11,7 +11,8 @@
 //! accessed registers), [`sstc`] (Sstc) and [`aia`] (Smaia/Ssaia without an IMSIC).
 //! Extensions with behaviour beyond their CSRs keep the table in their own folder:
 //! [`crate::hypervisor::csr`] (the H extension), [`crate::ctr::csr`] (Smctr/Ssctr),
-//! [`crate::pmu::csr`] (Zihpm, Sscofpmf, Smcntrpmf, Smcdeleg, Sspesa, Smpdis). `TABLES`
+//! [`crate::pmu::csr`] (Zihpm, Sscofpmf, Smcntrpmf, Smcdeleg, Sspesa, Smpdis),
+//! `crate::pmp::csr` (PMP; entries 16-63 are the read-only-zero ranges here). `TABLES`
 //! below lists every table. The shared building blocks (`CsrDesc`, `CsrFault`) are in
 //! `desc.rs` and the stored state (`CsrFile`) in `file.rs`: leaves the tables and the hart
 //! import without importing the tables.
@@ -410,11 +411,12 @@ static TABLE: &[CsrDesc] = &[
     csr!(num::MCONFIGPTR, ok, |_| 0, None),
 ];
 
-/// Read-only-zero CSRs that exist as ranges: the PMP (zero entries, privileged spec 3.7:
-/// "all PMP CSRs read-only zero" is legal).
+/// Read-only-zero CSRs that exist as ranges: the PMP's entries 16-63 (the hart has at most
+/// 16, `crate::pmp`; privileged spec 3.7.1: the lowest-numbered entries are implemented
+/// first, the others are read-only zero).
 static ZERO_RANGES: &[(u16, u16)] = &[
-    (num::PMPCFG0, num::PMPCFG14 + 1),
-    (num::PMPADDR0, num::PMPADDR63),
+    (num::PMPCFG4, num::PMPCFG14 + 1),
+    (num::PMPADDR16, num::PMPADDR63),
 ];
 
 static ZERO_RO: CsrDesc = csr!(0, ok, |_| 0, Some(|_, _| {}));
@@ -429,6 +431,7 @@ static TABLES: &[&[CsrDesc]] = &[
     crate::hypervisor::csr::TABLE,
     crate::ctr::csr::TABLE,
     crate::pmu::csr::TABLE,
+    crate::pmp::csr::TABLE,
 ];
 
 /// Find a CSR by number.
@@ -441,7 +444,7 @@ pub fn lookup(num: u16) -> Option<&'static CsrDesc> {
     for &(lo, hi) in ZERO_RANGES {
         if (lo..=hi).contains(&num) {
             // RV64: odd pmpcfg numbers do not exist.
-            if lo == num::PMPCFG0 && num & 1 == 1 {
+            if lo == num::PMPCFG4 && num & 1 == 1 {
                 return None;
             }
             return Some(&ZERO_RO);

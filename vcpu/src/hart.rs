@@ -146,6 +146,8 @@ pub struct Hart {
     pub(crate) pmu: crate::pmu::Pmu,
     /// Draft CSRs configured away from their provisional numbers: (number, provisional).
     pub(crate) csr_alias: Vec<(u16, u16)>,
+    /// Physical Memory Protection.
+    pub(crate) pmp: crate::pmp::Pmp,
 }
 
 impl Hart {
@@ -168,6 +170,13 @@ impl Hart {
             )));
         }
         config.pmu.validate()?;
+        if !matches!(config.pmp_entries, 0 | crate::pmp::ENTRIES) {
+            return Err(HartError::Config(format!(
+                "{} PMP entries: the hart implements 0 or {}",
+                config.pmp_entries,
+                crate::pmp::ENTRIES
+            )));
+        }
         let csr_alias = config
             .pmu
             .numbers
@@ -235,6 +244,7 @@ impl Hart {
             ctr_trap_hook: true,
             pmu: crate::pmu::Pmu::new(config.pmu),
             csr_alias,
+            pmp: crate::pmp::Pmp::new(config.pmp_entries),
         };
         hart.pmu_refresh();
         hart.pmu_translation_tags();

@@ -1,7 +1,7 @@
 //! `vcpu`: a software RISC-V hart that behaves like real hardware.
 //!
 //! The hart implements RV64IMAFDC with Zicsr, Zifencei and Zicntr, privilege modes M, S and
-//! U, Sv39/Sv48/Sv57 translation and a zero-entry PMP, plus Smstateen/Ssstateen,
+//! U, Sv39/Sv48/Sv57 translation and a PMP of 16 entries or none ([`pmp`]), plus Smstateen/Ssstateen,
 //! Smcsrind/Sscsrind, Sstc and Smaia/Ssaia (without an IMSIC) at M and S level, the H
 //! extension, and Smctr/Ssctr (configurable per hart, see [`ctr::CtrConfig`]). Guest RAM is a rust-vmm
 //! [`vm_memory::GuestMemoryMmap`] shared with the VMM.
@@ -32,11 +32,13 @@
 //!   counting and the CSR table.
 //! - [`fpu`]: IEEE-754 arithmetic for F and D (pure integer Rust, RISC-V choices: canonical NaNs, tininess after rounding).
 //! - `memory`: guest RAM and the physical memory map seen by the hart.
+//! - [`pmp`]: Physical Memory Protection: its registers, matching rules and CSR table (the
+//!   checks are made by `mmu`).
 //! - [`state`]: the architectural state for snapshots ([`state::HartState`]).
 //!
 //! Layout rules:
 //! - An extension with behaviour beyond its CSRs has a folder that owns its state, rules,
-//!   CSR table (`csr.rs`) and configuration (`ctr/`, `pmu/`, `hypervisor/`); an extension
+//!   CSR table (`csr.rs`) and configuration (`ctr/`, `pmu/`, `pmp/`, `hypervisor/`); an extension
 //!   that is CSRs only is one file under `csr/`. `csr::TABLES` lists every table.
 //! - What the hart holds (the CSR file, the CTR buffer, the PMU state, the TLB, the
 //!   translator's table, the trap types, the decoded form, the configuration) is in leaf
@@ -72,6 +74,7 @@ mod interp;
 mod jit;
 mod memory;
 mod mmu;
+pub mod pmp;
 pub mod pmu;
 pub mod state;
 pub mod trap;

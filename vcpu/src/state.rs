@@ -50,6 +50,59 @@ pub struct HartState {
     pub ctr: CtrState,
     /// Performance monitoring: counters, event selectors, models, PDIS.
     pub pmu: crate::pmu::PmuState,
+    /// Physical Memory Protection: `pmpcfg0`/`pmpcfg2` and `pmpaddr0-15` (all zero on a
+    /// hart without PMP).
+    pub pmp: crate::pmp::PmpState,
+}
+
+/// [`HartState`] as it was before the PMP was implemented (VMM snapshot formats up to 8,
+/// migration protocol 2): the same fields without `pmp`. Its reader chooses the PMP the
+/// hart had then ([`HartStateNoPmp::with_pmp`]).
+#[derive(Clone, Debug, Deserialize)]
+pub struct HartStateNoPmp {
+    hart_id: u64,
+    x: Vec<u64>,
+    f: Vec<u64>,
+    pc: u64,
+    prv: u8,
+    virt: bool,
+    csr: CsrFile,
+    retired: u64,
+    vclock: u64,
+    skipped: u64,
+    time_offset: u64,
+    mtimecmp: u64,
+    ext_lines: u64,
+    guest_timer: u64,
+    hosted: bool,
+    ctr: CtrState,
+    pmu: crate::pmu::PmuState,
+}
+
+impl HartStateNoPmp {
+    /// The state with `pmp` as its PMP.
+    pub fn with_pmp(self, pmp: crate::pmp::PmpState) -> HartState {
+        HartState {
+            hart_id: self.hart_id,
+            x: self.x,
+            f: self.f,
+            pc: self.pc,
+            prv: self.prv,
+            virt: self.virt,
+            csr: self.csr,
+            retired: self.retired,
+            vclock: self.vclock,
+            skipped: self.skipped,
+            time_offset: self.time_offset,
+            mtimecmp: self.mtimecmp,
+            ext_lines: self.ext_lines,
+            guest_timer: self.guest_timer,
+            hosted: self.hosted,
+            ctr: self.ctr,
+            pmu: self.pmu,
+            pmp,
+        }
+    }
 }
 
 pub use crate::ctr::state::CtrState;
@@ -76,6 +129,7 @@ impl Hart {
             hosted: self.hosted,
             ctr: self.ctr.save_state(self.vclock),
             pmu: self.pmu.state.clone(),
+            pmp: self.pmp.state().clone(),
         }
     }
 
@@ -105,6 +159,9 @@ impl Hart {
             ));
         }
         self.ctr.check_state(&s.ctr)?;
+        if let Some(why) = s.pmp.check(self.pmp.entries()) {
+            return Err(StateError::Unsupported(why));
+        }
         if !s.pmu.models.well_formed() {
             return bad("the performance-monitor models have the wrong sizes".into());
         }
@@ -132,6 +189,7 @@ impl Hart {
         self.reservation = None;
         self.ctr.restore_state(&s.ctr, s.vclock);
         self.pmu_restore(&s.pmu);
+        self.pmp.set_state(&s.pmp);
         self.flush_tlb();
         self.mode_changed();
         Ok(())

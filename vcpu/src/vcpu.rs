@@ -66,6 +66,12 @@ impl Hart {
         if h.ctr.implemented() {
             h.csr.mstateen[0] |= crate::csr::stateen::STATEEN0_CTR;
         }
+        // The VMM is the guest's M-mode firmware: with PMP, one entry gives S and U all of
+        // memory (privileged spec 3.7.1.2: with entries implemented, an S/U access no entry
+        // matches fails). The guest cannot see M-mode's PMP.
+        if h.pmp.entries() != 0 {
+            h.pmp.set_state(&crate::pmp::PmpState::allow_all());
+        }
         h.mode_changed();
         Ok(h)
     }

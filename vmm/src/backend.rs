@@ -7,8 +7,16 @@
 //! `vmm machine` (a bare-metal board, not a VM) also uses the hart's M-mode side: the CLINT
 //! drives its `mtime`, `mtimecmp` and `msip` (`devices/clint.rs`).
 
+/// The PMP registers of a hart's state; [`PmpState::allow_all`] is what the hart in hosted
+/// mode starts with (the VMM is the guest's M-mode firmware).
+pub use vcpu::pmp::PmpState;
 /// The hart's complete architectural state ([`vcpu_api::VcpuState::State`] of [`Hart`]).
 pub use vcpu::state::HartState;
+/// The hart state of VMs saved before the PMP (snapshot formats 7 and 8, migration
+/// protocol 2).
+pub use vcpu::state::HartStateNoPmp;
+/// The number of PMP entries the VMM's harts implement (`HartConfig::pmp_entries`).
+pub const PMP_ENTRIES: usize = vcpu::pmp::ENTRIES;
 /// The vCPU: a hart model in hosted mode (`vmm run`) or a bare-metal hart (`vmm machine`).
 pub use vcpu::Hart;
 /// How a hart is built: its extensions, CTR and counters, block translation.

@@ -55,9 +55,12 @@ use crate::machine::RAM_BASE;
 /// The file's first bytes.
 pub const MAGIC: [u8; 8] = *b"RVCTRSNP";
 /// The format version this VMM writes and reads.
-pub const VERSION: u32 = 8;
+pub const VERSION: u32 = 9;
 /// The oldest format version this VMM reads: 7, without [`VmState::sstc`] (read as
-/// `false`: those VMs ran without Sstc).
+/// `false`: those VMs ran without Sstc). Formats 7 and 8 have no PMP in the harts' states
+/// (their harts had none): read with the allow-all entry the VMM gives a new VM's harts.
+/// History: 9 added each hart's PMP registers ([`crate::backend::HartState::pmp`]), 8
+/// `sstc`, 7 the trap policy of `--trap` sret and vm.
 pub const OLDEST_VERSION: u32 = 7;
 /// The largest encoded state accepted (the state is a few KiB per vCPU).
 pub const MAX_STATE_BYTES: u64 = 16 << 20;
@@ -134,7 +137,69 @@ pub struct VmState {
     pub input: Vec<u8>,
 }
 
-/// [`VmState`] as format 7 encoded it: without `sstc`.
+/// [`VcpuState`] as formats 7 and 8 encoded it: its hart state without the PMP.
+#[derive(Deserialize)]
+struct VcpuStateV8 {
+    hart: crate::backend::HartStateNoPmp,
+    ctr: ctr_virt::GuestCtrState,
+    pmu: pmu_virt::GuestPmuState,
+    hsm: u64,
+    start: (u64, u64),
+    idle: Option<u64>,
+    ipi_posted: bool,
+}
+
+impl From<VcpuStateV8> for VcpuState {
+    fn from(v: VcpuStateV8) -> VcpuState {
+        VcpuState {
+            // The hart had no PMP: the guest saw all of memory, as it does through the
+            // allow-all entry the VMM sets now (`Hart::new_guest`).
+            hart: v.hart.with_pmp(crate::backend::PmpState::allow_all()),
+            ctr: v.ctr,
+            pmu: v.pmu,
+            hsm: v.hsm,
+            start: v.start,
+            idle: v.idle,
+            ipi_posted: v.ipi_posted,
+        }
+    }
+}
+
+/// [`VmState`] as format 8 encoded it: harts without the PMP.
+#[derive(Deserialize)]
+struct VmStateV8 {
+    memory_mib: u64,
+    layout: LayoutState,
+    trap_wfi: bool,
+    trap_time: bool,
+    trap_sret: bool,
+    trap_vm: bool,
+    sstc: bool,
+    vcpus: Vec<VcpuStateV8>,
+    clock: u64,
+    uart: UartState,
+    input: Vec<u8>,
+}
+
+impl From<VmStateV8> for VmState {
+    fn from(v: VmStateV8) -> VmState {
+        VmState {
+            memory_mib: v.memory_mib,
+            layout: v.layout,
+            trap_wfi: v.trap_wfi,
+            trap_time: v.trap_time,
+            trap_sret: v.trap_sret,
+            trap_vm: v.trap_vm,
+            sstc: v.sstc,
+            vcpus: v.vcpus.into_iter().map(VcpuState::from).collect(),
+            clock: v.clock,
+            uart: v.uart,
+            input: v.input,
+        }
+    }
+}
+
+/// [`VmState`] as format 7 encoded it: without `sstc`, harts without the PMP.
 #[derive(Deserialize)]
 struct VmStateV7 {
     memory_mib: u64,
@@ -143,7 +208,7 @@ struct VmStateV7 {
     trap_time: bool,
     trap_sret: bool,
     trap_vm: bool,
-    vcpus: Vec<VcpuState>,
+    vcpus: Vec<VcpuStateV8>,
     clock: u64,
     uart: UartState,
     input: Vec<u8>,
@@ -159,7 +224,7 @@ impl From<VmStateV7> for VmState {
             trap_sret: v.trap_sret,
             trap_vm: v.trap_vm,
             sstc: false,
-            vcpus: v.vcpus,
+            vcpus: v.vcpus.into_iter().map(VcpuState::from).collect(),
             clock: v.clock,
             uart: v.uart,
             input: v.input,
@@ -352,6 +417,8 @@ pub fn decode_state(body: &[u8]) -> Result<VmState, SnapshotError> {
 fn decode_versioned(body: &[u8], version: u32) -> Result<VmState, SnapshotError> {
     if version == 7 {
         decode_body::<VmStateV7>(body).map(VmState::from)
+    } else if version == 8 {
+        decode_body::<VmStateV8>(body).map(VmState::from)
     } else {
         decode_body(body)
     }
@@ -834,8 +901,12 @@ mod tests {
         use vm_memory::{GuestAddress, GuestMemoryMmap};
         let mem =
             GuestMemoryMmap::<()>::from_ranges(&[(GuestAddress(0x8000_0000), 1 << 16)]).unwrap();
-        let hart =
-            crate::backend::Hart::new_guest(crate::backend::HartConfig::default(), mem).unwrap();
+        let config = crate::backend::HartConfig {
+            pmp_entries: crate::backend::PMP_ENTRIES,
+            ..crate::backend::HartConfig::default()
+        };
+        let hart = crate::backend::Hart::new_guest(config, mem).unwrap();
+        assert_eq!(hart.save_state().pmp, crate::backend::PmpState::allow_all());
         let policy =
             ctr_virt::CtrPolicy::on(None, Some(&vcpu_api::ctr::CtrConfig::full())).unwrap();
         let state = VmState {
@@ -1042,30 +1113,49 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
-    /// A format 7 file (its state without `sstc`) reads, as a VM without Sstc.
+    /// `s.vcpus` as formats 7 and 8 encoded them: each hart state without its PMP (the
+    /// last field of the hart state, the first of a vCPU's).
+    fn vcpus_without_pmp(s: &VmState) -> Vec<u8> {
+        let mut out = bincode::serialize(&(s.vcpus.len() as u64)).unwrap();
+        for v in &s.vcpus {
+            let all = bincode::serialize(v).unwrap();
+            let hart = bincode::serialize(&v.hart).unwrap().len();
+            let pmp = bincode::serialize(&v.hart.pmp).unwrap().len();
+            out.extend_from_slice(&all[..hart - pmp]);
+            out.extend_from_slice(&all[hart..]);
+        }
+        out
+    }
+
+    /// A file of format `version` with `body` as its state and `bytes`' pages.
+    fn with_body(bytes: &[u8], version: u32, body: &[u8]) -> Vec<u8> {
+        let old_len = u64::from_le_bytes(bytes[12..20].try_into().unwrap()) as usize;
+        let mut v = Vec::new();
+        v.extend_from_slice(&MAGIC);
+        v.extend_from_slice(&version.to_le_bytes());
+        v.extend_from_slice(&(body.len() as u64).to_le_bytes());
+        v.extend_from_slice(body);
+        v.extend_from_slice(&bytes[20 + old_len..]);
+        v
+    }
+
+    /// A format 7 file (its state without `sstc`, harts without PMP) reads, as a VM
+    /// without Sstc whose harts have the allow-all PMP entry.
     #[test]
     fn format_7_reads_without_sstc() {
         let (bytes, s, m) = encoded();
-        let body = bincode::serialize(&(
+        let mut body = bincode::serialize(&(
             s.memory_mib,
             &s.layout,
             s.trap_wfi,
             s.trap_time,
             s.trap_sret,
             s.trap_vm,
-            &s.vcpus,
-            s.clock,
-            &s.uart,
-            &s.input,
         ))
         .unwrap();
-        let old_len = u64::from_le_bytes(bytes[12..20].try_into().unwrap()) as usize;
-        let mut v7 = Vec::new();
-        v7.extend_from_slice(&MAGIC);
-        v7.extend_from_slice(&7u32.to_le_bytes());
-        v7.extend_from_slice(&(body.len() as u64).to_le_bytes());
-        v7.extend_from_slice(&body);
-        v7.extend_from_slice(&bytes[20 + old_len..]);
+        body.extend(vcpus_without_pmp(&s));
+        body.extend(bincode::serialize(&(s.clock, &s.uart, &s.input)).unwrap());
+        let mut v7 = with_body(&bytes, 7, &body);
         let snap = decode(&with_crc(v7.clone())).unwrap();
         assert_eq!(
             snap.state,
@@ -1075,14 +1165,14 @@ mod tests {
             }
         );
         assert_eq!(ram_bytes(&snap.memory), m);
-        // The same body announced as format 8 lacks a field.
+        // The same body announced as format 9 lacks fields.
         v7[8..12].copy_from_slice(&VERSION.to_le_bytes());
         assert!(matches!(
             decode(&with_crc(v7)),
             Err(SnapshotError::Invalid(InvalidContent::Decode(_)))
         ));
-        // Format 6 and 9 are refused.
-        for version in [6u32, 9] {
+        // Format 6 and 10 are refused.
+        for version in [6u32, 10] {
             let mut v = bytes.clone();
             v[8..12].copy_from_slice(&version.to_le_bytes());
             assert!(matches!(
@@ -1092,15 +1182,46 @@ mod tests {
         }
     }
 
+    /// A format 8 file (harts without PMP) reads, with the allow-all PMP entry the VMM
+    /// gives a new VM's harts.
+    #[test]
+    fn format_8_reads_with_the_allow_all_pmp() {
+        let (bytes, s, m) = encoded();
+        let mut body = bincode::serialize(&(
+            s.memory_mib,
+            &s.layout,
+            s.trap_wfi,
+            s.trap_time,
+            s.trap_sret,
+            s.trap_vm,
+            s.sstc,
+        ))
+        .unwrap();
+        body.extend(vcpus_without_pmp(&s));
+        body.extend(bincode::serialize(&(s.clock, &s.uart, &s.input)).unwrap());
+        let v8 = with_body(&bytes, 8, &body);
+        let snap = decode(&with_crc(v8.clone())).unwrap();
+        assert_eq!(snap.state, s);
+        assert_eq!(
+            snap.state.vcpus[0].hart.pmp,
+            crate::backend::PmpState::allow_all()
+        );
+        assert_eq!(ram_bytes(&snap.memory), m);
+        // Announced as format 9 it lacks the PMP.
+        let mut v9 = v8;
+        v9[8..12].copy_from_slice(&9u32.to_le_bytes());
+        assert!(decode(&with_crc(v9)).is_err());
+    }
+
     #[test]
     fn bad_files_are_refused_with_a_reason() {
         let (bytes, _, _) = encoded();
         let msg = |b: &[u8]| decode(b).unwrap_err().to_string();
         assert!(msg(b"hello").contains("not a vmm snapshot"));
         let mut v = bytes.clone();
-        v[8] = 9;
+        v[8] = 10;
         assert!(
-            msg(&v).contains("version 9 is not supported"),
+            msg(&v).contains("version 10 is not supported"),
             "{}",
             msg(&v)
         );

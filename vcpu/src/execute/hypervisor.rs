@@ -70,6 +70,11 @@ impl Hart {
         } else {
             pa0
         };
+        // The PMP in the access's own privilege (VS or VU), each page's part.
+        self.pmp_check(va, pa0, first, kind, mode)?;
+        if first < len {
+            self.pmp_check(va1, pa1, len - first, kind, mode)?;
+        }
         if first == len {
             return match self.classify(pa0, len) {
                 Phys::Ram(off) => {

@@ -8,9 +8,13 @@
 //!   naturally aligned: otherwise they raise address-misaligned.
 //! - Device (MMIO) accesses must be naturally aligned; misaligned ones raise access faults.
 //!
+//! Every access is checked by the PMP (`crate::pmp`) after translation: explicit ones in
+//! their effective privilege, the page-table walk's own accesses as S-mode's. A page enters
+//! the TLB only when the PMP allows all of it for that kind of access in that mode.
+//!
 //! TLB entries are tagged with the virtual page number and a translation context (effective
 //! privilege, virtualization mode, SUM and MXR of both levels), so privilege changes need no
-//! flush; `satp`, `vsatp` and `hgatp` writes, SFENCE.VMA and HFENCE flush everything.
+//! flush; `satp`, `vsatp`, `hgatp` and PMP writes, SFENCE.VMA and HFENCE flush everything.
 //!
 //! A debugger translates with `Hart::debug_translate` (`Vcpu::debug_translate`): the same
 //! walk without A/D updates, permission checks or TLB fills.
@@ -22,6 +26,7 @@ use crate::hart::{Ctl, Hart, PrivilegeMode};
 use crate::hypervisor::{
     tinst, HGATP_MODE_SV39X4, HGATP_MODE_SV48X4, HGATP_MODE_SV57X4, HGATP_PPN, MSTATUS_MPV,
 };
+use crate::pmp;
 use crate::trap::{cause, Exception};
 use vcpu_api::{DebugAccess, DebugTranslateError, MmioAccess};
 
@@ -280,7 +285,7 @@ impl Hart {
 
     /// A debugger's translation of `va` (see `Vcpu::debug_translate`): as `translate` in the
     /// mode the hart's own access of `kind` would use, minus the leaf permission checks, the
-    /// A/D updates and the TLB fill; nothing in the hart or its memory changes. PTEs with
+    /// PMP checks, the A/D updates and the TLB fill; nothing in the hart or its memory changes. PTEs with
     /// PBMT or N set (bits 62:61, 63) are invalid here as in the hardware walk: the hart
     /// implements neither Svpbmt nor Svnapot.
     pub(crate) fn debug_translate_va(
@@ -416,7 +421,8 @@ impl Hart {
     /// guest physical and go through the G-stage first.
     ///
     /// `DEBUG` makes it a debugger's walk, without side effects: the leaf's permission bits
-    /// (R/W/X/U, SUM, MXR) are not checked and A/D bits are not updated (validity still is).
+    /// (R/W/X/U, SUM, MXR) and the PMP are not checked and A/D bits are not updated
+    /// (validity still is).
     /// A const parameter, so that the hardware walk compiles as if the flag did not exist.
     fn walk<const DEBUG: bool>(
         &self,
@@ -441,6 +447,15 @@ impl Hart {
                 } else {
                     pte_gpa
                 };
+                // The walk's own accesses are checked by the PMP with privilege S
+                // (privileged spec 3.7.1.2), whatever the access that needs the walk.
+                if !DEBUG
+                    && !self
+                        .pmp
+                        .allows(pte_pa, 8, PrivilegeMode::Supervisor, pmp::R)
+                {
+                    return Err(Fault::Access);
+                }
                 let Some(pte_off) = self.ram.offset(pte_pa, 8) else {
                     return Err(Fault::Access);
                 };
@@ -475,6 +490,12 @@ impl Hart {
                     if vs_stage {
                         self.g_stage::<false>(pte_gpa, kind, Some(true), false)?;
                     }
+                    if !self
+                        .pmp
+                        .allows(pte_pa, 8, PrivilegeMode::Supervisor, pmp::W)
+                    {
+                        return Err(Fault::Access);
+                    }
                     let cell = self.ram.atomic64(pte_off);
                     if cell
                         .compare_exchange(pte, pte | want, Ordering::AcqRel, Ordering::Relaxed)
@@ -499,11 +520,39 @@ impl Hart {
             self.data_mode()
         };
         let (pa, span) = self.translate_leaf(va, kind, mode)?;
+        let perm = kind.pmp_perm();
+        if !self.pmp.allows(pa, len, mode.prv, perm) {
+            return Err(Fault::Access.exception(kind, va, mode.virt));
+        }
         let page = pa & !0xfff;
         if let Phys::Ram(page_off) = self.classify(page, 0x1000) {
-            self.tlb.fill(kind, va, page_off, span);
+            // The TLB (and the translated code entered through its fetch entries) keeps a
+            // page only when the PMP allows the whole of it in this mode: every access the
+            // entry then serves would pass the check. PMP CSR writes flush the TLB.
+            if self.pmp.allows(page, 0x1000, mode.prv, perm) {
+                self.tlb.fill(kind, va, page_off, span);
+            }
         }
         Ok((pa, self.classify(pa, len)))
+    }
+
+    /// The PMP check of an access of `len` bytes at physical address `pa` (the
+    /// translation of `va`) in `mode`: an access fault of the access's own type when
+    /// denied (privileged spec 3.7.1: PMP violations are always trapped precisely, as
+    /// access faults).
+    pub(crate) fn pmp_check(
+        &self,
+        va: u64,
+        pa: u64,
+        len: u64,
+        kind: Access,
+        mode: AccessMode,
+    ) -> Result<(), Exception> {
+        if self.pmp.allows(pa, len, mode.prv, kind.pmp_perm()) {
+            Ok(())
+        } else {
+            Err(Fault::Access.exception(kind, va, mode.virt))
+        }
     }
 
     /// Fetch the halfword at `va` (instruction fetch; faults report `va`).
@@ -980,6 +1029,7 @@ mod tests {
         assert_eq!(h.r64(leaf) & (PTE_A | PTE_D), PTE_A);
         assert_ne!(h.r64(G_ROOT) & PTE_A, 0);
     }
+
     /// SFENCE.VMA of an address drops that address's translation, and for a superpage
     /// every page of it, and keeps the other pages' translations (privileged spec 4.2.1:
     /// without a fence they may stay stale, as here).
@@ -1020,5 +1070,90 @@ mod tests {
         // A full fence drops the kept page too.
         h.flush_tlb();
         assert_eq!(h.load(0x4000_9000, 8).ok(), Some(0x1003));
+    }
+
+    /// PMP (16 entries): explicit accesses and the walk's own reads checked after
+    /// translation, access faults (not page faults), no TLB fill for a page with more than
+    /// one verdict, and a PMP write dropping what the TLB holds.
+    #[test]
+    fn pmp_checks_accesses_walks_and_tlb_fills() {
+        use crate::pmp::{self, A_NA4, A_NAPOT, R, W, X};
+        let mut h = hart();
+        h.pmp = pmp::Pmp::new(pmp::ENTRIES);
+        let write = |h: &mut Hart, num: u16, v: u64| {
+            (crate::csr::lookup(num)
+                .and_then(|d| d.write)
+                .expect("PMP CSR"))(h, v)
+        };
+        // Entry 0: NA4, no permission, 16 bytes into the frame of VA 0x4000_0000. Entry 1:
+        // NAPOT, no permission, over the L0 table page. Entry 15: everything, RWX.
+        write(&mut h, 0x3b0, (RAM + 0x3_0010) >> 2);
+        write(&mut h, 0x3b1, (L0 >> 2) | 0x1ff);
+        write(&mut h, 0x3bf, u64::MAX);
+        write(&mut h, 0x3a0, (A_NA4 as u64) | ((A_NAPOT as u64) << 8));
+        write(&mut h, 0x3a2, ((A_NAPOT | R | W | X) as u64) << 56);
+        h.enter(PrivilegeMode::Supervisor, false);
+        let fault = |r: Result<u64, Ctl>| match r {
+            Err(Ctl::Exception(e)) => Some((e.cause, e.tval)),
+            _ => None,
+        };
+        // The 2 MiB page and the gigapage: one verdict, cached.
+        assert!(h.load(0x4020_0000, 8).is_ok());
+        assert!(h.tlb.lookup(&h.tlb.load, 0x4020_0000).is_some());
+        // The walk reads the L0 table: denied to S, an access fault.
+        assert_eq!(
+            fault(h.load(0x4000_2000, 8)),
+            Some((cause::LOAD_ACCESS, 0x4000_2000))
+        );
+        // The table readable (entry 1 R): the walk succeeds, the page is not cached (entry 0
+        // is in it), and the NA4 word faults every time.
+        write(
+            &mut h,
+            0x3a0,
+            (A_NA4 as u64) | (((A_NAPOT | R) as u64) << 8),
+        );
+        assert!(h.tlb.lookup(&h.tlb.load, 0x4020_0000).is_none(), "flushed");
+        // Its leaf has A = D = 0: the hardware update is a store to the table, which
+        // the PMP denies (the A/D update of a walk is checked like its reads).
+        assert_eq!(
+            fault(h.store(0x4000_0008, 8, 1).map(|()| 0)),
+            Some((cause::STORE_ACCESS, 0x4000_0008))
+        );
+        write(
+            &mut h,
+            0x3a0,
+            (A_NA4 as u64) | (((A_NAPOT | R | W) as u64) << 8),
+        );
+        assert!(h.store(0x4000_0008, 8, 1).is_ok());
+        assert!(h.tlb.lookup(&h.tlb.store, 0x4000_0008).is_none());
+        for _ in 0..2 {
+            assert_eq!(
+                fault(h.load(0x4000_0010, 4)),
+                Some((cause::LOAD_ACCESS, 0x4000_0010))
+            );
+        }
+        // A partial match fails; the next word is not matched by entry 0.
+        assert_eq!(
+            fault(h.load(0x4000_000c, 8)),
+            Some((cause::LOAD_ACCESS, 0x4000_000c))
+        );
+        assert!(h.load(0x4000_0014, 4).is_ok());
+        // M-mode passes the unlocked entry.
+        h.enter(PrivilegeMode::Machine, false);
+        assert!(h.load(RAM + 0x3_0010, 4).is_ok());
+        // Locked, it binds M-mode too, and ignores writes.
+        write(
+            &mut h,
+            0x3a0,
+            ((pmp::L | A_NA4) as u64) | (((A_NAPOT | R | W) as u64) << 8),
+        );
+        assert_eq!(
+            fault(h.load(RAM + 0x3_0010, 4)),
+            Some((cause::LOAD_ACCESS, RAM + 0x3_0010))
+        );
+        write(&mut h, 0x3a0, 0);
+        write(&mut h, 0x3b0, 0);
+        assert_eq!(h.csr(0x3a0), Some((pmp::L | A_NA4) as u64));
+        assert_eq!(h.csr(0x3b0), Some((RAM + 0x3_0010) >> 2));
     }
 }

@@ -244,6 +244,14 @@ impl Access {
         };
         Exception::new(cause, va)
     }
+    /// The `pmpcfg` permission bit this kind of access needs.
+    pub(crate) fn pmp_perm(self) -> u8 {
+        match self {
+            Access::Fetch => crate::pmp::X,
+            Access::Load => crate::pmp::R,
+            Access::Store => crate::pmp::W,
+        }
+    }
     pub(crate) fn access_fault(self, va: u64) -> Exception {
         let cause = match self {
             Access::Fetch => cause::INSN_ACCESS,

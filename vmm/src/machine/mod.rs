@@ -232,6 +232,9 @@ impl Machine {
             mmio: bus.ranges(),
             jit: config.jit,
             jit_perf_map: config.perf_map,
+            // 16 entries, as QEMU's `virt` board: firmware sets an entry before it runs S-
+            // or U-mode code (the test guests' runtime does, `tests/guests/rt`).
+            pmp_entries: crate::backend::PMP_ENTRIES,
             ..HartConfig::default()
         };
         let mut hart = Hart::new(hart_config, mem.clone())?;

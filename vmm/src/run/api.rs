@@ -787,6 +787,7 @@ impl Server {
             ctr: self.common.host_ctr.clone(),
             // A scratch hart that never runs.
             jit: false,
+            pmp_entries: crate::backend::PMP_ENTRIES,
             ..HartConfig::default()
         };
         let scratch = Hart::new_guest(config, self.common.mem.clone())

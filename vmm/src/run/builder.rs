@@ -201,6 +201,9 @@ impl HartOptions {
             jit_perf_map: self.perf_map,
             // A vCPU spinning on a lock yields to the holder's thread.
             pause_yields: self.clock.is_some(),
+            // The hart starts with an allow-all entry (`Hart::new_guest`): the VMM is the
+            // guest's M-mode firmware.
+            pmp_entries: crate::backend::PMP_ENTRIES,
             ..HartConfig::default()
         }
     }

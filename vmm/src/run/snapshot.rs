@@ -147,8 +147,8 @@ impl Persist for InputQueue {
 /// state; VS-mode reaches none of it), with the bits the VMM owns: a snapshot's value must
 /// be what the VMM would have set. `hstatus`: only VTW/VTSR/VTVM (SPV, SPVP, GVA, VGEIN
 /// follow the guest's traps); `hcounteren`: only TM (the PMU's counter bits follow which
-/// counters the guest started).
-const VMM_OWNED_CSRS: [(&str, u16, u64); 12] = [
+/// counters the guest started); the PMP (M-mode's, which the guest cannot see).
+const VMM_OWNED_CSRS: [(&str, u16, u64); 30] = [
     ("medeleg", csr::MEDELEG, u64::MAX),
     ("mideleg", csr::MIDELEG, u64::MAX),
     ("menvcfg", csr::MENVCFG, u64::MAX),
@@ -162,6 +162,25 @@ const VMM_OWNED_CSRS: [(&str, u16, u64); 12] = [
     ("hstateen0", csr::HSTATEEN0, u64::MAX),
     // The guest runs on guest-physical = host-physical RAM: no G-stage translation.
     ("hgatp", csr::HGATP, u64::MAX),
+    // M-mode's PMP: the allow-all entry of `Hart::new_guest`, the others off.
+    ("pmpcfg0", csr::PMPCFG0, u64::MAX),
+    ("pmpcfg2", csr::PMPCFG2, u64::MAX),
+    ("pmpaddr0", csr::PMPADDR0, u64::MAX),
+    ("pmpaddr1", csr::PMPADDR1, u64::MAX),
+    ("pmpaddr2", csr::PMPADDR2, u64::MAX),
+    ("pmpaddr3", csr::PMPADDR3, u64::MAX),
+    ("pmpaddr4", csr::PMPADDR4, u64::MAX),
+    ("pmpaddr5", csr::PMPADDR5, u64::MAX),
+    ("pmpaddr6", csr::PMPADDR6, u64::MAX),
+    ("pmpaddr7", csr::PMPADDR7, u64::MAX),
+    ("pmpaddr8", csr::PMPADDR8, u64::MAX),
+    ("pmpaddr9", csr::PMPADDR9, u64::MAX),
+    ("pmpaddr10", csr::PMPADDR10, u64::MAX),
+    ("pmpaddr11", csr::PMPADDR11, u64::MAX),
+    ("pmpaddr12", csr::PMPADDR12, u64::MAX),
+    ("pmpaddr13", csr::PMPADDR13, u64::MAX),
+    ("pmpaddr14", csr::PMPADDR14, u64::MAX),
+    ("pmpaddr15", csr::PMPADDR15, u64::MAX),
 ];
 
 /// Guest-visible CSRs with WARL fields whose saved value must be one the hart can hold:
