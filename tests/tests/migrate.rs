@@ -15,7 +15,7 @@ use serde_json::Value;
 use vmm::run::migrate::{self, Endpoint, Receiver};
 use vmm::run::snapshot::RestoreConfig;
 use vmm::run::{run_kernel, ConsoleInput, GuestVm, RunConfig, RunExit};
-use vmm_tests::{guest, vmm_binary, without_cycles, SharedBuf};
+use vmm_tests::{guest, vmm_command, without_cycles, SharedBuf};
 
 /// The guest needs about 80 M instructions.
 const BUDGET: u64 = 400_000_000;
@@ -527,7 +527,7 @@ fn two_vcpus_hop(source_pcpus: Option<u64>, destination_pcpus: Option<u64>) {
 #[test]
 fn vmm_ctl_pauses_dumps_and_migrates() {
     let ctl = |api: &Path, args: &[&str]| {
-        let out = std::process::Command::new(vmm_binary())
+        let out = vmm_command()
             .arg("ctl")
             .arg("--api-sock")
             .arg(api)
@@ -797,7 +797,7 @@ fn three_vmm_processes_pass_the_vm_on_over_tcp_and_unix() {
     use std::process::{Child, Command, Stdio};
     let expected = undisturbed();
     let spawn = |args: &[&str]| -> Child {
-        Command::new(vmm_binary())
+        vmm_command()
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -806,7 +806,7 @@ fn three_vmm_processes_pass_the_vm_on_over_tcp_and_unix() {
             .unwrap()
     };
     let ctl = |api: &Path, args: &[&str]| {
-        let out = Command::new(vmm_binary())
+        let out = vmm_command()
             .arg("ctl")
             .arg("--api-sock")
             .arg(api)

@@ -55,9 +55,10 @@ use crate::machine::RAM_BASE;
 /// The file's first bytes.
 pub const MAGIC: [u8; 8] = *b"RVCTRSNP";
 /// The format version this VMM writes and reads.
-pub const VERSION: u32 = 8;
+pub const VERSION: u32 = 9;
 /// The oldest format version this VMM reads: 7, without [`VmState::sstc`] (read as
-/// `false`: those VMs ran without Sstc).
+/// `false`: those VMs ran without Sstc); 8 has no [`VmState::host_clock`] (read as `false`:
+/// virtual time was the only clock).
 pub const OLDEST_VERSION: u32 = 7;
 /// The largest encoded state accepted (the state is a few KiB per vCPU).
 pub const MAX_STATE_BYTES: u64 = 16 << 20;
@@ -132,9 +133,50 @@ pub struct VmState {
     pub uart: UartState,
     /// Console input not yet given to the guest.
     pub input: Vec<u8>,
+    /// The VM ran with host time (`--clock host`; format 9, `false` before). Either way
+    /// each vCPU's `hart.time_offset` is as virtual time has it (`mtime` =
+    /// `vclock / INSNS_PER_TICK + time_offset`), so a restore in either mode continues
+    /// guest time from the value it had; the WFI deadlines (`idle`) are instruction slots
+    /// with virtual time, host-clock ticks (`mtime`) with host time.
+    pub host_clock: bool,
 }
 
-/// [`VmState`] as format 7 encoded it: without `sstc`.
+/// [`VmState`] as format 8 encoded it: without `host_clock`.
+#[derive(Deserialize)]
+struct VmStateV8 {
+    memory_mib: u64,
+    layout: LayoutState,
+    trap_wfi: bool,
+    trap_time: bool,
+    trap_sret: bool,
+    trap_vm: bool,
+    sstc: bool,
+    vcpus: Vec<VcpuState>,
+    clock: u64,
+    uart: UartState,
+    input: Vec<u8>,
+}
+
+impl From<VmStateV8> for VmState {
+    fn from(v: VmStateV8) -> VmState {
+        VmState {
+            memory_mib: v.memory_mib,
+            layout: v.layout,
+            trap_wfi: v.trap_wfi,
+            trap_time: v.trap_time,
+            trap_sret: v.trap_sret,
+            trap_vm: v.trap_vm,
+            sstc: v.sstc,
+            vcpus: v.vcpus,
+            clock: v.clock,
+            uart: v.uart,
+            input: v.input,
+            host_clock: false,
+        }
+    }
+}
+
+/// [`VmState`] as format 7 encoded it: without `sstc` (and `host_clock`).
 #[derive(Deserialize)]
 struct VmStateV7 {
     memory_mib: u64,
@@ -163,6 +205,7 @@ impl From<VmStateV7> for VmState {
             clock: v.clock,
             uart: v.uart,
             input: v.input,
+            host_clock: false,
         }
     }
 }
@@ -352,6 +395,8 @@ pub fn decode_state(body: &[u8]) -> Result<VmState, SnapshotError> {
 fn decode_versioned(body: &[u8], version: u32) -> Result<VmState, SnapshotError> {
     if version == 7 {
         decode_body::<VmStateV7>(body).map(VmState::from)
+    } else if version == 8 {
+        decode_body::<VmStateV8>(body).map(VmState::from)
     } else {
         decode_body(body)
     }
@@ -871,6 +916,7 @@ mod tests {
                 in_buffer: b"hi".to_vec(),
             },
             input: b"more".to_vec(),
+            host_clock: true,
         };
         // Pages 3, 4 and 200 hold bytes (page 4 only its last one), the rest is zero.
         let mut memory = vec![0u8; 1 << 20];
@@ -1042,6 +1088,49 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// A format 8 file (its state without `host_clock`) reads, as a VM on virtual time.
+    #[test]
+    fn format_8_reads_as_virtual_time() {
+        let (bytes, s, m) = encoded();
+        let body = bincode::serialize(&(
+            s.memory_mib,
+            &s.layout,
+            s.trap_wfi,
+            s.trap_time,
+            s.trap_sret,
+            s.trap_vm,
+            s.sstc,
+            &s.vcpus,
+            s.clock,
+            &s.uart,
+            &s.input,
+        ))
+        .unwrap();
+        let old_len = u64::from_le_bytes(bytes[12..20].try_into().unwrap()) as usize;
+        let mut v8 = Vec::new();
+        v8.extend_from_slice(&MAGIC);
+        v8.extend_from_slice(&8u32.to_le_bytes());
+        v8.extend_from_slice(&(body.len() as u64).to_le_bytes());
+        v8.extend_from_slice(&body);
+        v8.extend_from_slice(&bytes[20 + old_len..]);
+        let snap = decode(&with_crc(v8.clone())).unwrap();
+        assert!(s.host_clock);
+        assert_eq!(
+            snap.state,
+            VmState {
+                host_clock: false,
+                ..s.clone()
+            }
+        );
+        assert_eq!(ram_bytes(&snap.memory), m);
+        // The same body announced as format 9 lacks a field.
+        v8[8..12].copy_from_slice(&VERSION.to_le_bytes());
+        assert!(matches!(
+            decode(&with_crc(v8)),
+            Err(SnapshotError::Invalid(InvalidContent::Decode(_)))
+        ));
+    }
+
     /// A format 7 file (its state without `sstc`) reads, as a VM without Sstc.
     #[test]
     fn format_7_reads_without_sstc() {
@@ -1071,6 +1160,7 @@ mod tests {
             snap.state,
             VmState {
                 sstc: false,
+                host_clock: false,
                 ..s.clone()
             }
         );
@@ -1081,8 +1171,8 @@ mod tests {
             decode(&with_crc(v7)),
             Err(SnapshotError::Invalid(InvalidContent::Decode(_)))
         ));
-        // Format 6 and 9 are refused.
-        for version in [6u32, 9] {
+        // Format 6 and 10 are refused.
+        for version in [6u32, 10] {
             let mut v = bytes.clone();
             v[8..12].copy_from_slice(&version.to_le_bytes());
             assert!(matches!(
