@@ -1188,9 +1188,9 @@ mod tests {
         let msg = |b: &[u8]| decode(b).unwrap_err().to_string();
         assert!(msg(b"hello").contains("not a vmm snapshot"));
         let mut v = bytes.clone();
-        v[8] = 9;
+        v[8] = 10;
         assert!(
-            msg(&v).contains("version 9 is not supported"),
+            msg(&v).contains("version 10 is not supported"),
             "{}",
             msg(&v)
         );
