@@ -6,7 +6,7 @@
 
 use std::io::{BufRead, Write};
 use std::os::unix::net::UnixStream;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::Value;

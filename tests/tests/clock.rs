@@ -24,6 +24,8 @@ struct Finished {
 /// Runs `vmm` with `args` (virtual time unless they say `--clock host`) and measures it.
 fn run_measured(args: &[&str]) -> Finished {
     let start = Instant::now();
+    // Reaped by `wait4` below, which also gives its CPU time.
+    #[allow(clippy::zombie_processes)]
     let mut child = vmm_command()
         .args(args)
         .stdin(Stdio::null())

@@ -794,7 +794,7 @@ fn four_vcpus_on_one_hart_instance_move_to_one_each() {
 /// guest's own end.
 #[test]
 fn three_vmm_processes_pass_the_vm_on_over_tcp_and_unix() {
-    use std::process::{Child, Command, Stdio};
+    use std::process::{Child, Stdio};
     let expected = undisturbed();
     let spawn = |args: &[&str]| -> Child {
         vmm_command()
