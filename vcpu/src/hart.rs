@@ -392,12 +392,6 @@ impl Hart {
         self.refresh_host_time();
         self.mtime()
     }
-    /// `time_offset` as virtual time would have it for the current `mtime`
-    /// (`mtime - vclock / INSNS_PER_TICK`): what a snapshot records, so that a restored
-    /// guest's time continues from this value in either mode.
-    pub fn virtual_time_offset(&mut self) -> u64 {
-        self.mtime_now().wrapping_sub(self.vclock / INSNS_PER_TICK)
-    }
     /// `mtimecmp`.
     pub fn mtimecmp(&self) -> u64 {
         self.mtimecmp
