@@ -217,3 +217,26 @@ fn a_bad_clock_is_refused() {
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("host or virtual"));
 }
+
+/// Host time on several vCPUs: the SMP guest (IPIs, remote fences, HSM start and stop, WFI
+/// waits for another vCPU) passes with a hart instance each and with both vCPUs on one
+/// (`--pcpus 1`), its idle vCPUs sleeping on the host until woken.
+#[test]
+fn host_clock_smp_guest_passes_on_any_number_of_harts() {
+    use vmm::run::{run_kernel, ConsoleInput, RunConfig};
+    for pcpus in [None, Some(1)] {
+        let mut c = RunConfig::new(guest("sbi_ctr_smp"));
+        c.memory_mib = 32;
+        c.max_insns = Some(vmm_tests::BUDGET);
+        c.timeout = Some(Duration::from_secs(120));
+        c.vcpus = 2;
+        c.pcpus = pcpus;
+        c.clock = vcpu::ClockMode::Host;
+        let out = vmm_tests::SharedBuf::default();
+        let (exit, _) = run_kernel(&c, Box::new(out.clone()), ConsoleInput::None)
+            .unwrap_or_else(|e| panic!("pcpus {pcpus:?}: {e}"));
+        let text = out.text();
+        assert_eq!(exit.exit_code(), 0, "pcpus {pcpus:?}: {exit:?}\n{text}");
+        assert!(text.contains("sbi_ctr_smp: PASS"), "{text}");
+    }
+}
