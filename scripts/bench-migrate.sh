@@ -15,6 +15,8 @@ cd "$(dirname "$0")/.."
 echo "building vmm and the guest programs (release)..." >&2
 cargo build -q --release -p vmm
 cargo build -q --release -p vmm-tests --bin guest-path
+# Virtual time, as the README's figures (`vmm run` defaults to host time).
+export VMM_CLOCK=virtual
 vmm=target/release/vmm
 dir=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$dir"' EXIT

@@ -332,6 +332,17 @@ pub fn first_difference(a: &str, b: &str, a_name: &str, b_name: &str) -> Option<
     Some(report)
 }
 
+/// A command that runs the `vmm` binary with virtual time as the default clock
+/// (`VMM_CLOCK=virtual`, which `vmm run`, `restore` and `receive` take when no `--clock` is
+/// given): every test that spawns `vmm` does it through here, so that its guests see the
+/// same deterministic time on any host and at any load (the command line's own default is
+/// host time, for interactive guests).
+pub fn vmm_command() -> Command {
+    let mut command = Command::new(vmm_binary());
+    command.env("VMM_CLOCK", "virtual");
+    command
+}
+
 /// The `vmm` binary, which `cargo test --workspace` builds next to the test executables;
 /// panics naming the command that builds it when it is missing.
 pub fn vmm_binary() -> PathBuf {

@@ -6,13 +6,13 @@
 
 use std::io::{BufRead, Write};
 use std::os::unix::net::UnixStream;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::Value;
 use vmm::run::snapshot::RestoreConfig;
 use vmm::run::{run_kernel, ConsoleInput, GuestVm, RunConfig, RunExit};
-use vmm_tests::{guest, vmm_binary, without_cycles, SharedBuf};
+use vmm_tests::{guest, vmm_command, without_cycles, SharedBuf};
 
 type Client = vmm_tests::ApiClient;
 
@@ -301,7 +301,7 @@ fn two_vcpus_paused_snapshotted_and_restored(
 
     // Restored, paused, in another process.
     let sock2 = temp(&format!("{tag}-sock2"));
-    let mut cmd = Command::new(vmm_binary());
+    let mut cmd = vmm_command();
     cmd.arg("restore")
         .arg("--snapshot")
         .arg(&snap)
@@ -517,7 +517,7 @@ fn quit_stops_the_vm_after_an_optional_snapshot() {
 fn vmm_ctl_quit_ends_the_process_and_says_where_the_snapshot_is() {
     let sock = temp("ctl-quit-sock");
     let snap = temp("ctl-quit-snap");
-    let mut run = Command::new(vmm_binary())
+    let mut run = vmm_command()
         .args([
             "run",
             "--memory",
@@ -535,7 +535,7 @@ fn vmm_ctl_quit_ends_the_process_and_says_where_the_snapshot_is() {
         .spawn()
         .unwrap();
     drop(Client::connect(&sock));
-    let ctl = Command::new(vmm_binary())
+    let ctl = vmm_command()
         .args(["ctl", "--api-sock"])
         .arg(&sock)
         .args(["quit", "--snapshot"])
@@ -590,7 +590,7 @@ fn console_line(
 #[test]
 fn injected_interrupts_and_exceptions_reach_the_guest_handler() {
     let sock = temp("inject-sock");
-    let mut run = Command::new(vmm_binary())
+    let mut run = vmm_command()
         .args(["run", "--memory", "16", "--timeout", "60", "--kernel"])
         .arg(guest("sbi_inject"))
         .arg("--api-sock")
@@ -675,7 +675,7 @@ fn injected_interrupts_and_exceptions_reach_the_guest_handler() {
     // Exit tracing switched on and off, and the external interrupt, pending until cleared
     // (the guest waits for that, then ends), through `vmm ctl`.
     let ctl = |args: &[&str]| {
-        let out = Command::new(vmm_binary())
+        let out = vmm_command()
             .args(["ctl", "--api-sock"])
             .arg(&sock)
             .args(args)

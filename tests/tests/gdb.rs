@@ -16,7 +16,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use vmm_tests::{guest, vmm_binary};
+use vmm_tests::{guest, vmm_command};
 
 /// Every process is killed after this long.
 const LIMIT: Duration = Duration::from_secs(120);
@@ -61,7 +61,7 @@ impl Vmm {
     }
 
     fn spawn(args: &[&str]) -> Vmm {
-        let mut child = Command::new(vmm_binary())
+        let mut child = vmm_command()
             .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -706,7 +706,7 @@ fn run_vcpus_are_threads_with_breakpoints_watchpoints_and_snapshots() {
     assert_eq!(status, Some(0), "{stderr}");
     assert!(stderr.contains("debugger detached"), "{stderr}");
     // The snapshot taken at the hardware breakpoint runs on to the same end.
-    let restored = Command::new(vmm_binary())
+    let restored = vmm_command()
         .args(["restore", "--timeout", "60", "--snapshot"])
         .arg(&snap)
         .output()

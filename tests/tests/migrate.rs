@@ -15,7 +15,7 @@ use serde_json::Value;
 use vmm::run::migrate::{self, Endpoint, Receiver};
 use vmm::run::snapshot::RestoreConfig;
 use vmm::run::{run_kernel, ConsoleInput, GuestVm, RunConfig, RunExit};
-use vmm_tests::{guest, vmm_binary, without_cycles, SharedBuf};
+use vmm_tests::{guest, vmm_command, without_cycles, SharedBuf};
 
 /// The guest needs about 80 M instructions.
 const BUDGET: u64 = 400_000_000;
@@ -259,7 +259,7 @@ fn unreachable_broken_and_bad_destinations_leave_the_source_running() {
     let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
     let breaker = std::thread::spawn(move || {
         let (mut conn, _) = listener.accept().unwrap();
-        let hello = br#"{"protocol":"vmm-migrate","version":3,"host_ctr_depths":[16,32,64,128,256],"max_memory_mib":65536,"max_vcpus":64}"#;
+        let hello = br#"{"protocol":"vmm-migrate","version":4,"host_ctr_depths":[16,32,64,128,256],"max_memory_mib":65536,"max_vcpus":64}"#;
         conn.write_all(&[1]).unwrap();
         conn.write_all(&(hello.len() as u64).to_le_bytes()).unwrap();
         conn.write_all(hello).unwrap();
@@ -527,7 +527,7 @@ fn two_vcpus_hop(source_pcpus: Option<u64>, destination_pcpus: Option<u64>) {
 #[test]
 fn vmm_ctl_pauses_dumps_and_migrates() {
     let ctl = |api: &Path, args: &[&str]| {
-        let out = std::process::Command::new(vmm_binary())
+        let out = vmm_command()
             .arg("ctl")
             .arg("--api-sock")
             .arg(api)
@@ -794,10 +794,10 @@ fn four_vcpus_on_one_hart_instance_move_to_one_each() {
 /// guest's own end.
 #[test]
 fn three_vmm_processes_pass_the_vm_on_over_tcp_and_unix() {
-    use std::process::{Child, Command, Stdio};
+    use std::process::{Child, Stdio};
     let expected = undisturbed();
     let spawn = |args: &[&str]| -> Child {
-        Command::new(vmm_binary())
+        vmm_command()
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -806,7 +806,7 @@ fn three_vmm_processes_pass_the_vm_on_over_tcp_and_unix() {
             .unwrap()
     };
     let ctl = |api: &Path, args: &[&str]| {
-        let out = Command::new(vmm_binary())
+        let out = vmm_command()
             .arg("ctl")
             .arg("--api-sock")
             .arg(api)
@@ -920,7 +920,7 @@ fn mutated_real_streams_are_refused_without_a_panic() {
         let (mut conn, _) = listener.accept().unwrap();
         conn.set_read_timeout(Some(Duration::from_secs(60)))
             .unwrap();
-        let hello = br#"{"protocol":"vmm-migrate","version":3,"host_ctr_depths":[16,32,64,128,256],"max_memory_mib":65536,"max_vcpus":64}"#;
+        let hello = br#"{"protocol":"vmm-migrate","version":4,"host_ctr_depths":[16,32,64,128,256],"max_memory_mib":65536,"max_vcpus":64}"#;
         conn.write_all(&frame(1, hello)).unwrap();
         let mut frames = Vec::new();
         loop {
@@ -1012,7 +1012,7 @@ fn a_destination_that_stalls_times_out_and_the_source_goes_on() {
     let (done, wait_done) = std::sync::mpsc::channel::<()>();
     let staller = std::thread::spawn(move || {
         let (mut conn, _) = listener.accept().unwrap();
-        let hello = br#"{"protocol":"vmm-migrate","version":3,"host_ctr_depths":[16,32,64,128,256],"max_memory_mib":65536,"max_vcpus":64}"#;
+        let hello = br#"{"protocol":"vmm-migrate","version":4,"host_ctr_depths":[16,32,64,128,256],"max_memory_mib":65536,"max_vcpus":64}"#;
         conn.write_all(&frame(1, hello)).unwrap();
         // Hold the connection open, reading nothing, until the source has given up.
         let _ = wait_done.recv_timeout(Duration::from_secs(120));

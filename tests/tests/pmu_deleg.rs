@@ -9,7 +9,7 @@ use vmm::run::snapshot::{restore_and_run, RestoreConfig};
 use vmm::run::{
     run_kernel, ConsoleInput, GuestVm, RunConfig, RunExit, RunStats, VirtualInsnAction,
 };
-use vmm_tests::{guest, vmm_binary, SharedBuf, BUDGET};
+use vmm_tests::{guest, vmm_command, SharedBuf, BUDGET};
 
 fn run(config: &RunConfig) -> (Result<(RunExit, RunStats), vmm::Error>, String) {
     let out = SharedBuf::default();
@@ -180,7 +180,7 @@ fn counters_events_and_of_survive_a_snapshot_exactly() {
 #[test]
 fn the_command_line_flag_and_its_statistics() {
     let run = |args: &[&str]| {
-        let out = std::process::Command::new(vmm_binary())
+        let out = vmm_command()
             .arg("run")
             .arg("--kernel")
             .arg(guest("sbi_pmu_deleg"))

@@ -249,6 +249,10 @@ const NOT_COMPARED: &[(&str, &str)] = &[
         "a `vmm run` guest kernel taking injected interrupts and exceptions (tests/api.rs)",
     ),
     (
+        "sbi_clock",
+        "a `vmm run` guest kernel waiting on its timer, for the clock modes (`--clock`, tests/clock.rs)",
+    ),
+    (
         "sbi_sstc",
         "a `vmm run` guest kernel using the VMM's Sstc offer, on and off (`--sstc`, tests/run.rs)",
     ),

@@ -408,7 +408,7 @@ fn emulated_srets_leave_the_records_the_guests_own_leave() {
 #[test]
 fn exit_trace_names_every_exit_and_what_the_vmm_did() {
     let traced = |args: &[&str]| {
-        let out = std::process::Command::new(vmm_tests::vmm_binary())
+        let out = vmm_tests::vmm_command()
             .args(["run", "--timeout", "60", "--max-insns", "50000000"])
             .args(args)
             .stdin(std::process::Stdio::null())
@@ -442,7 +442,7 @@ fn exit_trace_names_every_exit_and_what_the_vmm_did() {
     assert!(vinsn.contains("virtual-insn sctrclr"), "{vinsn}");
     assert!(!vinsn.contains(" sbi "), "{vinsn}");
     assert!(!traced(&[]).contains("exit vcpu"));
-    let bad = std::process::Command::new(vmm_tests::vmm_binary())
+    let bad = vmm_tests::vmm_command()
         .args(["run", "--trace-exits=sbi,tlb"])
         .output()
         .unwrap();

@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use vmm_tests::{guest, vmm_binary};
+use vmm_tests::{guest, vmm_command};
 
 fn temp(name: &str) -> std::path::PathBuf {
     test_support::temp_path("vmm-symbols-test", name)
@@ -14,7 +14,7 @@ fn temp(name: &str) -> std::path::PathBuf {
 
 /// `vmm ctl --api-sock SOCK ARGS...`: its status and stdout.
 fn ctl(sock: &std::path::Path, args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(vmm_binary())
+    let out = vmm_command()
         .args(["ctl", "--api-sock"])
         .arg(sock)
         .args(args)
@@ -32,7 +32,7 @@ fn ctr_dump_and_exit_trace_name_guest_functions() {
     let sock = temp("sock");
     let elf = guest("sbi_ctr_spin");
     let elf_arg = elf.to_str().unwrap();
-    let mut run = Command::new(vmm_binary())
+    let mut run = vmm_command()
         .args([
             "run",
             "--memory",
@@ -167,7 +167,7 @@ fn bad_symbol_files_are_refused_before_the_guest_runs() {
         ("run", &garbage, "a bad ELF file"),
         ("machine", &garbage, "a bad ELF file"),
     ] {
-        let mut cmd = Command::new(vmm_binary());
+        let mut cmd = vmm_command();
         cmd.args([sub, "--max-insns", "1000", "--symbols"])
             .arg(file);
         if sub == "machine" {
@@ -192,7 +192,7 @@ fn monitor_ctr_at_fib(tag: &str, args: &[&str]) -> String {
     let elf = guest("bench_ctr_on");
     let sock = temp(&format!("{tag}.gdb"));
     let _ = std::fs::remove_file(&sock);
-    let mut vmm = Command::new(vmm_binary())
+    let mut vmm = vmm_command()
         .args(["machine", "--timeout", "60", "--gdb"])
         .arg(format!("unix:{}", sock.display()))
         .arg("--gdb-wait")

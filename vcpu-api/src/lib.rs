@@ -12,11 +12,13 @@
 //! - [`zicsr`]: decoding and emulating a trapped CSR instruction.
 //! - [`insn`]: which memory a (not yet executed) instruction accesses, for watchpoints.
 //! - [`SharedClock`], [`HartMailbox`]: cross-thread plumbing of a multi-vCPU machine.
+//! - [`ClockMode`], [`HostClock`]: virtual time or the host's monotonic clock.
 //! - [`fake`]: a fake vCPU for unit tests.
 //!
 //! The software hart (crate `vcpu`) implements the traits; `ctr-virt` and `pmu-virt` use only
 //! this crate.
 
+mod clock;
 pub mod csr;
 pub mod ctr;
 mod exit;
@@ -28,6 +30,7 @@ pub mod trap;
 mod vcpu;
 pub mod zicsr;
 
+pub use clock::{ClockMode, HostClock};
 pub use exit::{GuestTrap, MmioAccess, StopHandle, VcpuExit};
 pub use smp::{HartMailbox, SharedClock};
 pub use vcpu::{

@@ -36,6 +36,9 @@ pub struct HartConfig {
     pub decode_cache_entries: usize,
     /// A virtual clock shared with other harts (SMP); `None`: the hart's clock is its own.
     pub shared_clock: Option<std::sync::Arc<vcpu_api::SharedClock>>,
+    /// Host time: `mtime` follows this clock ([`vcpu_api::HostClock`]); `None`: virtual
+    /// time (instruction slots).
+    pub host_clock: Option<vcpu_api::HostClock>,
     /// Control Transfer Records (Smctr/Ssctr): what this hart implements, or `None`.
     pub ctr: Option<vcpu_api::ctr::CtrConfig>,
     /// Performance monitoring: the numbers of the draft extensions' CSRs.
@@ -67,6 +70,7 @@ impl Default for HartConfig {
             mmio: Vec::new(),
             decode_cache_entries: 1 << 16,
             shared_clock: None,
+            host_clock: None,
             ctr: Some(vcpu_api::ctr::CtrConfig::full()),
             pmu: vcpu_api::pmu::PmuConfig::default(),
             jit: true,

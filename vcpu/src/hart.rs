@@ -111,8 +111,13 @@ pub struct Hart {
     pub(crate) vclock: u64,
     /// Clock slots added by [`Hart::skip_to_timer`] (idle time, not instructions).
     pub(crate) skipped: u64,
-    /// `mtime = vclock / INSNS_PER_TICK + time_offset`.
+    /// Virtual time: `mtime = vclock / INSNS_PER_TICK + time_offset`; host time
+    /// (`host_clock`): `mtime = host_now + time_offset`.
     time_offset: u64,
+    /// Host time: the clock `mtime` follows (`None`: virtual time).
+    pub(crate) host_clock: Option<vcpu_api::HostClock>,
+    /// Host time: `host_clock` as last read (at the start of each chunk).
+    pub(crate) host_now: u64,
     pub(crate) mtimecmp: u64,
     /// Interrupt lines driven by the platform (MSIP, MEIP, SEIP).
     pub(crate) ext_lines: u64,
@@ -227,6 +232,8 @@ impl Hart {
             vclock: 0,
             skipped: 0,
             time_offset: 0,
+            host_clock: config.host_clock,
+            host_now: config.host_clock.map_or(0, |c| c.ticks()),
             mtimecmp: u64::MAX,
             ext_lines: 0,
             stop: StopHandle::default(),
@@ -346,12 +353,57 @@ impl Hart {
     }
 
     /// `mtime` in ticks of [`TIMEBASE_HZ`].
+    #[inline]
     pub fn mtime(&self) -> u64 {
-        (self.vclock / INSNS_PER_TICK).wrapping_add(self.time_offset)
+        self.time_base().wrapping_add(self.time_offset)
+    }
+    /// What `time_offset` is added to: the virtual clock in ticks, or the host clock as
+    /// last read.
+    #[inline]
+    fn time_base(&self) -> u64 {
+        if self.host_clock.is_some() {
+            self.host_now
+        } else {
+            self.vclock / INSNS_PER_TICK
+        }
     }
     /// Set `mtime`.
     pub fn set_mtime(&mut self, v: u64) {
-        self.time_offset = v.wrapping_sub(self.vclock / INSNS_PER_TICK);
+        self.time_offset = v.wrapping_sub(self.time_base());
+    }
+    /// Host time: reads the host clock into `mtime` (at chunk boundaries: never per
+    /// instruction). Nothing with virtual time.
+    #[inline]
+    pub(crate) fn refresh_host_time(&mut self) {
+        if let Some(c) = &self.host_clock {
+            self.host_now = c.ticks();
+        }
+    }
+    /// The hart's time source: `Some` makes `mtime` follow that host clock from now on,
+    /// starting at the clock's value (the offset is reset: `mtime` = `clock.ticks()`);
+    /// `None` returns to virtual time, continuing from the current `mtime`.
+    pub fn set_host_clock(&mut self, clock: Option<vcpu_api::HostClock>) {
+        match clock {
+            Some(c) => {
+                self.host_clock = Some(c);
+                self.host_now = c.ticks();
+                self.time_offset = 0;
+            }
+            None => {
+                let now = self.mtime();
+                self.host_clock = None;
+                self.set_mtime(now);
+            }
+        }
+    }
+    /// The host clock `mtime` follows, if any (see [`Hart::set_host_clock`]).
+    pub fn host_clock(&self) -> Option<vcpu_api::HostClock> {
+        self.host_clock
+    }
+    /// `mtime` now: with host time, read from the host clock first.
+    pub fn mtime_now(&mut self) -> u64 {
+        self.refresh_host_time();
+        self.mtime()
     }
     /// `mtimecmp`.
     pub fn mtimecmp(&self) -> u64 {
@@ -388,6 +440,7 @@ impl Hart {
     /// `false` when no interrupt can ever wake it (nothing pending, and every timer is
     /// disabled in `mie` or has the deadline `u64::MAX`), `true` when the hart should simply
     /// be run again.
+    /// With host time nothing is skipped (the caller sleeps on the host instead).
     pub fn skip_to_timer(&mut self) -> bool {
         if self.interrupt_pending_any_level() {
             return true;
@@ -397,7 +450,7 @@ impl Hart {
             _ => return false,
         };
         let now = self.mtime();
-        if deadline > now {
+        if deadline > now && self.host_clock.is_none() {
             let slots = (deadline - now).saturating_mul(INSNS_PER_TICK);
             self.vclock = self.vclock.saturating_add(slots);
             self.skipped = self.skipped.saturating_add(slots);
@@ -521,6 +574,24 @@ impl Hart {
     /// interrupts posted to the mailbox.
     pub fn wakeup_pending(&self) -> bool {
         self.mailbox.has_pending() || self.interrupt_pending_any_level()
+    }
+
+    /// The `mtime` at which the earliest enabled timer fires; `None` when no timer is armed.
+    pub fn timer_deadline_mtime(&self) -> Option<u64> {
+        self.timer_deadline().filter(|&t| t != u64::MAX)
+    }
+
+    /// When the earliest enabled timer fires on the clock idle waits are measured with:
+    /// with virtual time, the instruction slot ([`Hart::timer_deadline_slots`], comparable
+    /// with [`SharedClock::now`]); with host time, the host clock's tick (comparable with
+    /// [`vcpu_api::HostClock::ticks`]). `None` when no timer is armed.
+    pub fn wake_deadline(&self) -> Option<u64> {
+        if self.host_clock.is_some() {
+            let t = self.timer_deadline_mtime()?;
+            Some(t.wrapping_sub(self.time_offset))
+        } else {
+            self.timer_deadline_slots()
+        }
     }
 
     /// The virtual clock (instruction slots) at which the earliest enabled timer fires;

@@ -27,7 +27,9 @@ impl Hart {
             self.reservation = None;
             self.mailbox.ack_flush(ticket);
         }
-        if let Some(clock) = &self.shared_clock {
+        self.refresh_host_time();
+        // With host time the harts' clocks are the host's: nothing to share.
+        if let (Some(clock), None) = (&self.shared_clock, &self.host_clock) {
             let global = clock.advance_to(self.vclock);
             if global > self.vclock {
                 self.skipped += global - self.vclock;
@@ -57,9 +59,13 @@ impl Hart {
                 return VcpuExit::BudgetExhausted;
             }
             let mut n = left.min(CHUNK);
-            // Stop exactly when the next timer deadline is reached.
+            // Stop exactly when the next timer deadline is reached (virtual time; with host
+            // time a deadline is seen at the next chunk boundary after the host reaches it).
             let now = self.mtime();
-            if let Some(t) = self.timer_deadline().filter(|&t| t > now) {
+            if let Some(t) = self
+                .timer_deadline()
+                .filter(|&t| t > now && self.host_clock.is_none())
+            {
                 let until = (t - now).saturating_mul(INSNS_PER_TICK) - self.vclock % INSNS_PER_TICK;
                 n = n.min(until.max(1));
             }

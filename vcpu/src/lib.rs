@@ -84,6 +84,7 @@ pub use config::{HartConfig, MmioRange};
 pub use hart::{Hart, HartError};
 pub use vcpu::GUEST_HEDELEG;
 pub use vcpu_api::{
-    zicsr, CsrError, GuestTrap, GuestTraps, HartMailbox, MmioAccess, PrivilegeMode, SharedClock,
-    StateError, StopHandle, Vcpu, VcpuExit, VcpuState, INSNS_PER_TICK, TIMEBASE_HZ,
+    zicsr, ClockMode, CsrError, GuestTrap, GuestTraps, HartMailbox, HostClock, MmioAccess,
+    PrivilegeMode, SharedClock, StateError, StopHandle, Vcpu, VcpuExit, VcpuState, INSNS_PER_TICK,
+    TIMEBASE_HZ,
 };

@@ -179,6 +179,46 @@ fn mret_from_vs_is_illegal_not_virtual() {
     assert_eq!(h.xreg(10), 2);
 }
 
+/// With a host clock `time` follows the host (read at chunk boundaries, whatever the
+/// instructions executed), WFI skips nothing, and the guest timer fires once the host's time
+/// reaches it; the instruction counts stay the instructions executed.
+#[test]
+fn host_clock_time_follows_the_host_and_idle_skips_nothing() {
+    let code = [
+        csrw(STVEC, 6),
+        csrw(SIE, 7),
+        csrrsi(0, SSTATUS, 2),
+        wfi(),
+        jal(0, -4),
+    ];
+    let handler = [csrr(10, SCAUSE), addi(17, 0, 1), ecall()];
+    let mut h = guest(&code, &handler);
+    h.set_host_clock(Some(vcpu::HostClock::starting_at(5_000)));
+    h.set_xreg(6, VSTVEC);
+    h.set_xreg(7, 1 << 5);
+    let start = h.mtime_now();
+    assert!(start >= 5_000);
+    // 2 ms of host time ahead (20 000 ticks at 10 MHz).
+    let deadline = start + 20_000;
+    h.set_guest_timer(deadline);
+    assert_eq!(h.run(1000), VcpuExit::Wfi);
+    assert_eq!(h.wake_deadline(), Some(deadline));
+    assert!(h.skip_to_timer());
+    // Nothing was skipped: the deadline is still ahead unless the host got there.
+    let executed = h.executed();
+    assert_eq!(h.clock_slots(), executed);
+    std::thread::sleep(std::time::Duration::from_millis(3));
+    let t = expect_trap(&mut h);
+    assert_eq!(t.cause, 10);
+    assert_eq!(h.xreg(10), (1 << 63) | 5);
+    assert!(h.guest_time() >= deadline);
+    assert!(h.executed() < 100, "{}", h.executed());
+    // Back to virtual time: `time` continues from where the host clock left it.
+    let now = h.mtime_now();
+    h.set_host_clock(None);
+    assert!(h.guest_time() >= now);
+}
+
 #[test]
 fn shared_clock_is_adopted_and_published_at_chunk_boundaries() {
     let clock = std::sync::Arc::new(vcpu::SharedClock::new());

@@ -45,6 +45,7 @@ fn seed() -> Vec<u8> {
             in_buffer: vec![],
         },
         input: vec![],
+        host_clock: false,
     };
     let mut out = Vec::new();
     // A few non-zero pages, so that mutations reach the page records.

@@ -441,6 +441,15 @@ struct VmArgs {
     #[arg(long, value_name = "on|off", default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
     jit: bool,
 
+    /// Where guest time comes from: `host` (time follows the host's monotonic clock at the
+    /// device tree's 10 MHz timebase, and an idle vCPU sleeps on the host until its next
+    /// timer or a wake-up) or `virtual` (deterministic: time counts instructions, 100 MIPS,
+    /// and idle waits skip to the next timer at once). The VMM_CLOCK environment variable
+    /// sets the default. A restored or received guest's time continues from its value in
+    /// the snapshot either way.
+    #[arg(long, value_name = "host|virtual", env = "VMM_CLOCK", default_value = "host", value_parser = parse_clock)]
+    clock: vcpu_api::ClockMode,
+
     /// Name translated blocks in /tmp/perf-PID.map (start, size, guest pc), so that a host
     /// `perf record`/`perf report` of this process shows guest pcs instead of [JIT].
     #[arg(long)]
@@ -544,6 +553,10 @@ struct MachineArgs {
 }
 
 /// `--ctr`: `on` or `off`.
+fn parse_clock(s: &str) -> Result<vcpu_api::ClockMode, String> {
+    s.parse()
+}
+
 fn parse_on_off(s: &str) -> Result<bool, String> {
     match s {
         "on" => Ok(true),
@@ -785,6 +798,7 @@ fn run_kernel(args: RunArgs) -> ExitCode {
         pdis: args.pdis,
         pmu_snapshot: args.pmu_snapshot,
         sstc: args.sstc,
+        clock: args.vm.clock,
         jit: args.vm.jit,
         perf_map: args.vm.perf_map,
         ctr_depths: args.ctr_depths,
@@ -887,6 +901,7 @@ fn restore_config(
         jit: vm.jit,
         perf_map: vm.perf_map,
         gdb: vm.gdb.options(),
+        clock: vm.clock,
     }
 }
 

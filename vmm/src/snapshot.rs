@@ -55,12 +55,14 @@ use crate::machine::RAM_BASE;
 /// The file's first bytes.
 pub const MAGIC: [u8; 8] = *b"RVCTRSNP";
 /// The format version this VMM writes and reads.
-pub const VERSION: u32 = 9;
+pub const VERSION: u32 = 10;
 /// The oldest format version this VMM reads: 7, without [`VmState::sstc`] (read as
 /// `false`: those VMs ran without Sstc). Formats 7 and 8 have no PMP in the harts' states
 /// (their harts had none): read with the allow-all entry the VMM gives a new VM's harts.
-/// History: 9 added each hart's PMP registers ([`crate::backend::HartState::pmp`]), 8
-/// `sstc`, 7 the trap policy of `--trap` sret and vm.
+/// Formats 7 to 9 have no [`VmState::host_clock`] (read as `false`: virtual time was the
+/// only clock). History: 10 added `host_clock`, 9 each hart's PMP registers
+/// ([`crate::backend::HartState::pmp`]), 8 `sstc`, 7 the trap policy of `--trap` sret and
+/// vm.
 pub const OLDEST_VERSION: u32 = 7;
 /// The largest encoded state accepted (the state is a few KiB per vCPU).
 pub const MAX_STATE_BYTES: u64 = 16 << 20;
@@ -135,6 +137,47 @@ pub struct VmState {
     pub uart: UartState,
     /// Console input not yet given to the guest.
     pub input: Vec<u8>,
+    /// The VM ran with host time (`--clock host`; format 10, `false` before). Either way
+    /// each vCPU's `hart.time_offset` is as virtual time has it (`mtime` =
+    /// `vclock / INSNS_PER_TICK + time_offset`), so a restore in either mode continues
+    /// guest time from the value it had; the WFI deadlines (`idle`) are instruction slots
+    /// with virtual time, host-clock ticks (`mtime`) with host time.
+    pub host_clock: bool,
+}
+
+/// [`VmState`] as format 9 encoded it: without `host_clock`.
+#[derive(Deserialize)]
+struct VmStateV9 {
+    memory_mib: u64,
+    layout: LayoutState,
+    trap_wfi: bool,
+    trap_time: bool,
+    trap_sret: bool,
+    trap_vm: bool,
+    sstc: bool,
+    vcpus: Vec<VcpuState>,
+    clock: u64,
+    uart: UartState,
+    input: Vec<u8>,
+}
+
+impl From<VmStateV9> for VmState {
+    fn from(v: VmStateV9) -> VmState {
+        VmState {
+            memory_mib: v.memory_mib,
+            layout: v.layout,
+            trap_wfi: v.trap_wfi,
+            trap_time: v.trap_time,
+            trap_sret: v.trap_sret,
+            trap_vm: v.trap_vm,
+            sstc: v.sstc,
+            vcpus: v.vcpus,
+            clock: v.clock,
+            uart: v.uart,
+            input: v.input,
+            host_clock: false,
+        }
+    }
 }
 
 /// [`VcpuState`] as formats 7 and 8 encoded it: its hart state without the PMP.
@@ -195,6 +238,7 @@ impl From<VmStateV8> for VmState {
             clock: v.clock,
             uart: v.uart,
             input: v.input,
+            host_clock: false,
         }
     }
 }
@@ -228,6 +272,7 @@ impl From<VmStateV7> for VmState {
             clock: v.clock,
             uart: v.uart,
             input: v.input,
+            host_clock: false,
         }
     }
 }
@@ -419,6 +464,8 @@ fn decode_versioned(body: &[u8], version: u32) -> Result<VmState, SnapshotError>
         decode_body::<VmStateV7>(body).map(VmState::from)
     } else if version == 8 {
         decode_body::<VmStateV8>(body).map(VmState::from)
+    } else if version == 9 {
+        decode_body::<VmStateV9>(body).map(VmState::from)
     } else {
         decode_body(body)
     }
@@ -942,6 +989,7 @@ mod tests {
                 in_buffer: b"hi".to_vec(),
             },
             input: b"more".to_vec(),
+            host_clock: true,
         };
         // Pages 3, 4 and 200 hold bytes (page 4 only its last one), the rest is zero.
         let mut memory = vec![0u8; 1 << 20];
@@ -1161,18 +1209,19 @@ mod tests {
             snap.state,
             VmState {
                 sstc: false,
+                host_clock: false,
                 ..s.clone()
             }
         );
         assert_eq!(ram_bytes(&snap.memory), m);
-        // The same body announced as format 9 lacks fields.
+        // The same body announced as format 10 lacks fields.
         v7[8..12].copy_from_slice(&VERSION.to_le_bytes());
         assert!(matches!(
             decode(&with_crc(v7)),
             Err(SnapshotError::Invalid(InvalidContent::Decode(_)))
         ));
-        // Format 6 and 10 are refused.
-        for version in [6u32, 10] {
+        // Format 6 and 11 are refused.
+        for version in [6u32, 11] {
             let mut v = bytes.clone();
             v[8..12].copy_from_slice(&version.to_le_bytes());
             assert!(matches!(
@@ -1201,7 +1250,13 @@ mod tests {
         body.extend(bincode::serialize(&(s.clock, &s.uart, &s.input)).unwrap());
         let v8 = with_body(&bytes, 8, &body);
         let snap = decode(&with_crc(v8.clone())).unwrap();
-        assert_eq!(snap.state, s);
+        assert_eq!(
+            snap.state,
+            VmState {
+                host_clock: false,
+                ..s.clone()
+            }
+        );
         assert_eq!(
             snap.state.vcpus[0].hart.pmp,
             crate::backend::PmpState::allow_all()
@@ -1213,15 +1268,52 @@ mod tests {
         assert!(decode(&with_crc(v9)).is_err());
     }
 
+    /// A format 9 file (its state without `host_clock`) reads, as a VM on virtual time.
+    #[test]
+    fn format_9_reads_as_virtual_time() {
+        let (bytes, s, m) = encoded();
+        let body = bincode::serialize(&(
+            s.memory_mib,
+            &s.layout,
+            s.trap_wfi,
+            s.trap_time,
+            s.trap_sret,
+            s.trap_vm,
+            s.sstc,
+            &s.vcpus,
+            s.clock,
+            &s.uart,
+            &s.input,
+        ))
+        .unwrap();
+        let mut v9 = with_body(&bytes, 9, &body);
+        let snap = decode(&with_crc(v9.clone())).unwrap();
+        assert!(s.host_clock);
+        assert_eq!(
+            snap.state,
+            VmState {
+                host_clock: false,
+                ..s.clone()
+            }
+        );
+        assert_eq!(ram_bytes(&snap.memory), m);
+        // The same body announced as format 10 lacks a field.
+        v9[8..12].copy_from_slice(&VERSION.to_le_bytes());
+        assert!(matches!(
+            decode(&with_crc(v9)),
+            Err(SnapshotError::Invalid(InvalidContent::Decode(_)))
+        ));
+    }
+
     #[test]
     fn bad_files_are_refused_with_a_reason() {
         let (bytes, _, _) = encoded();
         let msg = |b: &[u8]| decode(b).unwrap_err().to_string();
         assert!(msg(b"hello").contains("not a vmm snapshot"));
         let mut v = bytes.clone();
-        v[8] = 10;
+        v[8] = 11;
         assert!(
-            msg(&v).contains("version 10 is not supported"),
+            msg(&v).contains("version 11 is not supported"),
             "{}",
             msg(&v)
         );

@@ -23,6 +23,8 @@ fn spin_kernel(tag: &str) -> PathBuf {
 /// `vmm run` of `kernel` with a wall-clock limit, so a failing test still ends.
 fn vmm_run(kernel: &Path, timeout: &str) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_vmm"));
+    // Virtual time, as every test (`common::vmm`).
+    cmd.env("VMM_CLOCK", "virtual");
     cmd.args(["run", "--memory", "16", "--timeout", timeout, "--kernel"])
         .arg(kernel)
         .stdout(Stdio::null())

@@ -186,6 +186,8 @@ pub(super) struct HartOptions {
     pub jit: bool,
     /// `--perf-map`.
     pub perf_map: bool,
+    /// `--clock host`: the host clock every hart follows (`None`: virtual time).
+    pub host_clock: Option<vcpu_api::HostClock>,
 }
 
 impl HartOptions {
@@ -196,6 +198,7 @@ impl HartOptions {
             hart_id,
             mmio: super::mmio_bus().ranges(),
             shared_clock: self.clock.clone(),
+            host_clock: self.host_clock,
             ctr: self.ctr.clone(),
             jit: self.jit,
             jit_perf_map: self.perf_map,
@@ -391,6 +394,9 @@ impl<'a> VmBuilder<'a> {
             ctr: self.host_ctr.clone(),
             jit: self.config.jit,
             perf_map: self.config.perf_map,
+            // Guest time starts at 0, as with virtual time.
+            host_clock: (self.config.clock == vcpu_api::ClockMode::Host)
+                .then(|| vcpu_api::HostClock::starting_at(0)),
         };
         let mut harts = (0..self.config.vcpus)
             .map(|hart_id| -> Result<Hart, Error> {
@@ -425,7 +431,7 @@ impl<'a> VmBuilder<'a> {
                 .iter()
                 .map(|h| h.stop_handle())
                 .collect();
-            Arc::new(Smp::new(clock, mailboxes, stops))
+            Arc::new(Smp::new(clock, harts[0].host_clock(), mailboxes, stops))
         });
         let fw = pmu_virt::FwTallies::new(config.vcpus as usize);
         let uart = Arc::new(Mutex::new(Uart::new(console)));

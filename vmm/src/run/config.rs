@@ -77,6 +77,10 @@ pub struct RunConfig {
     /// `vstimecmp`, `sstc` in the device tree), unless `--trap time` traps its `time` reads
     /// ([`super::GuestPolicy::sstc_offered`]). Either way the SBI TIME extension stays.
     pub sstc: bool,
+    /// `--clock host|virtual`: where guest time comes from (`vmm run`'s command line
+    /// defaults to host time; this default, virtual time, keeps library users and tests
+    /// deterministic).
+    pub clock: vcpu_api::ClockMode,
     /// `--jit on|off`: block translation in the harts (see `vcpu`'s `jit` module).
     pub jit: bool,
     /// `--perf-map`: name translated blocks in `/tmp/perf-PID.map` for a host `perf`.
@@ -133,6 +137,7 @@ impl RunConfig {
             pdis: true,
             pmu_snapshot: false,
             sstc: true,
+            clock: vcpu_api::ClockMode::Virtual,
             jit: true,
             perf_map: false,
             api_sock: None,

@@ -143,6 +143,11 @@ impl Injections {
         rx
     }
 
+    /// Whether any injection is queued (for any vCPU).
+    pub(crate) fn any_queued(&self) -> bool {
+        self.pending.load(Ordering::Acquire)
+    }
+
     /// The injections queued for vCPU `vcpu` (removed from the queue), each with its
     /// receiver's sender.
     pub(crate) fn take(&self, vcpu: u64) -> Vec<(Injection, SyncSender<u64>)> {

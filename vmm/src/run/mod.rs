@@ -309,6 +309,8 @@ pub struct GuestVm {
     /// statistics count from there.
     insns_base: Arc<[u64]>,
     timeout: Option<std::time::Duration>,
+    /// When `timeout` ends the run (set as the run loop starts).
+    run_deadline: Option<std::time::Instant>,
     policy: GuestPolicy,
     /// This vCPU's CTR as the hypervisor manages it (lazy loading, `sctrdepth`).
     ctr: ctr_virt::GuestCtr,
@@ -497,6 +499,7 @@ impl VmShared {
             max_insns: self.max_insns,
             insns_base: self.insns_base.clone(),
             timeout: self.timeout,
+            run_deadline: None,
             policy: self.policy,
             ctr,
             pmu,

@@ -543,7 +543,7 @@ mod tests {
     #[test]
     fn a_stopped_vcpu_waiting_for_start_parks() {
         let mailboxes = (0..2).map(|_| Arc::new(HartMailbox::default())).collect();
-        let smp = Smp::new(Arc::new(SharedClock::new()), mailboxes, Vec::new());
+        let smp = Smp::new(Arc::new(SharedClock::new()), None, mailboxes, Vec::new());
         assert_eq!(
             smp.wait_for_start(1, &|| true),
             super::super::smp::StartWait::Paused

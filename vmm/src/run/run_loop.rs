@@ -120,6 +120,7 @@ impl GuestVm {
             RUN_CHUNK
         };
         let deadline = self.timeout.map(|t| (t, Instant::now() + t));
+        self.run_deadline = deadline.map(|(_, at)| at);
         loop {
             let park = self.pause_point();
             if self.input.quit_requested() {
@@ -228,10 +229,12 @@ impl GuestVm {
         uart.enqueue_input(&buf[..n]);
     }
 
-    /// After a WFI: waits (in virtual time) until the hart can wake; `false` when nothing can
-    /// ever wake it (with several vCPUs: when every started hart idles without a timer).
+    /// After a WFI: waits until the hart can wake (in virtual time, or sleeping on the host
+    /// with `--clock host`); `false` when nothing can ever wake it (with several vCPUs: when
+    /// every started hart idles without a timer).
     pub(super) fn idle(&mut self) -> bool {
         match self.smp.clone() {
+            None if self.hart.host_clock().is_some() => self.sleep_until_wakeup(),
             None => self.hart.skip_to_timer(),
             Some(smp) if self.sched.is_some() => {
                 // Off the hart until something wakes it (`reschedule`), unless something
@@ -239,8 +242,8 @@ impl GuestVm {
                 if self.hart.wakeup_pending() {
                     return true;
                 }
-                let deadline = self.hart.timer_deadline_slots().unwrap_or(u64::MAX);
-                if deadline <= smp.clock.now() {
+                let deadline = self.hart.wake_deadline().unwrap_or(u64::MAX);
+                if deadline <= smp.now() {
                     return true;
                 }
                 smp.set_idle(self.hart_id, deadline);
@@ -266,6 +269,38 @@ impl GuestVm {
                     Err(()) => return false,
                 }
             },
+        }
+    }
+
+    /// The only vCPU, with host time, after a WFI: sleeps on the host until its timer
+    /// deadline or a wake-up: an interrupt posted to it (the control socket's `inject`), an
+    /// exception queued for it, the user's quit or the run's `--timeout` (then the run loop
+    /// ends the run), a pause (parks here, still waiting). `false` when nothing can ever
+    /// wake it (no interrupt pending, no timer armed), as with virtual time.
+    fn sleep_until_wakeup(&mut self) -> bool {
+        let end = self.run_deadline;
+        loop {
+            let now = self.hart.mtime_now();
+            if self.hart.wakeup_pending() {
+                return true;
+            }
+            let Some(deadline) = self.hart.timer_deadline_mtime() else {
+                return false;
+            };
+            if deadline <= now
+                || self.input.quit_requested()
+                || self.injections.as_ref().is_some_and(|i| i.any_queued())
+                || end.is_some_and(|e| Instant::now() >= e)
+            {
+                return true;
+            }
+            if self.pause_requested() {
+                // Parked still waiting (a snapshot records the wait), then waits on.
+                self.pause_point();
+                continue;
+            }
+            let left = vcpu_api::HostClock::duration_of(deadline - now);
+            std::thread::sleep(left.min(super::smp::HOST_IDLE_POLL));
         }
     }
 }

@@ -5,7 +5,9 @@
 //!   boundaries. A hart that idles (WFI) does not move global time by itself: it waits until
 //!   an interrupt is posted to it, the global clock reaches its own timer deadline, or every
 //!   started hart is idle, in which case the last one to idle moves global time to the
-//!   earliest deadline among them.
+//!   earliest deadline among them. With host time (`--clock host`) every hart reads the
+//!   host's clock instead ([`HostClock`]): deadlines are host-clock ticks, an idle hart
+//!   sleeps on the host until its deadline (or a wake-up), and nobody moves time.
 //! - **HSM.** Hart 0 starts at the kernel entry; the others start STOPPED and their threads
 //!   wait until `hart_start`. `hart_stop` returns the calling hart to STOPPED.
 //! - **IPIs and remote fences** go through the targets' [`HartMailbox`]es.
@@ -28,7 +30,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::backend::Hart;
-use vcpu_api::{HartMailbox, SharedClock, StopHandle};
+use vcpu_api::{HartMailbox, HostClock, SharedClock, StopHandle};
 
 /// A vCPU's part of the shared state, as a snapshot saves it (`VcpuState`'s `hsm`, `start`,
 /// `idle` and `ipi_posted`).
@@ -87,6 +89,10 @@ use crate::sbi::{SbiRet, SBI_ERR_ALREADY_AVAILABLE};
 /// running harts wake idle harts whose deadline has passed).
 const IDLE_POLL: Duration = Duration::from_millis(2);
 
+/// With host time: the longest an idle hart sleeps before it looks again (its deadline,
+/// IPIs, pauses and the end wake it earlier; this bounds the latency of a user's quit).
+pub(crate) const HOST_IDLE_POLL: Duration = Duration::from_millis(20);
+
 /// The longest a vCPU polling another's HSM state waits for it to make progress
 /// ([`Smp::yield_to`]).
 pub(crate) const POLL_WAIT: Duration = Duration::from_millis(1);
@@ -115,6 +121,8 @@ struct State {
 /// The shared part of a multiprocessor VM.
 pub(crate) struct Smp {
     pub(crate) clock: Arc<SharedClock>,
+    /// Host time: the clock every hart follows (`None`: virtual time, `clock`).
+    host: Option<HostClock>,
     /// One per vCPU (a vCPU keeps its mailbox when it moves on or off a hart).
     mailboxes: Vec<Arc<HartMailbox>>,
     /// One per hart instance (`--pcpus`).
@@ -131,14 +139,17 @@ pub(crate) struct Smp {
 impl Smp {
     /// State for vCPUs with these mailboxes (vCPU `i` has `mailboxes[i]`) on harts with these
     /// stop handles; vCPU 0 is started, the others stopped.
+    /// With `host`, time is the host's (see the module documentation).
     pub(crate) fn new(
         clock: Arc<SharedClock>,
+        host: Option<HostClock>,
         mailboxes: Vec<Arc<HartMailbox>>,
         stops: Vec<StopHandle>,
     ) -> Smp {
         let n = mailboxes.len();
         Smp {
             clock,
+            host,
             mailboxes,
             stops,
             state: Mutex::new(State {
@@ -157,6 +168,28 @@ impl Smp {
             ended: AtomicBool::new(false),
             earliest_idle: AtomicU64::new(u64::MAX),
             progress: (0..n).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    /// The time idle deadlines are compared with: the shared virtual clock (instruction
+    /// slots), or with host time the host clock's ticks (see `Hart::wake_deadline`).
+    pub(crate) fn now(&self) -> u64 {
+        match &self.host {
+            Some(h) => h.ticks(),
+            None => self.clock.now(),
+        }
+    }
+
+    /// How long an idle wait sleeps before looking again: [`IDLE_POLL`] with virtual time;
+    /// with host time until `deadline` (a value of [`Smp::now`]), at most
+    /// [`HOST_IDLE_POLL`].
+    fn idle_sleep(&self, deadline: u64) -> Duration {
+        match &self.host {
+            None => IDLE_POLL,
+            Some(h) => {
+                let left = deadline.saturating_sub(h.ticks());
+                HostClock::duration_of(left).min(HOST_IDLE_POLL)
+            }
         }
     }
 
@@ -343,7 +376,7 @@ impl Smp {
 
     /// Called by running harts between runs: wakes idle harts whose deadline has passed.
     pub(crate) fn wake_due(&self) {
-        if self.earliest_idle.load(Ordering::SeqCst) <= self.clock.now() {
+        if self.earliest_idle.load(Ordering::SeqCst) <= self.now() {
             let _st = self.lock();
             self.cv.notify_all();
         }
@@ -378,8 +411,8 @@ impl Smp {
             if hart.wakeup_pending() || quit() {
                 break Ok(IdleEnd::Woke);
             }
-            let deadline = hart.timer_deadline_slots().unwrap_or(u64::MAX);
-            if deadline <= self.clock.now() {
+            let deadline = hart.wake_deadline().unwrap_or(u64::MAX);
+            if deadline <= self.now() {
                 break Ok(IdleEnd::Woke);
             }
             st.harts[i].idle = Some(deadline);
@@ -392,6 +425,8 @@ impl Smp {
             if all_idle {
                 let min = st.harts.iter().filter_map(|h| h.idle).min();
                 match min {
+                    // Host time moves by itself: every hart sleeps until its deadline.
+                    Some(t) if t != u64::MAX && self.host.is_some() => {}
                     Some(t) if t != u64::MAX => {
                         self.cv.notify_all();
                         if t > self.clock.now() {
@@ -403,9 +438,10 @@ impl Smp {
                     _ => break Err(()),
                 }
             }
+            let sleep = self.idle_sleep(deadline);
             st = self
                 .cv
-                .wait_timeout(st, IDLE_POLL)
+                .wait_timeout(st, sleep)
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
         };
@@ -432,7 +468,7 @@ impl Smp {
             STATE_START_PENDING => true,
             STATE_STARTED => match h.idle {
                 None => true,
-                Some(deadline) => self.mailboxes[id].has_pending() || deadline <= self.clock.now(),
+                Some(deadline) => self.mailboxes[id].has_pending() || deadline <= self.now(),
             },
             _ => false,
         }
@@ -489,6 +525,7 @@ impl Smp {
             let all_idle = self.all_waiting(&st);
             if all_idle {
                 match st.harts.iter().filter_map(|h| h.idle).min() {
+                    Some(t) if t != u64::MAX && self.host.is_some() => {}
                     Some(t) if t != u64::MAX => {
                         self.cv.notify_all();
                         if t > self.clock.now() {
@@ -499,9 +536,11 @@ impl Smp {
                     _ => return Err(()),
                 }
             }
+            let earliest = st.harts.iter().filter_map(|h| h.idle).min();
+            let sleep = self.idle_sleep(earliest.unwrap_or(u64::MAX));
             st = self
                 .cv
-                .wait_timeout(st, IDLE_POLL)
+                .wait_timeout(st, sleep)
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
         }

@@ -74,6 +74,9 @@ pub struct RestoreConfig {
     pub perf_map: bool,
     /// `--gdb`/`--gdb-wait`: a gdb remote stub (`run/gdb.rs`).
     pub gdb: Option<crate::gdb::listen::GdbOptions>,
+    /// `--clock host|virtual`: where guest time comes from from now on (whatever the
+    /// snapshot's VM used: guest time continues from the snapshot's value either way).
+    pub clock: vcpu_api::ClockMode,
 }
 
 impl Default for RestoreConfig {
@@ -94,6 +97,7 @@ impl Default for RestoreConfig {
             jit: true,
             perf_map: false,
             gdb: None,
+            clock: vcpu_api::ClockMode::Virtual,
         }
     }
 }
@@ -358,6 +362,8 @@ pub(crate) struct VmCommon {
     pub(crate) ctr_policy: ctr_virt::CtrPolicy,
     /// Which exits its vCPUs trace (the control socket's `trace-exits`).
     pub(crate) trace: Arc<super::trace::ExitTrace>,
+    /// `--clock host`: the host clock the vCPUs follow (`None`: virtual time).
+    pub(crate) host_clock: Option<vcpu_api::HostClock>,
 }
 
 impl VmCommon {
@@ -369,9 +375,17 @@ impl VmCommon {
             Some(smp) => smp.clock.now(),
             None => all.first().map_or(0, |(h, _, _)| h.vclock),
         };
+        // With host time each vCPU's `mtime` is the clock's ticks plus its offset; the
+        // snapshot records the offset virtual time would need for the same `mtime`.
+        let now = self.host_clock.map(|c| c.ticks());
         let vcpus = all
             .into_iter()
-            .map(|(hart, ctr, pmu)| {
+            .map(|(mut hart, ctr, pmu)| {
+                if let Some(now) = now {
+                    hart.time_offset = now
+                        .wrapping_add(hart.time_offset)
+                        .wrapping_sub(hart.vclock / vcpu_api::INSNS_PER_TICK);
+                }
                 let VcpuSmpState {
                     hsm,
                     start,
@@ -404,6 +418,7 @@ impl VmCommon {
             clock,
             uart: self.uart.lock().unwrap_or_else(|e| e.into_inner()).save(),
             input: self.input.save(),
+            host_clock: self.host_clock.is_some(),
         };
         state
     }
@@ -433,6 +448,7 @@ impl GuestVm {
             host_ctr: self.host_ctr.clone(),
             ctr_policy: self.ctr.policy(),
             trace: self.trace.clone(),
+            host_clock: self.hart.host_clock(),
         }
     }
 
@@ -564,11 +580,25 @@ impl GuestVm {
             trap_vm: s.trap_vm,
             sstc: s.sstc,
         };
+        // Host time continues from the latest `mtime` among the vCPUs (in a snapshot each
+        // `time_offset` is as virtual time has it, whatever the clock).
+        let host_clock = (options.clock == vcpu_api::ClockMode::Host).then(|| {
+            let base = s
+                .vcpus
+                .iter()
+                .map(|v| {
+                    (v.hart.vclock / vcpu_api::INSNS_PER_TICK).wrapping_add(v.hart.time_offset)
+                })
+                .max()
+                .unwrap_or(0);
+            vcpu_api::HostClock::starting_at(base)
+        });
         let hart_options = HartOptions {
             clock: clock.clone(),
             ctr: host_ctr.clone(),
             jit: options.jit,
             perf_map: options.perf_map,
+            host_clock,
         };
         let mut harts = Vec::new();
         for (id, v) in (0..).zip(&s.vcpus) {
@@ -579,6 +609,10 @@ impl GuestVm {
                     vcpu: (n > 1).then_some(id),
                     source,
                 })?;
+            if host_clock.is_some() {
+                // `mtime` is the clock's ticks: the snapshot's time, then the host's.
+                hart.set_host_clock(host_clock);
+            }
             let mut expected = Hart::new_guest(hart_config, mem.clone())?;
             super::vinsn::apply(&mut expected, &policy);
             ctrs[id as usize].prepare(&mut expected);
@@ -598,12 +632,17 @@ impl GuestVm {
                 .iter()
                 .map(|h| h.stop_handle())
                 .collect();
-            let smp = Smp::new(clock, mailboxes, stops);
+            let smp = Smp::new(clock, host_clock, mailboxes, stops);
+            // A WFI deadline is in the units of the clock it was taken with (instruction
+            // slots, or host-clock ticks, which are `mtime` and continue across the restore);
+            // on a clock of the other kind the wait ends at once (WFI may end spuriously)
+            // and the guest waits again if it needs to.
+            let same_clock = s.host_clock == host_clock.is_some();
             for (id, v) in (0..).zip(&s.vcpus) {
                 let saved = VcpuSmpState {
                     hsm: v.hsm,
                     start: v.start,
-                    idle: v.idle,
+                    idle: v.idle.map(|d| if same_clock { d } else { 0 }),
                     ipi_posted: v.ipi_posted,
                 };
                 smp.restore_vcpu(id, &saved);

@@ -10,10 +10,12 @@ use test_support::{elf, rv64};
 /// Guest RAM base (QEMU `virt` layout), where the programs below are loaded.
 pub const RAM_BASE: u64 = 0x8000_0000;
 
-/// Runs the `vmm` binary with `args`; returns its exit status (-1 when killed), stdout and
-/// stderr.
+/// Runs the `vmm` binary with `args`, with virtual time as the default clock
+/// (`VMM_CLOCK=virtual`: the tests stay deterministic whatever the command line's own
+/// default); returns its exit status (-1 when killed), stdout and stderr.
 pub fn vmm(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_vmm"))
+        .env("VMM_CLOCK", "virtual")
         .args(args)
         .output()
         .expect("run vmm");
