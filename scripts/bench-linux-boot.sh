@@ -14,12 +14,15 @@
 # and command line.
 #
 # Usage: scripts/bench-linux-boot.sh [RUNS]   (default 1; the best run of each is reported)
-# Env: LINUX_GUEST_DIR, LINUX_GUEST_SUITE (see scripts/linux-guest.sh), QEMU_SYSTEM_RISCV64.
+# Env: LINUX_GUEST_DIR, LINUX_GUEST_SUITE (see scripts/linux-guest.sh), QEMU_SYSTEM_RISCV64,
+# LINUX_BOOT_VCPUS (harts, default 1: vmm run --vcpus N, QEMU -smp N).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 runs=${1:-1}
 case $runs in '' | *[!0-9]* | 0) echo "usage: $0 [RUNS]" >&2; exit 2 ;; esac
+vcpus=${LINUX_BOOT_VCPUS:-1}
+case $vcpus in '' | *[!0-9]* | 0) echo "LINUX_BOOT_VCPUS must be a number of harts, not '$vcpus'" >&2; exit 2 ;; esac
 qemu=${QEMU_SYSTEM_RISCV64:-qemu-system-riscv64}
 cmdline='console=ttyS0 earlycon=sbi panic=-1 vmmcmd="true"'
 marker=VMM-GUEST-READY
@@ -63,16 +66,16 @@ vmm_ready= vmm_total= int_ready= int_total= q_ready= q_total= m_ready= m_total=
 for i in $(seq "$runs"); do
     echo "run $i/$runs: vmm run..." >&2
     measure vmm "$vmm" run --kernel "$KERNEL" --initrd "$INITRD" --memory 256 \
-        --cmdline "$cmdline"
+        --cmdline "$cmdline" --vcpus "$vcpus"
     vmm_ready=$(min "$m_ready" "$vmm_ready")
     vmm_total=$(min "$m_total" "$vmm_total")
     echo "run $i/$runs: vmm run --jit off..." >&2
     measure interp "$vmm" run --kernel "$KERNEL" --initrd "$INITRD" --memory 256 \
-        --cmdline "$cmdline" --jit off
+        --cmdline "$cmdline" --vcpus "$vcpus" --jit off
     int_ready=$(min "$m_ready" "$int_ready")
     int_total=$(min "$m_total" "$int_total")
     echo "run $i/$runs: QEMU..." >&2
-    measure qemu "$qemu" -M virt -m 256 -nographic -bios "$fw" \
+    measure qemu "$qemu" -M virt -m 256 -smp "$vcpus" -nographic -bios "$fw" \
         -kernel "$KERNEL" -initrd "$INITRD" -append "$cmdline"
     q_ready=$(min "$m_ready" "$q_ready")
     q_total=$(min "$m_total" "$q_total")
@@ -85,7 +88,7 @@ ratio_ready=$(awk -v a="$vmm_ready" -v b="$q_ready" 'BEGIN { printf "%.2f", a / 
 ratio_total=$(awk -v a="$vmm_total" -v b="$q_total" 'BEGIN { printf "%.2f", a / b }')
 
 cat <<TABLE
-Linux boot, Debian kernel ${kver:-?} + busybox initramfs, 256 MiB, 1 hart, best of $runs run(s),
+Linux boot, Debian kernel ${kver:-?} + busybox initramfs, 256 MiB, $vcpus hart(s), best of $runs run(s),
 $(nproc) host core(s), $(uname -m); command line: $cmdline
 
 | machine | to $marker (s) | to exit after power-off (s) |

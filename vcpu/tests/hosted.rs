@@ -198,8 +198,9 @@ fn host_clock_time_follows_the_host_and_idle_skips_nothing() {
     h.set_xreg(7, 1 << 5);
     let start = h.mtime_now();
     assert!(start >= 5_000);
-    // 2 ms of host time ahead (20 000 ticks at 10 MHz).
-    let deadline = start + 20_000;
+    // 0.5 s of host time ahead (5 000 000 ticks at 10 MHz): far enough that a loaded host
+    // does not get there before the WFI below.
+    let deadline = start + 5_000_000;
     h.set_guest_timer(deadline);
     assert_eq!(h.run(1000), VcpuExit::Wfi);
     assert_eq!(h.wake_deadline(), Some(deadline));
@@ -207,7 +208,9 @@ fn host_clock_time_follows_the_host_and_idle_skips_nothing() {
     // Nothing was skipped: the deadline is still ahead unless the host got there.
     let executed = h.executed();
     assert_eq!(h.clock_slots(), executed);
-    std::thread::sleep(std::time::Duration::from_millis(3));
+    while h.mtime_now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     let t = expect_trap(&mut h);
     assert_eq!(t.cause, 10);
     assert_eq!(h.xreg(10), (1 << 63) | 5);
