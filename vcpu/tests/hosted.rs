@@ -119,9 +119,9 @@ fn device_access_is_an_mmio_exit() {
     assert_eq!(h.xreg(5), 0x60);
 }
 
-#[test]
-fn guest_timer_interrupt_reaches_the_guest_as_a_supervisor_timer_interrupt() {
-    // Guest: stvec, sie.STIE, sstatus.SIE, then wait; the handler records scause.
+/// A guest that enables its supervisor timer interrupt (stvec, sie.STIE, sstatus.SIE) and
+/// waits in WFI; its handler records scause in x10 and makes an ECALL.
+fn timer_waiting_guest() -> Hart {
     let code = [
         csrw(STVEC, 6),
         csrw(SIE, 7),
@@ -133,6 +133,12 @@ fn guest_timer_interrupt_reaches_the_guest_as_a_supervisor_timer_interrupt() {
     let mut h = guest(&code, &handler);
     h.set_xreg(6, VSTVEC);
     h.set_xreg(7, 1 << 5);
+    h
+}
+
+#[test]
+fn guest_timer_interrupt_reaches_the_guest_as_a_supervisor_timer_interrupt() {
+    let mut h = timer_waiting_guest();
     let deadline = h.guest_time() + 1000;
     h.set_guest_timer(deadline);
     assert_eq!(h.run(1000), VcpuExit::Wfi);
@@ -184,18 +190,8 @@ fn mret_from_vs_is_illegal_not_virtual() {
 /// reaches it; the instruction counts stay the instructions executed.
 #[test]
 fn host_clock_time_follows_the_host_and_idle_skips_nothing() {
-    let code = [
-        csrw(STVEC, 6),
-        csrw(SIE, 7),
-        csrrsi(0, SSTATUS, 2),
-        wfi(),
-        jal(0, -4),
-    ];
-    let handler = [csrr(10, SCAUSE), addi(17, 0, 1), ecall()];
-    let mut h = guest(&code, &handler);
+    let mut h = timer_waiting_guest();
     h.set_host_clock(Some(vcpu::HostClock::starting_at(5_000)));
-    h.set_xreg(6, VSTVEC);
-    h.set_xreg(7, 1 << 5);
     let start = h.mtime_now();
     assert!(start >= 5_000);
     // 0.5 s of host time ahead (5 000 000 ticks at 10 MHz): far enough that a loaded host

@@ -1187,23 +1187,29 @@ mod tests {
         v
     }
 
+    /// The state `s` as format `version` (7, 8 or 9) encoded it: without `sstc` before 8,
+    /// harts without their PMP before 9, without `host_clock` before 10.
+    fn body_of_format(s: &VmState, version: u32) -> Vec<u8> {
+        let traps = (s.trap_wfi, s.trap_time, s.trap_sret, s.trap_vm);
+        let mut body = bincode::serialize(&(s.memory_mib, &s.layout, traps)).unwrap();
+        if version >= 8 {
+            body.extend(bincode::serialize(&s.sstc).unwrap());
+        }
+        if version >= 9 {
+            body.extend(bincode::serialize(&s.vcpus).unwrap());
+        } else {
+            body.extend(vcpus_without_pmp(s));
+        }
+        body.extend(bincode::serialize(&(s.clock, &s.uart, &s.input)).unwrap());
+        body
+    }
+
     /// A format 7 file (its state without `sstc`, harts without PMP) reads, as a VM
     /// without Sstc whose harts have the allow-all PMP entry.
     #[test]
     fn format_7_reads_without_sstc() {
         let (bytes, s, m) = encoded();
-        let mut body = bincode::serialize(&(
-            s.memory_mib,
-            &s.layout,
-            s.trap_wfi,
-            s.trap_time,
-            s.trap_sret,
-            s.trap_vm,
-        ))
-        .unwrap();
-        body.extend(vcpus_without_pmp(&s));
-        body.extend(bincode::serialize(&(s.clock, &s.uart, &s.input)).unwrap());
-        let mut v7 = with_body(&bytes, 7, &body);
+        let mut v7 = with_body(&bytes, 7, &body_of_format(&s, 7));
         let snap = decode(&with_crc(v7.clone())).unwrap();
         assert_eq!(
             snap.state,
@@ -1236,19 +1242,7 @@ mod tests {
     #[test]
     fn format_8_reads_with_the_allow_all_pmp() {
         let (bytes, s, m) = encoded();
-        let mut body = bincode::serialize(&(
-            s.memory_mib,
-            &s.layout,
-            s.trap_wfi,
-            s.trap_time,
-            s.trap_sret,
-            s.trap_vm,
-            s.sstc,
-        ))
-        .unwrap();
-        body.extend(vcpus_without_pmp(&s));
-        body.extend(bincode::serialize(&(s.clock, &s.uart, &s.input)).unwrap());
-        let v8 = with_body(&bytes, 8, &body);
+        let v8 = with_body(&bytes, 8, &body_of_format(&s, 8));
         let snap = decode(&with_crc(v8.clone())).unwrap();
         assert_eq!(
             snap.state,
@@ -1272,21 +1266,7 @@ mod tests {
     #[test]
     fn format_9_reads_as_virtual_time() {
         let (bytes, s, m) = encoded();
-        let body = bincode::serialize(&(
-            s.memory_mib,
-            &s.layout,
-            s.trap_wfi,
-            s.trap_time,
-            s.trap_sret,
-            s.trap_vm,
-            s.sstc,
-            &s.vcpus,
-            s.clock,
-            &s.uart,
-            &s.input,
-        ))
-        .unwrap();
-        let mut v9 = with_body(&bytes, 9, &body);
+        let mut v9 = with_body(&bytes, 9, &body_of_format(&s, 9));
         let snap = decode(&with_crc(v9.clone())).unwrap();
         assert!(s.host_clock);
         assert_eq!(
