@@ -521,15 +521,20 @@ impl Hart {
         };
         let (pa, span) = self.translate_leaf(va, kind, mode)?;
         let perm = kind.pmp_perm();
-        if !self.pmp.allows(pa, len, mode.prv, perm) {
+        let page = pa & !0xfff;
+        // The PMP verdict for the whole page decides the access too when it allows: the
+        // entry deciding for the page covers all of it, so it is also the lowest-numbered
+        // entry matching the access's bytes (which lie in the page). Otherwise the access
+        // is checked on its own.
+        let whole_page = self.pmp.allows(page, 0x1000, mode.prv, perm);
+        if !whole_page && !self.pmp.allows(pa, len, mode.prv, perm) {
             return Err(Fault::Access.exception(kind, va, mode.virt));
         }
-        let page = pa & !0xfff;
         if let Phys::Ram(page_off) = self.classify(page, 0x1000) {
             // The TLB (and the translated code entered through its fetch entries) keeps a
             // page only when the PMP allows the whole of it in this mode: every access the
             // entry then serves would pass the check. PMP CSR writes flush the TLB.
-            if self.pmp.allows(page, 0x1000, mode.prv, perm) {
+            if whole_page {
                 self.tlb.fill(kind, va, page_off, span);
             }
         }
