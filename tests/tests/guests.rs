@@ -3,7 +3,7 @@
 //! `<guest>: PASS` line and a few key lines.
 
 use vmm::machine::MachineExit;
-use vmm_tests::{check_guest, run_guest, BENCH_BUDGET, BUDGET};
+use vmm_tests::{check_guest, guest, run_guest, run_vmm_jit, BENCH_BUDGET, BUDGET};
 
 /// Asserts that `output` has a line equal to `line`.
 fn assert_line(output: &str, line: &str) {
@@ -487,4 +487,41 @@ fn pmu_benchmark_counts_are_consistent() {
     // M-mode: no translation, so no TLB misses; PDIS is off.
     assert_eq!((c(0x10019), c(0x1001b), c(0x10021)), (0, 0, 0));
     assert_eq!(c(0x118) + c(0x119) + c(0x11a) + c(0x11b), 0);
+}
+
+/// `bench_sample` (scripts/bench-sample.sh): a cycle counter overflowing every 100 000
+/// cycles of the cost model, re-armed by an M-mode LCOFI handler. Translated, each LCOFI
+/// lands on the instruction the interpreter gives (the hash of the samples' mepc values and
+/// their number are the same with `--jit off`), where blocks run up to the overflow checks
+/// and the checks move on when a block does not fit (`Hart::run_chunk`).
+#[test]
+fn sampling_benchmark_samples_as_the_interpreter_does() {
+    let path = guest("bench_sample");
+    let on = run_vmm_jit(&path, BENCH_BUDGET, true).unwrap();
+    let off = run_vmm_jit(&path, BENCH_BUDGET, false).unwrap();
+    for run in [&on, &off] {
+        assert_eq!(
+            run.exit,
+            MachineExit::Finished { code: 0 },
+            "{}",
+            run.text()
+        );
+    }
+    assert!(on.stats.translated_blocks > 0);
+    assert_eq!(off.stats.translated_blocks, 0);
+    let text = on.text();
+    assert_eq!(text, off.text(), "--jit on and off differ");
+    assert_eq!(on.stats.instret, off.stats.instret);
+    // Cycles are at least one per instruction and below two (`bench_pmu`'s counts).
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("bench_sample: "))
+        .unwrap_or_else(|| panic!("no sample line in:\n{text}"));
+    let samples: u64 = line["bench_sample: ".len()..]
+        .split(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count in {line:?}"));
+    let periods = on.stats.instret / 100_000;
+    assert!((periods..2 * periods).contains(&samples), "{line}");
 }

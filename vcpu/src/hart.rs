@@ -101,6 +101,9 @@ pub struct Hart {
     /// Translated code: a CSR write ended the block run, which ends the chunk too (as
     /// `Ctl::Break` does in the interpreter).
     pub(crate) jit_break: bool,
+    /// Translated code: the block at pc is longer than the instructions left in the chunk
+    /// (`jit_step` ran nothing): the instructions it needs, or 0.
+    pub(crate) jit_short: u64,
     /// LR reservation: physical address and the value loaded.
     pub(crate) reservation: Option<(u64, u64)>,
     /// A device load waiting for [`Hart::complete_mmio_read`].
@@ -226,6 +229,7 @@ impl Hart {
             jit_fault: false,
             pause_yields: config.pause_yields,
             jit_break: false,
+            jit_short: 0,
             reservation: None,
             pending_load: None,
             retired: 0,

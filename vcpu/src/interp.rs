@@ -73,21 +73,23 @@ impl Hart {
             // for jumps and branches, by whether the current mode records any (the mask
             // changes only on mode changes and CSR writes, which end the chunk).
             // The performance monitor likewise: its variant tallies events and runs the models.
-            // No counter can wrap before `check_at`: the chunk stops one instruction short
-            // of it, and the next chunk is that one instruction alone (so an overflow found
-            // at its end is attributed to it).
+            // No counter can wrap before `check_at` (`pmu_recount`), where the chunk stops
+            // for a check; a chunk of one instruction is the one that may wrap a counter,
+            // and an overflow found at its end is attributed to it.
+            // `hard`: where the chunk must end (budget, timer); `n` may end sooner, at the
+            // overflow check, which `run_chunk` moves on when a block does not fit before it.
+            let hard = n;
             if self.pmu.active {
-                let until = self.pmu.check_at.saturating_sub(self.vclock);
-                n = n.min(if until > 1 { until - 1 } else { 1 });
+                n = n.min(self.pmu.check_at.saturating_sub(self.vclock).max(1));
             }
             use crate::pmu::{PMU_ARMS, PMU_FULL, PMU_OFF};
             let (done, exit) = match (self.ctr_mask != 0, self.pmu_variant()) {
-                (false, PMU_OFF) => self.run_chunk::<TRACE, false, PMU_OFF>(n),
-                (true, PMU_OFF) => self.run_chunk::<TRACE, true, PMU_OFF>(n),
-                (false, PMU_ARMS) => self.run_chunk::<TRACE, false, PMU_ARMS>(n),
-                (true, PMU_ARMS) => self.run_chunk::<TRACE, true, PMU_ARMS>(n),
-                (false, _) => self.run_chunk::<TRACE, false, PMU_FULL>(n),
-                (true, _) => self.run_chunk::<TRACE, true, PMU_FULL>(n),
+                (false, PMU_OFF) => self.run_chunk::<TRACE, false, PMU_OFF>(n, hard),
+                (true, PMU_OFF) => self.run_chunk::<TRACE, true, PMU_OFF>(n, hard),
+                (false, PMU_ARMS) => self.run_chunk::<TRACE, false, PMU_ARMS>(n, hard),
+                (true, PMU_ARMS) => self.run_chunk::<TRACE, true, PMU_ARMS>(n, hard),
+                (false, _) => self.run_chunk::<TRACE, false, PMU_FULL>(n, hard),
+                (true, _) => self.run_chunk::<TRACE, true, PMU_FULL>(n, hard),
             };
             left -= done;
             if let Some(e) = exit {
@@ -97,12 +99,17 @@ impl Hart {
     }
 
     /// Execute up to `n` instructions; returns how many were executed and an exit, if any.
+    /// With the performance monitor active, `n` may end at the overflow check before `hard`:
+    /// then the check is moved on (the counters settled and the countdown recomputed) when
+    /// the next block does not fit before it, up to `hard`.
     fn run_chunk<const TRACE: bool, const CTR: bool, const PMU: u8>(
         &mut self,
         n: u64,
+        hard: u64,
     ) -> (u64, Option<VcpuExit>) {
         let start = self.vclock;
-        let end = start + n;
+        let mut end = start + n;
+        let hard_end = start + hard;
         // PMU: an overflow found at the end of a one-instruction chunk is that instruction's.
         let first_pc = self.pc;
         while self.vclock < end {
@@ -110,6 +117,7 @@ impl Hart {
             // where they end) and the monitor's events other than PDIS (which monitored
             // blocks report: `jit::x64`): run a translated block if one fits.
             if !TRACE && (PMU == PMU_OFF || self.pmu_translatable()) {
+                let soft = PMU != PMU_OFF && end < hard_end;
                 let done = self.jit_step(end - self.vclock, PMU != PMU_OFF);
                 if done != 0 {
                     self.vclock += done;
@@ -119,6 +127,25 @@ impl Hart {
                         break;
                     }
                     continue;
+                }
+                let need = std::mem::take(&mut self.jit_short);
+                if need != 0 && soft {
+                    // The block does not fit before the check: the countdown assumed every
+                    // instruction moves the counters as far as one can. Count again from
+                    // here (nothing can wrap yet) where that can make room for the block:
+                    // a new countdown cannot reach past the old one.
+                    if self.vclock != self.pmu.counted_at && end - self.pmu.counted_at >= need {
+                        if self.pmu_check(self.pc) {
+                            break;
+                        }
+                        if self.pmu.check_at <= self.vclock + 1 {
+                            // The next instruction may wrap a counter: alone, in a chunk of
+                            // its own, so that an overflow is attributed to it.
+                            break;
+                        }
+                        end = hard_end.min(self.pmu.check_at);
+                        continue;
+                    }
                 }
             }
             self.vclock += 1;

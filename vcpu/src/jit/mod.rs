@@ -241,6 +241,7 @@ unsafe extern "sysv64" fn jit_ctr_call(hart: *mut Hart, from: u64, t: u64) {
 impl Hart {
     /// Run the block at pc (and the blocks linked to it) within `left` instructions; returns
     /// the instructions completed (0: nothing ran, the interpreter executes the next one).
+    /// A block longer than `left` does not run (`Hart::jit_short` says how long it is).
     #[inline(always)]
     pub(crate) fn jit_step(&mut self, left: u64, monitored: bool) -> u64 {
         if self.jit.is_none() {
@@ -266,9 +267,13 @@ impl Hart {
         let b = if b.va == pc && b.off == key {
             b
         } else {
-            self.jit_translate(pc, off)
+            self.jit_translate(pc, off, left)
         };
         if b.code == 0 {
+            return 0;
+        }
+        if b.insns > left {
+            self.jit_short = b.insns;
             return 0;
         }
         self.jit_budget = left;
@@ -314,7 +319,7 @@ impl Hart {
         let b = if b.va == pc && b.off == key {
             b
         } else {
-            self.jit_translate(pc, off)
+            self.jit_translate(pc, off, u64::MAX)
         };
         let Some(jit) = self.jit.as_deref_mut() else {
             return;
@@ -328,10 +333,18 @@ impl Hart {
 
     /// Translate the block at `pc` (RAM offset `off`, in the fetch page) and enter it in the
     /// table.
+    ///
+    /// A block longer than `left` is not translated (`Hart::jit_short`): near the end of a
+    /// chunk the interpreter runs the rest, and translating the tails of blocks one
+    /// instruction shorter each time would be wasted.
     #[cold]
     #[inline(never)]
-    fn jit_translate(&mut self, pc: u64, off: u64) -> Block {
+    fn jit_translate(&mut self, pc: u64, off: u64, left: u64) -> Block {
         let plan = self.jit_plan(pc, off);
+        if plan.insns.len() as u64 > left {
+            self.jit_short = plan.insns.len() as u64;
+            return NO_BLOCK;
+        }
         let kind = self.jit.as_deref().map_or(0, |j| j.kind);
         let mut block = Block {
             va: pc,

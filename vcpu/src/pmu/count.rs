@@ -16,6 +16,9 @@ use crate::hart::{Hart, PrivilegeMode};
 fn max_rate(ev: Event) -> u64 {
     match ev {
         Event::Cycles => Cost::BASE + Cost::MAX_PENALTY,
+        // One instruction retires at most once (an xRET's retirement at its mode change is
+        // settled there, and the countdown recomputed).
+        Event::Instret => 1,
         // An AMO is one read and one write access.
         _ => 2,
     }
@@ -83,7 +86,10 @@ impl Hart {
     /// retires in the current mode after this (an xRET, Smcntrpmf 3 "Counter Behavior").
     /// `pc`: the instruction an overflow is attributed to.
     pub(crate) fn pmu_settle(&mut self, instret_extra: u64, pc: u64) {
-        for i in 0..32 {
+        let mut with_event = self.pmu.with_event;
+        while with_event != 0 {
+            let i = with_event.trailing_zeros() as usize;
+            with_event &= with_event - 1;
             let Some(ev) = self.pmu.event[i] else {
                 continue;
             };
@@ -170,23 +176,28 @@ impl Hart {
         self.pmu_recount();
     }
 
-    /// The overflow countdown from the current values (no counter can wrap before it ends:
-    /// the precise LCOFI of
+    /// The overflow countdown from the current values: `check_at` is the end of the
+    /// instructions none of which can wrap a counter (a counter `left` events short of
+    /// wrapping survives `(left - 1) / max_rate` instructions), or, when the very next
+    /// instruction may wrap one, the end of that instruction alone, so that an overflow
+    /// found there is attributed to it (the precise LCOFI of
     /// "Precise Local Counter Overflow Interrupt ISA Extension (Ssplcofi)").
     fn pmu_recount(&mut self) {
-        let mut cd = u64::MAX;
-        for i in 3..32 {
-            if self.pmu.counting >> i & 1 == 0 {
-                continue;
-            }
+        let mut safe = u64::MAX;
+        let mut counting = self.pmu.counting & !0b111;
+        while counting != 0 {
+            let i = counting.trailing_zeros() as usize;
+            counting &= counting - 1;
             let Some(ev) = self.pmu.event[i] else {
                 continue;
             };
             let left = self.counter(i).wrapping_neg();
             let left = if left == 0 { u64::MAX } else { left };
-            cd = cd.min((left / max_rate(ev)).max(1));
+            safe = safe.min((left - 1) / max_rate(ev));
         }
-        self.pmu.check_at = self.vclock.saturating_add(cd);
+        self.pmu.may_wrap = safe == 0;
+        self.pmu.check_at = self.vclock.saturating_add(safe.max(1));
+        self.pmu.counted_at = self.vclock;
     }
 
     /// Settle, detect overflows and recompute the countdown; returns whether an LCOFI was
@@ -195,7 +206,12 @@ impl Hart {
     #[cold]
     #[inline(never)]
     pub(crate) fn pmu_check(&mut self, pc: u64) -> bool {
-        self.pmu_settle(0, pc);
+        // Up to `check_at` no counter can have wrapped unless the countdown said the
+        // instruction ending there may: only then must the counters be settled to find out
+        // (they are read as value + growth since the last settling either way).
+        if self.pmu.may_wrap || self.vclock > self.pmu.check_at {
+            self.pmu_settle(0, pc);
+        }
         self.pmu_recount();
         std::mem::take(&mut self.pmu.brk)
     }

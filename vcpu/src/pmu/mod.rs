@@ -171,6 +171,8 @@ pub(crate) struct Pmu {
     pub(crate) config: PmuConfig,
     /// Event of each counter (`None`: it counts nothing).
     event: [Option<Event>; 32],
+    /// The counters whose `event` is not `None`, as a bit set.
+    with_event: u32,
     /// Counters counting in the current mode (bit i).
     counting: u32,
     /// Whether some programmable counter counts in some mode, or PDIS counts: the models
@@ -181,6 +183,10 @@ pub(crate) struct Pmu {
     /// The virtual clock (instruction slots) at which to check for overflow next: no
     /// counter can wrap in fewer instructions.
     pub(crate) check_at: u64,
+    /// The virtual clock when `check_at` was computed.
+    pub(crate) counted_at: u64,
+    /// The instruction ending at `check_at` may wrap a counter (else none before it can).
+    may_wrap: bool,
     /// Work is due on every instruction, not only on loads, stores and control transfers
     /// (the ITLB model while fetches are translated, or PDIS counting in this mode).
     every_insn: bool,
@@ -205,10 +211,13 @@ impl Pmu {
             state: PmuState::default(),
             config,
             event: [None; 32],
+            with_event: 0,
             counting: 0,
             active: false,
             filtering: false,
             check_at: u64::MAX,
+            counted_at: 0,
+            may_wrap: false,
             every_insn: false,
             brk: false,
             fetch_tag: None,
@@ -230,6 +239,9 @@ impl Pmu {
                 _ => events::from_selector(self.state.mhpmevent[i] & EVENT_SELECT),
             };
         }
+        self.with_event = (0..32)
+            .filter(|&i| self.event[i].is_some())
+            .fold(0, |m, i| m | 1 << i);
     }
 
     /// The mode-filter register of counter `i`.
