@@ -100,8 +100,9 @@ impl Hart {
 
     /// Execute up to `n` instructions; returns how many were executed and an exit, if any.
     /// With the performance monitor active, `n` may end at the overflow check before `hard`:
-    /// then the check is moved on (the counters settled and the countdown recomputed) when
-    /// the next block does not fit before it, up to `hard`.
+    /// where no counter can have wrapped, the countdown is recomputed there (or sooner, when
+    /// the next block does not fit before it) and the chunk goes on, up to `hard`; the
+    /// instruction that may wrap a counter runs alone in the next chunk.
     fn run_chunk<const TRACE: bool, const CTR: bool, const PMU: u8>(
         &mut self,
         n: u64,
@@ -112,7 +113,25 @@ impl Hart {
         let hard_end = start + hard;
         // PMU: an overflow found at the end of a one-instruction chunk is that instruction's.
         let first_pc = self.pc;
-        while self.vclock < end {
+        loop {
+            if self.vclock >= end {
+                // At the overflow check before the chunk's hard end, where no counter can
+                // have wrapped: count down again and go on, in the same chunk.
+                if PMU != PMU_OFF
+                    && end < hard_end
+                    && self.vclock == self.pmu.check_at
+                    && !self.pmu.may_wrap()
+                {
+                    // The next instruction may wrap a counter: alone, in a chunk of its
+                    // own, so that an overflow is attributed to it.
+                    if self.pmu_check(self.pc) || self.pmu.may_wrap() {
+                        break;
+                    }
+                    end = hard_end.min(self.pmu.check_at);
+                    continue;
+                }
+                break;
+            }
             // Nothing to observe per instruction but CTR transfers (which blocks record
             // where they end) and the monitor's events other than PDIS (which monitored
             // blocks report: `jit::x64`): run a translated block if one fits.
@@ -135,12 +154,7 @@ impl Hart {
                     // here (nothing can wrap yet) where that can make room for the block:
                     // a new countdown cannot reach past the old one.
                     if self.vclock != self.pmu.counted_at && end - self.pmu.counted_at >= need {
-                        if self.pmu_check(self.pc) {
-                            break;
-                        }
-                        if self.pmu.check_at <= self.vclock + 1 {
-                            // The next instruction may wrap a counter: alone, in a chunk of
-                            // its own, so that an overflow is attributed to it.
+                        if self.pmu_check(self.pc) || self.pmu.may_wrap() {
                             break;
                         }
                         end = hard_end.min(self.pmu.check_at);

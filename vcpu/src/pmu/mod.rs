@@ -253,6 +253,11 @@ impl Pmu {
         }
     }
 
+    /// The instruction ending at `check_at` may wrap a counter.
+    pub(crate) fn may_wrap(&self) -> bool {
+        self.may_wrap
+    }
+
     /// The `mstateen0` bit of PDIS.
     pub(crate) fn stateen_bit(&self) -> u64 {
         1 << self.config.numbers.stateen_pdis_bit
