@@ -6,13 +6,16 @@
 //! |---------------|-----------|-------------------------------------------------|
 //! | `0x0010_0000` | `0x1000`  | SiFive test finisher ([`crate::devices::finisher`])   |
 //! | `0x0200_0000` | `0x10000` | CLINT ([`crate::devices::clint`])                     |
+//! | `0x0c00_0000` | `0x600000`| PLIC ([`crate::devices::plic`])                       |
 //! | `0x1000_0000` | `0x100`   | ns16550a UART ([`crate::devices::uart`])              |
 //! | `0x8000_0000` | `--memory`| RAM                                             |
 //! | `tohost`/`fromhost` | 8 + 8 | HTIF ([`crate::devices::htif`]), if the ELF defines `tohost` |
 //!
-//! Everything else raises an access fault in the hart. There is no interrupt controller: the
-//! UART's interrupt is not delivered, and the only interrupts are the CLINT's timer and
-//! software interrupts. The hart starts in M-mode at the ELF entry point with `a0` = hart id
+//! Everything else raises an access fault in the hart. The CLINT drives the timer and
+//! software interrupts; the PLIC the external ones: the UART's interrupt is its source 10,
+//! its context 0 drives `mip.MEIP` and context 1 `mip.SEIP`. The levels are brought up to
+//! date after every device access and when console input arrives
+//! ([`Machine::enqueue_input`]). The hart starts in M-mode at the ELF entry point with `a0` = hart id
 //! (0) and `a1` = 0 (there is no device tree). Time is virtual (see [`crate::devices::clint`]).
 
 use std::path::Path;
@@ -28,6 +31,7 @@ use crate::devices::bus::{mask_read, MmioBus};
 use crate::devices::clint::Clint;
 use crate::devices::finisher::{Finisher, FinisherCommand};
 use crate::devices::htif::{Htif, HtifOutcome};
+use crate::devices::plic::{Plic, UART_SOURCE};
 use crate::devices::uart::Uart;
 use crate::devices::Console;
 use crate::error::Error;
@@ -179,6 +183,7 @@ pub struct Machine {
     uart: Uart,
     finisher: Finisher,
     clint: Clint,
+    plic: Plic,
     htif: Option<Htif>,
     /// Where each device's window is.
     bus: MmioBus<Device>,
@@ -225,6 +230,7 @@ impl Machine {
         }
         bus.insert(FINISHER_BASE, FINISHER_SIZE, Device::Finisher)?;
         bus.insert(CLINT_BASE, CLINT_SIZE, Device::Clint)?;
+        bus.insert(PLIC_BASE, PLIC_SIZE, Device::Plic)?;
         bus.insert(UART_BASE, UART_SIZE, Device::Uart)?;
 
         let hart_config = HartConfig {
@@ -250,6 +256,7 @@ impl Machine {
             uart: Uart::new(console),
             finisher: Finisher,
             clint: Clint::default(),
+            plic: Plic::default(),
             htif,
             bus,
             max_insns: config.max_insns,
@@ -267,6 +274,26 @@ impl Machine {
     /// Guest RAM.
     pub fn memory(&self) -> &GuestMemoryMmap {
         &self.mem
+    }
+
+    /// Console input: puts bytes in the UART's receive buffer, as many as fit, and returns
+    /// how many. With the UART's received-data interrupt enabled, this raises PLIC source
+    /// 10, which wakes a hart waiting in WFI when the PLIC routes it to the hart: the next
+    /// [`Machine::run`] takes the interrupt (after a run that ended in
+    /// [`Error::WaitForever`], it resumes after the WFI).
+    pub fn enqueue_input(&mut self, bytes: &[u8]) -> usize {
+        let n = self.uart.enqueue_input(bytes);
+        self.update_interrupts();
+        n
+    }
+
+    /// Brings the interrupt lines up to date: the UART's level into the PLIC, the PLIC's
+    /// contexts into the hart's external interrupt lines.
+    fn update_interrupts(&mut self) {
+        self.plic
+            .set_level(UART_SOURCE, self.uart.interrupt_level());
+        self.hart.set_meip(self.plic.notification(0));
+        self.hart.set_seip(self.plic.notification(1));
     }
 
     /// A handle that stops [`Machine::run`] from another thread (it then returns
@@ -389,6 +416,11 @@ impl Machine {
                 0
             }
             (Some((Device::Uart, off)), None) => self.uart.read(off, size),
+            (Some((Device::Plic, off)), Some(value)) => {
+                self.plic.write(off, size, value);
+                0
+            }
+            (Some((Device::Plic, off)), None) => self.plic.read(off, size),
             (Some((Device::Clint, off)), Some(value)) => {
                 self.clint.write(off, size, value, &mut self.hart);
                 0
@@ -412,6 +444,7 @@ impl Machine {
         if write.is_none() {
             self.hart.complete_mmio_read(mask_read(read_value, size));
         }
+        self.update_interrupts();
         Ok(exit)
     }
 }
@@ -422,6 +455,7 @@ enum Device {
     Htif,
     Uart,
     Clint,
+    Plic,
     Finisher,
 }
 
