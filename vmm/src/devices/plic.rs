@@ -132,7 +132,7 @@ enum Reg {
 }
 
 fn locate(offset: u64, size: u8) -> Reg {
-    if size != 4 || offset % 4 != 0 {
+    if size != 4 || !offset.is_multiple_of(4) {
         return Reg::None;
     }
     match offset {
