@@ -3,7 +3,7 @@
 //! Registers are 8 bits wide at offsets 0..8 of the window (no register shift, like QEMU's
 //! `virt`). Only byte accesses are accepted. Output goes to the [`Console`] given by the caller.
 //! Input exists only when the caller feeds it ([`Uart::enqueue_input`], used by `vmm run`
-//! and [`crate::machine::Machine::enqueue_input`]). The line status register always shows the
+//! and by `vmm machine`, [`crate::machine::Machine::enqueue_input`]). The line status register always shows the
 //! transmitter empty and idle, so guests that poll it before each byte make progress.
 //!
 //! The interrupt output is modelled here, not by `vm-superio` (whose IIR clears every
@@ -113,6 +113,11 @@ impl Uart {
         } else {
             id
         }
+    }
+
+    /// Whether the received-data interrupt is enabled (IER bit 0).
+    pub fn receive_interrupt_enabled(&self) -> bool {
+        self.registers().0 & IER_RDA != 0
     }
 
     /// The interrupt output: a condition is pending and enabled.

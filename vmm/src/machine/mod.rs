@@ -15,7 +15,9 @@
 //! software interrupts; the PLIC the external ones: the UART's interrupt is its source 10,
 //! its context 0 drives `mip.MEIP` and context 1 `mip.SEIP`. The levels are brought up to
 //! date after every device access and when console input arrives
-//! ([`Machine::enqueue_input`]). The hart starts in M-mode at the ELF entry point with `a0` = hart id
+//! ([`Machine::enqueue_input`]; [`MachineConfig::input`], standard input for `vmm machine`,
+//! is moved into the UART between chunks, and a WFI that only console input can end waits
+//! for it while more may come). The hart starts in M-mode at the ELF entry point with `a0` = hart id
 //! (0) and `a1` = 0 (there is no device tree). Time is virtual (see [`crate::devices::clint`]).
 
 use std::path::Path;
@@ -26,6 +28,7 @@ use vcpu_api::{MmioAccess, VcpuExit};
 use vm_memory::{Bytes, GuestAddress, GuestMemoryMmap};
 
 pub use crate::layout::*;
+pub use input::MachineInput;
 
 use crate::devices::bus::{mask_read, MmioBus};
 use crate::devices::clint::Clint;
@@ -57,6 +60,8 @@ pub struct MachineConfig {
     /// `--symbols`: the program's symbols for gdb's `monitor ctr`; `None`: with a debugger
     /// stub, the program's own symbol table, if it has one.
     pub symbols: Option<std::sync::Arc<crate::symbols::Symbols>>,
+    /// Console input for the UART (`vmm machine`: standard input); `None`: none.
+    pub input: Option<MachineInput>,
 }
 
 impl std::fmt::Debug for Machine {
@@ -79,6 +84,7 @@ impl Default for MachineConfig {
             jit: true,
             perf_map: false,
             symbols: None,
+            input: None,
         }
     }
 }
@@ -193,6 +199,8 @@ pub struct Machine {
     executed: u64,
     /// The program's symbols, for gdb's `monitor ctr`.
     symbols: Option<std::sync::Arc<crate::symbols::Symbols>>,
+    /// Console input, moved into the UART between chunks.
+    input: Option<MachineInput>,
 }
 
 impl Machine {
@@ -263,6 +271,7 @@ impl Machine {
             timeout: config.timeout,
             executed: 0,
             symbols: config.symbols.clone(),
+            input: config.input.clone(),
         })
     }
 
@@ -285,6 +294,58 @@ impl Machine {
         let n = self.uart.enqueue_input(bytes);
         self.update_interrupts();
         n
+    }
+
+    /// Moves console input waiting in [`MachineConfig::input`] into the UART, as much as
+    /// fits.
+    fn feed_input(&mut self) {
+        let Some(input) = &self.input else {
+            return;
+        };
+        let mut buf = [0u8; 64];
+        let room = self.uart.input_room().min(buf.len());
+        let n = input.pop_into(&mut buf[..room]);
+        if n > 0 {
+            self.enqueue_input(&buf[..n]);
+        }
+    }
+
+    /// After a WFI that nothing else can end: waits for console input when the UART's
+    /// received-data interrupt is enabled and input may still come. Returns `None` when the
+    /// hart should run again (input arrived, or a stop was requested, which the next run
+    /// reports), the time limit's end when it passed, and `Some(Err)` when nothing can wake
+    /// the hart.
+    fn wait_for_input(
+        &mut self,
+        deadline: Option<(Duration, Instant)>,
+    ) -> Option<Result<MachineExit, Error>> {
+        const POLL: Duration = Duration::from_millis(5);
+        // The WFI has retired: it is the instruction before pc (WFI has no compressed form).
+        let forever = Err(Error::WaitForever {
+            hart: HART_ID,
+            pc: self.hart.pc().wrapping_sub(4),
+        });
+        let stop = self.hart.stop_handle();
+        loop {
+            let waiting = self.input.as_ref().is_some_and(MachineInput::may_have_more);
+            if !waiting || !self.uart.receive_interrupt_enabled() {
+                return Some(forever);
+            }
+            self.feed_input();
+            if self.uart.interrupt_level() || stop.is_requested() {
+                return None;
+            }
+            if let Some((limit, at)) = deadline {
+                if Instant::now() >= at {
+                    return Some(Ok(MachineExit::TimedOut {
+                        limit,
+                        insns: self.executed,
+                        pc: self.hart.pc(),
+                    }));
+                }
+            }
+            std::thread::sleep(POLL);
+        }
     }
 
     /// Brings the interrupt lines up to date: the UART's level into the PLIC, the PLIC's
@@ -354,25 +415,27 @@ impl Machine {
             }
             None => max,
         };
+        self.feed_input();
         let exit = self.hart.run(chunk);
         // Handle the exit first: a device load is executed when it is completed.
-        let outcome = self.handle_exit(exit);
+        let outcome = self.handle_exit(exit, deadline);
         self.executed = self.hart.executed();
         outcome
     }
 
     /// Acts on one exit of [`Hart::run`]; returns the run's end if this exit is one.
-    fn handle_exit(&mut self, exit: VcpuExit) -> Result<Option<MachineExit>, Error> {
+    fn handle_exit(
+        &mut self,
+        exit: VcpuExit,
+        deadline: Option<(Duration, Instant)>,
+    ) -> Result<Option<MachineExit>, Error> {
         match exit {
             VcpuExit::Mmio(access) => self.mmio(access),
             VcpuExit::Wfi => {
                 if self.hart.skip_to_timer() {
                     Ok(None)
                 } else {
-                    // The WFI has retired: it is the instruction before pc (WFI has no
-                    // compressed form).
-                    let pc = self.hart.pc().wrapping_sub(4);
-                    Err(Error::WaitForever { hart: HART_ID, pc })
+                    self.wait_for_input(deadline).transpose()
                 }
             }
             VcpuExit::BudgetExhausted => Ok(None),
@@ -471,6 +534,7 @@ fn ram_bytes(mib: u64) -> Result<u64, Error> {
 }
 
 pub mod gdb;
+mod input;
 
 #[cfg(test)]
 mod tests;

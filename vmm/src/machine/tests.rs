@@ -502,3 +502,52 @@ fn hostile_plic_accesses_read_zero() {
     assert_eq!(m.hart().xreg(A0 as usize), 0);
     assert_eq!(m.plic, Plic::default());
 }
+
+/// With console input configured, a hart waiting in WFI with the UART's received-data
+/// interrupt enabled waits for the input (pushed here from another thread) instead of ending
+/// the run; once the input is closed and empty, such a wait is forever again.
+#[test]
+fn wfi_waits_for_console_input_while_it_may_come() {
+    const CSR_MIE_MEIE: i32 = 1 << 11;
+    let plic = PLIC_BASE as u32 >> 12;
+    let uart = UART_BASE as u32 >> 12;
+    let mut code = vec![lui(T0, plic), addi(T1, 0, 1), sw(T1, T0, 40)];
+    code.extend([
+        lui(T2, 0x2),
+        add(T2, T0, T2),
+        addi(T1, 0, 1 << 10),
+        sw(T1, T2, 0),
+    ]);
+    code.extend([lui(T0, uart), addi(T1, 0, 1), sb(T1, T0, 1)]);
+    code.extend([addi(T1, 0, CSR_MIE_MEIE), csrw(CSR_MIE, T1)]);
+    // Loop: wait, claim, echo the byte, complete.
+    code.extend([
+        wfi(),
+        lui(T0, plic),
+        lui(T2, 0x200),
+        add(T2, T0, T2),
+        lw(A0, T2, 4),
+    ]);
+    code.extend([lui(T0, uart), lbu(T1, T0, 0), sb(T1, T0, 0), sw(A0, T2, 4)]);
+    code.push(jal(0, -4 * 9));
+    let input = MachineInput::new();
+    let config = MachineConfig {
+        max_insns: Some(1_000_000),
+        input: Some(input.clone()),
+        ..MachineConfig::default()
+    };
+    let (mut m, out) = machine_with(&elf(&code), &config);
+    let feeder = std::thread::spawn(move || {
+        for b in [b"a", b"b"] {
+            std::thread::sleep(Duration::from_millis(30));
+            input.push(b);
+        }
+        input.close();
+    });
+    match m.run() {
+        Err(Error::WaitForever { .. }) => {}
+        other => panic!("{other:?}"),
+    }
+    feeder.join().unwrap();
+    assert_eq!(out.contents(), b"ab");
+}
