@@ -17,8 +17,8 @@
 //! date after every device access and when console input arrives
 //! ([`Machine::enqueue_input`]; [`MachineConfig::input`], standard input for `vmm machine`,
 //! is moved into the UART between chunks, and a WFI that only console input can end waits
-//! for it while more may come). The hart starts in M-mode at the ELF entry point with `a0` = hart id
-//! (0) and `a1` = 0 (there is no device tree). Time is virtual (see [`crate::devices::clint`]).
+//! for it while more may come). The hart starts in M-mode at the ELF entry point with
+//! `a0` = hart id (0) and `a1` = 0 (there is no device tree). Time is virtual (see [`crate::devices::clint`]).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -297,10 +297,10 @@ impl Machine {
     }
 
     /// Moves console input waiting in [`MachineConfig::input`] into the UART, as much as
-    /// fits.
-    fn feed_input(&mut self) {
+    /// fits; returns how many bytes.
+    fn feed_input(&mut self) -> usize {
         let Some(input) = &self.input else {
-            return;
+            return 0;
         };
         let mut buf = [0u8; 64];
         let room = self.uart.input_room().min(buf.len());
@@ -308,12 +308,13 @@ impl Machine {
         if n > 0 {
             self.enqueue_input(&buf[..n]);
         }
+        n
     }
 
     /// After a WFI that nothing else can end: waits for console input when the UART's
     /// received-data interrupt is enabled and input may still come. Returns `None` when the
     /// hart should run again (input arrived, or a stop was requested, which the next run
-    /// reports), the time limit's end when it passed, and `Some(Err)` when nothing can wake
+    /// reports; the hart resumes after the WFI), the time limit's end when it passed, and `Some(Err)` when nothing can wake
     /// the hart.
     fn wait_for_input(
         &mut self,
@@ -331,8 +332,7 @@ impl Machine {
             if !waiting || !self.uart.receive_interrupt_enabled() {
                 return Some(forever);
             }
-            self.feed_input();
-            if self.uart.interrupt_level() || stop.is_requested() {
+            if self.feed_input() > 0 || stop.is_requested() {
                 return None;
             }
             if let Some((limit, at)) = deadline {
