@@ -74,6 +74,7 @@ const COMPARED: &[&str] = &[
     "isa",
     "decode",
     "devices",
+    "plic",
     "bench",
     "bench_fp",
     "h_csr",

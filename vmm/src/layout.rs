@@ -20,6 +20,11 @@ pub const CLINT_BASE: u64 = 0x200_0000;
 /// Size of the CLINT window.
 pub const CLINT_SIZE: u64 = 0x1_0000;
 
+/// PLIC (platform-level interrupt controller).
+pub const PLIC_BASE: u64 = 0x0c00_0000;
+/// Size of the PLIC window.
+pub const PLIC_SIZE: u64 = 0x60_0000;
+
 /// ns16550a UART.
 pub const UART_BASE: u64 = 0x1000_0000;
 /// Size of the UART window.

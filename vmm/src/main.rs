@@ -728,6 +728,7 @@ fn run_machine(args: MachineArgs) -> ExitCode {
         trace_range: args.trace.range(),
         jit: args.jit,
         perf_map: args.perf_map,
+        input: Some(machine::MachineInput::stdin()),
     };
     let console = Box::new(std::io::stdout());
     let gdb = args.gdb.options();

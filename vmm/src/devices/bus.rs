@@ -8,7 +8,7 @@
 //!
 //! rust-vmm's `vm-device` bus was considered: it is also a map from ranges to devices, but
 //! it matches single addresses, not accesses that must fit in a window, and it would be a
-//! dependency for a handful of windows; a lookup here is a scan of at most four entries.
+//! dependency for a handful of windows; a lookup here is a scan of at most six entries.
 
 use crate::backend::MmioRange;
 

@@ -2,12 +2,22 @@
 //!
 //! Registers are 8 bits wide at offsets 0..8 of the window (no register shift, like QEMU's
 //! `virt`). Only byte accesses are accepted. Output goes to the [`Console`] given by the caller.
-//! Input exists only when the caller feeds it ([`Uart::enqueue_input`], used by `vmm run`);
-//! `vmm machine` has none. The line status register always shows the transmitter empty and idle,
-//! so guests that poll it before each byte make progress.
+//! Input exists only when the caller feeds it ([`Uart::enqueue_input`], used by `vmm run`
+//! and by `vmm machine`, [`crate::machine::Machine::enqueue_input`]). The line status register always shows the
+//! transmitter empty and idle, so guests that poll it before each byte make progress.
 //!
-//! No interrupt controller is modelled in machine mode, so the UART's interrupt line goes
-//! nowhere ([`NoInterrupt`]): guests must poll.
+//! The interrupt output is modelled here, not by `vm-superio` (whose IIR clears every
+//! condition on a read and reports two at once), as a 16550 and QEMU's `virt` UART behave:
+//! - received data available (IER bit 0): pending while the receive buffer holds data;
+//! - transmitter holding register empty (IER bit 1): becomes pending when a byte is written
+//!   to THR (it is sent at once) and when the bit is enabled; cleared by an IIR read that
+//!   reports it, by a THR write, or by disabling it.
+//!
+//! IIR reports the highest-priority pending condition (received data `0x04`, then THR empty
+//! `0x02`, else `0x01`, "no interrupt"), with bits 7:6 set while FCR bit 0 (FIFO enable) is
+//! set. [`Uart::interrupt_level`] is the interrupt line: any condition pending. `vmm machine`
+//! wires it to the PLIC's source 10 ([`crate::devices::plic`]); `vmm run` leaves it
+//! unconnected.
 
 use vm_superio::serial::NoEvents;
 use vm_superio::{Serial, Trigger};
@@ -18,7 +28,7 @@ use crate::persist::{FieldError, Persist};
 /// Number of registers; the rest of the window reads as 0.
 const REGISTERS: u64 = 8;
 
-/// An interrupt line connected to nothing.
+/// `vm-superio`'s interrupt callback, unused: the level is [`Uart::interrupt_level`].
 #[derive(Debug, Default, Clone, Copy)]
 pub struct NoInterrupt;
 
@@ -31,7 +41,9 @@ impl Trigger for NoInterrupt {
 }
 
 /// A snapshot of the UART: vm-superio's registers (divisor low/high, IER, IIR, LCR, LSR,
-/// MCR, MSR, scratch) and receive FIFO.
+/// MCR, MSR, scratch) and receive FIFO. The IIR byte holds this model's interrupt state: bit
+/// 1 the pending THR-empty condition, bits 7:6 FIFO enable (0 in snapshots of older versions,
+/// which read the same way).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct UartState {
     /// The registers, in the order above.
@@ -46,9 +58,29 @@ impl std::fmt::Debug for Uart {
     }
 }
 
+/// Register offsets and bits used by the interrupt model.
+const THR: u64 = 0;
+const IER: u64 = 1;
+const IIR_FCR: u64 = 2;
+const LCR: u8 = 3;
+const LSR: u8 = 5;
+const LCR_DLAB: u8 = 0x80;
+const LSR_DATA_READY: u8 = 0x01;
+const IER_RDA: u8 = 0x01;
+const IER_THRE: u8 = 0x02;
+const IIR_NONE: u8 = 0x01;
+const IIR_THRE: u8 = 0x02;
+const IIR_RDA: u8 = 0x04;
+const IIR_FIFO: u8 = 0xc0;
+const FCR_FIFO_ENABLE: u8 = 0x01;
+
 /// The UART device.
 pub struct Uart {
     serial: Serial<NoInterrupt, NoEvents, Console>,
+    /// The THR-empty condition is pending.
+    thre_pending: bool,
+    /// FCR bit 0.
+    fifo_enabled: bool,
 }
 
 impl Uart {
@@ -56,7 +88,41 @@ impl Uart {
     pub fn new(console: Console) -> Self {
         Uart {
             serial: Serial::new(NoInterrupt, console),
+            thre_pending: false,
+            fifo_enabled: false,
         }
+    }
+
+    fn registers(&self) -> (u8, u8, u8) {
+        let s = self.serial.state();
+        (s.interrupt_enable, s.line_control, s.line_status)
+    }
+
+    /// The interrupt identification: the highest-priority enabled pending condition.
+    fn identification(&self) -> u8 {
+        let (ier, _, lsr) = self.registers();
+        let id = if ier & IER_RDA != 0 && lsr & LSR_DATA_READY != 0 {
+            IIR_RDA
+        } else if ier & IER_THRE != 0 && self.thre_pending {
+            IIR_THRE
+        } else {
+            IIR_NONE
+        };
+        if self.fifo_enabled {
+            id | IIR_FIFO
+        } else {
+            id
+        }
+    }
+
+    /// Whether the received-data interrupt is enabled (IER bit 0).
+    pub fn receive_interrupt_enabled(&self) -> bool {
+        self.registers().0 & IER_RDA != 0
+    }
+
+    /// The interrupt output: a condition is pending and enabled.
+    pub fn interrupt_level(&self) -> bool {
+        self.identification() & 0x0f != IIR_NONE
     }
 
     /// The console output, for other devices that print (HTIF).
@@ -82,10 +148,6 @@ impl Uart {
     /// console interface that shares the input); returns how many. Nothing is taken while the
     /// divisor latch is selected, since offset 0 is then the divisor.
     pub fn take_input(&mut self, buf: &mut [u8]) -> usize {
-        const LCR: u8 = 3;
-        const LSR: u8 = 5;
-        const LCR_DLAB: u8 = 0x80;
-        const LSR_DATA_READY: u8 = 0x01;
         if self.serial.read(LCR) & LCR_DLAB != 0 {
             return 0;
         }
@@ -108,6 +170,13 @@ impl Uart {
         if offset >= REGISTERS {
             return 0;
         }
+        if offset == IIR_FCR {
+            let iir = self.identification();
+            if iir & 0x0f == IIR_THRE {
+                self.thre_pending = false;
+            }
+            return u64::from(iir);
+        }
         u64::from(self.serial.read(offset as u8))
     }
 
@@ -120,7 +189,23 @@ impl Uart {
         if offset >= REGISTERS {
             return;
         }
-        if let Err(e) = self.serial.write(offset as u8, value as u8) {
+        let value = value as u8;
+        let (ier, lcr, _) = self.registers();
+        let dlab = lcr & LCR_DLAB != 0;
+        match offset {
+            IIR_FCR => self.fifo_enabled = value & FCR_FIFO_ENABLE != 0,
+            // The byte leaves at once, so THR is empty again.
+            THR if !dlab => self.thre_pending = true,
+            IER if !dlab => {
+                if value & IER_THRE == 0 {
+                    self.thre_pending = false;
+                } else if ier & IER_THRE == 0 {
+                    self.thre_pending = true;
+                }
+            }
+            _ => {}
+        }
+        if let Err(e) = self.serial.write(offset as u8, value) {
             log::warn!("uart: console output failed: {e}");
         }
     }
@@ -139,7 +224,12 @@ impl Persist for Uart {
                 s.baud_divisor_low,
                 s.baud_divisor_high,
                 s.interrupt_enable,
-                s.interrupt_identification,
+                if self.fifo_enabled { IIR_FIFO } else { 0 }
+                    | if self.thre_pending {
+                        IIR_THRE
+                    } else {
+                        IIR_NONE
+                    },
                 s.line_control,
                 s.line_status,
                 s.modem_control,
@@ -171,7 +261,11 @@ impl Persist for Uart {
                 value: state.in_buffer.len() as u64,
                 reason: "bytes are more than the receive FIFO holds",
             })?;
-        Ok(Uart { serial })
+        Ok(Uart {
+            serial,
+            thre_pending: r[3] & IIR_THRE != 0,
+            fifo_enabled: r[3] & IIR_FIFO != 0,
+        })
     }
 }
 
@@ -240,6 +334,75 @@ mod tests {
         let n = uart.enqueue_input(&big);
         assert!(n > 0 && n < 200, "FIFO is bounded ({n})");
         assert_eq!(uart.enqueue_input(&big), 0);
+    }
+
+    /// IER/IIR as a 16550 (and QEMU's `virt` UART) behave: THR empty on enabling and after
+    /// each byte, cleared by the IIR read reporting it; received data before THR empty and
+    /// pending while data is there; bits 7:6 follow FCR bit 0; the level follows IIR.
+    #[test]
+    fn interrupt_identification_and_level() {
+        let mut uart = Uart::new(Box::new(SharedBuf::default()));
+        assert_eq!(uart.read(2, 1), 0x01);
+        assert!(!uart.interrupt_level());
+        uart.write(1, 1, 0x02);
+        assert!(uart.interrupt_level());
+        assert_eq!(uart.read(2, 1), 0x02);
+        assert_eq!(
+            uart.read(2, 1),
+            0x01,
+            "the read reporting THR empty clears it"
+        );
+        assert!(!uart.interrupt_level());
+        uart.write(1, 1, 0x02);
+        assert!(
+            !uart.interrupt_level(),
+            "IER rewritten with THRE still on: no new edge"
+        );
+        uart.write(0, 1, u64::from(b'x'));
+        assert!(uart.interrupt_level(), "THR empty again after the byte");
+        uart.write(1, 1, 0);
+        assert!(!uart.interrupt_level(), "disabled");
+        uart.write(1, 1, 0x03);
+        uart.enqueue_input(b"ab");
+        assert_eq!(uart.read(2, 1), 0x04, "received data first");
+        assert_eq!(uart.read(2, 1), 0x04, "while data is there");
+        assert_eq!(uart.read(0, 1), u64::from(b'a'));
+        assert_eq!(uart.read(2, 1), 0x04);
+        assert_eq!(uart.read(0, 1), u64::from(b'b'));
+        assert_eq!(uart.read(2, 1), 0x02, "THR empty was kept");
+        assert_eq!(uart.read(2, 1), 0x01);
+        uart.write(2, 1, 0x07);
+        assert_eq!(uart.read(2, 1), 0xc1);
+        uart.write(1, 1, 0x01);
+        uart.enqueue_input(b"c");
+        assert!(uart.interrupt_level());
+        uart.write(1, 1, 0);
+        assert!(!uart.interrupt_level(), "received data masked");
+        assert_eq!(uart.read(2, 1), 0xc1);
+        uart.write(2, 1, 0);
+        assert_eq!(uart.read(2, 1), 0x01);
+        // The divisor latch hides IER and THR.
+        uart.write(3, 1, 0x80);
+        uart.write(1, 1, 0x02);
+        uart.write(0, 1, 0x01);
+        uart.write(3, 1, 0x03);
+        assert!(!uart.interrupt_level());
+        assert_eq!(uart.read(1, 1), 0);
+    }
+
+    /// The interrupt state survives a snapshot.
+    #[test]
+    fn interrupt_state_is_saved() {
+        let mut uart = Uart::new(Box::new(std::io::sink()));
+        uart.write(2, 1, 1);
+        uart.write(1, 1, 2);
+        let restored = Uart::restore(&uart.save(), Box::new(std::io::sink())).unwrap();
+        assert!(restored.interrupt_level());
+        let mut restored = restored;
+        assert_eq!(restored.read(2, 1), 0xc2);
+        assert_eq!(restored.read(2, 1), 0xc1);
+        let again = Uart::restore(&restored.save(), Box::new(std::io::sink())).unwrap();
+        assert!(!again.interrupt_level());
     }
 
     #[test]

@@ -6,14 +6,19 @@
 //! |---------------|-----------|-------------------------------------------------|
 //! | `0x0010_0000` | `0x1000`  | SiFive test finisher ([`crate::devices::finisher`])   |
 //! | `0x0200_0000` | `0x10000` | CLINT ([`crate::devices::clint`])                     |
+//! | `0x0c00_0000` | `0x600000`| PLIC ([`crate::devices::plic`])                       |
 //! | `0x1000_0000` | `0x100`   | ns16550a UART ([`crate::devices::uart`])              |
 //! | `0x8000_0000` | `--memory`| RAM                                             |
 //! | `tohost`/`fromhost` | 8 + 8 | HTIF ([`crate::devices::htif`]), if the ELF defines `tohost` |
 //!
-//! Everything else raises an access fault in the hart. There is no interrupt controller: the
-//! UART's interrupt is not delivered, and the only interrupts are the CLINT's timer and
-//! software interrupts. The hart starts in M-mode at the ELF entry point with `a0` = hart id
-//! (0) and `a1` = 0 (there is no device tree). Time is virtual (see [`crate::devices::clint`]).
+//! Everything else raises an access fault in the hart. The CLINT drives the timer and
+//! software interrupts; the PLIC the external ones: the UART's interrupt is its source 10,
+//! its context 0 drives `mip.MEIP` and context 1 `mip.SEIP`. The levels are brought up to
+//! date after every device access and when console input arrives
+//! ([`Machine::enqueue_input`]; [`MachineConfig::input`], standard input for `vmm machine`,
+//! is moved into the UART between chunks, and a WFI that only console input can end waits
+//! for it while more may come). The hart starts in M-mode at the ELF entry point with
+//! `a0` = hart id (0) and `a1` = 0 (there is no device tree). Time is virtual (see [`crate::devices::clint`]).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -23,11 +28,13 @@ use vcpu_api::{MmioAccess, VcpuExit};
 use vm_memory::{Bytes, GuestAddress, GuestMemoryMmap};
 
 pub use crate::layout::*;
+pub use input::MachineInput;
 
 use crate::devices::bus::{mask_read, MmioBus};
 use crate::devices::clint::Clint;
 use crate::devices::finisher::{Finisher, FinisherCommand};
 use crate::devices::htif::{Htif, HtifOutcome};
+use crate::devices::plic::{Plic, UART_SOURCE};
 use crate::devices::uart::Uart;
 use crate::devices::Console;
 use crate::error::Error;
@@ -53,6 +60,8 @@ pub struct MachineConfig {
     /// `--symbols`: the program's symbols for gdb's `monitor ctr`; `None`: with a debugger
     /// stub, the program's own symbol table, if it has one.
     pub symbols: Option<std::sync::Arc<crate::symbols::Symbols>>,
+    /// Console input for the UART (`vmm machine`: standard input); `None`: none.
+    pub input: Option<MachineInput>,
 }
 
 impl std::fmt::Debug for Machine {
@@ -75,6 +84,7 @@ impl Default for MachineConfig {
             jit: true,
             perf_map: false,
             symbols: None,
+            input: None,
         }
     }
 }
@@ -179,6 +189,7 @@ pub struct Machine {
     uart: Uart,
     finisher: Finisher,
     clint: Clint,
+    plic: Plic,
     htif: Option<Htif>,
     /// Where each device's window is.
     bus: MmioBus<Device>,
@@ -188,6 +199,8 @@ pub struct Machine {
     executed: u64,
     /// The program's symbols, for gdb's `monitor ctr`.
     symbols: Option<std::sync::Arc<crate::symbols::Symbols>>,
+    /// Console input, moved into the UART between chunks.
+    input: Option<MachineInput>,
 }
 
 impl Machine {
@@ -225,6 +238,7 @@ impl Machine {
         }
         bus.insert(FINISHER_BASE, FINISHER_SIZE, Device::Finisher)?;
         bus.insert(CLINT_BASE, CLINT_SIZE, Device::Clint)?;
+        bus.insert(PLIC_BASE, PLIC_SIZE, Device::Plic)?;
         bus.insert(UART_BASE, UART_SIZE, Device::Uart)?;
 
         let hart_config = HartConfig {
@@ -250,12 +264,14 @@ impl Machine {
             uart: Uart::new(console),
             finisher: Finisher,
             clint: Clint::default(),
+            plic: Plic::default(),
             htif,
             bus,
             max_insns: config.max_insns,
             timeout: config.timeout,
             executed: 0,
             symbols: config.symbols.clone(),
+            input: config.input.clone(),
         })
     }
 
@@ -267,6 +283,78 @@ impl Machine {
     /// Guest RAM.
     pub fn memory(&self) -> &GuestMemoryMmap {
         &self.mem
+    }
+
+    /// Console input: puts bytes in the UART's receive buffer, as many as fit, and returns
+    /// how many. With the UART's received-data interrupt enabled, this raises PLIC source
+    /// 10, which wakes a hart waiting in WFI when the PLIC routes it to the hart: the next
+    /// [`Machine::run`] takes the interrupt (after a run that ended in
+    /// [`Error::WaitForever`], it resumes after the WFI).
+    pub fn enqueue_input(&mut self, bytes: &[u8]) -> usize {
+        let n = self.uart.enqueue_input(bytes);
+        self.update_interrupts();
+        n
+    }
+
+    /// Moves console input waiting in [`MachineConfig::input`] into the UART, as much as
+    /// fits; returns how many bytes.
+    fn feed_input(&mut self) -> usize {
+        let Some(input) = &self.input else {
+            return 0;
+        };
+        let mut buf = [0u8; 64];
+        let room = self.uart.input_room().min(buf.len());
+        let n = input.pop_into(&mut buf[..room]);
+        if n > 0 {
+            self.enqueue_input(&buf[..n]);
+        }
+        n
+    }
+
+    /// After a WFI that nothing else can end: waits for console input when the UART's
+    /// received-data interrupt is enabled and input may still come. Returns `None` when the
+    /// hart should run again (input arrived, or a stop was requested, which the next run
+    /// reports; the hart resumes after the WFI), the time limit's end when it passed, and `Some(Err)` when nothing can wake
+    /// the hart.
+    fn wait_for_input(
+        &mut self,
+        deadline: Option<(Duration, Instant)>,
+    ) -> Option<Result<MachineExit, Error>> {
+        const POLL: Duration = Duration::from_millis(5);
+        // The WFI has retired: it is the instruction before pc (WFI has no compressed form).
+        let forever = Err(Error::WaitForever {
+            hart: HART_ID,
+            pc: self.hart.pc().wrapping_sub(4),
+        });
+        let stop = self.hart.stop_handle();
+        loop {
+            let waiting = self.input.as_ref().is_some_and(MachineInput::may_have_more);
+            if !waiting || !self.uart.receive_interrupt_enabled() {
+                return Some(forever);
+            }
+            if self.feed_input() > 0 || stop.is_requested() {
+                return None;
+            }
+            if let Some((limit, at)) = deadline {
+                if Instant::now() >= at {
+                    return Some(Ok(MachineExit::TimedOut {
+                        limit,
+                        insns: self.executed,
+                        pc: self.hart.pc(),
+                    }));
+                }
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+
+    /// Brings the interrupt lines up to date: the UART's level into the PLIC, the PLIC's
+    /// contexts into the hart's external interrupt lines.
+    fn update_interrupts(&mut self) {
+        self.plic
+            .set_level(UART_SOURCE, self.uart.interrupt_level());
+        self.hart.set_meip(self.plic.notification(0));
+        self.hart.set_seip(self.plic.notification(1));
     }
 
     /// A handle that stops [`Machine::run`] from another thread (it then returns
@@ -327,25 +415,27 @@ impl Machine {
             }
             None => max,
         };
+        self.feed_input();
         let exit = self.hart.run(chunk);
         // Handle the exit first: a device load is executed when it is completed.
-        let outcome = self.handle_exit(exit);
+        let outcome = self.handle_exit(exit, deadline);
         self.executed = self.hart.executed();
         outcome
     }
 
     /// Acts on one exit of [`Hart::run`]; returns the run's end if this exit is one.
-    fn handle_exit(&mut self, exit: VcpuExit) -> Result<Option<MachineExit>, Error> {
+    fn handle_exit(
+        &mut self,
+        exit: VcpuExit,
+        deadline: Option<(Duration, Instant)>,
+    ) -> Result<Option<MachineExit>, Error> {
         match exit {
             VcpuExit::Mmio(access) => self.mmio(access),
             VcpuExit::Wfi => {
                 if self.hart.skip_to_timer() {
                     Ok(None)
                 } else {
-                    // The WFI has retired: it is the instruction before pc (WFI has no
-                    // compressed form).
-                    let pc = self.hart.pc().wrapping_sub(4);
-                    Err(Error::WaitForever { hart: HART_ID, pc })
+                    self.wait_for_input(deadline).transpose()
                 }
             }
             VcpuExit::BudgetExhausted => Ok(None),
@@ -389,6 +479,11 @@ impl Machine {
                 0
             }
             (Some((Device::Uart, off)), None) => self.uart.read(off, size),
+            (Some((Device::Plic, off)), Some(value)) => {
+                self.plic.write(off, size, value);
+                0
+            }
+            (Some((Device::Plic, off)), None) => self.plic.read(off, size),
             (Some((Device::Clint, off)), Some(value)) => {
                 self.clint.write(off, size, value, &mut self.hart);
                 0
@@ -412,6 +507,7 @@ impl Machine {
         if write.is_none() {
             self.hart.complete_mmio_read(mask_read(read_value, size));
         }
+        self.update_interrupts();
         Ok(exit)
     }
 }
@@ -422,6 +518,7 @@ enum Device {
     Htif,
     Uart,
     Clint,
+    Plic,
     Finisher,
 }
 
@@ -437,6 +534,7 @@ fn ram_bytes(mib: u64) -> Result<u64, Error> {
 }
 
 pub mod gdb;
+mod input;
 
 #[cfg(test)]
 mod tests;

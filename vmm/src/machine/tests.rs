@@ -427,3 +427,127 @@ fn timeout_stops_a_spinning_guest() {
         other => panic!("{other:?}"),
     }
 }
+
+/// Console input wakes a hart waiting in WFI through the UART's received-data interrupt and
+/// the PLIC: the program routes source 10 to the M-mode context, enables `mie.MEIE` (with
+/// `mstatus.MIE` off) and waits; the run ends waiting for an interrupt nothing can send, the
+/// input arrives, and the next run claims the source and echoes the byte.
+#[test]
+fn console_input_wakes_wfi_through_the_plic() {
+    const CSR_MIE_MEIE: i32 = 1 << 11;
+    let plic = PLIC_BASE as u32 >> 12;
+    let uart = UART_BASE as u32 >> 12;
+    let mut code = vec![lui(T0, plic), addi(T1, 0, 1), sw(T1, T0, 40)];
+    code.extend([
+        lui(T2, 0x2),
+        add(T2, T0, T2),
+        addi(T1, 0, 1 << 10),
+        sw(T1, T2, 0),
+    ]);
+    code.extend([lui(T0, uart), addi(T1, 0, 1), sb(T1, T0, 1)]);
+    code.extend([addi(T1, 0, CSR_MIE_MEIE), csrw(CSR_MIE, T1), wfi()]);
+    let after_wfi = RAM_BASE + 4 * code.len() as u64;
+    // Claim (context 0 at 0x20_0004) into a0, echo the byte, complete, pass.
+    code.extend([
+        lui(T0, plic),
+        lui(T2, 0x200),
+        add(T2, T0, T2),
+        lw(A0, T2, 4),
+    ]);
+    code.extend([lui(T0, uart), lbu(T1, T0, 0), sb(T1, T0, 0), sw(A0, T2, 4)]);
+    code.extend(finish(0x5555));
+    let config = MachineConfig {
+        max_insns: Some(1_000_000),
+        ..MachineConfig::default()
+    };
+    let (mut m, out) = machine_with(&elf(&code), &config);
+    match m.run() {
+        Err(Error::WaitForever { pc, .. }) => assert_eq!(pc + 4, after_wfi),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(m.enqueue_input(b"x"), 1);
+    assert_eq!(m.run().unwrap(), MachineExit::Finished { code: 0 });
+    assert_eq!(m.hart().xreg(A0 as usize), 10, "claimed the UART's source");
+    assert_eq!(out.contents(), b"x");
+    assert!(!m.plic.notification(0), "completed, nothing pending");
+}
+
+/// No access to the PLIC's window, of any width or alignment, stops the machine: what the
+/// device ignores reads 0.
+#[test]
+fn hostile_plic_accesses_read_zero() {
+    let plic = PLIC_BASE as u32 >> 12;
+    let mut code = vec![lui(T0, plic), addi(A0, 0, 0)];
+    // Byte, halfword, doubleword and misaligned loads and stores across the window.
+    for off in [0, 1, 2, 3, 40, 41, 0x7fc, 0x7ff] {
+        code.extend([
+            lb(T1, T0, off),
+            or(A0, A0, T1),
+            lh(T1, T0, off & !1),
+            or(A0, A0, T1),
+            ld(T1, T0, off & !7),
+            or(A0, A0, T1),
+            sd(T0, T0, off & !7),
+            sb(T0, T0, off),
+            sh(T0, T0, off & !1),
+        ]);
+    }
+    code.extend(finish(0x5555));
+    let config = MachineConfig {
+        max_insns: Some(1_000_000),
+        ..MachineConfig::default()
+    };
+    let (mut m, _) = machine_with(&elf(&code), &config);
+    assert_eq!(m.run().unwrap(), MachineExit::Finished { code: 0 });
+    assert_eq!(m.hart().xreg(A0 as usize), 0);
+    assert_eq!(m.plic, Plic::default());
+}
+
+/// With console input configured, a hart waiting in WFI with the UART's received-data
+/// interrupt enabled waits for the input (pushed here from another thread) instead of ending
+/// the run; once the input is closed and empty, such a wait is forever again.
+#[test]
+fn wfi_waits_for_console_input_while_it_may_come() {
+    const CSR_MIE_MEIE: i32 = 1 << 11;
+    let plic = PLIC_BASE as u32 >> 12;
+    let uart = UART_BASE as u32 >> 12;
+    let mut code = vec![lui(T0, plic), addi(T1, 0, 1), sw(T1, T0, 40)];
+    code.extend([
+        lui(T2, 0x2),
+        add(T2, T0, T2),
+        addi(T1, 0, 1 << 10),
+        sw(T1, T2, 0),
+    ]);
+    code.extend([lui(T0, uart), addi(T1, 0, 1), sb(T1, T0, 1)]);
+    code.extend([addi(T1, 0, CSR_MIE_MEIE), csrw(CSR_MIE, T1)]);
+    // Loop: wait, claim, echo the byte, complete.
+    code.extend([
+        wfi(),
+        lui(T0, plic),
+        lui(T2, 0x200),
+        add(T2, T0, T2),
+        lw(A0, T2, 4),
+    ]);
+    code.extend([lui(T0, uart), lbu(T1, T0, 0), sb(T1, T0, 0), sw(A0, T2, 4)]);
+    code.push(jal(0, -4 * 9));
+    let input = MachineInput::new();
+    let config = MachineConfig {
+        max_insns: Some(1_000_000),
+        input: Some(input.clone()),
+        ..MachineConfig::default()
+    };
+    let (mut m, out) = machine_with(&elf(&code), &config);
+    let feeder = std::thread::spawn(move || {
+        for b in [b"a", b"b"] {
+            std::thread::sleep(Duration::from_millis(30));
+            input.push(b);
+        }
+        input.close();
+    });
+    match m.run() {
+        Err(Error::WaitForever { .. }) => {}
+        other => panic!("{other:?}"),
+    }
+    feeder.join().unwrap();
+    assert_eq!(out.contents(), b"ab");
+}
