@@ -12,6 +12,9 @@
 pub use vcpu::pmp::PmpState;
 /// The hart's complete architectural state ([`vcpu_api::VcpuState::State`] of [`Hart`]).
 pub use vcpu::state::HartState;
+/// The hart state of VMs saved before the IMSIC (snapshot formats 9 and 10, migration
+/// protocol 4).
+pub use vcpu::state::HartStateNoImsic;
 /// The hart state of VMs saved before the PMP (snapshot formats 7 and 8, migration
 /// protocol 2).
 pub use vcpu::state::HartStateNoPmp;
