@@ -20,6 +20,9 @@ pub use vcpu::state::HartStateNoImsic;
 pub use vcpu::state::HartStateNoPmp;
 /// The number of PMP entries the VMM's harts implement (`HartConfig::pmp_entries`).
 pub const PMP_ENTRIES: usize = vcpu::pmp::ENTRIES;
+/// An IMSIC's configuration (identities, GEILEN) and one of its interrupt files, for
+/// `vmm machine --aia imsic` (`devices/imsic.rs`).
+pub use vcpu::csr::imsic::{ImsicConfig, InterruptFileId};
 /// The vCPU: a hart model in hosted mode (`vmm run`) or a bare-metal hart (`vmm machine`).
 pub use vcpu::Hart;
 /// How a hart is built: its extensions, CTR and counters, block translation.

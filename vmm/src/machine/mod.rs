@@ -7,12 +7,17 @@
 //! | `0x0010_0000` | `0x1000`  | SiFive test finisher ([`crate::devices::finisher`])   |
 //! | `0x0200_0000` | `0x10000` | CLINT ([`crate::devices::clint`])                     |
 //! | `0x1000_0000` | `0x100`   | ns16550a UART ([`crate::devices::uart`])              |
+//! | `0x2400_0000` | `0x1000`  | IMSIC machine-level file (`--aia imsic`, [`crate::devices::imsic`]) |
+//! | `0x2800_0000` | `0x8000`  | IMSIC supervisor-level file and guest files 1-7 (`--aia imsic`) |
 //! | `0x8000_0000` | `--memory`| RAM                                             |
 //! | `tohost`/`fromhost` | 8 + 8 | HTIF ([`crate::devices::htif`]), if the ELF defines `tohost` |
 //!
-//! Everything else raises an access fault in the hart. There is no interrupt controller: the
-//! UART's interrupt is not delivered, and the only interrupts are the CLINT's timer and
-//! software interrupts. The hart starts in M-mode at the ELF entry point with `a0` = hart id
+//! Everything else raises an access fault in the hart. By default there is no interrupt
+//! controller: the UART's interrupt is not delivered, and the only interrupts are the
+//! CLINT's timer and software interrupts. With `--aia imsic` ([`Aia::Imsic`]) the hart has
+//! an IMSIC (255 identities, GEILEN = 7) whose pages are mapped where QEMU's `virt` board
+//! with `aia=aplic-imsic,aia-guests=7` puts them, so a program can send itself MSIs; there
+//! is still no APLIC. The hart starts in M-mode at the ELF entry point with `a0` = hart id
 //! (0) and `a1` = 0 (there is no device tree). Time is virtual (see [`crate::devices::clint`]).
 
 use std::path::Path;
@@ -53,6 +58,18 @@ pub struct MachineConfig {
     /// `--symbols`: the program's symbols for gdb's `monitor ctr`; `None`: with a debugger
     /// stub, the program's own symbol table, if it has one.
     pub symbols: Option<std::sync::Arc<crate::symbols::Symbols>>,
+    /// `--aia`: the interrupt controller of the hart.
+    pub aia: Aia,
+}
+
+/// `vmm machine --aia`: which AIA interrupt controller the board has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Aia {
+    /// None (the AIA CSRs without an IMSIC).
+    #[default]
+    None,
+    /// An IMSIC in the hart, its pages mapped ([`crate::devices::imsic`]).
+    Imsic,
 }
 
 impl std::fmt::Debug for Machine {
@@ -75,6 +92,7 @@ impl Default for MachineConfig {
             jit: true,
             perf_map: false,
             symbols: None,
+            aia: Aia::None,
         }
     }
 }
@@ -226,6 +244,18 @@ impl Machine {
         bus.insert(FINISHER_BASE, FINISHER_SIZE, Device::Finisher)?;
         bus.insert(CLINT_BASE, CLINT_SIZE, Device::Clint)?;
         bus.insert(UART_BASE, UART_SIZE, Device::Uart)?;
+        let imsic = (config.aia == Aia::Imsic).then(|| {
+            use crate::devices::imsic::*;
+            crate::backend::ImsicConfig {
+                ids: IMSIC_IDS,
+                geilen: IMSIC_GEILEN,
+            }
+        });
+        if imsic.is_some() {
+            use crate::devices::imsic::*;
+            bus.insert(IMSIC_M_BASE, PAGE, Device::Imsic(Region::Machine))?;
+            bus.insert(IMSIC_S_BASE, IMSIC_S_STRIDE, Device::Imsic(Region::Supervisor))?;
+        }
 
         let hart_config = HartConfig {
             hart_id: HART_ID,
@@ -235,6 +265,7 @@ impl Machine {
             // 16 entries, as QEMU's `virt` board: firmware sets an entry before it runs S-
             // or U-mode code (the test guests' runtime does, `tests/guests/rt`).
             pmp_entries: crate::backend::PMP_ENTRIES,
+            imsic,
             ..HartConfig::default()
         };
         let mut hart = Hart::new(hart_config, mem.clone())?;
@@ -404,6 +435,16 @@ impl Machine {
                 0
             }
             (Some((Device::Finisher, off)), None) => self.finisher.read(off, size),
+            (Some((Device::Imsic(region), off)), Some(value)) => {
+                if let Some((file, id)) =
+                    crate::devices::imsic::msi_of_write(region, off, size, value)
+                {
+                    // The page exists, so the file does: this cannot fail.
+                    let _ = self.hart.imsic_send_msi(file, id);
+                }
+                0
+            }
+            (Some((Device::Imsic(_), _)), None) => 0,
             (None, _) => {
                 log::warn!("{size}-byte access at {addr:#x} straddles a device window; ignored");
                 0
@@ -423,6 +464,7 @@ enum Device {
     Uart,
     Clint,
     Finisher,
+    Imsic(crate::devices::imsic::Region),
 }
 
 /// RAM size in bytes for `mib`, or the error for a size out of range.
