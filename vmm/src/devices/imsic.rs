@@ -55,9 +55,7 @@ pub fn msi_of_write(
     let file = match (region, page) {
         (Region::Machine, 0) => InterruptFileId::Machine,
         (Region::Supervisor, 0) => InterruptFileId::Supervisor,
-        (Region::Supervisor, g) if g <= u64::from(IMSIC_GEILEN) => {
-            InterruptFileId::Guest(g as u32)
-        }
+        (Region::Supervisor, g) if g <= u64::from(IMSIC_GEILEN) => InterruptFileId::Guest(g as u32),
         _ => return None,
     };
     Some((file, value & 0xffff_ffff))
@@ -85,11 +83,11 @@ mod tests {
         );
         assert_eq!(IMSIC_S_STRIDE, 0x8000);
         for (r, off, size) in [
-            (m, 4, 4),      // seteipnum_be
-            (m, 0, 8),      // wrong size
+            (m, 4, 4), // seteipnum_be
+            (m, 0, 8), // wrong size
             (m, 0, 1),
-            (m, 2, 4),      // misaligned
-            (m, PAGE, 4),   // no second M page (one hart)
+            (m, 2, 4),    // misaligned
+            (m, PAGE, 4), // no second M page (one hart)
             (s, 8 * PAGE, 4),
             (s, PAGE + 0x10, 4),
         ] {

@@ -254,7 +254,11 @@ impl Machine {
         if imsic.is_some() {
             use crate::devices::imsic::*;
             bus.insert(IMSIC_M_BASE, PAGE, Device::Imsic(Region::Machine))?;
-            bus.insert(IMSIC_S_BASE, IMSIC_S_STRIDE, Device::Imsic(Region::Supervisor))?;
+            bus.insert(
+                IMSIC_S_BASE,
+                IMSIC_S_STRIDE,
+                Device::Imsic(Region::Supervisor),
+            )?;
         }
 
         let hart_config = HartConfig {
