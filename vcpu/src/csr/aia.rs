@@ -1,4 +1,4 @@
-//! Smaia/Ssaia without an IMSIC: `mtopi`, `stopi`, `mvien`, `mvip`, the `iprio` arrays, and
+//! Smaia/Ssaia: `mtopi`, `stopi`, `mvien`, `mvip`, the `iprio` arrays, and
 //! `sie`/`sip` with interrupt filtering and virtual interrupts (AIA spec, chapter "Interrupts
 //! for Machine and Supervisor Levels", and chapter "CSRs" for `*iselect` and Smstateen).
 //!
@@ -16,10 +16,14 @@
 //!   spec's UNSPECIFIED allows); bit 5 aliases `mip.STIP` while STIP is writable there
 //!   (`menvcfg.STCE` = 0), else reads 0; bit 9 is always the software-writable SEIP bit, which
 //!   is ORed into `mip.SEIP` only while `mvien.SEIP` = 0.
-//! - No IMSIC: no `mtopei`/`stopei`, no select values 0x70-0xFF, `mstateen0.IMSIC` = 0.
+//! - The IMSIC is optional (`HartConfig::imsic`) and lives in [`super::imsic`] (AIA chapter
+//!   "Incoming MSI Controller (IMSIC)"): `mtopei`/`stopei`/`vstopei`, select values
+//!   0x70-0xFF, `mstateen0.IMSIC`/`hstateen0.IMSIC`, `hgeie`/`hgeip`, SGEI and VGEIN. Without
+//!   it (the default) none of those exist: select 0x70-0xFF raises illegal-instruction,
+//!   `mstateen0.IMSIC` = 0, GEILEN = 0.
 //!
-//! H level (AIA, "Interrupts for Virtual Machines (VS Level)"), without an IMSIC (GEILEN = 0,
-//! `hstatus.VGEIN` = 0, no `vstopei`):
+//! H level (AIA, "Interrupts for Virtual Machines (VS Level)"); GEILEN and `hstatus.VGEIN`
+//! come from the IMSIC (0 without one):
 //! - `hvien` and `hvip` bits 13-63: writable for 16-23 and 32-47 ([`HVIEN_WRITABLE`]), the
 //!   standard local interrupts whose default priority the AIA plans; these exist only as
 //!   virtual interrupts for VS level, and 13 ([`LCOFI`], Smcdeleg chapter 6; also writable
