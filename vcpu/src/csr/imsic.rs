@@ -80,7 +80,7 @@ pub enum ImsicConfigError {
 impl ImsicConfig {
     /// Checks the configuration.
     pub fn validate(&self) -> Result<(), ImsicConfigError> {
-        if !(63..=2047).contains(&self.ids) || (self.ids + 1) % 64 != 0 {
+        if !(63..=2047).contains(&self.ids) || !(self.ids + 1).is_multiple_of(64) {
             return Err(ImsicConfigError::Ids(self.ids));
         }
         if self.geilen > MAX_GEILEN {

@@ -48,7 +48,7 @@ pub fn msi_of_write(
     size: u8,
     value: u64,
 ) -> Option<(InterruptFileId, u64)> {
-    if offset % PAGE != 0 || size != 4 {
+    if !offset.is_multiple_of(PAGE) || size != 4 {
         return None;
     }
     let page = offset / PAGE;
