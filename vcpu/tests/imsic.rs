@@ -553,7 +553,19 @@ fn state_round_trip_keeps_the_files() {
     other.hart.restore_state(&s).unwrap();
     assert_eq!(other.hart.imsic_state(), vm.hart.imsic_state());
     assert_eq!(other.hart.hgeip(), 1 << 2);
-    // A hart without an IMSIC refuses it.
+    // A hart without an IMSIC refuses it; so does this one, given identity 0 pending.
     let mut plain = Vm::new();
     assert!(plain.hart.restore_state(&s).is_err());
+    let mut bad = s.clone();
+    bad.imsic.files[0].eip[0] |= 1;
+    assert!(other.hart.restore_state(&bad).is_err());
+    // A state without an IMSIC (an older snapshot's) leaves this hart's at reset.
+    let mut old = s.clone();
+    old.imsic = Default::default();
+    other.hart.restore_state(&old).unwrap();
+    assert_eq!(
+        other.hart.imsic_state(),
+        &imsic_vm().hart.imsic_state().clone()
+    );
+    assert_eq!(other.hart.hgeip(), 0);
 }

@@ -279,12 +279,17 @@ impl ImsicState {
             ));
         }
         let words = (self.ids as usize + 1) / 64;
-        if other
-            .files
-            .iter()
-            .any(|f| f.eip.len() != words || f.eie.len() != words || f.eidelivery > 1)
-        {
-            return Some("an IMSIC interrupt file has the wrong size or eidelivery".into());
+        // Identity 0 does not exist: bit 0 of eip0/eie0 is read-only zero.
+        let bad = |f: &InterruptFile| {
+            f.eip.len() != words
+                || f.eie.len() != words
+                || f.eidelivery > 1
+                || (f.eip[0] | f.eie[0]) & 1 != 0
+        };
+        if other.files.iter().any(bad) {
+            return Some(
+                "an IMSIC interrupt file has the wrong size, eidelivery or identity 0".into(),
+            );
         }
         if other.hgeie & !self.hgeie_writable() != 0 {
             return Some(format!("hgeie = {:#x} has bits above GEILEN", other.hgeie));
@@ -478,8 +483,8 @@ fn topei_of(h: &Hart, i: Option<usize>) -> u64 {
         .map_or(0, InterruptFile::topei)
 }
 
-/// `vstopei` with the guest file VGEIN selects (0 if none): for `vstopi`.
 impl Hart {
+    /// `vstopei` of the guest file VGEIN selects (0 if none): for `vstopi`.
     pub(crate) fn vstopei(&self) -> u64 {
         topei_of(self, self.vs_file())
     }
