@@ -49,7 +49,6 @@
 
 /* hstatus. */
 #define HSTATUS_VSBE (1UL << 5)
-#define HSTATUS_VGEIN (0x3fUL << 12)
 
 /* Interrupt bits. */
 #define IRQ_VSSI 2

@@ -103,15 +103,35 @@ pub fn run_vmm(path: &Path, max_insns: u64) -> Result<VmmRun, vmm::Error> {
 
 /// [`run_vmm`] with block translation on or off (`--jit`).
 pub fn run_vmm_jit(path: &Path, max_insns: u64, jit: bool) -> Result<VmmRun, vmm::Error> {
+    run_vmm_config(
+        path,
+        MachineConfig {
+            memory_mib: 128,
+            max_insns: Some(max_insns),
+            timeout: None,
+            trace: false,
+            jit,
+            ..MachineConfig::default()
+        },
+    )
+}
+
+/// [`run_vmm`] on a machine with an IMSIC (`vmm machine --aia imsic`).
+pub fn run_vmm_imsic(path: &Path, max_insns: u64) -> Result<VmmRun, vmm::Error> {
+    run_vmm_config(
+        path,
+        MachineConfig {
+            memory_mib: 128,
+            max_insns: Some(max_insns),
+            aia: machine::Aia::Imsic,
+            ..MachineConfig::default()
+        },
+    )
+}
+
+/// Runs the ELF at `path` on a fresh machine configured as `config`.
+pub fn run_vmm_config(path: &Path, config: MachineConfig) -> Result<VmmRun, vmm::Error> {
     let console = SharedBuf::default();
-    let config = MachineConfig {
-        memory_mib: 128,
-        max_insns: Some(max_insns),
-        timeout: None,
-        trace: false,
-        jit,
-        ..MachineConfig::default()
-    };
     let (exit, stats) = machine::run_elf(path, &config, Box::new(console.clone()))?;
     Ok(VmmRun {
         exit,
@@ -232,6 +252,16 @@ pub mod qemu {
     /// `hip.VSTIP` then reverts to `hvip.VSTIP` alone; a VS timer interrupt taken in HS could
     /// then never be cleared. `guests/h_strict.c` checks the rule on vmm.
     pub const H_CPU: &str = "rv64,sstc=false,sscofpmf=false";
+
+    /// The CPU of the `imsic` guest: [`H_CPU`] with Smaia, Ssaia and Smstateen on (QEMU
+    /// 10.0's `rv64` leaves them off), on the board of [`IMSIC_MACHINE`].
+    pub const IMSIC_CPU: &str =
+        "rv64,sstc=false,sscofpmf=false,smaia=true,ssaia=true,smstateen=true";
+
+    /// QEMU arguments for the board `vmm machine --aia imsic` models: the `virt` board with
+    /// IMSICs (and an APLIC, which the guest leaves alone) and 7 guest interrupt files per
+    /// hart. A second `-M` adds its options to the first.
+    pub const IMSIC_MACHINE: [&str; 2] = ["-M", "virt,aia=aplic-imsic,aia-guests=7"];
 
     /// Runs `elf` on `qemu-system-riscv64 -M virt -bios none` with the UART on standard
     /// output; kills QEMU after `timeout`.

@@ -525,3 +525,19 @@ fn sampling_benchmark_samples_as_the_interpreter_does() {
     let periods = on.stats.instret / 100_000;
     assert!((periods..2 * periods).contains(&samples), "{line}");
 }
+
+/// The IMSIC (`vmm machine --aia imsic`): MSIs to the machine-level, supervisor-level and
+/// guest files' pages, `*topei` claims, `eithreshold`, `eidelivery`, M and S interrupts.
+#[test]
+fn imsic() {
+    let path = vmm_tests::guest("imsic");
+    let run = vmm_tests::run_vmm_imsic(&path, BUDGET).expect("vmm runs the imsic guest");
+    vmm_tests::assert_guest_passed("imsic", &run);
+    let out = run.text();
+    assert_line(&out, "ok   mcause = 0x800000000000000b");
+    assert_line(&out, "ok   scause = 0x8000000000000009");
+    assert_line(&out, "imsic: PASS");
+    // Without an IMSIC the first mireg access at 0x70 is fatal.
+    let plain = vmm_tests::run_vmm(&path, BUDGET).expect("vmm runs it");
+    assert_ne!(plain.text().lines().last(), Some("imsic: PASS"));
+}

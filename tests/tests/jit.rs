@@ -3,8 +3,9 @@
 //! instructions with translation on and off. (The translator's own differential tests, on
 //! random programs and budgets, are in `vcpu/tests/jit.rs`.)
 
+use vmm::machine::{Aia, MachineConfig};
 use vmm::run::{run_kernel, ConsoleInput, RunConfig};
-use vmm_tests::{guests::GUESTS, run_vmm_jit, SharedBuf, BENCH_BUDGET, BUDGET};
+use vmm_tests::{guests::GUESTS, run_vmm_config, SharedBuf, BENCH_BUDGET, BUDGET};
 
 /// Guests left out, with the reason.
 const LEFT_OUT: &[(&str, &str)] = &[
@@ -32,8 +33,21 @@ fn machine_guests_are_the_same_with_and_without_translation() {
             continue;
         }
         let path = std::path::Path::new(path);
-        let on = run_vmm_jit(path, budget(name), true).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let off = run_vmm_jit(path, budget(name), false).unwrap_or_else(|e| panic!("{name}: {e}"));
+        // The `imsic` guest needs the board with an IMSIC.
+        let run = |jit: bool| {
+            let config = MachineConfig {
+                max_insns: Some(budget(name)),
+                jit,
+                aia: if name == "imsic" {
+                    Aia::Imsic
+                } else {
+                    Aia::None
+                },
+                ..MachineConfig::default()
+            };
+            run_vmm_config(path, config).unwrap_or_else(|e| panic!("{name}: {e}"))
+        };
+        let (on, off) = (run(true), run(false));
         assert_eq!(on.text(), off.text(), "{name}: console output differs");
         assert_eq!(on.exit, off.exit, "{name}: the run ends differently");
         assert_eq!(

@@ -34,6 +34,11 @@
 //!   `hvictl`, `vstopi`); excluded for the same reasons (with the properties on, QEMU
 //!   10.0 also differs in `hvictl`'s writable bits and `vstopi`).
 //!
+//! The `imsic` guest (the IMSIC's interrupt files, MSIs written to their pages, `*topei`,
+//! `hgeip`, VGEIN) runs on `vmm machine --aia imsic` and on QEMU's `virt` board with
+//! `aia=aplic-imsic,aia-guests=7` and a CPU with Smaia, Ssaia and Smstateen on
+//! (`qemu::IMSIC_MACHINE`, `qemu::IMSIC_CPU`); it prints only results the AIA fixes.
+//!
 //! QEMU CPUs (see `qemu_cpu`): `decode` runs with `-cpu rv64` minus every extension QEMU
 //! 10.0 enables by default that vmm's hart lacks (H, Zba/Zbb/Zbc/Zbs, Zfa, Zicbom/Zicbop/
 //! Zicboz, Zawrs, Zihintntl, Zihintpause; also Sstc and Sscofpmf; see `qemu::RV64GC_CPU`),
@@ -56,7 +61,9 @@
 use std::time::Duration;
 
 use vmm::machine::MachineExit;
-use vmm_tests::{comparable, first_difference, guest, qemu, run_vmm, BENCH_BUDGET, BUDGET};
+use vmm_tests::{
+    comparable, first_difference, guest, qemu, run_vmm, run_vmm_imsic, BENCH_BUDGET, BUDGET,
+};
 
 /// Guests whose console output must be identical on vmm and QEMU.
 const COMPARED: &[&str] = &[
@@ -82,13 +89,16 @@ const COMPARED: &[&str] = &[
     "h_gstage",
     "h_hlv",
     "h_traps",
+    "imsic",
 ];
 
 /// The QEMU CPU for a guest: `decode` executes every encoding of several opcode spaces, so
 /// it needs a QEMU hart without the extensions vmm's hart does not have; the H guests run
 /// without Sstc and Sscofpmf (see `qemu::H_CPU`); the others on QEMU's default CPU.
 fn qemu_cpu(name: &str) -> Option<&'static str> {
-    if name == "decode" {
+    if name == "imsic" {
+        Some(qemu::IMSIC_CPU)
+    } else if name == "decode" {
         Some(qemu::RV64GC_CPU)
     } else if name.starts_with("h_") {
         Some(qemu::H_CPU)
@@ -312,7 +322,10 @@ fn qemu_same_output() {
         } else {
             BUDGET
         };
-        let q = qemu::run_with_cpu(&elf, QEMU_TIMEOUT, qemu_cpu(name))
+        // The `imsic` guest runs on the board with IMSICs on both sides.
+        let imsic = *name == "imsic";
+        let board: &[&str] = if imsic { &qemu::IMSIC_MACHINE } else { &[] };
+        let q = qemu::run_with_args(&elf, QEMU_TIMEOUT, qemu_cpu(name), board)
             .unwrap_or_else(|e| panic!("cannot start QEMU: {e}"));
         let q_text = String::from_utf8_lossy(&q.output).into_owned();
         if q.timed_out || q.status != Some(0) {
@@ -328,7 +341,11 @@ fn qemu_same_output() {
             ));
             continue;
         }
-        let v = match run_vmm(&elf, budget) {
+        let v = match if imsic {
+            run_vmm_imsic(&elf, budget)
+        } else {
+            run_vmm(&elf, budget)
+        } {
             Ok(v) => v,
             Err(e) => {
                 problems.push(format!("{name}: vmm could not run it: {e}"));

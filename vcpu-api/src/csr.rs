@@ -52,6 +52,7 @@ csrs! {
     SIREG4 = 0x155, "sireg4";
     SIREG5 = 0x156, "sireg5";
     SIREG6 = 0x157, "sireg6";
+    STOPEI = 0x15c, "stopei";
     SCTRDEPTH = 0x15f, "sctrdepth";
     SATP = 0x180, "satp";
     VSSTATUS = 0x200, "vsstatus";
@@ -71,6 +72,7 @@ csrs! {
     VSIREG4 = 0x255, "vsireg4";
     VSIREG5 = 0x256, "vsireg5";
     VSIREG6 = 0x257, "vsireg6";
+    VSTOPEI = 0x25c, "vstopei";
     VSATP = 0x280, "vsatp";
     MSTATUS = 0x300, "mstatus";
     MISA = 0x301, "misa";
@@ -133,6 +135,7 @@ csrs! {
     MIREG4 = 0x355, "mireg4";
     MIREG5 = 0x356, "mireg5";
     MIREG6 = 0x357, "mireg6";
+    MTOPEI = 0x35c, "mtopei";
     PMPCFG0 = 0x3a0, "pmpcfg0";
     PMPCFG2 = 0x3a2, "pmpcfg2";
     PMPCFG4 = 0x3a4, "pmpcfg4";
@@ -391,6 +394,8 @@ fields! {
     HSTATUS_SPVP = 1 << 8;
     /// `hstatus.HU`
     HSTATUS_HU = 1 << 9;
+    /// `hstatus.VGEIN` (bits 17:12): the guest interrupt file of the VS-level CSRs.
+    HSTATUS_VGEIN = 0x3f << 12;
     /// `hstatus.VTVM`
     HSTATUS_VTVM = 1 << 20;
     /// `hstatus.VTW`

@@ -61,6 +61,9 @@ pub struct HartConfig {
     /// [`crate::pmp::ENTRIES`] (16; S- and U-mode then need an entry that allows their
     /// accesses, as on hardware). Other values are refused by `Hart::new`.
     pub pmp_entries: usize,
+    /// The IMSIC (AIA): its identities and guest interrupt files (GEILEN), or `None` (the
+    /// default: no IMSIC, GEILEN = 0, as harts were before the IMSIC existed).
+    pub imsic: Option<crate::csr::imsic::ImsicConfig>,
 }
 
 impl Default for HartConfig {
@@ -78,6 +81,7 @@ impl Default for HartConfig {
             jit_perf_map: false,
             pause_yields: false,
             pmp_entries: 0,
+            imsic: None,
         }
     }
 }

@@ -8,7 +8,7 @@
 //! The base table is here; each later extension keeps its CSRs (and its own table) in a file
 //! of its own. Extensions that are CSRs only live under `csr/`: [`stateen`]
 //! (Smstateen/Ssstateen), [`indirect`] (Smcsrind/Sscsrind and the table of indirectly
-//! accessed registers), [`sstc`] (Sstc) and [`aia`] (Smaia/Ssaia without an IMSIC).
+//! accessed registers), [`sstc`] (Sstc) [`aia`] (Smaia/Ssaia) and [`imsic`] (the IMSIC's CSRs and interrupt files).
 //! Extensions with behaviour beyond their CSRs keep the table in their own folder:
 //! [`crate::hypervisor::csr`] (the H extension), [`crate::ctr::csr`] (Smctr/Ssctr),
 //! [`crate::pmu::csr`] (Zihpm, Sscofpmf, Smcntrpmf, Smcdeleg, Sspesa, Smpdis),
@@ -183,6 +183,7 @@ fn satp_write(h: &mut Hart, v: u64) {
 }
 
 pub mod aia;
+pub mod imsic;
 pub mod indirect;
 pub mod sstc;
 pub mod stateen;
@@ -306,14 +307,15 @@ static TABLE: &[CsrDesc] = &[
         num::MIDELEG,
         ok,
         // VS-level interrupts are always delegated (read-only 1, H extension).
-        |h| h.csr.mideleg | crate::hypervisor::VS_INTERRUPTS,
+        // So is SGEI when GEILEN > 0.
+        |h| h.csr.mideleg | crate::hypervisor::VS_INTERRUPTS | h.sgei_bit(),
         Some(|h, v| h.csr.mideleg = v & S_INTERRUPTS)
     ),
     csr!(
         num::MIE,
         ok,
         |h| h.csr.mie,
-        Some(|h, v| h.csr.mie = v & ALL_INTERRUPTS)
+        Some(|h, v| h.csr.mie = v & (ALL_INTERRUPTS | h.sgei_bit()))
     ),
     csr!(
         num::MTVEC,
@@ -428,6 +430,7 @@ static TABLES: &[&[CsrDesc]] = &[
     indirect::TABLE,
     sstc::TABLE,
     aia::TABLE,
+    imsic::TABLE,
     crate::hypervisor::csr::TABLE,
     crate::ctr::csr::TABLE,
     crate::pmu::csr::TABLE,
@@ -543,6 +546,7 @@ impl Hart {
             // vsiselect/vsireg* and VU accesses to siselect/sireg* raise virtual-instruction
             // "regardless of any other mstateen bits" (and of the select value).
             0x150..=0x157 | 0x250..=0x257 => hs_allowed(self, 0, STATEEN0_CSRIND),
+            0x15c | 0x25c => imsic::hs_could_access(self),
             0xdb0 | 0xeb0 | 0x608 | 0x609 | 0x646 | 0x647 => hs_allowed(self, 0, STATEEN0_AIA),
             0x14d | 0x24d => self.sstc_allowed_below_m(),
             0x14e | 0x14f | 0x15f | 0x24e => crate::ctr::csr::hs_could_access(self),

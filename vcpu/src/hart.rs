@@ -31,6 +31,9 @@ pub enum HartError {
     /// The performance-monitoring configuration is not one a hart can have.
     #[error("invalid hart configuration: {0}")]
     Pmu(#[from] vcpu_api::pmu::PmuConfigError),
+    /// The IMSIC configuration is not one a hart can have.
+    #[error("invalid hart configuration: {0}")]
+    Imsic(#[from] crate::csr::imsic::ImsicConfigError),
 }
 
 /// Control flow out of an instruction other than normal completion.
@@ -156,6 +159,12 @@ pub struct Hart {
     pub(crate) csr_alias: Vec<(u16, u16)>,
     /// Physical Memory Protection.
     pub(crate) pmp: crate::pmp::Pmp,
+    /// The IMSIC's interrupt files and `hgeie` (empty without an IMSIC).
+    pub(crate) imsic: crate::csr::imsic::ImsicState,
+    /// The IMSIC's MEIP and SEIP signals (derived from `imsic`, see `imsic_refresh`).
+    pub(crate) imsic_mip: u64,
+    /// `hgeip`: the guest interrupt files' signals (derived from `imsic`).
+    pub(crate) hgeip: u64,
 }
 
 impl Hart {
@@ -178,6 +187,9 @@ impl Hart {
             )));
         }
         config.pmu.validate()?;
+        if let Some(c) = &config.imsic {
+            c.validate()?;
+        }
         if !matches!(config.pmp_entries, 0 | crate::pmp::ENTRIES) {
             return Err(HartError::Config(format!(
                 "{} PMP entries: the hart implements 0 or {}",
@@ -256,6 +268,9 @@ impl Hart {
             pmu: crate::pmu::Pmu::new(config.pmu),
             csr_alias,
             pmp: crate::pmp::Pmp::new(config.pmp_entries),
+            imsic: crate::csr::imsic::ImsicState::new(config.imsic),
+            imsic_mip: 0,
+            hgeip: 0,
         };
         hart.pmu_refresh();
         hart.pmu_translation_tags();
@@ -483,16 +498,17 @@ impl Hart {
         if self.csr.mvien & (1 << irq::SEI) != 0 {
             sw &= !(1 << irq::SEI);
         }
-        // VS-level interrupts come from hvip, Sstc's vstimecmp (henvcfg.STCE) and, in hosted
-        // mode, the VMM's guest timer (GEILEN = 0, no other VS-level source). hvip bits 13-63
-        // reach VS level only through vsip (AIA), not mip.
+        // VS-level interrupts come from hvip, Sstc's vstimecmp (henvcfg.STCE), in hosted
+        // mode the VMM's guest timer, and the IMSIC's guest file VGEIN (VSEIP); the IMSIC
+        // also drives MEIP, SEIP and SGEIP (`imsic_lines`). hvip bits 13-63 reach VS level
+        // only through vsip (AIA), not mip.
         let vstip = if self.guest_time() >= self.guest_timer || self.vstimecmp_signal() {
             1 << irq::VSTI
         } else {
             0
         };
         let hvip = self.csr.h.hvip & crate::hypervisor::VS_INTERRUPTS;
-        sw | self.ext_lines | mtip | hvip | vstip
+        sw | self.ext_lines | mtip | hvip | vstip | self.imsic_lines()
     }
 
     /// Complete the device load reported by the last [`VcpuExit::Mmio`] exit with the

@@ -53,6 +53,61 @@ pub struct HartState {
     /// Physical Memory Protection: `pmpcfg0`/`pmpcfg2` and `pmpaddr0-15` (all zero on a
     /// hart without PMP).
     pub pmp: crate::pmp::PmpState,
+    /// The IMSIC: its interrupt files and `hgeie` (empty on a hart without an IMSIC).
+    pub imsic: crate::csr::imsic::ImsicState,
+}
+
+/// [`HartState`] as it was before the IMSIC (VMM snapshot formats 9 and 10, migration
+/// protocol 4): the same fields without `imsic`. Those harts had no IMSIC, so
+/// [`HartStateNoImsic::without_imsic`] gives an empty one (a hart with an IMSIC restores it
+/// at reset).
+#[derive(Clone, Debug, Deserialize)]
+pub struct HartStateNoImsic {
+    hart_id: u64,
+    x: Vec<u64>,
+    f: Vec<u64>,
+    pc: u64,
+    prv: u8,
+    virt: bool,
+    csr: CsrFile,
+    retired: u64,
+    vclock: u64,
+    skipped: u64,
+    time_offset: u64,
+    mtimecmp: u64,
+    ext_lines: u64,
+    guest_timer: u64,
+    hosted: bool,
+    ctr: CtrState,
+    pmu: crate::pmu::PmuState,
+    pmp: crate::pmp::PmpState,
+}
+
+impl HartStateNoImsic {
+    /// The state, with no IMSIC.
+    pub fn without_imsic(self) -> HartState {
+        HartState {
+            hart_id: self.hart_id,
+            x: self.x,
+            f: self.f,
+            pc: self.pc,
+            prv: self.prv,
+            virt: self.virt,
+            csr: self.csr,
+            retired: self.retired,
+            vclock: self.vclock,
+            skipped: self.skipped,
+            time_offset: self.time_offset,
+            mtimecmp: self.mtimecmp,
+            ext_lines: self.ext_lines,
+            guest_timer: self.guest_timer,
+            hosted: self.hosted,
+            ctr: self.ctr,
+            pmu: self.pmu,
+            pmp: self.pmp,
+            imsic: Default::default(),
+        }
+    }
 }
 
 /// [`HartState`] as it was before the PMP was implemented (VMM snapshot formats up to 8,
@@ -101,6 +156,7 @@ impl HartStateNoPmp {
             ctr: self.ctr,
             pmu: self.pmu,
             pmp,
+            imsic: Default::default(),
         }
     }
 }
@@ -130,6 +186,7 @@ impl Hart {
             ctr: self.ctr.save_state(self.vclock),
             pmu: self.pmu.state.clone(),
             pmp: self.pmp.state().clone(),
+            imsic: self.imsic.clone(),
         }
     }
 
@@ -162,6 +219,11 @@ impl Hart {
         if let Some(why) = s.pmp.check(self.pmp.entries()) {
             return Err(StateError::Unsupported(why));
         }
+        if s.imsic.present() {
+            if let Some(why) = self.imsic.check_shape(&s.imsic) {
+                return Err(StateError::Unsupported(why));
+            }
+        }
         if !s.pmu.models.well_formed() {
             return bad("the performance-monitor models have the wrong sizes".into());
         }
@@ -190,6 +252,14 @@ impl Hart {
         self.ctr.restore_state(&s.ctr, s.vclock);
         self.pmu_restore(&s.pmu);
         self.pmp.set_state(&s.pmp);
+        // A state without an IMSIC (saved by a hart without one, or before the IMSIC
+        // existed) leaves this hart's IMSIC at reset.
+        self.imsic = if s.imsic.present() {
+            s.imsic.clone()
+        } else {
+            self.imsic.reset()
+        };
+        self.imsic_refresh();
         self.flush_tlb();
         self.mode_changed();
         Ok(())

@@ -12,11 +12,17 @@
 pub use vcpu::pmp::PmpState;
 /// The hart's complete architectural state ([`vcpu_api::VcpuState::State`] of [`Hart`]).
 pub use vcpu::state::HartState;
+/// The hart state of VMs saved before the IMSIC (snapshot formats 9 and 10, migration
+/// protocol 4).
+pub use vcpu::state::HartStateNoImsic;
 /// The hart state of VMs saved before the PMP (snapshot formats 7 and 8, migration
 /// protocol 2).
 pub use vcpu::state::HartStateNoPmp;
 /// The number of PMP entries the VMM's harts implement (`HartConfig::pmp_entries`).
 pub const PMP_ENTRIES: usize = vcpu::pmp::ENTRIES;
+/// An IMSIC's configuration (identities, GEILEN) and one of its interrupt files, for
+/// `vmm machine --aia imsic` (`devices/imsic.rs`).
+pub use vcpu::csr::imsic::{ImsicConfig, InterruptFileId};
 /// The vCPU: a hart model in hosted mode (`vmm run`) or a bare-metal hart (`vmm machine`).
 pub use vcpu::Hart;
 /// How a hart is built: its extensions, CTR and counters, block translation.

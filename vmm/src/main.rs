@@ -536,6 +536,12 @@ struct MachineArgs {
     #[arg(long)]
     stats: bool,
 
+    /// The AIA interrupt controller: `none`, or `imsic` (an IMSIC in the hart, 255
+    /// identities and 7 guest interrupt files, its pages at 0x2400_0000 (M) and 0x2800_0000
+    /// (S and guests) as QEMU's `virt,aia=aplic-imsic,aia-guests=7`; no APLIC).
+    #[arg(long, value_name = "none|imsic", default_value = "none", value_parser = parse_aia)]
+    aia: machine::Aia,
+
     #[command(flatten)]
     trace: TraceArgs,
 
@@ -698,6 +704,15 @@ fn parse_slice_insns(s: &str) -> Result<u64, String> {
     parse_in_range(s, "--slice-insns", "a number of instructions", 1, u64::MAX)
 }
 
+/// `--aia`: `none` or `imsic`.
+fn parse_aia(s: &str) -> Result<machine::Aia, String> {
+    match s {
+        "none" => Ok(machine::Aia::None),
+        "imsic" => Ok(machine::Aia::Imsic),
+        _ => Err(format!("--aia: `{s}` is neither `none` nor `imsic`")),
+    }
+}
+
 /// `--pmu-counters`: 0 to 29.
 fn parse_pmu_counters(s: &str) -> Result<u32, String> {
     let n = parse_in_range(s, "--pmu-counters", "a number of hpm counters", 0, 29)?;
@@ -729,6 +744,7 @@ fn run_machine(args: MachineArgs) -> ExitCode {
         jit: args.jit,
         perf_map: args.perf_map,
         input: Some(machine::MachineInput::stdin()),
+        aia: args.aia,
     };
     let console = Box::new(std::io::stdout());
     let gdb = args.gdb.options();

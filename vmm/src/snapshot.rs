@@ -55,12 +55,14 @@ use crate::machine::RAM_BASE;
 /// The file's first bytes.
 pub const MAGIC: [u8; 8] = *b"RVCTRSNP";
 /// The format version this VMM writes and reads.
-pub const VERSION: u32 = 10;
+pub const VERSION: u32 = 11;
 /// The oldest format version this VMM reads: 7, without [`VmState::sstc`] (read as
 /// `false`: those VMs ran without Sstc). Formats 7 and 8 have no PMP in the harts' states
 /// (their harts had none): read with the allow-all entry the VMM gives a new VM's harts.
 /// Formats 7 to 9 have no [`VmState::host_clock`] (read as `false`: virtual time was the
-/// only clock). History: 10 added `host_clock`, 9 each hart's PMP registers
+/// only clock). Formats 9 and 10 have no IMSIC in the harts' states (their harts had none:
+/// read as an empty one). History: 11 added each hart's IMSIC
+/// ([`crate::backend::HartState::imsic`]), 10 `host_clock`, 9 each hart's PMP registers
 /// ([`crate::backend::HartState::pmp`]), 8 `sstc`, 7 the trap policy of `--trap` sret and
 /// vm.
 pub const OLDEST_VERSION: u32 = 7;
@@ -145,7 +147,69 @@ pub struct VmState {
     pub host_clock: bool,
 }
 
-/// [`VmState`] as format 9 encoded it: without `host_clock`.
+/// [`VcpuState`] as formats 9 and 10 encoded it: its hart state without the IMSIC.
+#[derive(Deserialize)]
+struct VcpuStateV10 {
+    hart: crate::backend::HartStateNoImsic,
+    ctr: ctr_virt::GuestCtrState,
+    pmu: pmu_virt::GuestPmuState,
+    hsm: u64,
+    start: (u64, u64),
+    idle: Option<u64>,
+    ipi_posted: bool,
+}
+
+impl From<VcpuStateV10> for VcpuState {
+    fn from(v: VcpuStateV10) -> VcpuState {
+        VcpuState {
+            hart: v.hart.without_imsic(),
+            ctr: v.ctr,
+            pmu: v.pmu,
+            hsm: v.hsm,
+            start: v.start,
+            idle: v.idle,
+            ipi_posted: v.ipi_posted,
+        }
+    }
+}
+
+/// [`VmState`] as format 10 encoded it: harts without the IMSIC.
+#[derive(Deserialize)]
+struct VmStateV10 {
+    memory_mib: u64,
+    layout: LayoutState,
+    trap_wfi: bool,
+    trap_time: bool,
+    trap_sret: bool,
+    trap_vm: bool,
+    sstc: bool,
+    vcpus: Vec<VcpuStateV10>,
+    clock: u64,
+    uart: UartState,
+    input: Vec<u8>,
+    host_clock: bool,
+}
+
+impl From<VmStateV10> for VmState {
+    fn from(v: VmStateV10) -> VmState {
+        VmState {
+            memory_mib: v.memory_mib,
+            layout: v.layout,
+            trap_wfi: v.trap_wfi,
+            trap_time: v.trap_time,
+            trap_sret: v.trap_sret,
+            trap_vm: v.trap_vm,
+            sstc: v.sstc,
+            vcpus: v.vcpus.into_iter().map(VcpuState::from).collect(),
+            clock: v.clock,
+            uart: v.uart,
+            input: v.input,
+            host_clock: v.host_clock,
+        }
+    }
+}
+
+/// [`VmState`] as format 9 encoded it: without `host_clock`, harts without the IMSIC.
 #[derive(Deserialize)]
 struct VmStateV9 {
     memory_mib: u64,
@@ -155,7 +219,7 @@ struct VmStateV9 {
     trap_sret: bool,
     trap_vm: bool,
     sstc: bool,
-    vcpus: Vec<VcpuState>,
+    vcpus: Vec<VcpuStateV10>,
     clock: u64,
     uart: UartState,
     input: Vec<u8>,
@@ -171,7 +235,7 @@ impl From<VmStateV9> for VmState {
             trap_sret: v.trap_sret,
             trap_vm: v.trap_vm,
             sstc: v.sstc,
-            vcpus: v.vcpus,
+            vcpus: v.vcpus.into_iter().map(VcpuState::from).collect(),
             clock: v.clock,
             uart: v.uart,
             input: v.input,
@@ -466,6 +530,8 @@ fn decode_versioned(body: &[u8], version: u32) -> Result<VmState, SnapshotError>
         decode_body::<VmStateV8>(body).map(VmState::from)
     } else if version == 9 {
         decode_body::<VmStateV9>(body).map(VmState::from)
+    } else if version == 10 {
+        decode_body::<VmStateV10>(body).map(VmState::from)
     } else {
         decode_body(body)
     }
@@ -1161,15 +1227,19 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
-    /// `s.vcpus` as formats 7 and 8 encoded them: each hart state without its PMP (the
-    /// last field of the hart state, the first of a vCPU's).
-    fn vcpus_without_pmp(s: &VmState) -> Vec<u8> {
+    /// `s.vcpus` as formats 7 to 10 encoded them: each hart state without its IMSIC (the
+    /// last field of the hart state, the first of a vCPU's) and, with `pmp` (formats 7 and
+    /// 8), without its PMP (the field before).
+    fn vcpus_without_imsic(s: &VmState, pmp: bool) -> Vec<u8> {
         let mut out = bincode::serialize(&(s.vcpus.len() as u64)).unwrap();
         for v in &s.vcpus {
             let all = bincode::serialize(v).unwrap();
             let hart = bincode::serialize(&v.hart).unwrap().len();
-            let pmp = bincode::serialize(&v.hart.pmp).unwrap().len();
-            out.extend_from_slice(&all[..hart - pmp]);
+            let mut cut = bincode::serialize(&v.hart.imsic).unwrap().len();
+            if pmp {
+                cut += bincode::serialize(&v.hart.pmp).unwrap().len();
+            }
+            out.extend_from_slice(&all[..hart - cut]);
             out.extend_from_slice(&all[hart..]);
         }
         out
@@ -1187,20 +1257,24 @@ mod tests {
         v
     }
 
-    /// The state `s` as format `version` (7, 8 or 9) encoded it: without `sstc` before 8,
-    /// harts without their PMP before 9, without `host_clock` before 10.
+    /// The state `s` as format `version` (7 to 10) encoded it: without `sstc` before 8,
+    /// harts without their PMP before 9, without `host_clock` before 10, harts without
+    /// their IMSIC before 11.
     fn body_of_format(s: &VmState, version: u32) -> Vec<u8> {
         let traps = (s.trap_wfi, s.trap_time, s.trap_sret, s.trap_vm);
         let mut body = bincode::serialize(&(s.memory_mib, &s.layout, traps)).unwrap();
         if version >= 8 {
             body.extend(bincode::serialize(&s.sstc).unwrap());
         }
-        if version >= 9 {
+        if version >= 11 {
             body.extend(bincode::serialize(&s.vcpus).unwrap());
         } else {
-            body.extend(vcpus_without_pmp(s));
+            body.extend(vcpus_without_imsic(s, version < 9));
         }
         body.extend(bincode::serialize(&(s.clock, &s.uart, &s.input)).unwrap());
+        if version >= 10 {
+            body.extend(bincode::serialize(&s.host_clock).unwrap());
+        }
         body
     }
 
@@ -1231,7 +1305,7 @@ mod tests {
         };
         assert_old_format_reads(&s, &m, 7, VERSION, &expected);
         // Format 6 and 11 are refused.
-        for version in [6u32, 11] {
+        for version in [6u32, 12] {
             let mut v = bytes.clone();
             v[8..12].copy_from_slice(&version.to_le_bytes());
             assert!(matches!(
@@ -1267,15 +1341,23 @@ mod tests {
         assert_old_format_reads(&s, &m, 9, VERSION, &expected);
     }
 
+    /// A format 10 file (harts without the IMSIC) reads, with harts without an IMSIC.
+    #[test]
+    fn format_10_reads_without_an_imsic() {
+        let (_, s, m) = encoded();
+        assert!(!s.vcpus[0].hart.imsic.present());
+        assert_old_format_reads(&s, &m, 10, VERSION, &s);
+    }
+
     #[test]
     fn bad_files_are_refused_with_a_reason() {
         let (bytes, _, _) = encoded();
         let msg = |b: &[u8]| decode(b).unwrap_err().to_string();
         assert!(msg(b"hello").contains("not a vmm snapshot"));
         let mut v = bytes.clone();
-        v[8] = 11;
+        v[8] = 12;
         assert!(
-            msg(&v).contains("version 11 is not supported"),
+            msg(&v).contains("version 12 is not supported"),
             "{}",
             msg(&v)
         );

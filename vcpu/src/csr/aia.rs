@@ -1,4 +1,4 @@
-//! Smaia/Ssaia without an IMSIC: `mtopi`, `stopi`, `mvien`, `mvip`, the `iprio` arrays, and
+//! Smaia/Ssaia: `mtopi`, `stopi`, `mvien`, `mvip`, the `iprio` arrays, and
 //! `sie`/`sip` with interrupt filtering and virtual interrupts (AIA spec, chapter "Interrupts
 //! for Machine and Supervisor Levels", and chapter "CSRs" for `*iselect` and Smstateen).
 //!
@@ -16,10 +16,14 @@
 //!   spec's UNSPECIFIED allows); bit 5 aliases `mip.STIP` while STIP is writable there
 //!   (`menvcfg.STCE` = 0), else reads 0; bit 9 is always the software-writable SEIP bit, which
 //!   is ORed into `mip.SEIP` only while `mvien.SEIP` = 0.
-//! - No IMSIC: no `mtopei`/`stopei`, no select values 0x70-0xFF, `mstateen0.IMSIC` = 0.
+//! - The IMSIC is optional (`HartConfig::imsic`) and lives in [`super::imsic`] (AIA chapter
+//!   "Incoming MSI Controller (IMSIC)"): `mtopei`/`stopei`/`vstopei`, select values
+//!   0x70-0xFF, `mstateen0.IMSIC`/`hstateen0.IMSIC`, `hgeie`/`hgeip`, SGEI and VGEIN. Without
+//!   it (the default) none of those exist: select 0x70-0xFF raises illegal-instruction,
+//!   `mstateen0.IMSIC` = 0, GEILEN = 0.
 //!
-//! H level (AIA, "Interrupts for Virtual Machines (VS Level)"), without an IMSIC (GEILEN = 0,
-//! `hstatus.VGEIN` = 0, no `vstopei`):
+//! H level (AIA, "Interrupts for Virtual Machines (VS Level)"); GEILEN and `hstatus.VGEIN`
+//! come from the IMSIC (0 without one):
 //! - `hvien` and `hvip` bits 13-63: writable for 16-23 and 32-47 ([`HVIEN_WRITABLE`]), the
 //!   standard local interrupts whose default priority the AIA plans; these exist only as
 //!   virtual interrupts for VS level, and 13 ([`LCOFI`], Smcdeleg chapter 6; also writable
@@ -168,7 +172,9 @@ impl Hart {
     #[inline]
     pub(crate) fn m_pending_from(&self, mip: u64) -> u64 {
         // VS-level interrupts are always delegated (mideleg bits read-only 1, H extension).
-        mip & self.csr.mie & !(self.csr.mideleg | crate::hypervisor::VS_INTERRUPTS)
+        // So is SGEI when GEILEN > 0.
+        mip & self.csr.mie
+            & !(self.csr.mideleg | crate::hypervisor::VS_INTERRUPTS | self.sgei_bit())
     }
 
     /// Interrupts pending and enabled for S-level (what `stopi` reports), given `mip`.
@@ -191,7 +197,7 @@ impl Hart {
     /// zero, or a VS-level interrupt is pending for HS): what makes WFI resume (AIA, "WFI").
     pub(crate) fn interrupt_pending_any_level(&self) -> bool {
         let mip = self.mip();
-        let vs = mip & self.csr.mie & crate::hypervisor::VS_INTERRUPTS;
+        let vs = mip & self.csr.mie & (crate::hypervisor::VS_INTERRUPTS | self.sgei_bit());
         self.m_pending_from(mip) | self.s_pending_from(mip) | vs != 0 || self.vstopi() != 0
     }
 
@@ -244,9 +250,10 @@ impl Hart {
         self.csr.h.hvip = (self.csr.h.hvip & !virt) | (v & virt);
     }
 
-    /// `vstopi` (AIA, "Virtual supervisor top interrupt CSR"), with `hstatus.VGEIN` = 0 and
-    /// `hviprio1/2` read-only zero. Candidates: a pending-and-enabled SEI (priority
-    /// `hvictl.IPRIO` when IID = 9 and IPRIO != 0, else 256); with VTI = 0 the highest other
+    /// `vstopi` (AIA, "Virtual supervisor top interrupt CSR"), with `hviprio1/2` read-only
+    /// zero. Candidates: a pending-and-enabled SEI (priority `vstopei`'s when VGEIN names a
+    /// guest file and `vstopei` != 0, else `hvictl.IPRIO` when VGEIN = 0, IID = 9 and
+    /// IPRIO != 0, else 256); with VTI = 0 the highest other
     /// interrupt in `vsip` & `vsie` (priority number 0); with VTI = 1 and IID != 9 the
     /// `hvictl` interrupt (priority IPRIO, default order against SEI from DPR).
     pub(crate) fn vstopi(&self) -> u64 {
@@ -258,9 +265,14 @@ impl Hart {
         let iid = (ctl & HVICTL_IID) >> 16;
         let iprio = ctl & HVICTL_IPRIO;
         // (IID, priority number, default priority above SEI)
+        let vgein = (self.csr.h.hstatus & vcpu_api::csr::HSTATUS_VGEIN) >> 12;
+        let vstopei = self.vstopei();
         let sei = (pend & SEIP != 0).then_some((
             irq::SEI,
-            if iid == irq::SEI && iprio != 0 {
+            if vstopei != 0 {
+                // The guest file's top identity is the priority number.
+                vstopei & 0x7ff
+            } else if vgein == 0 && iid == irq::SEI && iprio != 0 {
                 iprio
             } else {
                 256

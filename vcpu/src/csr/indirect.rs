@@ -11,7 +11,9 @@
 //! - `siselect` and `sireg*` from S-mode need `mstateen0.CSRIND` (Smstateen).
 //!
 //! Registered today: the AIA major-interrupt priority arrays `iprio0-15` (select values
-//! 0x30-0x3F through `mireg`/`sireg` only; odd numbers do not exist on RV64) and the CTR
+//! 0x30-0x3F through `mireg`/`sireg` only; odd numbers do not exist on RV64), the IMSIC
+//! interrupt files (0x70-0xFF through `mireg`, `sireg` and `vsireg`; they raise
+//! illegal-instruction on a hart without an IMSIC, see `imsic`) and the CTR
 //! entry registers (0x200-0x2FF through `sireg*` and `vsireg*`, see `ctr::csr`), the
 //! delegated counters (0x40-0x5F, Smcdeleg) and the PDIS sample record (0x60/0x61, Smpdis;
 //! see `pmu::csr`).
@@ -21,9 +23,11 @@
 //! registers that always trap (the hypervisor emulates delegated counters). Its rules (Sscsrind "Virtual
 //! Supervisor-level CSRs", AIA "Hypervisor and VS CSRs"):
 //! - `vsiselect` holds 0-0xFFF, like `siselect`.
-//! - Select values 0x30-0x3F and 0x70-0xFF are *inaccessible* at VS level (no VS-level `iprio`
-//!   array; no IMSIC, so no guest interrupt file): `vsireg*` from M/HS raises
-//!   illegal-instruction, `sireg*` from VS-mode virtual-instruction.
+//! - Select values 0x30-0x3F are *inaccessible* at VS level (no VS-level `iprio` array), and
+//!   so are 0x70-0xFF unless `hstatus.VGEIN` names a guest interrupt file of the IMSIC
+//!   (`vsireg` then reaches that file, see `imsic`; `vsireg2-6` stay inaccessible):
+//!   `vsireg*` from M/HS raises illegal-instruction, `sireg*` from VS-mode
+//!   virtual-instruction.
 //! - Every other value is reserved: illegal-instruction from M, HS and VS alike (the spec's
 //!   recommendation for the UNSPECIFIED case).
 //! - Smstateen first: `mstateen0.CSRIND` = 0 makes every access below M illegal;
@@ -138,6 +142,23 @@ macro_rules! pdis_record {
     };
 }
 
+/// An IMSIC interrupt file (AIA "Indirectly accessed interrupt-file registers"): select
+/// 0x70-0xFF through `*ireg` only (`*ireg2-6` there have no register).
+macro_rules! imsic_file {
+    ($w:expr, $name:expr, $check:ident, $read:ident, $write:ident) => {
+        IregDesc {
+            window: $w,
+            first: 0x70,
+            last: 0xff,
+            ireg: 1,
+            name: $name,
+            check: super::imsic::$check,
+            read: super::imsic::$read,
+            write: Some(super::imsic::$write),
+        }
+    };
+}
+
 /// Every indirectly accessed register.
 pub static IREGS: &[IregDesc] = &[
     deleg!(
@@ -196,6 +217,27 @@ pub static IREGS: &[IregDesc] = &[
         read: super::aia::iprio_read,
         write: Some(super::aia::iprio_write),
     },
+    imsic_file!(
+        Window::Machine,
+        "IMSIC machine-level file",
+        check_m,
+        read_m,
+        write_m
+    ),
+    imsic_file!(
+        Window::Supervisor,
+        "IMSIC supervisor-level file",
+        check_s,
+        read_s,
+        write_s
+    ),
+    imsic_file!(
+        Window::VirtualSupervisor,
+        "IMSIC guest file VGEIN",
+        check_vs,
+        read_vs,
+        write_vs
+    ),
     ctr_entry!(
         Window::Supervisor,
         1,
@@ -287,8 +329,8 @@ pub fn lookup_ireg(window: Window, select: u64, ireg: u8) -> Option<&'static Ire
         .find(|d| d.window == window && d.ireg == ireg && (d.first..=d.last).contains(&select))
 }
 
-/// Select values that are *inaccessible* at VS level (AIA): the `iprio` range and, without a
-/// guest interrupt file, the IMSIC range.
+/// Select values that are *inaccessible* at VS level (AIA) when no register answers: the
+/// `iprio` range and the IMSIC range (`vsireg2-6`, or `vsireg` without a guest file).
 pub fn vs_inaccessible(select: u64) -> bool {
     matches!(select, 0x30..=0x3f | 0x70..=0xff)
 }

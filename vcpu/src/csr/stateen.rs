@@ -9,8 +9,9 @@
 //! Implemented `mstateen0` bits: SE0, ENVCFG (`senvcfg`), CSRIND (`siselect`/`sireg*`), AIA
 //! (`stopi` and the S-level `iprio` array), CTR (Smctr chapter 5
 //! "State Enable Access Control"; read-only zero on a hart configured without Smctr), PDIS
-//! (Smpdis, draft: bit 53 provisionally, see `pmu::DraftNumbers`). Read-only zero: IMSIC
-//! (no IMSIC), CONTEXT (no Sdtrig), P1P13 (RV32 + H only), P1P14 (no Ssqosid), JVT (no
+//! (Smpdis, draft: bit 53 provisionally, see `pmu::DraftNumbers`), IMSIC (only on a hart
+//! with an IMSIC: `stopei`, `vstopei` and select 0x70-0xFF, see `imsic`; in `hstateen0` too,
+//! for the guest file's `vstopei`/`vsireg`). Read-only zero: CONTEXT (no Sdtrig), P1P13 (RV32 + H only), P1P14 (no Ssqosid), JVT (no
 //! Zcmt), FCSR (F is implemented, so the spec requires 0), C (no custom state).
 //! `mstateen1-3`: only SE0. Since every `mstateen` bit with a U-level meaning (C, FCSR,
 //! JVT) is read-only zero, every `sstateen` register currently reads zero;
@@ -48,8 +49,8 @@ pub const MSTATEEN_WRITABLE: [u64; 4] = [
 /// 31:0 can ever be used; none is implemented yet (C, FCSR and JVT are read-only zero).
 pub const SSTATEEN_IMPLEMENTED: [u64; 4] = [0; 4];
 
-/// Bits of `hstateen0-3` that exist (then writable when the `mstateen` bit is one). IMSIC,
-/// CONTEXT, JVT, FCSR and C are read-only zero as in `mstateen0` (P1P13 and P1P14 do not
+/// Bits of `hstateen0-3` that exist (then writable when the `mstateen` bit is one). IMSIC
+/// exists only on a hart with an IMSIC (added by `hstateen_implemented`); CONTEXT, JVT, FCSR and C are read-only zero as in `mstateen0` (P1P13 and P1P14 do not
 /// exist in `hstateen0`); CTR exists when the hart has Smctr.
 pub const HSTATEEN_IMPLEMENTED: [u64; 4] = [
     STATEEN_SE0 | STATEEN0_ENVCFG | STATEEN0_CSRIND | STATEEN0_AIA | STATEEN0_CTR,
@@ -89,6 +90,8 @@ pub(super) fn envcfg_check(h: &Hart, _: bool) -> Result<(), CsrFault> {
 }
 
 /// `siselect`, `sireg*`: `mstateen0.CSRIND`.
+///
+/// (The IMSIC's own rules, `mstateen0.IMSIC` and `hstateen0.IMSIC`, are in `imsic`.)
 pub(super) fn csrind_check(h: &Hart, _: bool) -> Result<(), CsrFault> {
     gate(h, 0, STATEEN0_CSRIND)
 }
@@ -132,6 +135,9 @@ impl Hart {
         if !self.ctr.implemented() {
             m &= !STATEEN0_CTR;
         }
+        if n == 0 && self.imsic.present() {
+            m |= STATEEN0_IMSIC;
+        }
         if n == 0 {
             m |= self.pmu.stateen_bit();
         }
@@ -141,7 +147,12 @@ impl Hart {
     /// `hstateen{n}` bits that exist on this hart.
     fn hstateen_implemented(&self, n: usize) -> u64 {
         if n == 0 {
-            HSTATEEN_IMPLEMENTED[0] | self.pmu.stateen_bit()
+            let imsic = if self.imsic.present() {
+                STATEEN0_IMSIC
+            } else {
+                0
+            };
+            HSTATEEN_IMPLEMENTED[0] | self.pmu.stateen_bit() | imsic
         } else {
             HSTATEEN_IMPLEMENTED[n]
         }

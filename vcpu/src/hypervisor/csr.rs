@@ -122,7 +122,7 @@ pub(crate) static TABLE: &[CsrDesc] = &[
         num::HSTATUS,
         ok,
         |h| h.csr.h.hstatus | HSTATUS_VSXL_64,
-        Some(|h, v| h.csr.h.hstatus = v & HSTATUS_WRITABLE)
+        Some(|h, v| h.csr.h.hstatus = v & (HSTATUS_WRITABLE | h.hstatus_vgein_writable()))
     ),
     csr!(
         num::HEDELEG,
@@ -141,8 +141,11 @@ pub(crate) static TABLE: &[CsrDesc] = &[
     csr!(
         num::HIE,
         ok,
-        |h| h.csr.mie & VS_INTERRUPTS,
-        Some(|h, v| h.csr.mie = (h.csr.mie & !VS_INTERRUPTS) | (v & VS_INTERRUPTS))
+        |h| h.csr.mie & (VS_INTERRUPTS | h.sgei_bit()),
+        Some(|h, v| {
+            let m = VS_INTERRUPTS | h.sgei_bit();
+            h.csr.mie = (h.csr.mie & !m) | (v & m)
+        })
     ),
     csr!(
         num::HTIMEDELTA,
@@ -156,7 +159,12 @@ pub(crate) static TABLE: &[CsrDesc] = &[
         |h| h.csr.h.hcounteren,
         Some(|h, v| h.csr.h.hcounteren = v & 0xffff_ffff)
     ),
-    csr!(num::HGEIE, ok, |_| 0, Some(|_, _| {})),
+    csr!(
+        num::HGEIE,
+        ok,
+        crate::csr::imsic::read_hgeie,
+        Some(crate::csr::imsic::write_hgeie)
+    ),
     csr!(
         num::HENVCFG,
         crate::csr::stateen::henvcfg_check,
@@ -172,7 +180,7 @@ pub(crate) static TABLE: &[CsrDesc] = &[
     csr!(
         num::HIP,
         ok,
-        |h| h.mip() & VS_INTERRUPTS,
+        |h| h.mip() & (VS_INTERRUPTS | h.sgei_bit()),
         Some(|h, v| h.csr.h.hvip = (h.csr.h.hvip & !VSSIP) | (v & VSSIP))
     ),
     csr!(
@@ -194,7 +202,7 @@ pub(crate) static TABLE: &[CsrDesc] = &[
         |h| h.csr.h.hgatp,
         Some(write_hgatp)
     ),
-    csr!(num::HGEIP, ok, |_| 0, None),
+    csr!(num::HGEIP, ok, |h| h.hgeip(), None),
 ];
 
 /// The VS CSR that replaces supervisor CSR `num` when V=1, if there is one. The supervisor
@@ -208,6 +216,8 @@ pub(crate) fn vs_counterpart(num: u16) -> Option<u16> {
         | 0x152 | 0x153 | 0x155 | 0x156 | 0x157 | 0x180 => Some(num + 0x100),
         // stopi
         0xdb0 => Some(0xeb0),
+        // stopei
+        0x15c => Some(0x25c),
         // sctrctl (Smctr 2.3 "Virtual Supervisor Control Transfer Records Control Register
         // (vsctrctl)")
         0x14e => Some(0x24e),

@@ -5,7 +5,8 @@
 //! `mmu/mod.rs`, trap routing through HS and VS in `trap/entry.rs`, HLV/HSV/HFENCE in `execute/hypervisor.rs`,
 //! and the transformed instructions for `htinst`/`mtinst` in [`tinst`].
 //!
-//! Implementation parameters: GEILEN = 0 (no guest external interrupts: `hgeip`/`hgeie`
+//! Implementation parameters: GEILEN = the IMSIC's guest interrupt files
+//! (`HartConfig::imsic`, `crate::csr::imsic`; 0 without an IMSIC: `hgeip`/`hgeie`
 //! read-only 0, `hstatus.VGEIN` read-only 0), VMIDLEN = 14, VSXL = UXL = 64 (read-only),
 //! VSBE = 0 (read-only), `hgatp` modes Bare, Sv39x4, Sv48x4 and Sv57x4.
 

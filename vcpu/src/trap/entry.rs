@@ -21,7 +21,7 @@ impl Hart {
             // to the guest.
             let hideleg = self.csr.h.hideleg;
             let hs = (self.s_pending_from(mip) & !(hideleg & !0x1fff))
-                | (mip & self.csr.mie & VS_INTERRUPTS & !hideleg);
+                | (mip & self.csr.mie & ((VS_INTERRUPTS & !hideleg) | self.sgei_bit()));
             if let Some(i) = highest_priority(hs) {
                 return Some((i, TrapTarget::Hs));
             }
@@ -40,6 +40,9 @@ impl Hart {
         // interrupts are always enabled while V=1; VS-level interrupts that hideleg does not
         // delegate are HS-level (H extension, "Hypervisor Interrupt Registers").
         let vs_pending = mip & self.csr.mie & VS_INTERRUPTS;
+        // SGEI is always an HS-level interrupt (mideleg bit 12 read-only one, hideleg bit 12
+        // read-only zero).
+        let sgei = mip & self.csr.mie & self.sgei_bit();
         let hideleg = self.csr.h.hideleg;
         let hs_enabled = self.virt
             || self.prv == PrivilegeMode::User
@@ -48,7 +51,7 @@ impl Hart {
         if hs_enabled {
             // Interrupts 13-63 that hideleg delegates are VS-level (only LCOFI can be).
             let hs = self.s_pending_from(mip) & !(hideleg & !0x1fff);
-            if let Some(i) = highest_priority(hs | (vs_pending & !hideleg)) {
+            if let Some(i) = highest_priority(hs | sgei | (vs_pending & !hideleg)) {
                 return Some((i, TrapTarget::Hs));
             }
         }

@@ -12,6 +12,7 @@ pub mod bus;
 pub mod clint;
 pub mod finisher;
 pub mod htif;
+pub mod imsic;
 pub mod plic;
 pub mod uart;
 

@@ -8,6 +8,8 @@
 //! | `0x0200_0000` | `0x10000` | CLINT ([`crate::devices::clint`])                     |
 //! | `0x0c00_0000` | `0x600000`| PLIC ([`crate::devices::plic`])                       |
 //! | `0x1000_0000` | `0x100`   | ns16550a UART ([`crate::devices::uart`])              |
+//! | `0x2400_0000` | `0x1000`  | IMSIC machine-level file (`--aia imsic`, [`crate::devices::imsic`]) |
+//! | `0x2800_0000` | `0x8000`  | IMSIC supervisor-level file and guest files 1-7 (`--aia imsic`) |
 //! | `0x8000_0000` | `--memory`| RAM                                             |
 //! | `tohost`/`fromhost` | 8 + 8 | HTIF ([`crate::devices::htif`]), if the ELF defines `tohost` |
 //!
@@ -17,8 +19,11 @@
 //! date after every device access and when console input arrives
 //! ([`Machine::enqueue_input`]; [`MachineConfig::input`], standard input for `vmm machine`,
 //! is moved into the UART between chunks, and a WFI that only console input can end waits
-//! for it while more may come). The hart starts in M-mode at the ELF entry point with
-//! `a0` = hart id (0) and `a1` = 0 (there is no device tree). Time is virtual (see [`crate::devices::clint`]).
+//! for it while more may come). With `--aia imsic` ([`Aia::Imsic`]) the hart also has an
+//! IMSIC (255 identities, GEILEN = 7) whose pages are mapped where QEMU's `virt` board with
+//! `aia=aplic-imsic,aia-guests=7` puts them, so a program can send itself MSIs; there is no
+//! APLIC. The hart starts in M-mode at the ELF entry point with `a0` = hart id (0) and
+//! `a1` = 0 (there is no device tree). Time is virtual (see [`crate::devices::clint`]).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -62,6 +67,18 @@ pub struct MachineConfig {
     pub symbols: Option<std::sync::Arc<crate::symbols::Symbols>>,
     /// Console input for the UART (`vmm machine`: standard input); `None`: none.
     pub input: Option<MachineInput>,
+    /// `--aia`: the interrupt controller of the hart.
+    pub aia: Aia,
+}
+
+/// `vmm machine --aia`: which AIA interrupt controller the board has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Aia {
+    /// None (the AIA CSRs without an IMSIC).
+    #[default]
+    None,
+    /// An IMSIC in the hart, its pages mapped ([`crate::devices::imsic`]).
+    Imsic,
 }
 
 impl std::fmt::Debug for Machine {
@@ -85,6 +102,7 @@ impl Default for MachineConfig {
             perf_map: false,
             symbols: None,
             input: None,
+            aia: Aia::None,
         }
     }
 }
@@ -240,6 +258,22 @@ impl Machine {
         bus.insert(CLINT_BASE, CLINT_SIZE, Device::Clint)?;
         bus.insert(PLIC_BASE, PLIC_SIZE, Device::Plic)?;
         bus.insert(UART_BASE, UART_SIZE, Device::Uart)?;
+        let imsic = (config.aia == Aia::Imsic).then(|| {
+            use crate::devices::imsic::*;
+            crate::backend::ImsicConfig {
+                ids: IMSIC_IDS,
+                geilen: IMSIC_GEILEN,
+            }
+        });
+        if imsic.is_some() {
+            use crate::devices::imsic::*;
+            bus.insert(IMSIC_M_BASE, PAGE, Device::Imsic(Region::Machine))?;
+            bus.insert(
+                IMSIC_S_BASE,
+                IMSIC_S_STRIDE,
+                Device::Imsic(Region::Supervisor),
+            )?;
+        }
 
         let hart_config = HartConfig {
             hart_id: HART_ID,
@@ -249,6 +283,7 @@ impl Machine {
             // 16 entries, as QEMU's `virt` board: firmware sets an entry before it runs S-
             // or U-mode code (the test guests' runtime does, `tests/guests/rt`).
             pmp_entries: crate::backend::PMP_ENTRIES,
+            imsic,
             ..HartConfig::default()
         };
         let mut hart = Hart::new(hart_config, mem.clone())?;
@@ -499,6 +534,16 @@ impl Machine {
                 0
             }
             (Some((Device::Finisher, off)), None) => self.finisher.read(off, size),
+            (Some((Device::Imsic(region), off)), Some(value)) => {
+                if let Some((file, id)) =
+                    crate::devices::imsic::msi_of_write(region, off, size, value)
+                {
+                    // The page exists, so the file does: this cannot fail.
+                    let _ = self.hart.imsic_send_msi(file, id);
+                }
+                0
+            }
+            (Some((Device::Imsic(_), _)), None) => 0,
             (None, _) => {
                 log::warn!("{size}-byte access at {addr:#x} straddles a device window; ignored");
                 0
@@ -520,6 +565,7 @@ enum Device {
     Clint,
     Plic,
     Finisher,
+    Imsic(crate::devices::imsic::Region),
 }
 
 /// RAM size in bytes for `mib`, or the error for a size out of range.

@@ -551,3 +551,63 @@ fn wfi_waits_for_console_input_while_it_may_come() {
     feeder.join().unwrap();
     assert_eq!(out.contents(), b"ab");
 }
+
+/// `--aia imsic`: accesses of every width and offset to the IMSIC pages neither fault nor
+/// panic; reads return 0; only aligned 32-bit writes to `seteipnum_le` deliver MSIs.
+#[test]
+fn imsic_pages_take_any_access() {
+    use crate::devices::imsic::{IMSIC_M_BASE, IMSIC_S_BASE};
+    let mut code = vec![addi(T2, 0, 0)];
+    for base in [IMSIC_M_BASE, IMSIC_S_BASE, IMSIC_S_BASE + 0x7000] {
+        code.extend([lui(T0, base as u32 >> 12), addi(T1, 0, 9)]);
+        // Ignored writes: other widths, seteipnum_be, reserved bytes, misaligned.
+        code.extend([
+            sb(T1, T0, 1),
+            sh(T1, T0, 2),
+            sd(T1, T0, 0),
+            sw(T1, T0, 4),
+            sw(T1, T0, 0x10),
+            sb(T1, T0, 0x7ff),
+        ]);
+        // Reads are 0 (ORed into a0).
+        for l in [
+            lb(A0, T0, 0),
+            lh(A0, T0, 2),
+            lw(A0, T0, 0),
+            ld(A0, T0, 8),
+            lwu(A0, T0, 0x7fc),
+        ] {
+            code.extend([l, or(T2, T2, A0)]);
+        }
+        // The one MSI per page: identity 5.
+        code.extend([addi(T1, 0, 5), sw(T1, T0, 0)]);
+    }
+    code.extend(finish(0x5555));
+    let config = MachineConfig {
+        max_insns: Some(1_000_000),
+        aia: Aia::Imsic,
+        ..MachineConfig::default()
+    };
+    let (mut m, _) = machine_with(&elf(&code), &config);
+    assert_eq!(m.run().unwrap(), MachineExit::Finished { code: 0 });
+    assert_eq!(m.hart().xreg(T2 as usize), 0, "every read returns 0");
+    let files = &m.hart().imsic_state().files;
+    assert_eq!(
+        files[0].eip[0],
+        1 << 5,
+        "M file: only the aligned word write"
+    );
+    assert_eq!(files[1].eip[0], 1 << 5, "S file");
+    assert_eq!(files[8].eip[0], 1 << 5, "guest file 7");
+    assert!(files[2..8].iter().all(|f| f.eip[0] == 0));
+}
+
+/// Without `--aia imsic` the IMSIC pages are not mapped: an access faults.
+#[test]
+fn imsic_pages_are_absent_by_default() {
+    let mut code = vec![lui(T0, crate::devices::imsic::IMSIC_M_BASE as u32 >> 12)];
+    code.extend([sw(0, T0, 0)]);
+    code.extend(finish(0x5555));
+    let (r, _) = run(&elf(&code));
+    assert!(!matches!(r, Ok(MachineExit::Finished { code: 0 })), "{r:?}");
+}
