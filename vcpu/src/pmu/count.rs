@@ -24,6 +24,12 @@ fn max_rate(ev: Event) -> u64 {
     }
 }
 
+/// Events a countdown computed in the middle of an instruction (a counter or monitor CSR
+/// write, an xRET's mode change) does not see yet: the instruction's retirement, which the
+/// settling already took out of the counters of instret (`Hart::pmu_settle`'s
+/// `instret_extra`), and one more event of the instruction.
+const PENDING: u64 = 2;
+
 /// The inhibit bit of a mode (Sscofpmf's xINH bits in `mhpmevent`, and Smcntrpmf 2.1
 /// "Machine Counter Configuration Registers (mcyclecfg, minstretcfg)").
 fn inh_bit(prv: PrivilegeMode, virt: bool) -> u64 {
@@ -178,7 +184,8 @@ impl Hart {
 
     /// The overflow countdown from the current values: `check_at` is the end of the
     /// instructions none of which can wrap a counter (a counter `left` events short of
-    /// wrapping survives `(left - 1) / max_rate` instructions), or, when the very next
+    /// wrapping survives `(left - 1) / max_rate` instructions; [`PENDING`] events fewer are
+    /// assumed, for a countdown computed in the middle of an instruction), or, when the very next
     /// instruction may wrap one, the end of that instruction alone, so that an overflow
     /// found there is attributed to it (the precise LCOFI of
     /// "Precise Local Counter Overflow Interrupt ISA Extension (Ssplcofi)").
@@ -193,7 +200,7 @@ impl Hart {
             };
             let left = self.counter(i).wrapping_neg();
             let left = if left == 0 { u64::MAX } else { left };
-            safe = safe.min((left - 1) / max_rate(ev));
+            safe = safe.min(left.saturating_sub(1 + PENDING) / max_rate(ev));
         }
         self.pmu.may_wrap = safe == 0;
         self.pmu.check_at = self.vclock.saturating_add(safe.max(1));
