@@ -49,6 +49,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use vm_memory::{Bytes, GuestAddress, GuestMemoryMmap};
 
+use crate::backend::HartState;
 use crate::devices::uart::UartState;
 use crate::machine::RAM_BASE;
 
@@ -147,10 +148,49 @@ pub struct VmState {
     pub host_clock: bool,
 }
 
-/// [`VcpuState`] as formats 9 and 10 encoded it: its hart state without the IMSIC.
+/// A hart state of an older format, and how it becomes today's [`HartState`].
+trait OldHartState {
+    fn upgrade(self) -> HartState;
+}
+
+/// Formats 9 and 10: harts without the IMSIC (they had none; a hart with one restores it at
+/// reset).
+impl OldHartState for crate::backend::HartStateNoImsic {
+    fn upgrade(self) -> HartState {
+        self.without_imsic()
+    }
+}
+
+/// Formats 7 and 8: harts without the PMP. The guest saw all of memory, as it does through
+/// the allow-all entry the VMM sets now (`Hart::new_guest`).
+impl OldHartState for crate::backend::HartStateNoPmp {
+    fn upgrade(self) -> HartState {
+        self.with_pmp(crate::backend::PmpState::allow_all())
+    }
+}
+
+/// A field an older format did not have: `()`, which bincode encodes as nothing, or the
+/// field's type.
+trait OldField<T> {
+    fn or(self, absent: T) -> T;
+}
+
+impl<T> OldField<T> for () {
+    fn or(self, absent: T) -> T {
+        absent
+    }
+}
+
+impl OldField<bool> for bool {
+    fn or(self, _: bool) -> bool {
+        self
+    }
+}
+
+/// [`VcpuState`] as formats 7 to 10 encoded it, with hart state `H` ([`OldHartState`]).
 #[derive(Deserialize)]
-struct VcpuStateV10 {
-    hart: crate::backend::HartStateNoImsic,
+struct OldVcpuState<H> {
+    hart: H,
     ctr: ctr_virt::GuestCtrState,
     pmu: pmu_virt::GuestPmuState,
     hsm: u64,
@@ -159,39 +199,35 @@ struct VcpuStateV10 {
     ipi_posted: bool,
 }
 
-impl From<VcpuStateV10> for VcpuState {
-    fn from(v: VcpuStateV10) -> VcpuState {
-        VcpuState {
-            hart: v.hart.without_imsic(),
-            ctr: v.ctr,
-            pmu: v.pmu,
-            hsm: v.hsm,
-            start: v.start,
-            idle: v.idle,
-            ipi_posted: v.ipi_posted,
-        }
-    }
-}
-
-/// [`VmState`] as format 10 encoded it: harts without the IMSIC.
+/// [`VmState`] as formats 7 to 10 encoded it: vCPUs with hart state `H`, and `sstc` (`S`)
+/// and `host_clock` (`C`) where the format had them ([`OldField`]).
 #[derive(Deserialize)]
-struct VmStateV10 {
+struct OldVmState<H, S, C> {
     memory_mib: u64,
     layout: LayoutState,
     trap_wfi: bool,
     trap_time: bool,
     trap_sret: bool,
     trap_vm: bool,
-    sstc: bool,
-    vcpus: Vec<VcpuStateV10>,
+    sstc: S,
+    vcpus: Vec<OldVcpuState<H>>,
     clock: u64,
     uart: UartState,
     input: Vec<u8>,
-    host_clock: bool,
+    host_clock: C,
 }
 
-impl From<VmStateV10> for VmState {
-    fn from(v: VmStateV10) -> VmState {
+impl<H: OldHartState, S: OldField<bool>, C: OldField<bool>> From<OldVmState<H, S, C>> for VmState {
+    fn from(v: OldVmState<H, S, C>) -> VmState {
+        let vcpu = |c: OldVcpuState<H>| VcpuState {
+            hart: c.hart.upgrade(),
+            ctr: c.ctr,
+            pmu: c.pmu,
+            hsm: c.hsm,
+            start: c.start,
+            idle: c.idle,
+            ipi_posted: c.ipi_posted,
+        };
         VmState {
             memory_mib: v.memory_mib,
             layout: v.layout,
@@ -199,147 +235,24 @@ impl From<VmStateV10> for VmState {
             trap_time: v.trap_time,
             trap_sret: v.trap_sret,
             trap_vm: v.trap_vm,
-            sstc: v.sstc,
-            vcpus: v.vcpus.into_iter().map(VcpuState::from).collect(),
+            sstc: v.sstc.or(false),
+            vcpus: v.vcpus.into_iter().map(vcpu).collect(),
             clock: v.clock,
             uart: v.uart,
             input: v.input,
-            host_clock: v.host_clock,
+            host_clock: v.host_clock.or(false),
         }
     }
 }
 
-/// [`VmState`] as format 9 encoded it: without `host_clock`, harts without the IMSIC.
-#[derive(Deserialize)]
-struct VmStateV9 {
-    memory_mib: u64,
-    layout: LayoutState,
-    trap_wfi: bool,
-    trap_time: bool,
-    trap_sret: bool,
-    trap_vm: bool,
-    sstc: bool,
-    vcpus: Vec<VcpuStateV10>,
-    clock: u64,
-    uart: UartState,
-    input: Vec<u8>,
-}
-
-impl From<VmStateV9> for VmState {
-    fn from(v: VmStateV9) -> VmState {
-        VmState {
-            memory_mib: v.memory_mib,
-            layout: v.layout,
-            trap_wfi: v.trap_wfi,
-            trap_time: v.trap_time,
-            trap_sret: v.trap_sret,
-            trap_vm: v.trap_vm,
-            sstc: v.sstc,
-            vcpus: v.vcpus.into_iter().map(VcpuState::from).collect(),
-            clock: v.clock,
-            uart: v.uart,
-            input: v.input,
-            host_clock: false,
-        }
-    }
-}
-
-/// [`VcpuState`] as formats 7 and 8 encoded it: its hart state without the PMP.
-#[derive(Deserialize)]
-struct VcpuStateV8 {
-    hart: crate::backend::HartStateNoPmp,
-    ctr: ctr_virt::GuestCtrState,
-    pmu: pmu_virt::GuestPmuState,
-    hsm: u64,
-    start: (u64, u64),
-    idle: Option<u64>,
-    ipi_posted: bool,
-}
-
-impl From<VcpuStateV8> for VcpuState {
-    fn from(v: VcpuStateV8) -> VcpuState {
-        VcpuState {
-            // The hart had no PMP: the guest saw all of memory, as it does through the
-            // allow-all entry the VMM sets now (`Hart::new_guest`).
-            hart: v.hart.with_pmp(crate::backend::PmpState::allow_all()),
-            ctr: v.ctr,
-            pmu: v.pmu,
-            hsm: v.hsm,
-            start: v.start,
-            idle: v.idle,
-            ipi_posted: v.ipi_posted,
-        }
-    }
-}
-
-/// [`VmState`] as format 8 encoded it: harts without the PMP.
-#[derive(Deserialize)]
-struct VmStateV8 {
-    memory_mib: u64,
-    layout: LayoutState,
-    trap_wfi: bool,
-    trap_time: bool,
-    trap_sret: bool,
-    trap_vm: bool,
-    sstc: bool,
-    vcpus: Vec<VcpuStateV8>,
-    clock: u64,
-    uart: UartState,
-    input: Vec<u8>,
-}
-
-impl From<VmStateV8> for VmState {
-    fn from(v: VmStateV8) -> VmState {
-        VmState {
-            memory_mib: v.memory_mib,
-            layout: v.layout,
-            trap_wfi: v.trap_wfi,
-            trap_time: v.trap_time,
-            trap_sret: v.trap_sret,
-            trap_vm: v.trap_vm,
-            sstc: v.sstc,
-            vcpus: v.vcpus.into_iter().map(VcpuState::from).collect(),
-            clock: v.clock,
-            uart: v.uart,
-            input: v.input,
-            host_clock: false,
-        }
-    }
-}
-
-/// [`VmState`] as format 7 encoded it: without `sstc`, harts without the PMP.
-#[derive(Deserialize)]
-struct VmStateV7 {
-    memory_mib: u64,
-    layout: LayoutState,
-    trap_wfi: bool,
-    trap_time: bool,
-    trap_sret: bool,
-    trap_vm: bool,
-    vcpus: Vec<VcpuStateV8>,
-    clock: u64,
-    uart: UartState,
-    input: Vec<u8>,
-}
-
-impl From<VmStateV7> for VmState {
-    fn from(v: VmStateV7) -> VmState {
-        VmState {
-            memory_mib: v.memory_mib,
-            layout: v.layout,
-            trap_wfi: v.trap_wfi,
-            trap_time: v.trap_time,
-            trap_sret: v.trap_sret,
-            trap_vm: v.trap_vm,
-            sstc: false,
-            vcpus: v.vcpus.into_iter().map(VcpuState::from).collect(),
-            clock: v.clock,
-            uart: v.uart,
-            input: v.input,
-            host_clock: false,
-        }
-    }
-}
+/// Format 10: harts without the IMSIC.
+type VmStateV10 = OldVmState<crate::backend::HartStateNoImsic, bool, bool>;
+/// Format 9: without `host_clock`, harts without the IMSIC.
+type VmStateV9 = OldVmState<crate::backend::HartStateNoImsic, bool, ()>;
+/// Format 8: without `host_clock`, harts without the PMP.
+type VmStateV8 = OldVmState<crate::backend::HartStateNoPmp, bool, ()>;
+/// Format 7: without `sstc` and `host_clock`, harts without the PMP.
+type VmStateV7 = OldVmState<crate::backend::HartStateNoPmp, (), ()>;
 
 /// A decoded snapshot.
 #[derive(Clone, Debug)]
