@@ -11,21 +11,7 @@
  */
 #include "rt/rt.h"
 #include "csr.h"
-
-#define H_STR_(x) #x
-#define H_STR(x) H_STR_(x)
-#define csrr_n(n)                                                              \
-	({                                                                     \
-		u64 __v;                                                       \
-		__asm__ volatile("csrr %0, " H_STR(n) : "=r"(__v)::"memory"); \
-		__v;                                                           \
-	})
-#define csrw_n(n, val)                                                         \
-	__asm__ volatile("csrw " H_STR(n) ", %0" ::"r"((u64)(val)) : "memory")
-#define csrs_n(n, val)                                                         \
-	__asm__ volatile("csrs " H_STR(n) ", %0" ::"r"((u64)(val)) : "memory")
-#define csrc_n(n, val)                                                         \
-	__asm__ volatile("csrc " H_STR(n) ", %0" ::"r"((u64)(val)) : "memory")
+#include "csr_n.h"
 
 #define SSTATUS_SIE (1UL << 1)
 #define CAUSE_ILLEGAL 2

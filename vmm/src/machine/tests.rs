@@ -428,12 +428,10 @@ fn timeout_stops_a_spinning_guest() {
     }
 }
 
-/// Console input wakes a hart waiting in WFI through the UART's received-data interrupt and
-/// the PLIC: the program routes source 10 to the M-mode context, enables `mie.MEIE` (with
-/// `mstatus.MIE` off) and waits; the run ends waiting for an interrupt nothing can send, the
-/// input arrives, and the next run claims the source and echoes the byte.
-#[test]
-fn console_input_wakes_wfi_through_the_plic() {
+/// Code that routes the UART's received-data interrupt to the M-mode external interrupt:
+/// PLIC source 10 at priority 1, enabled in context 0; the UART's IER.ERBFI; `mie.MEIE`
+/// (`mstatus.MIE` stays off, so a WFI wakes without a trap).
+fn uart_input_interrupt_to_m() -> Vec<u32> {
     const CSR_MIE_MEIE: i32 = 1 << 11;
     let plic = PLIC_BASE as u32 >> 12;
     let uart = UART_BASE as u32 >> 12;
@@ -445,7 +443,20 @@ fn console_input_wakes_wfi_through_the_plic() {
         sw(T1, T2, 0),
     ]);
     code.extend([lui(T0, uart), addi(T1, 0, 1), sb(T1, T0, 1)]);
-    code.extend([addi(T1, 0, CSR_MIE_MEIE), csrw(CSR_MIE, T1), wfi()]);
+    code.extend([addi(T1, 0, CSR_MIE_MEIE), csrw(CSR_MIE, T1)]);
+    code
+}
+
+/// Console input wakes a hart waiting in WFI through the UART's received-data interrupt and
+/// the PLIC: the program routes source 10 to the M-mode context, enables `mie.MEIE` (with
+/// `mstatus.MIE` off) and waits; the run ends waiting for an interrupt nothing can send, the
+/// input arrives, and the next run claims the source and echoes the byte.
+#[test]
+fn console_input_wakes_wfi_through_the_plic() {
+    let plic = PLIC_BASE as u32 >> 12;
+    let uart = UART_BASE as u32 >> 12;
+    let mut code = uart_input_interrupt_to_m();
+    code.push(wfi());
     let after_wfi = RAM_BASE + 4 * code.len() as u64;
     // Claim (context 0 at 0x20_0004) into a0, echo the byte, complete, pass.
     code.extend([
@@ -508,18 +519,9 @@ fn hostile_plic_accesses_read_zero() {
 /// the run; once the input is closed and empty, such a wait is forever again.
 #[test]
 fn wfi_waits_for_console_input_while_it_may_come() {
-    const CSR_MIE_MEIE: i32 = 1 << 11;
     let plic = PLIC_BASE as u32 >> 12;
     let uart = UART_BASE as u32 >> 12;
-    let mut code = vec![lui(T0, plic), addi(T1, 0, 1), sw(T1, T0, 40)];
-    code.extend([
-        lui(T2, 0x2),
-        add(T2, T0, T2),
-        addi(T1, 0, 1 << 10),
-        sw(T1, T2, 0),
-    ]);
-    code.extend([lui(T0, uart), addi(T1, 0, 1), sb(T1, T0, 1)]);
-    code.extend([addi(T1, 0, CSR_MIE_MEIE), csrw(CSR_MIE, T1)]);
+    let mut code = uart_input_interrupt_to_m();
     // Loop: wait, claim, echo the byte, complete.
     code.extend([
         wfi(),
