@@ -52,12 +52,17 @@ fn machine_with(elf: &[u8], config: &MachineConfig) -> (Machine, SharedBuf) {
     (m, out)
 }
 
-fn run(elf: &[u8]) -> (Result<MachineExit, Error>, SharedBuf) {
+/// A machine for `elf` with a budget of a million instructions.
+fn machine(elf: &[u8]) -> (Machine, SharedBuf) {
     let config = MachineConfig {
         max_insns: Some(1_000_000),
         ..MachineConfig::default()
     };
-    let (mut m, out) = machine_with(elf, &config);
+    machine_with(elf, &config)
+}
+
+fn run(elf: &[u8]) -> (Result<MachineExit, Error>, SharedBuf) {
+    let (mut m, out) = machine(elf);
     (m.run(), out)
 }
 
@@ -288,11 +293,7 @@ fn timer_wakes_wfi() {
     ];
     code.extend([addi(T2, 0, 0x80), csrrs(0, CSR_MIE, T2), wfi()]);
     code.extend(finish(0x5555));
-    let config = MachineConfig {
-        max_insns: Some(1_000_000),
-        ..MachineConfig::default()
-    };
-    let (mut m, _) = machine_with(&elf(&code), &config);
+    let (mut m, _) = machine(&elf(&code));
     assert_eq!(m.run().unwrap(), MachineExit::Finished { code: 0 });
     assert!(m.hart().mtime() >= 1000, "mtime {}", m.hart().mtime());
     assert_eq!(m.hart().mtimecmp(), 1000);
@@ -467,11 +468,7 @@ fn console_input_wakes_wfi_through_the_plic() {
     ]);
     code.extend([lui(T0, uart), lbu(T1, T0, 0), sb(T1, T0, 0), sw(A0, T2, 4)]);
     code.extend(finish(0x5555));
-    let config = MachineConfig {
-        max_insns: Some(1_000_000),
-        ..MachineConfig::default()
-    };
-    let (mut m, out) = machine_with(&elf(&code), &config);
+    let (mut m, out) = machine(&elf(&code));
     match m.run() {
         Err(Error::WaitForever { pc, .. }) => assert_eq!(pc + 4, after_wfi),
         other => panic!("{other:?}"),
@@ -504,11 +501,7 @@ fn hostile_plic_accesses_read_zero() {
         ]);
     }
     code.extend(finish(0x5555));
-    let config = MachineConfig {
-        max_insns: Some(1_000_000),
-        ..MachineConfig::default()
-    };
-    let (mut m, _) = machine_with(&elf(&code), &config);
+    let (mut m, _) = machine(&elf(&code));
     assert_eq!(m.run().unwrap(), MachineExit::Finished { code: 0 });
     assert_eq!(m.hart().xreg(A0 as usize), 0);
     assert_eq!(m.plic, Plic::default());
