@@ -17,7 +17,7 @@ pub(crate) const MAX_INSNS: usize = 64;
 pub(crate) const TABLE: usize = 1 << 18;
 /// The performance monitor's model state, as monitored blocks read it (set by the
 /// monitor whenever it changes: see `Hart::pmu_view_refresh`).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 #[repr(C)]
 pub(crate) struct MonitorView {
     /// Data pointers of the L1D, DTLB, ITLB (`u64` tags), predictor (`u8` counters) and
@@ -36,6 +36,28 @@ pub(crate) struct MonitorView {
     /// block skips them. Anything else that touches those models (the interpreter's
     /// accesses, a flush, a restore, a new translation tag) resets it.
     pub(crate) last_line: u64,
+    /// The DTLB tag (`data_tag | page`) of the last data access a monitored block ran the
+    /// DTLB model for, or `u64::MAX` (no real tag has all bits set: tags use bits 60-62
+    /// only, pages fewer than 60 bits): while it is set that tag is in the DTLB model, so a
+    /// block skips the probe for another access to the page. Reset with `last_line`.
+    pub(crate) last_page: u64,
+}
+
+impl Default for MonitorView {
+    /// No model arrays yet, no translation, and nothing seen last (`u64::MAX`).
+    fn default() -> Self {
+        MonitorView {
+            l1d: 0,
+            dtlb: 0,
+            itlb: 0,
+            bht: 0,
+            btb: 0,
+            data_tag: u64::MAX,
+            fetch_tag: u64::MAX,
+            last_line: u64::MAX,
+            last_page: u64::MAX,
+        }
+    }
 }
 
 /// Marks the table key (`Block::off`) of a monitored block: one translated to report the

@@ -201,7 +201,7 @@ fn tally(l: &Layout, e: crate::pmu::events::Event) -> i32 {
 }
 
 /// Displacements of the model view's fields (`Hart::jit_view`).
-fn view(l: &Layout) -> [i32; 8] {
+fn view(l: &Layout) -> [i32; 9] {
     use super::MonitorView as V;
     use std::mem::offset_of;
     [
@@ -213,6 +213,7 @@ fn view(l: &Layout) -> [i32; 8] {
         offset_of!(V, data_tag),
         offset_of!(V, fetch_tag),
         offset_of!(V, last_line),
+        offset_of!(V, last_page),
     ]
     .map(|o| l.view + o as i32)
 }
@@ -238,7 +239,9 @@ fn model_probe(a: &mut Asm, l: &Layout, array: i32, mask: i32, t_miss: i32, cost
 }
 
 /// A load or store retired at the guest address in rsi: its count, the L1D model and, with
-/// data translation, the DTLB model (`Hart::pmu_access`).
+/// data translation, the DTLB model (`Hart::pmu_access`). The last line and page the models
+/// saw are skipped (`MonitorView::last_line`, `MonitorView::last_page`): they would hit and
+/// change nothing.
 fn monitor_access(a: &mut Asm, l: &Layout, store: bool) {
     use crate::pmu::events::Event::*;
     use crate::pmu::model::{Cost, L1D_LINES, TLB_ENTRIES};
@@ -248,7 +251,7 @@ fn monitor_access(a: &mut Asm, l: &Layout, store: bool) {
         (Loads, L1dReadMiss, DtlbReadMiss)
     };
     let (t_count, t_miss, t_tlb) = (tally(l, count), tally(l, miss), tally(l, tlb_miss));
-    let [l1d, dtlb, _, _, _, data_tag, _, last_line] = view(l);
+    let [l1d, dtlb, _, _, _, data_tag, _, last_line, last_page] = view(l);
     let done = a.new_dynamic_label();
     let (lines, entries) = (L1D_LINES as i32 - 1, TLB_ENTRIES as i32 - 1);
     let (l1d_cost, tlb_cost) = (Cost::L1D_MISS as i32, Cost::DTLB_MISS as i32);
@@ -263,13 +266,17 @@ fn monitor_access(a: &mut Asm, l: &Layout, store: bool) {
         ; mov rax, rsi
     );
     model_probe(a, l, l1d, lines, t_miss, l1d_cost);
-    // DTLB, with data translation: the tag and the page number.
+    // DTLB, with data translation: the tag and the page number; the last page the model
+    // saw hits.
     dynasm!(a ; .arch x64
         ; mov rdx, QWORD [rdi + data_tag]
         ; cmp rdx, -1
         ; je =>done
         ; shr rax, 12
         ; or rdx, rax
+        ; cmp rdx, QWORD [rdi + last_page]
+        ; je =>done
+        ; mov QWORD [rdi + last_page], rdx
     );
     model_probe(a, l, dtlb, entries, t_tlb, tlb_cost);
     dynasm!(a ; .arch x64 ; =>done);
@@ -280,7 +287,7 @@ fn monitor_access(a: &mut Asm, l: &Layout, store: bool) {
 fn monitor_event(a: &mut Asm, l: &Layout, e: Event) {
     use crate::pmu::events::Event::*;
     use crate::pmu::model::{Cost, BHT_ENTRIES, BTB_ENTRIES};
-    let [_, _, _, bht, btb, _, _, _] = view(l);
+    let [_, _, _, bht, btb, _, _, _, _] = view(l);
     let (misses, cycles) = (tally(l, BranchMisses), tally(l, Cycles));
     let cost = Cost::MISPREDICT as i32;
     let (ok, done) = (a.new_dynamic_label(), a.new_dynamic_label());
@@ -292,8 +299,13 @@ fn monitor_event(a: &mut Asm, l: &Layout, e: Event) {
             if taken {
                 dynasm!(a ; .arch x64 ; inc QWORD [rdi + taken_branches]);
             }
+            // A saturated counter that agrees (3 taken, 0 not taken) predicts right and
+            // stays: one compare.
+            let saturated = if taken { 3 } else { 0 };
             dynasm!(a ; .arch x64
                 ; mov rsi, QWORD [rdi + bht]
+                ; cmp BYTE [rsi + idx], saturated
+                ; je =>done
                 ; movzx ecx, BYTE [rsi + idx]
                 ; cmp ecx, 2
             );
@@ -351,7 +363,7 @@ fn monitor_event(a: &mut Asm, l: &Layout, e: Event) {
 fn monitor_fetch(a: &mut Asm, l: &Layout, page: u64) {
     use crate::pmu::events::Event::ItlbMiss;
     use crate::pmu::model::{Cost, TLB_ENTRIES};
-    let [_, _, itlb, _, _, _, fetch_tag, _] = view(l);
+    let [_, _, itlb, _, _, _, fetch_tag, _, _] = view(l);
     let (t_miss, last) = (tally(l, ItlbMiss), l.last_fetch_page);
     let (entries, cost) = (TLB_ENTRIES as i32 - 1, Cost::ITLB_MISS as i32);
     let done = a.new_dynamic_label();
