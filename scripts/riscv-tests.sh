@@ -1,8 +1,8 @@
 #!/bin/bash
-# Fetch, build and run the public riscv-tests suite's rv64 p-env programs on `vmm machine`,
-# and print a pass/fail table per group (docs/riscv-tests.md has the results and the reasons
-# for the failures). Not part of `cargo test`: it needs the network (or a local checkout),
-# the suite's sources and the RISC-V cross compiler.
+# Fetch, build and run the public riscv-tests suite's rv64 p-env programs (and the v-env
+# ones of rv64ui/um/ua/uc/uf/ud) on `vmm machine`, and print a pass/fail table per group
+# (docs/riscv-tests.md has the results and the reasons for the failures). Not part of
+# `cargo test`: it needs the network (or a local checkout) and the RISC-V cross compiler.
 #
 # Usage: scripts/riscv-tests.sh [WORKDIR]       (default WORKDIR: ${TMPDIR:-/tmp}/riscv-tests)
 #
@@ -15,6 +15,7 @@
 #   RISCV_TESTS_COMMIT  the suite's commit (default: the one docs/riscv-tests.md reports)
 #   RISCV_PREFIX        the cross compiler's prefix (default riscv64-unknown-elf-)
 #   VMM                 the vmm binary (default: built with `cargo build --release -p vmm`)
+#   V_ENV=0             build and run the p-env programs only
 #   MAX_INSNS, TIMEOUT  each program's instruction budget and wall-clock limit in seconds
 #                       (default 50000000 and 20)
 #
@@ -99,15 +100,44 @@ out=$work/build
 rm -rf "$out"
 mkdir -p "$out" || die "cannot create $out"
 cp -r "$src/isa" "$src/env" "$out/" || die "cannot copy the sources to $out"
-cat >"$out/isa/p-only.mk" <<'EOF'
-# Only the p-env programs the compiler can build (the Makefile's own `tests` list).
+cat >"$out/isa/select.mk" <<'EOF'
+# The p-env programs the compiler can build (the Makefile's own `tests` list), and the
+# v-env ones of the groups in VGROUPS.
 ptests: $(foreach t,$(tests),$(if $(findstring -p-,$(t)),$(t)))
+vtests: $(foreach g,$(VGROUPS),$($(g)_v_tests))
 plist:
 	@echo $(foreach v,$(filter %_p_tests,$(.VARIABLES)),$($(v)))
+vlist:
+	@echo $(foreach g,$(VGROUPS),$($(g)_v_tests))
 EOF
-mk() { make -C "$out/isa" -f Makefile -f p-only.mk XLEN=64 RISCV_PREFIX="$prefix" "$@"; }
+vgroups="rv64ui rv64um rv64ua rv64uc rv64uf rv64ud"
+[ "${V_ENV:-1}" = 0 ] && vgroups=""
+# The v-env's C files include <string.h>, <ctype.h> and <stdio.h> for the functions its own
+# string.c defines; a bare cross compiler (no C library) lacks them: declare those here.
+mkdir -p "$out/shim"
+cat >"$out/shim/string.h" <<'EOF'
+#include <stddef.h>
+void *memcpy(void *, const void *, size_t);
+void *memset(void *, int, size_t);
+size_t strlen(const char *);
+int strcmp(const char *, const char *);
+int memcmp(const void *, const void *, size_t);
+char *strcpy(char *, const char *);
+EOF
+printf '#define isspace(c) ((c) == 32 || ((c) >= 9 && (c) <= 13))\n#define isdigit(c) ((c) >= 48 && (c) <= 57)\n' >"$out/shim/ctype.h"
+printf '#include <stddef.h>\n' >"$out/shim/stdio.h"
+mk() {
+    make -C "$out/isa" -f Makefile -f select.mk XLEN=64 RISCV_PREFIX="$prefix" \
+        VGROUPS="$vgroups" "$@"
+}
+jobs=$(nproc 2>/dev/null || echo 2)
 echo "building the p-env programs in $out/isa ..." >&2
-mk -k -j"$(nproc 2>/dev/null || echo 2)" ptests >"$out/build.log" 2>&1
+mk -k -j"$jobs" ptests >"$out/build.log" 2>&1
+if [ -n "$vgroups" ]; then
+    echo "building the v-env programs of $vgroups ..." >&2
+    mk -k -j"$jobs" RISCV_GCC_OPTS="-static -mcmodel=medany -fvisibility=hidden -nostdlib \
+-nostartfiles -ffreestanding -I$out/shim" vtests >>"$out/build.log" 2>&1
+fi
 # GCC before 13 rejects -march=rv64gh (the Makefile skips the hypervisor groups); its
 # assembler knows H, so build those with the assembler's -march.
 for g in hypervisor hypervisor-svadu; do
@@ -120,7 +150,7 @@ for g in hypervisor hypervisor-svadu; do
             >>"$out/build.log" 2>&1
     done
 done
-all=$(mk -s plist 2>/dev/null | tr " " "\n" | sort)
+all=$( (mk -s plist && mk -s vlist) 2>/dev/null | tr " " "\n" | sort)
 [ -n "$all" ] || die "cannot list the suite's programs (see $out/build.log)"
 
 # --- vmm -------------------------------------------------------------------------------
@@ -136,7 +166,10 @@ declare -A built passed failed notbuilt exp expwhy
 groups=()
 details=""
 for t in $all; do
-    g=${t%%-p-*}
+    case $t in
+    *-v-*) g=${t%%-v-*}-v ;;
+    *) g=${t%%-p-*}-p ;;
+    esac
     [[ " ${groups[*]} " == *" $g "* ]] || groups+=("$g")
     if [ ! -e "$out/isa/$t" ]; then
         notbuilt[$g]=$((${notbuilt[$g]:-0} + 1))
@@ -157,7 +190,7 @@ for t in $all; do
     *) why="status $st (test $st failed)" ;;
     esac
     if reason=$(expected "$t"); then
-        exp[$g]="${exp[$g]:+${exp[$g]}, }${t#*-p-}"
+        exp[$g]="${exp[$g]:+${exp[$g]}, }${t#*-[pv]-}"
         expwhy[$g]=$reason
     else
         details+="  $t: $why; UNEXPECTED"$'\n'
@@ -165,10 +198,10 @@ for t in $all; do
     fi
 done
 
-echo "riscv-tests $suite (env $envc), p-env, rv64, on $VMM"
-printf '%-18s %6s %6s %6s %10s\n' group built passed failed "not built"
+echo "riscv-tests $suite (env $envc), rv64, on $VMM"
+printf '%-20s %6s %6s %6s %10s\n' group built passed failed "not built"
 for g in "${groups[@]}"; do
-    printf '%-18s %6s %6s %6s %10s\n' "$g" "${built[$g]:-0}" "${passed[$g]:-0}" \
+    printf '%-20s %6s %6s %6s %10s\n' "$g" "${built[$g]:-0}" "${passed[$g]:-0}" \
         "${failed[$g]:-0}" "${notbuilt[$g]:-0}"
 done
 echo "expected failures (legitimate differences: docs/riscv-tests.md):"
