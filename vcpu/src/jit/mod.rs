@@ -475,6 +475,7 @@ impl Hart {
             } else {
                 CtrCode::Call
             },
+            ctr_fast_now: self.ctr_fast_mask,
             ctr_call_helper: jit_ctr_call as *const () as usize,
             jit_clock: offset_of!(Hart, jit_clock) as i32,
             ctr_wrptr: (ctr + c.wrptr) as i32,

@@ -88,6 +88,9 @@ pub(crate) struct Layout {
     /// How blocks translated now write CTR records ([`CtrCode`]), and the helper of
     /// [`CtrCode::Call`].
     pub(super) ctr_code: CtrCode,
+    /// `Hart::ctr_fast_mask` when the block was translated: the transfer types then
+    /// recorded inline, whose records test that mask first.
+    pub(super) ctr_fast_now: u16,
     pub(super) ctr_call_helper: usize,
     /// The inline CTR record: the clock (`Hart::jit_clock`) and the `Ctr` fields.
     pub(super) jit_clock: i32,

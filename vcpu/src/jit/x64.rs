@@ -426,13 +426,26 @@ fn ctr_record(a: &mut Asm, l: &Layout, from: u64, t: u8, target: Option<u64>) {
     let source = (from | crate::ctr::CTRSOURCE_V) as i64;
     let ccv_bit = crate::ctr::CTRDATA_CCV as i32;
     let type_bits = (t as u64 & l.ctr_type_bits) as i32;
-    dynasm!(a ; .arch x64
-        ; test WORD [rdi + mask], bit
-        ; jz =>skip
-        ; test WORD [rdi + fast_mask], bit
-        ; jnz =>fast
-        ; =>slow
-    );
+    // `ctr_fast_mask` is part of `ctr_mask`: a type recorded inline when the block was
+    // translated tests the fast mask first (one test where it still records), another the
+    // whole mask first (one test where it still records nothing).
+    if l.ctr_fast_now as i16 & bit != 0 {
+        dynasm!(a ; .arch x64
+            ; test WORD [rdi + fast_mask], bit
+            ; jnz =>fast
+            ; test WORD [rdi + mask], bit
+            ; jz =>skip
+            ; =>slow
+        );
+    } else {
+        dynasm!(a ; .arch x64
+            ; test WORD [rdi + mask], bit
+            ; jz =>skip
+            ; test WORD [rdi + fast_mask], bit
+            ; jnz =>fast
+            ; =>slow
+        );
+    }
     report(a, l.ctr_helper, from, t as u64);
     dynasm!(a ; .arch x64 ; jmp =>skip ; =>fast);
     if l.ctr_cycles {
