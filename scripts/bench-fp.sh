@@ -20,6 +20,8 @@ cargo build -q --release -p vmm
 cargo build -q --release -p vmm-tests --bin guest-path
 elf=$(target/release/guest-path bench_fp)
 vmm=target/release/vmm
+# Deterministic time, as the tests use (`vmm machine` defaults to host time).
+export VMM_CLOCK=virtual
 
 now() { date +%s.%N; }
 # The smaller of two decimals.

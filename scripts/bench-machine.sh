@@ -20,6 +20,8 @@ cargo build -q --release -p vmm-tests --bin guest-path
 elf=$(target/release/guest-path bench)
 hello=$(target/release/guest-path hello)
 vmm=target/release/vmm
+# Deterministic time, as the tests use (`vmm machine` defaults to host time).
+export VMM_CLOCK=virtual
 
 now() { date +%s.%N; }
 

@@ -124,6 +124,45 @@ fn host_clock_waits_take_wall_time_asleep() {
     }
 }
 
+/// `vmm machine --clock host`: the `machine_clock` program's ten WFI waits of 0.1 s of
+/// `mtime` (CLINT timer, `mstatus.MIE` clear) take at least 1 s of wall time with the
+/// process asleep; with virtual time (the tests' default) they are skipped, and the run
+/// prints the same.
+#[test]
+fn machine_host_clock_waits_asleep_and_virtual_skips() {
+    let program = guest("machine_clock");
+    let program = program.to_str().expect("UTF-8 path");
+    let args = |clock: &'static str| {
+        vec![
+            "machine",
+            "--clock",
+            clock,
+            "--max-insns",
+            "100000000",
+            "--timeout",
+            "120",
+            program,
+        ]
+    };
+    let host = run_measured(&args("host"));
+    assert_eq!(host.status, 0, "{host:?}");
+    assert!(host.out.ends_with("machine_clock: PASS\n"), "{host:?}");
+    assert!(host.wall >= Duration::from_millis(950), "{host:?}");
+    let share = host.cpu.as_secs_f64() / host.wall.as_secs_f64();
+    assert!(
+        share < 0.5,
+        "CPU time {:?} of {:?} wall time: the idle hart did not sleep",
+        host.cpu,
+        host.wall
+    );
+    let virt = run_measured(&args("virtual"));
+    assert_eq!(virt.status, 0, "{virt:?}");
+    assert_eq!(
+        virt.out, host.out,
+        "the clock mode changed what the program printed"
+    );
+}
+
 /// With virtual time (the tests' default, and `--clock virtual`) the same waits are
 /// skipped: the run is deterministic, the same guest times every time.
 #[test]

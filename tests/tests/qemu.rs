@@ -67,6 +67,7 @@ use vmm_tests::{
 
 /// Guests whose console output must be identical on vmm and QEMU.
 const COMPARED: &[&str] = &[
+    "machine_clock",
     "hello",
     "pmp",
     "pmp_h",

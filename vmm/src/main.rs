@@ -542,6 +542,14 @@ struct MachineArgs {
     #[arg(long, value_name = "none|imsic", default_value = "none", value_parser = parse_aia)]
     aia: machine::Aia,
 
+    /// Where time comes from: `host` (`mtime` follows the host's monotonic clock at the
+    /// 10 MHz timebase, and a WFI sleeps on the host until the timer or console input) or
+    /// `virtual` (deterministic: time counts instructions, 100 MIPS, and a WFI skips to the
+    /// next timer at once). The VMM_CLOCK environment variable sets it
+    /// when the flag is absent.
+    #[arg(long, value_name = "host|virtual", env = "VMM_CLOCK", default_value = "host", value_parser = parse_clock)]
+    clock: vcpu_api::ClockMode,
+
     #[command(flatten)]
     trace: TraceArgs,
 
@@ -745,6 +753,7 @@ fn run_machine(args: MachineArgs) -> ExitCode {
         perf_map: args.perf_map,
         input: Some(machine::MachineInput::stdin()),
         aia: args.aia,
+        clock: args.clock,
     };
     let console = Box::new(std::io::stdout());
     let gdb = args.gdb.options();

@@ -23,7 +23,8 @@
 //! IMSIC (255 identities, GEILEN = 7) whose pages are mapped where QEMU's `virt` board with
 //! `aia=aplic-imsic,aia-guests=7` puts them, so a program can send itself MSIs; there is no
 //! APLIC. The hart starts in M-mode at the ELF entry point with `a0` = hart id (0) and
-//! `a1` = 0 (there is no device tree). Time is virtual (see [`crate::devices::clint`]).
+//! `a1` = 0 (there is no device tree). Time is virtual or the host's
+//! ([`MachineConfig::clock`]; see [`crate::devices::clint`]).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -69,6 +70,12 @@ pub struct MachineConfig {
     pub input: Option<MachineInput>,
     /// `--aia`: the interrupt controller of the hart.
     pub aia: Aia,
+    /// `--clock`: where `mtime` comes from. With [`vcpu_api::ClockMode::Virtual`] (the
+    /// library's default, what the tests use) time follows the instructions and a WFI
+    /// skips to the next timer at once; with [`vcpu_api::ClockMode::Host`] (the command
+    /// line's default) it follows the host's monotonic clock and a WFI sleeps on the host
+    /// until the timer, console input, a stop or the time limit.
+    pub clock: vcpu_api::ClockMode,
 }
 
 /// `vmm machine --aia`: which AIA interrupt controller the board has.
@@ -103,6 +110,7 @@ impl Default for MachineConfig {
             symbols: None,
             input: None,
             aia: Aia::None,
+            clock: vcpu_api::ClockMode::Virtual,
         }
     }
 }
@@ -284,6 +292,8 @@ impl Machine {
             // or U-mode code (the test guests' runtime does, `tests/guests/rt`).
             pmp_entries: crate::backend::PMP_ENTRIES,
             imsic,
+            host_clock: (config.clock == vcpu_api::ClockMode::Host)
+                .then(|| vcpu_api::HostClock::starting_at(0)),
             ..HartConfig::default()
         };
         let mut hart = Hart::new(hart_config, mem.clone())?;
@@ -383,6 +393,35 @@ impl Machine {
         }
     }
 
+    /// With host time, after a WFI that a timer can end: sleeps on the host until the
+    /// timer's deadline, an enabled interrupt, console input, a stop request (the next run
+    /// reports it) or the time limit, whose end it returns. `None`: run the hart again.
+    fn sleep_until_wakeup(&mut self, deadline: Option<(Duration, Instant)>) -> Option<MachineExit> {
+        /// Console input and stop requests are looked for this often.
+        const POLL: Duration = Duration::from_millis(5);
+        let stop = self.hart.stop_handle();
+        loop {
+            let now = self.hart.mtime_now();
+            if self.hart.wakeup_pending() || stop.is_requested() || self.feed_input() > 0 {
+                return None;
+            }
+            let timer = self.hart.timer_deadline_mtime()?;
+            if timer <= now {
+                return None;
+            }
+            if let Some((limit, at)) = deadline {
+                if Instant::now() >= at {
+                    return Some(MachineExit::TimedOut {
+                        limit,
+                        insns: self.executed,
+                        pc: self.hart.pc(),
+                    });
+                }
+            }
+            std::thread::sleep(vcpu_api::HostClock::duration_of(timer - now).min(POLL));
+        }
+    }
+
     /// Brings the interrupt lines up to date: the UART's level into the PLIC, the PLIC's
     /// contexts into the hart's external interrupt lines.
     fn update_interrupts(&mut self) {
@@ -468,6 +507,9 @@ impl Machine {
             VcpuExit::Mmio(access) => self.mmio(access),
             VcpuExit::Wfi => {
                 if self.hart.skip_to_timer() {
+                    if self.hart.host_clock().is_some() {
+                        return Ok(self.sleep_until_wakeup(deadline));
+                    }
                     Ok(None)
                 } else {
                     self.wait_for_input(deadline).transpose()
@@ -523,7 +565,11 @@ impl Machine {
                 self.clint.write(off, size, value, &mut self.hart);
                 0
             }
-            (Some((Device::Clint, off)), None) => self.clint.read(off, size, &self.hart),
+            (Some((Device::Clint, off)), None) => {
+                // With host time, `mtime` as of this access (not the chunk's start).
+                self.hart.mtime_now();
+                self.clint.read(off, size, &self.hart)
+            }
             (Some((Device::Finisher, off)), Some(value)) => {
                 exit = match self.finisher.write(off, size, value) {
                     Some(FinisherCommand::Pass) => Some(MachineExit::Finished { code: 0 }),
