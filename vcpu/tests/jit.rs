@@ -1373,7 +1373,7 @@ fn random_programs_match_the_interpreter_with_triggers() {
             };
             p.both(|vm| {
                 let h = &mut vm.hart;
-                h.set_host_csr(c::TSELECT, (seed % 4) as u64).unwrap();
+                h.set_host_csr(c::TSELECT, seed % 4).unwrap();
                 h.set_host_csr(c::TDATA1, 0).unwrap();
                 h.set_host_csr(c::TDATA2, t2).unwrap();
                 h.set_host_csr(c::TDATA1, t1).unwrap();

@@ -321,10 +321,7 @@ mod tests {
                 }
             );
         }
-        assert_eq!(
-            legalize_tdata2(T6 | 1 << 7, u64::MAX),
-            u64::MAX & !(1 << 62)
-        );
+        assert_eq!(legalize_tdata2(T6 | 1 << 7, u64::MAX), !(1 << 62));
         assert_eq!(legalize_tdata2(T6 | 1 << 7, 0x8000_0fff), 0x8000_0fff);
         assert_eq!(legalize_tdata2(T6, u64::MAX), u64::MAX);
         assert_eq!(legalize_tdata2(TDATA1_TYPE_DISABLED, u64::MAX), u64::MAX);
