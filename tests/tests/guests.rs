@@ -112,6 +112,37 @@ fn pmp_h() {
 }
 
 #[test]
+fn trigger() {
+    let run = check_guest("trigger", BUDGET);
+    let out = run.text();
+    for line in [
+        "VU trigger, VU fetch:",
+        "VS fetch from a hole:",
+        "ok     mcause = 0x0000000000000003",
+        "VU sb, two triggers:",
+        "ok     scause = 0x0000000000000003",
+        "trigger: PASS",
+    ] {
+        assert_line(&out, line);
+    }
+}
+
+#[test]
+fn trigger_strict() {
+    let run = check_guest("trigger_strict", BUDGET);
+    let out = run.text();
+    for line in [
+        "ok   tdata1 = 0 = 0xf000000000000000",
+        "ok   NAPOT tdata2 all ones = 0xbfffffffffffffff",
+        "M ld with MIE = 0:",
+        "ok     traps to VS = 0x0000000000000001",
+        "trigger_strict: PASS",
+    ] {
+        assert_line(&out, line);
+    }
+}
+
+#[test]
 fn pmp_strict() {
     let run = check_guest("pmp_strict", BUDGET);
     let out = run.text();

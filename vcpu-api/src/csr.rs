@@ -2,7 +2,7 @@
 //! generated header `guest/sdk/include/csr.h`, see [`c_header`]).
 //!
 //! Numbers are the privileged and unprivileged specifications' ("CSR Listing" tables), the H
-//! extension's, Smstateen's, Smcsrind's, Smaia's, Sstc's, Smctr's and the performance
+//! extension's, Smstateen's, Smcsrind's, Smaia's, Sstc's, Smctr's, Sdtrig's (debug spec) and the performance
 //! extensions'. The draft extensions without assigned numbers (Sspesa, Smpdis) use the
 //! project's provisional numbers (`crate::pmu::DraftNumbers::PROVISIONAL`); a hart may be
 //! configured with others.
@@ -237,6 +237,11 @@ csrs! {
     HTINST = 0x64a, "htinst";
     HGATP = 0x680, "hgatp";
     VSPDISCTL = 0x6c0, "vspdisctl";
+    TSELECT = 0x7a0, "tselect";
+    TDATA1 = 0x7a1, "tdata1";
+    TDATA2 = 0x7a2, "tdata2";
+    TDATA3 = 0x7a3, "tdata3";
+    TINFO = 0x7a4, "tinfo";
     MPDISCTL = 0x7c0, "mpdisctl";
     MCYCLE = 0xb00, "mcycle";
     MINSTRET = 0xb02, "minstret";
@@ -565,6 +570,54 @@ fields! {
     MIP_SGEIP = 1 << 12;
     /// `xip.LCOFIP` (Sscofpmf).
     MIP_LCOFIP = 1 << 13;
+
+    // Sdtrig (debug spec 5.7, "Trigger Module Registers"): tdata1 and its mcontrol6 layout.
+    /// `tdata1.type` (63:60).
+    TDATA1_TYPE = 0xf << 60;
+    /// `tdata1.type` = 6: an mcontrol6 trigger.
+    TDATA1_TYPE_MCONTROL6 = 6 << 60;
+    /// `tdata1.type` = 15: a disabled trigger.
+    TDATA1_TYPE_DISABLED = 15 << 60;
+    /// `tdata1.dmode` (59).
+    TDATA1_DMODE = 1 << 59;
+    /// `mcontrol6.uncertain`
+    MCONTROL6_UNCERTAIN = 1 << 26;
+    /// `mcontrol6.hit1`
+    MCONTROL6_HIT1 = 1 << 25;
+    /// `mcontrol6.vs`
+    MCONTROL6_VS = 1 << 24;
+    /// `mcontrol6.vu`
+    MCONTROL6_VU = 1 << 23;
+    /// `mcontrol6.hit0`
+    MCONTROL6_HIT0 = 1 << 22;
+    /// `mcontrol6.select`
+    MCONTROL6_SELECT = 1 << 21;
+    /// `mcontrol6.size` (18:16).
+    MCONTROL6_SIZE = 7 << 16;
+    /// `mcontrol6.action` (15:12).
+    MCONTROL6_ACTION = 0xf << 12;
+    /// `mcontrol6.chain`
+    MCONTROL6_CHAIN = 1 << 11;
+    /// `mcontrol6.match` (10:7).
+    MCONTROL6_MATCH = 0xf << 7;
+    /// `mcontrol6.m`
+    MCONTROL6_M = 1 << 6;
+    /// `mcontrol6.uncertainen`
+    MCONTROL6_UNCERTAINEN = 1 << 5;
+    /// `mcontrol6.s`
+    MCONTROL6_S = 1 << 4;
+    /// `mcontrol6.u`
+    MCONTROL6_U = 1 << 3;
+    /// `mcontrol6.execute`
+    MCONTROL6_EXECUTE = 1 << 2;
+    /// `mcontrol6.store`
+    MCONTROL6_STORE = 1 << 1;
+    /// `mcontrol6.load`
+    MCONTROL6_LOAD = 1 << 0;
+    /// `tinfo.version` (31:24).
+    TINFO_VERSION = 0xff << 24;
+    /// `tinfo.info` (15:0): bit N set when the selected trigger supports type N.
+    TINFO_INFO = 0xffff;
 }
 
 /// The C header for guest programs: `#define CSR_<NAME>` for every number of [`ALL`] and

@@ -12,7 +12,8 @@
 //! Extensions with behaviour beyond their CSRs keep the table in their own folder:
 //! [`crate::hypervisor::csr`] (the H extension), [`crate::ctr::csr`] (Smctr/Ssctr),
 //! [`crate::pmu::csr`] (Zihpm, Sscofpmf, Smcntrpmf, Smcdeleg, Sspesa, Smpdis),
-//! `crate::pmp::csr` (PMP; entries 16-63 are the read-only-zero ranges here). `TABLES`
+//! `crate::pmp::csr` (PMP; entries 16-63 are the read-only-zero ranges here),
+//! `crate::trigger::csr` (Sdtrig). `TABLES`
 //! below lists every table. The shared building blocks (`CsrDesc`, `CsrFault`) are in
 //! `desc.rs` and the stored state (`CsrFile`) in `file.rs`: leaves the tables and the hart
 //! import without importing the tables.
@@ -435,6 +436,7 @@ static TABLES: &[&[CsrDesc]] = &[
     crate::ctr::csr::TABLE,
     crate::pmu::csr::TABLE,
     crate::pmp::csr::TABLE,
+    crate::trigger::csr::TABLE,
 ];
 
 /// Find a CSR by number.

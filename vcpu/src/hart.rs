@@ -159,6 +159,8 @@ pub struct Hart {
     pub(crate) csr_alias: Vec<(u16, u16)>,
     /// Physical Memory Protection.
     pub(crate) pmp: crate::pmp::Pmp,
+    /// Sdtrig debug triggers.
+    pub(crate) trig: crate::trigger::Triggers,
     /// The IMSIC's interrupt files and `hgeie` (empty without an IMSIC).
     pub(crate) imsic: crate::csr::imsic::ImsicState,
     /// The IMSIC's MEIP and SEIP signals (derived from `imsic`, see `imsic_refresh`).
@@ -268,6 +270,7 @@ impl Hart {
             pmu: crate::pmu::Pmu::new(config.pmu),
             csr_alias,
             pmp: crate::pmp::Pmp::new(config.pmp_entries),
+            trig: crate::trigger::Triggers::default(),
             imsic: crate::csr::imsic::ImsicState::new(config.imsic),
             imsic_mip: 0,
             hgeip: 0,

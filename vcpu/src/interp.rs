@@ -135,7 +135,8 @@ impl Hart {
             // Nothing to observe per instruction but CTR transfers (which blocks record
             // where they end) and the monitor's events other than PDIS (which monitored
             // blocks report: `jit::x64`): run a translated block if one fits.
-            if !TRACE && (PMU == PMU_OFF || self.pmu_translatable()) {
+            // Armed debug triggers check every fetch, load and store: interpreted.
+            if !TRACE && (PMU == PMU_OFF || self.pmu_translatable()) && !self.trig.armed {
                 let soft = PMU != PMU_OFF && end < hard_end;
                 let done = self.jit_step(end - self.vclock, PMU != PMU_OFF);
                 if done != 0 {
@@ -342,6 +343,14 @@ impl Hart {
     /// A fault is taken here (`None`).
     #[cold]
     fn fetch_slow(&mut self) -> Option<u32> {
+        // Triggers armed: every fetch comes here (the TLB holds nothing), and an execute
+        // trigger's breakpoint outranks the fetch's own faults (`trigger/check.rs`).
+        if self.trig.armed {
+            if let Err(e) = self.trigger_fetch() {
+                self.take_exception(e);
+                return None;
+            }
+        }
         match self.fetch_bits_slow() {
             Ok(bits) => Some(bits),
             Err(e) => {

@@ -34,11 +34,13 @@
 //! - `memory`: guest RAM and the physical memory map seen by the hart.
 //! - [`pmp`]: Physical Memory Protection: its registers, matching rules and CSR table (the
 //!   checks are made by `mmu`).
+//! - [`trigger`]: Sdtrig debug triggers (`mcontrol6`): their registers, matching rules, CSR
+//!   table and the checks on fetches, loads and stores.
 //! - [`state`]: the architectural state for snapshots ([`state::HartState`]).
 //!
 //! Layout rules:
 //! - An extension with behaviour beyond its CSRs has a folder that owns its state, rules,
-//!   CSR table (`csr.rs`) and configuration (`ctr/`, `pmu/`, `pmp/`, `hypervisor/`); an extension
+//!   CSR table (`csr.rs`) and configuration (`ctr/`, `pmu/`, `pmp/`, `trigger/`, `hypervisor/`); an extension
 //!   that is CSRs only is one file under `csr/`. `csr::TABLES` lists every table.
 //! - What the hart holds (the CSR file, the CTR buffer, the PMU state, the TLB, the
 //!   translator's table, the trap types, the decoded form, the configuration) is in leaf
@@ -78,6 +80,7 @@ pub mod pmp;
 pub mod pmu;
 pub mod state;
 pub mod trap;
+pub mod trigger;
 mod vcpu;
 
 pub use config::{HartConfig, MmioRange};

@@ -55,6 +55,64 @@ pub struct HartState {
     pub pmp: crate::pmp::PmpState,
     /// The IMSIC: its interrupt files and `hgeie` (empty on a hart without an IMSIC).
     pub imsic: crate::csr::imsic::ImsicState,
+    /// Sdtrig: `tselect` and each trigger's `tdata1`/`tdata2` (VMM snapshot format 12,
+    /// migration protocol 6; older states read as [`HartStateNoTriggers`]).
+    pub triggers: crate::trigger::TriggerState,
+}
+
+/// [`HartState`] as it was before the debug triggers (VMM snapshot format 11, migration
+/// protocol 5): the same fields without `triggers`. Those harts had none, so
+/// [`HartStateNoTriggers::without_triggers`] gives every trigger disabled (their reset
+/// state).
+#[derive(Clone, Debug, Deserialize)]
+pub struct HartStateNoTriggers {
+    hart_id: u64,
+    x: Vec<u64>,
+    f: Vec<u64>,
+    pc: u64,
+    prv: u8,
+    virt: bool,
+    csr: CsrFile,
+    retired: u64,
+    vclock: u64,
+    skipped: u64,
+    time_offset: u64,
+    mtimecmp: u64,
+    ext_lines: u64,
+    guest_timer: u64,
+    hosted: bool,
+    ctr: CtrState,
+    pmu: crate::pmu::PmuState,
+    pmp: crate::pmp::PmpState,
+    imsic: crate::csr::imsic::ImsicState,
+}
+
+impl HartStateNoTriggers {
+    /// The state, with every trigger disabled.
+    pub fn without_triggers(self) -> HartState {
+        HartState {
+            hart_id: self.hart_id,
+            x: self.x,
+            f: self.f,
+            pc: self.pc,
+            prv: self.prv,
+            virt: self.virt,
+            csr: self.csr,
+            retired: self.retired,
+            vclock: self.vclock,
+            skipped: self.skipped,
+            time_offset: self.time_offset,
+            mtimecmp: self.mtimecmp,
+            ext_lines: self.ext_lines,
+            guest_timer: self.guest_timer,
+            hosted: self.hosted,
+            ctr: self.ctr,
+            pmu: self.pmu,
+            pmp: self.pmp,
+            imsic: self.imsic,
+            triggers: Default::default(),
+        }
+    }
 }
 
 /// [`HartState`] as it was before the IMSIC (VMM snapshot formats 9 and 10, migration
@@ -106,6 +164,7 @@ impl HartStateNoImsic {
             pmu: self.pmu,
             pmp: self.pmp,
             imsic: Default::default(),
+            triggers: Default::default(),
         }
     }
 }
@@ -157,6 +216,7 @@ impl HartStateNoPmp {
             pmu: self.pmu,
             pmp,
             imsic: Default::default(),
+            triggers: Default::default(),
         }
     }
 }
@@ -187,6 +247,7 @@ impl Hart {
             pmu: self.pmu.state.clone(),
             pmp: self.pmp.state().clone(),
             imsic: self.imsic.clone(),
+            triggers: self.trig.state().clone(),
         }
     }
 
@@ -224,6 +285,9 @@ impl Hart {
                 return Err(StateError::Unsupported(why));
             }
         }
+        if let Some(why) = s.triggers.check() {
+            return bad(why);
+        }
         if !s.pmu.models.well_formed() {
             return bad("the performance-monitor models have the wrong sizes".into());
         }
@@ -252,6 +316,7 @@ impl Hart {
         self.ctr.restore_state(&s.ctr, s.vclock);
         self.pmu_restore(&s.pmu);
         self.pmp.set_state(&s.pmp);
+        self.trig.set_state(&s.triggers);
         // A state without an IMSIC (saved by a hart without one, or before the IMSIC
         // existed) leaves this hart's IMSIC at reset.
         self.imsic = if s.imsic.present() {

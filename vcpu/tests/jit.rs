@@ -1341,6 +1341,65 @@ fn random_programs_match_the_interpreter_with_pmp() {
     assert!(faulted > 0, "no program stored to the read-only word");
 }
 
+/// Debug triggers (Sdtrig `mcontrol6`): while one is armed the hart runs no translated
+/// block, and a breakpoint stops a program at the same instruction, with the same state,
+/// translated or not. M-mode programs with `mstatus.MIE` = 1 (so that M-mode triggers may
+/// match, debug spec 5.4; `mie` = 0 keeps interrupts off): a load/store trigger on a word
+/// the programs use, an execute trigger inside the program, and a trigger enabled only for
+/// U (armed, never firing: the program completes).
+#[test]
+fn random_programs_match_the_interpreter_with_triggers() {
+    use vcpu::Vcpu;
+    use vcpu_api::csr as c;
+    let t6 = c::TDATA1_TYPE_MCONTROL6;
+    let mut fired = [0; 2];
+    for seed in 600..624u64 {
+        for (kind, t1) in [
+            (
+                0usize,
+                t6 | c::MCONTROL6_M | c::MCONTROL6_LOAD | c::MCONTROL6_STORE,
+            ),
+            (1, t6 | c::MCONTROL6_M | c::MCONTROL6_EXECUTE),
+            (
+                2,
+                t6 | c::MCONTROL6_U | c::MCONTROL6_EXECUTE | c::MCONTROL6_LOAD,
+            ),
+        ] {
+            let mut p = Pair::new();
+            let end = load_random(&mut p, seed, 6000);
+            let t2 = match kind {
+                0 => DATA + 0x800 + 8 * (seed % 8),
+                _ => CODE + 0x100 + 2 * (seed * 37 % 2000),
+            };
+            p.both(|vm| {
+                let h = &mut vm.hart;
+                h.set_host_csr(c::TSELECT, seed % 4).unwrap();
+                h.set_host_csr(c::TDATA1, 0).unwrap();
+                h.set_host_csr(c::TDATA2, t2).unwrap();
+                h.set_host_csr(c::TDATA1, t1).unwrap();
+                let ms = h.host_csr(c::MSTATUS).unwrap();
+                h.set_host_csr(c::MSTATUS, ms | c::MSTATUS_MIE).unwrap();
+            });
+            let ctx = format!("triggers, seed {seed}, kind {kind}");
+            p.run_to_wfi(&ctx);
+            p.assert_same_ram(&ctx);
+            assert_eq!(p.jit.hart.translated_blocks(), 0, "{ctx}: translated");
+            let (i, j) = (p.int.mtrap(), p.jit.mtrap());
+            assert_eq!((i.cause, i.epc, i.tval), (j.cause, j.epc, j.tval), "{ctx}");
+            if p.int.hart.pc() == end + 4 {
+                continue;
+            }
+            assert!(kind < 2, "{ctx}: a U-only trigger fired in M");
+            if i.cause == cause::BREAKPOINT {
+                // Equal match: the byte that matched is tdata2.
+                assert_eq!(i.tval, t2, "{ctx}");
+                fired[kind] += 1;
+            }
+        }
+    }
+    assert!(fired[0] > 0 && fired[1] > 0, "breakpoints taken: {fired:?}");
+}
+
 #[test]
 fn random_programs_match_the_interpreter_in_a_hosted_guest() {
     random_programs_in(Mode::Hosted, 400..424);

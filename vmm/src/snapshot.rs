@@ -56,13 +56,17 @@ use crate::machine::RAM_BASE;
 /// The file's first bytes.
 pub const MAGIC: [u8; 8] = *b"RVCTRSNP";
 /// The format version this VMM writes and reads.
-pub const VERSION: u32 = 11;
+pub const VERSION: u32 = 12;
 /// The oldest format version this VMM reads: 7, without [`VmState::sstc`] (read as
 /// `false`: those VMs ran without Sstc). Formats 7 and 8 have no PMP in the harts' states
 /// (their harts had none): read with the allow-all entry the VMM gives a new VM's harts.
 /// Formats 7 to 9 have no [`VmState::host_clock`] (read as `false`: virtual time was the
 /// only clock). Formats 9 and 10 have no IMSIC in the harts' states (their harts had none:
-/// read as an empty one). History: 11 added each hart's IMSIC
+/// read as an empty one). Format 11 has no debug triggers in the harts' states (read with
+/// every trigger disabled). History: 12 added each hart's debug triggers
+/// ([`crate::backend::HartState::triggers`]; the sdtrig branch's bump, kept to
+/// [`VmStateV11`] and [`crate::backend::HartStateNoTriggers`]: renumber at merge if another
+/// branch took 12), 11 added each hart's IMSIC
 /// ([`crate::backend::HartState::imsic`]), 10 `host_clock`, 9 each hart's PMP registers
 /// ([`crate::backend::HartState::pmp`]), 8 `sstc`, 7 the trap policy of `--trap` sret and
 /// vm.
@@ -153,6 +157,13 @@ trait OldHartState {
     fn upgrade(self) -> HartState;
 }
 
+/// Format 11: harts without debug triggers (they had none: every trigger reads disabled).
+impl OldHartState for crate::backend::HartStateNoTriggers {
+    fn upgrade(self) -> HartState {
+        self.without_triggers()
+    }
+}
+
 /// Formats 9 and 10: harts without the IMSIC (they had none; a hart with one restores it at
 /// reset).
 impl OldHartState for crate::backend::HartStateNoImsic {
@@ -187,7 +198,7 @@ impl OldField<bool> for bool {
     }
 }
 
-/// [`VcpuState`] as formats 7 to 10 encoded it, with hart state `H` ([`OldHartState`]).
+/// [`VcpuState`] as formats 7 to 11 encoded it, with hart state `H` ([`OldHartState`]).
 #[derive(Deserialize)]
 struct OldVcpuState<H> {
     hart: H,
@@ -199,7 +210,7 @@ struct OldVcpuState<H> {
     ipi_posted: bool,
 }
 
-/// [`VmState`] as formats 7 to 10 encoded it: vCPUs with hart state `H`, and `sstc` (`S`)
+/// [`VmState`] as formats 7 to 11 encoded it: vCPUs with hart state `H`, and `sstc` (`S`)
 /// and `host_clock` (`C`) where the format had them ([`OldField`]).
 #[derive(Deserialize)]
 struct OldVmState<H, S, C> {
@@ -245,6 +256,8 @@ impl<H: OldHartState, S: OldField<bool>, C: OldField<bool>> From<OldVmState<H, S
     }
 }
 
+/// Format 11: harts without debug triggers.
+type VmStateV11 = OldVmState<crate::backend::HartStateNoTriggers, bool, bool>;
 /// Format 10: harts without the IMSIC.
 type VmStateV10 = OldVmState<crate::backend::HartStateNoImsic, bool, bool>;
 /// Format 9: without `host_clock`, harts without the IMSIC.
@@ -445,6 +458,8 @@ fn decode_versioned(body: &[u8], version: u32) -> Result<VmState, SnapshotError>
         decode_body::<VmStateV9>(body).map(VmState::from)
     } else if version == 10 {
         decode_body::<VmStateV10>(body).map(VmState::from)
+    } else if version == 11 {
+        decode_body::<VmStateV11>(body).map(VmState::from)
     } else {
         decode_body(body)
     }
@@ -949,7 +964,16 @@ mod tests {
             trap_vm: false,
             sstc: true,
             vcpus: vec![VcpuState {
-                hart: hart.save_state(),
+                hart: {
+                    // A trigger set, so that formats without triggers read differently.
+                    let mut h = hart.save_state();
+                    h.triggers.tselect = 1;
+                    h.triggers.tdata1[1] = vcpu_api::csr::TDATA1_TYPE_MCONTROL6
+                        | vcpu_api::csr::MCONTROL6_VS
+                        | vcpu_api::csr::MCONTROL6_LOAD;
+                    h.triggers.tdata2[1] = 0x8020_1000;
+                    h
+                },
                 ctr: ctr_virt::GuestCtr::new(policy).snapshot(),
                 pmu: pmu_virt::GuestPmu::new(
                     pmu_virt::PmuPolicy::on(),
@@ -1140,16 +1164,19 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
-    /// `s.vcpus` as formats 7 to 10 encoded them: each hart state without its IMSIC (the
-    /// last field of the hart state, the first of a vCPU's) and, with `pmp` (formats 7 and
-    /// 8), without its PMP (the field before).
-    fn vcpus_without_imsic(s: &VmState, pmp: bool) -> Vec<u8> {
+    /// `s.vcpus` as formats 7 to 11 encoded them: each hart state without its triggers (the
+    /// last field of the hart state, the first of a vCPU's), before format 11 without its
+    /// IMSIC (the field before), and before format 9 without its PMP (the one before that).
+    fn vcpus_of_format(s: &VmState, version: u32) -> Vec<u8> {
         let mut out = bincode::serialize(&(s.vcpus.len() as u64)).unwrap();
         for v in &s.vcpus {
             let all = bincode::serialize(v).unwrap();
             let hart = bincode::serialize(&v.hart).unwrap().len();
-            let mut cut = bincode::serialize(&v.hart.imsic).unwrap().len();
-            if pmp {
+            let mut cut = bincode::serialize(&v.hart.triggers).unwrap().len();
+            if version < 11 {
+                cut += bincode::serialize(&v.hart.imsic).unwrap().len();
+            }
+            if version < 9 {
                 cut += bincode::serialize(&v.hart.pmp).unwrap().len();
             }
             out.extend_from_slice(&all[..hart - cut]);
@@ -1170,19 +1197,19 @@ mod tests {
         v
     }
 
-    /// The state `s` as format `version` (7 to 10) encoded it: without `sstc` before 8,
+    /// The state `s` as format `version` (7 to 11) encoded it: without `sstc` before 8,
     /// harts without their PMP before 9, without `host_clock` before 10, harts without
-    /// their IMSIC before 11.
+    /// their IMSIC before 11, without their triggers before 12.
     fn body_of_format(s: &VmState, version: u32) -> Vec<u8> {
         let traps = (s.trap_wfi, s.trap_time, s.trap_sret, s.trap_vm);
         let mut body = bincode::serialize(&(s.memory_mib, &s.layout, traps)).unwrap();
         if version >= 8 {
             body.extend(bincode::serialize(&s.sstc).unwrap());
         }
-        if version >= 11 {
+        if version >= 12 {
             body.extend(bincode::serialize(&s.vcpus).unwrap());
         } else {
-            body.extend(vcpus_without_imsic(s, version < 9));
+            body.extend(vcpus_of_format(s, version));
         }
         body.extend(bincode::serialize(&(s.clock, &s.uart, &s.input)).unwrap());
         if version >= 10 {
@@ -1206,6 +1233,17 @@ mod tests {
         ));
     }
 
+    /// `s` with every trigger of every hart disabled: as a format without triggers (7 to
+    /// 11) reads it.
+    fn without_triggers(s: &VmState) -> VmState {
+        let mut s = s.clone();
+        for v in &mut s.vcpus {
+            assert_ne!(v.hart.triggers, Default::default());
+            v.hart.triggers = Default::default();
+        }
+        s
+    }
+
     /// A format 7 file (its state without `sstc`, harts without PMP) reads, as a VM
     /// without Sstc whose harts have the allow-all PMP entry.
     #[test]
@@ -1214,11 +1252,11 @@ mod tests {
         let expected = VmState {
             sstc: false,
             host_clock: false,
-            ..s.clone()
+            ..without_triggers(&s)
         };
         assert_old_format_reads(&s, &m, 7, VERSION, &expected);
-        // Format 6 and 11 are refused.
-        for version in [6u32, 12] {
+        // Format 6 and 13 are refused.
+        for version in [6u32, 13] {
             let mut v = bytes.clone();
             v[8..12].copy_from_slice(&version.to_le_bytes());
             assert!(matches!(
@@ -1236,7 +1274,7 @@ mod tests {
         assert_eq!(s.vcpus[0].hart.pmp, crate::backend::PmpState::allow_all());
         let expected = VmState {
             host_clock: false,
-            ..s.clone()
+            ..without_triggers(&s)
         };
         // Announced as format 9 it lacks the PMP.
         assert_old_format_reads(&s, &m, 8, 9, &expected);
@@ -1249,7 +1287,7 @@ mod tests {
         assert!(s.host_clock);
         let expected = VmState {
             host_clock: false,
-            ..s.clone()
+            ..without_triggers(&s)
         };
         assert_old_format_reads(&s, &m, 9, VERSION, &expected);
     }
@@ -1259,7 +1297,14 @@ mod tests {
     fn format_10_reads_without_an_imsic() {
         let (_, s, m) = encoded();
         assert!(!s.vcpus[0].hart.imsic.present());
-        assert_old_format_reads(&s, &m, 10, VERSION, &s);
+        assert_old_format_reads(&s, &m, 10, 11, &without_triggers(&s));
+    }
+
+    /// A format 11 file (harts without debug triggers) reads, with every trigger disabled.
+    #[test]
+    fn format_11_reads_with_the_triggers_disabled() {
+        let (_, s, m) = encoded();
+        assert_old_format_reads(&s, &m, 11, VERSION, &without_triggers(&s));
     }
 
     #[test]
@@ -1268,9 +1313,9 @@ mod tests {
         let msg = |b: &[u8]| decode(b).unwrap_err().to_string();
         assert!(msg(b"hello").contains("not a vmm snapshot"));
         let mut v = bytes.clone();
-        v[8] = 12;
+        v[8] = 13;
         assert!(
-            msg(&v).contains("version 12 is not supported"),
+            msg(&v).contains("version 13 is not supported"),
             "{}",
             msg(&v)
         );

@@ -39,6 +39,17 @@ impl Hart {
         let size = if word { 4 } else { 8 };
         let va = self.rs1(i);
         let src = self.rs2(i);
+        if self.trig.armed {
+            use crate::trigger::{LOAD, STORE};
+            let kind = match i.op {
+                Op::Lr => LOAD,
+                // A failing SC matches too (5.5.1 leaves it UNSPECIFIED): it is checked
+                // before the reservation is.
+                Op::Sc => STORE,
+                _ => LOAD | STORE,
+            };
+            self.trigger_atomic(va, size as u64, kind)?;
+        }
         let result = match i.op {
             Op::Lr => {
                 let off = self.atomic_address(va, size, false)?;

@@ -62,6 +62,12 @@ impl Hart {
         val: u64,
     ) -> Result<u64, Ctl> {
         let len = size as u64;
+        if self.trig.armed {
+            // A guest virtual address in tval: GVA (H extension, "Hypervisor Status
+            // Register").
+            self.trigger_data(va, len, kind == Access::Store)
+                .map_err(|e| e.with_gva())?;
+        }
         let first = (0x1000 - (va & 0xfff)).min(len);
         let pa0 = self.translate(va, kind, mode)?;
         let va1 = va.wrapping_add(first);

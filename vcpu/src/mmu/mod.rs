@@ -534,7 +534,10 @@ impl Hart {
             // The TLB (and the translated code entered through its fetch entries) keeps a
             // page only when the PMP allows the whole of it in this mode: every access the
             // entry then serves would pass the check. PMP CSR writes flush the TLB.
-            if whole_page {
+            // While debug triggers are armed it keeps nothing, so that every fetch, load
+            // and store takes a slow path that checks them (`trigger/check.rs`; arming
+            // flushes the TLB).
+            if whole_page && !self.trig.armed {
                 self.tlb.fill(kind, va, page_off, span);
             }
         }
@@ -582,6 +585,9 @@ impl Hart {
     #[cold]
     pub(crate) fn load_slow(&mut self, va: u64, size: u32) -> Result<u64, Ctl> {
         let len = size as u64;
+        if self.trig.armed {
+            self.trigger_data(va, len, false)?;
+        }
         if (va & 0xfff) + len > 0x1000 {
             // Misaligned across a page boundary: check both pages first, then byte by byte.
             let first = 0x1000 - (va & 0xfff);
@@ -630,6 +636,9 @@ impl Hart {
     #[cold]
     pub(crate) fn store_slow(&mut self, va: u64, size: u32, val: u64) -> Result<(), Ctl> {
         let len = size as u64;
+        if self.trig.armed {
+            self.trigger_data(va, len, true)?;
+        }
         if (va & 0xfff) + len > 0x1000 {
             let first = 0x1000 - (va & 0xfff);
             let (_, p0) = self.access_page(va, first, Access::Store)?;

@@ -249,6 +249,23 @@ fn check_vcpu_fields(id: u64, v: &VcpuState, ram_size: u64) -> Result<(), Restor
             ),
         ));
     }
+    // The debug triggers are M-mode state (Sdtrig: only M-mode reaches their CSRs) that
+    // this VMM never sets and a guest cannot: every trigger is disabled.
+    if h.triggers != Default::default() {
+        let armed = h
+            .triggers
+            .tdata1
+            .iter()
+            .copied()
+            .find(|&t| t != vcpu_api::csr::TDATA1_TYPE_DISABLED)
+            .unwrap_or(0);
+        return Err(field(
+            "hart.triggers",
+            armed,
+            "is not every trigger disabled, as this VMM keeps its guests' debug triggers \
+             (M-mode state the guest cannot change)",
+        ));
+    }
     // IALIGN is 16 or 32 (unprivileged spec 1.5): bit 0 of pc is never set.
     if h.pc & 1 != 0 {
         return Err(field(
