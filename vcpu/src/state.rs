@@ -1,8 +1,7 @@
 //! A hart's architectural state, for snapshots and migration: everything software can
 //! observe (registers, CSRs, counters and timers, the CTR buffer and its hidden cycle
-//! counter), and nothing the model derives or caches (TLB, decode cache, CTR's per-mode
-//! recording mask, LR reservations: a restored hart starts with none, which software cannot
-//! tell from a reservation lost to an interrupt).
+//! counter, the LR reservation), and nothing the model derives or caches (TLB, decode cache,
+//! CTR's per-mode recording mask).
 //!
 //! [`Hart::restore_state`] is given untrusted data: it checks everything before it changes
 //! anything, and refuses, naming what does not fit, state this hart cannot hold (a CTR depth
@@ -58,6 +57,12 @@ pub struct HartState {
     /// Sdtrig: `tselect` and each trigger's `tdata1`/`tdata2` (VMM snapshot format 12,
     /// migration protocol 6; older states read as [`HartStateNoTriggers`]).
     pub triggers: crate::trigger::TriggerState,
+    /// The LR reservation: the RAM offset LR reserved and the value it read (see
+    /// `execute::atomic`), so that an SC after a snapshot, a migration or a vCPU switch
+    /// succeeds or fails as it would have without one (format 12 and protocol 6; older
+    /// states have none, as after a trap). Only ever compared with an offset an SC
+    /// translated, so any value is harmless.
+    pub reservation: Option<(u64, u64)>,
 }
 
 /// [`HartState`] as it was before the debug triggers (VMM snapshot format 11, migration
@@ -111,6 +116,7 @@ impl HartStateNoTriggers {
             pmp: self.pmp,
             imsic: self.imsic,
             triggers: Default::default(),
+            reservation: None,
         }
     }
 }
@@ -165,6 +171,7 @@ impl HartStateNoImsic {
             pmp: self.pmp,
             imsic: Default::default(),
             triggers: Default::default(),
+            reservation: None,
         }
     }
 }
@@ -217,6 +224,7 @@ impl HartStateNoPmp {
             pmp,
             imsic: Default::default(),
             triggers: Default::default(),
+            reservation: None,
         }
     }
 }
@@ -248,6 +256,7 @@ impl Hart {
             pmp: self.pmp.state().clone(),
             imsic: self.imsic.clone(),
             triggers: self.trig.state().clone(),
+            reservation: self.reservation,
         }
     }
 
@@ -312,7 +321,7 @@ impl Hart {
         self.mtimecmp = s.mtimecmp;
         self.ext_lines = s.ext_lines;
         self.guest_timer = s.guest_timer;
-        self.reservation = None;
+        self.reservation = s.reservation;
         self.ctr.restore_state(&s.ctr, s.vclock);
         self.pmu_restore(&s.pmu);
         self.pmp.set_state(&s.pmp);
@@ -349,6 +358,50 @@ mod tests {
             mem,
         )
         .unwrap()
+    }
+
+    /// An LR before a snapshot and its SC after the restore: the SC succeeds (the
+    /// reservation is part of the state), and stores; without the reservation in the
+    /// state (as in formats before 12) the same SC fails and stores nothing.
+    #[test]
+    fn an_lr_reservation_survives_save_and_restore() {
+        use vm_memory::Bytes;
+        const LR_D_A0_A1: u32 = 0x1005_b52f; // lr.d a0, (a1)
+        const SC_D_A2_A3_A1: u32 = 0x18d5_b62f; // sc.d a2, a3, (a1)
+        const DATA: u64 = 0x8000_0100;
+        let mem =
+            GuestMemoryMmap::<()>::from_ranges(&[(GuestAddress(0x8000_0000), 1 << 16)]).unwrap();
+        let new_hart = || Hart::new(HartConfig::default(), mem.clone()).unwrap();
+        let mut a = new_hart();
+        mem.write_obj(LR_D_A0_A1, GuestAddress(0x8000_0000))
+            .unwrap();
+        mem.write_obj(SC_D_A2_A3_A1, GuestAddress(0x8000_0004))
+            .unwrap();
+        mem.write_obj(7u64, GuestAddress(DATA)).unwrap();
+        a.pc = 0x8000_0000;
+        a.x[11] = DATA;
+        a.x[13] = 99;
+        a.run(1);
+        assert_eq!((a.pc, a.x[10]), (0x8000_0004, 7), "the LR ran");
+        let s = a.save_state();
+        assert!(s.reservation.is_some());
+        for (reservation, sc_result, memory) in [(s.reservation, 0, 99), (None, 1, 7)] {
+            mem.write_obj(7u64, GuestAddress(DATA)).unwrap();
+            let mut b = new_hart();
+            b.restore_state(&HartState {
+                reservation,
+                ..s.clone()
+            })
+            .unwrap();
+            b.x[12] = 12345;
+            b.run(1);
+            assert_eq!(b.pc, 0x8000_0008, "the SC ran");
+            assert_eq!(
+                b.x[12], sc_result,
+                "SC's result with reservation {reservation:?}"
+            );
+            assert_eq!(mem.read_obj::<u64>(GuestAddress(DATA)).unwrap(), memory);
+        }
     }
 
     #[test]
