@@ -305,6 +305,13 @@ pub(crate) fn send(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(MoveReport, Instant), MigrateError> {
     let start = Instant::now();
+    if common.aia {
+        return Err(MigrateError::Refused(format!(
+            "migration is unsupported with {}: its interrupt controllers' state is not \
+             sent yet",
+            super::snapshot::AIA_UNSUPPORTED
+        )));
+    }
     let mut conn = to.connect()?;
     let (kind, hello) = read_frame(&mut conn, "waiting for the destination's HELLO", |k| {
         (k == HELLO).then_some(MAX_MESSAGE)

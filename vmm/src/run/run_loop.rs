@@ -227,6 +227,9 @@ impl GuestVm {
         let room = uart.input_room().min(buf.len());
         let n = self.input.pop_into(&mut buf[..room]);
         uart.enqueue_input(&buf[..n]);
+        if let Some(aia) = &self.aia {
+            aia.uart_level(uart.interrupt_level());
+        }
     }
 
     /// After a WFI: waits until the hart can wake (in virtual time, or sleeping on the host

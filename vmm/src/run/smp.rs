@@ -359,6 +359,14 @@ impl Smp {
         self.cv.notify_all();
     }
 
+    /// Posts an MSI of identity `id` for `hart`'s guest interrupt file (`run/aia.rs`) and
+    /// wakes it if it idles.
+    pub(crate) fn send_msi(&self, hart: u64, id: u32) {
+        self.mailboxes[hart as usize].post_msi(id);
+        let _st = self.lock();
+        self.cv.notify_all();
+    }
+
     /// Remote fence: every hart of `harts` but `caller` flushes its TLB
     /// before this returns, or before it runs another instruction.
     pub(crate) fn remote_fence(&self, caller: u64, harts: &[u64]) {
@@ -455,7 +463,7 @@ impl Smp {
     fn all_waiting(&self, st: &State) -> bool {
         st.harts.iter().zip(&self.mailboxes).all(|(h, mailbox)| {
             h.status == STATE_STOPPED
-                || (h.status == STATE_STARTED && h.idle.is_some() && !mailbox.has_pending())
+                || (h.status == STATE_STARTED && h.idle.is_some() && !mailbox.has_posted())
         })
     }
 
@@ -468,7 +476,7 @@ impl Smp {
             STATE_START_PENDING => true,
             STATE_STARTED => match h.idle {
                 None => true,
-                Some(deadline) => self.mailboxes[id].has_pending() || deadline <= self.now(),
+                Some(deadline) => self.mailboxes[id].has_posted() || deadline <= self.now(),
             },
             _ => false,
         }

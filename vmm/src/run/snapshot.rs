@@ -364,7 +364,13 @@ pub(crate) struct VmCommon {
     pub(crate) trace: Arc<super::trace::ExitTrace>,
     /// `--clock host`: the host clock the vCPUs follow (`None`: virtual time).
     pub(crate) host_clock: Option<vcpu_api::HostClock>,
+    /// `--aia aplic-imsic`: the VM cannot be snapshotted or moved (its APLIC and MSIs in
+    /// flight are not saved yet); refused with [`AIA_UNSUPPORTED`].
+    pub(crate) aia: bool,
 }
+
+/// What snapshots and migration name when they refuse a VM with AIA.
+pub(crate) const AIA_UNSUPPORTED: &str = "--aia aplic-imsic";
 
 impl VmCommon {
     /// The VM's state without its RAM (which a snapshot streams from `mem`), with these
@@ -430,6 +436,9 @@ impl VmCommon {
         path: &Path,
         vcpus: Vec<VcpuSaved>,
     ) -> Result<u64, SnapshotError> {
+        if self.aia {
+            return Err(SnapshotError::Unsupported(AIA_UNSUPPORTED));
+        }
         crate::snapshot::write(path, &self.state(vcpus), &self.mem)
     }
 }
@@ -449,6 +458,7 @@ impl GuestVm {
             ctr_policy: self.ctr.policy(),
             trace: self.trace.clone(),
             host_clock: self.hart.host_clock(),
+            aia: self.aia.is_some(),
         }
     }
 
@@ -477,6 +487,9 @@ impl GuestVm {
     /// Write a snapshot of the VM to `path` (see `crate::snapshot::write`); returns the
     /// file's size.
     pub fn write_snapshot(&self, path: &Path) -> Result<u64, SnapshotError> {
+        if self.aia.is_some() {
+            return Err(SnapshotError::Unsupported(AIA_UNSUPPORTED));
+        }
         crate::snapshot::write(path, &self.snapshot_state(), &self.mem)
     }
 
@@ -599,6 +612,8 @@ impl GuestVm {
             jit: options.jit,
             perf_map: options.perf_map,
             host_clock,
+            // Snapshots of VMs with AIA are refused: a restored VM has none.
+            aia_vcpus: None,
         };
         let mut harts = Vec::new();
         for (id, v) in (0..).zip(&s.vcpus) {
@@ -659,6 +674,7 @@ impl GuestVm {
             memory_mib: s.memory_mib,
             mem,
             uart,
+            aia: None,
             input,
             layout,
             max_insns: options.max_insns,
