@@ -671,3 +671,52 @@ fn sstc_off_or_time_trapped_is_illegal_instruction() {
         );
     }
 }
+
+/// `--aia aplic-imsic`: the `sbi_aia` guest takes the UART's interrupt through the APLIC,
+/// a `genmsi`, MSIs to itself and between its two vCPUs (one waiting in WFI), each claimed
+/// through `stopei` in the hart: no virtual-instruction exit; the MSIs are MMIO exits.
+#[test]
+fn sbi_aia_takes_uart_genmsi_and_cross_hart_msis() {
+    let mut c = config(guest("sbi_aia"));
+    c.vcpus = 2;
+    c.aia = vmm::run::aia::AiaMode::AplicImsic;
+    let (r, out) = run(&c, b"");
+    let (exit, stats) = r.unwrap_or_else(|e| panic!("vmm: {e}\n{out}"));
+    let table = stats.exits.table();
+    assert!(out.ends_with("sbi_aia: PASS\n"), "{out}\n{table}");
+    for line in [
+        "sbi_aia: UART interrupt through the APLIC\n",
+        "sbi_aia: genmsi\n",
+        "sbi_aia: MSI to itself\n",
+        "sbi_aia: MSI from hart 1\n",
+        "sbi_aia: hart 1 took identity 9\n",
+    ] {
+        assert!(out.contains(line), "{line:?} missing:\n{out}");
+    }
+    assert!(matches!(exit, RunExit::Reset(_)), "{exit:?}");
+    assert!(!table.contains("virtual-insn"), "{table}");
+    assert!(table.contains("mmio imsic msi"), "{table}");
+    assert!(table.contains("mmio aplic"), "{table}");
+}
+
+/// Without `--aia` (the default) the APLIC and IMSIC pages are not there: the guest's
+/// first APLIC access is an access fault (injected), and `sbi_aia` fails.
+#[test]
+fn sbi_aia_without_aia_fails() {
+    let mut c = config(guest("sbi_aia"));
+    c.vcpus = 2;
+    let (r, out) = run(&c, b"");
+    assert!(!out.contains("sbi_aia: PASS"), "{out}");
+    let _ = r;
+}
+
+/// Snapshots refuse a VM with AIA before anything runs, naming the option.
+#[test]
+fn snapshot_on_stop_is_refused_with_aia() {
+    let mut c = config(guest("sbi_aia"));
+    c.aia = vmm::run::aia::AiaMode::AplicImsic;
+    c.snapshot_on_stop = Some(std::env::temp_dir().join("vmm-aia-refused.snap"));
+    let (r, _) = run(&c, b"");
+    let e = r.err().expect("refused").to_string();
+    assert!(e.contains("unsupported with --aia aplic-imsic"), "{e}");
+}
