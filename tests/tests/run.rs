@@ -717,6 +717,9 @@ fn snapshot_on_stop_is_refused_with_aia() {
     c.aia = vmm::run::aia::AiaMode::AplicImsic;
     c.snapshot_on_stop = Some(std::env::temp_dir().join("vmm-aia-refused.snap"));
     let (r, _) = run(&c, b"");
-    let e = r.err().expect("refused").to_string();
+    let e = match r {
+        Ok((exit, _)) => panic!("accepted: {exit:?}"),
+        Err(e) => e.to_string(),
+    };
     assert!(e.contains("unsupported with --aia aplic-imsic"), "{e}");
 }

@@ -87,7 +87,9 @@ impl HartMailbox {
         if self.msis.iter().all(|w| w.load(Ordering::Relaxed) == 0) {
             return None;
         }
-        Some(std::array::from_fn(|i| self.msis[i].swap(0, Ordering::SeqCst)))
+        Some(std::array::from_fn(|i| {
+            self.msis[i].swap(0, Ordering::SeqCst)
+        }))
     }
     /// Asks the hart to flush its TLB before its next instruction chunk;
     /// returns a ticket for [`HartMailbox::flush_complete`].

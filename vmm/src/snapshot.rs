@@ -297,7 +297,9 @@ pub enum SnapshotError {
     NotASnapshot,
     /// The VM has devices whose state a snapshot cannot hold yet (refused before anything
     /// is written, never dropped silently).
-    #[error("snapshots are unsupported with {0}: its interrupt controllers' state is not saved yet")]
+    #[error(
+        "snapshots are unsupported with {0}: its interrupt controllers' state is not saved yet"
+    )]
     Unsupported(&'static str),
     /// Written by another version of the format.
     #[error("snapshot format version {found} is not supported (this vmm reads versions {OLDEST_VERSION} to {VERSION})")]

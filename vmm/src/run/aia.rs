@@ -30,8 +30,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use vcpu_api::HartMailbox;
 
-pub use crate::devices::aplic::{APLIC_SIZE, NUM_SOURCES};
 use crate::devices::aplic::Aplic;
+pub use crate::devices::aplic::{APLIC_SIZE, NUM_SOURCES};
 
 use super::smp::Smp;
 

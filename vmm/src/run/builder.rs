@@ -11,8 +11,8 @@ use crate::backend::{Hart, HartConfig};
 use vcpu_api::{SharedClock, Vcpu};
 use vm_memory::{Bytes, GuestAddress, GuestMemoryMmap};
 
-use super::kernel::{self, LoadedKernel};
 use super::aia::{self, Aia, AiaMode};
+use super::kernel::{self, LoadedKernel};
 use super::smp::Smp;
 use super::{
     fdt, place_vcpus, vinsn, BootLayout, GuestPolicy, GuestVm, InputQueue, RunConfig, VmShared,
@@ -451,8 +451,7 @@ impl<'a> VmBuilder<'a> {
         });
         let fw = pmu_virt::FwTallies::new(config.vcpus as usize);
         let aia_on = config.aia == AiaMode::AplicImsic;
-        let aia = aia_on
-            .then(|| Arc::new(Aia::new(config.vcpus, smp.clone(), harts[0].mailbox())));
+        let aia = aia_on.then(|| Arc::new(Aia::new(config.vcpus, smp.clone(), harts[0].mailbox())));
         let uart = Arc::new(Mutex::new(Uart::new(console)));
         let input = InputQueue::default();
         let shared = VmShared {

@@ -9,13 +9,13 @@ use std::sync::Mutex;
 use crate::backend::Hart;
 use vcpu_api::{GuestTrap, MmioAccess, Vcpu, VcpuExit};
 
+use super::aia::Aia;
 use super::sbi_env::PlatformEnv;
 use super::sched::Leave;
 use super::vinsn;
 use super::{Device, ExitReason, ExitStats, GuestVm, RunExit, VirtualInsnAction, VirtualInsnExit};
 use crate::devices::bus::{mask_read, MmioBus};
 use crate::devices::uart::Uart;
-use super::aia::Aia;
 use crate::error::Error;
 use crate::machine::HART_ID;
 use crate::sbi::{self, SbiCall, SbiOutcome};
