@@ -81,6 +81,10 @@ impl HartMailbox {
     pub fn has_posted(&self) -> bool {
         self.has_pending() || self.has_msi()
     }
+    /// The posted MSIs not yet taken in, left posted (for a snapshot of a paused vCPU).
+    pub fn peek_msis(&self) -> [u64; MAILBOX_MSI_IDS / 64] {
+        std::array::from_fn(|i| self.msis[i].load(Ordering::SeqCst))
+    }
     /// Backend side: the posted MSIs (bit `i` of word `i / 64` is identity `i`), cleared.
     #[inline]
     pub fn take_msis(&self) -> Option<[u64; MAILBOX_MSI_IDS / 64]> {

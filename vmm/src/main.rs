@@ -381,12 +381,12 @@ struct RunArgs {
     #[arg(long, display_order = 13, value_name = "on|off", default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
     sstc: bool,
 
-    /// The guest's interrupt controllers: `aplic-imsic` (an IMSIC guest interrupt file per
-    /// vCPU at 0x2800_0000, one page each, and an APLIC domain in MSI mode at 0x0d00_0000
-    /// with the UART as source 10: an interrupt-driven console and IPIs by MSI; ssaia in
-    /// the device tree) or `none` (the default: a polled UART, SBI IPIs). Snapshots and
-    /// migration refuse a VM with `aplic-imsic` (its state is not saved yet).
-    #[arg(long, display_order = 13, value_name = "aplic-imsic|none", default_value = "none", value_parser = parse_run_aia)]
+    /// The guest's interrupt controllers: `aplic-imsic` (the default: an IMSIC guest
+    /// interrupt file per vCPU at 0x2800_0000, one page each, and an APLIC domain in MSI
+    /// mode at 0x0d00_0000 with the UART as source 10: an interrupt-driven console and IPIs
+    /// by MSI; ssaia in the device tree) or `none` (no interrupt controller: a polled UART,
+    /// SBI IPIs). Kept in snapshots and migration.
+    #[arg(long, display_order = 13, value_name = "aplic-imsic|none", default_value = "aplic-imsic", value_parser = parse_run_aia)]
     aia: vmm::run::aia::AiaMode,
 
     /// The CTR depths the guest may select, e.g. `16,64` (default: the migration-safe

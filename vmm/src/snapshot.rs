@@ -56,13 +56,16 @@ use crate::machine::RAM_BASE;
 /// The file's first bytes.
 pub const MAGIC: [u8; 8] = *b"RVCTRSNP";
 /// The format version this VMM writes and reads.
-pub const VERSION: u32 = 11;
+// Format 12 (branch `aplic`): another branch may take the same number; reconcile at merge.
+pub const VERSION: u32 = 12;
 /// The oldest format version this VMM reads: 7, without [`VmState::sstc`] (read as
 /// `false`: those VMs ran without Sstc). Formats 7 and 8 have no PMP in the harts' states
 /// (their harts had none): read with the allow-all entry the VMM gives a new VM's harts.
 /// Formats 7 to 9 have no [`VmState::host_clock`] (read as `false`: virtual time was the
 /// only clock). Formats 9 and 10 have no IMSIC in the harts' states (their harts had none:
-/// read as an empty one). History: 11 added each hart's IMSIC
+/// read as an empty one). Formats 7 to 11 have no [`VmState::aia`] (read as `None`: no VM
+/// had AIA devices). History: 12 added the AIA devices (`vmm run --aia aplic-imsic`: the
+/// APLIC and the MSIs posted to each vCPU), 11 added each hart's IMSIC
 /// ([`crate::backend::HartState::imsic`]), 10 `host_clock`, 9 each hart's PMP registers
 /// ([`crate::backend::HartState::pmp`]), 8 `sstc`, 7 the trap policy of `--trap` sret and
 /// vm.
@@ -146,11 +149,31 @@ pub struct VmState {
     /// guest time from the value it had; the WFI deadlines (`idle`) are instruction slots
     /// with virtual time, host-clock ticks (`mtime`) with host time.
     pub host_clock: bool,
+    /// The AIA devices (`vmm run --aia aplic-imsic`; format 12, `None` before and without
+    /// AIA). The guest interrupt files are in each hart's state ([`HartState::imsic`]).
+    pub aia: Option<AiaState>,
+}
+
+/// The AIA devices of a VM (`run/aia.rs`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AiaState {
+    /// The guest's APLIC domain.
+    pub aplic: crate::devices::aplic::Aplic,
+    /// Per vCPU: MSIs posted to its mailbox and not yet taken in by its hart (bit `i` of
+    /// word `i / 64` is identity `i`; [`vcpu_api::MAILBOX_MSI_IDS`] bits).
+    pub msis: Vec<Vec<u64>>,
 }
 
 /// A hart state of an older format, and how it becomes today's [`HartState`].
 trait OldHartState {
     fn upgrade(self) -> HartState;
+}
+
+/// Format 11: today's harts.
+impl OldHartState for HartState {
+    fn upgrade(self) -> HartState {
+        self
+    }
 }
 
 /// Formats 9 and 10: harts without the IMSIC (they had none; a hart with one restores it at
@@ -187,6 +210,12 @@ impl OldField<bool> for bool {
     }
 }
 
+impl<T> OldField<Option<T>> for Option<T> {
+    fn or(self, _: Option<T>) -> Option<T> {
+        self
+    }
+}
+
 /// [`VcpuState`] as formats 7 to 10 encoded it, with hart state `H` ([`OldHartState`]).
 #[derive(Deserialize)]
 struct OldVcpuState<H> {
@@ -199,10 +228,10 @@ struct OldVcpuState<H> {
     ipi_posted: bool,
 }
 
-/// [`VmState`] as formats 7 to 10 encoded it: vCPUs with hart state `H`, and `sstc` (`S`)
-/// and `host_clock` (`C`) where the format had them ([`OldField`]).
+/// [`VmState`] as formats 7 to 11 encoded it: vCPUs with hart state `H`, and `sstc` (`S`),
+/// `host_clock` (`C`) and `aia` (`A`) where the format had them ([`OldField`]).
 #[derive(Deserialize)]
-struct OldVmState<H, S, C> {
+struct OldVmState<H, S, C, A> {
     memory_mib: u64,
     layout: LayoutState,
     trap_wfi: bool,
@@ -215,10 +244,17 @@ struct OldVmState<H, S, C> {
     uart: UartState,
     input: Vec<u8>,
     host_clock: C,
+    aia: A,
 }
 
-impl<H: OldHartState, S: OldField<bool>, C: OldField<bool>> From<OldVmState<H, S, C>> for VmState {
-    fn from(v: OldVmState<H, S, C>) -> VmState {
+impl<H, S, C, A> From<OldVmState<H, S, C, A>> for VmState
+where
+    H: OldHartState,
+    S: OldField<bool>,
+    C: OldField<bool>,
+    A: OldField<Option<AiaState>>,
+{
+    fn from(v: OldVmState<H, S, C, A>) -> VmState {
         let vcpu = |c: OldVcpuState<H>| VcpuState {
             hart: c.hart.upgrade(),
             ctr: c.ctr,
@@ -241,18 +277,21 @@ impl<H: OldHartState, S: OldField<bool>, C: OldField<bool>> From<OldVmState<H, S
             uart: v.uart,
             input: v.input,
             host_clock: v.host_clock.or(false),
+            aia: v.aia.or(None),
         }
     }
 }
 
-/// Format 10: harts without the IMSIC.
-type VmStateV10 = OldVmState<crate::backend::HartStateNoImsic, bool, bool>;
-/// Format 9: without `host_clock`, harts without the IMSIC.
-type VmStateV9 = OldVmState<crate::backend::HartStateNoImsic, bool, ()>;
-/// Format 8: without `host_clock`, harts without the PMP.
-type VmStateV8 = OldVmState<crate::backend::HartStateNoPmp, bool, ()>;
-/// Format 7: without `sstc` and `host_clock`, harts without the PMP.
-type VmStateV7 = OldVmState<crate::backend::HartStateNoPmp, (), ()>;
+/// Format 11: without `aia`.
+type VmStateV11 = OldVmState<HartState, bool, bool, ()>;
+/// Format 10: without `aia`, harts without the IMSIC.
+type VmStateV10 = OldVmState<crate::backend::HartStateNoImsic, bool, bool, ()>;
+/// Format 9: without `host_clock` and `aia`, harts without the IMSIC.
+type VmStateV9 = OldVmState<crate::backend::HartStateNoImsic, bool, (), ()>;
+/// Format 8: without `host_clock` and `aia`, harts without the PMP.
+type VmStateV8 = OldVmState<crate::backend::HartStateNoPmp, bool, (), ()>;
+/// Format 7: without `sstc`, `host_clock` and `aia`, harts without the PMP.
+type VmStateV7 = OldVmState<crate::backend::HartStateNoPmp, (), (), ()>;
 
 /// A decoded snapshot.
 #[derive(Clone, Debug)]
@@ -451,6 +490,8 @@ fn decode_versioned(body: &[u8], version: u32) -> Result<VmState, SnapshotError>
         decode_body::<VmStateV9>(body).map(VmState::from)
     } else if version == 10 {
         decode_body::<VmStateV10>(body).map(VmState::from)
+    } else if version == 11 {
+        decode_body::<VmStateV11>(body).map(VmState::from)
     } else {
         decode_body(body)
     }
@@ -975,6 +1016,7 @@ mod tests {
             },
             input: b"more".to_vec(),
             host_clock: true,
+            aia: None,
         };
         // Pages 3, 4 and 200 hold bytes (page 4 only its last one), the rest is zero.
         let mut memory = vec![0u8; 1 << 20];
@@ -1194,6 +1236,9 @@ mod tests {
         if version >= 10 {
             body.extend(bincode::serialize(&s.host_clock).unwrap());
         }
+        if version >= 12 {
+            body.extend(bincode::serialize(&s.aia).unwrap());
+        }
         body
     }
 
@@ -1223,8 +1268,8 @@ mod tests {
             ..s.clone()
         };
         assert_old_format_reads(&s, &m, 7, VERSION, &expected);
-        // Format 6 and 11 are refused.
-        for version in [6u32, 12] {
+        // Format 6 and 13 are refused.
+        for version in [6u32, 13] {
             let mut v = bytes.clone();
             v[8..12].copy_from_slice(&version.to_le_bytes());
             assert!(matches!(
@@ -1268,15 +1313,23 @@ mod tests {
         assert_old_format_reads(&s, &m, 10, VERSION, &s);
     }
 
+    /// A format 11 file (no AIA devices) reads, as a VM without them.
+    #[test]
+    fn format_11_reads_without_aia() {
+        let (_, s, m) = encoded();
+        assert!(s.aia.is_none());
+        assert_old_format_reads(&s, &m, 11, VERSION, &s);
+    }
+
     #[test]
     fn bad_files_are_refused_with_a_reason() {
         let (bytes, _, _) = encoded();
         let msg = |b: &[u8]| decode(b).unwrap_err().to_string();
         assert!(msg(b"hello").contains("not a vmm snapshot"));
         let mut v = bytes.clone();
-        v[8] = 12;
+        v[8] = 13;
         assert!(
-            msg(&v).contains("version 12 is not supported"),
+            msg(&v).contains("version 13 is not supported"),
             "{}",
             msg(&v)
         );

@@ -110,6 +110,34 @@ impl Aplic {
         }
     }
 
+    /// Whether a restored state is one this domain can hold (it is untrusted input): the
+    /// register arrays of its size, every `sourcecfg` and `target` a value a write leaves,
+    /// pending and enable bits only for active sources.
+    pub fn check(&self) -> Result<(), String> {
+        let n = NUM_SOURCES as usize + 1;
+        if self.sourcecfg.len() != n || self.target.len() != n {
+            return Err(format!(
+                "{} sourcecfg and {} target registers, not {n}",
+                self.sourcecfg.len(),
+                self.target.len()
+            ));
+        }
+        for i in 1..n {
+            let (cfg, target) = (self.sourcecfg[i], self.target[i]);
+            if cfg > 7 || cfg == 2 || cfg == 3 {
+                return Err(format!("sourcecfg[{i}] = {cfg:#x}"));
+            }
+            if target & !(TARGET_HART | TARGET_EIID) != 0 || (cfg == 0 && target != 0) {
+                return Err(format!("target[{i}] = {target:#x}"));
+            }
+        }
+        let active = self.active();
+        if (self.pending | self.enabled) & !active != 0 {
+            return Err("pending or enable bits of inactive sources".into());
+        }
+        Ok(())
+    }
+
     fn sm(&self, i: u32) -> u32 {
         self.sourcecfg.get(i as usize).copied().unwrap_or(0) & 7
     }

@@ -24,11 +24,16 @@
 //! [`UART_SOURCE`] (10, as on QEMU `virt`): its level is brought up to date after every
 //! UART access and after console input is moved into it.
 //!
-//! Lock order: the UART, then the APLIC, then the SMP state (`Smp::send_msi`).
+//! Lock order: the UART, then the APLIC, then the SMP state (`Smp::notify`).
+//!
+//! Snapshots and migration keep the APLIC and the MSIs posted but not yet taken in by a
+//! hart ([`AiaState`]); the interrupt files are in each hart's state.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use vcpu_api::HartMailbox;
+
+pub use crate::snapshot::AiaState;
 
 use crate::devices::aplic::Aplic;
 pub use crate::devices::aplic::{APLIC_SIZE, NUM_SOURCES};
@@ -65,18 +70,13 @@ pub fn imsic_window(vcpus: u64) -> u64 {
     vcpus.max(1).next_power_of_two() * IMSIC_PAGE
 }
 
-/// Where MSIs go.
-enum Targets {
-    /// Several vCPUs: through the SMP state, which wakes a waiting one.
-    Smp(Arc<Smp>),
-    /// The only vCPU's mailbox (it is the thread that sends).
-    One(Arc<HartMailbox>),
-}
-
 /// The AIA devices of a VM, shared by its hart instances.
 pub(crate) struct Aia {
     aplic: Mutex<Aplic>,
-    targets: Targets,
+    /// Each vCPU's mailbox (vCPU `i`'s at `i`; it follows the vCPU between hart instances).
+    mailboxes: Vec<Arc<HartMailbox>>,
+    /// With several vCPUs: what wakes one waiting in WFI.
+    smp: Option<Arc<Smp>>,
     vcpus: u64,
 }
 
@@ -88,17 +88,80 @@ impl std::fmt::Debug for Aia {
     }
 }
 
+/// Why a saved [`AiaState`] cannot be restored.
+#[derive(Debug, thiserror::Error)]
+pub enum AiaRestoreError {
+    /// The APLIC's registers are not ones it can hold.
+    #[error("the APLIC state: {0}")]
+    Aplic(String),
+    /// The posted MSIs do not match the vCPUs.
+    #[error("posted MSIs for {found} vCPUs of {words} words, the VM has {vcpus} vCPUs of {MAILBOX_WORDS} words")]
+    Msis {
+        /// vCPUs in the state.
+        found: usize,
+        /// The largest number of words of one of them.
+        words: usize,
+        /// vCPUs of the VM.
+        vcpus: u64,
+    },
+}
+
+/// Words of a mailbox's MSI bitmap.
+const MAILBOX_WORDS: usize = vcpu_api::MAILBOX_MSI_IDS / 64;
+
 impl Aia {
-    /// The devices of a VM of `vcpus` vCPUs: MSIs go through `smp` when there is one, else
-    /// to `mailbox` (the only vCPU's).
-    pub(crate) fn new(vcpus: u64, smp: Option<Arc<Smp>>, mailbox: Arc<HartMailbox>) -> Aia {
+    /// The devices of a VM whose vCPU `i` has mailbox `mailboxes[i]`; with several vCPUs
+    /// `smp` wakes one waiting in WFI.
+    pub(crate) fn new(mailboxes: Vec<Arc<HartMailbox>>, smp: Option<Arc<Smp>>) -> Aia {
         Aia {
             aplic: Mutex::new(Aplic::new()),
-            targets: match smp {
-                Some(smp) => Targets::Smp(smp),
-                None => Targets::One(mailbox),
-            },
-            vcpus,
+            vcpus: mailboxes.len() as u64,
+            mailboxes,
+            smp,
+        }
+    }
+
+    /// The devices as `saved` has them (checked first: the state is untrusted input), the
+    /// MSIs in flight posted again.
+    pub(crate) fn restore(
+        saved: &AiaState,
+        mailboxes: Vec<Arc<HartMailbox>>,
+        smp: Option<Arc<Smp>>,
+    ) -> Result<Aia, AiaRestoreError> {
+        saved.aplic.check().map_err(AiaRestoreError::Aplic)?;
+        let words = saved.msis.iter().map(Vec::len).max().unwrap_or(0);
+        if saved.msis.len() != mailboxes.len()
+            || saved.msis.iter().any(|m| m.len() != MAILBOX_WORDS)
+        {
+            return Err(AiaRestoreError::Msis {
+                found: saved.msis.len(),
+                words,
+                vcpus: mailboxes.len() as u64,
+            });
+        }
+        for (mailbox, msis) in mailboxes.iter().zip(&saved.msis) {
+            for (w, &bits) in msis.iter().enumerate() {
+                let mut b = bits;
+                while b != 0 {
+                    mailbox.post_msi((w * 64) as u32 + b.trailing_zeros());
+                    b &= b - 1;
+                }
+            }
+        }
+        let aia = Aia::new(mailboxes, smp);
+        *aia.aplic() = saved.aplic.clone();
+        Ok(aia)
+    }
+
+    /// What a snapshot keeps (while no vCPU runs).
+    pub(crate) fn save(&self) -> AiaState {
+        AiaState {
+            aplic: self.aplic().clone(),
+            msis: self
+                .mailboxes
+                .iter()
+                .map(|m| m.peek_msis().to_vec())
+                .collect(),
         }
     }
 
@@ -117,9 +180,9 @@ impl Aia {
         if u64::from(hart) >= self.vcpus {
             return;
         }
-        match &self.targets {
-            Targets::Smp(smp) => smp.send_msi(u64::from(hart), id),
-            Targets::One(mailbox) => mailbox.post_msi(id),
+        self.mailboxes[hart as usize].post_msi(id);
+        if let Some(smp) = &self.smp {
+            smp.notify();
         }
     }
 

@@ -233,12 +233,6 @@ impl<'a> VmBuilder<'a> {
         let ram_size = check_memory(config.memory_mib)?;
         let pcpus = check_topology(config.vcpus, config.pcpus, config.slice_insns)?;
         if let Some(path) = &config.snapshot_on_stop {
-            if config.aia == AiaMode::AplicImsic {
-                return Err(crate::snapshot::SnapshotError::Unsupported(
-                    super::snapshot::AIA_UNSUPPORTED,
-                )
-                .into());
-            }
             crate::snapshot::check_target(path)?;
         }
         // The host hart model's CTR, and what the guest may use of it (refused here, before
@@ -451,7 +445,10 @@ impl<'a> VmBuilder<'a> {
         });
         let fw = pmu_virt::FwTallies::new(config.vcpus as usize);
         let aia_on = config.aia == AiaMode::AplicImsic;
-        let aia = aia_on.then(|| Arc::new(Aia::new(config.vcpus, smp.clone(), harts[0].mailbox())));
+        let aia = aia_on.then(|| {
+            let mailboxes = harts.iter().map(|h| h.mailbox()).collect();
+            Arc::new(Aia::new(mailboxes, smp.clone()))
+        });
         let uart = Arc::new(Mutex::new(Uart::new(console)));
         let input = InputQueue::default();
         let shared = VmShared {

@@ -335,6 +335,56 @@ mod tests {
         assert!(!contains(&build(&config(false)).unwrap(), b"sstc"));
     }
 
+    /// `--aia aplic-imsic`: Ssaia on every hart, the IMSIC (one page per hart, rounded up
+    /// to a power of two: 4 pages for 3 harts) with each hart's S external interrupt, the
+    /// APLIC with the IMSIC as its MSI parent, the UART as its source 10, level high.
+    #[test]
+    fn aia_nodes_are_described() {
+        let config = |aia| FdtConfig {
+            cpus: 3,
+            ram_base: 0x8000_0000,
+            ram_size: 16 << 20,
+            cmdline: String::new(),
+            initrd: None,
+            ctr: false,
+            pmu: pmu_virt::PmuPolicy::off(),
+            sstc: true,
+            aia,
+        };
+        let count =
+            |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).filter(|w| *w == needle).count();
+        let blob = build(&config(true)).unwrap();
+        assert_eq!(count(&blob, b"\0ssaia\0"), 3);
+        for s in [
+            &b"imsics@28000000\0"[..],
+            b"riscv,imsics\0",
+            b"aplic@d000000\0",
+            b"riscv,aplic\0",
+            b"riscv,num-ids\0",
+            b"riscv,num-sources\0",
+            b"msi-parent\0",
+            b"interrupts-extended\0",
+            b"msi-controller\0",
+        ] {
+            assert!(contains(&blob, s), "{:?}", String::from_utf8_lossy(s));
+        }
+        // reg = <0x0 0x28000000 0x0 0x4000>; interrupts-extended = <1 9 2 9 3 9>;
+        // the UART's interrupts = <10 4>.
+        assert!(contains(
+            &blob,
+            &[0, 0, 0, 0, 0x28, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x40, 0]
+        ));
+        let ext: Vec<u8> = [1u32, 9, 2, 9, 3, 9]
+            .iter()
+            .flat_map(|v| v.to_be_bytes())
+            .collect();
+        assert!(contains(&blob, &ext));
+        assert!(contains(&blob, &[0, 0, 0, 10, 0, 0, 0, 4]));
+        let blob = build(&config(false)).unwrap();
+        assert!(!contains(&blob, b"ssaia") && !contains(&blob, b"imsics"));
+        assert!(!contains(&blob, b"aplic"));
+    }
+
     #[test]
     fn no_initrd_no_initrd_properties() {
         let blob = build(&FdtConfig {

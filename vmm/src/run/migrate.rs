@@ -49,10 +49,12 @@ use crate::layout::{MAX_MEMORY_MIB, RAM_BASE};
 use crate::snapshot::{VmState, MAX_STATE_BYTES};
 use vm_memory::{Bytes, GuestAddress, GuestMemoryBackend, GuestMemoryMmap};
 
-/// The protocol version this VMM speaks (5: each hart's state carries its IMSIC, snapshot
+/// The protocol version this VMM speaks (6: the state carries the AIA devices, snapshot
+/// format 12; 5: each hart's state carries its IMSIC, snapshot
 /// format 11; 4: the state carries `host_clock`, snapshot
 /// format 10; 3: each hart's state carries its PMP, format 9; 2: `sstc`, format 8).
-pub const PROTOCOL_VERSION: u32 = 5;
+// Protocol 6 (branch `aplic`): another branch may take the same number; reconcile at merge.
+pub const PROTOCOL_VERSION: u32 = 6;
 /// Pages per `PAGES` frame.
 pub const PAGES_PER_FRAME: usize = 256;
 /// Bytes of one page.
@@ -305,13 +307,6 @@ pub(crate) fn send(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(MoveReport, Instant), MigrateError> {
     let start = Instant::now();
-    if common.aia {
-        return Err(MigrateError::Refused(format!(
-            "migration is unsupported with {}: its interrupt controllers' state is not \
-             sent yet",
-            super::snapshot::AIA_UNSUPPORTED
-        )));
-    }
     let mut conn = to.connect()?;
     let (kind, hello) = read_frame(&mut conn, "waiting for the destination's HELLO", |k| {
         (k == HELLO).then_some(MAX_MESSAGE)

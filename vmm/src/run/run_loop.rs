@@ -257,10 +257,13 @@ impl GuestVm {
             }
             Some(smp) => loop {
                 let input = &self.input;
+                // With AIA the UART interrupts: console input wakes a vCPU, which moves it
+                // into the UART (`feed_uart`), whose interrupt goes to its target vCPU.
+                let aia = self.aia.is_some();
                 let end = smp.idle(
                     self.hart_id,
                     &self.hart,
-                    &|| input.quit_requested(),
+                    &|| input.quit_requested() || (aia && !input.is_empty()),
                     &|| self.pause_requested(),
                 );
                 match end {
@@ -292,6 +295,7 @@ impl GuestVm {
             };
             if deadline <= now
                 || self.input.quit_requested()
+                || (self.aia.is_some() && !self.input.is_empty())
                 || self.injections.as_ref().is_some_and(|i| i.any_queued())
                 || end.is_some_and(|e| Instant::now() >= e)
             {

@@ -359,10 +359,9 @@ impl Smp {
         self.cv.notify_all();
     }
 
-    /// Posts an MSI of identity `id` for `hart`'s guest interrupt file (`run/aia.rs`) and
-    /// wakes it if it idles.
-    pub(crate) fn send_msi(&self, hart: u64, id: u32) {
-        self.mailboxes[hart as usize].post_msi(id);
+    /// Wakes the vCPUs waiting here to look at their mailboxes (after an MSI was posted to
+    /// one, `run/aia.rs`).
+    pub(crate) fn notify(&self) {
         let _st = self.lock();
         self.cv.notify_all();
     }

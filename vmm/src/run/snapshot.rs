@@ -364,13 +364,9 @@ pub(crate) struct VmCommon {
     pub(crate) trace: Arc<super::trace::ExitTrace>,
     /// `--clock host`: the host clock the vCPUs follow (`None`: virtual time).
     pub(crate) host_clock: Option<vcpu_api::HostClock>,
-    /// `--aia aplic-imsic`: the VM cannot be snapshotted or moved (its APLIC and MSIs in
-    /// flight are not saved yet); refused with [`AIA_UNSUPPORTED`].
-    pub(crate) aia: bool,
+    /// `--aia aplic-imsic`: the AIA devices.
+    pub(crate) aia: Option<Arc<super::aia::Aia>>,
 }
-
-/// What snapshots and migration name when they refuse a VM with AIA.
-pub(crate) const AIA_UNSUPPORTED: &str = "--aia aplic-imsic";
 
 impl VmCommon {
     /// The VM's state without its RAM (which a snapshot streams from `mem`), with these
@@ -425,6 +421,7 @@ impl VmCommon {
             uart: self.uart.lock().unwrap_or_else(|e| e.into_inner()).save(),
             input: self.input.save(),
             host_clock: self.host_clock.is_some(),
+            aia: self.aia.as_ref().map(|a| a.save()),
         };
         state
     }
@@ -436,9 +433,6 @@ impl VmCommon {
         path: &Path,
         vcpus: Vec<VcpuSaved>,
     ) -> Result<u64, SnapshotError> {
-        if self.aia {
-            return Err(SnapshotError::Unsupported(AIA_UNSUPPORTED));
-        }
         crate::snapshot::write(path, &self.state(vcpus), &self.mem)
     }
 }
@@ -458,7 +452,7 @@ impl GuestVm {
             ctr_policy: self.ctr.policy(),
             trace: self.trace.clone(),
             host_clock: self.hart.host_clock(),
-            aia: self.aia.is_some(),
+            aia: self.aia.clone(),
         }
     }
 
@@ -487,9 +481,6 @@ impl GuestVm {
     /// Write a snapshot of the VM to `path` (see `crate::snapshot::write`); returns the
     /// file's size.
     pub fn write_snapshot(&self, path: &Path) -> Result<u64, SnapshotError> {
-        if self.aia.is_some() {
-            return Err(SnapshotError::Unsupported(AIA_UNSUPPORTED));
-        }
         crate::snapshot::write(path, &self.snapshot_state(), &self.mem)
     }
 
@@ -612,8 +603,7 @@ impl GuestVm {
             jit: options.jit,
             perf_map: options.perf_map,
             host_clock,
-            // Snapshots of VMs with AIA are refused: a restored VM has none.
-            aia_vcpus: None,
+            aia_vcpus: s.aia.as_ref().map(|_| n),
         };
         let mut harts = Vec::new();
         for (id, v) in (0..).zip(&s.vcpus) {
@@ -632,6 +622,9 @@ impl GuestVm {
             super::vinsn::apply(&mut expected, &policy);
             ctrs[id as usize].prepare(&mut expected);
             pmus[id as usize].prepare(&mut expected);
+            if s.aia.is_some() {
+                super::aia::prepare(&mut expected);
+            }
             check_vmm_owned(id, v, &hart, &mut expected)?;
             hart.set_trace(options.trace);
             hart.set_trace_range(options.trace_range.clone());
@@ -664,6 +657,17 @@ impl GuestVm {
             }
             Arc::new(smp)
         });
+        let aia = match &s.aia {
+            Some(saved) => Some(Arc::new(
+                super::aia::Aia::restore(
+                    saved,
+                    harts.iter().map(|h| h.mailbox()).collect(),
+                    smp.clone(),
+                )
+                .map_err(RestoreFailure::Aia)?,
+            )),
+            None => None,
+        };
         // The instruction budget counts each vCPU's instructions from the restore.
         let insns_base: std::sync::Arc<[u64]> = s
             .vcpus
@@ -674,7 +678,7 @@ impl GuestVm {
             memory_mib: s.memory_mib,
             mem,
             uart,
-            aia: None,
+            aia,
             input,
             layout,
             max_insns: options.max_insns,
