@@ -287,7 +287,8 @@ impl GuestVm {
         let end = self.run_deadline;
         loop {
             let now = self.hart.mtime_now();
-            if self.hart.wakeup_pending() {
+            // With AIA, console input is a wake-up: the UART interrupts once it is fed.
+            if self.hart.wakeup_pending() || (self.aia.is_some() && !self.input.is_empty()) {
                 return true;
             }
             let Some(deadline) = self.hart.timer_deadline_mtime() else {
@@ -295,7 +296,6 @@ impl GuestVm {
             };
             if deadline <= now
                 || self.input.quit_requested()
-                || (self.aia.is_some() && !self.input.is_empty())
                 || self.injections.as_ref().is_some_and(|i| i.any_queued())
                 || end.is_some_and(|e| Instant::now() >= e)
             {
