@@ -55,6 +55,14 @@ pub const VGEIN: u64 = 1;
 /// The APLIC source of the UART.
 pub const UART_SOURCE: u32 = 10;
 
+/// The IMSIC of each vCPU's hart: [`IMSIC_IDS`] identities, [`GEILEN`] guest files.
+pub(crate) fn imsic_config() -> crate::backend::ImsicConfig {
+    crate::backend::ImsicConfig {
+        ids: IMSIC_IDS,
+        geilen: GEILEN,
+    }
+}
+
 /// `--aia`: the interrupt controllers of a `vmm run` guest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AiaMode {

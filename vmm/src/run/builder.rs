@@ -201,10 +201,7 @@ impl HartOptions {
         HartConfig {
             hart_id,
             mmio: super::mmio_bus(self.aia_vcpus).ranges(),
-            imsic: self.aia_vcpus.map(|_| crate::backend::ImsicConfig {
-                ids: aia::IMSIC_IDS,
-                geilen: aia::GEILEN,
-            }),
+            imsic: self.aia_vcpus.map(|_| aia::imsic_config()),
             shared_clock: self.clock.clone(),
             host_clock: self.host_clock,
             ctr: self.ctr.clone(),
