@@ -128,3 +128,24 @@ impl HartMailbox {
         self.flush_done.fetch_max(ticket, Ordering::SeqCst);
     }
 }
+
+#[cfg(test)]
+mod msi_tests {
+    use super::*;
+
+    /// Posted MSIs are kept (identity 0 and those past the bitmap dropped), wake the hart
+    /// (`has_posted`) without counting as posted `hvip` bits, and are taken once.
+    #[test]
+    fn msis_are_posted_peeked_and_taken_once() {
+        let m = HartMailbox::default();
+        assert!(m.take_msis().is_none() && !m.has_posted());
+        for id in [0, 1, 64, 255, 256, u32::MAX] {
+            m.post_msi(id);
+        }
+        assert!(m.has_msi() && m.has_posted() && !m.has_pending());
+        let want = [1 << 1, 1, 0, 1 << 63];
+        assert_eq!(m.peek_msis(), want);
+        assert_eq!(m.take_msis(), Some(want));
+        assert!(m.take_msis().is_none() && !m.has_posted());
+    }
+}
