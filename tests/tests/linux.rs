@@ -459,3 +459,81 @@ fn linux_boots_with_2_vcpus_on_1_hart() {
     assert_eq!(stats.switches.len(), 1);
     assert!(stats.switches[0] > 100, "{:?}", stats.switches);
 }
+
+/// `--aia aplic-imsic` with `vcpus` vCPUs on `pcpus` hart instances: Linux finds the
+/// IMSIC and APLIC in the device tree, its console UART is interrupt-driven (APLIC source
+/// 10, forwarded by MSI: `/proc/interrupts` counts it), and its IPIs are MSIs stored to
+/// the IMSIC pages, not SBI IPI calls. Returns the run's statistics.
+fn linux_aia_boot(vcpus: u64, pcpus: Option<u64>) -> RunStats {
+    let guest = linux_guest();
+    let mut config = RunConfig::new(&guest.kernel);
+    config.initrd = Some(guest.initrd.clone());
+    config.cmdline = format!(
+        "{BASE_CMDLINE} vmmcmd=\"grep -e ttyS -e IPI /proc/interrupts; echo 6*7=$((6*7))\""
+    );
+    config.memory_mib = LINUX_MEMORY_MIB;
+    config.max_insns = Some(LINUX_BUDGET);
+    config.vcpus = vcpus;
+    config.pcpus = pcpus;
+    config.aia = vmm::run::aia::AiaMode::AplicImsic;
+    let (exit, stats, out) = linux_kit::boot(&config);
+    let table = stats.exits.table();
+    assert!(out.contains("VMM-GUEST-EXIT 0"), "{out}\n{table}");
+    assert!(out.contains("6*7=42"), "{out}");
+    assert!(
+        matches!(
+            exit,
+            RunExit::Reset(ResetRequest {
+                kind: ResetType::Shutdown,
+                ..
+            })
+        ),
+        "{exit:?}"
+    );
+    // `  11:  N ... APLIC-MSI-d000000.aplic  10 Level ... ttyS0`, with N > 0 on some CPU.
+    let line = out
+        .lines()
+        .find(|l| l.ends_with("ttyS0") && l.contains(" Level "))
+        .unwrap_or_else(|| panic!("no ttyS0 interrupt:\n{out}"));
+    assert!(
+        line.contains("APLIC-MSI") && line.contains("10 Level"),
+        "{line}"
+    );
+    let counts: u64 = line
+        .split_whitespace()
+        .skip(1)
+        .take(vcpus as usize)
+        .map(|n| n.parse::<u64>().unwrap_or(0))
+        .sum();
+    assert!(counts > 0, "{line}");
+    assert!(stats.exits.get("mmio aplic") > 0, "{table}");
+    if vcpus > 1 {
+        assert!(stats.exits.get("mmio imsic msi") > 0, "{table}");
+        assert_eq!(stats.exits.get("sbi IPI"), 0, "{table}");
+        let ipis = out
+            .lines()
+            .find(|l| l.contains("Function call interrupts"))
+            .unwrap_or_else(|| panic!("no IPI line:\n{out}"));
+        assert!(
+            ipis.split_whitespace().nth(1).is_some_and(|n| n != "0"),
+            "{ipis}"
+        );
+    }
+    stats
+}
+
+#[test]
+fn linux_boots_with_aia_on_1_vcpu() {
+    linux_aia_boot(1, None);
+}
+
+#[test]
+fn linux_boots_with_aia_on_4_vcpus() {
+    linux_aia_boot(4, None);
+}
+
+/// MSIs to vCPUs that are off their hart wait in their mailboxes (`--pcpus 1`).
+#[test]
+fn linux_boots_with_aia_on_2_vcpus_on_1_hart() {
+    linux_aia_boot(2, Some(1));
+}

@@ -279,6 +279,10 @@ const NOT_COMPARED: &[(&str, &str)] = &[
         "a `vmm run` guest kernel using the VMM's Sstc offer, on and off (`--sstc`, tests/run.rs)",
     ),
     (
+        "sbi_aia",
+        "a two-vCPU `vmm run` guest kernel using its APLIC and IMSIC (`--aia aplic-imsic`, tests/run.rs)",
+    ),
+    (
         "sbi_pmu",
         "a `vmm run` guest kernel (the SBI PMU extension of the VMM's pmu-virt, tests/sbi_pmu.rs)",
     ),

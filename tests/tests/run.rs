@@ -671,3 +671,92 @@ fn sstc_off_or_time_trapped_is_illegal_instruction() {
         );
     }
 }
+
+/// `--aia aplic-imsic`: the `sbi_aia` guest takes the UART's interrupt through the APLIC,
+/// a `genmsi`, MSIs to itself and between its two vCPUs (one waiting in WFI), each claimed
+/// through `stopei` in the hart: no virtual-instruction exit; the MSIs are MMIO exits.
+#[test]
+fn sbi_aia_takes_uart_genmsi_and_cross_hart_msis() {
+    let mut c = config(guest("sbi_aia"));
+    c.vcpus = 2;
+    c.aia = vmm::run::aia::AiaMode::AplicImsic;
+    let (r, out) = run(&c, b"");
+    let (exit, stats) = r.unwrap_or_else(|e| panic!("vmm: {e}\n{out}"));
+    let table = stats.exits.table();
+    assert!(out.ends_with("sbi_aia: PASS\n"), "{out}\n{table}");
+    for line in [
+        "sbi_aia: UART interrupt through the APLIC\n",
+        "sbi_aia: genmsi\n",
+        "sbi_aia: MSI to itself\n",
+        "sbi_aia: MSI from hart 1\n",
+        "sbi_aia: hart 1 took identity 9\n",
+    ] {
+        assert!(out.contains(line), "{line:?} missing:\n{out}");
+    }
+    assert!(matches!(exit, RunExit::Reset(_)), "{exit:?}");
+    assert!(!table.contains("virtual-insn"), "{table}");
+    assert!(table.contains("mmio imsic msi"), "{table}");
+    assert!(table.contains("mmio aplic"), "{table}");
+}
+
+/// Without `--aia` (the default) the APLIC and IMSIC pages are not there: the guest's
+/// first APLIC access is an access fault (injected), and `sbi_aia` fails.
+#[test]
+fn sbi_aia_without_aia_fails() {
+    let mut c = config(guest("sbi_aia"));
+    c.vcpus = 2;
+    let (r, out) = run(&c, b"");
+    assert!(!out.contains("sbi_aia: PASS"), "{out}");
+    let _ = r;
+}
+
+/// Snapshots keep the AIA devices (snapshot format 12): `sbi_aia` stopped at points
+/// along its run (its APLIC programmed, MSIs between the vCPUs in flight), snapshotted and
+/// restored, prints exactly what an uninterrupted run prints.
+#[test]
+fn sbi_aia_snapshot_at_any_point_restores_the_same_run() {
+    use vmm::run::snapshot::{restore_and_run, RestoreConfig};
+    use vmm::run::GuestVm;
+    let aia_config = || {
+        let mut c = config(guest("sbi_aia"));
+        c.vcpus = 2;
+        c.aia = vmm::run::aia::AiaMode::AplicImsic;
+        c
+    };
+    let (r, want) = run(&aia_config(), b"");
+    let (_, stats) = r.unwrap_or_else(|e| panic!("vmm: {e}\n{want}"));
+    assert!(want.ends_with("sbi_aia: PASS\n"), "{want}");
+    let total = stats.instructions;
+    let mut restored = 0;
+    for k in 1..12u64 {
+        let at = total * k / 64;
+        let path = test_support::temp_path("vmm-aia-snap", &format!("{k}"));
+        let out = vmm_tests::SharedBuf::default();
+        let mut c = aia_config();
+        c.max_insns = Some(at);
+        let mut vm = GuestVm::new(&c, Box::new(out.clone())).unwrap();
+        let exit = vm.run().unwrap();
+        let before = out.text();
+        if !matches!(exit, RunExit::BudgetExhausted { .. }) {
+            // This vCPU's share of the run was below `at`: the run ended first.
+            assert_eq!(before, want);
+            continue;
+        }
+        vm.write_snapshot(&path).unwrap();
+        let snap = vmm::snapshot::read(&path).unwrap();
+        assert!(snap.state.aia.is_some(), "the AIA devices are saved");
+        let rest = vmm_tests::SharedBuf::default();
+        let options = RestoreConfig {
+            max_insns: Some(BUDGET),
+            ..RestoreConfig::default()
+        };
+        let (exit, _) =
+            restore_and_run(&path, &options, Box::new(rest.clone()), ConsoleInput::None)
+                .unwrap_or_else(|e| panic!("restore at {at}: {e}\n{before}"));
+        assert_eq!(exit.exit_code(), 0, "{before}{}", rest.text());
+        assert_eq!(format!("{before}{}", rest.text()), want, "restored at {at}");
+        let _ = std::fs::remove_file(&path);
+        restored += 1;
+    }
+    assert!(restored >= 4, "only {restored} snapshots taken mid-run");
+}

@@ -32,7 +32,7 @@ pub mod zicsr;
 
 pub use clock::{ClockMode, HostClock};
 pub use exit::{GuestTrap, MmioAccess, StopHandle, VcpuExit};
-pub use smp::{HartMailbox, SharedClock};
+pub use smp::{HartMailbox, SharedClock, MAILBOX_MSI_IDS};
 pub use vcpu::{
     CsrError, DebugAccess, DebugTranslateError, GuestTraps, PrivilegeMode, StateError, TraceRange,
     Vcpu, VcpuState,

@@ -7,7 +7,8 @@
 //! backward on a hart and the skew between harts is bounded by one chunk.
 //!
 //! A [`HartMailbox`] is merged by its hart at every chunk boundary and on entry to
-//! the backend's [`crate::Vcpu::run`]: posted `hvip` bits are ORed into `hvip`, and a flush request
+//! the backend's [`crate::Vcpu::run`]: posted `hvip` bits are ORed into `hvip`, posted MSIs
+//! set their pending bits in the guest interrupt file `hstatus.VGEIN` selects, and a flush request
 //! flushes the TLB and is then acknowledged (the decode cache never needs a flush).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -44,7 +45,14 @@ pub struct HartMailbox {
     flush_done: AtomicU64,
     /// Whether the hart is inside `run`.
     running: AtomicBool,
+    /// MSIs posted for the vCPU's guest interrupt file: bit `i` of word `i / 64` is
+    /// identity `i` (identities 1..[`MAILBOX_MSI_IDS`]).
+    msis: [AtomicU64; MAILBOX_MSI_IDS / 64],
 }
+
+/// The identities [`HartMailbox::post_msi`] can carry (0 is never an interrupt; larger
+/// identities are dropped, as an interrupt file of fewer identities ignores them).
+pub const MAILBOX_MSI_IDS: usize = 256;
 
 impl HartMailbox {
     /// Makes the VS-level interrupts `bits` (`hvip` bits) pending at the hart's next check.
@@ -54,6 +62,38 @@ impl HartMailbox {
     /// Whether interrupts were posted and not yet taken in by the hart.
     pub fn has_pending(&self) -> bool {
         self.hvip.load(Ordering::SeqCst) != 0
+    }
+    /// Posts an MSI of identity `id` for the vCPU's guest interrupt file (the one
+    /// `hstatus.VGEIN` selects): the hart sets its pending bit at its next check, as a write
+    /// to the file's `seteipnum_le` would (AIA "Memory region for an interrupt file").
+    /// Identities outside 1..[`MAILBOX_MSI_IDS`] are ignored.
+    pub fn post_msi(&self, id: u32) {
+        let id = id as usize;
+        if id != 0 && id < MAILBOX_MSI_IDS {
+            self.msis[id / 64].fetch_or(1 << (id % 64), Ordering::SeqCst);
+        }
+    }
+    /// Whether MSIs were posted and not yet taken in by the hart.
+    pub fn has_msi(&self) -> bool {
+        self.msis.iter().any(|w| w.load(Ordering::SeqCst) != 0)
+    }
+    /// Whether anything that can wake the hart was posted: interrupts or MSIs.
+    pub fn has_posted(&self) -> bool {
+        self.has_pending() || self.has_msi()
+    }
+    /// The posted MSIs not yet taken in, left posted (for a snapshot of a paused vCPU).
+    pub fn peek_msis(&self) -> [u64; MAILBOX_MSI_IDS / 64] {
+        std::array::from_fn(|i| self.msis[i].load(Ordering::SeqCst))
+    }
+    /// Backend side: the posted MSIs (bit `i` of word `i / 64` is identity `i`), cleared.
+    #[inline]
+    pub fn take_msis(&self) -> Option<[u64; MAILBOX_MSI_IDS / 64]> {
+        if self.msis.iter().all(|w| w.load(Ordering::Relaxed) == 0) {
+            return None;
+        }
+        Some(std::array::from_fn(|i| {
+            self.msis[i].swap(0, Ordering::SeqCst)
+        }))
     }
     /// Asks the hart to flush its TLB before its next instruction chunk;
     /// returns a ticket for [`HartMailbox::flush_complete`].
@@ -86,5 +126,26 @@ impl HartMailbox {
     /// Backend side: the flush of `ticket` (and every earlier one) is done.
     pub fn ack_flush(&self, ticket: u64) {
         self.flush_done.fetch_max(ticket, Ordering::SeqCst);
+    }
+}
+
+#[cfg(test)]
+mod msi_tests {
+    use super::*;
+
+    /// Posted MSIs are kept (identity 0 and those past the bitmap dropped), wake the hart
+    /// (`has_posted`) without counting as posted `hvip` bits, and are taken once.
+    #[test]
+    fn msis_are_posted_peeked_and_taken_once() {
+        let m = HartMailbox::default();
+        assert!(m.take_msis().is_none() && !m.has_posted());
+        for id in [0, 1, 64, 255, 256, u32::MAX] {
+            m.post_msi(id);
+        }
+        assert!(m.has_msi() && m.has_posted() && !m.has_pending());
+        let want = [1 << 1, 1, 0, 1 << 63];
+        assert_eq!(m.peek_msis(), want);
+        assert_eq!(m.take_msis(), Some(want));
+        assert!(m.take_msis().is_none() && !m.has_posted());
     }
 }

@@ -596,7 +596,7 @@ impl Hart {
     /// Whether an enabled interrupt is pending at any level (what ends a WFI), counting
     /// interrupts posted to the mailbox.
     pub fn wakeup_pending(&self) -> bool {
-        self.mailbox.has_pending() || self.interrupt_pending_any_level()
+        self.mailbox.has_posted() || self.interrupt_pending_any_level()
     }
 
     /// The `mtime` at which the earliest enabled timer fires; `None` when no timer is armed.

@@ -22,6 +22,9 @@ impl Hart {
         if bits != 0 {
             self.csr.h.hvip |= bits & crate::hypervisor::VS_INTERRUPTS;
         }
+        if let Some(msis) = self.mailbox.take_msis() {
+            self.take_posted_msis(&msis);
+        }
         if let Some(ticket) = self.mailbox.flush_wanted() {
             self.flush_tlb();
             self.reservation = None;

@@ -46,6 +46,11 @@ fn seed() -> Vec<u8> {
         },
         input: vec![],
         host_clock: false,
+        // The AIA devices, so that mutations reach them too.
+        aia: Some(vmm::snapshot::AiaState {
+            aplic: vmm::devices::aplic::Aplic::new(),
+            msis: vec![vec![0; vcpu_api::MAILBOX_MSI_IDS / 64]],
+        }),
     };
     let mut out = Vec::new();
     // A few non-zero pages, so that mutations reach the page records.

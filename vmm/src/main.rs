@@ -381,6 +381,14 @@ struct RunArgs {
     #[arg(long, display_order = 13, value_name = "on|off", default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
     sstc: bool,
 
+    /// The guest's interrupt controllers: `aplic-imsic` (the default: an IMSIC guest
+    /// interrupt file per vCPU at 0x2800_0000, one page each, and an APLIC domain in MSI
+    /// mode at 0x0d00_0000 with the UART as source 10: an interrupt-driven console and IPIs
+    /// by MSI; ssaia in the device tree) or `none` (no interrupt controller: a polled UART,
+    /// SBI IPIs). Kept in snapshots and migration.
+    #[arg(long, display_order = 13, value_name = "aplic-imsic|none", default_value = "aplic-imsic", value_parser = parse_run_aia)]
+    aia: vmm::run::aia::AiaMode,
+
     /// The CTR depths the guest may select, e.g. `16,64` (default: the migration-safe
     /// 16,32,64), intersected with the host's; refused when nothing is left.
     #[arg(long, display_order = 14, value_name = "LIST", value_parser = parse_depths)]
@@ -721,6 +729,15 @@ fn parse_aia(s: &str) -> Result<machine::Aia, String> {
     }
 }
 
+/// `vmm run --aia`.
+fn parse_run_aia(s: &str) -> Result<vmm::run::aia::AiaMode, String> {
+    match s {
+        "none" => Ok(vmm::run::aia::AiaMode::None),
+        "aplic-imsic" => Ok(vmm::run::aia::AiaMode::AplicImsic),
+        _ => Err(format!("--aia: `{s}` is neither `aplic-imsic` nor `none`")),
+    }
+}
+
 /// `--pmu-counters`: 0 to 29.
 fn parse_pmu_counters(s: &str) -> Result<u32, String> {
     let n = parse_in_range(s, "--pmu-counters", "a number of hpm counters", 0, 29)?;
@@ -824,6 +841,7 @@ fn run_kernel(args: RunArgs) -> ExitCode {
         pdis: args.pdis,
         pmu_snapshot: args.pmu_snapshot,
         sstc: args.sstc,
+        aia: args.aia,
         clock: args.vm.clock,
         jit: args.vm.jit,
         perf_map: args.vm.perf_map,

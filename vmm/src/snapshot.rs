@@ -62,11 +62,12 @@ pub const VERSION: u32 = 12;
 /// (their harts had none): read with the allow-all entry the VMM gives a new VM's harts.
 /// Formats 7 to 9 have no [`VmState::host_clock`] (read as `false`: virtual time was the
 /// only clock). Formats 9 and 10 have no IMSIC in the harts' states (their harts had none:
-/// read as an empty one). Format 11 has no debug triggers in the harts' states (read with
-/// every trigger disabled). History: 12 added each hart's debug triggers
-/// ([`crate::backend::HartState::triggers`]; the sdtrig branch's bump, kept to
-/// [`VmStateV11`] and [`crate::backend::HartStateNoTriggers`]: renumber at merge if another
-/// branch took 12), 11 added each hart's IMSIC
+/// read as an empty one). Format 11 has no debug triggers and no LR reservation in the
+/// harts' states (read with every trigger disabled and no reservation). Formats 7 to 11
+/// have no [`VmState::aia`] (read as `None`: no VM had AIA devices). History: 12 added each
+/// hart's debug triggers and LR reservation ([`crate::backend::HartState::triggers`],
+/// [`crate::backend::HartState::reservation`]) and the AIA devices (`vmm run --aia
+/// aplic-imsic`: the APLIC and the MSIs posted to each vCPU), 11 added each hart's IMSIC
 /// ([`crate::backend::HartState::imsic`]), 10 `host_clock`, 9 each hart's PMP registers
 /// ([`crate::backend::HartState::pmp`]), 8 `sstc`, 7 the trap policy of `--trap` sret and
 /// vm.
@@ -150,6 +151,19 @@ pub struct VmState {
     /// guest time from the value it had; the WFI deadlines (`idle`) are instruction slots
     /// with virtual time, host-clock ticks (`mtime`) with host time.
     pub host_clock: bool,
+    /// The AIA devices (`vmm run --aia aplic-imsic`; format 12, `None` before and without
+    /// AIA). The guest interrupt files are in each hart's state ([`HartState::imsic`]).
+    pub aia: Option<AiaState>,
+}
+
+/// The AIA devices of a VM (`run/aia.rs`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AiaState {
+    /// The guest's APLIC domain.
+    pub aplic: crate::devices::aplic::Aplic,
+    /// Per vCPU: MSIs posted to its mailbox and not yet taken in by its hart (bit `i` of
+    /// word `i / 64` is identity `i`; [`vcpu_api::MAILBOX_MSI_IDS`] bits).
+    pub msis: Vec<Vec<u64>>,
 }
 
 /// A hart state of an older format, and how it becomes today's [`HartState`].
@@ -198,6 +212,12 @@ impl OldField<bool> for bool {
     }
 }
 
+impl<T> OldField<Option<T>> for Option<T> {
+    fn or(self, _: Option<T>) -> Option<T> {
+        self
+    }
+}
+
 /// [`VcpuState`] as formats 7 to 11 encoded it, with hart state `H` ([`OldHartState`]).
 #[derive(Deserialize)]
 struct OldVcpuState<H> {
@@ -210,10 +230,10 @@ struct OldVcpuState<H> {
     ipi_posted: bool,
 }
 
-/// [`VmState`] as formats 7 to 11 encoded it: vCPUs with hart state `H`, and `sstc` (`S`)
-/// and `host_clock` (`C`) where the format had them ([`OldField`]).
+/// [`VmState`] as formats 7 to 11 encoded it: vCPUs with hart state `H`, and `sstc` (`S`),
+/// `host_clock` (`C`) and `aia` (`A`) where the format had them ([`OldField`]).
 #[derive(Deserialize)]
-struct OldVmState<H, S, C> {
+struct OldVmState<H, S, C, A> {
     memory_mib: u64,
     layout: LayoutState,
     trap_wfi: bool,
@@ -226,10 +246,17 @@ struct OldVmState<H, S, C> {
     uart: UartState,
     input: Vec<u8>,
     host_clock: C,
+    aia: A,
 }
 
-impl<H: OldHartState, S: OldField<bool>, C: OldField<bool>> From<OldVmState<H, S, C>> for VmState {
-    fn from(v: OldVmState<H, S, C>) -> VmState {
+impl<H, S, C, A> From<OldVmState<H, S, C, A>> for VmState
+where
+    H: OldHartState,
+    S: OldField<bool>,
+    C: OldField<bool>,
+    A: OldField<Option<AiaState>>,
+{
+    fn from(v: OldVmState<H, S, C, A>) -> VmState {
         let vcpu = |c: OldVcpuState<H>| VcpuState {
             hart: c.hart.upgrade(),
             ctr: c.ctr,
@@ -252,20 +279,21 @@ impl<H: OldHartState, S: OldField<bool>, C: OldField<bool>> From<OldVmState<H, S
             uart: v.uart,
             input: v.input,
             host_clock: v.host_clock.or(false),
+            aia: v.aia.or(None),
         }
     }
 }
 
-/// Format 11: harts without debug triggers.
-type VmStateV11 = OldVmState<crate::backend::HartStateNoTriggers, bool, bool>;
-/// Format 10: harts without the IMSIC.
-type VmStateV10 = OldVmState<crate::backend::HartStateNoImsic, bool, bool>;
-/// Format 9: without `host_clock`, harts without the IMSIC.
-type VmStateV9 = OldVmState<crate::backend::HartStateNoImsic, bool, ()>;
-/// Format 8: without `host_clock`, harts without the PMP.
-type VmStateV8 = OldVmState<crate::backend::HartStateNoPmp, bool, ()>;
-/// Format 7: without `sstc` and `host_clock`, harts without the PMP.
-type VmStateV7 = OldVmState<crate::backend::HartStateNoPmp, (), ()>;
+/// Format 11: without `aia`, harts without debug triggers.
+type VmStateV11 = OldVmState<crate::backend::HartStateNoTriggers, bool, bool, ()>;
+/// Format 10: without `aia`, harts without the IMSIC.
+type VmStateV10 = OldVmState<crate::backend::HartStateNoImsic, bool, bool, ()>;
+/// Format 9: without `host_clock` and `aia`, harts without the IMSIC.
+type VmStateV9 = OldVmState<crate::backend::HartStateNoImsic, bool, (), ()>;
+/// Format 8: without `host_clock` and `aia`, harts without the PMP.
+type VmStateV8 = OldVmState<crate::backend::HartStateNoPmp, bool, (), ()>;
+/// Format 7: without `sstc`, `host_clock` and `aia`, harts without the PMP.
+type VmStateV7 = OldVmState<crate::backend::HartStateNoPmp, (), (), ()>;
 
 /// A decoded snapshot.
 #[derive(Clone, Debug)]
@@ -308,6 +336,12 @@ pub enum SnapshotError {
     /// Not a snapshot of this VMM.
     #[error("not a vmm snapshot (no RVCTRSNP magic at the start)")]
     NotASnapshot,
+    /// The VM has devices whose state a snapshot cannot hold yet (refused before anything
+    /// is written, never dropped silently).
+    #[error(
+        "snapshots are unsupported with {0}: its interrupt controllers' state is not saved yet"
+    )]
+    Unsupported(&'static str),
     /// Written by another version of the format.
     #[error("snapshot format version {found} is not supported (this vmm reads versions {OLDEST_VERSION} to {VERSION})")]
     UnknownVersion {
@@ -965,8 +999,10 @@ mod tests {
             sstc: true,
             vcpus: vec![VcpuState {
                 hart: {
-                    // A trigger set, so that formats without triggers read differently.
+                    // A trigger set and an LR reservation, so that formats without them
+                    // read differently.
                     let mut h = hart.save_state();
+                    h.reservation = Some((0x100, 7));
                     h.triggers.tselect = 1;
                     h.triggers.tdata1[1] = vcpu_api::csr::TDATA1_TYPE_MCONTROL6
                         | vcpu_api::csr::MCONTROL6_VS
@@ -993,6 +1029,7 @@ mod tests {
             },
             input: b"more".to_vec(),
             host_clock: true,
+            aia: None,
         };
         // Pages 3, 4 and 200 hold bytes (page 4 only its last one), the rest is zero.
         let mut memory = vec![0u8; 1 << 20];
@@ -1215,6 +1252,9 @@ mod tests {
         if version >= 10 {
             body.extend(bincode::serialize(&s.host_clock).unwrap());
         }
+        if version >= 12 {
+            body.extend(bincode::serialize(&s.aia).unwrap());
+        }
         body
     }
 
@@ -1233,13 +1273,15 @@ mod tests {
         ));
     }
 
-    /// `s` with every trigger of every hart disabled: as a format without triggers (7 to
-    /// 11) reads it.
+    /// `s` with every trigger of every hart disabled and no LR reservation: as a format
+    /// without them (7 to 11) reads it.
     fn without_triggers(s: &VmState) -> VmState {
         let mut s = s.clone();
         for v in &mut s.vcpus {
             assert_ne!(v.hart.triggers, Default::default());
+            assert!(v.hart.reservation.is_some());
             v.hart.triggers = Default::default();
+            v.hart.reservation = None;
         }
         s
     }
@@ -1300,10 +1342,12 @@ mod tests {
         assert_old_format_reads(&s, &m, 10, 11, &without_triggers(&s));
     }
 
-    /// A format 11 file (harts without debug triggers) reads, with every trigger disabled.
+    /// A format 11 file (harts without debug triggers or LR reservation, no AIA devices)
+    /// reads, with every trigger disabled, no reservation and no AIA devices.
     #[test]
     fn format_11_reads_with_the_triggers_disabled() {
         let (_, s, m) = encoded();
+        assert!(s.aia.is_none());
         assert_old_format_reads(&s, &m, 11, VERSION, &without_triggers(&s));
     }
 

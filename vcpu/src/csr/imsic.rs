@@ -396,6 +396,28 @@ impl Hart {
         Ok(())
     }
 
+    /// MSIs posted to the mailbox for the vCPU's guest interrupt file (bit `i` of word
+    /// `i / 64` is identity `i`): set pending in the file `hstatus.VGEIN` selects; dropped
+    /// when it selects none (as writes to a page no file answers would be).
+    #[cold]
+    pub(crate) fn take_posted_msis(&mut self, msis: &[u64]) {
+        let Some(i) = self.vs_file() else {
+            return;
+        };
+        let ids = self.imsic.ids;
+        for (w, &bits) in msis.iter().enumerate() {
+            let mut bits = bits;
+            while bits != 0 {
+                let id = (w * 64) as u64 + u64::from(bits.trailing_zeros());
+                bits &= bits - 1;
+                if id <= u64::from(ids) {
+                    self.imsic.files[i].set_pending(id);
+                }
+            }
+        }
+        self.imsic_refresh();
+    }
+
     /// The IMSIC's state (empty without an IMSIC).
     pub fn imsic_state(&self) -> &ImsicState {
         &self.imsic

@@ -8,6 +8,7 @@
 //! Bad accesses (wrong size, misaligned, unmapped offset) never fail: reads return 0, writes
 //! are dropped, and a warning is logged.
 
+pub mod aplic;
 pub mod bus;
 pub mod clint;
 pub mod finisher;

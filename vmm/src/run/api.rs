@@ -788,6 +788,8 @@ impl Server {
             // A scratch hart that never runs.
             jit: false,
             pmp_entries: crate::backend::PMP_ENTRIES,
+            // The vCPU's state holds its interrupt files with AIA.
+            imsic: self.common.aia.as_ref().map(|_| super::aia::imsic_config()),
             ..HartConfig::default()
         };
         let scratch = Hart::new_guest(config, self.common.mem.clone())

@@ -11,6 +11,7 @@ use crate::backend::{Hart, HartConfig};
 use vcpu_api::{SharedClock, Vcpu};
 use vm_memory::{Bytes, GuestAddress, GuestMemoryMmap};
 
+use super::aia::{self, Aia, AiaMode};
 use super::kernel::{self, LoadedKernel};
 use super::smp::Smp;
 use super::{
@@ -188,6 +189,9 @@ pub(super) struct HartOptions {
     pub perf_map: bool,
     /// `--clock host`: the host clock every hart follows (`None`: virtual time).
     pub host_clock: Option<vcpu_api::HostClock>,
+    /// `--aia aplic-imsic`: the number of vCPUs the AIA devices serve (each hart gets an
+    /// IMSIC, the bus the APLIC and IMSIC pages); `None`: no AIA.
+    pub aia_vcpus: Option<u64>,
 }
 
 impl HartOptions {
@@ -196,7 +200,8 @@ impl HartOptions {
     pub fn hart_config(&self, hart_id: u64) -> HartConfig {
         HartConfig {
             hart_id,
-            mmio: super::mmio_bus().ranges(),
+            mmio: super::mmio_bus(self.aia_vcpus).ranges(),
+            imsic: self.aia_vcpus.map(|_| aia::imsic_config()),
             shared_clock: self.clock.clone(),
             host_clock: self.host_clock,
             ctr: self.ctr.clone(),
@@ -372,6 +377,7 @@ impl<'a> VmBuilder<'a> {
             ctr: self.ctr_policy.enabled,
             pmu: self.pmu_policy,
             sstc: self.policy.sstc_offered(),
+            aia: self.config.aia == AiaMode::AplicImsic,
         })
         .map_err(BootDataError::Build)?;
         if blob.len() as u64 > FDT_MAX {
@@ -397,6 +403,7 @@ impl<'a> VmBuilder<'a> {
             // Guest time starts at 0, as with virtual time.
             host_clock: (self.config.clock == vcpu_api::ClockMode::Host)
                 .then(|| vcpu_api::HostClock::starting_at(0)),
+            aia_vcpus: (self.config.aia == AiaMode::AplicImsic).then_some(self.config.vcpus),
         };
         let mut harts = (0..self.config.vcpus)
             .map(|hart_id| -> Result<Hart, Error> {
@@ -434,12 +441,18 @@ impl<'a> VmBuilder<'a> {
             Arc::new(Smp::new(clock, harts[0].host_clock(), mailboxes, stops))
         });
         let fw = pmu_virt::FwTallies::new(config.vcpus as usize);
+        let aia_on = config.aia == AiaMode::AplicImsic;
+        let aia = aia_on.then(|| {
+            let mailboxes = harts.iter().map(|h| h.mailbox()).collect();
+            Arc::new(Aia::new(mailboxes, smp.clone()))
+        });
         let uart = Arc::new(Mutex::new(Uart::new(console)));
         let input = InputQueue::default();
         let shared = VmShared {
             memory_mib: config.memory_mib,
             mem,
             uart,
+            aia,
             input,
             layout,
             max_insns: config.max_insns,
@@ -462,6 +475,9 @@ impl<'a> VmBuilder<'a> {
                 ctr.prepare(&mut hart);
                 let pmu = pmu_virt::GuestPmu::new(self.pmu_policy, id as usize, fw.clone());
                 pmu.prepare(&mut hart);
+                if aia_on {
+                    aia::prepare(&mut hart);
+                }
                 (id, hart, (ctr, pmu))
             })
             .collect();

@@ -92,6 +92,10 @@ pub struct RunConfig {
     pub snapshot_on_stop: Option<PathBuf>,
     /// `--gdb`/`--gdb-wait`: a gdb remote stub, every vCPU a gdb thread (`run/gdb.rs`).
     pub gdb: Option<crate::gdb::listen::GdbOptions>,
+    /// `--aia aplic-imsic|none`: the guest's interrupt controllers (`run/aia.rs`; `vmm
+    /// run`'s command line defaults to `aplic-imsic`; this default, none, keeps library
+    /// users and the tests written before AIA as they were).
+    pub aia: super::aia::AiaMode,
 }
 
 /// The CTR self-test guest kernel `vmm run` boots without `--kernel`: built from
@@ -143,6 +147,7 @@ impl RunConfig {
             api_sock: None,
             snapshot_on_stop: None,
             gdb: None,
+            aia: super::aia::AiaMode::None,
         }
     }
 }

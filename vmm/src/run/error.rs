@@ -80,6 +80,9 @@ pub enum VcpuThreadError {
 /// of the VM that refuses its saved state.
 #[derive(Debug, thiserror::Error)]
 pub enum RestoreFailure {
+    /// The AIA devices' state (`--aia aplic-imsic`) is not one they can hold.
+    #[error("{0}")]
+    Aia(super::aia::AiaRestoreError),
     /// A vCPU's hart id is not its index.
     #[error("vCPU {vcpu} has hart id {found} (expected {vcpu})")]
     HartId {

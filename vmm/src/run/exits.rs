@@ -4,10 +4,12 @@
 //! instructions, faults to inject).
 
 use std::io::Write;
+use std::sync::Mutex;
 
 use crate::backend::Hart;
 use vcpu_api::{GuestTrap, MmioAccess, Vcpu, VcpuExit};
 
+use super::aia::Aia;
 use super::sbi_env::PlatformEnv;
 use super::sched::Leave;
 use super::vinsn;
@@ -292,8 +294,14 @@ impl GuestVm {
 impl GuestVm {
     /// An MMIO exit through the VM's bus; returns the value a read got.
     fn mmio_exit(&mut self, access: MmioAccess) -> u64 {
-        let uart = &mut *self.uart.lock().unwrap_or_else(|e| e.into_inner());
-        mmio(&mut self.hart, &self.bus, uart, &mut self.stats, access)
+        mmio(
+            &mut self.hart,
+            &self.bus,
+            &self.uart,
+            self.aia.as_deref(),
+            &mut self.stats,
+            access,
+        )
     }
 
     /// The narrow context of the handlers that only touch this vCPU.
@@ -443,23 +451,52 @@ impl VcpuCtx<'_> {
 fn mmio(
     hart: &mut Hart,
     bus: &MmioBus<Device>,
-    uart: &mut Uart,
+    uart: &Mutex<Uart>,
+    aia: Option<&Aia>,
     stats: &mut ExitStats,
     access: MmioAccess,
 ) -> u64 {
     let MmioAccess { addr, size, write } = access;
     let hit = bus.find(addr, u64::from(size)).filter(|h| h.fits);
-    let value = match (hit.map(|h| (h.device, h.offset)), write) {
-        (Some((Device::Uart, off)), Some(v)) => {
+    let uart_access = |f: &mut dyn FnMut(&mut Uart) -> u64| {
+        let mut uart = uart.lock().unwrap_or_else(|e| e.into_inner());
+        let v = f(&mut uart);
+        // The access may have raised or lowered the UART's interrupt.
+        if let Some(aia) = aia {
+            aia.uart_level(uart.interrupt_level());
+        }
+        v
+    };
+    let value = match (hit.map(|h| (h.device, h.offset)), write, aia) {
+        (Some((Device::Uart, off)), Some(v), _) => {
             stats.count(ExitReason::MmioUartWrite);
-            uart.write(off, size, v);
+            uart_access(&mut |u| {
+                u.write(off, size, v);
+                0
+            })
+        }
+        (Some((Device::Uart, off)), None, _) => {
+            stats.count(ExitReason::MmioUartRead);
+            uart_access(&mut |u| u.read(off, size))
+        }
+        (Some((Device::Aplic, off)), Some(v), Some(aia)) => {
+            stats.count(ExitReason::MmioAplic);
+            aia.aplic_write(off, size, v);
             0
         }
-        (Some((Device::Uart, off)), None) => {
-            stats.count(ExitReason::MmioUartRead);
-            uart.read(off, size)
+        (Some((Device::Aplic, off)), None, Some(aia)) => {
+            stats.count(ExitReason::MmioAplic);
+            aia.aplic_read(off, size)
         }
-        (None, _) => {
+        (Some((Device::Imsic, off)), Some(v), Some(aia)) => {
+            stats.count(ExitReason::MmioImsic);
+            aia.imsic_write(off, size, v);
+            0
+        }
+        // The IMSIC pages read 0 (`seteipnum_*` and reserved bytes alike).
+        (Some((Device::Imsic, _)), None, _) => 0,
+        (Some((Device::Aplic | Device::Imsic, _)), _, None) => 0,
+        (None, _, _) => {
             stats.count(ExitReason::MmioOther);
             log::warn!("{size}-byte access at {addr:#x} outside any device; ignored");
             0

@@ -15,7 +15,12 @@
 //!     serial@10000000 { compatible = "ns16550a"; reg; clock-frequency = 3686400 } } }
 //! ```
 //!
-//! The UART has no `interrupts`: there is no interrupt controller, so drivers poll it.
+//! With `--aia aplic-imsic` (the default) the harts list Ssaia, `soc` has the guest's
+//! IMSIC (`imsics@28000000`: `riscv,imsics`, one page per hart, `interrupts-extended` to
+//! each hart's S-level external interrupt) and APLIC (`aplic@d000000`: `riscv,aplic`,
+//! `msi-parent` the IMSIC, 96 sources), and the UART has `interrupt-parent` the APLIC,
+//! `interrupts = <10 4>` (level high; `run/aia.rs`). With `--aia none` the UART has no
+//! `interrupts`: there is no interrupt controller, so drivers poll it.
 //! The ISA lists exactly what the guest may use: not H (the VMM does not offer nested
 //! virtualization). With Sstc (`--sstc on`, the default, and `time` not trapped) it lists
 //! Sstc: the guest's `stimecmp` is the hart's `vstimecmp` (the SBI TIME extension remains for
@@ -29,6 +34,7 @@
 use vm_fdt::FdtWriter;
 
 use crate::machine::{UART_BASE, UART_SIZE};
+use crate::run::aia;
 
 /// `riscv,isa` (the older single-string form).
 pub const ISA_STRING: &str = "rv64imafdc_zicntr_zicsr_zifencei";
@@ -63,6 +69,12 @@ pub const STDOUT_PATH: &str = "/soc/serial@10000000";
 
 /// Phandle of hart 0's interrupt controller (hart N has this + N).
 const CPU_INTC_PHANDLE: u32 = 1;
+/// Phandle of the IMSIC node (above every hart's, [`crate::run::MAX_VCPUS`] at most).
+const IMSIC_PHANDLE: u32 = 0x1000;
+/// Phandle of the APLIC node.
+const APLIC_PHANDLE: u32 = 0x1001;
+/// Added to `riscv,isa-extensions` with AIA (`--aia aplic-imsic`).
+pub const AIA_EXTENSIONS: &[&str] = &["ssaia"];
 
 /// What the device tree describes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,6 +95,9 @@ pub struct FdtConfig {
     pub initrd: Option<(u64, u64)>,
     /// Whether the guest has Sstc (`sstc` in `riscv,isa-extensions`).
     pub sstc: bool,
+    /// Whether the guest has AIA (`--aia aplic-imsic`): Ssaia, the IMSIC and APLIC nodes,
+    /// the UART's interrupt.
+    pub aia: bool,
 }
 
 /// Builds the device tree blob.
@@ -126,11 +141,60 @@ pub fn build(config: &FdtConfig) -> Result<Vec<u8>, vm_fdt::Error> {
     fdt.property_string("compatible", "ns16550a")?;
     fdt.property_array_u64("reg", &[UART_BASE, UART_SIZE])?;
     fdt.property_u32("clock-frequency", UART_CLOCK_HZ)?;
+    if config.aia {
+        // Level-high (IRQ_TYPE_LEVEL_HIGH = 4): the APLIC's Level1 source mode.
+        fdt.property_u32("interrupt-parent", APLIC_PHANDLE)?;
+        fdt.property_array_u32("interrupts", &[aia::UART_SOURCE, 4])?;
+    }
     fdt.end_node(uart)?;
+    if config.aia {
+        aia_nodes(&mut fdt, config.cpus.max(1) as u32)?;
+    }
     fdt.end_node(soc)?;
 
     fdt.end_node(root)?;
     fdt.finish()
+}
+
+/// The IMSIC and APLIC nodes (Linux bindings `interrupt-controller/riscv,imsics.yaml` and
+/// `riscv,aplic.yaml`): the S-level IMSIC, one page per hart, each hart's file signalling
+/// its S-level external interrupt (9); the APLIC domain in MSI mode, its MSIs going to the
+/// IMSIC.
+fn aia_nodes(fdt: &mut FdtWriter, cpus: u32) -> Result<(), vm_fdt::Error> {
+    let imsic = fdt.begin_node(&format!("imsics@{:x}", aia::IMSIC_BASE))?;
+    fdt.property_string_list(
+        "compatible",
+        vec!["qemu,imsics".into(), "riscv,imsics".into()],
+    )?;
+    fdt.property_array_u64(
+        "reg",
+        &[aia::IMSIC_BASE, aia::imsic_window(u64::from(cpus))],
+    )?;
+    let ext: Vec<u32> = (0..cpus)
+        .flat_map(|id| [CPU_INTC_PHANDLE + id, vcpu_api::trap::irq::SEI as u32])
+        .collect();
+    fdt.property_array_u32("interrupts-extended", &ext)?;
+    fdt.property_null("msi-controller")?;
+    fdt.property_null("interrupt-controller")?;
+    fdt.property_u32("#interrupt-cells", 0)?;
+    fdt.property_u32("#msi-cells", 0)?;
+    fdt.property_u32("riscv,num-ids", aia::IMSIC_IDS)?;
+    fdt.property_phandle(IMSIC_PHANDLE)?;
+    fdt.end_node(imsic)?;
+
+    let aplic = fdt.begin_node(&format!("aplic@{:x}", aia::APLIC_BASE))?;
+    fdt.property_string_list(
+        "compatible",
+        vec!["qemu,aplic".into(), "riscv,aplic".into()],
+    )?;
+    fdt.property_array_u64("reg", &[aia::APLIC_BASE, aia::APLIC_SIZE])?;
+    fdt.property_u32("msi-parent", IMSIC_PHANDLE)?;
+    fdt.property_null("interrupt-controller")?;
+    fdt.property_u32("#interrupt-cells", 2)?;
+    fdt.property_u32("riscv,num-sources", aia::NUM_SOURCES)?;
+    fdt.property_phandle(APLIC_PHANDLE)?;
+    fdt.end_node(aplic)?;
+    Ok(())
 }
 
 /// The node of hart `id` with its interrupt controller.
@@ -167,6 +231,7 @@ fn cpu_node(fdt: &mut FdtWriter, id: u32, config: &FdtConfig) -> Result<(), vm_f
     for e in ISA_EXTENSIONS
         .iter()
         .chain(if config.sstc { SSTC_EXTENSIONS } else { &[] })
+        .chain(if config.aia { AIA_EXTENSIONS } else { &[] })
         .chain(if config.ctr { CTR_EXTENSIONS } else { &[] })
         .chain(pmu)
         .chain(deleg)
@@ -208,6 +273,7 @@ mod tests {
             ctr: true,
             pmu: pmu_virt::PmuPolicy::on(),
             sstc: false,
+            aia: false,
         })
         .unwrap();
         assert_eq!(&blob[..4], &0xd00d_feedu32.to_be_bytes());
@@ -260,12 +326,63 @@ mod tests {
             ctr: true,
             pmu: pmu_virt::PmuPolicy::on(),
             sstc,
+            aia: false,
         };
         let count =
             |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).filter(|w| *w == needle).count();
         // One `riscv,isa-extensions` entry per cpu node.
         assert_eq!(count(&build(&config(true)).unwrap(), b"\0sstc\0"), 2);
         assert!(!contains(&build(&config(false)).unwrap(), b"sstc"));
+    }
+
+    /// `--aia aplic-imsic`: Ssaia on every hart, the IMSIC (one page per hart, rounded up
+    /// to a power of two: 4 pages for 3 harts) with each hart's S external interrupt, the
+    /// APLIC with the IMSIC as its MSI parent, the UART as its source 10, level high.
+    #[test]
+    fn aia_nodes_are_described() {
+        let config = |aia| FdtConfig {
+            cpus: 3,
+            ram_base: 0x8000_0000,
+            ram_size: 16 << 20,
+            cmdline: String::new(),
+            initrd: None,
+            ctr: false,
+            pmu: pmu_virt::PmuPolicy::off(),
+            sstc: true,
+            aia,
+        };
+        let count =
+            |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).filter(|w| *w == needle).count();
+        let blob = build(&config(true)).unwrap();
+        assert_eq!(count(&blob, b"\0ssaia\0"), 3);
+        for s in [
+            &b"imsics@28000000\0"[..],
+            b"riscv,imsics\0",
+            b"aplic@d000000\0",
+            b"riscv,aplic\0",
+            b"riscv,num-ids\0",
+            b"riscv,num-sources\0",
+            b"msi-parent\0",
+            b"interrupts-extended\0",
+            b"msi-controller\0",
+        ] {
+            assert!(contains(&blob, s), "{:?}", String::from_utf8_lossy(s));
+        }
+        // reg = <0x0 0x28000000 0x0 0x4000>; interrupts-extended = <1 9 2 9 3 9>;
+        // the UART's interrupts = <10 4>.
+        assert!(contains(
+            &blob,
+            &[0, 0, 0, 0, 0x28, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x40, 0]
+        ));
+        let ext: Vec<u8> = [1u32, 9, 2, 9, 3, 9]
+            .iter()
+            .flat_map(|v| v.to_be_bytes())
+            .collect();
+        assert!(contains(&blob, &ext));
+        assert!(contains(&blob, &[0, 0, 0, 10, 0, 0, 0, 4]));
+        let blob = build(&config(false)).unwrap();
+        assert!(!contains(&blob, b"ssaia") && !contains(&blob, b"imsics"));
+        assert!(!contains(&blob, b"aplic"));
     }
 
     #[test]
@@ -279,6 +396,7 @@ mod tests {
             ctr: false,
             pmu: pmu_virt::PmuPolicy::off(),
             sstc: false,
+            aia: false,
         })
         .unwrap();
         assert!(!contains(&blob, b"linux,initrd"));
@@ -309,6 +427,7 @@ mod tests {
                 p
             },
             sstc: true,
+            aia: false,
         };
         let count =
             |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).filter(|w| *w == needle).count();
@@ -337,6 +456,7 @@ mod tests {
             ctr: false,
             pmu,
             sstc: true,
+            aia: false,
         })
         .unwrap();
         assert!(contains(&blob, b"sscsrind\0sspdis\0"));

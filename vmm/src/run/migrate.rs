@@ -49,9 +49,9 @@ use crate::layout::{MAX_MEMORY_MIB, RAM_BASE};
 use crate::snapshot::{VmState, MAX_STATE_BYTES};
 use vm_memory::{Bytes, GuestAddress, GuestMemoryBackend, GuestMemoryMmap};
 
-/// The protocol version this VMM speaks (6: each hart's state carries its debug triggers,
-/// snapshot format 12 (the sdtrig branch's bump: renumber at merge if another branch took
-/// 6); 5: each hart's state carries its IMSIC, snapshot format 11; 4: the state carries `host_clock`, snapshot
+/// The protocol version this VMM speaks (6: each hart's state carries its debug triggers
+/// and LR reservation, and the state the AIA devices, snapshot format 12; 5: each hart's
+/// state carries its IMSIC, snapshot format 11; 4: the state carries `host_clock`, snapshot
 /// format 10; 3: each hart's state carries its PMP, format 9; 2: `sstc`, format 8).
 pub const PROTOCOL_VERSION: u32 = 6;
 /// Pages per `PAGES` frame.

@@ -3,7 +3,9 @@
 //!
 //! | guest-physical | what |
 //! | --- | --- |
-//! | `0x1000_0000` | ns16550a UART (the same [`Uart`] as `vmm machine`), polled: no interrupt controller |
+//! | `0x0d00_0000` | the guest's APLIC domain (`--aia aplic-imsic`, the default; `run/aia.rs`) |
+//! | `0x1000_0000` | ns16550a UART (the same [`Uart`] as `vmm machine`): APLIC source 10, polled with `--aia none` |
+//! | `0x2800_0000` | the guest's IMSIC, one interrupt file page per vCPU (`--aia aplic-imsic`) |
 //! | `0x8000_0000` | RAM (`--memory` MiB) |
 //! | RAM base + 2 MiB | a Linux `Image` (its `text_offset`); an ELF goes where its `p_paddr` says |
 //! | below the FDT | the initrd, page-aligned, as high as it fits |
@@ -44,6 +46,7 @@
 //! with the SBI adapter in `sbi_env.rs`; `stats.rs` counts the exits; `snapshot.rs` saves
 //! and restores VMs.
 
+pub mod aia;
 pub mod api;
 pub mod builder;
 mod config;
@@ -124,6 +127,10 @@ use crate::layout::FDT_MAX;
 enum Device {
     /// The UART at [`UART_BASE`].
     Uart,
+    /// The guest's APLIC domain ([`aia::APLIC_BASE`]).
+    Aplic,
+    /// The guest's IMSIC pages ([`aia::IMSIC_BASE`]).
+    Imsic,
 }
 
 impl Device {
@@ -131,15 +138,22 @@ impl Device {
     fn name(self) -> &'static str {
         match self {
             Device::Uart => "uart",
+            Device::Aplic => "aplic",
+            Device::Imsic => "imsic",
         }
     }
 }
 
-/// The MMIO bus of `vmm run` VMs: the UART (there is no other device).
-fn mmio_bus() -> MmioBus<Device> {
+/// The MMIO bus of `vmm run` VMs: the UART, and with AIA for `aia_vcpus` vCPUs the APLIC
+/// and the IMSIC pages.
+fn mmio_bus(aia_vcpus: Option<u64>) -> MmioBus<Device> {
     let mut bus = MmioBus::new();
-    // A window on an empty bus is always accepted.
+    // The windows do not overlap, so every insert is accepted.
     let _ = bus.insert(UART_BASE, UART_SIZE, Device::Uart);
+    if let Some(vcpus) = aia_vcpus {
+        let _ = bus.insert(aia::APLIC_BASE, aia::APLIC_SIZE, Device::Aplic);
+        let _ = bus.insert(aia::IMSIC_BASE, aia::imsic_window(vcpus), Device::Imsic);
+    }
     bus
 }
 
@@ -299,6 +313,8 @@ pub struct GuestVm {
     hart_id: u64,
     mem: GuestMemoryMmap,
     uart: Arc<Mutex<Uart>>,
+    /// The AIA devices (`--aia aplic-imsic`).
+    aia: Option<Arc<aia::Aia>>,
     /// Where the devices are.
     bus: MmioBus<Device>,
     input: InputQueue,
@@ -471,6 +487,7 @@ pub(crate) struct VmShared {
     memory_mib: u64,
     mem: GuestMemoryMmap,
     uart: Arc<Mutex<Uart>>,
+    aia: Option<Arc<aia::Aia>>,
     input: InputQueue,
     layout: BootLayout,
     max_insns: Option<u64>,
@@ -493,7 +510,8 @@ impl VmShared {
             hart_id,
             mem: self.mem.clone(),
             uart: self.uart.clone(),
-            bus: mmio_bus(),
+            bus: mmio_bus(self.aia.as_ref().map(|a| a.vcpus())),
+            aia: self.aia.clone(),
             input: self.input.clone(),
             layout: self.layout.clone(),
             max_insns: self.max_insns,

@@ -227,6 +227,9 @@ impl GuestVm {
         let room = uart.input_room().min(buf.len());
         let n = self.input.pop_into(&mut buf[..room]);
         uart.enqueue_input(&buf[..n]);
+        if let Some(aia) = &self.aia {
+            aia.uart_level(uart.interrupt_level());
+        }
     }
 
     /// After a WFI: waits until the hart can wake (in virtual time, or sleeping on the host
@@ -254,10 +257,13 @@ impl GuestVm {
             }
             Some(smp) => loop {
                 let input = &self.input;
+                // With AIA the UART interrupts: console input wakes a vCPU, which moves it
+                // into the UART (`feed_uart`), whose interrupt goes to its target vCPU.
+                let aia = self.aia.is_some();
                 let end = smp.idle(
                     self.hart_id,
                     &self.hart,
-                    &|| input.quit_requested(),
+                    &|| input.quit_requested() || (aia && !input.is_empty()),
                     &|| self.pause_requested(),
                 );
                 match end {
@@ -281,7 +287,8 @@ impl GuestVm {
         let end = self.run_deadline;
         loop {
             let now = self.hart.mtime_now();
-            if self.hart.wakeup_pending() {
+            // With AIA, console input is a wake-up: the UART interrupts once it is fed.
+            if self.hart.wakeup_pending() || (self.aia.is_some() && !self.input.is_empty()) {
                 return true;
             }
             let Some(deadline) = self.hart.timer_deadline_mtime() else {

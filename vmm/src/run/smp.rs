@@ -359,6 +359,13 @@ impl Smp {
         self.cv.notify_all();
     }
 
+    /// Wakes the vCPUs waiting here to look at their mailboxes (after an MSI was posted to
+    /// one, `run/aia.rs`).
+    pub(crate) fn notify(&self) {
+        let _st = self.lock();
+        self.cv.notify_all();
+    }
+
     /// Remote fence: every hart of `harts` but `caller` flushes its TLB
     /// before this returns, or before it runs another instruction.
     pub(crate) fn remote_fence(&self, caller: u64, harts: &[u64]) {
@@ -455,7 +462,7 @@ impl Smp {
     fn all_waiting(&self, st: &State) -> bool {
         st.harts.iter().zip(&self.mailboxes).all(|(h, mailbox)| {
             h.status == STATE_STOPPED
-                || (h.status == STATE_STARTED && h.idle.is_some() && !mailbox.has_pending())
+                || (h.status == STATE_STARTED && h.idle.is_some() && !mailbox.has_posted())
         })
     }
 
@@ -468,7 +475,7 @@ impl Smp {
             STATE_START_PENDING => true,
             STATE_STARTED => match h.idle {
                 None => true,
-                Some(deadline) => self.mailboxes[id].has_pending() || deadline <= self.now(),
+                Some(deadline) => self.mailboxes[id].has_posted() || deadline <= self.now(),
             },
             _ => false,
         }

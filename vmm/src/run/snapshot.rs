@@ -381,6 +381,8 @@ pub(crate) struct VmCommon {
     pub(crate) trace: Arc<super::trace::ExitTrace>,
     /// `--clock host`: the host clock the vCPUs follow (`None`: virtual time).
     pub(crate) host_clock: Option<vcpu_api::HostClock>,
+    /// `--aia aplic-imsic`: the AIA devices.
+    pub(crate) aia: Option<Arc<super::aia::Aia>>,
 }
 
 impl VmCommon {
@@ -436,6 +438,7 @@ impl VmCommon {
             uart: self.uart.lock().unwrap_or_else(|e| e.into_inner()).save(),
             input: self.input.save(),
             host_clock: self.host_clock.is_some(),
+            aia: self.aia.as_ref().map(|a| a.save()),
         };
         state
     }
@@ -466,6 +469,7 @@ impl GuestVm {
             ctr_policy: self.ctr.policy(),
             trace: self.trace.clone(),
             host_clock: self.hart.host_clock(),
+            aia: self.aia.clone(),
         }
     }
 
@@ -616,6 +620,7 @@ impl GuestVm {
             jit: options.jit,
             perf_map: options.perf_map,
             host_clock,
+            aia_vcpus: s.aia.as_ref().map(|_| n),
         };
         let mut harts = Vec::new();
         for (id, v) in (0..).zip(&s.vcpus) {
@@ -634,6 +639,9 @@ impl GuestVm {
             super::vinsn::apply(&mut expected, &policy);
             ctrs[id as usize].prepare(&mut expected);
             pmus[id as usize].prepare(&mut expected);
+            if s.aia.is_some() {
+                super::aia::prepare(&mut expected);
+            }
             check_vmm_owned(id, v, &hart, &mut expected)?;
             hart.set_trace(options.trace);
             hart.set_trace_range(options.trace_range.clone());
@@ -666,6 +674,17 @@ impl GuestVm {
             }
             Arc::new(smp)
         });
+        let aia = match &s.aia {
+            Some(saved) => Some(Arc::new(
+                super::aia::Aia::restore(
+                    saved,
+                    harts.iter().map(|h| h.mailbox()).collect(),
+                    smp.clone(),
+                )
+                .map_err(RestoreFailure::Aia)?,
+            )),
+            None => None,
+        };
         // The instruction budget counts each vCPU's instructions from the restore.
         let insns_base: std::sync::Arc<[u64]> = s
             .vcpus
@@ -676,6 +695,7 @@ impl GuestVm {
             memory_mib: s.memory_mib,
             mem,
             uart,
+            aia,
             input,
             layout,
             max_insns: options.max_insns,

@@ -24,6 +24,10 @@ pub enum ExitReason {
     MmioOther,
     /// `interrupt LCOFI to guest (hvip)`: a counter overflow passed on to the guest.
     LcofiInjected,
+    /// `mmio aplic`: an access to the guest's APLIC (`--aia aplic-imsic`).
+    MmioAplic,
+    /// `mmio imsic msi`: a store to the guest's IMSIC pages (an MSI, e.g. an IPI).
+    MmioImsic,
     /// `interrupt LCOFI spurious`.
     LcofiSpurious,
     /// `ctr sctrdepth emulated`.
@@ -69,7 +73,7 @@ pub enum ExitReason {
 
 /// The reasons without a parameter, in slot order (`ExitReason::slot` gives their index;
 /// the `slots_and_names_match` test checks the two agree).
-const FIXED: [ExitReason; 13] = [
+const FIXED: [ExitReason; 15] = [
     ExitReason::Wfi,
     ExitReason::MmioUartRead,
     ExitReason::MmioUartWrite,
@@ -83,6 +87,8 @@ const FIXED: [ExitReason; 13] = [
     ExitReason::ScountovfEmulated,
     ExitReason::PdisLazyLoad,
     ExitReason::PmuDelegInjectedIllegal,
+    ExitReason::MmioAplic,
+    ExitReason::MmioImsic,
 ];
 /// Delegated-counter accesses, in slot order.
 const DELEG_ACCESSES: [pmu_virt::deleg::DelegAccess; 5] = [
@@ -209,6 +215,8 @@ impl ExitReason {
             ExitReason::ScountovfEmulated => Ok(10),
             ExitReason::PdisLazyLoad => Ok(11),
             ExitReason::PmuDelegInjectedIllegal => Ok(12),
+            ExitReason::MmioAplic => Ok(13),
+            ExitReason::MmioImsic => Ok(14),
         }
     }
 
@@ -257,6 +265,8 @@ impl ExitReason {
             ExitReason::ScountovfEmulated => "scountovf emulated".into(),
             ExitReason::PdisLazyLoad => "pdis lazy load".into(),
             ExitReason::PmuDelegInjectedIllegal => "pmu-deleg injected illegal".into(),
+            ExitReason::MmioAplic => "mmio aplic".into(),
+            ExitReason::MmioImsic => "mmio imsic msi".into(),
             ExitReason::Sbi(eid) => format!("sbi {}", sbi::extension_name(eid)),
             ExitReason::AccessFault(c) => format!("access-fault {c}"),
             ExitReason::GuestPageFault(c) => format!("guest-page-fault {c}"),
