@@ -1201,15 +1201,18 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
-    /// `s.vcpus` as formats 7 to 11 encoded them: each hart state without its triggers (the
-    /// last field of the hart state, the first of a vCPU's), before format 11 without its
+    /// `s.vcpus` as formats 7 to 11 encoded them: each hart state without its triggers and
+    /// LR reservation (the last fields of the hart state, before the vCPU's), before format
+    /// 11 without its
     /// IMSIC (the field before), and before format 9 without its PMP (the one before that).
     fn vcpus_of_format(s: &VmState, version: u32) -> Vec<u8> {
         let mut out = bincode::serialize(&(s.vcpus.len() as u64)).unwrap();
         for v in &s.vcpus {
             let all = bincode::serialize(v).unwrap();
             let hart = bincode::serialize(&v.hart).unwrap().len();
-            let mut cut = bincode::serialize(&v.hart.triggers).unwrap().len();
+            let mut cut = bincode::serialize(&(&v.hart.triggers, &v.hart.reservation))
+                .unwrap()
+                .len();
             if version < 11 {
                 cut += bincode::serialize(&v.hart.imsic).unwrap().len();
             }
@@ -1236,7 +1239,7 @@ mod tests {
 
     /// The state `s` as format `version` (7 to 11) encoded it: without `sstc` before 8,
     /// harts without their PMP before 9, without `host_clock` before 10, harts without
-    /// their IMSIC before 11, without their triggers before 12.
+    /// their IMSIC before 11, without their triggers and reservation (and no `aia`) before 12.
     fn body_of_format(s: &VmState, version: u32) -> Vec<u8> {
         let traps = (s.trap_wfi, s.trap_time, s.trap_sret, s.trap_vm);
         let mut body = bincode::serialize(&(s.memory_mib, &s.layout, traps)).unwrap();
