@@ -1203,8 +1203,8 @@ mod tests {
 
     /// `s.vcpus` as formats 7 to 11 encoded them: each hart state without its triggers and
     /// LR reservation (the last fields of the hart state, before the vCPU's), before format
-    /// 11 without its
-    /// IMSIC (the field before), and before format 9 without its PMP (the one before that).
+    /// 11 without its IMSIC (the field before), and before format 9 without its PMP (the one
+    /// before that).
     fn vcpus_of_format(s: &VmState, version: u32) -> Vec<u8> {
         let mut out = bincode::serialize(&(s.vcpus.len() as u64)).unwrap();
         for v in &s.vcpus {
