@@ -65,120 +65,48 @@ pub struct HartState {
     pub reservation: Option<(u64, u64)>,
 }
 
-/// [`HartState`] as it was before the debug triggers (VMM snapshot format 11, migration
-/// protocol 5): the same fields without `triggers`. Those harts had none, so
-/// [`HartStateNoTriggers::without_triggers`] gives every trigger disabled (their reset
-/// state).
+// The older hart states nest: each is the one before it plus the fields its format added.
+// bincode encodes a struct as its fields in order, with nothing around a nested struct, so a
+// nested state decodes the same bytes as the flat list of fields the format wrote.
+
+/// [`HartState`] as it was before the debug triggers and the LR reservation (VMM snapshot
+/// format 11, migration protocol 5): the fields of [`HartStateNoImsic`], then `imsic`. Those
+/// harts had no triggers, so [`HartStateNoTriggers::without_triggers`] gives every trigger
+/// disabled (their reset state) and no reservation (as after a trap).
 #[derive(Clone, Debug, Deserialize)]
 pub struct HartStateNoTriggers {
-    hart_id: u64,
-    x: Vec<u64>,
-    f: Vec<u64>,
-    pc: u64,
-    prv: u8,
-    virt: bool,
-    csr: CsrFile,
-    retired: u64,
-    vclock: u64,
-    skipped: u64,
-    time_offset: u64,
-    mtimecmp: u64,
-    ext_lines: u64,
-    guest_timer: u64,
-    hosted: bool,
-    ctr: CtrState,
-    pmu: crate::pmu::PmuState,
-    pmp: crate::pmp::PmpState,
+    before: HartStateNoImsic,
     imsic: crate::csr::imsic::ImsicState,
 }
 
 impl HartStateNoTriggers {
     /// The state, with every trigger disabled.
     pub fn without_triggers(self) -> HartState {
-        HartState {
-            hart_id: self.hart_id,
-            x: self.x,
-            f: self.f,
-            pc: self.pc,
-            prv: self.prv,
-            virt: self.virt,
-            csr: self.csr,
-            retired: self.retired,
-            vclock: self.vclock,
-            skipped: self.skipped,
-            time_offset: self.time_offset,
-            mtimecmp: self.mtimecmp,
-            ext_lines: self.ext_lines,
-            guest_timer: self.guest_timer,
-            hosted: self.hosted,
-            ctr: self.ctr,
-            pmu: self.pmu,
-            pmp: self.pmp,
-            imsic: self.imsic,
-            triggers: Default::default(),
-            reservation: None,
-        }
+        let HartStateNoImsic { before, pmp } = self.before;
+        before.upgrade(pmp, self.imsic)
     }
 }
 
 /// [`HartState`] as it was before the IMSIC (VMM snapshot formats 9 and 10, migration
-/// protocol 4): the same fields without `imsic`. Those harts had no IMSIC, so
+/// protocol 4): the fields of [`HartStateNoPmp`], then `pmp`. Those harts had no IMSIC, so
 /// [`HartStateNoImsic::without_imsic`] gives an empty one (a hart with an IMSIC restores it
 /// at reset).
 #[derive(Clone, Debug, Deserialize)]
 pub struct HartStateNoImsic {
-    hart_id: u64,
-    x: Vec<u64>,
-    f: Vec<u64>,
-    pc: u64,
-    prv: u8,
-    virt: bool,
-    csr: CsrFile,
-    retired: u64,
-    vclock: u64,
-    skipped: u64,
-    time_offset: u64,
-    mtimecmp: u64,
-    ext_lines: u64,
-    guest_timer: u64,
-    hosted: bool,
-    ctr: CtrState,
-    pmu: crate::pmu::PmuState,
+    before: HartStateNoPmp,
     pmp: crate::pmp::PmpState,
 }
 
 impl HartStateNoImsic {
     /// The state, with no IMSIC.
     pub fn without_imsic(self) -> HartState {
-        HartState {
-            hart_id: self.hart_id,
-            x: self.x,
-            f: self.f,
-            pc: self.pc,
-            prv: self.prv,
-            virt: self.virt,
-            csr: self.csr,
-            retired: self.retired,
-            vclock: self.vclock,
-            skipped: self.skipped,
-            time_offset: self.time_offset,
-            mtimecmp: self.mtimecmp,
-            ext_lines: self.ext_lines,
-            guest_timer: self.guest_timer,
-            hosted: self.hosted,
-            ctr: self.ctr,
-            pmu: self.pmu,
-            pmp: self.pmp,
-            imsic: Default::default(),
-            triggers: Default::default(),
-            reservation: None,
-        }
+        self.before.upgrade(self.pmp, Default::default())
     }
 }
 
 /// [`HartState`] as it was before the PMP was implemented (VMM snapshot formats up to 8,
-/// migration protocol 2): the same fields without `pmp`. Its reader chooses the PMP the
-/// hart had then ([`HartStateNoPmp::with_pmp`]).
+/// migration protocol 2): the same fields without `pmp` and what came after it. Its reader
+/// chooses the PMP the hart had then ([`HartStateNoPmp::with_pmp`]).
 #[derive(Clone, Debug, Deserialize)]
 pub struct HartStateNoPmp {
     hart_id: u64,
@@ -203,6 +131,12 @@ pub struct HartStateNoPmp {
 impl HartStateNoPmp {
     /// The state with `pmp` as its PMP.
     pub fn with_pmp(self, pmp: crate::pmp::PmpState) -> HartState {
+        self.upgrade(pmp, Default::default())
+    }
+
+    /// Today's state from this one, `pmp` and `imsic`, with the fields no older format had
+    /// at their reset values: every trigger disabled, no LR reservation.
+    fn upgrade(self, pmp: crate::pmp::PmpState, imsic: crate::csr::imsic::ImsicState) -> HartState {
         HartState {
             hart_id: self.hart_id,
             x: self.x,
@@ -222,7 +156,7 @@ impl HartStateNoPmp {
             ctr: self.ctr,
             pmu: self.pmu,
             pmp,
-            imsic: Default::default(),
+            imsic,
             triggers: Default::default(),
             reservation: None,
         }

@@ -262,6 +262,26 @@ mod tests {
         hay.windows(needle.len()).any(|w| w == needle)
     }
 
+    fn count(hay: &[u8], needle: &[u8]) -> usize {
+        hay.windows(needle.len()).filter(|w| *w == needle).count()
+    }
+
+    /// A small VM's tree settings: `cpus` harts, 16 MiB, no command line or initrd, CTR
+    /// and the PMU on, Sstc, no AIA (tests change what they look at).
+    fn small(cpus: u64) -> FdtConfig {
+        FdtConfig {
+            cpus,
+            ram_base: 0x8000_0000,
+            ram_size: 16 << 20,
+            cmdline: String::new(),
+            initrd: None,
+            ctr: true,
+            pmu: pmu_virt::PmuPolicy::on(),
+            sstc: true,
+            aia: false,
+        }
+    }
+
     #[test]
     fn blob_has_the_expected_nodes_and_properties() {
         let blob = build(&FdtConfig {
@@ -317,19 +337,7 @@ mod tests {
 
     #[test]
     fn sstc_is_listed_once_when_on() {
-        let config = |sstc| FdtConfig {
-            cpus: 2,
-            ram_base: 0x8000_0000,
-            ram_size: 16 << 20,
-            cmdline: String::new(),
-            initrd: None,
-            ctr: true,
-            pmu: pmu_virt::PmuPolicy::on(),
-            sstc,
-            aia: false,
-        };
-        let count =
-            |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).filter(|w| *w == needle).count();
+        let config = |sstc| FdtConfig { sstc, ..small(2) };
         // One `riscv,isa-extensions` entry per cpu node.
         assert_eq!(count(&build(&config(true)).unwrap(), b"\0sstc\0"), 2);
         assert!(!contains(&build(&config(false)).unwrap(), b"sstc"));
@@ -341,18 +349,11 @@ mod tests {
     #[test]
     fn aia_nodes_are_described() {
         let config = |aia| FdtConfig {
-            cpus: 3,
-            ram_base: 0x8000_0000,
-            ram_size: 16 << 20,
-            cmdline: String::new(),
-            initrd: None,
             ctr: false,
             pmu: pmu_virt::PmuPolicy::off(),
-            sstc: true,
             aia,
+            ..small(3)
         };
-        let count =
-            |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).filter(|w| *w == needle).count();
         let blob = build(&config(true)).unwrap();
         assert_eq!(count(&blob, b"\0ssaia\0"), 3);
         for s in [
@@ -388,15 +389,10 @@ mod tests {
     #[test]
     fn no_initrd_no_initrd_properties() {
         let blob = build(&FdtConfig {
-            cpus: 1,
-            ram_base: 0x8000_0000,
-            ram_size: 16 << 20,
-            cmdline: String::new(),
-            initrd: None,
             ctr: false,
             pmu: pmu_virt::PmuPolicy::off(),
             sstc: false,
-            aia: false,
+            ..small(1)
         })
         .unwrap();
         assert!(!contains(&blob, b"linux,initrd"));
@@ -414,11 +410,6 @@ mod tests {
     #[test]
     fn counter_delegation_lists_ssccfg_once_with_sscsrind() {
         let config = |ctr, deleg| FdtConfig {
-            cpus: 1,
-            ram_base: 0x8000_0000,
-            ram_size: 16 << 20,
-            cmdline: String::new(),
-            initrd: None,
             ctr,
             pmu: {
                 // Without PDIS, which lists Sscsrind as well.
@@ -426,11 +417,8 @@ mod tests {
                 p.sampling.pdis = false;
                 p
             },
-            sstc: true,
-            aia: false,
+            ..small(1)
         };
-        let count =
-            |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).filter(|w| *w == needle).count();
         for ctr in [false, true] {
             let blob = build(&config(ctr, true)).unwrap();
             assert_eq!(count(&blob, b"\0ssccfg\0"), 1);
@@ -448,15 +436,9 @@ mod tests {
         let mut pmu = pmu_virt::PmuPolicy::on();
         pmu.sampling.sspesa = false;
         let blob = build(&FdtConfig {
-            cpus: 1,
-            ram_base: 0x8000_0000,
-            ram_size: 16 << 20,
-            cmdline: String::new(),
-            initrd: None,
             ctr: false,
             pmu,
-            sstc: true,
-            aia: false,
+            ..small(1)
         })
         .unwrap();
         assert!(contains(&blob, b"sscsrind\0sspdis\0"));
