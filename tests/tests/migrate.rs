@@ -259,7 +259,7 @@ fn unreachable_broken_and_bad_destinations_leave_the_source_running() {
     let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
     let breaker = std::thread::spawn(move || {
         let (mut conn, _) = listener.accept().unwrap();
-        let hello = br#"{"protocol":"vmm-migrate","version":6,"host_ctr_depths":[16,32,64,128,256],"max_memory_mib":65536,"max_vcpus":64}"#;
+        let hello = br#"{"protocol":"vmm-migrate","version":7,"host_ctr_depths":[16,32,64,128,256],"max_memory_mib":65536,"max_vcpus":64}"#;
         conn.write_all(&[1]).unwrap();
         conn.write_all(&(hello.len() as u64).to_le_bytes()).unwrap();
         conn.write_all(hello).unwrap();
@@ -920,7 +920,7 @@ fn mutated_real_streams_are_refused_without_a_panic() {
         let (mut conn, _) = listener.accept().unwrap();
         conn.set_read_timeout(Some(Duration::from_secs(60)))
             .unwrap();
-        let hello = br#"{"protocol":"vmm-migrate","version":6,"host_ctr_depths":[16,32,64,128,256],"max_memory_mib":65536,"max_vcpus":64}"#;
+        let hello = br#"{"protocol":"vmm-migrate","version":7,"host_ctr_depths":[16,32,64,128,256],"max_memory_mib":65536,"max_vcpus":64}"#;
         conn.write_all(&frame(1, hello)).unwrap();
         let mut frames = Vec::new();
         loop {
@@ -1012,7 +1012,7 @@ fn a_destination_that_stalls_times_out_and_the_source_goes_on() {
     let (done, wait_done) = std::sync::mpsc::channel::<()>();
     let staller = std::thread::spawn(move || {
         let (mut conn, _) = listener.accept().unwrap();
-        let hello = br#"{"protocol":"vmm-migrate","version":6,"host_ctr_depths":[16,32,64,128,256],"max_memory_mib":65536,"max_vcpus":64}"#;
+        let hello = br#"{"protocol":"vmm-migrate","version":7,"host_ctr_depths":[16,32,64,128,256],"max_memory_mib":65536,"max_vcpus":64}"#;
         conn.write_all(&frame(1, hello)).unwrap();
         // Hold the connection open, reading nothing, until the source has given up.
         let _ = wait_done.recv_timeout(Duration::from_secs(120));

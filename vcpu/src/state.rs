@@ -1,7 +1,7 @@
 //! A hart's architectural state, for snapshots and migration: everything software can
 //! observe (registers, CSRs, counters and timers, the CTR buffer and its hidden cycle
-//! counter, the LR reservation), and nothing the model derives or caches (TLB, decode cache,
-//! CTR's per-mode recording mask).
+//! counter, the LR reservation, the TLB's translations), and nothing the model derives or
+//! caches unobservably (decode cache, translated blocks, CTR's per-mode recording mask).
 //!
 //! [`Hart::restore_state`] is given untrusted data: it checks everything before it changes
 //! anything, and refuses, naming what does not fit, state this hart cannot hold (a CTR depth
@@ -55,7 +55,7 @@ pub struct HartState {
     /// The IMSIC: its interrupt files and `hgeie` (empty on a hart without an IMSIC).
     pub imsic: crate::csr::imsic::ImsicState,
     /// Sdtrig: `tselect` and each trigger's `tdata1`/`tdata2` (VMM snapshot format 12,
-    /// migration protocol 6; older states read as [`HartStateNoTriggers`]).
+    /// migration protocol 6; format 11 states read as [`HartStateNoTriggers`]).
     pub triggers: crate::trigger::TriggerState,
     /// The LR reservation: the RAM offset LR reserved and the value it read (see
     /// `execute::atomic`), so that an SC after a snapshot, a migration or a vCPU switch
@@ -63,11 +63,37 @@ pub struct HartState {
     /// states have none, as after a trap). Only ever compared with an offset an SC
     /// translated, so any value is harmless.
     pub reservation: Option<(u64, u64)>,
+    /// The TLB's translations (VMM snapshot format 13, migration protocol 7; older states
+    /// read as [`HartStateNoTlb`], with an empty TLB). Software can tell them from an empty
+    /// TLB (see [`TlbState`]), so a restored hart holds them, to go on exactly as the saved
+    /// one would have.
+    pub tlb: TlbState,
 }
 
 // The older hart states nest: each is the one before it plus the fields its format added.
 // bincode encodes a struct as its fields in order, with nothing around a nested struct, so a
 // nested state decodes the same bytes as the flat list of fields the format wrote.
+
+/// [`HartState`] as it was before the TLB's translations (VMM snapshot format 12, migration
+/// protocol 6): the fields of [`HartStateNoTriggers`], then `triggers` and `reservation`.
+/// [`HartStateNoTlb::without_tlb`] gives an empty TLB (those restores started with one).
+#[derive(Clone, Debug, Deserialize)]
+pub struct HartStateNoTlb {
+    before: HartStateNoTriggers,
+    triggers: crate::trigger::TriggerState,
+    reservation: Option<(u64, u64)>,
+}
+
+impl HartStateNoTlb {
+    /// The state, with an empty TLB.
+    pub fn without_tlb(self) -> HartState {
+        HartState {
+            triggers: self.triggers,
+            reservation: self.reservation,
+            ..self.before.without_triggers()
+        }
+    }
+}
 
 /// [`HartState`] as it was before the debug triggers and the LR reservation (VMM snapshot
 /// format 11, migration protocol 5): the fields of [`HartStateNoImsic`], then `imsic`. Those
@@ -159,11 +185,13 @@ impl HartStateNoPmp {
             imsic,
             triggers: Default::default(),
             reservation: None,
+            tlb: TlbState::default(),
         }
     }
 }
 
 pub use crate::ctr::state::CtrState;
+pub use crate::mmu::tlb::{TlbEntry, TlbState};
 pub use vcpu_api::StateError;
 
 impl Hart {
@@ -191,12 +219,14 @@ impl Hart {
             imsic: self.imsic.clone(),
             triggers: self.trig.state().clone(),
             reservation: self.reservation,
+            tlb: self.tlb.save(),
         }
     }
 
     /// Restore `s` (checked first: on an error nothing has changed). The hart keeps its own
-    /// configuration (memory map, CTR capabilities); the TLB starts empty (the decode cache
-    /// needs no flush: its entries are checked against the fetched bits).
+    /// configuration (memory map, CTR capabilities); the TLB holds the state's translations
+    /// (none while a debug trigger is armed: armed triggers keep it empty) and the decode
+    /// cache needs no flush (its entries are checked against the fetched bits).
     pub fn restore_state(&mut self, s: &HartState) -> Result<(), StateError> {
         let bad = |m: String| Err(StateError::Malformed(m));
         if s.x.len() != 32 || s.f.len() != 32 {
@@ -229,6 +259,9 @@ impl Hart {
             }
         }
         if let Some(why) = s.triggers.check() {
+            return bad(why);
+        }
+        if let Some(why) = s.tlb.check(self.ram.size) {
             return bad(why);
         }
         if !s.pmu.models.well_formed() {
@@ -268,7 +301,12 @@ impl Hart {
             self.imsic.reset()
         };
         self.imsic_refresh();
-        self.flush_tlb();
+        // The TLB models came with the monitor's state: only the TLB itself is loaded.
+        if self.trig.armed {
+            self.tlb.load(&TlbState::default());
+        } else {
+            self.tlb.load(&s.tlb);
+        }
         self.mode_changed();
         Ok(())
     }

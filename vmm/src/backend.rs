@@ -18,9 +18,14 @@ pub use vcpu::state::HartStateNoImsic;
 /// The hart state of VMs saved before the PMP (snapshot formats 7 and 8, migration
 /// protocol 2).
 pub use vcpu::state::HartStateNoPmp;
+/// The hart state of VMs saved before the TLB's translations (snapshot format 12, migration
+/// protocol 6).
+pub use vcpu::state::HartStateNoTlb;
 /// The hart state of VMs saved before the debug triggers (snapshot format 11, migration
 /// protocol 5).
 pub use vcpu::state::HartStateNoTriggers;
+/// A hart's TLB translations in its state ([`HartState::tlb`]).
+pub use vcpu::state::{TlbEntry, TlbState};
 /// The number of PMP entries the VMM's harts implement (`HartConfig::pmp_entries`).
 pub const PMP_ENTRIES: usize = vcpu::pmp::ENTRIES;
 /// An IMSIC's configuration (identities, GEILEN) and one of its interrupt files, for

@@ -56,7 +56,7 @@ use crate::machine::RAM_BASE;
 /// The file's first bytes.
 pub const MAGIC: [u8; 8] = *b"RVCTRSNP";
 /// The format version this VMM writes and reads.
-pub const VERSION: u32 = 12;
+pub const VERSION: u32 = 13;
 /// The oldest format version this VMM reads: 7, without [`VmState::sstc`] (read as
 /// `false`: those VMs ran without Sstc). Formats 7 and 8 have no PMP in the harts' states
 /// (their harts had none): read with the allow-all entry the VMM gives a new VM's harts.
@@ -64,7 +64,9 @@ pub const VERSION: u32 = 12;
 /// only clock). Formats 9 and 10 have no IMSIC in the harts' states (their harts had none:
 /// read as an empty one). Format 11 has no debug triggers and no LR reservation in the
 /// harts' states (read with every trigger disabled and no reservation). Formats 7 to 11
-/// have no [`VmState::aia`] (read as `None`: no VM had AIA devices). History: 12 added each
+/// have no [`VmState::aia`] (read as `None`: no VM had AIA devices). Formats 7 to 12 have no
+/// TLB in the harts' states (read as an empty TLB, as those restores began). History: 13
+/// added each hart's TLB translations ([`crate::backend::HartState::tlb`]), 12 added each
 /// hart's debug triggers and LR reservation ([`crate::backend::HartState::triggers`],
 /// [`crate::backend::HartState::reservation`]) and the AIA devices (`vmm run --aia
 /// aplic-imsic`: the APLIC and the MSIs posted to each vCPU), 11 added each hart's IMSIC
@@ -171,6 +173,13 @@ trait OldHartState {
     fn upgrade(self) -> HartState;
 }
 
+/// Format 12: harts without their TLB's translations (restores began with an empty TLB).
+impl OldHartState for crate::backend::HartStateNoTlb {
+    fn upgrade(self) -> HartState {
+        self.without_tlb()
+    }
+}
+
 /// Format 11: harts without debug triggers (they had none: every trigger reads disabled).
 impl OldHartState for crate::backend::HartStateNoTriggers {
     fn upgrade(self) -> HartState {
@@ -218,7 +227,7 @@ impl<T> OldField<Option<T>> for Option<T> {
     }
 }
 
-/// [`VcpuState`] as formats 7 to 11 encoded it, with hart state `H` ([`OldHartState`]).
+/// [`VcpuState`] as formats 7 to 12 encoded it, with hart state `H` ([`OldHartState`]).
 #[derive(Deserialize)]
 struct OldVcpuState<H> {
     hart: H,
@@ -230,7 +239,7 @@ struct OldVcpuState<H> {
     ipi_posted: bool,
 }
 
-/// [`VmState`] as formats 7 to 11 encoded it: vCPUs with hart state `H`, and `sstc` (`S`),
+/// [`VmState`] as formats 7 to 12 encoded it: vCPUs with hart state `H`, and `sstc` (`S`),
 /// `host_clock` (`C`) and `aia` (`A`) where the format had them ([`OldField`]).
 #[derive(Deserialize)]
 struct OldVmState<H, S, C, A> {
@@ -284,6 +293,8 @@ where
     }
 }
 
+/// Format 12: harts without their TLB.
+type VmStateV12 = OldVmState<crate::backend::HartStateNoTlb, bool, bool, Option<AiaState>>;
 /// Format 11: without `aia`, harts without debug triggers.
 type VmStateV11 = OldVmState<crate::backend::HartStateNoTriggers, bool, bool, ()>;
 /// Format 10: without `aia`, harts without the IMSIC.
@@ -494,6 +505,8 @@ fn decode_versioned(body: &[u8], version: u32) -> Result<VmState, SnapshotError>
         decode_body::<VmStateV10>(body).map(VmState::from)
     } else if version == 11 {
         decode_body::<VmStateV11>(body).map(VmState::from)
+    } else if version == 12 {
+        decode_body::<VmStateV12>(body).map(VmState::from)
     } else {
         decode_body(body)
     }
@@ -999,10 +1012,16 @@ mod tests {
             sstc: true,
             vcpus: vec![VcpuState {
                 hart: {
-                    // A trigger set and an LR reservation, so that formats without them
-                    // read differently.
+                    // A trigger set, an LR reservation and a TLB entry, so that formats
+                    // without them read differently.
                     let mut h = hart.save_state();
                     h.reservation = Some((0x100, 7));
+                    h.tlb.entries.push(crate::backend::TlbEntry {
+                        kind: 1,
+                        tag: 0x8_0201 | 1 << 56,
+                        off: 0x1000,
+                        span: 0,
+                    });
                     h.triggers.tselect = 1;
                     h.triggers.tdata1[1] = vcpu_api::csr::TDATA1_TYPE_MCONTROL6
                         | vcpu_api::csr::MCONTROL6_VS
@@ -1201,18 +1220,21 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
-    /// `s.vcpus` as formats 7 to 11 encoded them: each hart state without its triggers and
-    /// LR reservation (the last fields of the hart state, before the vCPU's), before format
-    /// 11 without its IMSIC (the field before), and before format 9 without its PMP (the one
-    /// before that).
+    /// `s.vcpus` as formats 7 to 12 encoded them: each hart state without its TLB (the last
+    /// field of the hart state, before the vCPU's), before format 12 without its triggers
+    /// and LR reservation (the fields before), before format 11 without its IMSIC (the field
+    /// before those), and before format 9 without its PMP (the one before that).
     fn vcpus_of_format(s: &VmState, version: u32) -> Vec<u8> {
         let mut out = bincode::serialize(&(s.vcpus.len() as u64)).unwrap();
         for v in &s.vcpus {
             let all = bincode::serialize(v).unwrap();
             let hart = bincode::serialize(&v.hart).unwrap().len();
-            let mut cut = bincode::serialize(&(&v.hart.triggers, &v.hart.reservation))
-                .unwrap()
-                .len();
+            let mut cut = bincode::serialize(&v.hart.tlb).unwrap().len();
+            if version < 12 {
+                cut += bincode::serialize(&(&v.hart.triggers, &v.hart.reservation))
+                    .unwrap()
+                    .len();
+            }
             if version < 11 {
                 cut += bincode::serialize(&v.hart.imsic).unwrap().len();
             }
@@ -1237,16 +1259,17 @@ mod tests {
         v
     }
 
-    /// The state `s` as format `version` (7 to 11) encoded it: without `sstc` before 8,
+    /// The state `s` as format `version` (7 to 12) encoded it: without `sstc` before 8,
     /// harts without their PMP before 9, without `host_clock` before 10, harts without
-    /// their IMSIC before 11, without their triggers and reservation (and no `aia`) before 12.
+    /// their IMSIC before 11, without their triggers and reservation (and no `aia`) before
+    /// 12, harts without their TLB before 13.
     fn body_of_format(s: &VmState, version: u32) -> Vec<u8> {
         let traps = (s.trap_wfi, s.trap_time, s.trap_sret, s.trap_vm);
         let mut body = bincode::serialize(&(s.memory_mib, &s.layout, traps)).unwrap();
         if version >= 8 {
             body.extend(bincode::serialize(&s.sstc).unwrap());
         }
-        if version >= 12 {
+        if version >= 13 {
             body.extend(bincode::serialize(&s.vcpus).unwrap());
         } else {
             body.extend(vcpus_of_format(s, version));
@@ -1276,10 +1299,20 @@ mod tests {
         ));
     }
 
-    /// `s` with every trigger of every hart disabled and no LR reservation: as a format
-    /// without them (7 to 11) reads it.
-    fn without_triggers(s: &VmState) -> VmState {
+    /// `s` with every hart's TLB empty: as a format without TLBs (7 to 12) reads it.
+    fn without_tlb(s: &VmState) -> VmState {
         let mut s = s.clone();
+        for v in &mut s.vcpus {
+            assert_ne!(v.hart.tlb, Default::default());
+            v.hart.tlb = Default::default();
+        }
+        s
+    }
+
+    /// `s` with every trigger of every hart disabled, no LR reservation and an empty TLB: as
+    /// a format without them (7 to 11) reads it.
+    fn without_triggers(s: &VmState) -> VmState {
+        let mut s = without_tlb(s);
         for v in &mut s.vcpus {
             assert_ne!(v.hart.triggers, Default::default());
             assert!(v.hart.reservation.is_some());
@@ -1300,8 +1333,8 @@ mod tests {
             ..without_triggers(&s)
         };
         assert_old_format_reads(&s, &m, 7, VERSION, &expected);
-        // Format 6 and 13 are refused.
-        for version in [6u32, 13] {
+        // Format 6 and 14 are refused.
+        for version in [6u32, 14] {
             let mut v = bytes.clone();
             v[8..12].copy_from_slice(&version.to_le_bytes());
             assert!(matches!(
@@ -1354,15 +1387,22 @@ mod tests {
         assert_old_format_reads(&s, &m, 11, VERSION, &without_triggers(&s));
     }
 
+    /// A format 12 file (harts without their TLB) reads, with every TLB empty.
+    #[test]
+    fn format_12_reads_with_an_empty_tlb() {
+        let (_, s, m) = encoded();
+        assert_old_format_reads(&s, &m, 12, VERSION, &without_tlb(&s));
+    }
+
     #[test]
     fn bad_files_are_refused_with_a_reason() {
         let (bytes, _, _) = encoded();
         let msg = |b: &[u8]| decode(b).unwrap_err().to_string();
         assert!(msg(b"hello").contains("not a vmm snapshot"));
         let mut v = bytes.clone();
-        v[8] = 13;
+        v[8] = 14;
         assert!(
-            msg(&v).contains("version 13 is not supported"),
+            msg(&v).contains("version 14 is not supported"),
             "{}",
             msg(&v)
         );

@@ -1086,6 +1086,91 @@ mod tests {
         assert_eq!(h.load(0x4000_9000, 8).ok(), Some(0x1003));
     }
 
+    /// The TLB's translations are part of the hart's state: one cached before its PTE
+    /// changed without a fence is still used after a restore, as it would have been without
+    /// one, and the walk it spares sets no A bit. A state without them (snapshot format 12)
+    /// walks again; a TLB entry outside RAM, of no kind or in a taken slot is refused, and
+    /// the hart is left as it was.
+    #[test]
+    fn the_tlb_is_saved_and_restored() {
+        use crate::state::TlbEntry;
+        let mut h = hart();
+        h.enter(PrivilegeMode::Supervisor, false);
+        h.w64(
+            L0 + 8 * 8,
+            pte(RAM + 0x3_8000, PTE_V | PTE_R | PTE_W | PTE_A | PTE_D),
+        );
+        h.w64(RAM + 0x3_8000, 0x1000);
+        h.w64(RAM + 0x3_a000, 0x1002);
+        assert_eq!(h.load(0x4000_8000, 8).ok(), Some(0x1000));
+        // The PTE moves to another frame, A = 0, without a fence.
+        h.w64(L0 + 8 * 8, pte(RAM + 0x3_a000, PTE_V | PTE_R | PTE_W));
+        let state = h.save_state();
+        assert!(state
+            .tlb
+            .entries
+            .iter()
+            .any(|e| e.kind == 1 && e.off == 0x3_8000));
+        for bad in [
+            TlbEntry {
+                kind: 1,
+                tag: 0x4_0009,
+                off: RAM_SIZE,
+                span: 0,
+            },
+            TlbEntry {
+                kind: 1,
+                tag: 0x4_0009,
+                off: 0x123,
+                span: 0,
+            },
+            TlbEntry {
+                kind: 3,
+                tag: 0x4_0009,
+                off: 0,
+                span: 0,
+            },
+            TlbEntry {
+                kind: 1,
+                tag: 0x4_0009,
+                off: 0,
+                span: 5,
+            },
+            TlbEntry {
+                kind: 1,
+                tag: 0x4_0009 | 1 << 52,
+                off: 0,
+                span: 0,
+            },
+            TlbEntry {
+                kind: 1,
+                tag: 0x4_0008 | 1 << 56,
+                off: 0,
+                span: 0,
+            },
+        ] {
+            let mut s = state.clone();
+            s.tlb.entries.push(bad);
+            s.pc = 0x1234;
+            let e = h.restore_state(&s).unwrap_err().to_string();
+            assert!(e.contains("TLB entry"), "{bad:?}: {e}");
+            assert_ne!(h.pc, 0x1234, "{bad:?}: nothing restored");
+        }
+        h.restore_state(&state).unwrap();
+        assert_eq!(
+            h.load(0x4000_8000, 8).ok(),
+            Some(0x1000),
+            "the cached translation"
+        );
+        assert_eq!(h.r64(L0 + 8 * 8) & PTE_A, 0, "no walk");
+        assert_eq!(h.save_state(), state);
+        let mut old = state.clone();
+        old.tlb = Default::default();
+        h.restore_state(&old).unwrap();
+        assert_eq!(h.load(0x4000_8000, 8).ok(), Some(0x1002), "walked");
+        assert_ne!(h.r64(L0 + 8 * 8) & PTE_A, 0, "A set by the walk");
+    }
+
     /// PMP (16 entries): explicit accesses and the walk's own reads checked after
     /// translation, access faults (not page faults), no TLB fill for a page with more than
     /// one verdict, and a PMP write dropping what the TLB holds.

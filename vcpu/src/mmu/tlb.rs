@@ -2,6 +2,8 @@
 //! tagged with the translation context, flushed by generation), and the kind of an access.
 //! A leaf: the hart holds a [`Tlb`] without depending on the walker.
 
+use serde::{Deserialize, Serialize};
+
 use crate::trap::{cause, Exception};
 use vcpu_api::PrivilegeMode;
 
@@ -97,6 +99,68 @@ const EMPTY: Entry = Entry {
     off: 0,
 };
 
+/// The translations a [`Tlb`] holds, for snapshots and migration (`HartState::tlb`).
+///
+/// Software can tell a TLB's content from an empty one: a translation cached before the
+/// guest changed its PTE without an SFENCE.VMA may still be used (privileged spec 4.2.1,
+/// "Supervisor Memory-Management Fence Instruction"), and a hit sets no A or D bit where a
+/// walk would (Linux clears A bits without a fence to age its pages). A restored hart holds
+/// the same translations, so that it goes on exactly as the saved one would have.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TlbState {
+    /// The valid entries.
+    pub entries: Vec<TlbEntry>,
+}
+
+/// One cached translation of a 4 KiB page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TlbEntry {
+    /// The access it permits: 0 fetch, 1 load, 2 store.
+    pub kind: u8,
+    /// The virtual page number (bits 51:0) and the translation context it was cached in
+    /// (bits 63:56: privilege, virtualization mode, SUM and MXR; bits 55:52 are zero).
+    pub tag: u64,
+    /// The RAM offset of the physical page (a multiple of 4 KiB inside guest RAM).
+    pub off: u64,
+    /// The size of the leaf PTE it came from, as log2 of its 4 KiB pages (0, 9, 18, 27).
+    pub span: u8,
+}
+
+impl TlbState {
+    /// Why `self` cannot be loaded into a TLB over `ram_size` bytes of RAM, if it cannot.
+    pub(crate) fn check(&self, ram_size: u64) -> Option<String> {
+        let mut seen = [[false; TLB_SIZE]; 3];
+        for (i, e) in self.entries.iter().enumerate() {
+            let why = if e.kind > 2 {
+                format!("kind {} (0 fetch, 1 load, 2 store)", e.kind)
+            } else if !matches!(e.span, 0 | 9 | 18 | 27) {
+                format!("leaf size 2^{} pages (0, 9, 18 or 27)", e.span)
+            } else if e.tag == INVALID || e.tag & GENERATION_MASK != 0 {
+                format!("tag {:#x} (bits 55:52 must be zero)", e.tag)
+            } else if e.off % 4096 != 0 || e.off >= ram_size {
+                format!(
+                    "RAM offset {:#x} (a 4 KiB page of the {ram_size:#x} bytes of RAM)",
+                    e.off
+                )
+            } else if std::mem::replace(&mut seen[e.kind as usize][slot(e.tag)], true) {
+                format!("a second entry of kind {} in slot {}", e.kind, slot(e.tag))
+            } else {
+                continue;
+            };
+            return Some(format!("TLB entry {i}: {why}"));
+        }
+        None
+    }
+}
+
+/// The slot of the TLB arrays that holds the page of virtual page number `vpn`.
+fn slot(vpn: u64) -> usize {
+    vpn as usize % TLB_SIZE
+}
+
+/// The generation's bits of a tag or context.
+const GENERATION_MASK: u64 = (GENERATIONS - 1) << GENERATION_SHIFT;
+
 impl Tlb {
     pub fn new() -> Tlb {
         Tlb {
@@ -172,6 +236,49 @@ impl Tlb {
                     *e = EMPTY;
                 }
             }
+        }
+    }
+
+    /// The valid entries ([`TlbState`]).
+    pub(crate) fn save(&self) -> TlbState {
+        let g = self.generation_bits();
+        let mut entries = Vec::new();
+        for (kind, arr) in [&self.fetch, &self.load, &self.store]
+            .into_iter()
+            .enumerate()
+        {
+            for (i, e) in arr.iter().enumerate() {
+                if e.tag != INVALID && e.tag & GENERATION_MASK == g {
+                    entries.push(TlbEntry {
+                        kind: kind as u8,
+                        tag: e.tag & !GENERATION_MASK,
+                        off: e.off,
+                        span: self.span[kind][i],
+                    });
+                }
+            }
+        }
+        TlbState { entries }
+    }
+
+    /// Empties the TLB and loads `state` (checked with [`TlbState::check`]).
+    pub(crate) fn load(&mut self, state: &TlbState) {
+        self.flush();
+        let g = self.generation_bits();
+        for e in &state.entries {
+            let i = slot(e.tag);
+            let kind = e.kind as usize;
+            self.span[kind][i] = e.span;
+            self.superpages.add(e.tag << 12, e.span);
+            let arr = match kind {
+                0 => &mut self.fetch,
+                1 => &mut self.load,
+                _ => &mut self.store,
+            };
+            arr[i] = Entry {
+                tag: e.tag | g,
+                off: e.off,
+            };
         }
     }
 

@@ -49,11 +49,12 @@ use crate::layout::{MAX_MEMORY_MIB, RAM_BASE};
 use crate::snapshot::{VmState, MAX_STATE_BYTES};
 use vm_memory::{Bytes, GuestAddress, GuestMemoryBackend, GuestMemoryMmap};
 
-/// The protocol version this VMM speaks (6: each hart's state carries its debug triggers
+/// The protocol version this VMM speaks (7: each hart's state carries its TLB's
+/// translations, snapshot format 13; 6: each hart's state carries its debug triggers
 /// and LR reservation, and the state the AIA devices, snapshot format 12; 5: each hart's
 /// state carries its IMSIC, snapshot format 11; 4: the state carries `host_clock`, snapshot
 /// format 10; 3: each hart's state carries its PMP, format 9; 2: `sstc`, format 8).
-pub const PROTOCOL_VERSION: u32 = 6;
+pub const PROTOCOL_VERSION: u32 = 7;
 /// Pages per `PAGES` frame.
 pub const PAGES_PER_FRAME: usize = 256;
 /// Bytes of one page.
