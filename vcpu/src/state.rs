@@ -194,9 +194,31 @@ pub use crate::ctr::state::CtrState;
 pub use crate::mmu::tlb::{TlbEntry, TlbState};
 pub use vcpu_api::StateError;
 
+impl HartState {
+    /// The state as a TLB flush leaves it: no translations, no LR reservation. A state
+    /// saved while a remote fence was still to be taken (`HartMailbox::request_flush`)
+    /// holds that fence this way, as no snapshot holds the request.
+    pub fn fenced(self) -> HartState {
+        HartState {
+            tlb: TlbState::default(),
+            reservation: None,
+            ..self
+        }
+    }
+}
+
 impl Hart {
-    /// The hart's architectural state.
+    /// The hart's architectural state (after the remote fence its mailbox holds, if any:
+    /// [`HartState::fenced`]).
     pub fn save_state(&self) -> HartState {
+        let state = self.saved_state();
+        match self.mailbox.flush_wanted() {
+            Some(_) => state.fenced(),
+            None => state,
+        }
+    }
+
+    fn saved_state(&self) -> HartState {
         HartState {
             hart_id: self.hart_id(),
             x: self.x[..32].to_vec(),

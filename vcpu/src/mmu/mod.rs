@@ -1090,7 +1090,8 @@ mod tests {
     /// changed without a fence is still used after a restore, as it would have been without
     /// one, and the walk it spares sets no A bit. A state without them (snapshot format 12)
     /// walks again; a TLB entry outside RAM, of no kind or in a taken slot is refused, and
-    /// the hart is left as it was.
+    /// the hart is left as it was. A state saved with a remote fence pending holds no
+    /// translations.
     #[test]
     fn the_tlb_is_saved_and_restored() {
         use crate::state::TlbEntry;
@@ -1169,6 +1170,10 @@ mod tests {
         h.restore_state(&old).unwrap();
         assert_eq!(h.load(0x4000_8000, 8).ok(), Some(0x1002), "walked");
         assert_ne!(h.r64(L0 + 8 * 8) & PTE_A, 0, "A set by the walk");
+        // A remote fence not yet taken when the state is saved: saved as taken.
+        assert!(!h.save_state().tlb.entries.is_empty());
+        h.mailbox().request_flush();
+        assert_eq!(h.save_state().tlb, Default::default());
     }
 
     /// PMP (16 entries): explicit accesses and the walk's own reads checked after

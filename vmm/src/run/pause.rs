@@ -445,7 +445,7 @@ impl GuestVm {
         if let Some(sched) = &self.sched {
             vcpus.extend(sched.parked.iter().map(|p| VcpuView {
                 id: p.id,
-                state: p.state.clone(),
+                state: p.saved_state(),
                 ctr: p.ctr.clone(),
                 pmu: p.pmu.snapshot(),
                 executed: p.state.vclock.saturating_sub(p.state.skipped),

@@ -59,6 +59,17 @@ pub(crate) struct ParkedVcpu {
     pub(crate) preempted: bool,
 }
 
+impl ParkedVcpu {
+    /// Its state for a snapshot or a pause: after the remote fence posted to its mailbox
+    /// while it was parked, if any ([`HartState::fenced`]).
+    pub(crate) fn saved_state(&self) -> HartState {
+        match self.mailbox.flush_wanted() {
+            Some(_) => self.state.clone().fenced(),
+            None => self.state.clone(),
+        }
+    }
+}
+
 /// Why the current vCPU leaves its hart before the end of its slice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Leave {

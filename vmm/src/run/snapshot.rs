@@ -488,7 +488,7 @@ impl GuestVm {
                     sched
                         .parked
                         .iter()
-                        .map(|p| (p.state.clone(), p.ctr.snapshot(), p.pmu.snapshot())),
+                        .map(|p| (p.saved_state(), p.ctr.snapshot(), p.pmu.snapshot())),
                 );
             }
         }
