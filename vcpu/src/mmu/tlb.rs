@@ -153,7 +153,8 @@ impl TlbState {
     }
 }
 
-/// The slot of the TLB arrays that holds the page of virtual page number `vpn`.
+/// The slot of the TLB arrays that holds the page of virtual page number `vpn` (or of a
+/// tag: its context bits lie above the slot's).
 fn slot(vpn: u64) -> usize {
     vpn as usize % TLB_SIZE
 }
@@ -266,19 +267,7 @@ impl Tlb {
         self.flush();
         let g = self.generation_bits();
         for e in &state.entries {
-            let i = slot(e.tag);
-            let kind = e.kind as usize;
-            self.span[kind][i] = e.span;
-            self.superpages.add(e.tag << 12, e.span);
-            let arr = match kind {
-                0 => &mut self.fetch,
-                1 => &mut self.load,
-                _ => &mut self.store,
-            };
-            arr[i] = Entry {
-                tag: e.tag | g,
-                off: e.off,
-            };
+            self.put(e.kind as usize, e.tag | g, e.off, e.span);
         }
     }
 
@@ -319,18 +308,26 @@ impl Tlb {
     /// Cache the translation of `va`'s page to the RAM page at `page_off`, from a leaf of
     /// `span` (log2 of its 4 KiB pages).
     pub(super) fn fill(&mut self, kind: Access, va: u64, page_off: u64, span: u8) {
-        let (arr, ctx) = match kind {
-            Access::Fetch => (&mut self.fetch, self.fetch_ctx),
-            Access::Load => (&mut self.load, self.data_ctx),
-            Access::Store => (&mut self.store, self.data_ctx),
+        let ctx = match kind {
+            Access::Fetch => self.fetch_ctx,
+            Access::Load | Access::Store => self.data_ctx,
         };
-        let slot = (va >> 12) as usize % TLB_SIZE;
-        self.span[kind as usize][slot] = span;
-        self.superpages.add(va, span);
-        arr[slot] = Entry {
-            tag: (va >> 12) | ctx,
-            off: page_off,
+        self.put(kind as usize, (va >> 12) | ctx, page_off, span);
+    }
+
+    /// Puts the entry `tag` (virtual page number and context) → `off` into array `kind`
+    /// ([`Access`] as an index), cached from a leaf of `span`.
+    #[inline]
+    fn put(&mut self, kind: usize, tag: u64, off: u64, span: u8) {
+        let i = slot(tag);
+        self.span[kind][i] = span;
+        self.superpages.add(tag << 12, span);
+        let arr = match kind {
+            0 => &mut self.fetch,
+            1 => &mut self.load,
+            _ => &mut self.store,
         };
+        arr[i] = Entry { tag, off };
     }
 }
 
