@@ -283,6 +283,10 @@ const NOT_COMPARED: &[(&str, &str)] = &[
         "a two-vCPU `vmm run` guest kernel using its APLIC and IMSIC (`--aia aplic-imsic`, tests/run.rs)",
     ),
     (
+        "sbi_aia_input",
+        "a `vmm run` guest kernel waiting in WFI for console input through its APLIC and IMSIC only (tests/run.rs)",
+    ),
+    (
         "sbi_pmu",
         "a `vmm run` guest kernel (the SBI PMU extension of the VMM's pmu-virt, tests/sbi_pmu.rs)",
     ),

@@ -710,6 +710,75 @@ fn sbi_aia_without_aia_fails() {
     let _ = r;
 }
 
+/// `sbi_aia_input` with `vcpus` vCPUs on `pcpus` hart instances and `clock` time.
+fn aia_input_config(vcpus: u64, pcpus: Option<u64>, clock: vcpu::ClockMode) -> RunConfig {
+    let mut c = config(guest("sbi_aia_input"));
+    c.vcpus = vcpus;
+    c.pcpus = pcpus;
+    c.clock = clock;
+    c.aia = vmm::run::aia::AiaMode::AplicImsic;
+    c.timeout = Some(std::time::Duration::from_secs(60));
+    c
+}
+
+/// With AIA, console input ends a wait in WFI that nothing else can end (`sbi_aia_input`:
+/// no timer, vCPU 1 never started): while input may still come (the queue is open, as
+/// stdin is until its end), the VMM waits for it instead of ending the run, and the byte's
+/// interrupt wakes the guest; with one vCPU, with a thread per vCPU, and with both vCPUs
+/// on one hart instance (`--pcpus 1`, where no vCPU runs to move the input into the UART),
+/// on virtual and host time. With no input to come the run ends as waiting forever.
+#[test]
+fn aia_console_input_wakes_a_guest_waiting_for_nothing_else() {
+    use vcpu::ClockMode::{Host, Virtual};
+    use vmm::run::GuestVm;
+    for (vcpus, pcpus, clock) in [
+        (1, None, Virtual),
+        (1, None, Host),
+        (2, None, Virtual),
+        (2, Some(1), Virtual),
+        (2, Some(1), Host),
+    ] {
+        let tag = format!("{vcpus} vCPUs on {pcpus:?} hart instances, {clock:?} time");
+        let c = aia_input_config(vcpus, pcpus, clock);
+        let (r, out) = run(&c, b"");
+        assert!(
+            matches!(r, Err(vmm::Error::WaitForever { hart: 0, .. })),
+            "{tag}: {r:?}\n{out}"
+        );
+        assert!(
+            out.ends_with("sbi_aia_input: waiting for input\n"),
+            "{tag}: {out}"
+        );
+
+        let out = SharedBuf::default();
+        let vm = GuestVm::new(&c, Box::new(out.clone())).unwrap();
+        let input = vm.input().clone();
+        input.set_open(true);
+        let runner = std::thread::spawn(move || {
+            let mut vm = vm;
+            vm.run()
+        });
+        for _ in 0..3000 {
+            if out.text().contains("waiting for input") || runner.is_finished() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        // Time to reach its WFI and idle there (the input wakes it either way).
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        input.push(b"hi\n");
+        input.set_open(false);
+        let exit = runner.join().unwrap();
+        let text = out.text();
+        assert!(
+            matches!(exit, Ok(RunExit::Reset(_))),
+            "{tag}: {exit:?}\n{text}"
+        );
+        assert!(text.contains("sbi_aia_input: got \"hi\""), "{tag}: {text}");
+        assert!(text.ends_with("sbi_aia_input: PASS\n"), "{tag}: {text}");
+    }
+}
+
 /// Snapshots keep the AIA devices (snapshot format 12): `sbi_aia` stopped at points
 /// along its run (its APLIC programmed, MSIs between the vCPUs in flight), snapshotted and
 /// restored, prints exactly what an uninterrupted run prints.

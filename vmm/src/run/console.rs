@@ -58,6 +58,9 @@ pub enum ConsoleInput {
 #[derive(Debug, Clone, Default)]
 pub struct InputQueue {
     bytes: Arc<Mutex<VecDeque<u8>>>,
+    /// Whether more input may still be pushed (stdin not at its end; see
+    /// [`InputQueue::set_open`]).
+    open: Arc<AtomicBool>,
     /// Set when the user asked to end the run (Ctrl-A x on a terminal).
     quit: Arc<AtomicBool>,
     /// How the control socket ended the run, when it did (set before `quit`).
@@ -99,6 +102,20 @@ impl InputQueue {
     /// Whether no input is waiting.
     pub fn is_empty(&self) -> bool {
         self.lock().is_empty()
+    }
+
+    /// Says whether more input may still be pushed: `vmm run` with stdin holds the queue
+    /// open until stdin ends; a library user that pushes input while the VM runs opens it
+    /// (a queue is closed when made). While it is open, a guest with AIA waiting in WFI for
+    /// its UART's received-data interrupt, with nothing else to wake it, waits for input
+    /// instead of ending the run as waiting forever.
+    pub fn set_open(&self, open: bool) {
+        self.open.store(open, Ordering::Release);
+    }
+
+    /// Whether input is waiting or may still come ([`InputQueue::set_open`]).
+    pub fn may_have_more(&self) -> bool {
+        self.open.load(Ordering::Acquire) || !self.is_empty()
     }
 
     /// Whether the run must end: the user asked (Ctrl-A x) or the VM moved elsewhere.
@@ -315,6 +332,7 @@ impl MutEventSubscriber for StdinSubscriber {
     fn init(&mut self, ops: &mut EventOps) {
         if let Err(e) = ops.add(Events::new_raw(libc::STDIN_FILENO, EventSet::IN)) {
             log::warn!("console: cannot watch stdin: {e}");
+            self.queue.set_open(false);
         }
         if let Err(e) = ops.add(Events::new(&self.exit, EventSet::IN)) {
             log::warn!("console: cannot watch the exit event: {e}");
@@ -338,6 +356,7 @@ impl MutEventSubscriber for StdinSubscriber {
                 return;
             }
             // End of input (or an error): stop watching stdin.
+            self.queue.set_open(false);
             let _ = ops.remove(Events::new_raw(
                 libc::STDIN_FILENO,
                 events.event_set() | EventSet::IN,
@@ -370,6 +389,7 @@ impl StdinReader {
                 thread: None,
             });
         }
+        queue.set_open(true);
         if !epoll_accepts_stdin() {
             // A regular file or /dev/null cannot be polled: read it to its end directly.
             let thread = std::thread::Builder::new()
@@ -378,6 +398,7 @@ impl StdinReader {
                     let mut data = Vec::new();
                     let _ = std::io::stdin().lock().read_to_end(&mut data);
                     queue.push(&data);
+                    queue.set_open(false);
                 })
                 .map_err(|e| console_err("cannot start the stdin thread", e))?;
             drop(thread); // detached: it ends at the end of the file

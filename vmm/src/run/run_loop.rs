@@ -218,7 +218,7 @@ impl GuestVm {
     }
 
     /// Moves pending console input into the UART's receive FIFO, as much as fits.
-    fn feed_uart(&mut self) {
+    pub(super) fn feed_uart(&mut self) {
         if self.input.is_empty() {
             return;
         }
@@ -234,11 +234,14 @@ impl GuestVm {
 
     /// After a WFI: waits until the hart can wake (in virtual time, or sleeping on the host
     /// with `--clock host`); `false` when nothing can ever wake it (with several vCPUs: when
-    /// every started hart idles without a timer).
+    /// every started hart idles without a timer). Console input that can still come is
+    /// something that can wake it ([`ConsoleWake`]).
     pub(super) fn idle(&mut self) -> bool {
         match self.smp.clone() {
             None if self.hart.host_clock().is_some() => self.sleep_until_wakeup(),
-            None => self.hart.skip_to_timer(),
+            // Without a timer, only console input can end the wait: it is waited for on
+            // the host (virtual time has nothing to skip to).
+            None => self.hart.skip_to_timer() || self.sleep_until_wakeup(),
             Some(smp) if self.sched.is_some() => {
                 // Off the hart until something wakes it (`reschedule`), unless something
                 // already has.
@@ -259,11 +262,12 @@ impl GuestVm {
                 let input = &self.input;
                 // With AIA the UART interrupts: console input wakes a vCPU, which moves it
                 // into the UART (`feed_uart`), whose interrupt goes to its target vCPU.
-                let aia = self.aia.is_some();
+                let wake = self.console_wake();
                 let end = smp.idle(
                     self.hart_id,
                     &self.hart,
-                    &|| input.quit_requested() || (aia && !input.is_empty()),
+                    &|| input.quit_requested() || wake.ready(),
+                    &|| wake.may_come(),
                     &|| self.pause_requested(),
                 );
                 match end {
@@ -278,23 +282,34 @@ impl GuestVm {
         }
     }
 
-    /// The only vCPU, with host time, after a WFI: sleeps on the host until its timer
-    /// deadline or a wake-up: an interrupt posted to it (the control socket's `inject`), an
-    /// exception queued for it, the user's quit or the run's `--timeout` (then the run loop
+    /// What console input can do for this VM's idle vCPUs ([`ConsoleWake`]).
+    pub(super) fn console_wake(&self) -> ConsoleWake {
+        ConsoleWake {
+            input: self.input.clone(),
+            uart: self.aia.as_ref().map(|_| self.uart.clone()),
+        }
+    }
+
+    /// The only vCPU after a WFI, with host time (or on virtual time with no timer to skip
+    /// to): sleeps on the host until its timer deadline or a wake-up: an interrupt posted
+    /// to it (the control socket's `inject`), an exception queued for it, console input for
+    /// its UART's interrupt, the user's quit or the run's `--timeout` (then the run loop
     /// ends the run), a pause (parks here, still waiting). `false` when nothing can ever
-    /// wake it (no interrupt pending, no timer armed), as with virtual time.
+    /// wake it: no interrupt pending, no timer armed, and no console input that could
+    /// interrupt it still to come ([`ConsoleWake::may_come`]).
     fn sleep_until_wakeup(&mut self) -> bool {
         let end = self.run_deadline;
+        let wake = self.console_wake();
         loop {
             let now = self.hart.mtime_now();
-            // With AIA, console input is a wake-up: the UART interrupts once it is fed.
-            if self.hart.wakeup_pending() || (self.aia.is_some() && !self.input.is_empty()) {
+            if self.hart.wakeup_pending() || wake.ready() {
                 return true;
             }
-            let Some(deadline) = self.hart.timer_deadline_mtime() else {
+            let deadline = self.hart.timer_deadline_mtime();
+            if deadline.is_none() && !wake.may_come() {
                 return false;
-            };
-            if deadline <= now
+            }
+            if deadline.is_some_and(|d| d <= now)
                 || self.input.quit_requested()
                 || self.injections.as_ref().is_some_and(|i| i.any_queued())
                 || end.is_some_and(|e| Instant::now() >= e)
@@ -306,8 +321,50 @@ impl GuestVm {
                 self.pause_point();
                 continue;
             }
-            let left = vcpu_api::HostClock::duration_of(deadline - now);
+            let left = deadline.map_or(super::smp::HOST_IDLE_POLL, |d| {
+                vcpu_api::HostClock::duration_of(d - now)
+            });
             std::thread::sleep(left.min(super::smp::HOST_IDLE_POLL));
         }
+    }
+}
+
+/// With AIA, console input reaches the guest as the UART's received-data interrupt
+/// (APLIC source 10, an MSI to its target vCPU): input waiting is a reason for an idle
+/// vCPU, or a hart instance whose vCPUs all idle (`--pcpus`), to go and move it into the
+/// UART, and input that may still come is something a guest waiting for nothing else can
+/// wait for (as `vmm machine` does). Its checks may run under the SMP state's lock: they
+/// only try the UART's lock (whose holder is busy, not idle), never wait for it.
+#[derive(Clone)]
+pub(super) struct ConsoleWake {
+    input: super::console::InputQueue,
+    /// The UART, with AIA (without, its input interrupts nobody).
+    uart: Option<std::sync::Arc<std::sync::Mutex<crate::devices::uart::Uart>>>,
+}
+
+impl ConsoleWake {
+    /// Input is waiting and the UART has room for some of it.
+    pub(super) fn ready(&self) -> bool {
+        let Some(uart) = &self.uart else {
+            return false;
+        };
+        !self.input.is_empty() && uart.try_lock().is_ok_and(|u| u.input_room() > 0)
+    }
+
+    /// Input may still come ([`super::console::InputQueue::may_have_more`]) and would
+    /// interrupt the guest (the UART's received-data interrupt enabled). A UART busy in
+    /// another thread counts as may: that thread's vCPU is not idle.
+    pub(super) fn may_come(&self) -> bool {
+        let Some(uart) = &self.uart else {
+            return false;
+        };
+        self.input.may_have_more()
+            && match uart.try_lock() {
+                Ok(u) => u.receive_interrupt_enabled(),
+                Err(std::sync::TryLockError::Poisoned(e)) => {
+                    e.into_inner().receive_interrupt_enabled()
+                }
+                Err(std::sync::TryLockError::WouldBlock) => true,
+            }
     }
 }

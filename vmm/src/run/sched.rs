@@ -129,11 +129,28 @@ impl GuestVm {
                 order.push(self.hart_id);
                 let input = self.input.clone();
                 let pause = self.pause.clone();
+                let wake = self.console_wake();
                 // A pause of the control socket: the run loop parks at its top, then comes
-                // back here.
-                let stop =
-                    || input.quit_requested() || pause.as_ref().is_some_and(|p| p.ctl.requested());
-                match smp.wait_pick(&order, &stop) {
+                // back here. Console input for the UART (with AIA) is moved into it from
+                // here, since no vCPU runs to do it: its interrupt then wakes its target.
+                let stop = || {
+                    input.quit_requested()
+                        || pause.as_ref().is_some_and(|p| p.ctl.requested())
+                        || wake.ready()
+                };
+                let picked = loop {
+                    let picked = smp.wait_pick(&order, &stop, &|| wake.may_come());
+                    let to_feed = matches!(picked, Ok(None))
+                        && !smp.ended()
+                        && !input.quit_requested()
+                        && !pause.as_ref().is_some_and(|p| p.ctl.requested())
+                        && wake.ready();
+                    if !to_feed {
+                        break picked;
+                    }
+                    self.feed_uart();
+                };
+                match picked {
                     Ok(Some(pick)) => {
                         self.switch_to(pick, false)?;
                         if let Some(s) = self.sched.as_mut() {

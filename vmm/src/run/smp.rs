@@ -397,7 +397,8 @@ impl Smp {
 
     /// A started hart executed WFI with nothing pending: wait until something can wake it
     /// (an interrupt posted to it, its timer deadline on the global clock, the end of the VM).
-    /// `Err(())` when every started hart idles and none has a timer.
+    /// `Err(())` when every started hart idles and none has a timer, unless `input_may_come`
+    /// (console input that would interrupt a vCPU may still arrive: then it waits on).
     /// `quit` is polled too: a user's quit request must not wait for the guest to wake.
     /// `Ok(IdleEnd::Paused)` when `pause` says the control socket pauses the VM: the hart
     /// is still waiting (a snapshot records it so) and calls this again after the pause.
@@ -406,6 +407,7 @@ impl Smp {
         id: u64,
         hart: &Hart,
         quit: &dyn Fn() -> bool,
+        input_may_come: &dyn Fn() -> bool,
         pause: &dyn Fn() -> bool,
     ) -> Result<IdleEnd, ()> {
         let i = id as usize;
@@ -442,6 +444,8 @@ impl Smp {
                         }
                         // Another hart's deadline has passed: it is waking up.
                     }
+                    // Console input may still come and interrupt a vCPU.
+                    _ if input_may_come() => {}
                     _ => break Err(()),
                 }
             }
@@ -515,11 +519,13 @@ impl Smp {
     /// takes it as [`Smp::pick`] does. When every started vCPU of the VM waits in WFI, moves
     /// global time to the earliest deadline among them (as [`Smp::idle`]). `Ok(None)` when the
     /// VM ends or `quit` says so first (the user's quit, or a pause of the control socket);
-    /// `Err(())` when every started vCPU waits with no timer.
+    /// `Err(())` when every started vCPU waits with no timer and `input_may_come` says no
+    /// console input can still end a wait.
     pub(crate) fn wait_pick(
         &self,
         order: &[u64],
         quit: &dyn Fn() -> bool,
+        input_may_come: &dyn Fn() -> bool,
     ) -> Result<Option<Pick>, ()> {
         let mut st = self.lock();
         loop {
@@ -540,6 +546,7 @@ impl Smp {
                             continue;
                         }
                     }
+                    _ if input_may_come() => {}
                     _ => return Err(()),
                 }
             }
