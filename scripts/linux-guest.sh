@@ -82,8 +82,8 @@
 # hands unknown `name=value` parameters to init as environment variables; quote a command
 # with spaces: vmmcmd="cat /proc/cpuinfo"), prints `VMM-GUEST-EXIT <status>` and powers off
 # (`poweroff -f`, i.e. SBI SRST). Without vmmcmd it starts an interactive shell on the
-# console and powers off when the shell exits. Before powering off it waits until the
-# polled UART has sent everything (/bin/drain-console). Example:
+# console and powers off when the shell exits. Before powering off it waits until a
+# polled UART (`--aia none`) has sent everything (/bin/drain-console). Example:
 #
 #   eval "$(scripts/linux-guest.sh --quiet)"
 #   target/release/vmm run --kernel "$KERNEL" --initrd "$INITRD" --memory 256 \
@@ -532,14 +532,20 @@ poweroff -f
 EOF
 }
 
-# Without an interrupt line the 8250 driver sends its transmit buffer from a timer, and
-# neither poweroff -f nor a hangup of the tty waits for it. drain-console sets the console's
-# terminal attributes to what they are: busybox stty uses tcsetattr(TCSADRAIN), which waits
-# until the output has been sent. Where /proc/tty/driver/serial exists (Linux 6.x, not 7.x)
-# it then also waits until the UARTs' transmit counts stop moving (at most 30 s).
+# Without an interrupt line (`vmm run --aia none`) the 8250 driver sends its transmit buffer
+# from a timer, and neither poweroff -f nor a hangup of the tty waits for it. drain-console
+# sets the console's terminal attributes to what they are: busybox stty uses
+# tcsetattr(TCSADRAIN), which waits until the output has been sent. Where
+# /proc/tty/driver/serial exists (Linux 6.x, not 7.x) it then also waits until the UARTs'
+# transmit counts stop moving (at most 30 s). With an interrupt line (`--aia aplic-imsic`,
+# vmm run's default: ttyS0's irq is not 0) the driver sends as the UART asks, and nothing
+# needs draining: it returns at once (tests/tests/linux.rs, linux_aia_boot, checks that no
+# output is lost).
 write_drain() {
     cat >"$1" <<'EOF'
 #!/bin/sh
+irq=$(cat /sys/class/tty/ttyS0/irq 2>/dev/null)
+[ "${irq:-0}" = 0 ] || exit 0
 stty -F /dev/console "$(stty -F /dev/console -g)" 2>/dev/null
 prev=
 i=0
