@@ -18,6 +18,7 @@
 use std::time::Duration;
 
 use pmu_virt::LcofiDelivery;
+use vmm::run::aia::AiaMode;
 use vmm::run::{RunConfig, RunStats};
 use vmm_tests::linux_kit::{self, assert_workload_passed, linux_guest, section};
 
@@ -42,9 +43,14 @@ const PERF_MEMORY_MIB: u64 = 384;
 const PERIOD: u64 = 100_000;
 
 /// Boots the perf guest with `vmmcmd` (with or without the PMU snapshot shared memory, its
-/// LCOFIs delivered as `lcofi` says); returns the console output (`\r\n` as `\n`) and the
+/// LCOFIs delivered as `lcofi` says, with the AIA devices or without as `aia` says); returns the console output (`\r\n` as `\n`) and the
 /// run's statistics after asserting a clean power-off with workload status 0.
-fn boot(vmmcmd: &str, pmu_snapshot: bool, lcofi: LcofiDelivery) -> (String, RunStats) {
+fn boot(
+    vmmcmd: &str,
+    pmu_snapshot: bool,
+    lcofi: LcofiDelivery,
+    aia: AiaMode,
+) -> (String, RunStats) {
     let guest = linux_guest();
     let mut config = RunConfig::new(&guest.kernel);
     config.initrd = Some(guest.initrd_perf.clone());
@@ -54,6 +60,7 @@ fn boot(vmmcmd: &str, pmu_snapshot: bool, lcofi: LcofiDelivery) -> (String, RunS
     config.timeout = Some(PERF_TIMEOUT);
     config.pmu_snapshot = pmu_snapshot;
     config.lcofi_delivery = lcofi;
+    config.aia = aia;
     let (exit, stats, text) = linux_kit::boot(&config);
     eprintln!(
         "perf boot (snapshot {pmu_snapshot}): {exit:?}, {} instructions in {:.1} s ({:.0} MIPS)",
@@ -125,7 +132,7 @@ fn perf_stat_counts_and_perf_record_samples() {
         "echo '=== end'".to_string(),
     ]
     .join("; ");
-    let (out, stats) = boot(&cmd, true, LcofiDelivery::Direct);
+    let (out, stats) = boot(&cmd, true, LcofiDelivery::Direct, AiaMode::None);
     assert_eq!(stats.exits.get("interrupt LCOFI to guest (hvip)"), 0);
 
     let sizes = section(&out, "sizes");
@@ -199,7 +206,8 @@ fn perf_stat_counts_and_perf_record_samples() {
 /// Without the snapshot shared memory the driver reads `scountovf` and restarts each
 /// overflowed counter with its new initial value: one sample per period. This run delivers
 /// the LCOFIs selectively (`--lcofi-delivery selective`: each exits to the VMM, which passes
-/// it on through `hvip`); the other test's run delivers them directly.
+/// it on through `hvip`); the other test's run delivers them directly. This run has the AIA
+/// devices (`--aia aplic-imsic`, `vmm run`'s default), the other none.
 #[test]
 fn perf_record_samples_every_period_without_snapshot() {
     let cmd = [
@@ -216,7 +224,9 @@ fn perf_record_samples_every_period_without_snapshot() {
         "echo '=== end'".to_string(),
     ]
     .join("; ");
-    let (out, stats) = boot(&cmd, false, LcofiDelivery::Selective);
+    let (out, stats) = boot(&cmd, false, LcofiDelivery::Selective, AiaMode::AplicImsic);
+    // The run had the AIA devices of `vmm run`'s default (the console through the APLIC).
+    assert!(stats.exits.get("mmio aplic") > 0, "{}", stats.exits.table());
 
     let instructions = stat_count(section(&out, "stat"), "instructions");
     let rec = section(&out, "record");
