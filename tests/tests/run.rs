@@ -779,6 +779,69 @@ fn aia_console_input_wakes_a_guest_waiting_for_nothing_else() {
     }
 }
 
+/// Snapshots keep the TLB's translations (snapshot format 13): `sbi_tlb_stale` changes a
+/// PTE without SFENCE.VMA and goes on using the translation its hart cached (the old page,
+/// and no A or D bit set), as the privileged spec allows; a snapshot taken between the
+/// change and the next access, restored, must do the same (a hart that walked again would
+/// read the new page and set A and D). Both `--jit` settings.
+#[test]
+fn snapshot_keeps_a_translation_cached_before_a_pte_change() {
+    use vmm::run::snapshot::{restore_and_run, RestoreConfig};
+    use vmm::run::GuestVm;
+    for jit in [true, false] {
+        let tlb_config = || {
+            let mut c = config(guest("sbi_tlb_stale"));
+            c.jit = jit;
+            c
+        };
+        let (r, want) = run(&tlb_config(), b"");
+        let (_, stats) = r.unwrap_or_else(|e| panic!("vmm: {e}\n{want}"));
+        assert!(want.ends_with("sbi_tlb_stale: PASS\n"), "{want}");
+        assert!(
+            want.contains("first access read 0x1d, PTE A|D 0xc0\n")
+                && want.contains("second access read 0x1d, PTE A|D 0x0\n")
+                && want.contains("after SFENCE.VMA read 0x2e3, PTE A|D 0x40\n"),
+            "the hart no longer uses a stale translation: this test then proves nothing\n{want}"
+        );
+        let total = stats.instructions;
+        let mut in_window = 0;
+        for k in 1..8u64 {
+            let at = total * k / 8;
+            let path = test_support::temp_path("vmm-tlb-snap", &format!("{jit}-{k}"));
+            let out = vmm_tests::SharedBuf::default();
+            let mut c = tlb_config();
+            c.max_insns = Some(at);
+            let mut vm = GuestVm::new(&c, Box::new(out.clone())).unwrap();
+            let exit = vm.run().unwrap();
+            assert!(matches!(exit, RunExit::BudgetExhausted { .. }), "{exit:?}");
+            let before = out.text();
+            vm.write_snapshot(&path).unwrap();
+            let rest = vmm_tests::SharedBuf::default();
+            let options = RestoreConfig {
+                max_insns: Some(BUDGET),
+                ..RestoreConfig::default()
+            };
+            let (exit, _) =
+                restore_and_run(&path, &options, Box::new(rest.clone()), ConsoleInput::None)
+                    .unwrap_or_else(|e| panic!("restore at {at}: {e}\n{before}"));
+            let _ = std::fs::remove_file(&path);
+            assert_eq!(exit.exit_code(), 0, "{before}{}", rest.text());
+            assert_eq!(
+                format!("{before}{}", rest.text()),
+                want,
+                "jit {jit}, restored at {at}"
+            );
+            if before.contains("without a fence") && !before.contains("second access") {
+                in_window += 1;
+            }
+        }
+        assert!(
+            in_window >= 4,
+            "only {in_window} snapshots between the change and the access"
+        );
+    }
+}
+
 /// Snapshots keep the AIA devices (snapshot format 12): `sbi_aia` stopped at points
 /// along its run (its APLIC programmed, MSIs between the vCPUs in flight), snapshotted and
 /// restored, prints exactly what an uninterrupted run prints.
