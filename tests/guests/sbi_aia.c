@@ -16,27 +16,13 @@
    check holds. */
 #include "csr.h"
 #include "vs/sbi.h"
+#include "aia.h"
 
 #define CAUSE_INTR (1UL << 63)
 #define IRQ_S_EXT 9
 #define SIE_SEIE (1UL << IRQ_S_EXT)
 #define SSTATUS_SIE (1UL << 1)
 
-#define APLIC 0x0d000000UL
-#define APLIC_DOMAINCFG 0x0000
-#define APLIC_SOURCECFG(i) (0x0004 + 4 * ((i)-1))
-#define APLIC_SETIENUM 0x1edc
-#define APLIC_IN_CLRIP 0x1d00
-#define APLIC_GENMSI 0x3000
-#define APLIC_TARGET(i) (0x3004 + 4 * ((i)-1))
-#define IMSIC 0x28000000UL
-#define UART 0x10000000UL
-#define UART_SOURCE 10
-
-#define EIDELIVERY 0x70
-#define EITHRESHOLD 0x72
-#define EIP0 0x80
-#define EIE0 0xc0
 
 void secondary_entry(void);
 void secondary_main(u64 hartid);

@@ -9,28 +9,18 @@
    (stdin still open), it waits for it, and the byte's interrupt wakes the hart. */
 #include "csr.h"
 #include "vs/sbi.h"
+#include "aia.h"
 
 #define CAUSE_INTR (1UL << 63)
 #define IRQ_S_EXT 9
 #define SIE_SEIE (1UL << IRQ_S_EXT)
 #define SSTATUS_SIE (1UL << 1)
 
-#define APLIC 0x0d000000UL
-#define APLIC_DOMAINCFG 0x0000
-#define APLIC_SOURCECFG(i) (0x0004 + 4 * ((i)-1))
-#define APLIC_SETIENUM 0x1edc
-#define APLIC_TARGET(i) (0x3004 + 4 * ((i)-1))
-#define UART 0x10000000UL
 #define UART_RBR 0
 #define UART_IER 1
 #define UART_LSR 5
-#define UART_SOURCE 10
 #define IER_ERBFI 1
 #define LSR_DR 1
-
-#define EIDELIVERY 0x70
-#define EITHRESHOLD 0x72
-#define EIE0 0xc0
 
 static volatile u64 interrupts, done;
 static volatile char line[64];

@@ -8,6 +8,7 @@
    it, checks that an RFENCE whose mask selects the calling hart fences it too, and shuts
    down through SRST (status 0 when every check passed). */
 #include "vs/sbi.h"
+#include "sv39.h"
 
 #define SIP_SSIP (1UL << 1)
 #define SIE_STIE (1UL << 5)
@@ -96,13 +97,6 @@ static void timer_check(void)
    chapter 8: every hart in the mask; Linux leaves its own flush to the SBI when its mask
    also holds other harts): a translation used before a PTE change made without SFENCE.VMA
    must be gone after the call. */
-#define PTE_V 0x01UL
-#define PTE_R 0x02UL
-#define PTE_W 0x04UL
-#define PTE_X 0x08UL
-#define PTE_A 0x40UL
-#define PTE_D 0x80UL
-#define SATP_SV39 (8UL << 60)
 #define RFENCE_VA 0x40000000UL /* VPN[2] = 1, VPN[1] = VPN[0] = 0 */
 
 static u64 pt_root[512] __attribute__((aligned(4096)));
@@ -110,11 +104,6 @@ static u64 pt_l1[512] __attribute__((aligned(4096)));
 static u64 pt_l0[512] __attribute__((aligned(4096)));
 static volatile u64 page_a[512] __attribute__((aligned(4096)));
 static volatile u64 page_b[512] __attribute__((aligned(4096)));
-
-static u64 pte(const volatile void *p, u64 flags)
-{
-	return (((u64)p >> 12) << 10) | flags;
-}
 
 static void rfence_self_check(void)
 {

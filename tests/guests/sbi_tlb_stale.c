@@ -13,14 +13,8 @@
    page and set A and D. Prints what it saw, then SFENCE.VMA and the new page. */
 #include "csr.h"
 #include "vs/sbi.h"
+#include "sv39.h"
 
-#define PTE_V 0x01UL
-#define PTE_R 0x02UL
-#define PTE_W 0x04UL
-#define PTE_X 0x08UL
-#define PTE_A 0x40UL
-#define PTE_D 0x80UL
-#define SATP_SV39 (8UL << 60)
 /* VPN[2] = 1, VPN[1] = 0, VPN[0] = 0x80: a TLB slot (VPN mod 256) that none of the
    kernel's own pages (code, data, stack: VPN mod 256 below 0x40) takes. */
 #define STALE_IDX 0x80
@@ -31,11 +25,6 @@ static u64 pt_l1[512] __attribute__((aligned(4096)));
 static volatile u64 pt_l0[512] __attribute__((aligned(4096)));
 static volatile u64 page_old[512] __attribute__((aligned(4096)));
 static volatile u64 page_new[512] __attribute__((aligned(4096)));
-
-static u64 pte(const volatile void *p, u64 flags)
-{
-	return (((u64)p >> 12) << 10) | flags;
-}
 
 /* About 40 instructions per round, none touching STALE_VA. */
 static u64 churn(u64 rounds)

@@ -779,6 +779,40 @@ fn aia_console_input_wakes_a_guest_waiting_for_nothing_else() {
     }
 }
 
+/// Runs `config` to `at` instructions; when the budget stopped it there, snapshots it,
+/// restores the snapshot (checked by `check`) and runs it to its end. Returns what the
+/// first part printed, and what the restored run printed (`None` when the run ended
+/// before `at`).
+fn cut_snapshot_restore(
+    mut config: RunConfig,
+    at: u64,
+    tag: &str,
+    check: impl FnOnce(&vmm::snapshot::Snapshot),
+) -> (String, Option<String>) {
+    use vmm::run::snapshot::{restore_and_run, RestoreConfig};
+    let path = test_support::temp_path("vmm-run-snap", &format!("{tag}-{at}"));
+    let out = SharedBuf::default();
+    config.max_insns = Some(at);
+    let mut vm = vmm::run::GuestVm::new(&config, Box::new(out.clone())).unwrap();
+    let exit = vm.run().unwrap();
+    let before = out.text();
+    if !matches!(exit, RunExit::BudgetExhausted { .. }) {
+        return (before, None);
+    }
+    vm.write_snapshot(&path).unwrap();
+    check(&vmm::snapshot::read(&path).unwrap());
+    let rest = SharedBuf::default();
+    let options = RestoreConfig {
+        max_insns: Some(BUDGET),
+        ..RestoreConfig::default()
+    };
+    let r = restore_and_run(&path, &options, Box::new(rest.clone()), ConsoleInput::None);
+    let _ = std::fs::remove_file(&path);
+    let (exit, _) = r.unwrap_or_else(|e| panic!("{tag}: restore at {at}: {e}\n{before}"));
+    assert_eq!(exit.exit_code(), 0, "{tag}: {before}{}", rest.text());
+    (before, Some(rest.text()))
+}
+
 /// Snapshots keep the TLB's translations (snapshot format 13): `sbi_tlb_stale` changes a
 /// PTE without SFENCE.VMA and goes on using the translation its hart cached (the old page,
 /// and no A or D bit set), as the privileged spec allows; a snapshot taken between the
@@ -786,8 +820,6 @@ fn aia_console_input_wakes_a_guest_waiting_for_nothing_else() {
 /// read the new page and set A and D). Both `--jit` settings.
 #[test]
 fn snapshot_keeps_a_translation_cached_before_a_pte_change() {
-    use vmm::run::snapshot::{restore_and_run, RestoreConfig};
-    use vmm::run::GuestVm;
     for jit in [true, false] {
         let tlb_config = || {
             let mut c = config(guest("sbi_tlb_stale"));
@@ -807,27 +839,11 @@ fn snapshot_keeps_a_translation_cached_before_a_pte_change() {
         let mut in_window = 0;
         for k in 1..8u64 {
             let at = total * k / 8;
-            let path = test_support::temp_path("vmm-tlb-snap", &format!("{jit}-{k}"));
-            let out = vmm_tests::SharedBuf::default();
-            let mut c = tlb_config();
-            c.max_insns = Some(at);
-            let mut vm = GuestVm::new(&c, Box::new(out.clone())).unwrap();
-            let exit = vm.run().unwrap();
-            assert!(matches!(exit, RunExit::BudgetExhausted { .. }), "{exit:?}");
-            let before = out.text();
-            vm.write_snapshot(&path).unwrap();
-            let rest = vmm_tests::SharedBuf::default();
-            let options = RestoreConfig {
-                max_insns: Some(BUDGET),
-                ..RestoreConfig::default()
-            };
-            let (exit, _) =
-                restore_and_run(&path, &options, Box::new(rest.clone()), ConsoleInput::None)
-                    .unwrap_or_else(|e| panic!("restore at {at}: {e}\n{before}"));
-            let _ = std::fs::remove_file(&path);
-            assert_eq!(exit.exit_code(), 0, "{before}{}", rest.text());
+            let (before, rest) =
+                cut_snapshot_restore(tlb_config(), at, &format!("tlb-{jit}"), |_| {});
+            let rest = rest.unwrap_or_else(|| panic!("the run ended before {at}"));
             assert_eq!(
-                format!("{before}{}", rest.text()),
+                format!("{before}{rest}"),
                 want,
                 "jit {jit}, restored at {at}"
             );
@@ -847,8 +863,6 @@ fn snapshot_keeps_a_translation_cached_before_a_pte_change() {
 /// restored, prints exactly what an uninterrupted run prints.
 #[test]
 fn sbi_aia_snapshot_at_any_point_restores_the_same_run() {
-    use vmm::run::snapshot::{restore_and_run, RestoreConfig};
-    use vmm::run::GuestVm;
     let aia_config = || {
         let mut c = config(guest("sbi_aia"));
         c.vcpus = 2;
@@ -862,32 +876,15 @@ fn sbi_aia_snapshot_at_any_point_restores_the_same_run() {
     let mut restored = 0;
     for k in 1..12u64 {
         let at = total * k / 64;
-        let path = test_support::temp_path("vmm-aia-snap", &format!("{k}"));
-        let out = vmm_tests::SharedBuf::default();
-        let mut c = aia_config();
-        c.max_insns = Some(at);
-        let mut vm = GuestVm::new(&c, Box::new(out.clone())).unwrap();
-        let exit = vm.run().unwrap();
-        let before = out.text();
-        if !matches!(exit, RunExit::BudgetExhausted { .. }) {
+        let (before, rest) = cut_snapshot_restore(aia_config(), at, "aia", |snap| {
+            assert!(snap.state.aia.is_some(), "the AIA devices are saved");
+        });
+        let Some(rest) = rest else {
             // This vCPU's share of the run was below `at`: the run ended first.
             assert_eq!(before, want);
             continue;
-        }
-        vm.write_snapshot(&path).unwrap();
-        let snap = vmm::snapshot::read(&path).unwrap();
-        assert!(snap.state.aia.is_some(), "the AIA devices are saved");
-        let rest = vmm_tests::SharedBuf::default();
-        let options = RestoreConfig {
-            max_insns: Some(BUDGET),
-            ..RestoreConfig::default()
         };
-        let (exit, _) =
-            restore_and_run(&path, &options, Box::new(rest.clone()), ConsoleInput::None)
-                .unwrap_or_else(|e| panic!("restore at {at}: {e}\n{before}"));
-        assert_eq!(exit.exit_code(), 0, "{before}{}", rest.text());
-        assert_eq!(format!("{before}{}", rest.text()), want, "restored at {at}");
-        let _ = std::fs::remove_file(&path);
+        assert_eq!(format!("{before}{rest}"), want, "restored at {at}");
         restored += 1;
     }
     assert!(restored >= 4, "only {restored} snapshots taken mid-run");
