@@ -21,4 +21,28 @@
 #define EIP0 0x80
 #define EIE0 0xc0
 
+/* Writes the register `sel` of the interrupt file (siselect, sireg; needs csr.h). */
+static inline void file_write(u64 sel, u64 v)
+{
+	__asm__ volatile("csrw %0, %1" ::"i"(CSR_SISELECT), "r"(sel));
+	__asm__ volatile("csrw %0, %1" ::"i"(CSR_SIREG), "r"(v));
+}
+
+/* Reads the register `sel` of the interrupt file. */
+static inline u64 file_read(u64 sel)
+{
+	u64 v;
+	__asm__ volatile("csrw %0, %1" ::"i"(CSR_SISELECT), "r"(sel));
+	__asm__ volatile("csrr %0, %1" : "=r"(v) : "i"(CSR_SIREG));
+	return v;
+}
+
+/* Reads and claims the top interrupt identity in one instruction (stopei); 0: none. */
+static inline u64 claim(void)
+{
+	u64 top;
+	__asm__ volatile("csrrw %0, %1, zero" : "=r"(top) : "i"(CSR_STOPEI));
+	return top >> 16;
+}
+
 #endif

@@ -61,20 +61,6 @@ static u64 hart_id(void)
 	return id;
 }
 
-static void file_write(u64 sel, u64 v)
-{
-	__asm__ volatile("csrw %0, %1" ::"i"(CSR_SISELECT), "r"(sel));
-	__asm__ volatile("csrw %0, %1" ::"i"(CSR_SIREG), "r"(v));
-}
-
-static u64 file_read(u64 sel)
-{
-	u64 v;
-	__asm__ volatile("csrw %0, %1" ::"i"(CSR_SISELECT), "r"(sel));
-	__asm__ volatile("csrr %0, %1" : "=r"(v) : "i"(CSR_SIREG));
-	return v;
-}
-
 __attribute__((interrupt("supervisor"), aligned(4))) static void on_trap(void)
 {
 	u64 cause;
@@ -86,10 +72,7 @@ __attribute__((interrupt("supervisor"), aligned(4))) static void on_trap(void)
 	}
 	u64 h = hart_id();
 	for (;;) {
-		/* Read and claim the top identity in one instruction. */
-		u64 top;
-		__asm__ volatile("csrrw %0, %1, zero" : "=r"(top) : "i"(CSR_STOPEI));
-		u64 id = top >> 16;
+		u64 id = claim();
 		if (id == 0)
 			break;
 		if (id == 5) {

@@ -31,12 +31,6 @@ static void mmio_w32(u64 addr, u32 v)
 	*(volatile u32 *)addr = v;
 }
 
-static void file_write(u64 sel, u64 v)
-{
-	__asm__ volatile("csrw %0, %1" ::"i"(CSR_SISELECT), "r"(sel));
-	__asm__ volatile("csrw %0, %1" ::"i"(CSR_SIREG), "r"(v));
-}
-
 __attribute__((interrupt("supervisor"), aligned(4))) static void on_trap(void)
 {
 	u64 cause;
@@ -46,9 +40,7 @@ __attribute__((interrupt("supervisor"), aligned(4))) static void on_trap(void)
 		sbi_shutdown(1);
 	}
 	for (;;) {
-		u64 top;
-		__asm__ volatile("csrrw %0, %1, zero" : "=r"(top) : "i"(CSR_STOPEI));
-		u64 id = top >> 16;
+		u64 id = claim();
 		if (id == 0)
 			break;
 		if (id != 5) {
