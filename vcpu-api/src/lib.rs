@@ -10,6 +10,7 @@
 //! - [`ctr`]: Control Transfer Records configuration, entries, transfer types, cycle counts.
 //! - [`pmu`]: the event catalog and the draft extensions' CSR numbers.
 //! - [`zicsr`]: decoding and emulating a trapped CSR instruction.
+//! - [`DebugPoint`]: a debugger's breakpoints and watchpoints on the hart.
 //! - [`insn`]: which memory a (not yet executed) instruction accesses, for watchpoints.
 //! - [`SharedClock`], [`HartMailbox`]: cross-thread plumbing of a multi-vCPU machine.
 //! - [`ClockMode`], [`HostClock`]: virtual time or the host's monotonic clock.
@@ -20,6 +21,7 @@
 
 mod clock;
 pub mod csr;
+mod debug;
 pub mod ctr;
 mod exit;
 pub mod fake;
@@ -31,6 +33,7 @@ mod vcpu;
 pub mod zicsr;
 
 pub use clock::{ClockMode, HostClock};
+pub use debug::{DebugHit, DebugPoint, DebugPointError, HitAccess, WatchKind};
 pub use exit::{GuestTrap, MmioAccess, StopHandle, VcpuExit};
 pub use smp::{HartMailbox, SharedClock, MAILBOX_MSI_IDS};
 pub use vcpu::{

@@ -172,6 +172,11 @@ impl Hart {
                 if let Some(exit) = self.guest_exit.take() {
                     return (self.vclock - start, Some(VcpuExit::GuestTrap(exit)));
                 }
+                // A debugger's execute point: stopped before the instruction, unclocked.
+                if let Some(hit) = self.trig.bank.hit.take() {
+                    self.vclock -= 1;
+                    return (self.vclock - start, Some(VcpuExit::DebugPoint(hit)));
+                }
                 if CTR != (self.ctr_mask != 0) {
                     break;
                 }
@@ -213,6 +218,14 @@ impl Hart {
                     }
                 }
                 Err(Ctl::Exception(e)) => {
+                    if e.cause == crate::trigger::debugger::STOP_CAUSE {
+                        // A debugger's watchpoint, before the access: the instruction has
+                        // had no effect and is not clocked.
+                        if let Some(hit) = self.trig.bank.hit.take() {
+                            self.vclock -= 1;
+                            return (self.vclock - start, Some(VcpuExit::DebugPoint(hit)));
+                        }
+                    }
                     self.take_exception(self.with_tinst(e, &insn));
                     if let Some(mut exit) = self.guest_exit.take() {
                         exit.insn = insn.bits();
@@ -350,7 +363,10 @@ impl Hart {
         // trigger's breakpoint outranks the fetch's own faults (`trigger/check.rs`).
         if self.trig.armed {
             if let Err(e) = self.trigger_fetch() {
-                self.take_exception(e);
+                // A debugger's point is reported by the loop (`trig.bank.hit`), not taken.
+                if e.cause != crate::trigger::debugger::STOP_CAUSE {
+                    self.take_exception(e);
+                }
                 return None;
             }
         }
