@@ -11,7 +11,6 @@
 //! - [`pmu`]: the event catalog and the draft extensions' CSR numbers.
 //! - [`zicsr`]: decoding and emulating a trapped CSR instruction.
 //! - [`DebugPoint`]: a debugger's breakpoints and watchpoints on the hart.
-//! - [`insn`]: which memory a (not yet executed) instruction accesses, for watchpoints.
 //! - [`SharedClock`], [`HartMailbox`]: cross-thread plumbing of a multi-vCPU machine.
 //! - [`ClockMode`], [`HostClock`]: virtual time or the host's monotonic clock.
 //! - [`fake`]: a fake vCPU for unit tests.
@@ -21,11 +20,10 @@
 
 mod clock;
 pub mod csr;
-mod debug;
 pub mod ctr;
+mod debug;
 mod exit;
 pub mod fake;
-pub mod insn;
 pub mod pmu;
 mod smp;
 pub mod trap;

@@ -445,6 +445,9 @@ impl Hart {
                     line.push_str(" (waits for an interrupt)");
                 }
             }
+            Err(Ctl::Exception(e)) if e.cause == crate::trigger::debugger::STOP_CAUSE => {
+                line.push_str(" -> stopped before it at a debugger point");
+            }
             Err(Ctl::Exception(e)) => {
                 let _ = write!(line, " -> exception {} tval {:#x}", e.cause, e.tval);
             }

@@ -17,8 +17,8 @@ use std::sync::Arc;
 
 use vcpu_api::ctr::{CtrConfig, CtrEntry};
 use vcpu_api::{
-    CsrError, DebugAccess, DebugPoint, DebugPointError, DebugTranslateError, GuestTraps, HartMailbox, StateError, StopHandle,
-    Vcpu, VcpuExit, VcpuState,
+    CsrError, DebugAccess, DebugPoint, DebugPointError, DebugTranslateError, GuestTraps,
+    HartMailbox, StateError, StopHandle, Vcpu, VcpuExit, VcpuState,
 };
 
 use crate::hart::{Hart, HartError, PrivilegeMode};

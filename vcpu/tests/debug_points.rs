@@ -141,7 +141,11 @@ fn watchpoints_match_any_byte_of_misaligned_and_page_crossing_accesses() {
     for (i, (point, kind, addr, pc)) in expect.into_iter().enumerate() {
         let minstret = vm.hart.host_csr(c::MINSTRET).unwrap();
         let hit = hit_of(vm.hart.run(1_000_000));
-        assert_eq!((hit.point, hit.access, hit.addr), (point, kind, addr), "{i}");
+        assert_eq!(
+            (hit.point, hit.access, hit.addr),
+            (point, kind, addr),
+            "{i}"
+        );
         assert_eq!(vm.hart.pc(), pc, "{i}");
         if i == 1 {
             // Stopped before the store: memory as it was.
@@ -262,7 +266,10 @@ fn a_hosted_guest_stops_in_vs_mode() {
     })
     .unwrap();
     let hit = hit_of(h.run(1000));
-    assert_eq!((hit.access, hit.addr, h.pc()), (HitAccess::Store, DATA, GUEST + 4));
+    assert_eq!(
+        (hit.access, hit.addr, h.pc()),
+        (HitAccess::Store, DATA, GUEST + 4)
+    );
     assert_eq!(mem.read_obj::<u64>(GuestAddress(DATA)).unwrap(), 0);
     h.skip_debug_points_once();
     let hit = hit_of(h.run(1000));

@@ -167,7 +167,10 @@ mod tests {
         b.add(w).unwrap();
         // A misaligned 8-byte store at 0x1fff: its bytes 4 and 5 are watched.
         let hit = b.matching(STORE, 0x1fff, 8, 0x1008).unwrap();
-        assert_eq!((hit.point, hit.addr, hit.access), (w, 0x2003, HitAccess::Store));
+        assert_eq!(
+            (hit.point, hit.addr, hit.access),
+            (w, 0x2003, HitAccess::Store)
+        );
         assert!(b.matching(LOAD, 0x1fff, 8, 0x1008).is_none());
         assert_eq!(
             b.matching(LOAD | STORE, 0x2004, 4, 0).map(|h| h.access),

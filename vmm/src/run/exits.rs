@@ -127,7 +127,9 @@ impl GuestVm {
             }
             VcpuExit::BudgetExhausted => "budget exhausted".to_string(),
             VcpuExit::StopRequested => "stop requested".to_string(),
-            VcpuExit::DebugPoint(hit) => format!("debugger point {:?} at {:#x}", hit.point, hit.addr),
+            VcpuExit::DebugPoint(hit) => {
+                format!("debugger point {:?} at {:#x}", hit.point, hit.addr)
+            }
         }
     }
 
