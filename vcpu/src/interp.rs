@@ -168,7 +168,9 @@ impl Hart {
             }
             self.vclock += 1;
             // A fetch fault has already been taken (in the cold path) when this is None.
-            let Some(idx) = self.fetch() else {
+            // Armed triggers: the execute check comes before the fetch (it outranks the
+            // fetch's own faults, `trigger/check.rs`). The one flag test on this path.
+            if self.trig.armed && !self.fetch_triggers() {
                 if let Some(exit) = self.guest_exit.take() {
                     return (self.vclock - start, Some(VcpuExit::GuestTrap(exit)));
                 }
@@ -176,6 +178,15 @@ impl Hart {
                 if let Some(hit) = self.trig.bank.hit.take() {
                     self.vclock -= 1;
                     return (self.vclock - start, Some(VcpuExit::DebugPoint(hit)));
+                }
+                if CTR != (self.ctr_mask != 0) {
+                    break;
+                }
+                continue;
+            }
+            let Some(idx) = self.fetch() else {
+                if let Some(exit) = self.guest_exit.take() {
+                    return (self.vclock - start, Some(VcpuExit::GuestTrap(exit)));
                 }
                 if CTR != (self.ctr_mask != 0) {
                     break;
@@ -359,22 +370,27 @@ impl Hart {
     /// A fault is taken here (`None`).
     #[cold]
     fn fetch_slow(&mut self) -> Option<u32> {
-        // Triggers armed: every fetch comes here (the TLB holds nothing), and an execute
-        // trigger's breakpoint outranks the fetch's own faults (`trigger/check.rs`).
-        if self.trig.armed {
-            if let Err(e) = self.trigger_fetch() {
-                // A debugger's point is reported by the loop (`trig.bank.hit`), not taken.
-                if e.cause != crate::trigger::debugger::STOP_CAUSE {
-                    self.take_exception(e);
-                }
-                return None;
-            }
-        }
         match self.fetch_bits_slow() {
             Ok(bits) => Some(bits),
             Err(e) => {
                 self.take_exception(e);
                 None
+            }
+        }
+    }
+
+    /// Triggers armed, before the fetch of the instruction at the pc: `false` when an
+    /// execute trigger matched, its breakpoint taken, or a debugger point's stop recorded
+    /// (`trig.bank.hit`, reported by the loop; never taken).
+    #[cold]
+    fn fetch_triggers(&mut self) -> bool {
+        match self.trigger_fetch() {
+            Ok(()) => true,
+            Err(e) => {
+                if e.cause != crate::trigger::debugger::STOP_CAUSE {
+                    self.take_exception(e);
+                }
+                false
             }
         }
     }

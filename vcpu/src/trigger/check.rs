@@ -85,8 +85,12 @@ impl Hart {
 
     /// Before fetching the instruction at `pc` (triggers armed): its execute address
     /// breakpoint, if a trigger matches.
-    #[cold]
+    #[inline]
     pub(crate) fn trigger_fetch(&mut self) -> Result<(), Exception> {
+        // The usual case under a debugger: no guest trigger, no execute point here.
+        if !self.trig.guest_armed && !self.trig.bank.may_execute(self.pc) {
+            return Ok(());
+        }
         match self.trigger_fire(EXECUTE, self.pc, 1) {
             Some(e) => Err(e),
             None => Ok(()),

@@ -33,6 +33,8 @@ pub(crate) const STOP_CAUSE: u64 = u64::MAX;
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Bank {
     points: Vec<DebugPoint>,
+    /// The execute points' addresses (what every fetch compares, kept apart to be quick).
+    exec: Vec<u64>,
     /// The pc whose instruction the next run executes whatever point matches it
     /// (`Vcpu::skip_debug_points_once`).
     pub(crate) skip: Option<u64>,
@@ -55,13 +57,31 @@ impl Bank {
             return Err(DebugPointError::Full { max: MAX });
         }
         self.points.push(p);
+        self.refresh();
         Ok(())
+    }
+
+    fn refresh(&mut self) {
+        self.exec.clear();
+        for p in &self.points {
+            if let DebugPoint::Execute(a) = p {
+                self.exec.push(*a);
+            }
+        }
+    }
+
+    /// Whether an execute point may match the instruction at `pc` (the quick test before
+    /// [`Self::matching`]).
+    #[inline]
+    pub(crate) fn may_execute(&self, pc: u64) -> bool {
+        self.exec.contains(&pc)
     }
 
     pub(crate) fn remove(&mut self, p: DebugPoint) -> bool {
         match self.points.iter().position(|x| *x == p) {
             Some(i) => {
                 self.points.remove(i);
+                self.refresh();
                 true
             }
             None => false,
@@ -70,6 +90,7 @@ impl Bank {
 
     pub(crate) fn clear(&mut self) {
         self.points.clear();
+        self.exec.clear();
         self.hit = None;
     }
 
