@@ -1,9 +1,10 @@
 //! Where the hart's triggers fire: the checks on instruction fetches, loads and stores, and
 //! the breakpoint exception they raise (action 0); the debugger's points (`debugger.rs`)
 //! are checked here first. Only called while some trigger is
-//! [`armed`](super::Triggers::armed): the hart then keeps no TLB entries and runs no
-//! translated code, so that every fetch, load and store reaches a slow path that calls
-//! these (`mmu/mod.rs`, `interp.rs`, `execute/atomic.rs`, `execute/hypervisor.rs`).
+//! [`armed`](super::Triggers::armed): the hart then runs no translated code, checks the
+//! execute triggers before each fetch (`interp.rs`), and keeps no load or store TLB
+//! entries, so that every load and store reaches a slow path that calls these
+//! (`mmu/mod.rs`, `execute/atomic.rs`, `execute/hypervisor.rs`).
 //!
 //! Timing: every trigger fires *before* its instruction (`hit` = 1): an execute trigger
 //! before the fetch (the instruction address breakpoint has the highest priority of an

@@ -180,7 +180,8 @@ pub struct Triggers {
     /// The debugger's points (not saved: `debugger.rs`).
     pub(crate) bank: debugger::Bank,
     /// Some guest trigger is armed or the debugger has a point: the hart then checks
-    /// every fetch, load and store (and neither fills its TLB nor runs translated code).
+    /// every fetch, load and store (it fills no load or store TLB entries and runs no
+    /// translated code).
     /// `false` keeps every fast path free of trigger checks.
     pub(crate) armed: bool,
 }
