@@ -806,3 +806,85 @@ fn run_steps_from_vs_into_vu_mode() {
     assert_eq!(gdb_value(&out, 2), gdb_value(&out, 4), "{out}");
     assert_eq!(status, Some(0), "{stdout}\n{stderr}");
 }
+
+/// The lines of `out` that are a bare number (what `monitor insns` prints on `vmm machine`).
+fn numbers(out: &str) -> Vec<u64> {
+    out.lines().filter_map(|l| l.trim().parse().ok()).collect()
+}
+
+/// Where `vmm machine --jit off --max-insns N` (no debugger) stops: its pc.
+fn pc_after(elf: &Path, insns: u64) -> String {
+    let max = insns.to_string();
+    let (_, _, stderr) = Vmm::start(elf, &["--jit", "off", "--max-insns", &max]).finish();
+    let tail = stderr
+        .split("exhausted at pc=")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no budget end: {stderr}"));
+    tail.split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// A `continue` to a read watchpoint millions of instructions away (its third hit, about
+/// 11 million in) and then to a breakpoint about 160 million in, both on the hart's
+/// debugger triggers: each stop is where the guest is after exactly as many instructions
+/// without a debugger and without block translation (the pc `--max-insns` stops at), and
+/// the guest then ends as it does without one.
+#[test]
+fn continue_to_distant_points_arrives_where_the_guest_is_without_a_debugger() {
+    let elf = guest("bench");
+    // The last byte of the CRC buffer: written once, read at the end of each CRC pass.
+    let watched = symbol(&elf, "crc_buf") + 65535;
+    let sock = socket("distant");
+    let mut vmm = Vmm::start(
+        &elf,
+        &[
+            "--gdb",
+            &format!("unix:{}", sock.display()),
+            "--gdb-wait",
+            "--max-insns",
+            "2000000000",
+        ],
+    );
+    wait_socket(&mut vmm, &sock);
+    let out = run_gdb(
+        &elf,
+        &sock.display().to_string(),
+        &[
+            &format!("rwatch *(unsigned char *){watched:#x}"),
+            "ignore 1 2",
+            "continue",
+            "p/x $pc",
+            "monitor insns",
+            "delete",
+            "break rt_print_hex",
+            "continue",
+            "p/x $pc",
+            "monitor insns",
+            "delete",
+            "continue",
+        ],
+    );
+    let (status, stdout, stderr) = vmm.finish();
+    assert!(out.contains("atchpoint 1: *(unsigned char *)"), "{out}");
+    assert!(out.contains("Breakpoint 2, "), "{out}");
+    assert!(out.contains("exited normally"), "{out}");
+    let insns = numbers(&out);
+    assert_eq!(insns.len(), 2, "{out}");
+    assert!(
+        insns[0] > 5_000_000 && insns[1] > insns[0],
+        "{insns:?}\n{out}"
+    );
+    assert_eq!(pc_after(&elf, insns[0]), gdb_value(&out, 1), "{out}");
+    assert_eq!(pc_after(&elf, insns[1]), gdb_value(&out, 2), "{out}");
+    assert_eq!(
+        gdb_value(&out, 2),
+        format!("{:#x}", symbol(&elf, "rt_print_hex")),
+        "{out}"
+    );
+    let (plain_status, plain_out) = plain_run(&elf);
+    assert_eq!(status, Some(0), "{stderr}");
+    assert_eq!(plain_status, Some(0));
+    assert_eq!(stdout, plain_out, "{stderr}");
+}

@@ -44,6 +44,10 @@ pub enum VcpuExit {
     /// Sscofpmf) when the VMM keeps it (`hideleg` bit 13 = 0, "selective delivery"): the VMM
     /// clears `sip.LCOFI` and may pass it on through `hvien`/`hvip` (AIA).
     HostInterrupt(u64),
+    /// A debugger point ([`crate::Vcpu::add_debug_point`]) matched: the hart stopped before
+    /// the instruction at its pc, which has had no effect (no trap, no access, not
+    /// retired). [`crate::Vcpu::skip_debug_points_once`] lets the next run execute it.
+    DebugPoint(crate::DebugHit),
 }
 
 /// A guest trap reported to the VMM (hosted mode), with what HS-mode would have been told

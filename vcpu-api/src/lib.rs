@@ -10,7 +10,7 @@
 //! - [`ctr`]: Control Transfer Records configuration, entries, transfer types, cycle counts.
 //! - [`pmu`]: the event catalog and the draft extensions' CSR numbers.
 //! - [`zicsr`]: decoding and emulating a trapped CSR instruction.
-//! - [`insn`]: which memory a (not yet executed) instruction accesses, for watchpoints.
+//! - [`DebugPoint`]: a debugger's breakpoints and watchpoints on the hart.
 //! - [`SharedClock`], [`HartMailbox`]: cross-thread plumbing of a multi-vCPU machine.
 //! - [`ClockMode`], [`HostClock`]: virtual time or the host's monotonic clock.
 //! - [`fake`]: a fake vCPU for unit tests.
@@ -21,9 +21,9 @@
 mod clock;
 pub mod csr;
 pub mod ctr;
+mod debug;
 mod exit;
 pub mod fake;
-pub mod insn;
 pub mod pmu;
 mod smp;
 pub mod trap;
@@ -31,6 +31,7 @@ mod vcpu;
 pub mod zicsr;
 
 pub use clock::{ClockMode, HostClock};
+pub use debug::{DebugHit, DebugPoint, DebugPointError, HitAccess, WatchKind};
 pub use exit::{GuestTrap, MmioAccess, StopHandle, VcpuExit};
 pub use smp::{HartMailbox, SharedClock, MAILBOX_MSI_IDS};
 pub use vcpu::{

@@ -254,6 +254,22 @@ pub trait Vcpu {
     /// W-without-R encoding, reserved bits, superpage alignment, canonical addresses) is
     /// checked as the hardware walk checks it. `Err` names the fault the access would raise.
     fn debug_translate(&self, vaddr: u64, kind: DebugAccess) -> Result<u64, DebugTranslateError>;
+
+    /// Adds a debugger point (`crate::debug`): from the next [`Vcpu::run`] on, the hart
+    /// stops before an instruction it matches ([`VcpuExit::DebugPoint`]).
+    /// The guest cannot see the points; they are no part of the saved state.
+    fn add_debug_point(&mut self, _point: crate::DebugPoint) -> Result<(), crate::DebugPointError> {
+        Err(crate::DebugPointError::Unsupported)
+    }
+    /// Removes one debugger point equal to `point`; whether there was one.
+    fn remove_debug_point(&mut self, _point: crate::DebugPoint) -> bool {
+        false
+    }
+    /// Removes every debugger point.
+    fn clear_debug_points(&mut self) {}
+    /// The next [`Vcpu::run`] executes the instruction at the current pc even if a debugger
+    /// point matches it (once: a debugger resuming from a stop, or stepping).
+    fn skip_debug_points_once(&mut self) {}
 }
 
 /// Saving and restoring a vCPU's whole architectural state: registers, CSRs, counters and

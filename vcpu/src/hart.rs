@@ -560,7 +560,39 @@ impl Hart {
             self.complete_mmio_read(0);
         }
         self.mailbox.set_running(true);
-        let exit = if self.trace && log::log_enabled!(log::Level::Trace) {
+        let exit = match self.trig.bank.skip {
+            Some(pc) if pc == self.pc && budget != 0 => self.run_stepping_over(budget),
+            Some(_) => {
+                // The pc has moved since (a register write, a completed device load).
+                self.trig.bank.skip = None;
+                self.run_budget(budget)
+            }
+            None => self.run_budget(budget),
+        };
+        self.mailbox.set_running(false);
+        exit
+    }
+
+    /// [`Hart::run`] after `Vcpu::skip_debug_points_once` at the pc: the first instruction
+    /// runs alone, the debugger's points ignored at its pc, then the rest of the budget.
+    #[cold]
+    fn run_stepping_over(&mut self, budget: u64) -> VcpuExit {
+        let (pc, executed) = (self.pc, self.executed());
+        let exit = self.run_budget(1);
+        // Over once an instruction has executed or trapped (a stop request or an interrupt
+        // taken first leave it for the next run).
+        if self.executed() != executed || self.pc != pc {
+            self.trig.bank.skip = None;
+        }
+        if budget == 1 || !matches!(exit, VcpuExit::BudgetExhausted) {
+            return exit;
+        }
+        self.run_budget(budget - 1)
+    }
+
+    /// [`Hart::run`]'s loop, traced or not.
+    fn run_budget(&mut self, budget: u64) -> VcpuExit {
+        if self.trace && log::log_enabled!(log::Level::Trace) {
             // Interpreted and printed inside the instruction range only: up to its start and
             // after its end the hart runs at full speed (a budget boundary changes nothing
             // the guest sees).
@@ -575,9 +607,7 @@ impl Hart {
             }
         } else {
             self.run_loop::<false>(budget)
-        };
-        self.mailbox.set_running(false);
-        exit
+        }
     }
 
     /// The mailbox other threads post interrupts and fence requests to (see [`HartMailbox`]).

@@ -168,6 +168,22 @@ impl Hart {
             }
             self.vclock += 1;
             // A fetch fault has already been taken (in the cold path) when this is None.
+            // Armed triggers: the execute check comes before the fetch (it outranks the
+            // fetch's own faults, `trigger/check.rs`). The one flag test on this path.
+            if self.trig.armed && !self.fetch_triggers() {
+                if let Some(exit) = self.guest_exit.take() {
+                    return (self.vclock - start, Some(VcpuExit::GuestTrap(exit)));
+                }
+                // A debugger's execute point: stopped before the instruction, unclocked.
+                if let Some(hit) = self.trig.bank.hit.take() {
+                    self.vclock -= 1;
+                    return (self.vclock - start, Some(VcpuExit::DebugPoint(hit)));
+                }
+                if CTR != (self.ctr_mask != 0) {
+                    break;
+                }
+                continue;
+            }
             let Some(idx) = self.fetch() else {
                 if let Some(exit) = self.guest_exit.take() {
                     return (self.vclock - start, Some(VcpuExit::GuestTrap(exit)));
@@ -213,6 +229,14 @@ impl Hart {
                     }
                 }
                 Err(Ctl::Exception(e)) => {
+                    if e.cause == crate::trigger::debugger::STOP_CAUSE {
+                        // A debugger's watchpoint, before the access: the instruction has
+                        // had no effect and is not clocked.
+                        if let Some(hit) = self.trig.bank.hit.take() {
+                            self.vclock -= 1;
+                            return (self.vclock - start, Some(VcpuExit::DebugPoint(hit)));
+                        }
+                    }
                     self.take_exception(self.with_tinst(e, &insn));
                     if let Some(mut exit) = self.guest_exit.take() {
                         exit.insn = insn.bits();
@@ -346,19 +370,27 @@ impl Hart {
     /// A fault is taken here (`None`).
     #[cold]
     fn fetch_slow(&mut self) -> Option<u32> {
-        // Triggers armed: every fetch comes here (the TLB holds nothing), and an execute
-        // trigger's breakpoint outranks the fetch's own faults (`trigger/check.rs`).
-        if self.trig.armed {
-            if let Err(e) = self.trigger_fetch() {
-                self.take_exception(e);
-                return None;
-            }
-        }
         match self.fetch_bits_slow() {
             Ok(bits) => Some(bits),
             Err(e) => {
                 self.take_exception(e);
                 None
+            }
+        }
+    }
+
+    /// Triggers armed, before the fetch of the instruction at the pc: `false` when an
+    /// execute trigger matched, its breakpoint taken, or a debugger point's stop recorded
+    /// (`trig.bank.hit`, reported by the loop; never taken).
+    #[cold]
+    fn fetch_triggers(&mut self) -> bool {
+        match self.trigger_fetch() {
+            Ok(()) => true,
+            Err(e) => {
+                if e.cause != crate::trigger::debugger::STOP_CAUSE {
+                    self.take_exception(e);
+                }
+                false
             }
         }
     }
@@ -428,6 +460,9 @@ impl Hart {
                 if matches!(result, Err(Ctl::Wfi)) {
                     line.push_str(" (waits for an interrupt)");
                 }
+            }
+            Err(Ctl::Exception(e)) if e.cause == crate::trigger::debugger::STOP_CAUSE => {
+                line.push_str(" -> stopped before it at a debugger point");
             }
             Err(Ctl::Exception(e)) => {
                 let _ = write!(line, " -> exception {} tval {:#x}", e.cause, e.tval);

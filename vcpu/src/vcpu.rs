@@ -17,8 +17,8 @@ use std::sync::Arc;
 
 use vcpu_api::ctr::{CtrConfig, CtrEntry};
 use vcpu_api::{
-    CsrError, DebugAccess, DebugTranslateError, GuestTraps, HartMailbox, StateError, StopHandle,
-    Vcpu, VcpuExit, VcpuState,
+    CsrError, DebugAccess, DebugPoint, DebugPointError, DebugTranslateError, GuestTraps,
+    HartMailbox, StateError, StopHandle, Vcpu, VcpuExit, VcpuState,
 };
 
 use crate::hart::{Hart, HartError, PrivilegeMode};
@@ -76,6 +76,18 @@ impl Hart {
         Ok(h)
     }
 
+    /// The debugger's points changed (`trigger/debugger.rs`): while any is set the TLB
+    /// holds nothing, so that every fetch, load and store reaches the checks (as for armed
+    /// guest triggers). Only the TLB itself is emptied: the performance monitor's TLB
+    /// models, which the guest observes, are left as they are.
+    fn debug_points_changed(&mut self) {
+        let was = self.trig.armed;
+        self.trig.refresh();
+        if self.trig.armed && !was {
+            self.tlb.flush();
+        }
+    }
+
     /// Whether the hart runs in hosted mode.
     pub fn is_hosted(&self) -> bool {
         self.hosted
@@ -90,6 +102,23 @@ impl Hart {
 impl Vcpu for Hart {
     fn debug_translate(&self, vaddr: u64, kind: DebugAccess) -> Result<u64, DebugTranslateError> {
         self.debug_translate_va(vaddr, kind)
+    }
+    fn add_debug_point(&mut self, point: DebugPoint) -> Result<(), DebugPointError> {
+        self.trig.bank.add(point)?;
+        self.debug_points_changed();
+        Ok(())
+    }
+    fn remove_debug_point(&mut self, point: DebugPoint) -> bool {
+        let removed = self.trig.bank.remove(point);
+        self.debug_points_changed();
+        removed
+    }
+    fn clear_debug_points(&mut self) {
+        self.trig.bank.clear();
+        self.debug_points_changed();
+    }
+    fn skip_debug_points_once(&mut self) {
+        self.trig.bank.skip = Some(self.pc);
     }
     fn run(&mut self, budget: u64) -> VcpuExit {
         Hart::run(self, budget)

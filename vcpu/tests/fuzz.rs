@@ -96,6 +96,7 @@ fn run_seed(seed: u64, hosted: bool) {
             }
             VcpuExit::BudgetExhausted => {}
             VcpuExit::StopRequested => panic!("nobody asked to stop"),
+            VcpuExit::DebugPoint(h) => panic!("no debugger point is set: {h:?}"),
             VcpuExit::GuestTrap(t) => {
                 assert!(hosted, "only a hosted hart reports guest traps");
                 // Like a VMM: emulate (skip) ECALLs, redirect everything else.

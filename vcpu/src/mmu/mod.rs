@@ -534,10 +534,11 @@ impl Hart {
             // The TLB (and the translated code entered through its fetch entries) keeps a
             // page only when the PMP allows the whole of it in this mode: every access the
             // entry then serves would pass the check. PMP CSR writes flush the TLB.
-            // While debug triggers are armed it keeps nothing, so that every fetch, load
-            // and store takes a slow path that checks them (`trigger/check.rs`; arming
-            // flushes the TLB).
-            if whole_page && !self.trig.armed {
+            // While debug triggers are armed it keeps no load or store entries, so that
+            // every load and store takes a slow path that checks them (`trigger/check.rs`;
+            // arming flushes the TLB); fetches are checked before the fetch by the
+            // interpreter loop, which runs no translated code then (`interp.rs`).
+            if whole_page && (kind == Access::Fetch || !self.trig.armed) {
                 self.tlb.fill(kind, va, page_off, span);
             }
         }

@@ -1,8 +1,10 @@
 //! Where the hart's triggers fire: the checks on instruction fetches, loads and stores, and
-//! the breakpoint exception they raise (action 0). Only called while some trigger is
-//! [`armed`](super::Triggers::armed): the hart then keeps no TLB entries and runs no
-//! translated code, so that every fetch, load and store reaches a slow path that calls
-//! these (`mmu/mod.rs`, `interp.rs`, `execute/atomic.rs`, `execute/hypervisor.rs`).
+//! the breakpoint exception they raise (action 0); the debugger's points (`debugger.rs`)
+//! are checked here first. Only called while some trigger is
+//! [`armed`](super::Triggers::armed): the hart then runs no translated code, checks the
+//! execute triggers before each fetch (`interp.rs`), and keeps no load or store TLB
+//! entries, so that every load and store reaches a slow path that calls these
+//! (`mmu/mod.rs`, `execute/atomic.rs`, `execute/hypervisor.rs`).
 //!
 //! Timing: every trigger fires *before* its instruction (`hit` = 1): an execute trigger
 //! before the fetch (the instruction address breakpoint has the highest priority of an
@@ -22,6 +24,7 @@
 //! `medeleg[3]` = 1, `hedeleg[3]` = 1 and `vsstatus.SIE` = 0: a handler that runs with its
 //! interrupts off is not re-entered by the breakpoints it would take itself.
 
+use super::debugger::STOP_CAUSE;
 use super::{mode_bit, EXECUTE, LOAD, STORE};
 use crate::csr::{MSTATUS_MIE, MSTATUS_SIE};
 use crate::hart::{Hart, PrivilegeMode};
@@ -50,7 +53,18 @@ impl Hart {
     /// The breakpoint of the triggers matching an access of `kind` (a set of [`EXECUTE`],
     /// [`LOAD`], [`STORE`]: an AMO is both a load and a store) of `len` bytes at `addr`,
     /// with their `hit` bits set; `None` when none matches.
+    /// A debugger point (`debugger.rs`) that matches comes first, in any mode: it stops
+    /// the hart with the internal [`STOP_CAUSE`] exception, which is never taken.
     fn trigger_fire(&mut self, kind: u64, addr: u64, len: u64) -> Option<Exception> {
+        if !self.trig.bank.is_empty() {
+            if let Some(hit) = self.trig.bank.matching(kind, addr, len, self.pc) {
+                self.trig.bank.hit = Some(hit);
+                return Some(Exception::new(STOP_CAUSE, addr));
+            }
+        }
+        if !self.trig.guest_armed {
+            return None;
+        }
         let mode = self.trigger_mode()?;
         let mut hits = 0u32;
         let mut tval = 0;
@@ -72,8 +86,12 @@ impl Hart {
 
     /// Before fetching the instruction at `pc` (triggers armed): its execute address
     /// breakpoint, if a trigger matches.
-    #[cold]
+    #[inline]
     pub(crate) fn trigger_fetch(&mut self) -> Result<(), Exception> {
+        // The usual case under a debugger: no guest trigger, no execute point here.
+        if !self.trig.guest_armed && !self.trig.bank.may_execute(self.pc) {
+            return Ok(());
+        }
         match self.trigger_fire(EXECUTE, self.pc, 1) {
             Some(e) => Err(e),
             None => Ok(()),

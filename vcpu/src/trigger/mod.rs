@@ -29,11 +29,14 @@
 //!   problem of 5.4 ("Native Triggers") is solved with its first option instead (see
 //!   `check.rs`).
 //! - No `icount`, `itrigger`, `etrigger` or `tmexttrigger`.
+//! - Besides these, a bank of debugger-owned triggers the guest cannot reach
+//!   (`debugger.rs`): a host debugger's breakpoints and watchpoints.
 
 use serde::{Deserialize, Serialize};
 
 pub(crate) mod check;
 pub(crate) mod csr;
+pub mod debugger;
 
 use vcpu_api::csr::{
     MCONTROL6_ACTION, MCONTROL6_EXECUTE, MCONTROL6_HIT0, MCONTROL6_HIT1, MCONTROL6_LOAD,
@@ -172,8 +175,13 @@ fn compare(m: u64, t2: u64, x: u64) -> bool {
 #[derive(Clone, Debug, Default)]
 pub struct Triggers {
     state: TriggerState,
-    /// Some trigger is enabled for some access kind in some mode: the hart then checks
-    /// every fetch, load and store (and neither fills its TLB nor runs translated code).
+    /// Some guest trigger is enabled for some access kind in some mode.
+    pub(crate) guest_armed: bool,
+    /// The debugger's points (not saved: `debugger.rs`).
+    pub(crate) bank: debugger::Bank,
+    /// Some guest trigger is armed or the debugger has a point: the hart then checks
+    /// every fetch, load and store (it fills no load or store TLB entries and runs no
+    /// translated code).
     /// `false` keeps every fast path free of trigger checks.
     pub(crate) armed: bool,
 }
@@ -189,12 +197,13 @@ impl Triggers {
         self.refresh();
     }
 
-    fn refresh(&mut self) {
-        self.armed = self
+    pub(crate) fn refresh(&mut self) {
+        self.guest_armed = self
             .state
             .tdata1
             .iter()
             .any(|&t| t & TDATA1_TYPE == TDATA1_TYPE_MCONTROL6 && t & MODES != 0 && t & 7 != 0);
+        self.armed = self.guest_armed || !self.bank.is_empty();
     }
 
     fn selected(&self) -> usize {

@@ -2,20 +2,22 @@
 //! watchpoints, none of them written into guest memory — and guest memory as the selected
 //! hart sees it (its current translation, `Vcpu::debug_translate`).
 //!
-//! **Breakpoints** (`Z0`, `Z1`) stop the hart before the instruction at their address.
-//! **Watchpoints** (`Z2` write, `Z3` read, `Z4` access) stop it before an instruction whose
-//! access overlaps the watched range: the instruction at the pc is fetched and decoded
-//! ([`vcpu_api::insn::memory_access`]: loads, stores, LR/SC, AMOs, their compressed forms,
-//! HLV/HSV), its address computed from its base register, and compared with the watched
-//! virtual addresses. The stop is reported before the access, as a RISC-V trigger with
-//! `timing` = before reports it (Sdtrig); gdb then steps over the instruction and compares
-//! the value itself. Cache-block operations and vector accesses are not watched.
+//! The points themselves are the hart's: every vCPU's hart holds gdb's breakpoints and
+//! watchpoints in its debugger bank of triggers ([`Vcpu::add_debug_point`], the hart's
+//! `trigger/debugger.rs`), which stops it before the instruction at a breakpoint's address
+//! or whose load or store touches a watched range (any byte of the access; LR/SC, AMOs,
+//! HLV/HSV and compressed forms included), and reports the stop. This file keeps gdb's
+//! view of them ([`DebugPoints`]: which breakpoints came from `Z0` and which from `Z1`, the
+//! watchpoints' kinds), gives the harts their points ([`DebugPoints::hart_points`]) and
+//! turns a hart's stop back into gdb's terms ([`DebugPoints::classify`]). The stop is
+//! reported before the access, as a RISC-V trigger with `timing` = before reports it;
+//! gdb then steps over the instruction and compares the value itself. Cache-block
+//! operations are not watched (the hart's triggers do not check them).
 
 use std::collections::BTreeSet;
 
 use gdbstub::target::ext::breakpoints::WatchKind;
-use vcpu_api::insn::{memory_access, MemAccessKind};
-use vcpu_api::{DebugAccess, Vcpu};
+use vcpu_api::{DebugAccess, DebugHit, DebugPoint, Vcpu};
 use vm_memory::{Bytes, GuestAddress, GuestMemoryMmap};
 
 use crate::backend::Hart;
@@ -86,8 +88,7 @@ macro_rules! debug_point_ops {
                 _kind: usize,
             ) -> gdbstub::target::TargetResult<bool, Self> {
                 use $crate::gdb::points::HasDebugPoints;
-                self.with_points(|p| p.set_breakpoint(addr, false, true));
-                Ok(true)
+                Ok(self.with_points(|p| p.set_breakpoint(addr, false, true)))
             }
 
             fn remove_sw_breakpoint(
@@ -107,8 +108,7 @@ macro_rules! debug_point_ops {
                 _kind: usize,
             ) -> gdbstub::target::TargetResult<bool, Self> {
                 use $crate::gdb::points::HasDebugPoints;
-                self.with_points(|p| p.set_breakpoint(addr, true, true));
-                Ok(true)
+                Ok(self.with_points(|p| p.set_breakpoint(addr, true, true)))
             }
 
             fn remove_hw_breakpoint(
@@ -147,8 +147,9 @@ macro_rules! debug_point_ops {
     };
 }
 
-/// The most watchpoints (gdb is refused beyond: it then watches by single-stepping).
-pub const MAX_WATCHPOINTS: usize = 64;
+/// The most breakpoint addresses and watchpoints together: what a hart's debugger bank
+/// holds (gdb is refused beyond; for watchpoints it then watches by single-stepping).
+pub const MAX_POINTS: usize = vcpu::trigger::debugger::MAX;
 
 /// Breakpoints and watchpoints.
 #[derive(Clone, Debug, Default)]
@@ -164,11 +165,18 @@ impl DebugPoints {
         self.sw.is_empty() && self.hw.is_empty() && self.watch.is_empty()
     }
 
-    /// Adds (`on`) or removes a breakpoint at `pc`; whether the set changed.
+    /// How many points a hart holds for these.
+    fn count(&self) -> usize {
+        self.sw.union(&self.hw).count() + self.watch.len()
+    }
+
+    /// Adds (`on`) or removes a breakpoint at `pc`; whether the set changed (`false` when
+    /// adding would exceed [`MAX_POINTS`]).
     pub fn set_breakpoint(&mut self, pc: u64, hw: bool, on: bool) -> bool {
+        let full = self.count() >= MAX_POINTS && !self.sw.contains(&pc) && !self.hw.contains(&pc);
         let set = if hw { &mut self.hw } else { &mut self.sw };
         if on {
-            set.insert(pc)
+            !full && set.insert(pc)
         } else {
             set.remove(&pc)
         }
@@ -181,7 +189,7 @@ impl DebugPoints {
             if w.len == 0 || w.addr.checked_add(w.len).is_none() {
                 return false;
             }
-            if self.watch.len() >= MAX_WATCHPOINTS {
+            if self.count() >= MAX_POINTS {
                 return false;
             }
             self.watch.push(w);
@@ -202,49 +210,50 @@ impl DebugPoints {
         *self = DebugPoints::default();
     }
 
-    /// What stops `hart` before its next instruction, if anything (`mem`: its RAM).
-    pub fn check(&self, hart: &Hart, mem: &GuestMemoryMmap) -> Option<Hit> {
-        let pc = hart.pc();
-        if self.sw.contains(&pc) {
-            return Some(Hit::Sw);
-        }
-        if self.hw.contains(&pc) {
-            return Some(Hit::Hw);
-        }
-        if self.watch.is_empty() {
-            return None;
-        }
-        let insn = fetch(hart, mem, pc)?;
-        let access = memory_access(insn)?;
-        let start = access.address(Hart::xreg(hart, usize::from(access.base)));
-        let end = start.saturating_add(u64::from(access.size));
-        self.watch.iter().find_map(|w| {
-            let wanted = match access.kind {
-                MemAccessKind::Load => w.kind != WatchKind::Write,
-                MemAccessKind::Store => w.kind != WatchKind::Read,
-                MemAccessKind::Amo => true,
-            };
-            let overlaps = start < w.addr.saturating_add(w.len) && w.addr < end;
-            (wanted && overlaps).then_some(Hit::Watch {
-                kind: w.kind,
-                addr: start.max(w.addr),
-            })
-        })
+    /// The hart's points for these (one execute point per breakpoint address, whether
+    /// `Z0`, `Z1` or both set it), in the order [`Self::classify`] expects.
+    pub fn hart_points(&self) -> impl Iterator<Item = DebugPoint> + '_ {
+        let breaks = self.sw.union(&self.hw).map(|&a| DebugPoint::Execute(a));
+        let watches = self.watch.iter().map(|w| DebugPoint::Watch {
+            addr: w.addr,
+            len: w.len,
+            kind: match w.kind {
+                WatchKind::Write => vcpu_api::WatchKind::Store,
+                WatchKind::Read => vcpu_api::WatchKind::Load,
+                WatchKind::ReadWrite => vcpu_api::WatchKind::Access,
+            },
+        });
+        breaks.chain(watches)
     }
-}
 
-/// The instruction at `pc` as `hart` would fetch it (16 or 32 bits), if it is in RAM.
-fn fetch(hart: &Hart, mem: &GuestMemoryMmap, pc: u64) -> Option<u32> {
-    let half = |va: u64| -> Option<u16> {
-        let pa = hart.debug_translate(va, DebugAccess::Fetch).ok()?;
-        mem.read_obj::<u16>(GuestAddress(pa)).ok()
-    };
-    let lo = half(pc)?;
-    if lo & 3 != 3 {
-        return Some(u32::from(lo));
+    /// Gives `hart` exactly these points (every one fits: the set is bounded by
+    /// [`MAX_POINTS`], the bank's size).
+    pub fn load_into(&self, hart: &mut Hart) {
+        Vcpu::clear_debug_points(hart);
+        for p in self.hart_points() {
+            if let Err(e) = Vcpu::add_debug_point(hart, p) {
+                eprintln!("vmm: gdb stub: {e}");
+            }
+        }
     }
-    let hi = half(pc.wrapping_add(2))?;
-    Some(u32::from(lo) | u32::from(hi) << 16)
+
+    /// gdb's name for a hart's stop at `hit`: a software breakpoint where `Z0` set one at
+    /// the address (gdb asked for both: the software one), a hardware one otherwise, or the
+    /// watchpoint's kind and the first watched byte the access touches.
+    pub fn classify(&self, hit: &DebugHit) -> Hit {
+        match hit.point {
+            DebugPoint::Execute(a) if self.sw.contains(&a) => Hit::Sw,
+            DebugPoint::Execute(_) => Hit::Hw,
+            DebugPoint::Watch { kind, .. } => Hit::Watch {
+                kind: match kind {
+                    vcpu_api::WatchKind::Store => WatchKind::Write,
+                    vcpu_api::WatchKind::Load => WatchKind::Read,
+                    vcpu_api::WatchKind::Access => WatchKind::ReadWrite,
+                },
+                addr: hit.addr,
+            },
+        }
+    }
 }
 
 /// Where `len` bytes at `start` are in guest-physical memory for `hart` now: the pieces,
@@ -334,12 +343,17 @@ mod tests {
         };
         assert!(!p.set_watchpoint(w(0x1000, 0), true));
         assert!(!p.set_watchpoint(w(u64::MAX, 2), true));
-        for i in 0..MAX_WATCHPOINTS as u64 {
+        assert!(p.set_breakpoint(0x100, false, true));
+        assert!(p.set_breakpoint(0x100, true, true));
+        for i in 1..MAX_POINTS as u64 {
             assert!(p.set_watchpoint(w(0x1000 + i * 8, 8), true));
         }
         assert!(!p.set_watchpoint(w(0x9000, 8), true));
-        assert!(p.set_watchpoint(w(0x1000, 8), false));
-        assert!(!p.set_watchpoint(w(0x1000, 8), false));
+        assert!(!p.set_breakpoint(0x200, true, true));
+        assert_eq!(p.hart_points().count(), MAX_POINTS);
+        assert!(p.set_watchpoint(w(0x1008, 8), false));
+        assert!(!p.set_watchpoint(w(0x1008, 8), false));
+        assert!(p.set_breakpoint(0x200, true, true));
         p.clear();
         assert!(p.is_empty());
     }

@@ -7,13 +7,15 @@
 //! debugger that goes away, or sends something the protocol does not allow) lets it run on
 //! as without a debugger, and another debugger may attach later.
 //!
-//! Breakpoints are kept here, never written into guest memory. While any is set, or for a
-//! single step, the machine runs one instruction per [`Hart::run`] call (budget 1) and
-//! compares the pc with the breakpoints before each instruction; the hart's translated
-//! blocks are bounded by the budget, so the guest executes exactly what it would with
-//! `--jit off` or without a debugger (same instruction counts, timer and trap points).
-//! Without breakpoints a `continue` runs chunks of [`POLL_INSNS`] instructions and checks
-//! the connection for Ctrl-C between them.
+//! Breakpoints and watchpoints are never written into guest memory: they are the hart's
+//! debugger triggers (`crate::gdb::points`), loaded into it whenever gdb changes them. A
+//! `continue` runs chunks of [`POLL_INSNS`] instructions and checks the connection for
+//! Ctrl-C between them; while points are set the hart interprets and checks every fetch,
+//! load and store, and stops before the instruction a point matches (the guest executes
+//! exactly what it would with `--jit off` or without a debugger: same instruction counts,
+//! timer and trap points). A single step runs one instruction (budget 1). After a resume
+//! or for a step the first instruction runs even where a point matches (gdb steps off a
+//! breakpoint's address itself).
 //!
 //! Stopping changes nothing the guest can see: its time, counters and CTR cycle counts are
 //! virtual (they advance with its instructions only).
@@ -39,7 +41,7 @@ use gdbstub::target::ext::target_description_xml_override::{
     TargetDescriptionXmlOverride, TargetDescriptionXmlOverrideOps,
 };
 use gdbstub::target::{Target, TargetError, TargetResult};
-use vcpu_api::DebugAccess;
+use vcpu_api::{DebugAccess, Vcpu};
 
 use super::{Machine, MachineExit};
 use crate::backend::Hart;
@@ -51,10 +53,6 @@ use crate::gdb::{self, CoreRegs, GdbError, Reg, Rv64Vmm, MAX_MEMORY_XFER, PACKET
 /// Instructions between two looks at the connection during a `continue` without
 /// breakpoints (about 0.1 ms of translated code).
 const POLL_INSNS: u64 = 1 << 16;
-
-/// Instructions, one at a time, between two looks at the connection while breakpoints are
-/// set.
-const POLL_STEPPED_INSNS: u32 = 1 << 12;
 
 /// errno EFAULT: what gdb is told for memory the stub cannot or will not reach.
 const EFAULT: u8 = 14;
@@ -94,12 +92,12 @@ fn session(
     deadline: Option<(Duration, Instant)>,
 ) -> Result<Option<MachineExit>, Error> {
     eprintln!("vmm: debugger attached at pc={:#x}", machine.hart.pc());
+    machine.debug_hit = None;
     let mut target = MachineTarget {
         machine,
         deadline,
         points: DebugPoints::default(),
         resume: Resume::Stopped,
-        skip_break_once: false,
         phys: false,
         end: None,
         xml: gdb::target_xml(),
@@ -116,6 +114,9 @@ fn session(
     };
     let result = stub.run_blocking::<EventLoop<'_>>(&mut target);
     let end = target.end.take();
+    // The debugger's points go with it.
+    Vcpu::clear_debug_points(&mut target.machine.hart);
+    target.machine.debug_hit = None;
     match result {
         Ok(DisconnectReason::Kill) => return Err(GdbError::Killed.into()),
         Ok(DisconnectReason::Disconnect) => eprintln!("vmm: debugger detached"),
@@ -137,12 +138,9 @@ enum Resume {
 struct MachineTarget<'a> {
     machine: &'a mut Machine,
     deadline: Option<(Duration, Instant)>,
-    /// Breakpoints and watchpoints (`gdb/points.rs`).
+    /// Breakpoints and watchpoints (`gdb/points.rs`), as the hart holds them.
     points: DebugPoints,
     resume: Resume,
-    /// The first instruction after a resume runs even at a breakpoint (gdb steps off a
-    /// breakpoint's address itself; this keeps a resume from stopping where it starts).
-    skip_break_once: bool,
     /// `monitor phys on`: memory is physical whatever the hart's translation.
     phys: bool,
     /// How the run ended, once it has.
@@ -177,32 +175,35 @@ impl MachineTarget<'_> {
             Resume::Stopped => Some(SingleThreadStopReason::Signal(Signal::SIGTRAP)),
             Resume::Step => {
                 self.resume = Resume::Stopped;
-                Some(self.exec(1).unwrap_or(SingleThreadStopReason::DoneStep))
+                Some(self.step_one().unwrap_or(SingleThreadStopReason::DoneStep))
             }
-            Resume::Continue if self.points.is_empty() => self.exec(POLL_INSNS),
             Resume::Continue => {
-                for _ in 0..POLL_STEPPED_INSNS {
-                    let hit = self.points.check(&self.machine.hart, &self.machine.mem);
-                    if let Some(hit) = hit.filter(|_| !std::mem::take(&mut self.skip_break_once)) {
-                        self.resume = Resume::Stopped;
-                        return Some(match hit {
-                            Hit::Sw => SingleThreadStopReason::SwBreak(()),
-                            Hit::Hw => SingleThreadStopReason::HwBreak(()),
-                            Hit::Watch { kind, addr } => SingleThreadStopReason::Watch {
-                                tid: (),
-                                kind,
-                                addr,
-                            },
-                        });
-                    }
-                    self.skip_break_once = false;
-                    if let Some(stop) = self.exec(1) {
-                        return Some(stop);
-                    }
+                if let Some(stop) = self.exec(POLL_INSNS) {
+                    return Some(stop);
                 }
-                None
+                let hit = self.machine.debug_hit.take()?;
+                self.resume = Resume::Stopped;
+                Some(match self.points.classify(&hit) {
+                    Hit::Sw => SingleThreadStopReason::SwBreak(()),
+                    Hit::Hw => SingleThreadStopReason::HwBreak(()),
+                    Hit::Watch { kind, addr } => SingleThreadStopReason::Watch {
+                        tid: (),
+                        kind,
+                        addr,
+                    },
+                })
             }
         }
+    }
+
+    /// Executes exactly one instruction, whatever point matches it (a step, `monitor
+    /// stepi`); the stop reason if the run ended.
+    fn step_one(&mut self) -> Option<SingleThreadStopReason<u64>> {
+        Vcpu::skip_debug_points_once(&mut self.machine.hart);
+        let end = self.exec(1);
+        // An interrupt taken first may bring the hart to a point (the step ends there).
+        self.machine.debug_hit = None;
+        end
     }
 
     fn hart(&self) -> &Hart {
@@ -308,7 +309,9 @@ impl SingleThreadResume for MachineTarget<'_> {
     fn resume(&mut self, _signal: Option<Signal>) -> Result<(), Self::Error> {
         // A bare machine has no signals to deliver; gdb's signal is dropped.
         self.resume = Resume::Continue;
-        self.skip_break_once = true;
+        // The first instruction runs even at a breakpoint (gdb steps off a breakpoint's
+        // address itself; this keeps a resume from stopping where it starts).
+        Vcpu::skip_debug_points_once(&mut self.machine.hart);
         Ok(())
     }
 
@@ -326,7 +329,9 @@ impl SingleThreadSingleStep for MachineTarget<'_> {
 
 impl HasDebugPoints for MachineTarget<'_> {
     fn with_points<R>(&mut self, f: impl FnOnce(&mut DebugPoints) -> R) -> R {
-        f(&mut self.points)
+        let r = f(&mut self.points);
+        self.points.load_into(&mut self.machine.hart);
+        r
     }
 }
 
@@ -388,7 +393,7 @@ impl MonitorCmd for MachineTarget<'_> {
                 Ok(n) => {
                     let mut ended = false;
                     for _ in 0..n {
-                        if self.exec(1).is_some() {
+                        if self.step_one().is_some() {
                             ended = true;
                             break;
                         }

@@ -227,6 +227,8 @@ pub struct Machine {
     symbols: Option<std::sync::Arc<crate::symbols::Symbols>>,
     /// Console input, moved into the UART between chunks.
     input: Option<MachineInput>,
+    /// The debugger point the hart last stopped at (`--gdb`: `gdb.rs` takes it).
+    debug_hit: Option<vcpu_api::DebugHit>,
 }
 
 impl Machine {
@@ -317,6 +319,7 @@ impl Machine {
             executed: 0,
             symbols: config.symbols.clone(),
             input: config.input.clone(),
+            debug_hit: None,
         })
     }
 
@@ -527,6 +530,11 @@ impl Machine {
                 pc: trap.pc,
             }),
             VcpuExit::HostInterrupt(irq) => Err(Error::UnexpectedInterrupt { hart: HART_ID, irq }),
+            // Only under a debugger (`gdb.rs`), which takes the stop.
+            VcpuExit::DebugPoint(hit) => {
+                self.debug_hit = Some(hit);
+                Ok(None)
+            }
         }
     }
 

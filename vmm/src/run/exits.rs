@@ -127,6 +127,9 @@ impl GuestVm {
             }
             VcpuExit::BudgetExhausted => "budget exhausted".to_string(),
             VcpuExit::StopRequested => "stop requested".to_string(),
+            VcpuExit::DebugPoint(hit) => {
+                format!("debugger point {:?} at {:#x}", hit.point, hit.addr)
+            }
         }
     }
 
@@ -166,6 +169,11 @@ impl GuestVm {
             }
             VcpuExit::GuestTrap(trap) => self.guest_trap(trap),
             VcpuExit::HostInterrupt(irq) => self.vcpu_ctx().host_interrupt(irq).map(|()| None),
+            // gdb's breakpoint or watchpoint: the vCPU parks at the loop's top.
+            VcpuExit::DebugPoint(hit) => {
+                self.debug_hit(&hit);
+                Ok(None)
+            }
         }
     }
 
@@ -520,7 +528,7 @@ fn trace_class(exit: &VcpuExit) -> Option<u32> {
         VcpuExit::GuestTrap(t) if t.cause == cause::ECALL_VS => Some(class::SBI),
         VcpuExit::GuestTrap(t) if t.cause == cause::VIRTUAL_INSN => Some(class::VINSN),
         VcpuExit::GuestTrap(_) => Some(class::FAULT),
-        VcpuExit::BudgetExhausted | VcpuExit::StopRequested => None,
+        VcpuExit::BudgetExhausted | VcpuExit::StopRequested | VcpuExit::DebugPoint(_) => None,
     }
 }
 

@@ -17,12 +17,14 @@
 //!   stay parked, then parks again. A vCPU parked in a wait (WFI idle on a multiprocessor
 //!   VM, or an HSM-stopped vCPU waiting for `hart_start`) has no instruction to run: its
 //!   step ends where it is.
-//! - **Breakpoints and watchpoints** (software, hardware, read, write, access) are kept
-//!   here, never written into guest memory. While any is set, every vCPU runs one
-//!   instruction per call into its hart and checks them before each
-//!   ([`GuestVm::debug_chunk`], `crate::gdb::points`); the first vCPU to reach one records
-//!   the stop and asks every instance to park. After a `continue`, each vCPU executes its
-//!   first instruction even at a breakpoint (gdb steps the reporting vCPU off it itself).
+//! - **Breakpoints and watchpoints** (software, hardware, read, write, access) are never
+//!   written into guest memory: they are the harts' debugger triggers (`crate::gdb::points`).
+//!   gdb's points are global: before each run of its hart, a vCPU whose points are out of
+//!   date loads the current set into its hart ([`GuestVm::debug_chunk`]), which then
+//!   interprets with every fetch, load and store checked, at full chunks. The first vCPU
+//!   whose hart stops at one ([`GuestVm::debug_hit`]) records the stop and asks every
+//!   instance to park. After a `continue` or a step, each vCPU executes its first
+//!   instruction even at a breakpoint (gdb steps the reporting vCPU off it itself).
 //! - **Scheduler locking.** RISC-V gdb steps a thread with a breakpoint after the
 //!   instruction and a `continue` of that thread alone (`vCont;c:N`): the other vCPUs stay
 //!   parked meanwhile ([`PauseCtl::resume_only`]).
@@ -34,7 +36,7 @@
 
 use std::marker::PhantomData;
 use std::num::NonZeroUsize;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -84,8 +86,9 @@ struct StopEvent(u64, Hit);
 /// What the stub and the vCPU threads share.
 #[derive(Debug, Default)]
 pub(crate) struct GdbShared {
-    /// Whether any breakpoint or watchpoint is set (checked by the vCPUs before each run).
-    active: AtomicBool,
+    /// Bumped (under the `points` lock) whenever the points change: a vCPU whose hart holds
+    /// an older set loads the new one before its next run.
+    generation: AtomicU64,
     points: Mutex<DebugPoints>,
     /// The first stop since the last resume.
     stop: Mutex<Option<StopEvent>>,
@@ -103,7 +106,7 @@ impl GdbShared {
     fn with_points<R>(&self, f: impl FnOnce(&mut DebugPoints) -> R) -> R {
         let mut p = Self::lock(&self.points);
         let r = f(&mut p);
-        self.active.store(!p.is_empty(), Ordering::SeqCst);
+        self.generation.fetch_add(1, Ordering::SeqCst);
         r
     }
 
@@ -145,9 +148,8 @@ impl GdbShared {
 #[derive(Debug)]
 pub(crate) struct VcpuDebug {
     shared: Arc<GdbShared>,
-    /// Where the vCPU was when a `continue` let it go: it runs on from there even at a
-    /// breakpoint.
-    resumed_at: Option<u64>,
+    /// The [`GdbShared::generation`] of the points the vCPU's hart holds.
+    loaded: u64,
 }
 
 /// The stub's thread, kept by the first hart instance until the run ends.
@@ -194,12 +196,12 @@ impl GuestVm {
         let shared = Arc::new(GdbShared::default());
         self.debug = Some(VcpuDebug {
             shared: shared.clone(),
-            resumed_at: None,
+            loaded: 0,
         });
         for vm in &mut self.secondaries {
             vm.debug = Some(VcpuDebug {
                 shared: shared.clone(),
-                resumed_at: None,
+                loaded: 0,
             });
         }
         if options.wait {
@@ -229,38 +231,53 @@ impl GuestVm {
     }
 
     /// Before a run of the hart: how many instructions it may run under a debugger (`chunk`
-    /// without one), or `None` when the vCPU is at a breakpoint (it has asked every instance
-    /// to park; the caller goes back to its pause point). `park`: how its last pause point
-    /// ended.
-    pub(super) fn debug_chunk(&mut self, park: ParkEnd, chunk: u64) -> Option<u64> {
+    /// without one; 1 for a step). Loads gdb's current points into the hart if they have
+    /// changed; after a resume or for a step, the hart executes its first instruction even
+    /// where a point matches (`Vcpu::skip_debug_points_once`). `park`: how its last pause
+    /// point ended.
+    pub(super) fn debug_chunk(&mut self, park: ParkEnd, chunk: u64) -> u64 {
         let Some(debug) = self.debug.as_mut() else {
-            return Some(chunk);
+            return chunk;
         };
-        let pc = Vcpu::pc(&self.hart);
+        if debug.shared.generation.load(Ordering::SeqCst) != debug.loaded {
+            let points = GdbShared::lock(&debug.shared.points);
+            points.load_into(&mut self.hart);
+            debug.loaded = debug.shared.generation.load(Ordering::SeqCst);
+        }
         match park {
-            ParkEnd::Step => return Some(1),
-            ParkEnd::Resumed => debug.resumed_at = Some(pc),
-            ParkEnd::NotParked => {}
-        }
-        if !debug.shared.active.load(Ordering::SeqCst) {
-            debug.resumed_at = None;
-            return Some(chunk);
-        }
-        // Until it has left the pc where it was resumed (a run may end before its first
-        // instruction), the vCPU does not stop at a breakpoint there.
-        if debug.resumed_at == Some(pc) {
-            return Some(1);
-        }
-        debug.resumed_at = None;
-        let hit = GdbShared::lock(&debug.shared.points).check(&self.hart, &self.mem);
-        if let Some(hit) = hit {
-            debug.shared.record_stop(StopEvent(self.hart_id, hit));
-            if let Some(link) = &self.pause {
-                let _ = link.ctl.request_pause();
+            ParkEnd::Step => {
+                Vcpu::skip_debug_points_once(&mut self.hart);
+                1
             }
-            return None;
+            ParkEnd::Resumed => {
+                Vcpu::skip_debug_points_once(&mut self.hart);
+                chunk
+            }
+            ParkEnd::NotParked => chunk,
         }
-        Some(1)
+    }
+
+    /// The hart stopped before an instruction at one of gdb's points
+    /// ([`vcpu_api::VcpuExit::DebugPoint`]): records the stop (unless another vCPU's came
+    /// first) and asks every instance to park. A stop at a point gdb has removed since
+    /// (the hart's set is out of date) is dropped: the next run loads the current set and
+    /// stops again if the instruction still matches.
+    pub(super) fn debug_hit(&mut self, hit: &vcpu_api::DebugHit) {
+        let Some(debug) = self.debug.as_ref() else {
+            return;
+        };
+        // Under the lock: a debugger that detaches (clearing the points) either sees this
+        // stop and discards it, or makes it stale here.
+        let points = GdbShared::lock(&debug.shared.points);
+        if debug.shared.generation.load(Ordering::SeqCst) != debug.loaded {
+            return;
+        }
+        debug
+            .shared
+            .record_stop(StopEvent(self.hart_id, points.classify(hit)));
+        if let Some(link) = &self.pause {
+            let _ = link.ctl.request_pause();
+        }
     }
 }
 

@@ -169,10 +169,7 @@ impl GuestVm {
                 Some(s) => chunk.min(s.slice_left),
                 None => chunk,
             };
-            let Some(chunk) = self.debug_chunk(park, chunk) else {
-                // At a debugger's breakpoint: parks at the top.
-                continue;
-            };
+            let chunk = self.debug_chunk(park, chunk);
             self.apply_injections();
             self.feed_uart();
             let before = self.hart.executed();
