@@ -324,8 +324,14 @@ impl Hart {
         };
         self.imsic_refresh();
         // The TLB models came with the monitor's state: only the TLB itself is loaded.
+        // Armed triggers (the guest's or a debugger's) allow fetch entries only (the
+        // interpreter checks execute triggers before each fetch; loads and stores must
+        // take the checked slow path: `mmu/mod.rs`).
         if self.trig.armed {
-            self.tlb.load(&TlbState::default());
+            let fetch_only = TlbState {
+                entries: s.tlb.entries.iter().filter(|e| e.kind == 0).copied().collect(),
+            };
+            self.tlb.load(&fetch_only);
         } else {
             self.tlb.load(&s.tlb);
         }
