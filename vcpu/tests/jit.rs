@@ -1115,7 +1115,7 @@ fn random_program(seed: u64, halfwords: usize, mode: Mode) -> Vec<u16> {
             _ => [SSCRATCH, INSTRET, CYCLE],
         },
         float: matches!(mode, Mode::Float | Mode::PmuFloat),
-        sctrclr: mode == Mode::Ctr && seed % 2 == 0 && ![600, 640].contains(&seed),
+        sctrclr: mode == Mode::Ctr && seed.is_multiple_of(2) && ![600, 640].contains(&seed),
         h: Vec::new(),
     };
     while g.h.len() < halfwords {
