@@ -255,14 +255,15 @@ fn monitor_access(a: &mut Asm, l: &Layout, store: bool) {
     let done = a.new_dynamic_label();
     let (lines, entries) = (L1D_LINES as i32 - 1, TLB_ENTRIES as i32 - 1);
     let (l1d_cost, tlb_cost) = (Cost::L1D_MISS as i32, Cost::DTLB_MISS as i32);
-    // L1D: the line address; the last line the models saw hits both (`MonitorView`).
+    // L1D: the line address (rsi is not wanted afterwards); the last line the models saw
+    // hits both (`MonitorView`).
     dynasm!(a ; .arch x64
         ; inc QWORD [rdi + t_count]
-        ; mov rdx, rsi
-        ; shr rdx, 6
-        ; cmp rdx, QWORD [rdi + last_line]
+        ; shr rsi, 6
+        ; cmp rsi, QWORD [rdi + last_line]
         ; je =>done
-        ; mov QWORD [rdi + last_line], rdx
+        ; mov QWORD [rdi + last_line], rsi
+        ; mov rdx, rsi
         ; mov rax, rsi
     );
     model_probe(a, l, l1d, lines, t_miss, l1d_cost);
@@ -272,7 +273,7 @@ fn monitor_access(a: &mut Asm, l: &Layout, store: bool) {
         ; mov rdx, QWORD [rdi + data_tag]
         ; cmp rdx, -1
         ; je =>done
-        ; shr rax, 12
+        ; shr rax, 6
         ; or rdx, rax
         ; cmp rdx, QWORD [rdi + last_page]
         ; je =>done
