@@ -148,7 +148,8 @@ pub struct Hart {
     /// mode (0 while CTR is inactive); see `ctr::Hart::ctr_refresh`.
     pub(crate) ctr_mask: u16,
     /// CTR: `ctr_mask` when the record of a jump or branch takes the common path (RASEMU
-    /// off), else 0: translated code writes those records inline (`jit::x64`).
+    /// off, and the next record has CCV = 1), else 0: translated code writes those records
+    /// inline (`jit::x64`); see `ctr::Hart::ctr_refresh_fast`.
     pub(crate) ctr_fast_mask: u16,
     /// Whether trap entry reports to CTR (off while the VMM injects a trap: a hypervisor's
     /// emulated trap entry is CSR writes, which CTR does not see).

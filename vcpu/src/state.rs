@@ -312,6 +312,7 @@ impl Hart {
         self.guest_timer = s.guest_timer;
         self.reservation = s.reservation;
         self.ctr.restore_state(&s.ctr, s.vclock);
+        self.ctr_refresh_fast();
         self.pmu_restore(&s.pmu);
         self.pmp.set_state(&s.pmp);
         self.trig.set_state(&s.triggers);

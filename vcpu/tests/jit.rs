@@ -310,6 +310,10 @@ struct Gen {
     csrs: [u32; 3],
     /// Mix F and D instructions in ([`Mode::Float`]).
     float: bool,
+    /// Mix SCTRCLR in (even seeds of [`Mode::Ctr`], which leave `mctrctl` alone, but 600 and
+    /// 640, whose full buffers the tests check): the next record has CCV = 0, which the
+    /// inline record must leave to the helper.
+    sctrclr: bool,
     h: Vec<u16>,
 }
 
@@ -660,6 +664,7 @@ impl Gen {
             11 => csrw(self.csrs[0], a),
             12 => csrr(rd, self.csrs[1]),
             13 => csrr(rd, self.csrs[2]),
+            14 if self.sctrclr && self.rng.chance(50) => 0x1040_0073, // SCTRCLR
             14 => fence_i(),
             _ => {
                 // LR/SC around a plain (translated) store to the reserved address.
@@ -1110,6 +1115,7 @@ fn random_program(seed: u64, halfwords: usize, mode: Mode) -> Vec<u16> {
             _ => [SSCRATCH, INSTRET, CYCLE],
         },
         float: matches!(mode, Mode::Float | Mode::PmuFloat),
+        sctrclr: mode == Mode::Ctr && seed.is_multiple_of(2) && ![600, 640].contains(&seed),
         h: Vec::new(),
     };
     while g.h.len() < halfwords {

@@ -74,8 +74,9 @@ pub struct Ctr {
     /// `sctrstatus.FROZEN`.
     pub(crate) frozen: bool,
     /// The physical buffer. Always 256 entries, so that a `u8` index needs no bounds check;
-    /// only the first `max_depth` are ever selected by a supported depth.
-    pub(crate) entries: Box<[CtrEntry; 256]>,
+    /// only the first `max_depth` are ever selected by a supported depth. Kept in the hart
+    /// (not boxed), so translated code reaches entry WRPTR at a fixed displacement from it.
+    pub(crate) entries: [CtrEntry; 256],
     /// Depth - 1 (kept with `depth`), so recording masks WRPTR without a shift.
     depth_mask: u64,
     /// `ctrdata` bits a record can set, from the configuration: TYPE (0xf or 0).
@@ -89,7 +90,9 @@ pub struct Ctr {
     cc_active: bool,
     /// While active: the clock value at which the counter was 0; while inactive: the count.
     cc_origin: u64,
-    /// The CCV bit of the next record: 0 after xctrctl writes and SCTRCLR, else CCV.
+    /// The CCV bit of the next record: 0 after xctrctl writes and SCTRCLR, else CCV. While it
+    /// is 0, `Hart::ctr_fast_mask` is 0 (`Hart::ctr_refresh_fast`): translated code's inline
+    /// record sets CCV as a constant.
     next_ccv: u64,
     /// RASEMU of the register in effect in the current mode (set by `ctr_refresh`).
     rasemu: bool,
@@ -102,7 +105,6 @@ pub(crate) struct CtrLayout {
     pub(crate) entries: usize,
     pub(crate) depth_mask: usize,
     pub(crate) cc_origin: usize,
-    pub(crate) next_ccv: usize,
 }
 
 impl Ctr {
@@ -116,7 +118,6 @@ impl Ctr {
             entries: offset_of!(Ctr, entries),
             depth_mask: offset_of!(Ctr, depth_mask),
             cc_origin: offset_of!(Ctr, cc_origin),
-            next_ccv: offset_of!(Ctr, next_ccv),
         }
     }
 
@@ -134,7 +135,7 @@ impl Ctr {
     }
 
     pub(crate) fn new(config: Option<CtrConfig>) -> Ctr {
-        let entries = Box::new([CtrEntry::default(); 256]);
+        let entries = [CtrEntry::default(); 256];
         // Reset DEPTH: the smallest supported depth.
         let depth = config
             .as_ref()

@@ -77,7 +77,19 @@ impl Hart {
                 m
             }
         };
-        self.ctr_fast_mask = if self.ctr.rasemu { 0 } else { self.ctr_mask };
+        self.ctr_refresh_fast();
+    }
+
+    /// Recompute `ctr_fast_mask`: `ctr_mask` while records take the common path (RASEMU off)
+    /// and the next record has CCV = 1 (Smctr 6.3 "Cycle Counting": not the first after an
+    /// `xctrctl` write or SCTRCLR), else 0. Called wherever either changes.
+    #[inline]
+    pub(crate) fn ctr_refresh_fast(&mut self) {
+        self.ctr_fast_mask = if self.ctr.rasemu || !self.ctr.saved_next_ccv() {
+            0
+        } else {
+            self.ctr_mask
+        };
     }
 
     /// Smctr chapter 6 "Behavior" for jumps (types 8-15 of 6.2 "Transfer Type Filtering").
@@ -312,6 +324,7 @@ impl Hart {
         let now = self.ctr_now();
         self.ctr.entries.fill(CtrEntry::default());
         self.ctr.reset_cycle_counter(now);
+        self.ctr_refresh_fast();
     }
 
     /// The CTR buffer in logical order (entry 0 = youngest) at the current depth.

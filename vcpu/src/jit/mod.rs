@@ -220,6 +220,8 @@ unsafe extern "sysv64" fn jit_ctr(hart: *mut Hart, from: u64, t: u64) {
     let clock = h.vclock;
     h.vclock = h.jit_clock - h.jit_budget;
     h.ctr_transfer(from, t as u8);
+    // The first record after an `xctrctl` write or SCTRCLR came here: the next can be inline.
+    h.ctr_refresh_fast();
     h.vclock = clock;
 }
 
@@ -482,7 +484,6 @@ impl Hart {
             ctr_entries: (ctr + c.entries) as i32,
             ctr_depth_mask: (ctr + c.depth_mask) as i32,
             ctr_cc_origin: (ctr + c.cc_origin) as i32,
-            ctr_next_ccv: (ctr + c.next_ccv) as i32,
             ctr_type_bits: self.ctr.type_bits(),
             ctr_cycles: self.ctr.counts_cycles(),
             addr: offset_of!(Hart, jit_addr) as i32,

@@ -98,7 +98,6 @@ pub(crate) struct Layout {
     pub(super) ctr_entries: i32,
     pub(super) ctr_depth_mask: i32,
     pub(super) ctr_cc_origin: i32,
-    pub(super) ctr_next_ccv: i32,
     /// The hart's CTR configuration: the `ctrdata.TYPE` bits a record can set, and whether
     /// records count cycles.
     pub(super) ctr_type_bits: u64,

@@ -255,14 +255,15 @@ fn monitor_access(a: &mut Asm, l: &Layout, store: bool) {
     let done = a.new_dynamic_label();
     let (lines, entries) = (L1D_LINES as i32 - 1, TLB_ENTRIES as i32 - 1);
     let (l1d_cost, tlb_cost) = (Cost::L1D_MISS as i32, Cost::DTLB_MISS as i32);
-    // L1D: the line address; the last line the models saw hits both (`MonitorView`).
+    // L1D: the line address (rsi is not wanted afterwards); the last line the models saw
+    // hits both (`MonitorView`).
     dynasm!(a ; .arch x64
         ; inc QWORD [rdi + t_count]
-        ; mov rdx, rsi
-        ; shr rdx, 6
-        ; cmp rdx, QWORD [rdi + last_line]
+        ; shr rsi, 6
+        ; cmp rsi, QWORD [rdi + last_line]
         ; je =>done
-        ; mov QWORD [rdi + last_line], rdx
+        ; mov QWORD [rdi + last_line], rsi
+        ; mov rdx, rsi
         ; mov rax, rsi
     );
     model_probe(a, l, l1d, lines, t_miss, l1d_cost);
@@ -272,7 +273,7 @@ fn monitor_access(a: &mut Asm, l: &Layout, store: bool) {
         ; mov rdx, QWORD [rdi + data_tag]
         ; cmp rdx, -1
         ; je =>done
-        ; shr rax, 12
+        ; shr rax, 6
         ; or rdx, rax
         ; cmp rdx, QWORD [rdi + last_page]
         ; je =>done
@@ -421,8 +422,9 @@ fn ctr_record(a: &mut Asm, l: &Layout, from: u64, t: u8, target: Option<u64>) {
         a.new_dynamic_label(),
     );
     let (mask, fast_mask, clock, budget) = (l.ctr_mask, l.ctr_fast_mask, l.jit_clock, l.budget);
-    let (origin, ccv) = (l.ctr_cc_origin, l.ctr_next_ccv);
+    let origin = l.ctr_cc_origin;
     let (wrptr, depth_mask, entries, p) = (l.ctr_wrptr, l.ctr_depth_mask, l.ctr_entries, l.pc);
+    let data = entries + 16;
     let source = (from | crate::ctr::CTRSOURCE_V) as i64;
     let ccv_bit = crate::ctr::CTRDATA_CCV as i32;
     let type_bits = (t as u64 & l.ctr_type_bits) as i32;
@@ -447,49 +449,58 @@ fn ctr_record(a: &mut Asm, l: &Layout, from: u64, t: u8, target: Option<u64>) {
         );
     }
     report(a, l.ctr_helper, from, t as u64);
-    dynasm!(a ; .arch x64 ; jmp =>skip ; =>fast);
+    // ctrsource (V set) and, when the block knows it, ctrtarget: constants stored together
+    // with one 16-byte move.
+    let konst = a.new_dynamic_label();
+    dynasm!(a ; .arch x64 ; jmp =>skip ; =>konst ; .u64 source as u64);
+    if let Some(to) = target {
+        dynasm!(a ; .arch x64 ; .u64 to);
+    }
+    dynasm!(a ; .arch x64 ; =>fast);
     if l.ctr_cycles {
-        // The clock at this instruction, and the cycle count since the last record;
-        // ctrdata: CC, CCV and TYPE.
+        // The cycle count since the last record: the clock at this instruction less the
+        // counter's origin, which moves to that clock; ctrdata: CC, CCV (1 here:
+        // `Hart::ctr_fast_mask` is 0 while the next record has CCV = 0) and TYPE.
         dynasm!(a ; .arch x64
-            ; mov rax, QWORD [rdi + clock]
-            ; sub rax, QWORD [rdi + budget]
-            ; mov rcx, rax
+            ; mov rcx, QWORD [rdi + clock]
+            ; sub rcx, QWORD [rdi + budget]
             ; sub rcx, QWORD [rdi + origin]
             ; cmp rcx, 4096
             ; jae =>slow
-            ; mov QWORD [rdi + origin], rax
+            ; add QWORD [rdi + origin], rcx
             ; shl rcx, 16
-            ; or rcx, QWORD [rdi + ccv]
-            ; mov QWORD [rdi + ccv], ccv_bit
+            ; or rcx, ccv_bit | type_bits
         );
-        if type_bits != 0 {
-            dynasm!(a ; .arch x64 ; or rcx, type_bits);
-        }
     } else {
         dynasm!(a ; .arch x64 ; mov ecx, type_bits);
     }
-    // The entry at WRPTR (below 256); WRPTR moves on.
+    // The entry at WRPTR (below 256: rdx * 24 from the first); WRPTR moves on.
     dynasm!(a ; .arch x64
         ; mov rdx, QWORD [rdi + wrptr]
         ; lea rax, [rdx + 1]
         ; and rax, QWORD [rdi + depth_mask]
         ; mov QWORD [rdi + wrptr], rax
-        ; imul edx, edx, 24
-        ; add rdx, QWORD [rdi + entries]
-        ; mov rax, QWORD source
-        ; mov QWORD [rdx], rax
+        ; lea rdx, [rdx + rdx * 2]
     );
     match target {
-        Some(to) => dynasm!(a ; .arch x64 ; mov rax, QWORD to as i64),
-        None => dynasm!(a ; .arch x64 ; mov rax, QWORD [rdi + p]),
+        Some(_) => dynasm!(a ; .arch x64 ; movups xmm0, [=>konst]),
+        None => dynasm!(a ; .arch x64
+            ; movq xmm0, QWORD [=>konst]
+            ; movhps xmm0, QWORD [rdi + p]
+        ),
     }
     dynasm!(a ; .arch x64
-        ; mov QWORD [rdx + 8], rax
-        ; mov QWORD [rdx + 16], rcx
+        ; movups [rdi + rdx * 8 + entries], xmm0
+        ; mov QWORD [rdi + rdx * 8 + data], rcx
         ; =>skip
     );
-    const _: () = assert!(std::mem::size_of::<crate::ctr::CtrEntry>() == 24);
+    const _: () = {
+        use crate::ctr::CtrEntry;
+        assert!(std::mem::size_of::<CtrEntry>() == 24);
+        assert!(std::mem::offset_of!(CtrEntry, source) == 0);
+        assert!(std::mem::offset_of!(CtrEntry, target) == 8);
+        assert!(std::mem::offset_of!(CtrEntry, data) == 16);
+    };
 }
 
 /// The software TLB lookup (`mmu::Tlb`, entries `{tag, off}` of 16 bytes) of the guest
