@@ -330,7 +330,13 @@ impl Hart {
         // take the checked slow path: `mmu/mod.rs`).
         if self.trig.armed {
             let fetch_only = TlbState {
-                entries: s.tlb.entries.iter().filter(|e| e.kind == 0).copied().collect(),
+                entries: s
+                    .tlb
+                    .entries
+                    .iter()
+                    .filter(|e| e.kind == 0)
+                    .copied()
+                    .collect(),
             };
             self.tlb.load(&fetch_only);
         } else {
