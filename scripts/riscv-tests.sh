@@ -51,7 +51,6 @@ retry() {
 # Expected failures: the reason, for the table.
 expected() {
     case $1 in
-    rv64mi-p-breakpoint) echo "Sdtrig (trigger CSRs) not implemented" ;;
     rv64uzba-*) echo "Zba not implemented" ;;
     rv64uzbb-*) echo "Zbb not implemented" ;;
     rv64uzbc-*) echo "Zbc not implemented" ;;
@@ -159,6 +158,8 @@ if [ -z "${VMM:-}" ]; then
     VMM=${CARGO_TARGET_DIR:-$here/target}/release/vmm
 fi
 [ -x "$VMM" ] || die "no vmm binary at $VMM"
+# Deterministic time, as the tests use (`vmm machine` defaults to host time).
+export VMM_CLOCK=virtual
 
 # --- run -------------------------------------------------------------------------------
 unexpected=0
