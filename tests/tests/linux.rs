@@ -13,7 +13,7 @@
 //! the budget of [`LINUX_BUDGET`] ends a hung guest with `BudgetExhausted` and its console
 //! output.
 
-use vmm::run::fdt::{ISA_EXTENSIONS, MMU_TYPE, PMU_EXTENSIONS, SSTC_EXTENSIONS};
+use vmm::run::fdt::{AIA_EXTENSIONS, ISA_EXTENSIONS, MMU_TYPE, PMU_EXTENSIONS, SSTC_EXTENSIONS};
 use vmm::run::{RunConfig, RunExit, RunStats};
 use vmm::sbi::srst::{ResetRequest, ResetType};
 use vmm_tests::linux_kit::{self, linux_guest};
@@ -463,7 +463,8 @@ fn linux_boots_with_2_vcpus_on_1_hart() {
 /// `--aia aplic-imsic` with `vcpus` vCPUs on `pcpus` hart instances: Linux finds the
 /// IMSIC and APLIC in the device tree, its console UART is interrupt-driven (APLIC source
 /// 10, forwarded by MSI: `/proc/interrupts` counts it), and its IPIs are MSIs stored to
-/// the IMSIC pages, not SBI IPI calls. The console needs no drain before the power-off
+/// the IMSIC pages, not SBI IPI calls; `/proc/cpuinfo` names `ssaia` and `sstc`, and the
+/// timer makes no SBI TIME call. The console needs no drain before the power-off
 /// (`/bin/drain-console` returns at once when ttyS0 has an interrupt): the guest's last
 /// 9 KB of output, written just before it, all arrive. Returns the run's statistics.
 fn linux_aia_boot(vcpus: u64, pcpus: Option<u64>) -> RunStats {
@@ -471,7 +472,7 @@ fn linux_aia_boot(vcpus: u64, pcpus: Option<u64>) -> RunStats {
     let mut config = RunConfig::new(&guest.kernel);
     config.initrd = Some(guest.initrd.clone());
     config.cmdline = format!(
-        "{BASE_CMDLINE} vmmcmd=\"grep -e ttyS -e IPI /proc/interrupts; seq -w 1 1800; echo 6*7=$((6*7))\""
+        "{BASE_CMDLINE} vmmcmd=\"grep -m1 ^isa /proc/cpuinfo; grep -e ttyS -e IPI /proc/interrupts; seq -w 1 1800; echo 6*7=$((6*7))\""
     );
     config.memory_mib = LINUX_MEMORY_MIB;
     config.max_insns = Some(LINUX_BUDGET);
@@ -519,6 +520,13 @@ fn linux_aia_boot(vcpus: u64, pcpus: Option<u64>) -> RunStats {
         .sum();
     assert!(counts > 0, "{line}");
     assert!(stats.exits.get("mmio aplic") > 0, "{table}");
+    // AIA and Sstc together: the kernel names both (the device tree's `ssaia` and
+    // `sstc`), and its timer is the hart's vstimecmp, never an SBI TIME call.
+    let isa = cpuinfo(&out, "isa").unwrap_or_else(|| panic!("no isa line:\n{out}"));
+    for ext in AIA_EXTENSIONS.iter().chain(SSTC_EXTENSIONS) {
+        assert!(isa.split('_').any(|e| e == *ext), "{isa}: lacks {ext}");
+    }
+    assert_eq!(stats.exits.get("sbi TIME"), 0, "{table}");
     if vcpus > 1 {
         assert!(stats.exits.get("mmio imsic msi") > 0, "{table}");
         assert_eq!(stats.exits.get("sbi IPI"), 0, "{table}");

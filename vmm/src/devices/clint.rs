@@ -7,10 +7,11 @@
 //! | `0xbff8` | `mtime`           | 64-bit or 32-bit halves      |
 //!
 //! The timer registers live in the hart (which raises mip.MTIP itself when
-//! `mtime >= mtimecmp`); this device only decodes accesses to them. Time is virtual: it runs
-//! at [`vcpu_api::TIMEBASE_HZ`] (10 MHz) and advances one tick per [`vcpu_api::INSNS_PER_TICK`]
-//! retired instructions, independently of the host's speed; a WFI skips ahead to the next
-//! timer deadline.
+//! `mtime >= mtimecmp`); this device only decodes accesses to them. Time runs at
+//! [`vcpu_api::TIMEBASE_HZ`] (10 MHz) in the hart's clock mode (`vcpu_api::ClockMode`): on
+//! the host's monotonic clock (`--clock host`, where a WFI sleeps on the host until the
+//! deadline), or virtual, one tick per [`vcpu_api::INSNS_PER_TICK`] retired instructions
+//! independently of the host's speed, a WFI skipping ahead to the next timer deadline.
 //!
 //! Registers of other harts read as 0 and ignore writes.
 
