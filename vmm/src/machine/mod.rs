@@ -23,7 +23,8 @@
 //! IMSIC (255 identities, GEILEN = 7) whose pages are mapped where QEMU's `virt` board with
 //! `aia=aplic-imsic,aia-guests=7` puts them, so a program can send itself MSIs; there is no
 //! APLIC. The hart starts in M-mode at the ELF entry point with `a0` = hart id (0) and
-//! `a1` = 0 (there is no device tree). Time is virtual or the host's
+//! `a1` = the address of a device tree describing all of this ([`fdt`]), at the end of
+//! RAM as QEMU puts it. Time is virtual or the host's
 //! ([`MachineConfig::clock`]; see [`crate::devices::clint`]).
 
 use std::path::Path;
@@ -86,6 +87,34 @@ pub enum Aia {
     None,
     /// An IMSIC in the hart, its pages mapped ([`crate::devices::imsic`]).
     Imsic,
+}
+
+/// Writes the device tree ([`fdt`]) where QEMU's `virt` board puts it and returns its
+/// address; 0 (no device tree) when that spot is not free: RAM too small, or the program
+/// loaded there.
+fn place_fdt(
+    mem: &GuestMemoryMmap,
+    ram_size: u64,
+    image: &ElfImage,
+    aia: Aia,
+) -> Result<u64, Error> {
+    use crate::run::error::BootDataError;
+    let blob = fdt::build(ram_size, aia).map_err(BootDataError::Build)?;
+    let size = blob.len() as u64;
+    let Some(at) = fdt::fdt_address(ram_size, size) else {
+        return Ok(0);
+    };
+    let overlaps = image
+        .segments
+        .iter()
+        .any(|s| s.paddr < at + size && at < s.paddr.saturating_add(s.memsz));
+    if overlaps {
+        log::warn!("the program is loaded where the device tree goes ({at:#x}): a1 = 0");
+        return Ok(0);
+    }
+    mem.write_slice(&blob, GuestAddress(at))
+        .map_err(BootDataError::WriteFdt)?;
+    Ok(at)
 }
 
 impl std::fmt::Debug for Machine {
@@ -301,7 +330,7 @@ impl Machine {
         let mut hart = Hart::new(hart_config, mem.clone())?;
         hart.set_pc(image.entry);
         hart.set_xreg(10, HART_ID); // a0
-        hart.set_xreg(11, 0); // a1: no device tree
+        hart.set_xreg(11, place_fdt(&mem, ram_size, &image, config.aia)?); // a1
         hart.set_trace(config.trace);
         hart.set_trace_range(config.trace_range.clone());
 
@@ -633,6 +662,7 @@ fn ram_bytes(mib: u64) -> Result<u64, Error> {
     Ok(mib << 20)
 }
 
+pub mod fdt;
 pub mod gdb;
 mod input;
 
