@@ -183,7 +183,11 @@ fn initial_state() {
     let (m, _) = machine_with(&elf(&finish(0x5555)), &MachineConfig::default());
     assert_eq!(m.hart().pc(), RAM_BASE);
     assert_eq!(m.hart().xreg(10), 0);
-    assert_eq!(m.hart().xreg(11), 0);
+    // a1: the device tree, where QEMU's `virt` puts it (128 MiB: 2 MiB below the end).
+    let fdt = m.hart().xreg(11);
+    assert_eq!(fdt, RAM_BASE + (126 << 20));
+    let magic: u32 = m.mem.read_obj(GuestAddress(fdt)).unwrap();
+    assert_eq!(u32::from_be(magic), 0xd00d_feed);
     assert_eq!(m.hart().privilege(), vcpu_api::PrivilegeMode::Machine);
     assert_eq!(m.instructions(), 0);
 }
