@@ -266,7 +266,14 @@ impl Hart {
         }
         let key = off | jit.kind;
         let b = jit.table[Jit::slot(key)];
-        let b = if b.va == pc && b.off == key {
+        let hit = b.va == pc && b.off == key;
+        // A hit on a block planned earlier that did not fit then (no code, `insns` > 0):
+        // translated once it fits, until then left to the interpreter without a new plan.
+        if hit && b.code == 0 && b.insns > left {
+            self.jit_short = b.insns;
+            return 0;
+        }
+        let b = if hit && (b.code != 0 || b.insns == 0) {
             b
         } else {
             self.jit_translate(pc, off, left)
@@ -318,7 +325,8 @@ impl Hart {
         }
         let generation = jit.generation;
         let b = jit.table[slot];
-        let b = if b.va == pc && b.off == key {
+        // A block that did not fit earlier (no code, `insns` > 0) is translated now.
+        let b = if b.va == pc && b.off == key && (b.code != 0 || b.insns == 0) {
             b
         } else {
             self.jit_translate(pc, off, u64::MAX)
@@ -343,11 +351,21 @@ impl Hart {
     #[inline(never)]
     fn jit_translate(&mut self, pc: u64, off: u64, left: u64) -> Block {
         let plan = self.jit_plan(pc, off);
+        let kind = self.jit.as_deref().map_or(0, |j| j.kind);
         if plan.insns.len() as u64 > left {
+            // Remembered (no code, its length), so that the dispatches near the end of
+            // every chunk that meet it again do not plan it again (`Block`).
             self.jit_short = plan.insns.len() as u64;
+            if let Some(jit) = self.jit.as_deref_mut() {
+                jit.table[Jit::slot(off | kind)] = Block {
+                    va: pc,
+                    off: off | kind,
+                    code: 0,
+                    insns: self.jit_short,
+                };
+            }
             return NO_BLOCK;
         }
-        let kind = self.jit.as_deref().map_or(0, |j| j.kind);
         let mut block = Block {
             va: pc,
             off: off | kind,
