@@ -11,6 +11,7 @@
 pub mod aplic;
 pub mod bus;
 pub mod clint;
+pub mod fdt;
 pub mod finisher;
 pub mod htif;
 pub mod imsic;

@@ -29,6 +29,7 @@
 use vm_fdt::FdtWriter;
 
 use super::Aia;
+use crate::devices::fdt as nodes;
 use crate::devices::plic::{SOURCES, UART_SOURCE};
 use crate::layout::*;
 
@@ -66,8 +67,6 @@ pub const EXTENSIONS: &[&str] = &[
 pub const ISA_STRING: &str = "rv64imafdch_zicntr_zicsr_zifencei_zihpm";
 /// The hart's widest translation mode.
 pub const MMU_TYPE: &str = "riscv,sv57";
-/// The UART's input clock (QEMU `virt`'s).
-const UART_CLOCK_HZ: u32 = 3_686_400;
 
 const CPU_INTC_PHANDLE: u32 = 1;
 const PLIC_PHANDLE: u32 = 2;
@@ -94,14 +93,10 @@ pub fn fdt_address(ram_size: u64, size: u64) -> Option<u64> {
 pub fn build(ram_size: u64, aia: Aia) -> Result<Vec<u8>, vm_fdt::Error> {
     let imsic = aia == Aia::Imsic;
     let mut fdt = FdtWriter::new()?;
-    let root = fdt.begin_node("")?;
-    fdt.property_u32("#address-cells", 2)?;
-    fdt.property_u32("#size-cells", 2)?;
-    fdt.property_string("compatible", "riscv-virtio")?;
-    fdt.property_string("model", "riscv-ctr-vmm,machine")?;
+    let root = nodes::root(&mut fdt, "riscv-ctr-vmm,machine")?;
 
     let chosen = fdt.begin_node("chosen")?;
-    fdt.property_string("stdout-path", &format!("/soc/serial@{UART_BASE:x}"))?;
+    fdt.property_string("stdout-path", nodes::STDOUT_PATH)?;
     fdt.end_node(chosen)?;
 
     let cpus = fdt.begin_node("cpus")?;
@@ -119,19 +114,11 @@ pub fn build(ram_size: u64, aia: Aia) -> Result<Vec<u8>, vm_fdt::Error> {
     let extensions: Vec<String> = EXTENSIONS.iter().map(|e| e.to_string()).collect();
     fdt.property_string_list("riscv,isa-extensions", extensions)?;
     fdt.property_string("mmu-type", MMU_TYPE)?;
-    let intc = fdt.begin_node("interrupt-controller")?;
-    fdt.property_string("compatible", "riscv,cpu-intc")?;
-    fdt.property_u32("#interrupt-cells", 1)?;
-    fdt.property_null("interrupt-controller")?;
-    fdt.property_phandle(CPU_INTC_PHANDLE)?;
-    fdt.end_node(intc)?;
+    nodes::cpu_intc(&mut fdt, CPU_INTC_PHANDLE)?;
     fdt.end_node(cpu)?;
     fdt.end_node(cpus)?;
 
-    let memory = fdt.begin_node(&format!("memory@{RAM_BASE:x}"))?;
-    fdt.property_string("device_type", "memory")?;
-    fdt.property_array_u64("reg", &[RAM_BASE, ram_size])?;
-    fdt.end_node(memory)?;
+    nodes::memory(&mut fdt, RAM_BASE, ram_size)?;
 
     // The finisher's 0x5555 powers off (`devices::finisher`).
     let poweroff = fdt.begin_node("poweroff")?;
@@ -141,11 +128,7 @@ pub fn build(ram_size: u64, aia: Aia) -> Result<Vec<u8>, vm_fdt::Error> {
     fdt.property_u32("value", 0x5555)?;
     fdt.end_node(poweroff)?;
 
-    let soc = fdt.begin_node("soc")?;
-    fdt.property_u32("#address-cells", 2)?;
-    fdt.property_u32("#size-cells", 2)?;
-    fdt.property_string("compatible", "simple-bus")?;
-    fdt.property_null("ranges")?;
+    let soc = nodes::soc(&mut fdt)?;
 
     let test = fdt.begin_node(&format!("test@{FINISHER_BASE:x}"))?;
     fdt.property_string_list(
@@ -190,39 +173,24 @@ pub fn build(ram_size: u64, aia: Aia) -> Result<Vec<u8>, vm_fdt::Error> {
     fdt.property_phandle(PLIC_PHANDLE)?;
     fdt.end_node(plic)?;
 
-    let uart = fdt.begin_node(&format!("serial@{UART_BASE:x}"))?;
-    fdt.property_string("compatible", "ns16550a")?;
-    fdt.property_array_u64("reg", &[UART_BASE, UART_SIZE])?;
-    fdt.property_u32("clock-frequency", UART_CLOCK_HZ)?;
-    fdt.property_u32("interrupt-parent", PLIC_PHANDLE)?;
-    fdt.property_u32("interrupts", UART_SOURCE)?;
-    fdt.end_node(uart)?;
+    nodes::serial(&mut fdt, Some((PLIC_PHANDLE, &[UART_SOURCE])))?;
 
     if imsic {
         use crate::devices::imsic::*;
+        // The M-level file; the S-level one with GEILEN 7 guest files after it (8 pages
+        // a hart: 3 guest index bits).
         let files = [
-            (IMSIC_M_BASE, PAGE, IRQ_M_EXT, IMSIC_M_PHANDLE, 0),
-            (IMSIC_S_BASE, IMSIC_S_STRIDE, IRQ_S_EXT, IMSIC_S_PHANDLE, 3),
+            ((IMSIC_M_BASE, PAGE), IRQ_M_EXT, 0, IMSIC_M_PHANDLE),
+            (
+                (IMSIC_S_BASE, IMSIC_S_STRIDE),
+                IRQ_S_EXT,
+                3,
+                IMSIC_S_PHANDLE,
+            ),
         ];
-        for (base, size, irq, phandle, guest_bits) in files {
-            let node = fdt.begin_node(&format!("imsics@{base:x}"))?;
-            fdt.property_string_list(
-                "compatible",
-                vec!["qemu,imsics".into(), "riscv,imsics".into()],
-            )?;
-            fdt.property_array_u64("reg", &[base, size])?;
-            fdt.property_array_u32("interrupts-extended", &[CPU_INTC_PHANDLE, irq])?;
-            fdt.property_null("msi-controller")?;
-            fdt.property_null("interrupt-controller")?;
-            fdt.property_u32("#interrupt-cells", 0)?;
-            fdt.property_u32("#msi-cells", 0)?;
-            fdt.property_u32("riscv,num-ids", IMSIC_IDS)?;
-            if guest_bits != 0 {
-                // GEILEN 7 guest files after the S-level one: 8 pages, 3 index bits.
-                fdt.property_u32("riscv,guest-index-bits", guest_bits)?;
-            }
-            fdt.property_phandle(phandle)?;
-            fdt.end_node(node)?;
+        for (window, irq, guest_bits, phandle) in files {
+            let ext = [CPU_INTC_PHANDLE, irq];
+            nodes::imsics(&mut fdt, window, &ext, IMSIC_IDS, guest_bits, phandle)?;
         }
     }
 

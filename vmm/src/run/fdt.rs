@@ -33,7 +33,7 @@
 
 use vm_fdt::FdtWriter;
 
-use crate::machine::{UART_BASE, UART_SIZE};
+use crate::devices::fdt as nodes;
 use crate::run::aia;
 
 /// `riscv,isa` (the older single-string form).
@@ -62,10 +62,7 @@ pub const SSPESA_EXTENSIONS: &[&str] = &["sspesa", "ssplcofi"];
 pub const PDIS_EXTENSIONS: &[&str] = &["sspdis"];
 /// `mmu-type`: the largest translation mode the hart supports (it also has Sv39 and Sv48).
 pub const MMU_TYPE: &str = "riscv,sv57";
-/// The UART's input clock (the usual 1.8432 MHz * 2 of the ns16550a binding examples).
-pub const UART_CLOCK_HZ: u32 = 3_686_400;
-/// Device-tree path of the console UART.
-pub const STDOUT_PATH: &str = "/soc/serial@10000000";
+pub use crate::devices::fdt::{STDOUT_PATH, UART_CLOCK_HZ};
 
 /// Phandle of hart 0's interrupt controller (hart N has this + N).
 const CPU_INTC_PHANDLE: u32 = 1;
@@ -103,11 +100,7 @@ pub struct FdtConfig {
 /// Builds the device tree blob.
 pub fn build(config: &FdtConfig) -> Result<Vec<u8>, vm_fdt::Error> {
     let mut fdt = FdtWriter::new()?;
-    let root = fdt.begin_node("")?;
-    fdt.property_u32("#address-cells", 2)?;
-    fdt.property_u32("#size-cells", 2)?;
-    fdt.property_string("compatible", "riscv-virtio")?;
-    fdt.property_string("model", "riscv-ctr-vmm,run")?;
+    let root = nodes::root(&mut fdt, "riscv-ctr-vmm,run")?;
 
     let chosen = fdt.begin_node("chosen")?;
     fdt.property_string("bootargs", &config.cmdline)?;
@@ -127,26 +120,15 @@ pub fn build(config: &FdtConfig) -> Result<Vec<u8>, vm_fdt::Error> {
     }
     fdt.end_node(cpus)?;
 
-    let memory = fdt.begin_node(&format!("memory@{:x}", config.ram_base))?;
-    fdt.property_string("device_type", "memory")?;
-    fdt.property_array_u64("reg", &[config.ram_base, config.ram_size])?;
-    fdt.end_node(memory)?;
+    nodes::memory(&mut fdt, config.ram_base, config.ram_size)?;
 
-    let soc = fdt.begin_node("soc")?;
-    fdt.property_u32("#address-cells", 2)?;
-    fdt.property_u32("#size-cells", 2)?;
-    fdt.property_string("compatible", "simple-bus")?;
-    fdt.property_null("ranges")?;
-    let uart = fdt.begin_node(&format!("serial@{UART_BASE:x}"))?;
-    fdt.property_string("compatible", "ns16550a")?;
-    fdt.property_array_u64("reg", &[UART_BASE, UART_SIZE])?;
-    fdt.property_u32("clock-frequency", UART_CLOCK_HZ)?;
-    if config.aia {
-        // Level-high (IRQ_TYPE_LEVEL_HIGH = 4): the APLIC's Level1 source mode.
-        fdt.property_u32("interrupt-parent", APLIC_PHANDLE)?;
-        fdt.property_array_u32("interrupts", &[aia::UART_SOURCE, 4])?;
-    }
-    fdt.end_node(uart)?;
+    let soc = nodes::soc(&mut fdt)?;
+    // Level-high (IRQ_TYPE_LEVEL_HIGH = 4): the APLIC's Level1 source mode.
+    let uart_irq = [aia::UART_SOURCE, 4];
+    nodes::serial(
+        &mut fdt,
+        config.aia.then_some((APLIC_PHANDLE, &uart_irq[..])),
+    )?;
     if config.aia {
         aia_nodes(&mut fdt, config.cpus.max(1) as u32)?;
     }
@@ -161,26 +143,11 @@ pub fn build(config: &FdtConfig) -> Result<Vec<u8>, vm_fdt::Error> {
 /// its S-level external interrupt (9); the APLIC domain in MSI mode, its MSIs going to the
 /// IMSIC.
 fn aia_nodes(fdt: &mut FdtWriter, cpus: u32) -> Result<(), vm_fdt::Error> {
-    let imsic = fdt.begin_node(&format!("imsics@{:x}", aia::IMSIC_BASE))?;
-    fdt.property_string_list(
-        "compatible",
-        vec!["qemu,imsics".into(), "riscv,imsics".into()],
-    )?;
-    fdt.property_array_u64(
-        "reg",
-        &[aia::IMSIC_BASE, aia::imsic_window(u64::from(cpus))],
-    )?;
     let ext: Vec<u32> = (0..cpus)
         .flat_map(|id| [CPU_INTC_PHANDLE + id, vcpu_api::trap::irq::SEI as u32])
         .collect();
-    fdt.property_array_u32("interrupts-extended", &ext)?;
-    fdt.property_null("msi-controller")?;
-    fdt.property_null("interrupt-controller")?;
-    fdt.property_u32("#interrupt-cells", 0)?;
-    fdt.property_u32("#msi-cells", 0)?;
-    fdt.property_u32("riscv,num-ids", aia::IMSIC_IDS)?;
-    fdt.property_phandle(IMSIC_PHANDLE)?;
-    fdt.end_node(imsic)?;
+    let window = (aia::IMSIC_BASE, aia::imsic_window(u64::from(cpus)));
+    nodes::imsics(fdt, window, &ext, aia::IMSIC_IDS, 0, IMSIC_PHANDLE)?;
 
     let aplic = fdt.begin_node(&format!("aplic@{:x}", aia::APLIC_BASE))?;
     fdt.property_string_list(
@@ -244,12 +211,7 @@ fn cpu_node(fdt: &mut FdtWriter, id: u32, config: &FdtConfig) -> Result<(), vm_f
     }
     fdt.property_string_list("riscv,isa-extensions", extensions)?;
     fdt.property_string("mmu-type", MMU_TYPE)?;
-    let intc = fdt.begin_node("interrupt-controller")?;
-    fdt.property_u32("#interrupt-cells", 1)?;
-    fdt.property_null("interrupt-controller")?;
-    fdt.property_string("compatible", "riscv,cpu-intc")?;
-    fdt.property_phandle(CPU_INTC_PHANDLE + id)?;
-    fdt.end_node(intc)?;
+    nodes::cpu_intc(fdt, CPU_INTC_PHANDLE + id)?;
     fdt.end_node(cpu)?;
     Ok(())
 }
