@@ -751,7 +751,7 @@ impl Server {
                         let saved = smp.save_vcpu(v.id);
                         (saved.hsm, saved.idle.is_some())
                     }
-                    None => (STATE_STARTED, false),
+                    None => (STATE_STARTED, v.wfi),
                 };
                 let hsm = match hsm {
                     STATE_STARTED => "started",

@@ -327,6 +327,9 @@ pub struct GuestVm {
     timeout: Option<std::time::Duration>,
     /// When `timeout` ends the run (set as the run loop starts).
     run_deadline: Option<std::time::Instant>,
+    /// The only vCPU is parked while it waits in WFI (`RunLoop::sleep_until_wakeup`): the
+    /// control socket's `stats` says so (with several vCPUs the SMP state knows).
+    waiting_in_wfi: bool,
     policy: GuestPolicy,
     /// This vCPU's CTR as the hypervisor manages it (lazy loading, `sctrdepth`).
     ctr: ctr_virt::GuestCtr,
@@ -518,6 +521,7 @@ impl VmShared {
             insns_base: self.insns_base.clone(),
             timeout: self.timeout,
             run_deadline: None,
+            waiting_in_wfi: false,
             policy: self.policy,
             ctr,
             pmu,

@@ -50,6 +50,9 @@ pub(crate) struct VcpuView {
     pub(crate) executed: u64,
     /// Whether it is the one on its instance's hart (else parked by `--pcpus`).
     pub(crate) on_hart: bool,
+    /// Whether it waits in WFI, as far as the instance knows (the only vCPU of a VM; with
+    /// several the SMP state knows).
+    pub(crate) wfi: bool,
 }
 
 /// What a parked hart instance hands over.
@@ -441,6 +444,7 @@ impl GuestVm {
             pmu: self.pmu.snapshot(),
             executed: self.hart.executed(),
             on_hart: true,
+            wfi: self.waiting_in_wfi,
         }];
         if let Some(sched) = &self.sched {
             vcpus.extend(sched.parked.iter().map(|p| VcpuView {
@@ -450,6 +454,7 @@ impl GuestVm {
                 pmu: p.pmu.snapshot(),
                 executed: p.state.vclock.saturating_sub(p.state.skipped),
                 on_hart: false,
+                wfi: false,
             }));
         }
         InstanceView {

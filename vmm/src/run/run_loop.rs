@@ -315,7 +315,9 @@ impl GuestVm {
             }
             if self.pause_requested() {
                 // Parked still waiting (a snapshot records the wait), then waits on.
+                self.waiting_in_wfi = true;
                 self.pause_point();
+                self.waiting_in_wfi = false;
                 continue;
             }
             let left = deadline.map_or(super::smp::HOST_IDLE_POLL, |d| {
