@@ -425,16 +425,20 @@ fn the_destination_refuses_corrupted_streams_and_runs_nothing() {
 }
 
 /// Pauses the VM, and resumes and pauses it again until `ready`; returns the stats found.
+/// Fails (instead of hanging) when the VM is not ready after 3000 tries, 10 ms apart.
 fn pause_when(api: &mut Client, ready: impl Fn(&Value) -> bool) -> Value {
-    loop {
+    for tries in 0.. {
         ok(&api.send("{\"cmd\":\"pause\"}"));
         let stats = api.send("{\"cmd\":\"stats\"}");
         ok(&stats);
         if ready(&stats) {
             return stats;
         }
+        assert!(tries < 3000, "the VM never became ready to move: {stats}");
         ok(&api.send("{\"cmd\":\"resume\"}"));
+        std::thread::sleep(Duration::from_millis(10));
     }
+    unreachable!()
 }
 
 /// A two-vCPU guest (`sbi_ctr_pause`: each vCPU records its own CTR history, at depth 16
@@ -1075,20 +1079,9 @@ fn a_guest_waiting_for_an_aplic_interrupt_moves_and_takes_it_on_the_destination(
     let mut client_a = Client::connect(&api_a);
     // Paused in its wait: `stats` reports the only vCPU's WFI (it did not, once: a VM of
     // one vCPU has no SMP state, which is where the flag came from).
-    for tries in 0.. {
-        ok(&client_a.send("{\"cmd\":\"pause\"}"));
-        let stats = client_a.send("{\"cmd\":\"stats\"}");
-        if out_a.text().contains("waiting for input") && stats["vcpus"][0]["wfi"] == true {
-            break;
-        }
-        assert!(
-            tries < 500,
-            "never paused in WFI: {stats}\n{}",
-            out_a.text()
-        );
-        ok(&client_a.send("{\"cmd\":\"resume\"}"));
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    pause_when(&mut client_a, |s| {
+        out_a.text().contains("waiting for input") && s["vcpus"][0]["wfi"] == true
+    });
 
     // The destination starts paused; its input queue comes back here.
     let receiver = Receiver::bind(&Endpoint::Unix(temp("aia-b.sock"))).unwrap();
