@@ -27,6 +27,8 @@
     allow(dead_code, unused_imports, unused_mut, unused_variables)
 )]
 
+#[cfg(target_arch = "x86_64")]
+mod emit;
 mod region;
 pub(crate) mod table;
 #[cfg(target_arch = "x86_64")]

@@ -14,13 +14,12 @@
 //! and atomics call the interpreter's code (`super::jit_float`, `super::jit_csr`, `super::jit_atomic`), F/D
 //! arithmetic first trying the host's SSE2/FMA3 where it is exact ([`emit_float_host`]).
 
-use dynasmrt::x64::X64Relocation;
-use dynasmrt::{dynasm, DynamicLabel, DynasmApi, DynasmLabelApi, VecAssembler};
+use dynasmrt::{dynasm, DynamicLabel, DynasmApi, DynasmLabelApi};
 
 use super::table::{Layout, Plan};
 use crate::decode::{Insn, Op, X0_SINK};
 
-type Asm = VecAssembler<X64Relocation>;
+type Asm = super::emit::Emitter;
 
 /// Labels a block needs at most per instruction (exits, slow paths), for preallocation.
 const MAX_LABELS: usize = 2 * super::MAX_INSNS;
@@ -36,15 +35,29 @@ const RCX: u8 = 1;
 const RDX: u8 = 2;
 const RSI: u8 = 6;
 
-/// Host register `host` = x[r] (x0 reads as 0).
+/// Host register `host` = x[r] (x0 reads as 0), from the host register caching it when one
+/// does (`super::emit`).
 // dynasm's dynamic registers expand to `host.into()`.
 #[allow(clippy::useless_conversion)]
 fn get(a: &mut Asm, l: &Layout, host: u8, r: u8) {
     if r == 0 {
         dynasm!(a ; .arch x64 ; xor Rd(host), Rd(host));
+    } else if let Some(c) = a.cache.find(r) {
+        dynasm!(a ; .arch x64 ; mov Rq(host), Rq(c));
     } else {
         let d = xd(l, r);
         dynasm!(a ; .arch x64 ; mov Rq(host), QWORD [rdi + d]);
+    }
+}
+
+/// x[rd] = host register `host`, kept in a caching host register as well (`super::emit`).
+#[allow(clippy::useless_conversion)]
+fn put(a: &mut Asm, l: &Layout, host: u8, rd: u8) {
+    let d = xd(l, rd);
+    dynasm!(a ; .arch x64 ; mov QWORD [rdi + d], Rq(host));
+    if rd != 0 && rd < 32 {
+        let c = a.cache.assign(rd);
+        dynasm!(a ; .arch x64 ; mov Rq(c), Rq(host));
     }
 }
 
@@ -62,8 +75,7 @@ fn get_rsi(a: &mut Asm, l: &Layout, r: u8) {
 
 /// x[rd] = rax
 fn put_rax(a: &mut Asm, l: &Layout, rd: u8) {
-    let d = xd(l, rd);
-    dynasm!(a ; .arch x64 ; mov QWORD [rdi + d], rax);
+    put(a, l, RAX, rd);
 }
 
 /// How a block exit to a fixed address goes on.
@@ -130,6 +142,8 @@ fn call(a: &mut Asm, f: usize) {
         ; call rax
         ; pop rdi
     );
+    // r8-r11 are caller-saved, and the helper may have written guest registers.
+    a.cache.clear();
 }
 
 /// A monitored block's report of an event: `f(hart, x, y)`.
@@ -528,6 +542,30 @@ fn tlb_lookup(a: &mut Asm, [va, out, idx]: [u8; 3], ctx: i32, array: i32, miss: 
     );
 }
 
+/// rax = the RAM offset of the `size`-byte data access at the guest address in rsi, through
+/// the TLB array at `array` (context at `ctx`); a miss, or an access whose last byte lies in
+/// another page than its first, jumps to `miss` with rsi kept. The entry is the first
+/// byte's, and its tag is compared with the last byte's page: one comparison finds both.
+fn data_lookup(a: &mut Asm, ctx: i32, array: i32, size: i32, miss: DynamicLabel) {
+    // Entries are 16 bytes (as in `tlb_lookup`): slot * 16 = (va >> 8) & mask.
+    let mask = ((crate::mmu::TLB_SIZE - 1) << 4) as i32;
+    let (last, off) = (size - 1, array + 8);
+    dynasm!(a ; .arch x64
+        ; mov edx, esi
+        ; shr edx, 8
+        ; and edx, mask
+        ; lea rax, [rsi + last]
+        ; shr rax, 12
+        ; or rax, QWORD [rdi + ctx]
+        ; cmp rax, QWORD [rdi + rdx + array]
+        ; jne =>miss
+        ; mov rax, QWORD [rdi + rdx + off]
+        ; mov edx, esi
+        ; and edx, 0xfff
+        ; add rax, rdx
+    );
+}
+
 /// Continue at the guest address in rax (already stored as pc): find its block through the
 /// fetch TLB and the block table, as the dispatcher would, and jump to it; return to the
 /// dispatcher when either misses. The target block checks its code and the budget itself.
@@ -674,7 +712,7 @@ pub(super) fn terminal(op: Op) -> bool {
 /// at and returns 0 or continues in a linked block. An instruction left to the interpreter
 /// midway gives back the budget of the instructions not done.
 pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> {
-    let mut a = Asm::new_with_capacity(base, 4096, 0, 0, 4 * MAX_LABELS, 0, 4 * MAX_LABELS);
+    let mut a = Asm::new(base, 4096, 4 * MAX_LABELS);
     let entry = a.new_dynamic_label();
     let invalid = a.new_dynamic_label();
     let out = a.new_dynamic_label();
@@ -703,10 +741,10 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
     }
     let n = plan.insns.len() as u32;
     let (budget, nn) = (l.budget, n as i32);
+    // Take the block's instructions from the budget; a borrow (fewer left) undoes it at `out`.
     dynasm!(a ; .arch x64
-        ; cmp QWORD [rdi + budget], nn
-        ; jb =>out
         ; sub QWORD [rdi + budget], nn
+        ; jb =>out
     );
     let page = start_pc(plan) >> 12;
     // The block's code: RAM offset and length in bytes.
@@ -842,6 +880,7 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
     }
     dynasm!(a ; .arch x64
         ; =>out
+        ; add QWORD [rdi + budget], nn
         ; xor eax, eax
         ; ret
         ; =>invalid
@@ -864,6 +903,9 @@ fn emit_straight(a: &mut Asm, l: &Layout, pc: u64, i: &Insn) {
     use Op::*;
     if i.rd == X0_SINK || i.op == Fence {
         return; // no architectural effect (a hint or FENCE, a no-op on this hart)
+    }
+    if emit_alu(a, l, pc, i) {
+        return;
     }
     let imm = i.imm;
     match i.op {
@@ -937,6 +979,112 @@ fn emit_straight(a: &mut Asm, l: &Layout, pc: u64, i: &Insn) {
     put_rax(a, l, i.rd);
 }
 
+/// Where an instruction finds a guest register's value.
+#[derive(Clone, Copy, PartialEq)]
+enum Src {
+    /// x0.
+    Zero,
+    /// A host register caching it (`super::emit`).
+    Host(u8),
+    /// Only in the hart, at this displacement.
+    Mem(i32),
+}
+
+fn src(a: &Asm, l: &Layout, r: u8) -> Src {
+    if r == 0 {
+        Src::Zero
+    } else if let Some(h) = a.cache.find(r) {
+        Src::Host(h)
+    } else {
+        Src::Mem(xd(l, r))
+    }
+}
+
+/// The common integer instructions computed straight into the host register that caches
+/// their destination (`super::emit`): x[rd] is then stored from it, with no copies through
+/// rax and rcx. Returns false (nothing emitted) for the others, and where the destination's
+/// host register holds the second operand, which computing into it would overwrite first.
+// dynasm's dynamic registers expand to `.into()` conversions.
+#[allow(clippy::useless_conversion)]
+fn emit_alu(a: &mut Asm, l: &Layout, pc: u64, i: &Insn) -> bool {
+    use Op::*;
+    let reg_reg = matches!(i.op, Add | Sub | Xor | Or | And | Addw | Subw | Mul | Mulw);
+    let reg_imm = matches!(
+        i.op,
+        Addi | Xori | Ori | Andi | Slli | Srli | Srai | Addiw | Slliw | Srliw | Sraiw
+    );
+    if !(reg_reg || reg_imm || matches!(i.op, Lui | Auipc)) || i.rd == 0 || i.rd >= 32 {
+        return false;
+    }
+    let h = a.cache.peek(i.rd);
+    let s2 = if reg_reg { src(a, l, i.rs2) } else { Src::Zero };
+    if s2 == Src::Host(h) && i.rs1 != i.rs2 {
+        return false;
+    }
+    let s1 = src(a, l, i.rs1);
+    let h = a.cache.assign(i.rd);
+    let imm = i.imm;
+    match i.op {
+        Lui | Auipc => {
+            let v = if i.op == Lui {
+                imm as i64
+            } else {
+                pc.wrapping_add(imm as i64 as u64) as i64
+            };
+            dynasm!(a ; .arch x64 ; mov Rq(h), QWORD v);
+        }
+        _ => match s1 {
+            Src::Zero => dynasm!(a ; .arch x64 ; xor Rd(h), Rd(h)),
+            Src::Host(x) if x == h => {}
+            Src::Host(x) => dynasm!(a ; .arch x64 ; mov Rq(h), Rq(x)),
+            Src::Mem(d) => dynasm!(a ; .arch x64 ; mov Rq(h), QWORD [rdi + d]),
+        },
+    }
+    let (sh, shw) = ((imm & 63) as i8, (imm & 31) as i8);
+    match (i.op, s2) {
+        (Lui | Auipc, _) => {}
+        (Addi, _) => dynasm!(a ; .arch x64 ; add Rq(h), imm),
+        (Xori, _) => dynasm!(a ; .arch x64 ; xor Rq(h), imm),
+        (Ori, _) => dynasm!(a ; .arch x64 ; or Rq(h), imm),
+        (Andi, _) => dynasm!(a ; .arch x64 ; and Rq(h), imm),
+        (Slli, _) => dynasm!(a ; .arch x64 ; shl Rq(h), sh),
+        (Srli, _) => dynasm!(a ; .arch x64 ; shr Rq(h), sh),
+        (Srai, _) => dynasm!(a ; .arch x64 ; sar Rq(h), sh),
+        (Addiw, _) => dynasm!(a ; .arch x64 ; add Rd(h), imm),
+        (Slliw, _) => dynasm!(a ; .arch x64 ; shl Rd(h), shw),
+        (Srliw, _) => dynasm!(a ; .arch x64 ; shr Rd(h), shw),
+        (Sraiw, _) => dynasm!(a ; .arch x64 ; sar Rd(h), shw),
+        // x op 0 is x for these, and 0 for AND and MUL.
+        (Add | Sub | Xor | Or | Addw | Subw, Src::Zero) => {}
+        (And | Mul | Mulw, Src::Zero) => dynasm!(a ; .arch x64 ; xor Rd(h), Rd(h)),
+        (Add, Src::Host(x)) => dynasm!(a ; .arch x64 ; add Rq(h), Rq(x)),
+        (Sub, Src::Host(x)) => dynasm!(a ; .arch x64 ; sub Rq(h), Rq(x)),
+        (Xor, Src::Host(x)) => dynasm!(a ; .arch x64 ; xor Rq(h), Rq(x)),
+        (Or, Src::Host(x)) => dynasm!(a ; .arch x64 ; or Rq(h), Rq(x)),
+        (And, Src::Host(x)) => dynasm!(a ; .arch x64 ; and Rq(h), Rq(x)),
+        (Mul, Src::Host(x)) => dynasm!(a ; .arch x64 ; imul Rq(h), Rq(x)),
+        (Addw, Src::Host(x)) => dynasm!(a ; .arch x64 ; add Rd(h), Rd(x)),
+        (Subw, Src::Host(x)) => dynasm!(a ; .arch x64 ; sub Rd(h), Rd(x)),
+        (Mulw, Src::Host(x)) => dynasm!(a ; .arch x64 ; imul Rd(h), Rd(x)),
+        (Add, Src::Mem(d)) => dynasm!(a ; .arch x64 ; add Rq(h), QWORD [rdi + d]),
+        (Sub, Src::Mem(d)) => dynasm!(a ; .arch x64 ; sub Rq(h), QWORD [rdi + d]),
+        (Xor, Src::Mem(d)) => dynasm!(a ; .arch x64 ; xor Rq(h), QWORD [rdi + d]),
+        (Or, Src::Mem(d)) => dynasm!(a ; .arch x64 ; or Rq(h), QWORD [rdi + d]),
+        (And, Src::Mem(d)) => dynasm!(a ; .arch x64 ; and Rq(h), QWORD [rdi + d]),
+        (Mul, Src::Mem(d)) => dynasm!(a ; .arch x64 ; imul Rq(h), QWORD [rdi + d]),
+        (Addw, Src::Mem(d)) => dynasm!(a ; .arch x64 ; add Rd(h), DWORD [rdi + d]),
+        (Subw, Src::Mem(d)) => dynasm!(a ; .arch x64 ; sub Rd(h), DWORD [rdi + d]),
+        (Mulw, Src::Mem(d)) => dynasm!(a ; .arch x64 ; imul Rd(h), DWORD [rdi + d]),
+        (op, _) => unreachable!("{op:?} is not one of emit_alu's"),
+    }
+    if matches!(i.op, Addiw | Slliw | Srliw | Sraiw | Addw | Subw | Mulw) {
+        dynasm!(a ; .arch x64 ; movsxd Rq(h), Rd(h));
+    }
+    let d = xd(l, i.rd);
+    dynasm!(a ; .arch x64 ; mov QWORD [rdi + d], Rq(h));
+    true
+}
+
 /// The out-of-line part of a load or store: the call to the dispatcher's slow path.
 pub(super) struct SlowPath {
     slow: DynamicLabel,
@@ -994,17 +1142,8 @@ fn emit_memory(
     if imm != 0 {
         dynasm!(a ; .arch x64 ; add rsi, imm);
     }
-    if size > 1 {
-        let last = 0x1000 - size;
-        dynasm!(a ; .arch x64
-            ; mov eax, esi
-            ; and eax, 0xfff
-            ; cmp eax, last
-            ; ja =>slow
-        );
-    }
     let array = if store { l.store } else { l.load };
-    tlb_lookup(a, [RSI, RAX, RDX], l.data_ctx, array, slow);
+    data_lookup(a, l.data_ctx, array, size, slow);
     let ram = l.ram_host as i64;
     dynasm!(a ; .arch x64 ; mov rdx, QWORD ram);
     if store {
@@ -1055,8 +1194,7 @@ fn emit_memory(
         let d = fd(l, i.rd);
         dynasm!(a ; .arch x64 ; mov QWORD [rdi + d], rcx);
     } else if i.rd != X0_SINK {
-        let d = xd(l, i.rd);
-        dynasm!(a ; .arch x64 ; mov QWORD [rdi + d], rcx);
+        put(a, l, RCX, i.rd);
     }
     if monitored {
         monitor_access(a, l, false);
@@ -1126,8 +1264,8 @@ fn emit_terminal(
     match i.op {
         Jal => {
             if i.rd != X0_SINK {
-                let d = xd(l, i.rd);
-                dynasm!(a ; .arch x64 ; mov rax, QWORD link as i64 ; mov QWORD [rdi + d], rax);
+                dynasm!(a ; .arch x64 ; mov rax, QWORD link as i64);
+                put_rax(a, l, i.rd);
             }
             // `fmt` holds the transfer type (table 10).
             let transfer = Transfer {
@@ -1151,8 +1289,8 @@ fn emit_terminal(
             let imm = i.imm;
             dynasm!(a ; .arch x64 ; add rax, imm ; and rax, -2);
             if i.rd != X0_SINK {
-                let d = xd(l, i.rd);
-                dynasm!(a ; .arch x64 ; mov rcx, QWORD link as i64 ; mov QWORD [rdi + d], rcx);
+                dynasm!(a ; .arch x64 ; mov rcx, QWORD link as i64);
+                put(a, l, RCX, i.rd);
             }
             dynasm!(a ; .arch x64 ; mov QWORD [rdi + p], rax);
             if monitored {
@@ -1335,6 +1473,7 @@ fn emit_float(a: &mut Asm, l: &Layout, i: &Insn, bail: DynamicLabel, fp: &mut Fl
                     dynasm!(a ; .arch x64 ; mov rax, QWORD [rdi + s]);
                 }
                 dynasm!(a ; .arch x64 ; mov QWORD [rdi + d], rax);
+                a.cache.forget(i.rd);
             }
         }
         FmvFX => {

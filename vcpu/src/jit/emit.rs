@@ -1,0 +1,227 @@
+//! The assembler a block is emitted into: dynasm's `VecAssembler` plus a write-through cache
+//! of guest integer registers in the host registers r8-r11.
+//!
+//! Every guest register lives in the hart (`[rdi + x]`), and every write goes there at once,
+//! so the hart is always up to date: a bail, a slow path or a helper sees the architectural
+//! state with no write-back. The cache only remembers that a host register holds the value
+//! an instruction just wrote, so that a later instruction of the same block reads it from
+//! there instead of loading it again. That takes the store-to-load forwarding latency (4-5
+//! host cycles) off every chain of dependent guest instructions.
+//!
+//! What the cache knows is a property of the straight-line code being emitted, so it is
+//! forgotten wherever paths meet or host registers are clobbered: at every label (any jump
+//! may land there with other contents) and at every call (r8-r11 are caller-saved).
+
+use dynasmrt::x64::X64Relocation;
+use dynasmrt::VecAssembler;
+use dynasmrt::{AssemblyOffset, DynamicLabel, DynasmApi, DynasmError, DynasmLabelApi};
+
+/// Host registers (x86-64 numbers) that cache guest registers.
+const HOSTS: [u8; 4] = [8, 9, 10, 11];
+
+/// Which guest register each of [`HOSTS`] holds (0: none; x0 is never cached).
+#[derive(Default)]
+pub(super) struct RegCache {
+    held: [u8; HOSTS.len()],
+    /// The next host register to reuse (round robin).
+    next: usize,
+}
+
+impl RegCache {
+    /// The host register holding guest register `r`, if any.
+    pub(super) fn find(&self, r: u8) -> Option<u8> {
+        (r != 0)
+            .then(|| self.held.iter().position(|&g| g == r))
+            .flatten()
+            .map(|k| HOSTS[k])
+    }
+
+    /// The host register [`RegCache::assign`] would give guest register `r`, without
+    /// assigning it.
+    pub(super) fn peek(&self, r: u8) -> u8 {
+        match self.held.iter().position(|&g| g == r) {
+            Some(k) => HOSTS[k],
+            None => HOSTS[self.next],
+        }
+    }
+
+    /// A host register to hold guest register `r` from now on (the one already holding it,
+    /// or the next one in turn).
+    pub(super) fn assign(&mut self, r: u8) -> u8 {
+        if let Some(k) = self.held.iter().position(|&g| g == r) {
+            return HOSTS[k];
+        }
+        let k = self.next;
+        self.next = (k + 1) % HOSTS.len();
+        self.held[k] = r;
+        HOSTS[k]
+    }
+
+    /// Guest register `r` was written without the cache: its old copy is stale.
+    pub(super) fn forget(&mut self, r: u8) {
+        for g in &mut self.held {
+            if *g == r {
+                *g = 0;
+            }
+        }
+    }
+
+    /// Nothing is known any more (a label or a call).
+    pub(super) fn clear(&mut self) {
+        self.held = [0; HOSTS.len()];
+    }
+}
+
+/// A block's assembler (see the module documentation).
+pub(super) struct Emitter {
+    asm: VecAssembler<X64Relocation>,
+    pub(super) cache: RegCache,
+}
+
+impl Emitter {
+    /// An empty assembler for code placed at `base`, with room for `ops` bytes and
+    /// `labels` dynamic labels and relocations.
+    pub(super) fn new(base: usize, ops: usize, labels: usize) -> Emitter {
+        Emitter {
+            asm: VecAssembler::new_with_capacity(base, ops, 0, 0, labels, 0, labels),
+            cache: RegCache::default(),
+        }
+    }
+
+    pub(super) fn new_dynamic_label(&mut self) -> DynamicLabel {
+        self.asm.new_dynamic_label()
+    }
+
+    pub(super) fn finalize(self) -> Result<Vec<u8>, DynasmError> {
+        self.asm.finalize()
+    }
+}
+
+impl Extend<u8> for Emitter {
+    fn extend<T: IntoIterator<Item = u8>>(&mut self, iter: T) {
+        self.asm.extend(iter)
+    }
+}
+
+impl<'a> Extend<&'a u8> for Emitter {
+    fn extend<T: IntoIterator<Item = &'a u8>>(&mut self, iter: T) {
+        self.asm.extend(iter)
+    }
+}
+
+impl DynasmApi for Emitter {
+    fn offset(&self) -> AssemblyOffset {
+        self.asm.offset()
+    }
+
+    fn push(&mut self, byte: u8) {
+        self.asm.push(byte)
+    }
+
+    fn align(&mut self, alignment: usize, with: u8) {
+        self.asm.align(alignment, with)
+    }
+}
+
+impl DynasmLabelApi for Emitter {
+    type Relocation = X64Relocation;
+
+    fn local_label(&mut self, name: &'static str) {
+        self.cache.clear();
+        self.asm.local_label(name)
+    }
+
+    fn global_label(&mut self, name: &'static str) {
+        self.cache.clear();
+        self.asm.global_label(name)
+    }
+
+    fn dynamic_label(&mut self, id: DynamicLabel) {
+        self.cache.clear();
+        self.asm.dynamic_label(id)
+    }
+
+    fn forward_relocation(
+        &mut self,
+        name: &'static str,
+        target_offset: isize,
+        field_offset: u8,
+        ref_offset: u8,
+        kind: X64Relocation,
+    ) {
+        self.asm
+            .forward_relocation(name, target_offset, field_offset, ref_offset, kind)
+    }
+
+    fn backward_relocation(
+        &mut self,
+        name: &'static str,
+        target_offset: isize,
+        field_offset: u8,
+        ref_offset: u8,
+        kind: X64Relocation,
+    ) {
+        self.asm
+            .backward_relocation(name, target_offset, field_offset, ref_offset, kind)
+    }
+
+    fn global_relocation(
+        &mut self,
+        name: &'static str,
+        target_offset: isize,
+        field_offset: u8,
+        ref_offset: u8,
+        kind: X64Relocation,
+    ) {
+        self.asm
+            .global_relocation(name, target_offset, field_offset, ref_offset, kind)
+    }
+
+    fn dynamic_relocation(
+        &mut self,
+        id: DynamicLabel,
+        target_offset: isize,
+        field_offset: u8,
+        ref_offset: u8,
+        kind: X64Relocation,
+    ) {
+        self.asm
+            .dynamic_relocation(id, target_offset, field_offset, ref_offset, kind)
+    }
+
+    fn value_relocation(
+        &mut self,
+        value: usize,
+        field_offset: u8,
+        ref_offset: u8,
+        kind: X64Relocation,
+    ) {
+        self.asm
+            .value_relocation(value, field_offset, ref_offset, kind)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cache_reuses_a_guest_registers_host_register_and_forgets() {
+        let mut c = RegCache::default();
+        assert_eq!(c.find(5), None);
+        let h = c.peek(5);
+        assert_eq!(c.assign(5), h);
+        assert_eq!(c.find(5), Some(h));
+        assert_eq!(c.peek(5), h);
+        assert_eq!(c.assign(5), h, "one host register per guest register");
+        for r in 6..6 + HOSTS.len() as u8 {
+            c.assign(r);
+        }
+        assert_eq!(c.find(5), None, "the oldest is reused");
+        c.forget(7);
+        assert_eq!(c.find(7), None);
+        c.clear();
+        assert!((1..32).all(|r| c.find(r).is_none()));
+        assert_eq!(c.find(0), None);
+    }
+}
