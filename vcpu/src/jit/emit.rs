@@ -88,6 +88,13 @@ impl Emitter {
         }
     }
 
+    /// Define `label` where the only jumps to it come from code that keeps r8-r11 and
+    /// writes no guest register (a load's or store's slow path, [`super::x64`]): what the
+    /// cache knows holds on both paths, so it is kept.
+    pub(super) fn join(&mut self, label: DynamicLabel) {
+        self.asm.dynamic_label(label)
+    }
+
     pub(super) fn new_dynamic_label(&mut self) -> DynamicLabel {
         self.asm.new_dynamic_label()
     }

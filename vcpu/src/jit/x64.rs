@@ -1,7 +1,8 @@
 //! x86-64 code generation for a planned block (see [`super::Plan`]).
 //!
 //! A block is a leaf function `extern "sysv64" fn(hart: *mut Hart) -> u64` that keeps every
-//! guest register in the hart (`[rdi + x]`) and uses only caller-saved host registers; see
+//! guest register in the hart (`[rdi + x]`, written through at once, with copies of recent
+//! values in r8-r11: `super::emit`) and uses only caller-saved host registers; see
 //! [`assemble`] for its protocol with the dispatcher.
 //!
 //! Loads and stores translate through the hart's software TLB inline. Whatever the inline
@@ -144,6 +145,15 @@ fn call(a: &mut Asm, f: usize) {
     );
     // r8-r11 are caller-saved, and the helper may have written guest registers.
     a.cache.clear();
+}
+
+/// [`call`] from a load's or store's slow path, keeping r8-r11 (pushed and popped around
+/// it, which keeps the stack's alignment), so that the registers they cache are still
+/// there where the fast path resumes (`super::emit::Emitter::join`).
+fn call_keeping_cache(a: &mut Asm, f: usize) {
+    dynasm!(a ; .arch x64 ; push r8 ; push r9 ; push r10 ; push r11);
+    call(a, f);
+    dynasm!(a ; .arch x64 ; pop r11 ; pop r10 ; pop r9 ; pop r8);
 }
 
 /// A monitored block's report of an event: `f(hart, x, y)`.
@@ -1000,6 +1010,24 @@ fn src(a: &Asm, l: &Layout, r: u8) -> Src {
     }
 }
 
+/// Set the host flags as `cmp x[rs1], x[rs2]` does, reading cached registers in place.
+// dynasm's dynamic registers expand to `.into()` conversions.
+#[allow(clippy::useless_conversion)]
+fn compare(a: &mut Asm, l: &Layout, rs1: u8, rs2: u8) {
+    let first = match src(a, l, rs1) {
+        Src::Host(x) => x,
+        _ => {
+            get_rax(a, l, rs1);
+            RAX
+        }
+    };
+    match src(a, l, rs2) {
+        Src::Zero => dynasm!(a ; .arch x64 ; cmp Rq(first), 0),
+        Src::Host(y) => dynasm!(a ; .arch x64 ; cmp Rq(first), Rq(y)),
+        Src::Mem(d) => dynasm!(a ; .arch x64 ; cmp Rq(first), QWORD [rdi + d]),
+    }
+}
+
 /// The common integer instructions computed straight into the host register that caches
 /// their destination (`super::emit`): x[rd] is then stored from it, with no copies through
 /// rax and rcx. Returns false (nothing emitted) for the others, and where the destination's
@@ -1138,26 +1166,37 @@ fn emit_memory(
         monitored,
     });
     let imm = i.imm;
-    get_rsi(a, l, i.rs1);
-    if imm != 0 {
-        dynasm!(a ; .arch x64 ; add rsi, imm);
+    match src(a, l, i.rs1) {
+        Src::Host(x) => dynasm!(a ; .arch x64 ; lea rsi, [Rq(x) + imm]),
+        _ => {
+            get_rsi(a, l, i.rs1);
+            if imm != 0 {
+                dynasm!(a ; .arch x64 ; add rsi, imm);
+            }
+        }
     }
     let array = if store { l.store } else { l.load };
     data_lookup(a, l.data_ctx, array, size, slow);
     let ram = l.ram_host as i64;
     dynasm!(a ; .arch x64 ; mov rdx, QWORD ram);
     if store {
-        if float_memory(i.op) {
+        // The value: an F register, or an X register (straight from the host register
+        // caching it, if one does).
+        let value = if float_memory(i.op) {
             let d = fd(l, i.rs2);
             dynasm!(a ; .arch x64 ; mov rcx, QWORD [rdi + d]);
+            RCX
+        } else if let Src::Host(x) = src(a, l, i.rs2) {
+            x
         } else {
             get_rcx(a, l, i.rs2);
-        }
+            RCX
+        };
         match size {
-            1 => dynasm!(a ; .arch x64 ; mov BYTE [rdx + rax], cl),
-            2 => dynasm!(a ; .arch x64 ; mov WORD [rdx + rax], cx),
-            4 => dynasm!(a ; .arch x64 ; mov DWORD [rdx + rax], ecx),
-            _ => dynasm!(a ; .arch x64 ; mov QWORD [rdx + rax], rcx),
+            1 => dynasm!(a ; .arch x64 ; mov BYTE [rdx + rax], Rb(value)),
+            2 => dynasm!(a ; .arch x64 ; mov WORD [rdx + rax], Rw(value)),
+            4 => dynasm!(a ; .arch x64 ; mov DWORD [rdx + rax], Rd(value)),
+            _ => dynasm!(a ; .arch x64 ; mov QWORD [rdx + rax], Rq(value)),
         }
         if let Some((off, len, label)) = rewrite {
             // [rax, rax + size) overlaps [off, off + len): rax - (off - size + 1) < len + size - 1.
@@ -1170,7 +1209,7 @@ fn emit_memory(
                 ; jb =>label
             );
         }
-        dynasm!(a ; .arch x64 ; =>resume);
+        a.join(resume);
         if monitored {
             monitor_access(a, l, true);
         }
@@ -1185,7 +1224,7 @@ fn emit_memory(
         Lwu | Flw => dynasm!(a ; .arch x64 ; mov ecx, DWORD [rdx + rax]),
         _ => dynasm!(a ; .arch x64 ; mov rcx, QWORD [rdx + rax]),
     }
-    dynasm!(a ; .arch x64 ; =>resume);
+    a.join(resume);
     if float_memory(i.op) {
         // FLW NaN-boxes the single in the 64-bit register.
         if i.op == Flw {
@@ -1218,14 +1257,14 @@ fn emit_slow_path(a: &mut Asm, l: &Layout, s: &SlowPath) {
         let d = fd(l, s.rs2);
         dynasm!(a ; .arch x64 ; mov rdx, QWORD [rdi + d]);
         dynasm!(a ; .arch x64 ; mov ecx, size);
-        call(a, l.store_helper);
+        call_keeping_cache(a, l.store_helper);
     } else if store {
         get(a, l, RDX, s.rs2);
         dynasm!(a ; .arch x64 ; mov ecx, size);
-        call(a, l.store_helper);
+        call_keeping_cache(a, l.store_helper);
     } else {
         dynasm!(a ; .arch x64 ; mov edx, size);
-        call(a, l.load_helper);
+        call_keeping_cache(a, l.load_helper);
     }
     dynasm!(a ; .arch x64
         ; cmp BYTE [rdi + fault], 0
@@ -1301,10 +1340,8 @@ fn emit_terminal(
             jump_indirect(a, l, monitored);
         }
         _ => {
-            get_rax(a, l, i.rs1);
-            get_rcx(a, l, i.rs2);
+            compare(a, l, i.rs1, i.rs2);
             let taken = a.new_dynamic_label();
-            dynasm!(a ; .arch x64 ; cmp rax, rcx);
             match i.op {
                 Beq => dynasm!(a ; .arch x64 ; je =>taken),
                 Bne => dynasm!(a ; .arch x64 ; jne =>taken),

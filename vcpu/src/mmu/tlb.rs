@@ -8,7 +8,7 @@ use crate::trap::{cause, Exception};
 use vcpu_api::PrivilegeMode;
 
 /// Entries per TLB array (a power of two).
-pub(crate) const TLB_SIZE: usize = 256;
+pub(crate) const TLB_SIZE: usize = 1024;
 const INVALID: u64 = u64::MAX;
 
 #[derive(Clone, Copy)]
