@@ -1137,6 +1137,8 @@ pub(super) struct SlowPath {
 ///
 /// With `rewrite` (`(off, len, label)`: the RAM range of the block's instructions after this
 /// store), a store that overlaps that range jumps to `label` once done.
+// dynasm's dynamic registers expand to `.into()` conversions.
+#[allow(clippy::useless_conversion)]
 fn emit_memory(
     a: &mut Asm,
     l: &Layout,
