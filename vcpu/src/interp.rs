@@ -265,6 +265,9 @@ impl Hart {
                     return (self.vclock - start, Some(VcpuExit::Wfi));
                 }
                 Err(Ctl::Mmio(acc)) => {
+                    // A write is done and clocked; a read takes its place in the budget
+                    // now, but is clocked when completed.
+                    let done = self.vclock - start + u64::from(acc.write.is_none());
                     if acc.write.is_some() {
                         self.pc = self.pc.wrapping_add(insn.len as u64);
                         self.retired += 1;
@@ -276,7 +279,7 @@ impl Hart {
                         self.vclock -= 1;
                         self.pending_load = Some(insn);
                     }
-                    return (self.vclock - start + 1, Some(VcpuExit::Mmio(acc)));
+                    return (done, Some(VcpuExit::Mmio(acc)));
                 }
             }
         }

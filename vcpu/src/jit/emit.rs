@@ -14,15 +14,19 @@
 
 use dynasmrt::x64::X64Relocation;
 use dynasmrt::VecAssembler;
-use dynasmrt::{AssemblyOffset, DynamicLabel, DynasmApi, DynasmError, DynasmLabelApi};
+use dynasmrt::{dynasm, AssemblyOffset, DynamicLabel, DynasmApi, DynasmError, DynasmLabelApi};
 
 /// Host registers (x86-64 numbers) that cache guest registers.
 const HOSTS: [u8; 4] = [8, 9, 10, 11];
 
-/// Which guest register each of [`HOSTS`] holds (0: none; x0 is never cached).
+/// Which guest register each of [`HOSTS`] holds (0: none; x0 is never cached), and whether
+/// its value is still to be written to the hart.
 #[derive(Default)]
 pub(super) struct RegCache {
     held: [u8; HOSTS.len()],
+    /// The held value is newer than the hart's copy (written by a lazy block's integer
+    /// instruction: [`Emitter::lazy`]).
+    dirty: [bool; HOSTS.len()],
     /// The next host register to reuse (round robin).
     next: usize,
 }
@@ -46,29 +50,45 @@ impl RegCache {
     }
 
     /// A host register to hold guest register `r` from now on (the one already holding it,
-    /// or the next one in turn).
-    pub(super) fn assign(&mut self, r: u8) -> u8 {
+    /// or the next one in turn), and the guest register it held with a value still to be
+    /// written to the hart, if any (the caller writes it before reusing the register).
+    fn assign(&mut self, r: u8) -> (u8, Option<u8>) {
         if let Some(k) = self.held.iter().position(|&g| g == r) {
-            return HOSTS[k];
+            return (HOSTS[k], None);
         }
         let k = self.next;
         self.next = (k + 1) % HOSTS.len();
+        let victim = self.dirty[k].then_some(self.held[k]);
         self.held[k] = r;
-        HOSTS[k]
+        self.dirty[k] = false;
+        (HOSTS[k], victim)
+    }
+
+    /// Host register `h` holds a value the hart does not have yet (`dirty`) or has.
+    fn set_dirty(&mut self, h: u8, dirty: bool) {
+        if let Some(k) = HOSTS.iter().position(|&x| x == h) {
+            self.dirty[k] = dirty;
+        }
     }
 
     /// Guest register `r` was written without the cache: its old copy is stale.
     pub(super) fn forget(&mut self, r: u8) {
-        for g in &mut self.held {
+        for (g, d) in self.held.iter_mut().zip(&self.dirty) {
             if *g == r {
+                debug_assert!(!d, "x{r} written around its unwritten cached value");
                 *g = 0;
             }
         }
     }
 
-    /// Nothing is known any more (a label or a call).
+    /// Nothing is known any more (a label or a call). Nothing may be unwritten here.
     pub(super) fn clear(&mut self) {
+        debug_assert!(
+            !self.dirty.contains(&true),
+            "unwritten cached registers at a label or call"
+        );
         self.held = [0; HOSTS.len()];
+        self.dirty = [false; HOSTS.len()];
     }
 }
 
@@ -76,15 +96,52 @@ impl RegCache {
 pub(super) struct Emitter {
     asm: VecAssembler<X64Relocation>,
     pub(super) cache: RegCache,
+    /// Displacement of x0 in the hart (x\[r\] is at `x + 8 * r` from rdi).
+    x: i32,
+    /// Integer instructions may leave their result in the cache only (dirty), to be written
+    /// to the hart by [`Emitter::flush`] before anything that can read the hart or leave
+    /// the block, or when its register is reused. Set for blocks that report no events.
+    pub(super) lazy: bool,
 }
 
 impl Emitter {
     /// An empty assembler for code placed at `base`, with room for `ops` bytes and
-    /// `labels` dynamic labels and relocations.
-    pub(super) fn new(base: usize, ops: usize, labels: usize) -> Emitter {
+    /// `labels` dynamic labels and relocations; x0 at displacement `x` in the hart.
+    pub(super) fn new(base: usize, ops: usize, labels: usize, x: i32) -> Emitter {
         Emitter {
             asm: VecAssembler::new_with_capacity(base, ops, 0, 0, labels, 0, labels),
             cache: RegCache::default(),
+            x,
+            lazy: false,
+        }
+    }
+
+    /// The host register to hold guest register `r` from now on ([`RegCache::assign`]),
+    /// writing the value it held to the hart first when that was still unwritten.
+    #[allow(clippy::useless_conversion)]
+    pub(super) fn assign(&mut self, r: u8) -> u8 {
+        let (h, victim) = self.cache.assign(r);
+        if let Some(g) = victim {
+            let d = self.x + 8 * g as i32;
+            dynasm!(self ; .arch x64 ; mov QWORD [rdi + d], Rq(h));
+        }
+        h
+    }
+
+    /// Host register `h`, which caches a guest register, holds a newer value than the
+    /// hart's (`dirty`) or the same.
+    pub(super) fn set_dirty(&mut self, h: u8, dirty: bool) {
+        self.cache.set_dirty(h, dirty);
+    }
+
+    /// Write every cached value the hart does not have yet: the hart is then up to date.
+    #[allow(clippy::useless_conversion)]
+    pub(super) fn flush(&mut self) {
+        for k in 0..HOSTS.len() {
+            if std::mem::take(&mut self.cache.dirty[k]) {
+                let (d, h) = (self.x + 8 * self.cache.held[k] as i32, HOSTS[k]);
+                dynasm!(self ; .arch x64 ; mov QWORD [rdi + d], Rq(h));
+            }
         }
     }
 
@@ -192,6 +249,10 @@ impl DynasmLabelApi for Emitter {
         ref_offset: u8,
         kind: X64Relocation,
     ) {
+        debug_assert!(
+            !self.cache.dirty.contains(&true),
+            "a jump with unwritten cached registers"
+        );
         self.asm
             .dynamic_relocation(id, target_offset, field_offset, ref_offset, kind)
     }
@@ -217,12 +278,14 @@ mod tests {
         let mut c = RegCache::default();
         assert_eq!(c.find(5), None);
         let h = c.peek(5);
-        assert_eq!(c.assign(5), h);
+        assert_eq!(c.assign(5), (h, None));
         assert_eq!(c.find(5), Some(h));
         assert_eq!(c.peek(5), h);
-        assert_eq!(c.assign(5), h, "one host register per guest register");
+        assert_eq!(c.assign(5), (h, None), "one host register per guest register");
+        c.set_dirty(h, true);
         for r in 6..6 + HOSTS.len() as u8 {
-            c.assign(r);
+            let victim = c.assign(r).1;
+            assert_eq!(victim, (r == 5 + HOSTS.len() as u8).then_some(5), "the unwritten x5 is handed back");
         }
         assert_eq!(c.find(5), None, "the oldest is reused");
         c.forget(7);

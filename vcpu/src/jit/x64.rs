@@ -57,8 +57,9 @@ fn put(a: &mut Asm, l: &Layout, host: u8, rd: u8) {
     let d = xd(l, rd);
     dynasm!(a ; .arch x64 ; mov QWORD [rdi + d], Rq(host));
     if rd != 0 && rd < 32 {
-        let c = a.cache.assign(rd);
+        let c = a.assign(rd);
         dynasm!(a ; .arch x64 ; mov Rq(c), Rq(host));
+        a.set_dirty(c, false);
     }
 }
 
@@ -673,6 +674,12 @@ pub(super) fn straight(op: Op) -> bool {
     )
 }
 
+/// Whether `op` is an integer load or store.
+fn is_memory(op: Op) -> bool {
+    use Op::*;
+    matches!(op, Lb | Lh | Lw | Ld | Lbu | Lhu | Lwu | Sb | Sh | Sw | Sd)
+}
+
 /// Whether the code generator handles `i` beyond [`straight`] and [`muldiv`], in both kinds
 /// of block: the F and D instructions, CSR accesses ([`csr_write`]s end the block), LR, SC
 /// and AMOs (helpers; SC and AMOs end the block). A monitored block reports their events as
@@ -722,7 +729,10 @@ pub(super) fn terminal(op: Op) -> bool {
 /// at and returns 0 or continues in a linked block. An instruction left to the interpreter
 /// midway gives back the budget of the instructions not done.
 pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> {
-    let mut a = Asm::new(base, 4096, 4 * MAX_LABELS);
+    let mut a = Asm::new(base, 4096, 4 * MAX_LABELS, l.x);
+    // Integer results may stay in the register cache until something can read the hart:
+    // not in monitored blocks, whose reports come between instructions.
+    a.lazy = !plan.monitored;
     let entry = a.new_dynamic_label();
     let invalid = a.new_dynamic_label();
     let out = a.new_dynamic_label();
@@ -771,6 +781,11 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
     let fetch = |a: &mut Asm| monitor_fetch(a, l, start_pc(plan) >> 12);
     let mut fp = FloatState::default();
     for (k, &(pc, ref i)) in plan.insns.iter().enumerate() {
+        // Only the straight-line integer instructions (`emit_straight`) work with results
+        // not yet in the hart; everything else may read the hart, call, jump or leave.
+        if !straight(i.op) || is_memory(i.op) {
+            a.flush();
+        }
         if terminal(i.op) {
             debug_assert_eq!(k + 1, plan.insns.len());
             if monitored && k == 0 {
@@ -855,6 +870,7 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
             fetch(&mut a);
         }
     }
+    a.flush();
     if !plan.insns.last().is_some_and(|(_, i)| terminal(i.op)) {
         exit_to(
             &mut a,
@@ -1050,7 +1066,7 @@ fn emit_alu(a: &mut Asm, l: &Layout, pc: u64, i: &Insn) -> bool {
         return false;
     }
     let s1 = src(a, l, i.rs1);
-    let h = a.cache.assign(i.rd);
+    let h = a.assign(i.rd);
     let imm = i.imm;
     match i.op {
         Lui | Auipc => {
@@ -1108,8 +1124,13 @@ fn emit_alu(a: &mut Asm, l: &Layout, pc: u64, i: &Insn) -> bool {
     if matches!(i.op, Addiw | Slliw | Srliw | Sraiw | Addw | Subw | Mulw) {
         dynasm!(a ; .arch x64 ; movsxd Rq(h), Rd(h));
     }
-    let d = xd(l, i.rd);
-    dynasm!(a ; .arch x64 ; mov QWORD [rdi + d], Rq(h));
+    if a.lazy {
+        // Written to the hart by `Emitter::flush`, or when h is reused.
+        a.set_dirty(h, true);
+    } else {
+        let d = xd(l, i.rd);
+        dynasm!(a ; .arch x64 ; mov QWORD [rdi + d], Rq(h));
+    }
     true
 }
 
