@@ -137,9 +137,9 @@ impl Emitter {
     /// Write every cached value the hart does not have yet: the hart is then up to date.
     #[allow(clippy::useless_conversion)]
     pub(super) fn flush(&mut self) {
-        for k in 0..HOSTS.len() {
+        for (k, &h) in HOSTS.iter().enumerate() {
             if std::mem::take(&mut self.cache.dirty[k]) {
-                let (d, h) = (self.x + 8 * self.cache.held[k] as i32, HOSTS[k]);
+                let d = self.x + 8 * self.cache.held[k] as i32;
                 dynasm!(self ; .arch x64 ; mov QWORD [rdi + d], Rq(h));
             }
         }
@@ -281,11 +281,19 @@ mod tests {
         assert_eq!(c.assign(5), (h, None));
         assert_eq!(c.find(5), Some(h));
         assert_eq!(c.peek(5), h);
-        assert_eq!(c.assign(5), (h, None), "one host register per guest register");
+        assert_eq!(
+            c.assign(5),
+            (h, None),
+            "one host register per guest register"
+        );
         c.set_dirty(h, true);
         for r in 6..6 + HOSTS.len() as u8 {
             let victim = c.assign(r).1;
-            assert_eq!(victim, (r == 5 + HOSTS.len() as u8).then_some(5), "the unwritten x5 is handed back");
+            assert_eq!(
+                victim,
+                (r == 5 + HOSTS.len() as u8).then_some(5),
+                "the unwritten x5 is handed back"
+            );
         }
         assert_eq!(c.find(5), None, "the oldest is reused");
         c.forget(7);
