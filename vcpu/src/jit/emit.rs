@@ -100,7 +100,7 @@ pub(super) struct Emitter {
     x: i32,
     /// Integer instructions may leave their result in the cache only (dirty), to be written
     /// to the hart by [`Emitter::flush`] before anything that can read the hart or leave
-    /// the block, or when its register is reused. Set for blocks that report no events.
+    /// the block, or when its register is reused. Off: every write goes to the hart at once.
     pub(super) lazy: bool,
 }
 

@@ -730,9 +730,10 @@ pub(super) fn terminal(op: Op) -> bool {
 /// midway gives back the budget of the instructions not done.
 pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> {
     let mut a = Asm::new(base, 4096, 4 * MAX_LABELS, l.x);
-    // Integer results may stay in the register cache until something can read the hart:
-    // not in monitored blocks, whose reports come between instructions.
-    a.lazy = !plan.monitored;
+    // Integer results may stay in the register cache until something can read the hart
+    // (in monitored blocks too: their reports between instructions read none, and the one
+    // with labels, the fetch report, comes after a flush).
+    a.lazy = true;
     let entry = a.new_dynamic_label();
     let invalid = a.new_dynamic_label();
     let out = a.new_dynamic_label();
@@ -867,6 +868,8 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
             }
         }
         if monitored && k == 0 {
+            // The fetch report's code has labels: nothing may be left unwritten.
+            a.flush();
             fetch(&mut a);
         }
     }
