@@ -62,6 +62,8 @@ impl Hart {
                 return VcpuExit::BudgetExhausted;
             }
             let mut n = left.min(CHUNK);
+            // Where the chunk may end at the latest: the budget, the timer deadline.
+            let mut firm = left;
             // Stop exactly when the next timer deadline is reached (virtual time; with host
             // time a deadline is seen at the next chunk boundary after the host reaches it).
             let now = self.mtime();
@@ -71,6 +73,7 @@ impl Hart {
             {
                 let until = (t - now).saturating_mul(INSNS_PER_TICK) - self.vclock % INSNS_PER_TICK;
                 n = n.min(until.max(1));
+                firm = firm.min(until.max(1));
             }
             // CTR: a chunk runs the loop instantiated with or without the recording checks
             // for jumps and branches, by whether the current mode records any (the mask
@@ -82,17 +85,25 @@ impl Hart {
             // `hard`: where the chunk must end (budget, timer); `n` may end sooner, at the
             // overflow check, which `run_chunk` moves on when a block does not fit before it.
             let hard = n;
+            // A chunk that ends only because of its length may run on a little, so that the
+            // translated block in progress there runs whole (`run_chunk`): no deadline,
+            // budget or counter check lies in that slack.
+            let slack = if self.pmu.active {
+                0
+            } else {
+                (firm - hard).min(crate::jit::MAX_INSNS as u64)
+            };
             if self.pmu.active {
                 n = n.min(self.pmu.check_at.saturating_sub(self.vclock).max(1));
             }
             use crate::pmu::{PMU_ARMS, PMU_FULL, PMU_OFF};
             let (done, exit) = match (self.ctr_mask != 0, self.pmu_variant()) {
-                (false, PMU_OFF) => self.run_chunk::<TRACE, false, PMU_OFF>(n, hard),
-                (true, PMU_OFF) => self.run_chunk::<TRACE, true, PMU_OFF>(n, hard),
-                (false, PMU_ARMS) => self.run_chunk::<TRACE, false, PMU_ARMS>(n, hard),
-                (true, PMU_ARMS) => self.run_chunk::<TRACE, true, PMU_ARMS>(n, hard),
-                (false, _) => self.run_chunk::<TRACE, false, PMU_FULL>(n, hard),
-                (true, _) => self.run_chunk::<TRACE, true, PMU_FULL>(n, hard),
+                (false, PMU_OFF) => self.run_chunk::<TRACE, false, PMU_OFF>(n, hard, slack),
+                (true, PMU_OFF) => self.run_chunk::<TRACE, true, PMU_OFF>(n, hard, slack),
+                (false, PMU_ARMS) => self.run_chunk::<TRACE, false, PMU_ARMS>(n, hard, 0),
+                (true, PMU_ARMS) => self.run_chunk::<TRACE, true, PMU_ARMS>(n, hard, 0),
+                (false, _) => self.run_chunk::<TRACE, false, PMU_FULL>(n, hard, 0),
+                (true, _) => self.run_chunk::<TRACE, true, PMU_FULL>(n, hard, 0),
             };
             left -= done;
             if let Some(e) = exit {
@@ -106,10 +117,18 @@ impl Hart {
     /// where no counter can have wrapped, the countdown is recomputed there (or sooner, when
     /// the next block does not fit before it) and the chunk goes on, up to `hard`; the
     /// instruction that may wrap a counter runs alone in the next chunk.
+    ///
+    /// A chunk whose end is only its length has `slack` (the performance monitor off): a
+    /// translated block that starts before the end runs whole even when it ends after it,
+    /// by up to `slack` instructions, so that the interpreter does not step through the
+    /// block's tail and the next chunk does not start inside a block. No deadline, budget or
+    /// counter check is at that end: only what other threads post (interrupts, stop
+    /// requests) is looked at there, which has no fixed instruction to land on anyway.
     fn run_chunk<const TRACE: bool, const CTR: bool, const PMU: u8>(
         &mut self,
         n: u64,
         hard: u64,
+        slack: u64,
     ) -> (u64, Option<VcpuExit>) {
         let start = self.vclock;
         let mut end = start + n;
@@ -141,7 +160,7 @@ impl Hart {
             // Armed debug triggers check every fetch, load and store: interpreted.
             if !TRACE && (PMU == PMU_OFF || self.pmu_translatable()) && !self.trig.armed {
                 let soft = PMU != PMU_OFF && end < hard_end;
-                let done = self.jit_step(end - self.vclock, PMU != PMU_OFF);
+                let done = self.jit_step(end + slack - self.vclock, PMU != PMU_OFF);
                 if done != 0 {
                     self.vclock += done;
                     self.retired += done;
