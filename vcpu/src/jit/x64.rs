@@ -528,7 +528,8 @@ fn ctr_record(a: &mut Asm, l: &Layout, from: u64, t: u8, target: Option<u64>) {
     };
 }
 
-/// The software TLB lookup (`mmu::Tlb`, entries `{tag, off}` of 16 bytes) of the guest
+/// The software TLB lookup (`mmu::Tlb`, entries `{tag, off}` of 16 bytes, `off` + address =
+/// RAM offset) of the guest
 /// address in host register `va` (kept) in the entry array at `array` with the context at
 /// `ctx` (displacements from the hart): `out` = the RAM offset of the address, `idx` is
 /// clobbered; jumps to `miss` when the entry does not match.
@@ -547,9 +548,7 @@ fn tlb_lookup(a: &mut Asm, [va, out, idx]: [u8; 3], ctx: i32, array: i32, miss: 
         ; cmp Rq(out), QWORD [rdi + Rq(idx) + array]
         ; jne =>miss
         ; mov Rq(out), QWORD [rdi + Rq(idx) + off]
-        ; mov Rd(idx), Rd(va)
-        ; and Rd(idx), 0xfff
-        ; add Rq(out), Rq(idx)
+        ; add Rq(out), Rq(va)
     );
 }
 
@@ -571,9 +570,7 @@ fn data_lookup(a: &mut Asm, ctx: i32, array: i32, size: i32, miss: DynamicLabel)
         ; cmp rax, QWORD [rdi + rdx + array]
         ; jne =>miss
         ; mov rax, QWORD [rdi + rdx + off]
-        ; mov edx, esi
-        ; and edx, 0xfff
-        ; add rax, rdx
+        ; add rax, rsi
     );
 }
 

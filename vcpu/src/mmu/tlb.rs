@@ -16,8 +16,14 @@ const INVALID: u64 = u64::MAX;
 pub(super) struct Entry {
     /// `vaddr >> 12 | context`
     tag: u64,
-    /// RAM offset of the page.
+    /// RAM offset of the page less the page's virtual address (wrapping): the RAM offset of
+    /// an address `va` in the page is `off + va`, one addition (also in translated code).
     off: u64,
+}
+
+/// The virtual address of the page of a tag (its page number: bits 51:0).
+fn page_va(tag: u64) -> u64 {
+    (tag & ((1 << GENERATION_SHIFT) - 1)) << 12
 }
 
 /// Software TLB: direct-mapped, separate arrays for fetch, load and store permission.
@@ -253,7 +259,7 @@ impl Tlb {
                     entries.push(TlbEntry {
                         kind: kind as u8,
                         tag: e.tag & !GENERATION_MASK,
-                        off: e.off,
+                        off: e.off.wrapping_add(page_va(e.tag)),
                         span: self.span[kind][i],
                     });
                 }
@@ -294,15 +300,15 @@ impl Tlb {
         }
         self.cur_va = va & !0xfff;
         self.cur_lim = 0xffd;
-        self.cur_off = e.off;
-        Some(e.off + (va & 0xfff))
+        self.cur_off = e.off.wrapping_add(va & !0xfff);
+        Some(e.off.wrapping_add(va))
     }
 
     #[inline(always)]
     pub(super) fn lookup(&self, arr: &[Entry; TLB_SIZE], va: u64) -> Option<u64> {
         let tag = (va >> 12) | self.data_ctx;
         let e = &arr[(va >> 12) as usize % TLB_SIZE];
-        (e.tag == tag).then(|| e.off + (va & 0xfff))
+        (e.tag == tag).then(|| e.off.wrapping_add(va))
     }
 
     /// Cache the translation of `va`'s page to the RAM page at `page_off`, from a leaf of
@@ -327,7 +333,10 @@ impl Tlb {
             1 => &mut self.load,
             _ => &mut self.store,
         };
-        arr[i] = Entry { tag, off };
+        arr[i] = Entry {
+            tag,
+            off: off.wrapping_sub(page_va(tag)),
+        };
     }
 }
 
