@@ -2005,6 +2005,65 @@ fn random_budgets_stop_on_the_same_instruction() {
     }
 }
 
+/// Integer results the register cache holds (`jit::emit`: more live values than its four
+/// host registers, a destination that is also the second operand, a multiply and W forms)
+/// reach the hart before every way out of a block: a device access the block leaves before
+/// (the exit compares the registers), its store, its end, and any budget.
+#[test]
+fn register_cache_values_reach_the_hart_before_every_exit() {
+    const DEV: u64 = 0x1000_0000;
+    let mut code = vec![addi(6, 0, 4)];
+    let head = code.len();
+    code.extend([
+        addi(10, 10, 3),
+        add(11, 10, 10),
+        sub(12, 11, 10),
+        xor(13, 12, 11),
+        sub(10, 13, 10), // rd = rs2
+        mul(14, 13, 12),
+        slli(16, 14, 7),
+        or(17, 16, 11),
+        addw(18, 17, 10),
+        and(19, 18, 14),
+        add(11, 19, 17),
+        lw(20, 21, 4), // device: the block leaves before it
+        add(12, 20, 12),
+        sub(13, 10, 12),
+        sd(13, 15, 0),
+        xor(10, 13, 11),
+        addi(6, 6, -1),
+    ]);
+    let back = -4 * (code.len() - head) as i32;
+    code.push(bne(6, 0, back));
+    for budget in [1u64, 2, 3, 5, 7, 11, 12, 13, 17, 18, 19, 1000] {
+        let mut p = Pair::with_mmio(&[MmioRange {
+            base: DEV,
+            size: 0x100,
+        }]);
+        p.set_x(21, DEV);
+        p.set_x(15, DATA);
+        p.both(|vm| {
+            vm.code(&code);
+        });
+        let (ctx, mut reads) = (format!("budget {budget}"), 0);
+        loop {
+            match p.run(budget, &ctx) {
+                VcpuExit::Mmio(acc) => {
+                    assert!(acc.write.is_none(), "{ctx}: only the device read");
+                    reads += 1;
+                    p.both(|vm| vm.hart.complete_mmio_read(0x1234_5678 * reads));
+                    p.assert_same(&ctx, DATA, 8);
+                }
+                VcpuExit::BudgetExhausted => {}
+                VcpuExit::Wfi => break,
+                other => panic!("{ctx}: unexpected {other:?}"),
+            }
+        }
+        assert_eq!(reads, 4, "{ctx}: one device read per pass");
+        assert_ne!(p.jit.r64(DATA), 0, "{ctx}: the loop stored its result");
+    }
+}
+
 /// A budget that ends inside a long block, then budgets that fit it exactly.
 #[test]
 fn budgets_around_a_full_block() {
