@@ -1,16 +1,20 @@
-//! The assembler a block is emitted into: dynasm's `VecAssembler` plus a write-through cache
-//! of guest integer registers in the host registers r8-r11.
+//! The assembler a block is emitted into: dynasm's `VecAssembler` plus a cache of guest
+//! integer registers in the host registers r8-r11.
 //!
-//! Every guest register lives in the hart (`[rdi + x]`), and every write goes there at once,
-//! so the hart is always up to date: a bail, a slow path or a helper sees the architectural
-//! state with no write-back. The cache only remembers that a host register holds the value
-//! an instruction just wrote, so that a later instruction of the same block reads it from
-//! there instead of loading it again. That takes the store-to-load forwarding latency (4-5
-//! host cycles) off every chain of dependent guest instructions.
+//! Every guest register lives in the hart (`[rdi + x]`). The cache remembers which host
+//! register holds a value an instruction of the block computed, so that later instructions
+//! read it there instead of loading it again (which also takes the store-to-load
+//! forwarding latency off chains of dependent instructions). The straight-line integer
+//! instructions leave their results in it only (dirty); [`Emitter::flush`] writes them to
+//! the hart before any instruction of another kind (load, store, F/D, CSR, atomic, jump or
+//! branch) and at the block's end, and [`Emitter::assign`] before it reuses their register.
+//! So a bail, a slow path, a helper or the next block always finds the architectural state
+//! in the hart, with no write-back protocol beyond that.
 //!
 //! What the cache knows is a property of the straight-line code being emitted, so it is
 //! forgotten wherever paths meet or host registers are clobbered: at every label (any jump
-//! may land there with other contents) and at every call (r8-r11 are caller-saved).
+//! may land there with other contents) and at every call (r8-r11 are caller-saved), where
+//! nothing may be unwritten (checked in debug builds, as at every jump).
 
 use dynasmrt::x64::X64Relocation;
 use dynasmrt::VecAssembler;
@@ -24,8 +28,8 @@ const HOSTS: [u8; 4] = [8, 9, 10, 11];
 #[derive(Default)]
 pub(super) struct RegCache {
     held: [u8; HOSTS.len()],
-    /// The held value is newer than the hart's copy (written by a lazy block's integer
-    /// instruction: [`Emitter::lazy`]).
+    /// The held value is newer than the hart's copy (written by an integer instruction,
+    /// to be written to the hart by [`Emitter::flush`] or when the register is reused).
     dirty: [bool; HOSTS.len()],
     /// The next host register to reuse (round robin).
     next: usize,
@@ -98,10 +102,6 @@ pub(super) struct Emitter {
     pub(super) cache: RegCache,
     /// Displacement of x0 in the hart (x\[r\] is at `x + 8 * r` from rdi).
     x: i32,
-    /// Integer instructions may leave their result in the cache only (dirty), to be written
-    /// to the hart by [`Emitter::flush`] before anything that can read the hart or leave
-    /// the block, or when its register is reused. Off: every write goes to the hart at once.
-    pub(super) lazy: bool,
 }
 
 impl Emitter {
@@ -112,7 +112,6 @@ impl Emitter {
             asm: VecAssembler::new_with_capacity(base, ops, 0, 0, labels, 0, labels),
             cache: RegCache::default(),
             x,
-            lazy: false,
         }
     }
 

@@ -1,8 +1,9 @@
 //! x86-64 code generation for a planned block (see [`super::Plan`]).
 //!
 //! A block is a leaf function `extern "sysv64" fn(hart: *mut Hart) -> u64` that keeps every
-//! guest register in the hart (`[rdi + x]`, written through at once, with copies of recent
-//! values in r8-r11: `super::emit`) and uses only caller-saved host registers; see
+//! guest register in the hart (`[rdi + x]`; the values a run of integer instructions
+//! computes are held in r8-r11 and written there before anything that can read the hart or
+//! leave: `super::emit`) and uses only caller-saved host registers; see
 //! [`assemble`] for its protocol with the dispatcher.
 //!
 //! Loads and stores translate through the hart's software TLB inline. Whatever the inline
@@ -727,10 +728,6 @@ pub(super) fn terminal(op: Op) -> bool {
 /// midway gives back the budget of the instructions not done.
 pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> {
     let mut a = Asm::new(base, 4096, 4 * MAX_LABELS, l.x);
-    // Integer results may stay in the register cache until something can read the hart
-    // (in monitored blocks too: their reports between instructions read none, and the one
-    // with labels, the fetch report, comes after a flush).
-    a.lazy = true;
     let entry = a.new_dynamic_label();
     let invalid = a.new_dynamic_label();
     let out = a.new_dynamic_label();
@@ -1045,8 +1042,8 @@ fn compare(a: &mut Asm, l: &Layout, rs1: u8, rs2: u8) {
 }
 
 /// The common integer instructions computed straight into the host register that caches
-/// their destination (`super::emit`): x[rd] is then stored from it, with no copies through
-/// rax and rcx. Returns false (nothing emitted) for the others, and where the destination's
+/// their destination (`super::emit`), which then holds x[rd] until `Emitter::flush` writes
+/// it to the hart, with no copies through rax and rcx. Returns false (nothing emitted) for the others, and where the destination's
 /// host register holds the second operand, which computing into it would overwrite first.
 // dynasm's dynamic registers expand to `.into()` conversions.
 #[allow(clippy::useless_conversion)]
@@ -1124,13 +1121,10 @@ fn emit_alu(a: &mut Asm, l: &Layout, pc: u64, i: &Insn) -> bool {
     if matches!(i.op, Addiw | Slliw | Srliw | Sraiw | Addw | Subw | Mulw) {
         dynasm!(a ; .arch x64 ; movsxd Rq(h), Rd(h));
     }
-    if a.lazy {
-        // Written to the hart by `Emitter::flush`, or when h is reused.
-        a.set_dirty(h, true);
-    } else {
-        let d = xd(l, i.rd);
-        dynasm!(a ; .arch x64 ; mov QWORD [rdi + d], Rq(h));
-    }
+    // Written to the hart by `Emitter::flush`, or when h is reused. (In monitored blocks
+    // too: their reports between instructions read no guest register, and the one with
+    // labels, the fetch report, comes after a flush.)
+    a.set_dirty(h, true);
     true
 }
 
