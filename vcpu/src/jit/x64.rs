@@ -788,12 +788,7 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
             }
             emit_terminal(&mut a, l, pc, i, page, monitored, &mut links);
             continue;
-        } else if matches!(
-            i.op,
-            Op::Lb | Op::Lh | Op::Lw | Op::Ld | Op::Lbu | Op::Lhu | Op::Lwu
-        ) || matches!(i.op, Op::Sb | Op::Sh | Op::Sw | Op::Sd)
-            || float_memory(i.op)
-        {
+        } else if is_memory(i.op) || float_memory(i.op) {
             let bail = a.new_dynamic_label();
             bails.push((bail, pc, n - k as u32));
             if float_memory(i.op) {
