@@ -88,11 +88,16 @@ impl Hart {
             // A chunk that ends only because of its length may run on a little, so that the
             // translated block in progress there runs whole (`run_chunk`): no deadline,
             // budget or counter check lies in that slack.
-            let slack = if self.pmu.active {
-                0
-            } else {
-                (firm - hard).min(crate::jit::MAX_INSNS as u64)
-            };
+            // With the performance monitor active, the slack also stays before the overflow
+            // check (`pmu.check_at`): no counter can wrap in it.
+            let mut slack = (firm - hard).min(crate::jit::MAX_INSNS as u64);
+            if self.pmu.active {
+                slack = if self.pmu.may_wrap() {
+                    0
+                } else {
+                    slack.min(self.pmu.check_at.saturating_sub(self.vclock + hard))
+                };
+            }
             if self.pmu.active {
                 n = n.min(self.pmu.check_at.saturating_sub(self.vclock).max(1));
             }
@@ -100,10 +105,10 @@ impl Hart {
             let (done, exit) = match (self.ctr_mask != 0, self.pmu_variant()) {
                 (false, PMU_OFF) => self.run_chunk::<TRACE, false, PMU_OFF>(n, hard, slack),
                 (true, PMU_OFF) => self.run_chunk::<TRACE, true, PMU_OFF>(n, hard, slack),
-                (false, PMU_ARMS) => self.run_chunk::<TRACE, false, PMU_ARMS>(n, hard, 0),
-                (true, PMU_ARMS) => self.run_chunk::<TRACE, true, PMU_ARMS>(n, hard, 0),
-                (false, _) => self.run_chunk::<TRACE, false, PMU_FULL>(n, hard, 0),
-                (true, _) => self.run_chunk::<TRACE, true, PMU_FULL>(n, hard, 0),
+                (false, PMU_ARMS) => self.run_chunk::<TRACE, false, PMU_ARMS>(n, hard, slack),
+                (true, PMU_ARMS) => self.run_chunk::<TRACE, true, PMU_ARMS>(n, hard, slack),
+                (false, _) => self.run_chunk::<TRACE, false, PMU_FULL>(n, hard, slack),
+                (true, _) => self.run_chunk::<TRACE, true, PMU_FULL>(n, hard, slack),
             };
             left -= done;
             if let Some(e) = exit {
@@ -118,7 +123,8 @@ impl Hart {
     /// the next block does not fit before it) and the chunk goes on, up to `hard`; the
     /// instruction that may wrap a counter runs alone in the next chunk.
     ///
-    /// A chunk whose end is only its length has `slack` (the performance monitor off): a
+    /// A chunk whose end is only its length has `slack` (with the performance monitor
+    /// active, only up to its overflow check, where no counter can wrap): a
     /// translated block that starts before the end runs whole even when it ends after it,
     /// by up to `slack` instructions, so that the interpreter does not step through the
     /// block's tail and the next chunk does not start inside a block. No deadline, budget or
@@ -160,7 +166,13 @@ impl Hart {
             // Armed debug triggers check every fetch, load and store: interpreted.
             if !TRACE && (PMU == PMU_OFF || self.pmu_translatable()) && !self.trig.armed {
                 let soft = PMU != PMU_OFF && end < hard_end;
-                let done = self.jit_step(end + slack - self.vclock, PMU != PMU_OFF);
+                // The slack never reaches past the overflow check.
+                let lim = if PMU != PMU_OFF {
+                    (end + slack).min(self.pmu.check_at.max(end))
+                } else {
+                    end + slack
+                };
+                let done = self.jit_step(lim - self.vclock, PMU != PMU_OFF);
                 if done != 0 {
                     self.vclock += done;
                     self.retired += done;

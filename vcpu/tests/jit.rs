@@ -1932,6 +1932,59 @@ fn interpreted_accesses_between_monitored_blocks_keep_the_cache_model_exact() {
     }
 }
 
+/// Monitored blocks look the DTLB model up with the data translation tag, all ones when data
+/// is not translated, and count a miss only where the interpreter does. M-mode loads with
+/// `mstatus.MPRV` (MPP = S, Sv39: translated, the model's entry 63 filled) alternate with
+/// loads without it (untranslated: the same entry, which must stay and count nothing), in
+/// every small budget.
+#[test]
+fn untranslated_accesses_leave_the_dtlb_model_alone() {
+    // MPRV (bit 17) and MPP = S (bits 12:11 = 1).
+    const MPRV_S: i32 = (1 << 17) | (1 << 11);
+    let body = [
+        lui(5, (MPRV_S as u32 + 0x800) >> 12),
+        addi(5, 5, (MPRV_S << 20) >> 20),
+        // loop:
+        csrrs(0, MSTATUS, 5),
+        ld(6, 10, 0),
+        ld(6, 10, 64),
+        csrrc(0, MSTATUS, 5),
+        ld(7, 11, 0),
+        ld(7, 11, 64),
+        ld(7, 11, 128),
+        addi(12, 12, -1),
+        bne(12, 0, -32),
+        wfi(),
+    ];
+    for budget in (1..=12u64).chain([1000]) {
+        let mut p = Mode::Pmu.pair();
+        p.both(|vm| {
+            page_tables(vm);
+            let mut code = vec![csrw(SATP, 19)];
+            code.extend(pmu_setup());
+            code.extend(body);
+            vm.put32(CODE, &code);
+        });
+        p.set_x(19, satp(PT_ROOT));
+        // A page whose number selects the model's last entry (63), through the identity
+        // gigapage; then untranslated data.
+        p.set_x(10, RAM_BASE + 63 * 0x1000);
+        p.set_x(11, DATA);
+        p.set_x(12, 40);
+        let ctx = format!("MPRV loads, budget {budget}");
+        for n in 0.. {
+            match p.run(budget, &ctx) {
+                VcpuExit::BudgetExhausted => {}
+                VcpuExit::Wfi => break,
+                other => panic!("{ctx}: unexpected exit {other:?}"),
+            }
+            assert!(n < 100_000, "{ctx}: no end");
+        }
+        assert_eq!(p.int.x(12), 0, "{ctx}: the loop did not run to its end");
+        assert!(p.jit.hart.translated_blocks() > 0, "{ctx}");
+    }
+}
+
 #[test]
 fn budgets_stop_on_the_same_instruction_recording_ctr() {
     for seed in 700..708u64 {
@@ -2151,6 +2204,52 @@ fn guest_rewrites_an_instruction_it_ran_without_fence_i() {
     );
     p.run_to_wfi("patch");
     assert_eq!(p.jit.x(13), 3 + 3 * 100);
+}
+
+/// A loop in one block goes back to its head without checking its code again: its own
+/// stores into its code must leave it. The loop's store rewrites the loop's first
+/// instruction (which already ran in this pass), after three passes (the store of the
+/// earlier passes writes the old bits back); every small budget, so that the passes start
+/// from the dispatcher and from the jump back alike.
+#[test]
+fn a_loop_in_one_block_rewrites_its_own_head() {
+    let old = addi(13, 13, 1);
+    let new = addi(13, 13, 100);
+    // x11: the head's address; x10: passes; x12: the bits stored (old, then new).
+    let body = [
+        auipc(11, 0),
+        addi(11, 11, 12),
+        addi(10, 0, 0),
+        // head:
+        old,
+        addi(10, 10, 1),
+        sltiu(14, 10, 4),
+        // x12 = old bits while x10 < 4, else new: x12 = new + x14 * (old - new).
+        mul(15, 14, 16),
+        add(12, 17, 15),
+        sw(12, 11, 0),
+        addi(18, 10, -8),
+        bne(18, 0, -28),
+        wfi(),
+    ];
+    for budget in (1..=12u64).chain([1000]) {
+        let mut p = Pair::new();
+        p.set_x(16, (old as i64 - new as i64) as u64);
+        p.set_x(17, new as u64);
+        p.both(|vm| vm.put32(CODE, &body));
+        let ctx = format!("loop rewriting its head, budget {budget}");
+        for n in 0.. {
+            match p.run(budget, &ctx) {
+                VcpuExit::BudgetExhausted => {}
+                VcpuExit::Wfi => break,
+                other => panic!("{ctx}: unexpected exit {other:?}"),
+            }
+            assert!(n < 100_000, "{ctx}: no end");
+        }
+        // Passes 1-4 add 1 (the head is rewritten in pass 4, after it ran), 5-8 add 100.
+        assert_eq!(p.jit.x(13), 4 + 4 * 100, "{ctx}");
+        assert!(p.jit.hart.translated_blocks() > 0, "{ctx}");
+    }
 }
 
 #[test]

@@ -36,11 +36,6 @@ pub(crate) struct MonitorView {
     /// block skips them. Anything else that touches those models (the interpreter's
     /// accesses, a flush, a restore, a new translation tag) resets it.
     pub(crate) last_line: u64,
-    /// The DTLB tag (`data_tag | page`) of the last data access a monitored block ran the
-    /// DTLB model for, or `u64::MAX` (no real tag has all bits set: tags use bits 60-62
-    /// only, pages fewer than 60 bits): while it is set that tag is in the DTLB model, so a
-    /// block skips the probe for another access to the page. Reset with `last_line`.
-    pub(crate) last_page: u64,
 }
 
 impl Default for MonitorView {
@@ -55,7 +50,6 @@ impl Default for MonitorView {
             data_tag: u64::MAX,
             fetch_tag: u64::MAX,
             last_line: u64::MAX,
-            last_page: u64::MAX,
         }
     }
 }

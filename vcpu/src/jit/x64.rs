@@ -110,9 +110,23 @@ impl Next {
     }
 }
 
+/// The exits of the block being assembled: the link slots to fill in (`(slot, stub)`: the
+/// offsets of a slot and of the stub it first points to), and the block's loop head.
+struct Exits {
+    slots: Vec<(usize, usize)>,
+    /// A block whose closing jump or branch may go back to its own first instruction (a
+    /// loop in one block): that pc and the label after the code check at entry. The jump
+    /// back goes straight there: nothing but the block itself ran since its code was
+    /// checked, and every store it makes that overlaps its own code leaves it (see
+    /// `assemble`). Another hart's store (or a device's) is seen at the next entry
+    /// through the dispatcher, at the latest when the run's budget ends, as FENCE.I
+    /// requires no sooner (Zifencei).
+    head: Option<(u64, DynamicLabel)>,
+}
+
 /// A block exit to the fixed address `pc`, going on as `next` says (in a monitored block
 /// when `next.1`).
-fn exit_to(a: &mut Asm, l: &Layout, pc: u64, next: (Next, bool), links: &mut Vec<(usize, usize)>) {
+fn exit_to(a: &mut Asm, l: &Layout, pc: u64, next: (Next, bool), links: &mut Exits) {
     exit_recording(a, l, pc, next, Transfer::default(), links);
 }
 
@@ -175,7 +189,7 @@ fn exit_recording(
     pc: u64,
     (next, monitored): (Next, bool),
     transfer: Transfer,
-    links: &mut Vec<(usize, usize)>,
+    links: &mut Exits,
 ) {
     let p = l.pc;
     dynasm!(a ; .arch x64
@@ -200,6 +214,12 @@ fn exit_recording(
         }
         Next::Link => {}
     }
+    if let Some((head, checked)) = links.head {
+        if pc == head {
+            dynasm!(a ; .arch x64 ; jmp =>checked);
+            return;
+        }
+    }
     let slot = a.new_dynamic_label();
     let last = l.last_exit;
     dynasm!(a ; .arch x64 ; jmp QWORD [=>slot]);
@@ -213,7 +233,7 @@ fn exit_recording(
     );
     let at = a.offset().0;
     dynasm!(a ; .arch x64 ; .u64 0);
-    links.push((at, stub));
+    links.slots.push((at, stub));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -227,7 +247,7 @@ fn tally(l: &Layout, e: crate::pmu::events::Event) -> i32 {
 }
 
 /// Displacements of the model view's fields (`Hart::jit_view`).
-fn view(l: &Layout) -> [i32; 9] {
+fn view(l: &Layout) -> [i32; 8] {
     use super::MonitorView as V;
     use std::mem::offset_of;
     [
@@ -239,7 +259,6 @@ fn view(l: &Layout) -> [i32; 9] {
         offset_of!(V, data_tag),
         offset_of!(V, fetch_tag),
         offset_of!(V, last_line),
-        offset_of!(V, last_page),
     ]
     .map(|o| l.view + o as i32)
 }
@@ -265,9 +284,9 @@ fn model_probe(a: &mut Asm, l: &Layout, array: i32, mask: i32, t_miss: i32, cost
 }
 
 /// A load or store retired at the guest address in rsi: its count, the L1D model and, with
-/// data translation, the DTLB model (`Hart::pmu_access`). The last line and page the models
-/// saw are skipped (`MonitorView::last_line`, `MonitorView::last_page`): they would hit and
-/// change nothing.
+/// data translation, the DTLB model (`Hart::pmu_access`). The last line the models saw is
+/// skipped (`MonitorView::last_line`): it would hit both and change nothing. A hit in each
+/// model is one compare. Clobbers rax, rcx, rdx and rsi.
 fn monitor_access(a: &mut Asm, l: &Layout, store: bool) {
     use crate::pmu::events::Event::*;
     use crate::pmu::model::{Cost, L1D_LINES, TLB_ENTRIES};
@@ -277,36 +296,46 @@ fn monitor_access(a: &mut Asm, l: &Layout, store: bool) {
         (Loads, L1dReadMiss, DtlbReadMiss)
     };
     let (t_count, t_miss, t_tlb) = (tally(l, count), tally(l, miss), tally(l, tlb_miss));
-    let [l1d, dtlb, _, _, _, data_tag, _, last_line, last_page] = view(l);
-    let done = a.new_dynamic_label();
+    let cycles = tally(l, Cycles);
+    let [l1d, dtlb, _, _, _, data_tag, _, last_line] = view(l);
+    let (l1d_hit, done) = (a.new_dynamic_label(), a.new_dynamic_label());
     let (lines, entries) = (L1D_LINES as i32 - 1, TLB_ENTRIES as i32 - 1);
     let (l1d_cost, tlb_cost) = (Cost::L1D_MISS as i32, Cost::DTLB_MISS as i32);
-    // L1D: the line address (rsi is not wanted afterwards); the last line the models saw
-    // hits both (`MonitorView`).
+    // L1D: the line address in rax.
     dynasm!(a ; .arch x64
         ; inc QWORD [rdi + t_count]
-        ; shr rsi, 6
-        ; cmp rsi, QWORD [rdi + last_line]
-        ; je =>done
-        ; mov QWORD [rdi + last_line], rsi
-        ; mov rdx, rsi
         ; mov rax, rsi
-    );
-    model_probe(a, l, l1d, lines, t_miss, l1d_cost);
-    // DTLB, with data translation: the tag and the page number; the last page the model
-    // saw hits.
-    dynasm!(a ; .arch x64
-        ; mov rdx, QWORD [rdi + data_tag]
-        ; cmp rdx, -1
-        ; je =>done
         ; shr rax, 6
-        ; or rdx, rax
-        ; cmp rdx, QWORD [rdi + last_page]
+        ; cmp rax, QWORD [rdi + last_line]
         ; je =>done
-        ; mov QWORD [rdi + last_page], rdx
+        ; mov QWORD [rdi + last_line], rax
+        ; mov ecx, eax
+        ; and ecx, lines
+        ; mov rdx, QWORD [rdi + l1d]
+        ; cmp QWORD [rdx + rcx * 8], rax
+        ; je =>l1d_hit
+        ; mov QWORD [rdx + rcx * 8], rax
+        ; inc QWORD [rdi + t_miss]
+        ; add QWORD [rdi + cycles], l1d_cost
+        ; =>l1d_hit
     );
-    model_probe(a, l, dtlb, entries, t_tlb, tlb_cost);
-    dynasm!(a ; .arch x64 ; =>done);
+    // DTLB, with data translation (the tag is all ones without): the tag and the page
+    // number in rsi.
+    dynasm!(a ; .arch x64
+        ; cmp QWORD [rdi + data_tag], -1
+        ; je =>done
+        ; shr rsi, 12
+        ; or rsi, QWORD [rdi + data_tag]
+        ; mov ecx, esi
+        ; and ecx, entries
+        ; mov rdx, QWORD [rdi + dtlb]
+        ; cmp QWORD [rdx + rcx * 8], rsi
+        ; je =>done
+        ; mov QWORD [rdx + rcx * 8], rsi
+        ; inc QWORD [rdi + t_tlb]
+        ; add QWORD [rdi + cycles], tlb_cost
+        ; =>done
+    );
 }
 
 /// A branch or jump retired (`Hart::pmu_branch`, `Hart::pmu_jump`): its counts, and the
@@ -314,7 +343,7 @@ fn monitor_access(a: &mut Asm, l: &Layout, store: bool) {
 fn monitor_event(a: &mut Asm, l: &Layout, e: Event) {
     use crate::pmu::events::Event::*;
     use crate::pmu::model::{Cost, BHT_ENTRIES, BTB_ENTRIES};
-    let [_, _, _, bht, btb, _, _, _, _] = view(l);
+    let [_, _, _, bht, btb, _, _, _] = view(l);
     let (misses, cycles) = (tally(l, BranchMisses), tally(l, Cycles));
     let cost = Cost::MISPREDICT as i32;
     let (ok, done) = (a.new_dynamic_label(), a.new_dynamic_label());
@@ -390,7 +419,7 @@ fn monitor_event(a: &mut Asm, l: &Layout, e: Event) {
 fn monitor_fetch(a: &mut Asm, l: &Layout, page: u64) {
     use crate::pmu::events::Event::ItlbMiss;
     use crate::pmu::model::{Cost, TLB_ENTRIES};
-    let [_, _, itlb, _, _, _, fetch_tag, _, _] = view(l);
+    let [_, _, itlb, _, _, _, fetch_tag, _] = view(l);
     let (t_miss, last) = (tally(l, ItlbMiss), l.last_fetch_page);
     let (entries, cost) = (TLB_ENTRIES as i32 - 1, Cost::ITLB_MISS as i32);
     let done = a.new_dynamic_label();
@@ -731,7 +760,15 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
     let entry = a.new_dynamic_label();
     let invalid = a.new_dynamic_label();
     let out = a.new_dynamic_label();
-    let mut links = Vec::new();
+    // A loop in one block: its closing JAL or branch goes back to its first instruction.
+    let loops = plan.insns.last().is_some_and(|&(pc, ref i)| {
+        i.op != Op::Jalr && terminal(i.op) && pc.wrapping_add(i.imm as i64 as u64) == start_pc(plan)
+    });
+    let checked = a.new_dynamic_label();
+    let mut links = Exits {
+        slots: Vec::new(),
+        head: loops.then(|| (start_pc(plan), checked)),
+    };
     dynasm!(a ; .arch x64 ; =>entry);
     // The code bytes the block was translated from must still be there.
     let host = plan.code_host as i64;
@@ -758,6 +795,7 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
     let (budget, nn) = (l.budget, n as i32);
     // Take the block's instructions from the budget; a borrow (fewer left) undoes it at `out`.
     dynasm!(a ; .arch x64
+        ; =>checked
         ; sub QWORD [rdi + budget], nn
         ; jb =>out
     );
@@ -795,14 +833,19 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
                 fp.check(&mut a, l, bail);
             }
             // A store into the rest of this block's code leaves the block after it, so
-            // that the next instruction is fetched again (as the interpreter does).
+            // that the next instruction is fetched again (as the interpreter does); in a
+            // loop, a store into any of its code (its jump back skips the check at entry).
             let next = pc.wrapping_add(i.len as u64);
             let rest = bytes - next.wrapping_sub(start);
             let store = is_store(i.op);
-            let rewrite = (store && rest > 0).then(|| {
+            let rewrite = (store && (rest > 0 || loops)).then(|| {
                 let label = a.new_dynamic_label();
                 rewrites.push((label, next, n - k as u32 - 1, k == 0));
-                (code_off + (next - start), rest, label)
+                if loops {
+                    (code_off, bytes, label)
+                } else {
+                    (code_off + (next - start), rest, label)
+                }
             });
             emit_memory(&mut a, l, i, bail, rewrite, monitored, &mut slows);
             if matches!(i.op, Op::Flw | Op::Fld) {
@@ -906,7 +949,7 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
         ; ret
     );
     let mut code = a.finalize().ok()?;
-    for (at, stub) in links {
+    for (at, stub) in links.slots {
         code[at..at + 8].copy_from_slice(&((base + stub) as u64).to_le_bytes());
     }
     Some(code)
@@ -1305,7 +1348,7 @@ fn emit_terminal(
     i: &Insn,
     page: u64,
     monitored: bool,
-    links: &mut Vec<(usize, usize)>,
+    links: &mut Exits,
 ) {
     use Op::*;
     let link = pc.wrapping_add(i.len as u64);
@@ -1717,7 +1760,7 @@ fn emit_csr(
     i: &Insn,
     bail: DynamicLabel,
     undone: u32,
-    links: &mut Vec<(usize, usize)>,
+    links: &mut Exits,
 ) {
     let (lo, hi) = pack(i);
     // The instruction's pc, as the interpreter has it while it executes the instruction (a

@@ -297,7 +297,6 @@ impl Hart {
             (Event::Loads, Event::L1dReadMiss, Event::DtlbReadMiss)
         };
         self.jit_view.last_line = u64::MAX;
-        self.jit_view.last_page = u64::MAX;
         let p = &mut self.pmu;
         let t = &mut p.state.tally;
         t[count as usize] += 1;
@@ -399,7 +398,6 @@ impl Hart {
             data_tag: self.pmu.data_tag.unwrap_or(u64::MAX),
             fetch_tag: self.pmu.fetch_tag.unwrap_or(u64::MAX),
             last_line: u64::MAX,
-            last_page: u64::MAX,
         };
     }
 
