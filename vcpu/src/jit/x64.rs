@@ -1257,9 +1257,14 @@ fn emit_memory(
             // [rax, rax + size) overlaps [off, off + len): rax - (off - size + 1) < len + size - 1.
             let lo = (off as i64) - (size as i64 - 1);
             let span = (len + size as u64 - 1) as i32;
+            match i32::try_from(lo.wrapping_neg()) {
+                Ok(d) => dynasm!(a ; .arch x64 ; lea rdx, [rax + d]),
+                Err(_) => dynasm!(a ; .arch x64
+                    ; mov rdx, QWORD lo.wrapping_neg()
+                    ; add rdx, rax
+                ),
+            }
             dynasm!(a ; .arch x64
-                ; mov rdx, QWORD lo.wrapping_neg()
-                ; add rdx, rax
                 ; cmp rdx, span
                 ; jb =>label
             );
