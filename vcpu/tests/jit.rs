@@ -127,6 +127,19 @@ impl Pair {
         );
     }
 
+    /// Run both until they stop in WFI, `budget` instructions at a time (each run
+    /// compared); fails after 100 000 runs.
+    fn run_to_wfi_in_steps(&mut self, budget: u64, ctx: &str) {
+        for n in 0.. {
+            match self.run(budget, ctx) {
+                VcpuExit::BudgetExhausted => {}
+                VcpuExit::Wfi => return,
+                other => panic!("{ctx}: unexpected exit {other:?}"),
+            }
+            assert!(n < 100_000, "{ctx}: no end");
+        }
+    }
+
     /// Fail on the first difference in architectural state or in RAM `[at, at + len)`.
     fn assert_same(&self, ctx: &str, at: u64, len: usize) {
         let (t, i) = (&self.jit, &self.int);
@@ -1775,14 +1788,7 @@ fn counter_reads_in_translated_blocks() {
             vm.code(&body);
         });
         let ctx = format!("budget {budget}");
-        for n in 0.. {
-            match p.run(budget, &ctx) {
-                VcpuExit::BudgetExhausted => {}
-                VcpuExit::Wfi => break,
-                other => panic!("{ctx}: unexpected exit {other:?}"),
-            }
-            assert!(n < 100_000, "{ctx}: no end");
-        }
+        p.run_to_wfi_in_steps(budget, &ctx);
         p.assert_same_ram(&ctx);
         // Consecutive `instret` reads of passes without the writes: one loop apart.
         let instret = |k: u64| p.jit.r64(DATA + 40 * k + 16);
@@ -1972,14 +1978,7 @@ fn untranslated_accesses_leave_the_dtlb_model_alone() {
         p.set_x(11, DATA);
         p.set_x(12, 40);
         let ctx = format!("MPRV loads, budget {budget}");
-        for n in 0.. {
-            match p.run(budget, &ctx) {
-                VcpuExit::BudgetExhausted => {}
-                VcpuExit::Wfi => break,
-                other => panic!("{ctx}: unexpected exit {other:?}"),
-            }
-            assert!(n < 100_000, "{ctx}: no end");
-        }
+        p.run_to_wfi_in_steps(budget, &ctx);
         assert_eq!(p.int.x(12), 0, "{ctx}: the loop did not run to its end");
         assert!(p.jit.hart.translated_blocks() > 0, "{ctx}");
     }
@@ -2238,14 +2237,7 @@ fn a_loop_in_one_block_rewrites_its_own_head() {
         p.set_x(17, new as u64);
         p.both(|vm| vm.put32(CODE, &body));
         let ctx = format!("loop rewriting its head, budget {budget}");
-        for n in 0.. {
-            match p.run(budget, &ctx) {
-                VcpuExit::BudgetExhausted => {}
-                VcpuExit::Wfi => break,
-                other => panic!("{ctx}: unexpected exit {other:?}"),
-            }
-            assert!(n < 100_000, "{ctx}: no end");
-        }
+        p.run_to_wfi_in_steps(budget, &ctx);
         // Passes 1-4 add 1 (the head is rewritten in pass 4, after it ran), 5-8 add 100.
         assert_eq!(p.jit.x(13), 4 + 4 * 100, "{ctx}");
         assert!(p.jit.hart.translated_blocks() > 0, "{ctx}");
@@ -2516,14 +2508,7 @@ fn satp_writes_in_monitored_blocks_report_their_fetch() {
             vm.code_at(SCODE, &body)
         });
         let ctx = format!("satp writes, budget {budget}");
-        for n in 0.. {
-            match p.run(budget, &ctx) {
-                VcpuExit::BudgetExhausted => {}
-                VcpuExit::Wfi => break,
-                other => panic!("{ctx}: unexpected exit {other:?}"),
-            }
-            assert!(n < 100_000, "{ctx}: no end");
-        }
+        p.run_to_wfi_in_steps(budget, &ctx);
         assert_eq!(p.int.hart.pc(), end + 4, "{ctx}: the program trapped");
         p.assert_same_ram(&ctx);
         assert!(p.jit.hart.translated_blocks() > 0, "{ctx}");

@@ -263,20 +263,32 @@ fn view(l: &Layout) -> [i32; 8] {
     .map(|o| l.view + o as i32)
 }
 
-/// A direct-mapped model (`pmu::model`: L1D, DTLB, ITLB) looks up the tag in rdx: the
-/// entry at `tag & mask` of the `u64` array whose pointer is at `array` (a displacement
-/// from the hart); on a miss the entry takes the tag, the miss tally at `t_miss` counts one
-/// and the cycles `cost`. Clobbers rcx and rsi; rax and rdx are kept.
-fn model_probe(a: &mut Asm, l: &Layout, array: i32, mask: i32, t_miss: i32, cost: i32) {
+/// A direct-mapped model (`pmu::model`: L1D, DTLB, ITLB) looks up the tag in host register
+/// `tag`: the entry at `tag & mask` of the `u64` array whose pointer is at `array` (a
+/// displacement from the hart), the pointer loaded into host register `ptr`; on a miss the
+/// entry takes the tag, the miss tally at `t_miss` counts one and the cycles `cost`.
+/// Clobbers rcx and `ptr`.
+// dynasm's dynamic registers expand to `.into()` conversions.
+#[allow(clippy::useless_conversion, clippy::too_many_arguments)]
+fn model_probe(
+    a: &mut Asm,
+    l: &Layout,
+    array: i32,
+    mask: i32,
+    t_miss: i32,
+    cost: i32,
+    tag: u8,
+    ptr: u8,
+) {
     let cycles = tally(l, crate::pmu::events::Event::Cycles);
     let hit = a.new_dynamic_label();
     dynasm!(a ; .arch x64
-        ; mov ecx, edx
+        ; mov ecx, Rd(tag)
         ; and ecx, mask
-        ; mov rsi, QWORD [rdi + array]
-        ; cmp QWORD [rsi + rcx * 8], rdx
+        ; mov Rq(ptr), QWORD [rdi + array]
+        ; cmp QWORD [Rq(ptr) + rcx * 8], Rq(tag)
         ; je =>hit
-        ; mov QWORD [rsi + rcx * 8], rdx
+        ; mov QWORD [Rq(ptr) + rcx * 8], Rq(tag)
         ; inc QWORD [rdi + t_miss]
         ; add QWORD [rdi + cycles], cost
         ; =>hit
@@ -296,9 +308,8 @@ fn monitor_access(a: &mut Asm, l: &Layout, store: bool) {
         (Loads, L1dReadMiss, DtlbReadMiss)
     };
     let (t_count, t_miss, t_tlb) = (tally(l, count), tally(l, miss), tally(l, tlb_miss));
-    let cycles = tally(l, Cycles);
     let [l1d, dtlb, _, _, _, data_tag, _, last_line] = view(l);
-    let (l1d_hit, done) = (a.new_dynamic_label(), a.new_dynamic_label());
+    let done = a.new_dynamic_label();
     let (lines, entries) = (L1D_LINES as i32 - 1, TLB_ENTRIES as i32 - 1);
     let (l1d_cost, tlb_cost) = (Cost::L1D_MISS as i32, Cost::DTLB_MISS as i32);
     // L1D: the line address in rax.
@@ -309,16 +320,8 @@ fn monitor_access(a: &mut Asm, l: &Layout, store: bool) {
         ; cmp rax, QWORD [rdi + last_line]
         ; je =>done
         ; mov QWORD [rdi + last_line], rax
-        ; mov ecx, eax
-        ; and ecx, lines
-        ; mov rdx, QWORD [rdi + l1d]
-        ; cmp QWORD [rdx + rcx * 8], rax
-        ; je =>l1d_hit
-        ; mov QWORD [rdx + rcx * 8], rax
-        ; inc QWORD [rdi + t_miss]
-        ; add QWORD [rdi + cycles], l1d_cost
-        ; =>l1d_hit
     );
+    model_probe(a, l, l1d, lines, t_miss, l1d_cost, RAX, RDX);
     // DTLB, with data translation (the tag is all ones without): the tag and the page
     // number in rsi.
     dynasm!(a ; .arch x64
@@ -326,16 +329,9 @@ fn monitor_access(a: &mut Asm, l: &Layout, store: bool) {
         ; je =>done
         ; shr rsi, 12
         ; or rsi, QWORD [rdi + data_tag]
-        ; mov ecx, esi
-        ; and ecx, entries
-        ; mov rdx, QWORD [rdi + dtlb]
-        ; cmp QWORD [rdx + rcx * 8], rsi
-        ; je =>done
-        ; mov QWORD [rdx + rcx * 8], rsi
-        ; inc QWORD [rdi + t_tlb]
-        ; add QWORD [rdi + cycles], tlb_cost
-        ; =>done
     );
+    model_probe(a, l, dtlb, entries, t_tlb, tlb_cost, RSI, RDX);
+    dynasm!(a ; .arch x64 ; =>done);
 }
 
 /// A branch or jump retired (`Hart::pmu_branch`, `Hart::pmu_jump`): its counts, and the
@@ -436,7 +432,7 @@ fn monitor_fetch(a: &mut Asm, l: &Layout, page: u64) {
         ; je =>done
         ; mov QWORD [rdi + last], rdx
     );
-    model_probe(a, l, itlb, entries, t_miss, cost);
+    model_probe(a, l, itlb, entries, t_miss, cost, RDX, RSI);
     dynasm!(a ; .arch x64 ; =>done);
 }
 
