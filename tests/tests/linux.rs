@@ -18,7 +18,8 @@ use vmm::run::{RunConfig, RunExit, RunStats};
 use vmm::sbi::srst::{ResetRequest, ResetType};
 use vmm_tests::linux_kit::{self, linux_guest};
 
-/// Instruction budget of one boot (a boot to power-off needs about 1.1e9-1.4e9).
+/// Instruction budget of one boot (a boot to power-off needs about 1.1e9-1.4e9), per vCPU
+/// for one vCPU; an SMP boot gives each vCPU this times the vCPU count ([`boot_config`]).
 const LINUX_BUDGET: u64 = 4_000_000_000;
 
 /// Guest RAM in MiB. Linux 7.2 (Debian's config) reserves 128 MiB for CMA once RAM allows
@@ -181,7 +182,11 @@ fn boot_config(
     config.initrd = Some(guest.initrd.clone());
     config.cmdline = format!("{BASE_CMDLINE} vmmcmd=\"{vmmcmd}\"");
     config.memory_mib = LINUX_MEMORY_MIB;
-    config.max_insns = Some(LINUX_BUDGET);
+    // A vCPU waiting for one whose host thread is not running (more vCPUs than this
+    // host's cores) spins in the kernel's cpu_relax() loops meanwhile: 2.1 G to 8.2 G
+    // instructions in all for the same 4-vCPU boot on a 2-core host, more while other
+    // tests run; a hung guest still ends at the budget.
+    config.max_insns = Some(LINUX_BUDGET * vcpus);
     config.vcpus = vcpus;
     config.pcpus = pcpus;
     config.sstc = sstc;
@@ -403,7 +408,7 @@ fn linux_runs_with_every_virtual_instruction_trap_on_2_vcpus() {
         "{BASE_CMDLINE} vmmcmd=\"busybox md5sum /bin/busybox; echo 6*7=$((6*7)); sleep 1; echo done\""
     );
     config.memory_mib = LINUX_MEMORY_MIB;
-    config.max_insns = Some(LINUX_BUDGET);
+    config.max_insns = Some(LINUX_BUDGET * 2); // per vCPU, as in `boot_config`
     config.vcpus = 2;
     let policy = vmm::run::GuestPolicy {
         trap_wfi: true,
@@ -475,7 +480,7 @@ fn linux_aia_boot(vcpus: u64, pcpus: Option<u64>) -> RunStats {
         "{BASE_CMDLINE} vmmcmd=\"grep -m1 ^isa /proc/cpuinfo; grep -e ttyS -e IPI /proc/interrupts; seq -w 1 1800; echo 6*7=$((6*7))\""
     );
     config.memory_mib = LINUX_MEMORY_MIB;
-    config.max_insns = Some(LINUX_BUDGET);
+    config.max_insns = Some(LINUX_BUDGET * vcpus); // per vCPU, as in `boot_config`
     config.vcpus = vcpus;
     config.pcpus = pcpus;
     config.aia = vmm::run::aia::AiaMode::AplicImsic;
