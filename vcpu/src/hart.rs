@@ -99,6 +99,9 @@ pub struct Hart {
     pub(crate) jit_last_exit: u64,
     /// Translated code: set by a load/store slow path that met a fault or a device.
     pub(crate) jit_fault: bool,
+    /// Translated code: the code epoch (`jit::guard`): a block whose slot holds another
+    /// value checks its code bytes at entry.
+    pub(crate) jit_code_epoch: u64,
     /// `HartConfig::pause_yields`.
     pub(crate) pause_yields: bool,
     /// Translated code: a CSR write ended the block run, which ends the chunk too (as
@@ -242,6 +245,7 @@ impl Hart {
             jit_view: crate::jit::table::MonitorView::default(),
             jit_last_exit: 0,
             jit_fault: false,
+            jit_code_epoch: 0,
             pause_yields: config.pause_yields,
             jit_break: false,
             jit_short: 0,
@@ -561,6 +565,8 @@ impl Hart {
             self.complete_mmio_read(0);
         }
         self.mailbox.set_running(true);
+        // The VMM may have written guest RAM since the last run (`jit::guard`).
+        self.jit_code_sync();
         let exit = match self.trig.bank.skip {
             Some(pc) if pc == self.pc && budget != 0 => self.run_stepping_over(budget),
             Some(_) => {

@@ -26,7 +26,9 @@ impl Hart {
             self.take_posted_msis(&msis);
         }
         if let Some(ticket) = self.mailbox.flush_wanted() {
+            // A remote FENCE.I or SFENCE.VMA (the SBI's RFENCE): both flush.
             self.flush_tlb();
+            self.jit_code_sync();
             self.reservation = None;
             self.mailbox.ack_flush(ticket);
         }

@@ -342,6 +342,11 @@ impl Hart {
         } else {
             self.tlb.load(&s.tlb);
         }
+        // The loaded TLB may map pages holding translated code writable (`jit::guard`).
+        if let Some(jit) = self.jit.as_deref_mut() {
+            jit.guard.forget();
+        }
+        self.jit_code_sync();
         self.mode_changed();
         Ok(())
     }

@@ -86,6 +86,7 @@ impl Hart {
                 Phys::Ram(off) => {
                     if kind == Access::Store {
                         self.ram.store(off, size, val);
+                        self.jit_code_write(off, len);
                         Ok(0)
                     } else {
                         Ok(self.ram.load(off, size))
@@ -115,6 +116,10 @@ impl Hart {
             } else {
                 v |= self.ram.load(off, 1) << (8 * b);
             }
+        }
+        if kind == Access::Store {
+            self.jit_code_write(o0, first);
+            self.jit_code_write(o1, len - first);
         }
         Ok(v)
     }

@@ -20,10 +20,12 @@ impl Hart {
             Op::Csrrw | Op::Csrrs | Op::Csrrc | Op::Csrrwi | Op::Csrrsi | Op::Csrrci => {
                 return self.exec_csr(i)
             }
-            // Zifencei: nothing to do. The decode cache holds no stale state: a hit needs the
-            // slot's raw bits to equal the bits just fetched from memory, and the decoding
-            // is a function of those bits alone (see `Hart::fetch`).
-            Op::FenceI => {}
+            // Zifencei. The decode cache holds no stale state: a hit needs the slot's raw
+            // bits to equal the bits just fetched from memory, and the decoding is a function
+            // of those bits alone (see `Hart::fetch`). Translated blocks check their code at
+            // their next entry (`jit::guard`): other harts' and devices' stores are visible
+            // to this hart's fetches from here on.
+            Op::FenceI => self.jit_code_sync(),
             Op::Ecall => {
                 let cause = match (self.prv, self.virt) {
                     (PrivilegeMode::User, _) => cause::ECALL_U,

@@ -29,6 +29,7 @@
 
 #[cfg(target_arch = "x86_64")]
 mod emit;
+mod guard;
 mod region;
 pub(crate) mod table;
 #[cfg(target_arch = "x86_64")]
@@ -75,6 +76,22 @@ unsafe extern "sysv64" fn jit_store(hart: *mut Hart, va: u64, val: u64, size: u6
     if h.store_slow(va, size as u32, val).is_err() {
         h.jit_fault = true;
     }
+}
+
+/// A block whose epoch slot was behind the hart's code epoch found its code bytes intact
+/// (`guard`): its RAM pages `first` to `last` are protected again and the slot at `slot`
+/// takes the epoch.
+///
+/// # Safety
+/// As for [`jit_load`]; `slot` is the block's epoch slot (`guard::CodeGuard::slot`).
+#[cfg(target_arch = "x86_64")]
+unsafe extern "sysv64" fn jit_code_checked(hart: *mut Hart, slot: u64, first: u64, last: u64) {
+    // SAFETY: as for `jit_load`.
+    let h = unsafe { &mut *hart };
+    h.jit_protect(first, last);
+    // SAFETY: slots live as long as the blocks holding them (until the region is emptied,
+    // which no block run overlaps).
+    unsafe { *(slot as *mut u64) = h.jit_code_epoch };
 }
 
 /// An F or D instruction other than a load or store, packed by `x64::pack` into `lo` and
@@ -243,6 +260,52 @@ unsafe extern "sysv64" fn jit_ctr_call(hart: *mut Hart, from: u64, t: u64) {
 }
 
 impl Hart {
+    /// Whether the RAM page at offset `page_off` holds translated code (`guard`).
+    #[inline]
+    pub(crate) fn jit_guards(&self, page_off: u64) -> bool {
+        self.jit
+            .as_deref()
+            .is_some_and(|j| j.guard.protected(page_off >> 12))
+    }
+
+    /// Protect RAM pages `first` to `last`, which hold translated code (`guard`): the store
+    /// TLB drops its entries for them.
+    pub(crate) fn jit_protect(&mut self, first: u64, last: u64) {
+        let Some(jit) = self.jit.as_deref_mut() else {
+            return;
+        };
+        for page in first..=last {
+            if jit.guard.protect(page) {
+                self.tlb.drop_store_page(page << 12);
+            }
+        }
+    }
+
+    /// This hart wrote `len` bytes of RAM at offset `off` (not through the store TLB): a
+    /// protected page among them is unprotected, and the code epoch moves on, so that every
+    /// block checks its code at its next entry (`guard`).
+    #[inline]
+    pub(crate) fn jit_code_write(&mut self, off: u64, len: u64) {
+        let Some(jit) = self.jit.as_deref_mut() else {
+            return;
+        };
+        let (first, last) = (off >> 12, (off + len.max(1) - 1) >> 12);
+        let mut hit = jit.guard.unprotect(first);
+        if last != first {
+            hit |= jit.guard.unprotect(last);
+        }
+        if hit {
+            self.jit_code_epoch += 1;
+        }
+    }
+
+    /// Blocks must check their code at their next entry: something this hart's store TLB
+    /// did not see may have written it (FENCE.I, a remote fence, the VMM between runs).
+    #[inline]
+    pub(crate) fn jit_code_sync(&mut self) {
+        self.jit_code_epoch += 1;
+    }
+
     /// Run the block at pc (and the blocks linked to it) within `left` instructions; returns
     /// the instructions completed (0: nothing ran, the interpreter executes the next one).
     /// A block longer than `left` does not run (`Hart::jit_short` says how long it is).
@@ -352,7 +415,8 @@ impl Hart {
     #[cold]
     #[inline(never)]
     fn jit_translate(&mut self, pc: u64, off: u64, left: u64) -> Block {
-        let plan = self.jit_plan(pc, off);
+        #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
+        let mut plan = self.jit_plan(pc, off);
         let kind = self.jit.as_deref().map_or(0, |j| j.kind);
         if plan.insns.len() as u64 > left {
             // Remembered (no code, its length), so that the dispatches near the end of
@@ -376,6 +440,10 @@ impl Hart {
         };
         #[cfg(target_arch = "x86_64")]
         if !plan.insns.is_empty() {
+            let ram = self.ram.size;
+            if let Some(jit) = self.jit.as_deref_mut() {
+                jit.guard.reserve(ram);
+            }
             let layout = self.jit_layout();
             let jit = self.jit.as_deref_mut().expect("translating without a JIT");
             if jit.region.next(MAX_BLOCK_BYTES).is_none() {
@@ -385,12 +453,18 @@ impl Hart {
                 .region
                 .next(MAX_BLOCK_BYTES)
                 .expect("empty JIT region too small");
+            // The code was read just now: intact at the current epoch (`guard`).
+            plan.epoch_slot = jit.guard.slot(self.jit_code_epoch) as usize;
             if let Some(code) = x64::assemble(at, &plan, &layout) {
                 if code.len() <= MAX_BLOCK_BYTES {
                     block.code = jit.region.push(&code);
                     jit.translated += 1;
                     jit.name_block(block.code, code.len(), pc);
                 }
+            }
+            if block.code != 0 {
+                let bytes = plan.end_pc.wrapping_sub(plan.insns[0].0);
+                self.jit_protect(off >> 12, (off + bytes - 1) >> 12);
             }
         }
         if block.code == 0 {
@@ -461,6 +535,7 @@ impl Hart {
             end_pc: va,
             code_host: self.ram.host_addr(off),
             check,
+            epoch_slot: 0,
             monitored,
         }
     }
@@ -534,6 +609,9 @@ impl Hart {
             },
 
             fetch_ctx: (tlb + fetch_ctx) as i32,
+            code_epoch: offset_of!(Hart, jit_code_epoch) as i32,
+            checked_helper: jit_code_checked as *const () as usize,
+            guard_bits: self.jit.as_deref().map_or(0, |j| j.guard.bits()),
             ram_host: self.ram.host_addr(0) as u64,
             table: self.jit.as_deref().map_or(0, |j| j.table.as_ptr() as u64),
         }

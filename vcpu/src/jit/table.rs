@@ -119,6 +119,11 @@ pub(crate) struct Layout {
     pub(super) csr_helper: usize,
     pub(super) atomic_helper: usize,
 
+    /// `Hart::jit_code_epoch` and `super::jit_code_checked` (`super::guard`).
+    pub(super) code_epoch: i32,
+    pub(super) checked_helper: usize,
+    /// The address of the protected pages' bits (`super::guard::CodeGuard::bits`).
+    pub(super) guard_bits: u64,
     pub(super) ram_host: u64,
     /// Address of the block table (entries `{va, off, code, insns}`, 32 bytes).
     pub(super) table: u64,
@@ -154,8 +159,11 @@ pub(crate) struct Plan {
     pub(super) end_pc: u64,
     /// Host address of the block's first code byte.
     pub(super) code_host: usize,
-    /// Code bytes to compare at entry: (byte offset, size 2/4/8, value).
+    /// Code bytes to compare at entry when the block's epoch slot is behind the hart's code
+    /// epoch (`super::guard`): (byte offset, size 2/4/8, value).
     pub(super) check: Vec<(u32, u8, u64)>,
+    /// The block's epoch slot (`super::guard::CodeGuard::slot`).
+    pub(super) epoch_slot: usize,
     /// Report the performance monitor's events (a monitored block).
     pub(super) monitored: bool,
 }
@@ -199,6 +207,8 @@ pub(crate) struct Jit {
     /// was last emptied, and the count at which it is emptied for them.
     pub(crate) ctr_calls: u64,
     pub(crate) ctr_calls_limit: u64,
+    /// The protected code pages and the blocks' epoch slots.
+    pub(crate) guard: super::guard::CodeGuard,
 }
 
 impl Jit {
@@ -219,6 +229,7 @@ impl Jit {
             perf_map,
             ctr_calls: 0,
             ctr_calls_limit: CTR_RETRANSLATE_FIRST,
+            guard: super::guard::CodeGuard::default(),
         }))
     }
 
@@ -228,6 +239,7 @@ impl Jit {
         self.table.fill(NO_BLOCK);
         self.generation += 1;
         self.ctr_calls = 0;
+        self.guard.reset_slots();
     }
 
     /// [`CtrCode::Call`] blocks have written [`Jit::ctr_calls_limit`] records: recording is

@@ -766,27 +766,16 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
         head: loops.then(|| (start_pc(plan), checked)),
     };
     dynasm!(a ; .arch x64 ; =>entry);
-    // The code bytes the block was translated from must still be there.
-    let host = plan.code_host as i64;
-    dynasm!(a ; .arch x64 ; mov rdx, QWORD host);
-    for &(o, size, v) in &plan.check {
-        let o = o as i32;
-        match size {
-            8 => dynasm!(a ; .arch x64
-                ; mov rax, QWORD v as i64
-                ; cmp QWORD [rdx + o], rax
-                ; jne =>invalid
-            ),
-            4 => dynasm!(a ; .arch x64
-                ; cmp DWORD [rdx + o], v as u32 as i32
-                ; jne =>invalid
-            ),
-            _ => dynasm!(a ; .arch x64
-                ; cmp WORD [rdx + o], v as u16 as i16
-                ; jne =>invalid
-            ),
-        }
-    }
+    // The block's code is known intact while its epoch slot holds the hart's code epoch
+    // (`super::guard`); otherwise it is compared at `recheck`.
+    let (epoch, slot) = (l.code_epoch, plan.epoch_slot as i64);
+    let recheck = a.new_dynamic_label();
+    dynasm!(a ; .arch x64
+        ; mov rax, QWORD [rdi + epoch]
+        ; mov rdx, QWORD slot
+        ; cmp QWORD [rdx], rax
+        ; jne =>recheck
+    );
     let n = plan.insns.len() as u32;
     let (budget, nn) = (l.budget, n as i32);
     // Take the block's instructions from the budget; a borrow (fewer left) undoes it at `out`.
@@ -828,20 +817,18 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
             if float_memory(i.op) {
                 fp.check(&mut a, l, bail);
             }
-            // A store into the rest of this block's code leaves the block after it, so
-            // that the next instruction is fetched again (as the interpreter does); in a
-            // loop, a store into any of its code (its jump back skips the check at entry).
+            // A store into this block's code leaves the block after it, so that the next
+            // instruction is fetched again (as the interpreter does). The block's page is
+            // protected while it runs (`super::guard`): such a store misses the store TLB,
+            // and a store that takes the slow path leaves the block whatever it wrote, when
+            // code follows it (or in a loop, whose jump back skips the check at entry).
             let next = pc.wrapping_add(i.len as u64);
             let rest = bytes - next.wrapping_sub(start);
             let store = is_store(i.op);
             let rewrite = (store && (rest > 0 || loops)).then(|| {
                 let label = a.new_dynamic_label();
                 rewrites.push((label, next, n - k as u32 - 1, k == 0));
-                if loops {
-                    (code_off, bytes, label)
-                } else {
-                    (code_off + (next - start), rest, label)
-                }
+                label
             });
             emit_memory(&mut a, l, i, bail, rewrite, monitored, &mut slows);
             if matches!(i.op, Op::Flw | Op::Fld) {
@@ -935,7 +922,50 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
         dynasm!(a ; .arch x64 ; add QWORD [rdi + budget], undone);
         exit_to(&mut a, l, pc, (Next::Dispatcher, monitored), &mut links);
     }
+    // The code bytes the block was translated from must still be there; then its pages
+    // are protected again and its slot takes the epoch (`super::jit_code_checked`).
+    dynasm!(a ; .arch x64 ; =>recheck);
+    let host = plan.code_host as i64;
+    dynasm!(a ; .arch x64 ; mov rdx, QWORD host);
+    for &(o, size, v) in &plan.check {
+        let o = o as i32;
+        match size {
+            8 => dynasm!(a ; .arch x64
+                ; mov rax, QWORD v as i64
+                ; cmp QWORD [rdx + o], rax
+                ; jne =>invalid
+            ),
+            4 => dynasm!(a ; .arch x64
+                ; cmp DWORD [rdx + o], v as u32 as i32
+                ; jne =>invalid
+            ),
+            _ => dynasm!(a ; .arch x64
+                ; cmp WORD [rdx + o], v as u16 as i16
+                ; jne =>invalid
+            ),
+        }
+    }
+    // A block lies in one page: while it is still protected, the slot takes the epoch here;
+    // otherwise the helper protects it again.
+    let page = code_off >> 12;
+    let protect = a.new_dynamic_label();
+    let (word, bit) = ((8 * (page / 64)) as i32, (page % 64) as i8);
     dynasm!(a ; .arch x64
+        ; mov rdx, QWORD l.guard_bits as i64
+        ; bt QWORD [rdx + word], bit
+        ; jnc =>protect
+        ; mov rax, QWORD [rdi + epoch]
+        ; mov rdx, QWORD slot
+        ; mov QWORD [rdx], rax
+        ; jmp =>checked
+        ; =>protect
+        ; mov rsi, QWORD slot
+        ; mov rdx, QWORD page as i64
+        ; mov rcx, QWORD page as i64
+    );
+    call(&mut a, l.checked_helper);
+    dynasm!(a ; .arch x64
+        ; jmp =>checked
         ; =>out
         ; add QWORD [rdi + budget], nn
         ; xor eax, eax
@@ -1184,8 +1214,8 @@ pub(super) struct SlowPath {
 /// leaves the block with this instruction not executed (the interpreter then takes the trap
 /// or makes the device exit).
 ///
-/// With `rewrite` (`(off, len, label)`: the RAM range of the block's instructions after this
-/// store), a store that overlaps that range jumps to `label` once done.
+/// With `rewrite`, a store that takes the slow path (every store into a protected page,
+/// such as the block's own: `super::guard`) jumps to that label once done.
 // dynasm's dynamic registers expand to `.into()` conversions.
 #[allow(clippy::useless_conversion)]
 fn emit_memory(
@@ -1193,7 +1223,7 @@ fn emit_memory(
     l: &Layout,
     i: &Insn,
     bail: DynamicLabel,
-    rewrite: Option<(u64, u64, DynamicLabel)>,
+    rewrite: Option<DynamicLabel>,
     monitored: bool,
     slows: &mut Vec<SlowPath>,
 ) {
@@ -1213,7 +1243,7 @@ fn emit_memory(
         op: i.op,
         rs2: i.rs2,
         size,
-        after: rewrite.map(|r| r.2),
+        after: rewrite,
         monitored,
     });
     let imm = i.imm;
@@ -1248,22 +1278,6 @@ fn emit_memory(
             2 => dynasm!(a ; .arch x64 ; mov WORD [rdx + rax], Rw(value)),
             4 => dynasm!(a ; .arch x64 ; mov DWORD [rdx + rax], Rd(value)),
             _ => dynasm!(a ; .arch x64 ; mov QWORD [rdx + rax], Rq(value)),
-        }
-        if let Some((off, len, label)) = rewrite {
-            // [rax, rax + size) overlaps [off, off + len): rax - (off - size + 1) < len + size - 1.
-            let lo = (off as i64) - (size as i64 - 1);
-            let span = (len + size as u64 - 1) as i32;
-            match i32::try_from(lo.wrapping_neg()) {
-                Ok(d) => dynasm!(a ; .arch x64 ; lea rdx, [rax + d]),
-                Err(_) => dynasm!(a ; .arch x64
-                    ; mov rdx, QWORD lo.wrapping_neg()
-                    ; add rdx, rax
-                ),
-            }
-            dynasm!(a ; .arch x64
-                ; cmp rdx, span
-                ; jb =>label
-            );
         }
         a.join(resume);
         if monitored {

@@ -538,7 +538,12 @@ impl Hart {
             // every load and store takes a slow path that checks them (`trigger/check.rs`;
             // arming flushes the TLB); fetches are checked before the fetch by the
             // interpreter loop, which runs no translated code then (`interp.rs`).
-            if whole_page && (kind == Access::Fetch || !self.trig.armed) {
+            // Nor does it keep store entries for pages holding translated code, so that
+            // stores to them take the slow path, which sees them (`jit::guard`).
+            if whole_page
+                && (kind == Access::Fetch || !self.trig.armed)
+                && !(kind == Access::Store && self.jit_guards(page_off))
+            {
                 self.tlb.fill(kind, va, page_off, span);
             }
         }
@@ -654,11 +659,14 @@ impl Hart {
                 let off = if i < first { o0 + i } else { o1 + (i - first) };
                 self.ram.store(off, 1, val >> (8 * i));
             }
+            self.jit_code_write(o0, first);
+            self.jit_code_write(o1, len - first);
             return Ok(());
         }
         match self.access_page(va, len, Access::Store)? {
             (_, Phys::Ram(off)) => {
                 self.ram.store(off, size, val);
+                self.jit_code_write(off, len);
                 Ok(())
             }
             (pa, Phys::Device) if pa & (len - 1) == 0 => {
@@ -709,7 +717,13 @@ impl Hart {
                 })?;
         }
         match self.access_page(va, size as u64, kind)? {
-            (_, Phys::Ram(off)) => Ok(off),
+            (_, Phys::Ram(off)) => {
+                // SC and AMOs write there (a page with translated code has no store entry).
+                if store {
+                    self.jit_code_write(off, size as u64);
+                }
+                Ok(off)
+            }
             _ => Err(kind.access_fault(va).into()),
         }
     }

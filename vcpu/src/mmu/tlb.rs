@@ -313,6 +313,16 @@ impl Tlb {
 
     /// Cache the translation of `va`'s page to the RAM page at `page_off`, from a leaf of
     /// `span` (log2 of its 4 KiB pages).
+    /// Drop every store entry for the RAM page at offset `page_off` (it now holds
+    /// translated code: `jit::guard`), under any virtual address or context.
+    pub(crate) fn drop_store_page(&mut self, page_off: u64) {
+        for e in self.store.iter_mut() {
+            if e.tag != INVALID && e.off.wrapping_add(page_va(e.tag)) == page_off {
+                e.tag = INVALID;
+            }
+        }
+    }
+
     pub(super) fn fill(&mut self, kind: Access, va: u64, page_off: u64, span: u8) {
         let ctx = match kind {
             Access::Fetch => self.fetch_ctx,

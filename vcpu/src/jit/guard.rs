@@ -1,0 +1,99 @@
+//! Code pages: the guard that lets a block skip comparing its code bytes at entry.
+//!
+//! A block used to compare every code byte it was translated from at each entry (3 host
+//! instructions per 8 bytes). Now the RAM pages holding a hart's translated code are
+//! *protected*: the store TLB keeps no entry for them (`Hart::access_page`), so every store
+//! of this hart to such a page takes the slow path, which unprotects the page and moves the
+//! hart's code epoch on (`Hart::jit_code_write`). Each block keeps the epoch at which its
+//! code was last found intact in a slot of its own; at entry it compares the slot with the
+//! hart's epoch (one compare), and only when they differ compares its bytes, protects its
+//! pages again and updates the slot (`jit_code_checked`).
+//!
+//! Writers other than this hart's stores (another hart, a device, the VMM) are not seen
+//! by the TLB. The epoch also moves where Zifencei requires this hart's fetches to see
+//! them: FENCE.I, a remote fence from the SBI (`Hart::sync_shared`), and every entry into
+//! `Hart::run` (the VMM writes guest RAM between runs: loaders, debuggers, tests). A
+//! restore forgets the protections, since the TLB it loads may map them writable.
+
+/// Epoch slots per allocation (their addresses must never move: blocks hold them).
+const SLOTS: usize = 4096;
+
+/// The protected pages and the blocks' epoch slots of one hart.
+#[derive(Default)]
+pub(crate) struct CodeGuard {
+    /// One bit per 4 KiB page of RAM (by RAM offset): protected.
+    pages: Vec<u64>,
+    /// The blocks' slots, allocated in fixed-size boxes so that none ever moves.
+    slots: Vec<Box<[u64; SLOTS]>>,
+    /// The next free slot.
+    next: usize,
+}
+
+impl CodeGuard {
+    /// Whether RAM page `page` (RAM offset / 4096) is protected.
+    #[inline]
+    pub(crate) fn protected(&self, page: u64) -> bool {
+        self.pages
+            .get((page / 64) as usize)
+            .is_some_and(|w| w >> (page % 64) & 1 != 0)
+    }
+
+    /// Size the page bits for `ram_bytes` of RAM, once: blocks then hold their address
+    /// ([`CodeGuard::bits`]), which never moves.
+    pub(crate) fn reserve(&mut self, ram_bytes: u64) {
+        if self.pages.is_empty() {
+            self.pages = vec![0; (ram_bytes.div_ceil(0x1000)).div_ceil(64).max(1) as usize];
+        }
+    }
+
+    /// The address of the page bits (bit `page % 64` of word `page / 64`).
+    pub(crate) fn bits(&self) -> u64 {
+        self.pages.as_ptr() as u64
+    }
+
+    /// Protect `page`; whether it was not protected before.
+    pub(crate) fn protect(&mut self, page: u64) -> bool {
+        let w = (page / 64) as usize;
+        if w >= self.pages.len() {
+            return false; // not RAM ([`CodeGuard::reserve`] covers all of it)
+        }
+        let bit = 1u64 << (page % 64);
+        let new = self.pages[w] & bit == 0;
+        self.pages[w] |= bit;
+        new
+    }
+
+    /// Unprotect `page`; whether it was protected.
+    #[inline]
+    pub(crate) fn unprotect(&mut self, page: u64) -> bool {
+        match self.pages.get_mut((page / 64) as usize) {
+            Some(w) if *w >> (page % 64) & 1 != 0 => {
+                *w &= !(1u64 << (page % 64));
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Unprotect every page.
+    pub(crate) fn forget(&mut self) {
+        self.pages.fill(0);
+    }
+
+    /// A new block's epoch slot, holding `epoch`: its address, stable until [`CodeGuard::reset_slots`].
+    pub(crate) fn slot(&mut self, epoch: u64) -> *mut u64 {
+        let (k, i) = (self.next / SLOTS, self.next % SLOTS);
+        if k == self.slots.len() {
+            self.slots.push(Box::new([0; SLOTS]));
+        }
+        self.next += 1;
+        let slot = &mut self.slots[k][i];
+        *slot = epoch;
+        slot
+    }
+
+    /// Every block is gone: their slots may be given out again.
+    pub(crate) fn reset_slots(&mut self) {
+        self.next = 0;
+    }
+}
