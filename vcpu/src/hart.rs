@@ -340,6 +340,11 @@ impl Hart {
     pub fn translated_blocks(&self) -> u64 {
         self.jit.as_deref().map_or(0, |j| j.translated)
     }
+    /// RAM pages found to hold both translated code and data the guest writes (their
+    /// blocks compare their code at every entry; `jit::guard`).
+    pub fn mixed_code_pages(&self) -> u64 {
+        self.jit.as_deref().map_or(0, |j| j.guard.mixed_pages())
+    }
     /// How many times the translated-code space filled up and was emptied.
     pub fn translated_code_resets(&self) -> u64 {
         self.jit.as_deref().map_or(0, |j| j.generation)

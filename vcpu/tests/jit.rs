@@ -2144,10 +2144,42 @@ fn budgets_around_a_full_block() {
 // Self-modifying code
 // ---------------------------------------------------------------------------------------------
 
+/// Two machines whose code page ([`CODE`]'s) holds translated code and, with `mixed`, has
+/// turned mixed (`jit::guard`): a loop of two blocks has stored into the page eight times,
+/// each store finding the page protected again by the next block's check. The blocks on a
+/// mixed page compare their code at every entry and check their own stores inline, instead
+/// of relying on the page's protection. Both harts then start over at `BOOT` (the old
+/// blocks stay in the translator until the test's code replaces their bytes).
+fn code_page(mixed: bool) -> Pair {
+    let mut p = Pair::new();
+    if !mixed {
+        return p;
+    }
+    let warm = [
+        auipc(5, 0),
+        addi(6, 0, 8),
+        sw(0, 5, 0x7f0), // A: data beside the code
+        jal(0, 4),
+        addi(6, 6, -1), // B
+        bne(6, 0, -12),
+    ];
+    p.both(|vm| {
+        vm.code(&warm);
+    });
+    p.run_to_wfi("stores beside the code");
+    assert_eq!(p.jit.hart.mixed_code_pages(), 1, "the code page is mixed");
+    assert_eq!(p.int.hart.mixed_code_pages(), 0, "no translator, no pages");
+    p.both(|vm| {
+        vm.set_x(5, 0);
+        vm.hart.set_pc(BOOT);
+    });
+    p
+}
+
 /// A loop whose first instruction (at CODE + 8) is rewritten by the guest after three passes;
 /// six passes in all. `patch` is the store (and what follows it) run once, after pass three.
-fn guest_patch(first: &[u16], new: u32, patch: &[u32]) -> Pair {
-    let mut p = Pair::new();
+fn guest_patch(first: &[u16], new: u32, patch: &[u32], mixed: bool) -> Pair {
+    let mut p = code_page(mixed);
     // x11: address of the patched instruction; x12: its new bits; x16 = 3, x17 = 6.
     p.set_x(12, new as u64);
     p.set_x(16, 3);
@@ -2183,26 +2215,32 @@ fn halves(w: u32) -> [u16; 2] {
 
 #[test]
 fn guest_rewrites_an_instruction_it_ran_with_fence_i() {
-    let mut p = guest_patch(
-        &halves(addi(13, 13, 1)),
-        addi(13, 13, 100),
-        &[sw(12, 11, 0), fence_i()],
-    );
-    p.run_to_wfi("patch + fence.i");
-    assert_eq!(p.jit.x(13), 3 + 3 * 100);
+    for mixed in [false, true] {
+        let mut p = guest_patch(
+            &halves(addi(13, 13, 1)),
+            addi(13, 13, 100),
+            &[sw(12, 11, 0), fence_i()],
+            mixed,
+        );
+        p.run_to_wfi("patch + fence.i");
+        assert_eq!(p.jit.x(13), 3 + 3 * 100, "mixed page: {mixed}");
+    }
 }
 
 #[test]
 fn guest_rewrites_an_instruction_it_ran_without_fence_i() {
     // The store and the patched instruction are in different blocks: the next pass enters
     // the patched block again.
-    let mut p = guest_patch(
-        &halves(addi(13, 13, 1)),
-        addi(13, 13, 100),
-        &[sw(12, 11, 0)],
-    );
-    p.run_to_wfi("patch");
-    assert_eq!(p.jit.x(13), 3 + 3 * 100);
+    for mixed in [false, true] {
+        let mut p = guest_patch(
+            &halves(addi(13, 13, 1)),
+            addi(13, 13, 100),
+            &[sw(12, 11, 0)],
+            mixed,
+        );
+        p.run_to_wfi("patch");
+        assert_eq!(p.jit.x(13), 3 + 3 * 100, "mixed page: {mixed}");
+    }
 }
 
 /// A loop in one block goes back to its head without checking its code again: its own
@@ -2231,12 +2269,15 @@ fn a_loop_in_one_block_rewrites_its_own_head() {
         bne(18, 0, -28),
         wfi(),
     ];
-    for budget in (1..=12u64).chain([1000]) {
-        let mut p = Pair::new();
+    for (budget, mixed) in (1..=12u64)
+        .chain([1000])
+        .flat_map(|b| [(b, false), (b, true)])
+    {
+        let mut p = code_page(mixed);
         p.set_x(16, (old as i64 - new as i64) as u64);
         p.set_x(17, new as u64);
         p.both(|vm| vm.put32(CODE, &body));
-        let ctx = format!("loop rewriting its head, budget {budget}");
+        let ctx = format!("loop rewriting its head, budget {budget}, mixed page: {mixed}");
         p.run_to_wfi_in_steps(budget, &ctx);
         // Passes 1-4 add 1 (the head is rewritten in pass 4, after it ran), 5-8 add 100.
         assert_eq!(p.jit.x(13), 4 + 4 * 100, "{ctx}");
@@ -2247,16 +2288,19 @@ fn a_loop_in_one_block_rewrites_its_own_head() {
 #[test]
 fn guest_rewrites_compressed_code_and_instruction_lengths() {
     // A 16-bit instruction between two others, rewritten by a halfword store.
-    let mut first = vec![c_addi(13, 1), c_nop()];
-    first.extend(halves(addi(14, 14, 1)));
-    let mut p = guest_patch(&first, c_addi(13, 20) as u32, &[sh(12, 11, 0), fence_i()]);
-    p.run_to_wfi("compressed patch");
-    assert_eq!((p.jit.x(13), p.jit.x(14)), (3 + 3 * 20, 6));
-    // One 32-bit instruction becomes two 16-bit ones.
-    let two = c_addi(13, 7) as u32 | (c_addi(14, 1) as u32) << 16;
-    let mut p = guest_patch(&halves(addi(13, 13, 1)), two, &[sw(12, 11, 0)]);
-    p.run_to_wfi("length patch");
-    assert_eq!((p.jit.x(13), p.jit.x(14)), (3 + 3 * 7, 3));
+    for mixed in [false, true] {
+        let mut first = vec![c_addi(13, 1), c_nop()];
+        first.extend(halves(addi(14, 14, 1)));
+        let patch = [sh(12, 11, 0), fence_i()];
+        let mut p = guest_patch(&first, c_addi(13, 20) as u32, &patch, mixed);
+        p.run_to_wfi("compressed patch");
+        assert_eq!((p.jit.x(13), p.jit.x(14)), (3 + 3 * 20, 6), "{mixed}");
+        // One 32-bit instruction becomes two 16-bit ones.
+        let two = c_addi(13, 7) as u32 | (c_addi(14, 1) as u32) << 16;
+        let mut p = guest_patch(&halves(addi(13, 13, 1)), two, &[sw(12, 11, 0)], mixed);
+        p.run_to_wfi("length patch");
+        assert_eq!((p.jit.x(13), p.jit.x(14)), (3 + 3 * 7, 3), "{mixed}");
+    }
 }
 
 #[test]
@@ -2296,8 +2340,9 @@ fn store_into_the_running_block(
     target: u32,
     new: u32,
     store: fn(u32, u32, i32) -> u32,
+    mixed: bool,
 ) -> Pair {
-    let mut p = Pair::new();
+    let mut p = code_page(mixed);
     p.set_x(12, target as u64);
     p.set_x(18, new.wrapping_sub(target) as u64);
     p.set_x(16, 3);
@@ -2320,20 +2365,24 @@ fn store_into_the_running_block(
 #[test]
 fn guest_store_into_the_running_block_without_fence_i() {
     let two = c_addi(15, 1) as u32 | (c_nop() as u32) << 16;
-    for gap in [&[][..], &[addi(14, 14, 1), two][..]] {
-        let mut p = store_into_the_running_block(gap, addi(13, 13, 1), addi(13, 13, 100), sw);
-        p.run_to_wfi("store into the running block");
-        assert_eq!(
-            p.jit.x(13),
-            3 + 3 * 100,
-            "gap of {} instructions",
-            gap.len()
-        );
+    for mixed in [false, true] {
+        for gap in [&[][..], &[addi(14, 14, 1), two][..]] {
+            let (old, new) = (addi(13, 13, 1), addi(13, 13, 100));
+            let mut p = store_into_the_running_block(gap, old, new, sw, mixed);
+            p.run_to_wfi("store into the running block");
+            assert_eq!(
+                p.jit.x(13),
+                3 + 3 * 100,
+                "gap of {} instructions, mixed page: {mixed}",
+                gap.len()
+            );
+        }
+        // A halfword store to the first half of an instruction (its immediate stays the same).
+        let (old, new) = (addi(13, 13, 1), addi(14, 13, 1));
+        let mut p = store_into_the_running_block(&[], old, new, sh, mixed);
+        p.run_to_wfi("halfword store into the running block");
+        assert_eq!((p.jit.x(13), p.jit.x(14)), (3, 4), "mixed page: {mixed}");
     }
-    // A halfword store to the first half of an instruction (its immediate stays the same).
-    let mut p = store_into_the_running_block(&[], addi(13, 13, 1), addi(14, 13, 1), sh);
-    p.run_to_wfi("halfword store into the running block");
-    assert_eq!((p.jit.x(13), p.jit.x(14)), (3, 4));
 }
 
 #[test]

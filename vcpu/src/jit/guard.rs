@@ -14,6 +14,26 @@
 //! them: FENCE.I, a remote fence from the SBI (`Hart::sync_shared`), and every entry into
 //! `Hart::run` (the VMM writes guest RAM between runs: loaders, debuggers, tests). A
 //! restore forgets the protections, since the TLB it loads may map them writable.
+//!
+//! A page that keeps data the guest writes beside its code (small guests, literal pools,
+//! trampolines) would thrash: each store unprotects it and moves the epoch, and every block
+//! then compares its bytes again. A page unprotected [`MIXED_AFTER`] times is *mixed*: it
+//! is never protected again, and its blocks are translated to compare their code bytes at
+//! every entry, and with an inline check on each store that may rewrite the block itself
+//! (`x64::assemble`, a block without an epoch slot). A block translated with a slot on a page
+//! that has since turned mixed finds at its next check that the page cannot be protected
+//! (`super::jit_code_checked`) and leaves as stale, to be translated again.
+
+/// Unprotections after which a page is mixed (see the module documentation).
+pub(crate) const MIXED_AFTER: u8 = 4;
+
+/// Bit `i % 64` of word `i / 64` (false past the end).
+#[inline]
+fn bit(words: &[u64], i: u64) -> bool {
+    words
+        .get((i / 64) as usize)
+        .is_some_and(|w| w >> (i % 64) & 1 != 0)
+}
 
 /// Epoch slots per allocation (their addresses must never move: blocks hold them).
 const SLOTS: usize = 4096;
@@ -23,6 +43,10 @@ const SLOTS: usize = 4096;
 pub(crate) struct CodeGuard {
     /// One bit per 4 KiB page of RAM (by RAM offset): protected.
     pages: Vec<u64>,
+    /// One bit per page: mixed (never protected again).
+    mixed: Vec<u64>,
+    /// How often each page not yet mixed was unprotected (pages never unprotected are absent).
+    unprotected: std::collections::HashMap<u64, u8>,
     /// The blocks' slots, allocated in fixed-size boxes so that none ever moves.
     slots: Vec<Box<[u64; SLOTS]>>,
     /// The next free slot.
@@ -33,9 +57,18 @@ impl CodeGuard {
     /// Whether RAM page `page` (RAM offset / 4096) is protected.
     #[inline]
     pub(crate) fn protected(&self, page: u64) -> bool {
-        self.pages
-            .get((page / 64) as usize)
-            .is_some_and(|w| w >> (page % 64) & 1 != 0)
+        bit(&self.pages, page)
+    }
+
+    /// Whether RAM page `page` is mixed: code and data the guest writes.
+    #[inline]
+    pub(crate) fn mixed(&self, page: u64) -> bool {
+        bit(&self.mixed, page)
+    }
+
+    /// How many pages are mixed.
+    pub(crate) fn mixed_pages(&self) -> u64 {
+        self.mixed.iter().map(|w| u64::from(w.count_ones())).sum()
     }
 
     /// Size the page bits for `ram_bytes` of RAM, once: blocks then hold their address
@@ -43,6 +76,7 @@ impl CodeGuard {
     pub(crate) fn reserve(&mut self, ram_bytes: u64) {
         if self.pages.is_empty() {
             self.pages = vec![0; (ram_bytes.div_ceil(0x1000)).div_ceil(64).max(1) as usize];
+            self.mixed = vec![0; self.pages.len()];
         }
     }
 
@@ -51,11 +85,11 @@ impl CodeGuard {
         self.pages.as_ptr() as u64
     }
 
-    /// Protect `page`; whether it was not protected before.
+    /// Protect `page`; whether it was not protected before. A mixed page stays unprotected.
     pub(crate) fn protect(&mut self, page: u64) -> bool {
         let w = (page / 64) as usize;
-        if w >= self.pages.len() {
-            return false; // not RAM ([`CodeGuard::reserve`] covers all of it)
+        if w >= self.pages.len() || self.mixed(page) {
+            return false; // not RAM ([`CodeGuard::reserve`] covers all of it), or mixed
         }
         let bit = 1u64 << (page % 64);
         let new = self.pages[w] & bit == 0;
@@ -63,15 +97,26 @@ impl CodeGuard {
         new
     }
 
-    /// Unprotect `page`; whether it was protected.
+    /// Unprotect `page`; whether it was protected. The [`MIXED_AFTER`]th time makes it mixed.
     #[inline]
     pub(crate) fn unprotect(&mut self, page: u64) -> bool {
         match self.pages.get_mut((page / 64) as usize) {
             Some(w) if *w >> (page % 64) & 1 != 0 => {
                 *w &= !(1u64 << (page % 64));
+                self.count_unprotect(page);
                 true
             }
             _ => false,
+        }
+    }
+
+    #[cold]
+    fn count_unprotect(&mut self, page: u64) {
+        let n = self.unprotected.entry(page).or_insert(0);
+        *n += 1;
+        if *n >= MIXED_AFTER {
+            self.unprotected.remove(&page);
+            self.mixed[(page / 64) as usize] |= 1u64 << (page % 64);
         }
     }
 

@@ -79,19 +79,25 @@ unsafe extern "sysv64" fn jit_store(hart: *mut Hart, va: u64, val: u64, size: u6
 }
 
 /// A block whose epoch slot was behind the hart's code epoch found its code bytes intact
-/// (`guard`): its RAM pages `first` to `last` are protected again and the slot at `slot`
-/// takes the epoch.
+/// (`guard`) but its RAM page unprotected: the page is protected again and the slot at
+/// `slot` takes the epoch; returns 0. Returns 1 when the page has turned mixed since the
+/// block was translated: it cannot be protected, and the block leaves as stale (to be
+/// translated again as a block that compares its bytes at every entry).
 ///
 /// # Safety
 /// As for [`jit_load`]; `slot` is the block's epoch slot (`guard::CodeGuard::slot`).
 #[cfg(target_arch = "x86_64")]
-unsafe extern "sysv64" fn jit_code_checked(hart: *mut Hart, slot: u64, first: u64, last: u64) {
+unsafe extern "sysv64" fn jit_code_checked(hart: *mut Hart, slot: u64, page: u64) -> u64 {
     // SAFETY: as for `jit_load`.
     let h = unsafe { &mut *hart };
-    h.jit_protect(first, last);
+    if h.jit.as_deref().is_some_and(|j| j.guard.mixed(page)) {
+        return 1;
+    }
+    h.jit_protect(page, page);
     // SAFETY: slots live as long as the blocks holding them (until the region is emptied,
     // which no block run overlaps).
     unsafe { *(slot as *mut u64) = h.jit_code_epoch };
+    0
 }
 
 /// An F or D instruction other than a load or store, packed by `x64::pack` into `lo` and
@@ -453,8 +459,13 @@ impl Hart {
                 .region
                 .next(MAX_BLOCK_BYTES)
                 .expect("empty JIT region too small");
-            // The code was read just now: intact at the current epoch (`guard`).
-            plan.epoch_slot = jit.guard.slot(self.jit_code_epoch) as usize;
+            // The code was read just now: intact at the current epoch (`guard`). A block
+            // on a mixed page has no slot: it compares its bytes at every entry.
+            plan.epoch_slot = if jit.guard.mixed(off >> 12) {
+                0
+            } else {
+                jit.guard.slot(self.jit_code_epoch) as usize
+            };
             if let Some(code) = x64::assemble(at, &plan, &layout) {
                 if code.len() <= MAX_BLOCK_BYTES {
                     block.code = jit.region.push(&code);

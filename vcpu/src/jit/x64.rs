@@ -767,15 +767,21 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
     };
     dynasm!(a ; .arch x64 ; =>entry);
     // The block's code is known intact while its epoch slot holds the hart's code epoch
-    // (`super::guard`); otherwise it is compared at `recheck`.
+    // (`super::guard`); otherwise it is compared at `recheck`. A block on a mixed page (no
+    // slot) compares it here, at every entry.
     let (epoch, slot) = (l.code_epoch, plan.epoch_slot as i64);
+    let guarded = slot != 0;
     let recheck = a.new_dynamic_label();
-    dynasm!(a ; .arch x64
-        ; mov rax, QWORD [rdi + epoch]
-        ; mov rdx, QWORD slot
-        ; cmp QWORD [rdx], rax
-        ; jne =>recheck
-    );
+    if guarded {
+        dynasm!(a ; .arch x64
+            ; mov rax, QWORD [rdi + epoch]
+            ; mov rdx, QWORD slot
+            ; cmp QWORD [rdx], rax
+            ; jne =>recheck
+        );
+    } else {
+        emit_code_check(&mut a, plan, invalid);
+    }
     let n = plan.insns.len() as u32;
     let (budget, nn) = (l.budget, n as i32);
     // Take the block's instructions from the budget; a borrow (fewer left) undoes it at `out`.
@@ -818,17 +824,26 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
                 fp.check(&mut a, l, bail);
             }
             // A store into this block's code leaves the block after it, so that the next
-            // instruction is fetched again (as the interpreter does). The block's page is
-            // protected while it runs (`super::guard`): such a store misses the store TLB,
-            // and a store that takes the slow path leaves the block whatever it wrote, when
-            // code follows it (or in a loop, whose jump back skips the check at entry).
+            // instruction is fetched again (as the interpreter does). A guarded block's page
+            // is protected while it runs (`super::guard`): such a store misses the store
+            // TLB, and a store that takes the slow path leaves the block whatever it wrote,
+            // when code follows it (or in a loop, whose jump back skips the check at entry).
+            // On a mixed page the store compares its RAM offset with the rest of the block
+            // (in a loop: with all of it).
             let next = pc.wrapping_add(i.len as u64);
             let rest = bytes - next.wrapping_sub(start);
             let store = is_store(i.op);
             let rewrite = (store && (rest > 0 || loops)).then(|| {
                 let label = a.new_dynamic_label();
                 rewrites.push((label, next, n - k as u32 - 1, k == 0));
-                label
+                let range = if guarded {
+                    None
+                } else if loops {
+                    Some((code_off, bytes))
+                } else {
+                    Some((code_off + (next - start), rest))
+                };
+                (range, label)
             });
             emit_memory(&mut a, l, i, bail, rewrite, monitored, &mut slows);
             if matches!(i.op, Op::Flw | Op::Fld) {
@@ -922,9 +937,53 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
         dynasm!(a ; .arch x64 ; add QWORD [rdi + budget], undone);
         exit_to(&mut a, l, pc, (Next::Dispatcher, monitored), &mut links);
     }
-    // The code bytes the block was translated from must still be there; then its pages
-    // are protected again and its slot takes the epoch (`super::jit_code_checked`).
-    dynasm!(a ; .arch x64 ; =>recheck);
+    if guarded {
+        // The code bytes the block was translated from must still be there; then its page
+        // is protected again and its slot takes the epoch (`super::jit_code_checked`).
+        dynasm!(a ; .arch x64 ; =>recheck);
+        emit_code_check(&mut a, plan, invalid);
+        // A block lies in one page: while it is still protected, the slot takes the epoch
+        // here; otherwise the helper protects it again (or finds it mixed: stale).
+        let page = code_off >> 12;
+        let protect = a.new_dynamic_label();
+        let (word, bit) = ((8 * (page / 64)) as i32, (page % 64) as i8);
+        dynasm!(a ; .arch x64
+            ; mov rdx, QWORD l.guard_bits as i64
+            ; bt QWORD [rdx + word], bit
+            ; jnc =>protect
+            ; mov rax, QWORD [rdi + epoch]
+            ; mov rdx, QWORD slot
+            ; mov QWORD [rdx], rax
+            ; jmp =>checked
+            ; =>protect
+            ; mov rsi, QWORD slot
+            ; mov rdx, QWORD page as i64
+        );
+        call(&mut a, l.checked_helper);
+        dynasm!(a ; .arch x64
+            ; test eax, eax
+            ; jnz =>invalid
+            ; jmp =>checked
+        );
+    }
+    dynasm!(a ; .arch x64
+        ; =>out
+        ; add QWORD [rdi + budget], nn
+        ; xor eax, eax
+        ; ret
+        ; =>invalid
+        ; lea rax, [=>entry]
+        ; ret
+    );
+    let mut code = a.finalize().ok()?;
+    for (at, stub) in links.slots {
+        code[at..at + 8].copy_from_slice(&((base + stub) as u64).to_le_bytes());
+    }
+    Some(code)
+}
+
+/// The block's code bytes must still be what it was translated from; else `invalid`.
+fn emit_code_check(a: &mut Asm, plan: &Plan, invalid: DynamicLabel) {
     let host = plan.code_host as i64;
     dynasm!(a ; .arch x64 ; mov rdx, QWORD host);
     for &(o, size, v) in &plan.check {
@@ -945,40 +1004,6 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
             ),
         }
     }
-    // A block lies in one page: while it is still protected, the slot takes the epoch here;
-    // otherwise the helper protects it again.
-    let page = code_off >> 12;
-    let protect = a.new_dynamic_label();
-    let (word, bit) = ((8 * (page / 64)) as i32, (page % 64) as i8);
-    dynasm!(a ; .arch x64
-        ; mov rdx, QWORD l.guard_bits as i64
-        ; bt QWORD [rdx + word], bit
-        ; jnc =>protect
-        ; mov rax, QWORD [rdi + epoch]
-        ; mov rdx, QWORD slot
-        ; mov QWORD [rdx], rax
-        ; jmp =>checked
-        ; =>protect
-        ; mov rsi, QWORD slot
-        ; mov rdx, QWORD page as i64
-        ; mov rcx, QWORD page as i64
-    );
-    call(&mut a, l.checked_helper);
-    dynasm!(a ; .arch x64
-        ; jmp =>checked
-        ; =>out
-        ; add QWORD [rdi + budget], nn
-        ; xor eax, eax
-        ; ret
-        ; =>invalid
-        ; lea rax, [=>entry]
-        ; ret
-    );
-    let mut code = a.finalize().ok()?;
-    for (at, stub) in links.slots {
-        code[at..at + 8].copy_from_slice(&((base + stub) as u64).to_le_bytes());
-    }
-    Some(code)
 }
 
 /// The guest address of the block's first instruction.
@@ -1215,7 +1240,9 @@ pub(super) struct SlowPath {
 /// or makes the device exit).
 ///
 /// With `rewrite`, a store that takes the slow path (every store into a protected page,
-/// such as the block's own: `super::guard`) jumps to that label once done.
+/// such as a guarded block's own: `super::guard`) jumps to its label once done; with its
+/// range too (`(off, len)`: RAM bytes of a block on a mixed page), so does an inline store
+/// that overlaps the range.
 // dynasm's dynamic registers expand to `.into()` conversions.
 #[allow(clippy::useless_conversion)]
 fn emit_memory(
@@ -1223,7 +1250,7 @@ fn emit_memory(
     l: &Layout,
     i: &Insn,
     bail: DynamicLabel,
-    rewrite: Option<DynamicLabel>,
+    rewrite: Option<(Option<(u64, u64)>, DynamicLabel)>,
     monitored: bool,
     slows: &mut Vec<SlowPath>,
 ) {
@@ -1243,7 +1270,7 @@ fn emit_memory(
         op: i.op,
         rs2: i.rs2,
         size,
-        after: rewrite,
+        after: rewrite.map(|r| r.1),
         monitored,
     });
     let imm = i.imm;
@@ -1278,6 +1305,22 @@ fn emit_memory(
             2 => dynasm!(a ; .arch x64 ; mov WORD [rdx + rax], Rw(value)),
             4 => dynasm!(a ; .arch x64 ; mov DWORD [rdx + rax], Rd(value)),
             _ => dynasm!(a ; .arch x64 ; mov QWORD [rdx + rax], Rq(value)),
+        }
+        if let Some((Some((off, len)), label)) = rewrite {
+            // [rax, rax + size) overlaps [off, off + len): rax - (off - size + 1) < len + size - 1.
+            let lo = (off as i64) - (size as i64 - 1);
+            let span = (len + size as u64 - 1) as i32;
+            match i32::try_from(lo.wrapping_neg()) {
+                Ok(d) => dynasm!(a ; .arch x64 ; lea rdx, [rax + d]),
+                Err(_) => dynasm!(a ; .arch x64
+                    ; mov rdx, QWORD lo.wrapping_neg()
+                    ; add rdx, rax
+                ),
+            }
+            dynasm!(a ; .arch x64
+                ; cmp rdx, span
+                ; jb =>label
+            );
         }
         a.join(resume);
         if monitored {
