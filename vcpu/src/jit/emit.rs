@@ -145,8 +145,9 @@ impl Emitter {
     }
 
     /// Define `label` where the only jumps to it come from code that keeps r8-r11 and
-    /// writes no guest register (a load's or store's slow path, [`super::x64`]): what the
-    /// cache knows holds on both paths, so it is kept.
+    /// writes no guest register (a load's or store's slow path, and the performance
+    /// monitor's model probes in [`super::x64`]): what the cache knows holds on both paths,
+    /// so it is kept.
     pub(super) fn join(&mut self, label: DynamicLabel) {
         self.asm.dynamic_label(label)
     }

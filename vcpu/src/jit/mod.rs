@@ -40,11 +40,33 @@ use crate::hart::Hart;
 use table::{Block, CtrCode, Layout, Plan, NO_BLOCK};
 pub(crate) use table::{Jit, MonitorView, MAX_BLOCK_BYTES, MAX_INSNS, MONITORED, TABLE};
 
+// The way into translated code: `jit_enter(hart, code, ram)` keeps rbx (callee-saved),
+// loads it with `ram` (the host address of guest RAM, which every block's loads and stores
+// add to a RAM offset: `x64::emit_memory`), and calls the block at `code` with the hart in
+// rdi and rsp = 8 mod 16 as at any function entry; the block's return value is returned.
 #[cfg(target_arch = "x86_64")]
-type BlockFn = unsafe extern "sysv64" fn(*mut Hart) -> u64;
+std::arch::global_asm!(
+    ".globl vcpu_jit_enter",
+    ".p2align 4",
+    "vcpu_jit_enter:",
+    "push rbx",
+    "mov rbx, rdx",
+    "call rsi",
+    "pop rbx",
+    "ret",
+);
+
+#[cfg(target_arch = "x86_64")]
+unsafe extern "sysv64" {
+    /// See the `global_asm!` above.
+    fn vcpu_jit_enter(hart: *mut std::ffi::c_void, code: usize, ram: usize) -> u64;
+}
+
 /// Never called: no block is translated on other hosts.
 #[cfg(not(target_arch = "x86_64"))]
-type BlockFn = unsafe extern "C" fn(*mut Hart) -> u64;
+unsafe fn vcpu_jit_enter(_hart: *mut std::ffi::c_void, _code: usize, _ram: usize) -> u64 {
+    unreachable!("no translated code on this host")
+}
 
 /// The slow path of a translated load: the interpreter's, through a page walk. On a fault
 /// or a device access it sets `Hart::jit_fault` (the block then leaves before the load, and
@@ -359,13 +381,12 @@ impl Hart {
         self.jit_budget = left;
         self.jit_clock = self.vclock + left;
         self.jit_fault = false;
+        let ram = self.ram.host_addr(0);
         // SAFETY: `code` is a block assembled for this hart's layout by `jit_translate`, in a
         // region the hart owns; it and the blocks linked to it touch only the hart's
-        // registers, pc, budget and TLB, and guest RAM at offsets the TLB vouches for.
-        let stale = unsafe {
-            let f: BlockFn = std::mem::transmute(b.code);
-            f(self as *mut Hart)
-        };
+        // registers, pc, budget and TLB, and guest RAM (from `ram`, its host address) at
+        // offsets the TLB vouches for.
+        let stale = unsafe { vcpu_jit_enter(self as *mut Hart as *mut _, b.code, ram) };
         let done = left - self.jit_budget;
         if stale != 0 || self.jit_last_exit != 0 {
             self.jit_after(stale as usize);

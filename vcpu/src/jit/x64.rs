@@ -3,8 +3,9 @@
 //! A block is a leaf function `extern "sysv64" fn(hart: *mut Hart) -> u64` that keeps every
 //! guest register in the hart (`[rdi + x]`; the values a run of integer instructions
 //! computes are held in r8-r11 and written there before anything that can read the hart or
-//! leave: `super::emit`) and uses only caller-saved host registers; see
-//! [`assemble`] for its protocol with the dispatcher.
+//! leave: `super::emit`) and uses only caller-saved host registers, and rbx, which holds
+//! the host address of guest RAM (`super::vcpu_jit_enter` sets it); see [`assemble`] for
+//! its protocol with the dispatcher.
 //!
 //! Loads and stores translate through the hart's software TLB inline. Whatever the inline
 //! path cannot do (a TLB miss, a page-crossing access, a device) ends the block *before*
@@ -35,6 +36,7 @@ fn xd(l: &Layout, r: u8) -> i32 {
 const RAX: u8 = 0;
 const RCX: u8 = 1;
 const RDX: u8 = 2;
+const RBX: u8 = 3;
 const RSI: u8 = 6;
 
 /// Host register `host` = x[r] (x0 reads as 0), from the host register caching it when one
@@ -291,8 +293,8 @@ fn model_probe(
         ; mov QWORD [Rq(ptr) + rcx * 8], Rq(tag)
         ; inc QWORD [rdi + t_miss]
         ; add QWORD [rdi + cycles], cost
-        ; =>hit
     );
+    a.join(hit);
 }
 
 /// A load or store retired at the guest address in rsi: its count, the L1D model and, with
@@ -331,7 +333,7 @@ fn monitor_access(a: &mut Asm, l: &Layout, store: bool) {
         ; or rsi, QWORD [rdi + data_tag]
     );
     model_probe(a, l, dtlb, entries, t_tlb, tlb_cost, RSI, RDX);
-    dynasm!(a ; .arch x64 ; =>done);
+    a.join(done);
 }
 
 /// A branch or jump retired (`Hart::pmu_branch`, `Hart::pmu_jump`): its counts, and the
@@ -370,23 +372,22 @@ fn monitor_event(a: &mut Asm, l: &Layout, e: Event) {
             dynasm!(a ; .arch x64
                 ; inc QWORD [rdi + misses]
                 ; add QWORD [rdi + cycles], cost
-                ; =>ok
             );
+            a.join(ok);
             if taken {
                 dynasm!(a ; .arch x64
                     ; cmp ecx, 3
                     ; je =>done
                     ; inc BYTE [rsi + idx]
-                    ; =>done
                 );
             } else {
                 dynasm!(a ; .arch x64
                     ; test ecx, ecx
                     ; jz =>done
                     ; dec BYTE [rsi + idx]
-                    ; =>done
                 );
             }
+            a.join(done);
         }
         Event::Jump { pc, indirect } => {
             let jumps = tally(l, Jumps);
@@ -402,10 +403,10 @@ fn monitor_event(a: &mut Asm, l: &Layout, e: Event) {
                     ; mov QWORD [rsi + idx], rax
                     ; inc QWORD [rdi + misses]
                     ; add QWORD [rdi + cycles], cost
-                    ; =>ok
                 );
+                a.join(ok);
             }
-            dynasm!(a ; .arch x64 ; =>done);
+            a.join(done);
         }
     }
 }
@@ -433,7 +434,7 @@ fn monitor_fetch(a: &mut Asm, l: &Layout, page: u64) {
         ; mov QWORD [rdi + last], rdx
     );
     model_probe(a, l, itlb, entries, t_miss, cost, RDX, RSI);
-    dynasm!(a ; .arch x64 ; =>done);
+    a.join(done);
 }
 
 /// CTR (chapter 6 of the Smctr/Ssctr spec, "Behavior"): with the transfer type `t` in the
@@ -765,6 +766,8 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
         slots: Vec::new(),
         head: loops.then(|| (start_pc(plan), checked)),
     };
+    // The block's code: RAM offset.
+    let code_off = (plan.code_host as u64).wrapping_sub(l.ram_host);
     dynasm!(a ; .arch x64 ; =>entry);
     // The block's code is known intact while its epoch slot holds the hart's code epoch
     // (`super::guard`); otherwise it is compared at `recheck`. A block on a mixed page (no
@@ -780,7 +783,7 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
             ; jne =>recheck
         );
     } else {
-        emit_code_check(&mut a, plan, invalid);
+        emit_code_check(&mut a, plan, code_off, invalid);
     }
     let n = plan.insns.len() as u32;
     let (budget, nn) = (l.budget, n as i32);
@@ -791,9 +794,8 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
         ; jb =>out
     );
     let page = start_pc(plan) >> 12;
-    // The block's code: RAM offset and length in bytes.
+    // The block's code: first pc and length in bytes.
     let start = plan.insns[0].0;
-    let code_off = (plan.code_host as u64).wrapping_sub(l.ram_host);
     let bytes = plan.end_pc.wrapping_sub(start);
     let mut bails = Vec::new();
     let mut rewrites = Vec::new();
@@ -941,7 +943,7 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
         // The code bytes the block was translated from must still be there; then its page
         // is protected again and its slot takes the epoch (`super::jit_code_checked`).
         dynasm!(a ; .arch x64 ; =>recheck);
-        emit_code_check(&mut a, plan, invalid);
+        emit_code_check(&mut a, plan, code_off, invalid);
         // A block lies in one page: while it is still protected, the slot takes the epoch
         // here; otherwise the helper protects it again (or finds it mixed: stale).
         let page = code_off >> 12;
@@ -983,23 +985,33 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
 }
 
 /// The block's code bytes must still be what it was translated from; else `invalid`.
-fn emit_code_check(a: &mut Asm, plan: &Plan, invalid: DynamicLabel) {
-    let host = plan.code_host as i64;
-    dynasm!(a ; .arch x64 ; mov rdx, QWORD host);
+/// `code_off`: the RAM offset of the block's first byte, reached from rbx (the RAM's host
+/// address) when it fits in a displacement.
+// dynasm's dynamic registers expand to `.into()` conversions.
+#[allow(clippy::useless_conversion)]
+fn emit_code_check(a: &mut Asm, plan: &Plan, code_off: u64, invalid: DynamicLabel) {
+    let last = code_off + plan.check.last().map_or(0, |c| u64::from(c.0));
+    let (reg, base) = if i32::try_from(last + 8).is_ok() {
+        (RBX, code_off as i32)
+    } else {
+        let host = plan.code_host as i64;
+        dynasm!(a ; .arch x64 ; mov rdx, QWORD host);
+        (RDX, 0)
+    };
     for &(o, size, v) in &plan.check {
-        let o = o as i32;
+        let o = base + o as i32;
         match size {
             8 => dynasm!(a ; .arch x64
                 ; mov rax, QWORD v as i64
-                ; cmp QWORD [rdx + o], rax
+                ; cmp QWORD [Rq(reg) + o], rax
                 ; jne =>invalid
             ),
             4 => dynasm!(a ; .arch x64
-                ; cmp DWORD [rdx + o], v as u32 as i32
+                ; cmp DWORD [Rq(reg) + o], v as u32 as i32
                 ; jne =>invalid
             ),
             _ => dynasm!(a ; .arch x64
-                ; cmp WORD [rdx + o], v as u16 as i16
+                ; cmp WORD [Rq(reg) + o], v as u16 as i16
                 ; jne =>invalid
             ),
         }
@@ -1285,8 +1297,6 @@ fn emit_memory(
     }
     let array = if store { l.store } else { l.load };
     data_lookup(a, l.data_ctx, array, size, slow);
-    let ram = l.ram_host as i64;
-    dynasm!(a ; .arch x64 ; mov rdx, QWORD ram);
     if store {
         // The value: an F register, or an X register (straight from the host register
         // caching it, if one does).
@@ -1301,10 +1311,10 @@ fn emit_memory(
             RCX
         };
         match size {
-            1 => dynasm!(a ; .arch x64 ; mov BYTE [rdx + rax], Rb(value)),
-            2 => dynasm!(a ; .arch x64 ; mov WORD [rdx + rax], Rw(value)),
-            4 => dynasm!(a ; .arch x64 ; mov DWORD [rdx + rax], Rd(value)),
-            _ => dynasm!(a ; .arch x64 ; mov QWORD [rdx + rax], Rq(value)),
+            1 => dynasm!(a ; .arch x64 ; mov BYTE [rbx + rax], Rb(value)),
+            2 => dynasm!(a ; .arch x64 ; mov WORD [rbx + rax], Rw(value)),
+            4 => dynasm!(a ; .arch x64 ; mov DWORD [rbx + rax], Rd(value)),
+            _ => dynasm!(a ; .arch x64 ; mov QWORD [rbx + rax], Rq(value)),
         }
         if let Some((Some((off, len)), label)) = rewrite {
             // [rax, rax + size) overlaps [off, off + len): rax - (off - size + 1) < len + size - 1.
@@ -1329,13 +1339,13 @@ fn emit_memory(
         return;
     }
     match i.op {
-        Lb => dynasm!(a ; .arch x64 ; movsx rcx, BYTE [rdx + rax]),
-        Lbu => dynasm!(a ; .arch x64 ; movzx ecx, BYTE [rdx + rax]),
-        Lh => dynasm!(a ; .arch x64 ; movsx rcx, WORD [rdx + rax]),
-        Lhu => dynasm!(a ; .arch x64 ; movzx ecx, WORD [rdx + rax]),
-        Lw => dynasm!(a ; .arch x64 ; movsxd rcx, DWORD [rdx + rax]),
-        Lwu | Flw => dynasm!(a ; .arch x64 ; mov ecx, DWORD [rdx + rax]),
-        _ => dynasm!(a ; .arch x64 ; mov rcx, QWORD [rdx + rax]),
+        Lb => dynasm!(a ; .arch x64 ; movsx rcx, BYTE [rbx + rax]),
+        Lbu => dynasm!(a ; .arch x64 ; movzx ecx, BYTE [rbx + rax]),
+        Lh => dynasm!(a ; .arch x64 ; movsx rcx, WORD [rbx + rax]),
+        Lhu => dynasm!(a ; .arch x64 ; movzx ecx, WORD [rbx + rax]),
+        Lw => dynasm!(a ; .arch x64 ; movsxd rcx, DWORD [rbx + rax]),
+        Lwu | Flw => dynasm!(a ; .arch x64 ; mov ecx, DWORD [rbx + rax]),
+        _ => dynasm!(a ; .arch x64 ; mov rcx, QWORD [rbx + rax]),
     }
     a.join(resume);
     if float_memory(i.op) {
