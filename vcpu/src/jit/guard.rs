@@ -45,8 +45,9 @@ pub(crate) struct CodeGuard {
     pages: Vec<u64>,
     /// One bit per page: mixed (never protected again).
     mixed: Vec<u64>,
-    /// How often each page not yet mixed was unprotected (pages never unprotected are absent).
-    unprotected: std::collections::HashMap<u64, u8>,
+    /// How often each page was unprotected, up to [`MIXED_AFTER`] (a byte per page: 0.025%
+    /// of the RAM's size, allocated zeroed and so taken from the host only where written).
+    unprotected: Vec<u8>,
     /// The blocks' slots, allocated in fixed-size boxes so that none ever moves.
     slots: Vec<Box<[u64; SLOTS]>>,
     /// The next free slot.
@@ -77,6 +78,7 @@ impl CodeGuard {
         if self.pages.is_empty() {
             self.pages = vec![0; (ram_bytes.div_ceil(0x1000)).div_ceil(64).max(1) as usize];
             self.mixed = vec![0; self.pages.len()];
+            self.unprotected = vec![0; self.pages.len() * 64];
         }
     }
 
@@ -112,10 +114,11 @@ impl CodeGuard {
 
     #[cold]
     fn count_unprotect(&mut self, page: u64) {
-        let n = self.unprotected.entry(page).or_insert(0);
-        *n += 1;
+        let Some(n) = self.unprotected.get_mut(page as usize) else {
+            return;
+        };
+        *n = n.saturating_add(1);
         if *n >= MIXED_AFTER {
-            self.unprotected.remove(&page);
             self.mixed[(page / 64) as usize] |= 1u64 << (page % 64);
         }
     }
@@ -140,5 +143,34 @@ impl CodeGuard {
     /// Every block is gone: their slots may be given out again.
     pub(crate) fn reset_slots(&mut self) {
         self.next = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_page_unprotected_often_turns_mixed_and_stays_unprotected() {
+        let mut g = CodeGuard::default();
+        g.reserve(1 << 20); // 256 pages
+        assert!(!g.protect(256), "past the RAM: never protected");
+        for k in 0..MIXED_AFTER {
+            assert!(!g.mixed(7));
+            assert!(g.protect(7), "protected again after unprotection {k}");
+            assert!(!g.protect(7), "already protected");
+            assert!(g.protected(7));
+            assert!(g.unprotect(7));
+            assert!(!g.unprotect(7), "already unprotected");
+        }
+        assert!(g.mixed(7) && !g.mixed(6) && !g.mixed(8));
+        assert!(!g.protect(7), "a mixed page is never protected");
+        assert!(!g.protected(7));
+        assert_eq!(g.mixed_pages(), 1);
+        g.forget();
+        assert!(
+            g.mixed(7),
+            "a restore forgets protections, not what pages hold"
+        );
     }
 }
