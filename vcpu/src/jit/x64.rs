@@ -300,8 +300,10 @@ fn model_probe(
 /// A load or store retired at the guest address in rsi: its count, the L1D model and, with
 /// data translation, the DTLB model (`Hart::pmu_access`). The last line the models saw is
 /// skipped (`MonitorView::last_line`): it would hit both and change nothing. A hit in each
-/// model is one compare. Clobbers rax, rcx, rdx and rsi.
-fn monitor_access(a: &mut Asm, l: &Layout, store: bool) {
+/// model is one compare. Clobbers rax, rcx, rdx, and rsi unless `keep_rsi`.
+// dynasm's dynamic registers expand to `.into()` conversions.
+#[allow(clippy::useless_conversion)]
+fn monitor_access(a: &mut Asm, l: &Layout, store: bool, keep_rsi: bool) {
     use crate::pmu::events::Event::*;
     use crate::pmu::model::{Cost, L1D_LINES, TLB_ENTRIES};
     let (count, miss, tlb_miss) = if store {
@@ -329,10 +331,18 @@ fn monitor_access(a: &mut Asm, l: &Layout, store: bool) {
     dynasm!(a ; .arch x64
         ; cmp QWORD [rdi + data_tag], -1
         ; je =>done
-        ; shr rsi, 12
-        ; or rsi, QWORD [rdi + data_tag]
     );
-    model_probe(a, l, dtlb, entries, t_tlb, tlb_cost, RSI, RDX);
+    let tag = if keep_rsi {
+        dynasm!(a ; .arch x64 ; mov rax, rsi);
+        RAX
+    } else {
+        RSI
+    };
+    dynasm!(a ; .arch x64
+        ; shr Rq(tag), 12
+        ; or Rq(tag), QWORD [rdi + data_tag]
+    );
+    model_probe(a, l, dtlb, entries, t_tlb, tlb_cost, tag, RDX);
     a.join(done);
 }
 
@@ -704,6 +714,79 @@ fn is_memory(op: Op) -> bool {
     matches!(op, Lb | Lh | Lw | Ld | Lbu | Lhu | Lwu | Sb | Sh | Sw | Sd)
 }
 
+/// Bytes an integer or F/D load or store accesses.
+fn access_size(op: Op) -> i32 {
+    use Op::*;
+    match op {
+        Lb | Lbu | Sb => 1,
+        Lh | Lhu | Sh => 2,
+        Lw | Lwu | Sw | Flw | Fsw => 4,
+        _ => 8,
+    }
+}
+
+/// A load or store that follows another of the same kind (both integer loads or both
+/// integer stores) with the same base register, which the first left alone: when the first
+/// went through the TLB inline, its address is in rsi and its RAM offset in rax, and the
+/// second needs no TLB lookup if it lies in the same page (the same permissions, the same
+/// translation context: nothing between them can change either). `Chain { d, k }`: the
+/// second's address is the first's plus `d`; `k` is the offset of the byte to compare pages
+/// with (its last byte when `d` > 0, else its first, which then is at or below the first's
+/// address). The first's slow path leaves a RAM offset in rax that fails the check
+/// ([`Chain::spoiler`]).
+#[derive(Clone, Copy)]
+struct Chain {
+    d: i32,
+    k: i32,
+}
+
+impl Chain {
+    /// The chain from `first` to `second` (consecutive instructions of a block), if any.
+    fn between(first: &Insn, second: &Insn) -> Option<Chain> {
+        if !is_memory(first.op)
+            || !is_memory(second.op)
+            || is_store(first.op) != is_store(second.op)
+            || first.rs1 != second.rs1
+            || (!is_store(first.op) && first.rd == first.rs1)
+        {
+            return None;
+        }
+        let d = second.imm.wrapping_sub(first.imm);
+        let k = if d > 0 {
+            d + access_size(second.op) - 1
+        } else if d + access_size(second.op) - 1 <= 0 {
+            d
+        } else {
+            return None; // straddles the first's address
+        };
+        // A check that always passes (k = 0) or always fails (|k| >= 4096) is no chain.
+        (k != 0 && k.abs() < 0x1000).then_some(Chain { d, k })
+    }
+
+    /// A RAM offset whose page check fails: the page after (k > 0) or before (k < 0).
+    fn spoiler(self) -> i32 {
+        if self.k > 0 {
+            0x1000 - self.k
+        } else {
+            0
+        }
+    }
+}
+
+/// The TLB lookup a chained access ([`Chain`]) skips on its fast path, emitted out of line
+/// for when the page check fails: the address from the base register's copy in the hart
+/// (up to date: memory instructions come after a flush of the register cache), then the
+/// lookup as usual (its miss goes to the access's slow path), then back.
+struct ChainMiss {
+    full: DynamicLabel,
+    done: DynamicLabel,
+    slow: DynamicLabel,
+    rs1: u8,
+    imm: i32,
+    size: i32,
+    store: bool,
+}
+
 /// Whether the code generator handles `i` beyond [`straight`] and [`muldiv`], in both kinds
 /// of block: the F and D instructions, CSR accesses ([`csr_write`]s end the block), LR, SC
 /// and AMOs (helpers; SC and AMOs end the block). A monitored block reports their events as
@@ -806,6 +889,21 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
     let monitored = plan.monitored;
     let fetch = |a: &mut Asm| monitor_fetch(a, l, start_pc(plan) >> 12);
     let mut fp = FloatState::default();
+    // Chains between consecutive accesses (`Chain`); in a monitored block not from the
+    // first instruction, whose fetch report comes between.
+    let chains: Vec<Option<Chain>> = plan
+        .insns
+        .windows(2)
+        .enumerate()
+        .map(|(k, w)| {
+            if monitored && k == 0 {
+                None
+            } else {
+                Chain::between(&w[0].1, &w[1].1)
+            }
+        })
+        .collect();
+    let mut misses = Vec::new();
     for (k, &(pc, ref i)) in plan.insns.iter().enumerate() {
         // Only the straight-line integer instructions (`emit_straight`) work with results
         // not yet in the hart; everything else may read the hart, call, jump or leave.
@@ -847,7 +945,21 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
                 };
                 (range, label)
             });
-            emit_memory(&mut a, l, i, bail, rewrite, monitored, &mut slows);
+            let chain = (
+                k.checked_sub(1).and_then(|j| chains[j]),
+                chains.get(k).copied().flatten(),
+            );
+            emit_memory(
+                &mut a,
+                l,
+                i,
+                bail,
+                rewrite,
+                monitored,
+                &mut slows,
+                chain,
+                &mut misses,
+            );
             if matches!(i.op, Op::Flw | Op::Fld) {
                 fp.dirty(&mut a, l);
             }
@@ -918,6 +1030,9 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
     for slow in &slows {
         emit_slow_path(&mut a, l, slow);
     }
+    for miss in &misses {
+        emit_chain_miss(&mut a, l, miss);
+    }
     // A rewriting store has retired (the monitor hears of it here); a bail has not.
     let bails = bails
         .into_iter()
@@ -930,7 +1045,7 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
         dynasm!(a ; .arch x64 ; =>label);
         if monitored {
             if let Some(first) = rewrote {
-                monitor_access(&mut a, l, true);
+                monitor_access(&mut a, l, true, false);
                 if first {
                     fetch(&mut a);
                 }
@@ -1243,6 +1358,8 @@ pub(super) struct SlowPath {
     /// In a monitored block: the address is wanted in rsi afterwards (`monitor_access`),
     /// so the call keeps it in `Hart::jit_addr` meanwhile.
     monitored: bool,
+    /// A chained access follows ([`Chain`]): the RAM offset left in rax to fail its check.
+    spoiler: Option<i32>,
 }
 
 /// A load or store through the TLB inline; a miss or an access that crosses its page takes
@@ -1257,6 +1374,7 @@ pub(super) struct SlowPath {
 /// that overlaps the range.
 // dynasm's dynamic registers expand to `.into()` conversions.
 #[allow(clippy::useless_conversion)]
+#[allow(clippy::too_many_arguments)]
 fn emit_memory(
     a: &mut Asm,
     l: &Layout,
@@ -1265,16 +1383,14 @@ fn emit_memory(
     rewrite: Option<(Option<(u64, u64)>, DynamicLabel)>,
     monitored: bool,
     slows: &mut Vec<SlowPath>,
+    chain: (Option<Chain>, Option<Chain>),
+    misses: &mut Vec<ChainMiss>,
 ) {
     use Op::*;
-    let size: i32 = match i.op {
-        Lb | Lbu | Sb => 1,
-        Lh | Lhu | Sh => 2,
-        Lw | Lwu | Sw | Flw | Fsw => 4,
-        _ => 8,
-    };
+    let size = access_size(i.op);
     let store = is_store(i.op);
     let (slow, resume) = (a.new_dynamic_label(), a.new_dynamic_label());
+    let (from, to) = chain;
     slows.push(SlowPath {
         slow,
         resume,
@@ -1284,19 +1400,45 @@ fn emit_memory(
         size,
         after: rewrite.map(|r| r.1),
         monitored,
+        spoiler: to.map(Chain::spoiler),
     });
     let imm = i.imm;
-    match src(a, l, i.rs1) {
-        Src::Host(x) => dynasm!(a ; .arch x64 ; lea rsi, [Rq(x) + imm]),
-        _ => {
-            get_rsi(a, l, i.rs1);
-            if imm != 0 {
-                dynasm!(a ; .arch x64 ; add rsi, imm);
+    let array = if store { l.store } else { l.load };
+    if let Some(c) = from {
+        // Chained (`Chain`): the page of the previous access's RAM offset (rax) and of
+        // this one's byte at k must be the same.
+        let (full, done) = (a.new_dynamic_label(), a.new_dynamic_label());
+        dynasm!(a ; .arch x64
+            ; lea rdx, [rax + c.k]
+            ; xor rdx, rax
+            ; shr rdx, 12
+            ; jnz =>full
+        );
+        if c.d != 0 {
+            dynasm!(a ; .arch x64 ; add rax, c.d ; add rsi, c.d);
+        }
+        a.join(done);
+        misses.push(ChainMiss {
+            full,
+            done,
+            slow,
+            rs1: i.rs1,
+            imm,
+            size,
+            store,
+        });
+    } else {
+        match src(a, l, i.rs1) {
+            Src::Host(x) => dynasm!(a ; .arch x64 ; lea rsi, [Rq(x) + imm]),
+            _ => {
+                get_rsi(a, l, i.rs1);
+                if imm != 0 {
+                    dynasm!(a ; .arch x64 ; add rsi, imm);
+                }
             }
         }
+        data_lookup(a, l.data_ctx, array, size, slow);
     }
-    let array = if store { l.store } else { l.load };
-    data_lookup(a, l.data_ctx, array, size, slow);
     if store {
         // The value: an F register, or an X register (straight from the host register
         // caching it, if one does).
@@ -1334,7 +1476,7 @@ fn emit_memory(
         }
         a.join(resume);
         if monitored {
-            monitor_access(a, l, true);
+            monitor_keeping_chain(a, l, true, to.is_some());
         }
         return;
     }
@@ -1359,8 +1501,38 @@ fn emit_memory(
         put(a, l, RCX, i.rd);
     }
     if monitored {
-        monitor_access(a, l, false);
+        monitor_keeping_chain(a, l, false, to.is_some());
     }
+}
+
+/// [`monitor_access`], keeping rsi and rax for a chained access that follows (rax in
+/// `Hart::jit_addr`, free again once a slow path is over).
+fn monitor_keeping_chain(a: &mut Asm, l: &Layout, store: bool, keep: bool) {
+    let addr = l.addr;
+    if keep {
+        dynasm!(a ; .arch x64 ; mov QWORD [rdi + addr], rax);
+    }
+    monitor_access(a, l, store, keep);
+    if keep {
+        dynasm!(a ; .arch x64 ; mov rax, QWORD [rdi + addr]);
+    }
+}
+
+/// The out-of-line part of a chained access ([`ChainMiss`]).
+fn emit_chain_miss(a: &mut Asm, l: &Layout, m: &ChainMiss) {
+    dynasm!(a ; .arch x64 ; =>m.full);
+    let d = xd(l, m.rs1);
+    if m.rs1 == 0 {
+        dynasm!(a ; .arch x64 ; xor esi, esi);
+    } else {
+        dynasm!(a ; .arch x64 ; mov rsi, QWORD [rdi + d]);
+    }
+    if m.imm != 0 {
+        dynasm!(a ; .arch x64 ; add rsi, m.imm);
+    }
+    let array = if m.store { l.store } else { l.load };
+    data_lookup(a, l.data_ctx, array, m.size, m.slow);
+    dynasm!(a ; .arch x64 ; jmp =>m.done);
 }
 
 /// The slow path of a load or store (rsi holds the address): call the helper with the
@@ -1403,6 +1575,9 @@ fn emit_slow_path(a: &mut Asm, l: &Layout, s: &SlowPath) {
     }
     if s.monitored {
         dynasm!(a ; .arch x64 ; mov rsi, QWORD [rdi + addr]);
+    }
+    if let Some(v) = s.spoiler {
+        dynasm!(a ; .arch x64 ; mov eax, v);
     }
     let next = s.after.unwrap_or(resume);
     dynasm!(a ; .arch x64 ; jmp =>next);
