@@ -40,7 +40,7 @@ use crate::hart::Hart;
 use table::{Block, CtrCode, Layout, Plan, NO_BLOCK};
 pub(crate) use table::{Jit, MonitorView, MAX_BLOCK_BYTES, MAX_INSNS, MONITORED, TABLE};
 
-// The way into translated code: `jit_enter(hart, code, ram)` keeps rbx (callee-saved),
+// The way into translated code: `vcpu_jit_enter(hart, code, ram)` keeps rbx (callee-saved),
 // loads it with `ram` (the host address of guest RAM, which every block's loads and stores
 // add to a RAM offset: `x64::emit_memory`), and calls the block at `code` with the hart in
 // rdi and rsp = 8 mod 16 as at any function entry; the block's return value is returned.
