@@ -115,7 +115,7 @@ unsafe extern "sysv64" fn jit_code_checked(hart: *mut Hart, slot: u64, page: u64
     if h.jit.as_deref().is_some_and(|j| j.guard.mixed(page)) {
         return 1;
     }
-    h.jit_protect(page, page);
+    h.jit_protect(page);
     // SAFETY: slots live as long as the blocks holding them (until the region is emptied,
     // which no block run overlaps).
     unsafe { *(slot as *mut u64) = h.jit_code_epoch };
@@ -296,16 +296,14 @@ impl Hart {
             .is_some_and(|j| j.guard.protected(page_off >> 12))
     }
 
-    /// Protect RAM pages `first` to `last`, which hold translated code (`guard`): the store
-    /// TLB drops its entries for them.
-    pub(crate) fn jit_protect(&mut self, first: u64, last: u64) {
+    /// Protect RAM page `page`, which holds translated code (`guard`; a block lies in one
+    /// page): the store TLB drops its entries for it.
+    pub(crate) fn jit_protect(&mut self, page: u64) {
         let Some(jit) = self.jit.as_deref_mut() else {
             return;
         };
-        for page in first..=last {
-            if jit.guard.protect(page) {
-                self.tlb.drop_store_page(page << 12);
-            }
+        if jit.guard.protect(page) {
+            self.tlb.drop_store_page(page << 12);
         }
     }
 
@@ -496,7 +494,8 @@ impl Hart {
             }
             if block.code != 0 {
                 let bytes = plan.end_pc.wrapping_sub(plan.insns[0].0);
-                self.jit_protect(off >> 12, (off + bytes - 1) >> 12);
+                debug_assert_eq!(off >> 12, (off + bytes - 1) >> 12, "a block in two pages");
+                self.jit_protect(off >> 12);
             }
         }
         if block.code == 0 {
