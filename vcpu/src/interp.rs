@@ -298,9 +298,11 @@ impl Hart {
                     return (self.vclock - start, Some(VcpuExit::Wfi));
                 }
                 Err(Ctl::Mmio(acc)) => {
-                    // A write is done and clocked; a read takes its place in the budget
-                    // now, but is clocked when completed.
-                    let done = self.vclock - start + u64::from(acc.write.is_none());
+                    // The clock already counts this instruction (it moved on before the
+                    // fetch), read or write, so it takes its one place in the budget now.
+                    // A write is done and stays clocked; a read is taken off the clock
+                    // below and clocked when the caller completes it.
+                    let done = self.vclock - start;
                     if acc.write.is_some() {
                         self.pc = self.pc.wrapping_add(insn.len as u64);
                         self.retired += 1;
