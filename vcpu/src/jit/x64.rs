@@ -183,6 +183,26 @@ fn report(a: &mut Asm, f: usize, x: u64, y: u64) {
     call(a, f);
 }
 
+/// `Hart::pc` = `pc`.
+fn store_pc(a: &mut Asm, l: &Layout, pc: u64) {
+    let p = l.pc;
+    match i32::try_from(pc as i64) {
+        Ok(v) => dynasm!(a ; .arch x64 ; mov QWORD [rdi + p], v),
+        Err(_) => dynasm!(a ; .arch x64
+            ; mov rax, QWORD pc as i64
+            ; mov QWORD [rdi + p], rax
+        ),
+    }
+}
+
+/// The target of a transfer CTR records ([`ctr_record`]): known to the block (and stored
+/// in `Hart::pc` or not yet), or only in `Hart::pc` (JALR).
+#[derive(Clone, Copy)]
+enum Target {
+    Known { pc: u64, stored: bool },
+    Stored,
+}
+
 /// [`exit_to`] after the block's closing jump or branch, which CTR records when `ctr`
 /// (`(from, type)`) qualifies in the current mode (see [`ctr_record`]).
 fn exit_recording(
@@ -193,16 +213,18 @@ fn exit_recording(
     transfer: Transfer,
     links: &mut Exits,
 ) {
-    let p = l.pc;
-    dynasm!(a ; .arch x64
-        ; mov rax, QWORD pc as i64
-        ; mov QWORD [rdi + p], rax
-    );
+    // A linked exit leaves the pc unstored: the block it goes to runs from a known pc, and
+    // stores it itself wherever it returns to the dispatcher (`assemble`); so does the
+    // stub of a slot not yet linked, and a CTR helper's call.
+    let stored = next != Next::Link;
+    if stored {
+        store_pc(a, l, pc);
+    }
     if let Some(e) = transfer.pmu {
         monitor_event(a, l, e);
     }
     if let Some((from, t)) = transfer.ctr {
-        ctr_record(a, l, from, t, Some(pc));
+        ctr_record(a, l, from, t, Target::Known { pc, stored });
     }
     match next {
         Next::Dispatcher => {
@@ -226,6 +248,7 @@ fn exit_recording(
     let last = l.last_exit;
     dynasm!(a ; .arch x64 ; jmp QWORD [=>slot]);
     let stub = a.offset().0;
+    store_pc(a, l, pc);
     dynasm!(a ; .arch x64
         ; lea rax, [=>slot]
         ; mov QWORD [rdi + last], rax
@@ -460,9 +483,20 @@ fn monitor_fetch(a: &mut Asm, l: &Layout, page: u64) {
 /// write it (chapter 3, "Entry Registers", and section 6.3, "Cycle Counting"); anything
 /// else calls the helper. TYPE's width and whether cycles are counted are the hart's
 /// configuration, fixed for its life, so they are constants here.
-fn ctr_record(a: &mut Asm, l: &Layout, from: u64, t: u8, target: Option<u64>) {
+fn ctr_record(a: &mut Asm, l: &Layout, from: u64, t: u8, to: Target) {
     use super::table::CtrCode;
     let bit = (1u16 << t) as i16;
+    // The helpers read the target from `Hart::pc`.
+    let call = |a: &mut Asm, f: usize| {
+        if let Target::Known { pc, stored: false } = to {
+            store_pc(a, l, pc);
+        }
+        report(a, f, from, t as u64);
+    };
+    let target = match to {
+        Target::Known { pc, .. } => Some(pc),
+        Target::Stored => None,
+    };
     match l.ctr_code {
         CtrCode::None => return,
         CtrCode::Call => {
@@ -472,7 +506,7 @@ fn ctr_record(a: &mut Asm, l: &Layout, from: u64, t: u8, target: Option<u64>) {
                 ; test WORD [rdi + mask], bit
                 ; jz =>skip
             );
-            report(a, l.ctr_call_helper, from, t as u64);
+            call(a, l.ctr_call_helper);
             dynasm!(a ; .arch x64 ; =>skip);
             return;
         }
@@ -510,7 +544,7 @@ fn ctr_record(a: &mut Asm, l: &Layout, from: u64, t: u8, target: Option<u64>) {
             ; =>slow
         );
     }
-    report(a, l.ctr_helper, from, t as u64);
+    call(a, l.ctr_helper);
     // ctrsource (V set) and, when the block knows it, ctrtarget: constants stored together
     // with one 16-byte move.
     let konst = a.new_dynamic_label();
@@ -1083,12 +1117,20 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
             ; jmp =>checked
         );
     }
+    // Both return to the dispatcher before the block's first instruction; a block linked
+    // to this one did not store its pc (`exit_recording`).
     dynasm!(a ; .arch x64
         ; =>out
         ; add QWORD [rdi + budget], nn
+    );
+    store_pc(&mut a, l, start_pc(plan));
+    dynasm!(a ; .arch x64
         ; xor eax, eax
         ; ret
         ; =>invalid
+    );
+    store_pc(&mut a, l, start_pc(plan));
+    dynasm!(a ; .arch x64
         ; lea rax, [=>entry]
         ; ret
     );
@@ -1633,7 +1675,7 @@ fn emit_terminal(
             if monitored {
                 monitor_event(a, l, Event::Jump { pc, indirect: true });
             }
-            ctr_record(a, l, pc, i.fmt, None);
+            ctr_record(a, l, pc, i.fmt, Target::Stored);
             dynasm!(a ; .arch x64 ; mov rax, QWORD [rdi + p]);
             jump_indirect(a, l, monitored);
         }
