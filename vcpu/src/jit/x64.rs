@@ -867,8 +867,9 @@ pub(super) fn terminal(op: Op) -> bool {
 /// Protocol (see the module documentation): the block first checks its code bytes (else it
 /// returns its own address: stale), then takes its instruction count from
 /// `Hart::jit_budget` (else it returns 0 with nothing done), runs, stores the pc to continue
-/// at and returns 0 or continues in a linked block. An instruction left to the interpreter
-/// midway gives back the budget of the instructions not done.
+/// at and returns 0, or continues in a linked block without storing it (`Hart::pc` is only
+/// up to date where a block returns: every return stores it). An instruction left to the
+/// interpreter midway gives back the budget of the instructions not done.
 pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> {
     let mut a = Asm::new(base, 4096, 4 * MAX_LABELS, l.x);
     let entry = a.new_dynamic_label();
