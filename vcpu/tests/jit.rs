@@ -2564,6 +2564,48 @@ fn satp_writes_in_monitored_blocks_report_their_fetch() {
     }
 }
 
+/// Monitored blocks skip the ITLB model for a fetch from the page the model saw last
+/// (`MonitorView::fetch_page`), which is set on the way into translated code from what the
+/// interpreter left. S-mode code on two virtual pages that share the model's entry (64
+/// pages apart) jumps back and forth, so that every crossing is an ITLB miss; in every small
+/// budget, runs start on either page after the other, and the miss counts must stay the
+/// interpreter's.
+#[test]
+fn fetches_from_pages_that_share_an_itlb_entry_are_reported_at_every_run_start() {
+    let (a, b) = (8, 8 + vcpu::pmu::model::TLB_ENTRIES as u64);
+    let to_b = (vpage(b) - (vpage(a) + 12)) as i32;
+    let to_a = (vpage(a) as i64 - (vpage(b) + 8) as i64) as i32;
+    let page_a = [
+        addi(9, 9, -1),
+        ld(11, 8, 0),
+        beq(9, 0, 8),
+        jal(0, to_b),
+        wfi(),
+    ];
+    let page_b = [addi(10, 10, 1), ld(12, 8, 8), jal(0, to_a)];
+    for budget in (1..=9u64).chain([1000]) {
+        let mut p = Pair::new();
+        p.both(|vm| {
+            page_tables(vm);
+            vm.put32(ppage(1), &page_a);
+            vm.put32(ppage(2), &page_b);
+            map(vm, false, a, ppage(1), V | R | X | A);
+            map(vm, false, b, ppage(2), V | R | X | A);
+            vm.set_x(8, DATA);
+            vm.set_x(9, 40);
+            vm.set_x(19, satp(PT_ROOT));
+            let mut m = vec![csrw(SATP, 19), sfence_vma(0, 0)];
+            m.extend(pmu_setup());
+            m.extend(vm.enter_mode(PrivilegeMode::Supervisor, vpage(a)));
+            vm.code(&m);
+        });
+        let ctx = format!("pages sharing an ITLB entry, budget {budget}");
+        p.run_to_wfi_in_steps(budget, &ctx);
+        assert_eq!(p.int.x(9), 0, "{ctx}: the loop did not run to its end");
+        assert!(p.jit.hart.translated_blocks() > 0, "{ctx}");
+    }
+}
+
 /// Enter S-mode at SCODE with the first table set; `body` (then WFI) is placed there.
 fn sv39_program(p: &mut Pair, body: &[u32]) -> u64 {
     p.both(|vm| {

@@ -38,7 +38,7 @@ mod x64;
 use crate::decode;
 use crate::hart::Hart;
 use table::{Block, CtrCode, Layout, Plan, NO_BLOCK};
-pub(crate) use table::{Jit, MonitorView, MAX_BLOCK_BYTES, MAX_INSNS, MONITORED, TABLE};
+pub(crate) use table::{Jit, MonitorView, MAX_BLOCK_BYTES, MAX_INSNS, MONITORED, NO_PAGE, TABLE};
 
 // The way into translated code: `vcpu_jit_enter(hart, code, ram)` keeps rbx (callee-saved),
 // loads it with `ram` (the host address of guest RAM, which every block's loads and stores
@@ -379,6 +379,9 @@ impl Hart {
         self.jit_budget = left;
         self.jit_clock = self.vclock + left;
         self.jit_fault = false;
+        if monitored {
+            self.jit_view.fetch_page = self.pmu_fetch_page();
+        }
         let ram = self.ram.host_addr(0);
         // SAFETY: `code` is a block assembled for this hart's layout by `jit_translate`, in a
         // region the hart owns; it and the blocks linked to it touch only the hart's

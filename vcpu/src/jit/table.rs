@@ -36,7 +36,18 @@ pub(crate) struct MonitorView {
     /// block skips them. Anything else that touches those models (the interpreter's
     /// accesses, a flush, a restore, a new translation tag) resets it.
     pub(crate) last_line: u64,
+    /// The page, as `pc as i64 >> 12` (a sign-extended immediate for the pages of both
+    /// halves of the address space), whose fetch a monitored block need not report, or
+    /// [`NO_PAGE`]: with translation, the ITLB model's last page (`Models::last_fetch_page`)
+    /// under the current fetch tag, so that a report would change nothing; without, the
+    /// page the last block reported, which did nothing either. Set on the way into
+    /// translated code (`Hart::pmu_fetch_page`), where nothing else moves the model's last
+    /// page until the run returns; blocks keep it while they run.
+    pub(crate) fetch_page: u64,
 }
+
+/// No page: `pc as i64 >> 12` is below 2^51.
+pub(crate) const NO_PAGE: u64 = i64::MAX as u64;
 
 impl Default for MonitorView {
     /// No model arrays yet, no translation, and nothing seen last (`u64::MAX`).
@@ -50,6 +61,7 @@ impl Default for MonitorView {
             data_tag: u64::MAX,
             fetch_tag: u64::MAX,
             last_line: u64::MAX,
+            fetch_page: NO_PAGE,
         }
     }
 }

@@ -272,7 +272,7 @@ fn tally(l: &Layout, e: crate::pmu::events::Event) -> i32 {
 }
 
 /// Displacements of the model view's fields (`Hart::jit_view`).
-fn view(l: &Layout) -> [i32; 8] {
+fn view(l: &Layout) -> [i32; 9] {
     use super::MonitorView as V;
     use std::mem::offset_of;
     [
@@ -284,6 +284,7 @@ fn view(l: &Layout) -> [i32; 8] {
         offset_of!(V, data_tag),
         offset_of!(V, fetch_tag),
         offset_of!(V, last_line),
+        offset_of!(V, fetch_page),
     ]
     .map(|o| l.view + o as i32)
 }
@@ -335,7 +336,7 @@ fn monitor_access(a: &mut Asm, l: &Layout, store: bool, keep_rsi: bool) {
         (Loads, L1dReadMiss, DtlbReadMiss)
     };
     let (t_count, t_miss, t_tlb) = (tally(l, count), tally(l, miss), tally(l, tlb_miss));
-    let [l1d, dtlb, _, _, _, data_tag, _, last_line] = view(l);
+    let [l1d, dtlb, _, _, _, data_tag, _, last_line, _] = view(l);
     let done = a.new_dynamic_label();
     let (lines, entries) = (L1D_LINES as i32 - 1, TLB_ENTRIES as i32 - 1);
     let (l1d_cost, tlb_cost) = (Cost::L1D_MISS as i32, Cost::DTLB_MISS as i32);
@@ -374,7 +375,7 @@ fn monitor_access(a: &mut Asm, l: &Layout, store: bool, keep_rsi: bool) {
 fn monitor_event(a: &mut Asm, l: &Layout, e: Event) {
     use crate::pmu::events::Event::*;
     use crate::pmu::model::{Cost, BHT_ENTRIES, BTB_ENTRIES};
-    let [_, _, _, bht, btb, _, _, _] = view(l);
+    let [_, _, _, bht, btb, _, _, _, _] = view(l);
     let (misses, cycles) = (tally(l, BranchMisses), tally(l, Cycles));
     let cost = Cost::MISPREDICT as i32;
     let (ok, done) = (a.new_dynamic_label(), a.new_dynamic_label());
@@ -444,25 +445,43 @@ fn monitor_event(a: &mut Asm, l: &Layout, e: Event) {
     }
 }
 
-/// The fetch of the block's page (`page`: its number) for the ITLB model, when fetches are
-/// translated (`Hart::pmu_fetch`; consecutive fetches from one page look it up once).
-fn monitor_fetch(a: &mut Asm, l: &Layout, page: u64) {
+/// The fetch of the block's page (`pc`: its first instruction's) for the ITLB model, when
+/// fetches are translated (`Hart::pmu_fetch`; consecutive fetches from one page look it up
+/// once). Nothing to do while the page is `MonitorView::fetch_page`, which is the common
+/// case: one compare.
+fn monitor_fetch(a: &mut Asm, l: &Layout, pc: u64) {
     use crate::pmu::events::Event::ItlbMiss;
     use crate::pmu::model::{Cost, TLB_ENTRIES};
-    let [_, _, itlb, _, _, _, fetch_tag, _] = view(l);
+    let [_, _, itlb, _, _, _, fetch_tag, _, seen] = view(l);
     let (t_miss, last) = (tally(l, ItlbMiss), l.last_fetch_page);
     let (entries, cost) = (TLB_ENTRIES as i32 - 1, Cost::ITLB_MISS as i32);
     let done = a.new_dynamic_label();
+    let (key, page) = (((pc as i64) >> 12), pc >> 12);
+    match i32::try_from(key) {
+        Ok(k) => dynasm!(a ; .arch x64
+            ; cmp QWORD [rdi + seen], k
+            ; je =>done
+            ; mov QWORD [rdi + seen], k
+        ),
+        Err(_) => dynasm!(a ; .arch x64
+            ; mov rax, QWORD key
+            ; cmp QWORD [rdi + seen], rax
+            ; je =>done
+            ; mov QWORD [rdi + seen], rax
+        ),
+    }
     // tag | page, all ones without translation (then nothing to do either way).
-    dynasm!(a ; .arch x64 ; mov rdx, QWORD [rdi + fetch_tag]);
+    dynasm!(a ; .arch x64
+        ; mov rdx, QWORD [rdi + fetch_tag]
+        ; cmp rdx, -1
+        ; je =>done
+    );
     match i32::try_from(page) {
         Ok(p) => dynasm!(a ; .arch x64 ; or rdx, p),
         Err(_) => dynasm!(a ; .arch x64 ; mov rax, QWORD page as i64 ; or rdx, rax),
     }
     dynasm!(a ; .arch x64
         ; cmp rdx, QWORD [rdi + last]
-        ; je =>done
-        ; cmp rdx, -1
         ; je =>done
         ; mov QWORD [rdi + last], rdx
     );
@@ -922,7 +941,7 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
     // has retired: after the first one, or before it when it is the closing jump or branch
     // (which cannot trap), or on the way out of a first store that rewrites the block.
     let monitored = plan.monitored;
-    let fetch = |a: &mut Asm| monitor_fetch(a, l, start_pc(plan) >> 12);
+    let fetch = |a: &mut Asm| monitor_fetch(a, l, start_pc(plan));
     let mut fp = FloatState::default();
     // Chains between consecutive accesses (`Chain`); in a monitored block not from the
     // first instruction, whose fetch report comes between.

@@ -398,7 +398,23 @@ impl Hart {
             data_tag: self.pmu.data_tag.unwrap_or(u64::MAX),
             fetch_tag: self.pmu.fetch_tag.unwrap_or(u64::MAX),
             last_line: u64::MAX,
+            fetch_page: crate::jit::NO_PAGE,
         };
+    }
+
+    /// The page monitored blocks may take as reported (`MonitorView::fetch_page`): the ITLB
+    /// model's last page when its tag is the current fetch tag.
+    #[cfg(target_arch = "x86_64")]
+    #[inline]
+    pub(crate) fn pmu_fetch_page(&self) -> u64 {
+        const PAGE: u64 = (1 << 52) - 1;
+        let last = self.pmu.state.models.last_fetch_page;
+        match self.pmu.fetch_tag {
+            Some(tag) if last != u64::MAX && last & !PAGE == tag => {
+                (((last & PAGE) << 12) as i64 >> 12) as u64
+            }
+            _ => crate::jit::NO_PAGE,
+        }
     }
 
     /// Byte offsets (from the hart's `Pmu`) of the event tallies and of the ITLB model's
