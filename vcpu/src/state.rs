@@ -286,9 +286,6 @@ impl Hart {
         if let Some(why) = s.tlb.check(self.ram.size) {
             return bad(why);
         }
-        if !s.pmu.models.well_formed() {
-            return bad("the performance-monitor models have the wrong sizes".into());
-        }
         if s.hosted != self.hosted {
             return Err(StateError::Unsupported(format!(
                 "the state is of a {} hart, this one is {}",

@@ -582,7 +582,7 @@ impl Hart {
         let (fetch, fetch_ctx) = crate::mmu::Tlb::fetch_layout();
         let ctr = offset_of!(Hart, ctr);
         let c = crate::ctr::Ctr::layout();
-        let (tally, last_fetch_page) = Hart::pmu_jit_offsets();
+        let (tally, models) = Hart::pmu_jit_offsets();
         let monitored = self.jit.as_deref().is_some_and(|j| j.kind != 0);
         Layout {
             x: offset_of!(Hart, x) as i32,
@@ -617,7 +617,7 @@ impl Hart {
             ctr_cycles: self.ctr.counts_cycles(),
             addr: offset_of!(Hart, jit_addr) as i32,
             tally: (offset_of!(Hart, pmu) + tally) as i32,
-            last_fetch_page: (offset_of!(Hart, pmu) + last_fetch_page) as i32,
+            models: (offset_of!(Hart, pmu) + models) as i32,
             view: offset_of!(Hart, jit_view) as i32,
             f: offset_of!(Hart, f) as i32,
             mstatus: (offset_of!(Hart, csr) + offset_of!(crate::csr::CsrFile, mstatus)) as i32,

@@ -15,18 +15,11 @@ use crate::decode::Insn;
 pub(crate) const MAX_INSNS: usize = 64;
 /// Blocks in the lookup table (a power of two).
 pub(crate) const TABLE: usize = 1 << 18;
-/// The performance monitor's model state, as monitored blocks read it (set by the
-/// monitor whenever it changes: see `Hart::pmu_view_refresh`).
+/// What monitored blocks read beside the models themselves (set by the monitor whenever
+/// it changes: see `Hart::pmu_view_refresh`).
 #[derive(Clone, Copy, Debug)]
 #[repr(C)]
 pub(crate) struct MonitorView {
-    /// Data pointers of the L1D, DTLB, ITLB (`u64` tags), predictor (`u8` counters) and
-    /// target buffer (`u64`) models.
-    pub(crate) l1d: u64,
-    pub(crate) dtlb: u64,
-    pub(crate) itlb: u64,
-    pub(crate) bht: u64,
-    pub(crate) btb: u64,
     /// The data and fetch translation tags, `u64::MAX` when that side is not translated.
     pub(crate) data_tag: u64,
     pub(crate) fetch_tag: u64,
@@ -50,14 +43,9 @@ pub(crate) struct MonitorView {
 pub(crate) const NO_PAGE: u64 = i64::MAX as u64;
 
 impl Default for MonitorView {
-    /// No model arrays yet, no translation, and nothing seen last (`u64::MAX`).
+    /// No translation, and nothing seen last (`u64::MAX`).
     fn default() -> Self {
         MonitorView {
-            l1d: 0,
-            dtlb: 0,
-            itlb: 0,
-            bht: 0,
-            btb: 0,
             data_tag: u64::MAX,
             fetch_tag: u64::MAX,
             last_line: u64::MAX,
@@ -109,10 +97,11 @@ pub(crate) struct Layout {
     pub(super) ctr_type_bits: u64,
     pub(super) ctr_cycles: bool,
     /// Monitored blocks: `Hart::jit_addr`, the event tallies (`PmuState::tally`), the
-    /// ITLB model's last page and the model view (`Hart::jit_view`).
+    /// models (`PmuState::models`: their arrays and the ITLB model's last page) and the
+    /// model view (`Hart::jit_view`).
     pub(super) addr: i32,
     pub(super) tally: i32,
-    pub(super) last_fetch_page: i32,
+    pub(super) models: i32,
     pub(super) view: i32,
     /// Floating point: `Hart::f`, `mstatus`, `vsstatus`, `Hart::virt`
     /// and the helper that executes an F/D instruction with the interpreter's code.

@@ -271,50 +271,57 @@ fn tally(l: &Layout, e: crate::pmu::events::Event) -> i32 {
     l.tally + 8 * e as i32
 }
 
-/// Displacements of the model view's fields (`Hart::jit_view`).
-fn view(l: &Layout) -> [i32; 9] {
+/// Displacements from the hart of what monitored blocks read and write besides the tallies:
+/// the models' arrays and the ITLB model's last page (`PmuState::models`), and the view's
+/// fields (`Hart::jit_view`).
+struct Models {
+    l1d: i32,
+    dtlb: i32,
+    itlb: i32,
+    bht: i32,
+    btb: i32,
+    last_fetch_page: i32,
+    data_tag: i32,
+    fetch_tag: i32,
+    last_line: i32,
+    fetch_page: i32,
+}
+
+fn models(l: &Layout) -> Models {
     use super::MonitorView as V;
+    use crate::pmu::model::Models as M;
     use std::mem::offset_of;
-    [
-        offset_of!(V, l1d),
-        offset_of!(V, dtlb),
-        offset_of!(V, itlb),
-        offset_of!(V, bht),
-        offset_of!(V, btb),
-        offset_of!(V, data_tag),
-        offset_of!(V, fetch_tag),
-        offset_of!(V, last_line),
-        offset_of!(V, fetch_page),
-    ]
-    .map(|o| l.view + o as i32)
+    let m = |o: usize| l.models + o as i32;
+    let v = |o: usize| l.view + o as i32;
+    Models {
+        l1d: m(offset_of!(M, l1d)),
+        dtlb: m(offset_of!(M, dtlb)),
+        itlb: m(offset_of!(M, itlb)),
+        bht: m(offset_of!(M, bht)),
+        btb: m(offset_of!(M, btb)),
+        last_fetch_page: m(offset_of!(M, last_fetch_page)),
+        data_tag: v(offset_of!(V, data_tag)),
+        fetch_tag: v(offset_of!(V, fetch_tag)),
+        last_line: v(offset_of!(V, last_line)),
+        fetch_page: v(offset_of!(V, fetch_page)),
+    }
 }
 
 /// A direct-mapped model (`pmu::model`: L1D, DTLB, ITLB) looks up the tag in host register
-/// `tag`: the entry at `tag & mask` of the `u64` array whose pointer is at `array` (a
-/// displacement from the hart), the pointer loaded into host register `ptr`; on a miss the
-/// entry takes the tag, the miss tally at `t_miss` counts one and the cycles `cost`.
-/// Clobbers rcx and `ptr`.
+/// `tag`: the entry at `tag & mask` of the `u64` array at `array` (a displacement from the
+/// hart); on a miss the entry takes the tag, the miss tally at `t_miss` counts one and the
+/// cycles `cost`. Clobbers rcx.
 // dynasm's dynamic registers expand to `.into()` conversions.
-#[allow(clippy::useless_conversion, clippy::too_many_arguments)]
-fn model_probe(
-    a: &mut Asm,
-    l: &Layout,
-    array: i32,
-    mask: i32,
-    t_miss: i32,
-    cost: i32,
-    tag: u8,
-    ptr: u8,
-) {
+#[allow(clippy::useless_conversion)]
+fn model_probe(a: &mut Asm, l: &Layout, array: i32, mask: i32, t_miss: i32, cost: i32, tag: u8) {
     let cycles = tally(l, crate::pmu::events::Event::Cycles);
     let hit = a.new_dynamic_label();
     dynasm!(a ; .arch x64
         ; mov ecx, Rd(tag)
         ; and ecx, mask
-        ; mov Rq(ptr), QWORD [rdi + array]
-        ; cmp QWORD [Rq(ptr) + rcx * 8], Rq(tag)
+        ; cmp QWORD [rdi + rcx * 8 + array], Rq(tag)
         ; je =>hit
-        ; mov QWORD [Rq(ptr) + rcx * 8], Rq(tag)
+        ; mov QWORD [rdi + rcx * 8 + array], Rq(tag)
         ; inc QWORD [rdi + t_miss]
         ; add QWORD [rdi + cycles], cost
     );
@@ -324,10 +331,9 @@ fn model_probe(
 /// A load or store retired at the guest address in rsi: its count, the L1D model and, with
 /// data translation, the DTLB model (`Hart::pmu_access`). The last line the models saw is
 /// skipped (`MonitorView::last_line`): it would hit both and change nothing. A hit in each
-/// model is one compare. Clobbers rax, rcx, rdx, and rsi unless `keep_rsi`.
-// dynasm's dynamic registers expand to `.into()` conversions.
-#[allow(clippy::useless_conversion)]
-fn monitor_access(a: &mut Asm, l: &Layout, store: bool, keep_rsi: bool) {
+/// model is one compare. Clobbers rcx and rdx; keeps rax (a chained access's RAM offset:
+/// [`Chain`]) and rsi.
+fn monitor_access(a: &mut Asm, l: &Layout, store: bool) {
     use crate::pmu::events::Event::*;
     use crate::pmu::model::{Cost, L1D_LINES, TLB_ENTRIES};
     let (count, miss, tlb_miss) = if store {
@@ -336,37 +342,32 @@ fn monitor_access(a: &mut Asm, l: &Layout, store: bool, keep_rsi: bool) {
         (Loads, L1dReadMiss, DtlbReadMiss)
     };
     let (t_count, t_miss, t_tlb) = (tally(l, count), tally(l, miss), tally(l, tlb_miss));
-    let [l1d, dtlb, _, _, _, data_tag, _, last_line, _] = view(l);
+    let m = models(l);
     let done = a.new_dynamic_label();
     let (lines, entries) = (L1D_LINES as i32 - 1, TLB_ENTRIES as i32 - 1);
     let (l1d_cost, tlb_cost) = (Cost::L1D_MISS as i32, Cost::DTLB_MISS as i32);
-    // L1D: the line address in rax.
+    // L1D: the line address in rdx.
+    let last_line = m.last_line;
     dynasm!(a ; .arch x64
         ; inc QWORD [rdi + t_count]
-        ; mov rax, rsi
-        ; shr rax, 6
-        ; cmp rax, QWORD [rdi + last_line]
+        ; mov rdx, rsi
+        ; shr rdx, 6
+        ; cmp rdx, QWORD [rdi + last_line]
         ; je =>done
-        ; mov QWORD [rdi + last_line], rax
+        ; mov QWORD [rdi + last_line], rdx
     );
-    model_probe(a, l, l1d, lines, t_miss, l1d_cost, RAX, RDX);
+    model_probe(a, l, m.l1d, lines, t_miss, l1d_cost, RDX);
     // DTLB, with data translation (the tag is all ones without): the tag and the page
-    // number in rsi.
+    // number in rdx.
+    let data_tag = m.data_tag;
     dynasm!(a ; .arch x64
         ; cmp QWORD [rdi + data_tag], -1
         ; je =>done
+        ; mov rdx, rsi
+        ; shr rdx, 12
+        ; or rdx, QWORD [rdi + data_tag]
     );
-    let tag = if keep_rsi {
-        dynasm!(a ; .arch x64 ; mov rax, rsi);
-        RAX
-    } else {
-        RSI
-    };
-    dynasm!(a ; .arch x64
-        ; shr Rq(tag), 12
-        ; or Rq(tag), QWORD [rdi + data_tag]
-    );
-    model_probe(a, l, dtlb, entries, t_tlb, tlb_cost, tag, RDX);
+    model_probe(a, l, m.dtlb, entries, t_tlb, tlb_cost, RDX);
     a.join(done);
 }
 
@@ -375,14 +376,14 @@ fn monitor_access(a: &mut Asm, l: &Layout, store: bool, keep_rsi: bool) {
 fn monitor_event(a: &mut Asm, l: &Layout, e: Event) {
     use crate::pmu::events::Event::*;
     use crate::pmu::model::{Cost, BHT_ENTRIES, BTB_ENTRIES};
-    let [_, _, _, bht, btb, _, _, _, _] = view(l);
+    let m = models(l);
     let (misses, cycles) = (tally(l, BranchMisses), tally(l, Cycles));
     let cost = Cost::MISPREDICT as i32;
     let (ok, done) = (a.new_dynamic_label(), a.new_dynamic_label());
     match e {
         Event::Branch { pc, taken } => {
             let (branches, taken_branches) = (tally(l, Branches), tally(l, TakenBranches));
-            let idx = ((pc >> 1) as usize & (BHT_ENTRIES - 1)) as i32;
+            let counter = m.bht + ((pc >> 1) as usize & (BHT_ENTRIES - 1)) as i32;
             dynasm!(a ; .arch x64 ; inc QWORD [rdi + branches]);
             if taken {
                 dynasm!(a ; .arch x64 ; inc QWORD [rdi + taken_branches]);
@@ -391,10 +392,9 @@ fn monitor_event(a: &mut Asm, l: &Layout, e: Event) {
             // stays: one compare.
             let saturated = if taken { 3 } else { 0 };
             dynasm!(a ; .arch x64
-                ; mov rsi, QWORD [rdi + bht]
-                ; cmp BYTE [rsi + idx], saturated
+                ; cmp BYTE [rdi + counter], saturated
                 ; je =>done
-                ; movzx ecx, BYTE [rsi + idx]
+                ; movzx ecx, BYTE [rdi + counter]
                 ; cmp ecx, 2
             );
             // Predicted taken when the counter is 2 or 3.
@@ -412,13 +412,13 @@ fn monitor_event(a: &mut Asm, l: &Layout, e: Event) {
                 dynasm!(a ; .arch x64
                     ; cmp ecx, 3
                     ; je =>done
-                    ; inc BYTE [rsi + idx]
+                    ; inc BYTE [rdi + counter]
                 );
             } else {
                 dynasm!(a ; .arch x64
                     ; test ecx, ecx
                     ; jz =>done
-                    ; dec BYTE [rsi + idx]
+                    ; dec BYTE [rdi + counter]
                 );
             }
             a.join(done);
@@ -427,14 +427,13 @@ fn monitor_event(a: &mut Asm, l: &Layout, e: Event) {
             let jumps = tally(l, Jumps);
             dynasm!(a ; .arch x64 ; inc QWORD [rdi + jumps]);
             if indirect {
-                let idx = 8 * ((pc >> 1) as usize & (BTB_ENTRIES - 1)) as i32;
+                let entry = m.btb + 8 * ((pc >> 1) as usize & (BTB_ENTRIES - 1)) as i32;
                 let p = l.pc;
                 dynasm!(a ; .arch x64
-                    ; mov rsi, QWORD [rdi + btb]
                     ; mov rax, QWORD [rdi + p]
-                    ; cmp QWORD [rsi + idx], rax
+                    ; cmp QWORD [rdi + entry], rax
                     ; je =>ok
-                    ; mov QWORD [rsi + idx], rax
+                    ; mov QWORD [rdi + entry], rax
                     ; inc QWORD [rdi + misses]
                     ; add QWORD [rdi + cycles], cost
                 );
@@ -452,8 +451,9 @@ fn monitor_event(a: &mut Asm, l: &Layout, e: Event) {
 fn monitor_fetch(a: &mut Asm, l: &Layout, pc: u64) {
     use crate::pmu::events::Event::ItlbMiss;
     use crate::pmu::model::{Cost, TLB_ENTRIES};
-    let [_, _, itlb, _, _, _, fetch_tag, _, seen] = view(l);
-    let (t_miss, last) = (tally(l, ItlbMiss), l.last_fetch_page);
+    let m = models(l);
+    let (fetch_tag, seen) = (m.fetch_tag, m.fetch_page);
+    let (t_miss, last) = (tally(l, ItlbMiss), m.last_fetch_page);
     let (entries, cost) = (TLB_ENTRIES as i32 - 1, Cost::ITLB_MISS as i32);
     let done = a.new_dynamic_label();
     let (key, page) = (((pc as i64) >> 12), pc >> 12);
@@ -485,7 +485,7 @@ fn monitor_fetch(a: &mut Asm, l: &Layout, pc: u64) {
         ; je =>done
         ; mov QWORD [rdi + last], rdx
     );
-    model_probe(a, l, itlb, entries, t_miss, cost, RDX, RSI);
+    model_probe(a, l, m.itlb, entries, t_miss, cost, RDX);
     a.join(done);
 }
 
@@ -1099,7 +1099,7 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
         dynasm!(a ; .arch x64 ; =>label);
         if monitored {
             if let Some(first) = rewrote {
-                monitor_access(&mut a, l, true, false);
+                monitor_access(&mut a, l, true);
                 if first {
                     fetch(&mut a);
                 }
@@ -1538,7 +1538,7 @@ fn emit_memory(
         }
         a.join(resume);
         if monitored {
-            monitor_keeping_chain(a, l, true, to.is_some());
+            monitor_access(a, l, true);
         }
         return;
     }
@@ -1563,20 +1563,7 @@ fn emit_memory(
         put(a, l, RCX, i.rd);
     }
     if monitored {
-        monitor_keeping_chain(a, l, false, to.is_some());
-    }
-}
-
-/// [`monitor_access`], keeping rsi and rax for a chained access that follows (rax in
-/// `Hart::jit_addr`, free again once a slow path is over).
-fn monitor_keeping_chain(a: &mut Asm, l: &Layout, store: bool, keep: bool) {
-    let addr = l.addr;
-    if keep {
-        dynasm!(a ; .arch x64 ; mov QWORD [rdi + addr], rax);
-    }
-    monitor_access(a, l, store, keep);
-    if keep {
-        dynasm!(a ; .arch x64 ; mov rax, QWORD [rdi + addr]);
+        monitor_access(a, l, false);
     }
 }
 

@@ -6,7 +6,7 @@
 //! `pmu` for the scheme).
 
 use super::events::{class, Event, CLASS};
-use super::model::{Cost, Models};
+use super::model::Cost;
 use super::*;
 use crate::hart::{Hart, PrivilegeMode};
 
@@ -383,18 +383,12 @@ impl Hart {
         0
     }
 
-    /// Set the model state monitored blocks use inline (`Hart::jit_view`, `jit::x64`): the
-    /// data pointers of the model arrays and the translation tags (`u64::MAX`: no
-    /// translation). Called whenever either changes: when the tags are recomputed, which
-    /// the monitor's construction and restore do too (the arrays are only replaced there).
+    /// Set what monitored blocks read beside the models (`Hart::jit_view`, `jit::x64`): the
+    /// translation tags (`u64::MAX`: no translation), with the shortcuts that depend on
+    /// them reset. Called whenever the tags are recomputed, which the monitor's
+    /// construction and restore do too.
     fn pmu_view_refresh(&mut self) {
-        let m = &mut self.pmu.state.models;
         self.jit_view = crate::jit::MonitorView {
-            l1d: m.l1d.as_mut_ptr() as u64,
-            dtlb: m.dtlb.as_mut_ptr() as u64,
-            itlb: m.itlb.as_mut_ptr() as u64,
-            bht: m.bht.as_mut_ptr() as u64,
-            btb: m.btb.as_mut_ptr() as u64,
             data_tag: self.pmu.data_tag.unwrap_or(u64::MAX),
             fetch_tag: self.pmu.fetch_tag.unwrap_or(u64::MAX),
             last_line: u64::MAX,
@@ -417,15 +411,15 @@ impl Hart {
         }
     }
 
-    /// Byte offsets (from the hart's `Pmu`) of the event tallies and of the ITLB model's
-    /// last fetched page, for monitored blocks.
+    /// Byte offsets (from the hart's `Pmu`) of the event tallies and of the models, for
+    /// monitored blocks.
     #[cfg(target_arch = "x86_64")]
     pub(crate) fn pmu_jit_offsets() -> (usize, usize) {
         use std::mem::offset_of;
         let state = offset_of!(Pmu, state);
         (
             state + offset_of!(PmuState, tally),
-            state + offset_of!(PmuState, models) + offset_of!(Models, last_fetch_page),
+            state + offset_of!(PmuState, models),
         )
     }
 

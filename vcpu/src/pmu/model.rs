@@ -46,45 +46,66 @@ pub const BTB_ENTRIES: usize = 512;
 const EMPTY: u64 = u64::MAX;
 
 /// The state of the models (carried in snapshots, so that a restored hart counts the same).
+/// The arrays are held in the hart itself, so that monitored blocks reach every entry at a
+/// fixed displacement from it (`jit::x64`, "monitored blocks").
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Models {
     /// L1D: the line address (address / 64) held by each line.
-    pub l1d: Vec<u64>,
+    #[serde(with = "entries")]
+    pub l1d: [u64; L1D_LINES],
     /// DTLB: the virtual page number (with the context in the top bits) of each entry.
-    pub dtlb: Vec<u64>,
+    #[serde(with = "entries")]
+    pub dtlb: [u64; TLB_ENTRIES],
     /// ITLB: the same for fetches.
-    pub itlb: Vec<u64>,
+    #[serde(with = "entries")]
+    pub itlb: [u64; TLB_ENTRIES],
     /// The page of the last fetch that went through the ITLB model.
     pub last_fetch_page: u64,
     /// Two-bit saturating counters (0-1 predict not taken, 2-3 taken).
-    pub bht: Vec<u8>,
+    #[serde(with = "entries")]
+    pub bht: [u8; BHT_ENTRIES],
     /// Indirect jump targets.
-    pub btb: Vec<u64>,
+    #[serde(with = "entries")]
+    pub btb: [u64; BTB_ENTRIES],
+}
+
+/// A model's entries in a snapshot: a sequence, as when they were held in `Vec`s (so that
+/// the format is unchanged), read back only when it has the model's size.
+mod entries {
+    use serde::de::Error;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer, T: Serialize, const N: usize>(
+        a: &[T; N],
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.collect_seq(a.iter())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>, T: Deserialize<'de>, const N: usize>(
+        d: D,
+    ) -> Result<[T; N], D::Error> {
+        let v = Vec::<T>::deserialize(d)?;
+        let n = v.len();
+        v.try_into()
+            .map_err(|_| D::Error::invalid_length(n, &format!("{N} model entries").as_str()))
+    }
 }
 
 impl Default for Models {
     fn default() -> Self {
         Models {
-            l1d: vec![EMPTY; L1D_LINES],
-            dtlb: vec![EMPTY; TLB_ENTRIES],
-            itlb: vec![EMPTY; TLB_ENTRIES],
+            l1d: [EMPTY; L1D_LINES],
+            dtlb: [EMPTY; TLB_ENTRIES],
+            itlb: [EMPTY; TLB_ENTRIES],
             last_fetch_page: EMPTY,
-            bht: vec![1; BHT_ENTRIES],
-            btb: vec![0; BTB_ENTRIES],
+            bht: [1; BHT_ENTRIES],
+            btb: [0; BTB_ENTRIES],
         }
     }
 }
 
 impl Models {
-    /// Whether the state has the shapes the models need (a snapshot is hostile input).
-    pub fn well_formed(&self) -> bool {
-        self.l1d.len() == L1D_LINES
-            && self.dtlb.len() == TLB_ENTRIES
-            && self.itlb.len() == TLB_ENTRIES
-            && self.bht.len() == BHT_ENTRIES
-            && self.btb.len() == BTB_ENTRIES
-    }
-
     /// An access to the L1D: `true` on a miss (the line is then filled).
     #[inline]
     pub fn l1d_miss(&mut self, addr: u64) -> bool {
@@ -151,6 +172,20 @@ impl Models {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A snapshot's model arrays are read back only at their sizes (hostile input).
+    #[test]
+    fn entries_of_another_size_are_refused() {
+        use serde::de::value::{Error, SeqDeserializer};
+        let seq = |n: u64| SeqDeserializer::<_, Error>::new(1..=n);
+        let e = entries::deserialize::<_, u64, 4>(seq(3)).unwrap_err();
+        assert!(e.to_string().contains("4 model entries"), "{e}");
+        assert!(entries::deserialize::<_, u64, 4>(seq(5)).is_err());
+        assert_eq!(
+            entries::deserialize::<_, u64, 4>(seq(4)).unwrap(),
+            [1, 2, 3, 4]
+        );
+    }
 
     #[test]
     fn cache_and_predictor_behave() {
