@@ -355,6 +355,9 @@ impl Hart {
         if jit.ctr_calls >= jit.ctr_calls_limit {
             jit.retranslate_for_ctr();
         }
+        if jit.ctr_enabled_since {
+            jit.clear();
+        }
         let key = off | jit.kind;
         let b = jit.table[Jit::slot(key)];
         let hit = b.va == pc && b.off == key;
@@ -474,6 +477,7 @@ impl Hart {
             }
             let layout = self.jit_layout();
             let jit = self.jit.as_deref_mut().expect("translating without a JIT");
+            jit.ctr_off_blocks |= layout.ctr_code == CtrCode::None && self.ctr.implemented();
             if jit.region.next(MAX_BLOCK_BYTES).is_none() {
                 jit.clear();
             }
@@ -599,7 +603,7 @@ impl Hart {
             ctr_mask: offset_of!(Hart, ctr_mask) as i32,
             ctr_fast_mask: offset_of!(Hart, ctr_fast_mask) as i32,
             ctr_helper: jit_ctr as *const () as usize,
-            ctr_code: if !self.ctr.implemented() {
+            ctr_code: if !self.ctr.implemented() || !self.ctr_enabled_anywhere() {
                 CtrCode::None
             } else if self.ctr_mask != 0 {
                 CtrCode::Inline

@@ -134,7 +134,9 @@ pub(crate) struct Layout {
 /// Every kind records exactly what the interpreter records; they differ in size and speed.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum CtrCode {
-    /// The hart has no CTR: nothing.
+    /// The hart has no CTR, or no mode has recording enabled (`mctrctl` and `vsctrctl` have
+    /// none of M, S and U set): nothing. Enabling one empties the region before the next
+    /// block runs ([`Jit::ctr_off_blocks`]).
     None,
     /// Recording was off in the mode the block was translated in: one test of
     /// `Hart::ctr_mask` and a helper call when it qualifies (about 40 bytes per exit instead
@@ -208,6 +210,11 @@ pub(crate) struct Jit {
     /// was last emptied, and the count at which it is emptied for them.
     pub(crate) ctr_calls: u64,
     pub(crate) ctr_calls_limit: u64,
+    /// Some block in the region was translated with [`CtrCode::None`] on a hart that has
+    /// CTR (recording was enabled in no mode then), and whether one mode has been enabled
+    /// since: then the region is emptied before the next block runs.
+    pub(crate) ctr_off_blocks: bool,
+    pub(crate) ctr_enabled_since: bool,
     /// The protected code pages and the blocks' epoch slots.
     pub(crate) guard: super::guard::CodeGuard,
 }
@@ -230,6 +237,8 @@ impl Jit {
             perf_map,
             ctr_calls: 0,
             ctr_calls_limit: CTR_RETRANSLATE_FIRST,
+            ctr_off_blocks: false,
+            ctr_enabled_since: false,
             guard: super::guard::CodeGuard::default(),
         }))
     }
@@ -240,6 +249,8 @@ impl Jit {
         self.table.fill(NO_BLOCK);
         self.generation += 1;
         self.ctr_calls = 0;
+        self.ctr_off_blocks = false;
+        self.ctr_enabled_since = false;
         self.guard.reset_slots();
     }
 
