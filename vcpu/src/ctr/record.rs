@@ -34,7 +34,7 @@ impl Hart {
     }
 
     /// Whether some mode is enabled for recording (`mctrctl.{M,S,U}`, `vsctrctl.{S,U}`).
-    pub(crate) fn ctr_enabled_anywhere(&self) -> bool {
+    fn ctr_enabled_anywhere(&self) -> bool {
         (self.ctr.mctrctl | self.ctr.vsctrctl) & (CTRCTL_M | CTRCTL_S | CTRCTL_U) != 0
     }
 
@@ -51,10 +51,12 @@ impl Hart {
         if !self.ctr.implemented() {
             return;
         }
-        // Blocks translated while no mode recorded have no CTR code (`jit::CtrCode::None`).
-        let enabled = self.ctr_enabled_anywhere();
-        if let Some(jit) = self.jit.as_deref_mut() {
-            jit.ctr_enabled_since |= jit.ctr_off_blocks && enabled;
+        // Blocks translated before any mode recorded have no CTR code (`jit::CtrCode::None`).
+        if self.ctr_enabled_anywhere() {
+            if let Some(jit) = self.jit.as_deref_mut() {
+                jit.ctr_enabled_since |= jit.ctr_off_blocks;
+                jit.ctr_used = true;
+            }
         }
         let mode = Mode {
             prv: self.prv,

@@ -603,7 +603,8 @@ impl Hart {
             ctr_mask: offset_of!(Hart, ctr_mask) as i32,
             ctr_fast_mask: offset_of!(Hart, ctr_fast_mask) as i32,
             ctr_helper: jit_ctr as *const () as usize,
-            ctr_code: if !self.ctr.implemented() || !self.ctr_enabled_anywhere() {
+            ctr_code: if !self.ctr.implemented() || !self.jit.as_deref().is_some_and(|j| j.ctr_used)
+            {
                 CtrCode::None
             } else if self.ctr_mask != 0 {
                 CtrCode::Inline

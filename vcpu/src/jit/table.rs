@@ -134,9 +134,9 @@ pub(crate) struct Layout {
 /// Every kind records exactly what the interpreter records; they differ in size and speed.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum CtrCode {
-    /// The hart has no CTR, or no mode has recording enabled (`mctrctl` and `vsctrctl` have
-    /// none of M, S and U set): nothing. Enabling one empties the region before the next
-    /// block runs ([`Jit::ctr_off_blocks`]).
+    /// The hart has no CTR, or no mode has had recording enabled yet (`mctrctl` and
+    /// `vsctrctl` have had none of M, S and U set): nothing. Enabling one empties the region
+    /// before the next block runs ([`Jit::ctr_off_blocks`]).
     None,
     /// Recording was off in the mode the block was translated in: one test of
     /// `Hart::ctr_mask` and a helper call when it qualifies (about 40 bytes per exit instead
@@ -211,10 +211,14 @@ pub(crate) struct Jit {
     pub(crate) ctr_calls: u64,
     pub(crate) ctr_calls_limit: u64,
     /// Some block in the region was translated with [`CtrCode::None`] on a hart that has
-    /// CTR (recording was enabled in no mode then), and whether one mode has been enabled
+    /// CTR (no mode had recording enabled yet), and whether one mode has been enabled
     /// since: then the region is emptied before the next block runs.
     pub(crate) ctr_off_blocks: bool,
     pub(crate) ctr_enabled_since: bool,
+    /// Some mode has had recording enabled: from then on every block has CTR code, so that
+    /// a guest switching recording on and off (per task) does not empty the region each
+    /// time.
+    pub(crate) ctr_used: bool,
     /// The protected code pages and the blocks' epoch slots.
     pub(crate) guard: super::guard::CodeGuard,
 }
@@ -239,6 +243,7 @@ impl Jit {
             ctr_calls_limit: CTR_RETRANSLATE_FIRST,
             ctr_off_blocks: false,
             ctr_enabled_since: false,
+            ctr_used: false,
             guard: super::guard::CodeGuard::default(),
         }))
     }
