@@ -40,18 +40,26 @@ use crate::hart::Hart;
 use table::{Block, CtrCode, Layout, Plan, NO_BLOCK};
 pub(crate) use table::{Jit, MonitorView, MAX_BLOCK_BYTES, MAX_INSNS, MONITORED, NO_PAGE, TABLE};
 
-// The way into translated code: `vcpu_jit_enter(hart, code, ram)` keeps rbx (callee-saved),
-// loads it with `ram` (the host address of guest RAM, which every block's loads and stores
-// add to a RAM offset: `x64::emit_memory`), and calls the block at `code` with the hart in
-// rdi and rsp = 8 mod 16 as at any function entry; the block's return value is returned.
+// The way into translated code: `vcpu_jit_enter(hart, code, ram, budget)` keeps rbx and r12
+// (callee-saved), loads rbx with `ram` (the host address of guest RAM, which every block's
+// loads and stores add to a RAM offset: `x64::emit_memory`) and r12 with the budget at
+// `budget` (`Hart::jit_budget`, which blocks count down in r12: no memory round trip from
+// one block to the next), calls the block at `code` with the hart in rdi and rsp = 8 mod
+// 16 as at any function entry, stores r12 back at `budget` and returns the block's value.
 #[cfg(target_arch = "x86_64")]
 std::arch::global_asm!(
     ".globl vcpu_jit_enter",
     ".p2align 4",
     "vcpu_jit_enter:",
     "push rbx",
+    "push r12",
+    "push rcx",
     "mov rbx, rdx",
+    "mov r12, [rcx]",
     "call rsi",
+    "pop rcx",
+    "mov [rcx], r12",
+    "pop r12",
     "pop rbx",
     "ret",
 );
@@ -59,12 +67,22 @@ std::arch::global_asm!(
 #[cfg(target_arch = "x86_64")]
 unsafe extern "sysv64" {
     /// See the `global_asm!` above.
-    fn vcpu_jit_enter(hart: *mut std::ffi::c_void, code: usize, ram: usize) -> u64;
+    fn vcpu_jit_enter(
+        hart: *mut std::ffi::c_void,
+        code: usize,
+        ram: usize,
+        budget: *mut u64,
+    ) -> u64;
 }
 
 /// Never called: no block is translated on other hosts.
 #[cfg(not(target_arch = "x86_64"))]
-unsafe fn vcpu_jit_enter(_hart: *mut std::ffi::c_void, _code: usize, _ram: usize) -> u64 {
+unsafe fn vcpu_jit_enter(
+    _hart: *mut std::ffi::c_void,
+    _code: usize,
+    _ram: usize,
+    _budget: *mut u64,
+) -> u64 {
     unreachable!("no translated code on this host")
 }
 
@@ -386,11 +404,15 @@ impl Hart {
             self.jit_view.fetch_page = self.pmu_fetch_page();
         }
         let ram = self.ram.host_addr(0);
+        let hart = self as *mut Hart;
         // SAFETY: `code` is a block assembled for this hart's layout by `jit_translate`, in a
         // region the hart owns; it and the blocks linked to it touch only the hart's
         // registers, pc, budget and TLB, and guest RAM (from `ram`, its host address) at
         // offsets the TLB vouches for.
-        let stale = unsafe { vcpu_jit_enter(self as *mut Hart as *mut _, b.code, ram) };
+        let stale = unsafe {
+            let budget = &raw mut (*hart).jit_budget;
+            vcpu_jit_enter(hart as *mut _, b.code, ram, budget)
+        };
         let done = left - self.jit_budget;
         if stale != 0 || self.jit_last_exit != 0 {
             self.jit_after(stale as usize);

@@ -3,9 +3,10 @@
 //! A block is a leaf function `extern "sysv64" fn(hart: *mut Hart) -> u64` that keeps every
 //! guest register in the hart (`[rdi + x]`; the values a run of integer instructions
 //! computes are held in r8-r11 and written there before anything that can read the hart or
-//! leave: `super::emit`) and uses only caller-saved host registers, and rbx, which holds
-//! the host address of guest RAM (`super::vcpu_jit_enter` sets it); see [`assemble`] for
-//! its protocol with the dispatcher.
+//! leave: `super::emit`) and uses only caller-saved host registers, rbx, which holds the
+//! host address of guest RAM, and r12, which holds the run's budget (`Hart::jit_budget`,
+//! stored there before a helper that reads the clock); `super::vcpu_jit_enter` sets both.
+//! See [`assemble`] for its protocol with the dispatcher.
 //!
 //! Loads and stores translate through the hart's software TLB inline. Whatever the inline
 //! path cannot do (a TLB miss, a page-crossing access, a device) ends the block *before*
@@ -181,6 +182,13 @@ fn report(a: &mut Asm, f: usize, x: u64, y: u64) {
         ; mov rdx, QWORD y as i64
     );
     call(a, f);
+}
+
+/// `Hart::jit_budget` = the budget blocks count down in r12 (`super::vcpu_jit_enter`), for a
+/// helper that reads the clock (`Hart::jit_clock` less the budget).
+fn store_budget(a: &mut Asm, l: &Layout) {
+    let budget = l.budget;
+    dynasm!(a ; .arch x64 ; mov QWORD [rdi + budget], r12);
 }
 
 /// `Hart::pc` = `pc`.
@@ -510,6 +518,7 @@ fn ctr_record(a: &mut Asm, l: &Layout, from: u64, t: u8, to: Target) {
         if let Target::Known { pc, stored: false } = to {
             store_pc(a, l, pc);
         }
+        store_budget(a, l);
         report(a, f, from, t as u64);
     };
     let target = match to {
@@ -536,7 +545,7 @@ fn ctr_record(a: &mut Asm, l: &Layout, from: u64, t: u8, to: Target) {
         a.new_dynamic_label(),
         a.new_dynamic_label(),
     );
-    let (mask, fast_mask, clock, budget) = (l.ctr_mask, l.ctr_fast_mask, l.jit_clock, l.budget);
+    let (mask, fast_mask, clock) = (l.ctr_mask, l.ctr_fast_mask, l.jit_clock);
     let origin = l.ctr_cc_origin;
     let (wrptr, depth_mask, entries, p) = (l.ctr_wrptr, l.ctr_depth_mask, l.ctr_entries, l.pc);
     let data = entries + 16;
@@ -578,7 +587,7 @@ fn ctr_record(a: &mut Asm, l: &Layout, from: u64, t: u8, to: Target) {
         // `Hart::ctr_fast_mask` is 0 while the next record has CCV = 0) and TYPE.
         dynasm!(a ; .arch x64
             ; mov rcx, QWORD [rdi + clock]
-            ; sub rcx, QWORD [rdi + budget]
+            ; sub rcx, r12
             ; sub rcx, QWORD [rdi + origin]
             ; cmp rcx, 4096
             ; jae =>slow
@@ -884,8 +893,8 @@ pub(super) fn terminal(op: Op) -> bool {
 /// Assemble `plan` for execution at address `base`.
 ///
 /// Protocol (see the module documentation): the block first checks its code bytes (else it
-/// returns its own address: stale), then takes its instruction count from
-/// `Hart::jit_budget` (else it returns 0 with nothing done), runs, stores the pc to continue
+/// returns its own address: stale), then takes its instruction count from the budget in r12
+/// (else it returns 0 with nothing done), runs, stores the pc to continue
 /// at and returns 0, or continues in a linked block without storing it (`Hart::pc` is only
 /// up to date where a block returns: every return stores it). An instruction left to the
 /// interpreter midway gives back the budget of the instructions not done.
@@ -923,11 +932,12 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
         emit_code_check(&mut a, plan, code_off, invalid);
     }
     let n = plan.insns.len() as u32;
-    let (budget, nn) = (l.budget, n as i32);
-    // Take the block's instructions from the budget; a borrow (fewer left) undoes it at `out`.
+    let nn = n as i32;
+    // Take the block's instructions from the budget (in r12: `super::vcpu_jit_enter`); a
+    // borrow (fewer left) undoes it at `out`.
     dynasm!(a ; .arch x64
         ; =>checked
-        ; sub QWORD [rdi + budget], nn
+        ; sub r12, nn
         ; jb =>out
     );
     let page = start_pc(plan) >> 12;
@@ -1105,7 +1115,7 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
                 }
             }
         }
-        dynasm!(a ; .arch x64 ; add QWORD [rdi + budget], undone);
+        dynasm!(a ; .arch x64 ; add r12, undone);
         exit_to(&mut a, l, pc, (Next::Dispatcher, monitored), &mut links);
     }
     if guarded {
@@ -1141,7 +1151,7 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
     // to this one did not store its pc (`exit_recording`).
     dynasm!(a ; .arch x64
         ; =>out
-        ; add QWORD [rdi + budget], nn
+        ; add r12, nn
     );
     store_pc(&mut a, l, start_pc(plan));
     dynasm!(a ; .arch x64
@@ -2065,6 +2075,7 @@ fn emit_csr(
         ; mov rdx, QWORD hi as i64
         ; mov ecx, undone as i32
     );
+    store_budget(a, l);
     call(a, l.csr_helper);
     dynasm!(a ; .arch x64 ; test eax, eax ; jnz =>bail);
     if csr_write(i) {
