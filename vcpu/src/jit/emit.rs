@@ -25,7 +25,7 @@ const HOSTS: [u8; 4] = [8, 9, 10, 11];
 
 /// Which guest register each of [`HOSTS`] holds (0: none; x0 is never cached), and whether
 /// its value is still to be written to the hart.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub(super) struct RegCache {
     held: [u8; HOSTS.len()],
     /// The held value is newer than the hart's copy (written by an integer instruction,
@@ -85,6 +85,14 @@ impl RegCache {
         }
     }
 
+    /// The guest registers held with the hart's value, as `(host, guest)`.
+    pub(super) fn clean(&self) -> Vec<(u8, u8)> {
+        (0..HOSTS.len())
+            .filter(|&k| self.held[k] != 0 && !self.dirty[k])
+            .map(|k| (HOSTS[k], self.held[k]))
+            .collect()
+    }
+
     /// Nothing is known any more (a label or a call). Nothing may be unwritten here.
     pub(super) fn clear(&mut self) {
         debug_assert!(
@@ -140,6 +148,25 @@ impl Emitter {
             if std::mem::take(&mut self.cache.dirty[k]) {
                 let d = self.x + 8 * self.cache.held[k] as i32;
                 dynasm!(self ; .arch x64 ; mov QWORD [rdi + d], Rq(h));
+            }
+        }
+    }
+
+    /// Make host register `h` hold guest register `g` for each `(h, g)` of `carried` (from
+    /// [`RegCache::clean`]), loading from the hart those that are not there already; the
+    /// cache then knows exactly these (a loop's head, where both the way in and the jump
+    /// back arrive with them). Nothing may be unwritten here: the hart has every value.
+    #[allow(clippy::useless_conversion)]
+    pub(super) fn carry(&mut self, carried: &[(u8, u8)]) {
+        let now = self.cache.clone();
+        self.cache.clear();
+        for &(h, g) in carried {
+            if now.find(g) != Some(h) {
+                let d = self.x + 8 * g as i32;
+                dynasm!(self ; .arch x64 ; mov Rq(h), QWORD [rdi + d]);
+            }
+            if let Some(k) = HOSTS.iter().position(|&x| x == h) {
+                self.cache.held[k] = g;
             }
         }
     }

@@ -125,6 +125,12 @@ struct Exits {
     /// through the dispatcher, at the latest when the run's budget ends, as FENCE.I
     /// requires no sooner (Zifencei).
     head: Option<(u64, DynamicLabel)>,
+    /// A loop's registers carried from one iteration to the next in host registers
+    /// (`(host, guest)`): loaded on the way in, and where the jump back finds them elsewhere
+    /// (see [`assemble`]).
+    carried: Carried,
+    /// What the cache held at the jump back (filled in by [`exit_recording`]).
+    back: Option<Carried>,
 }
 
 /// A block exit to the fixed address `pc`, going on as `next` says (in a monitored block
@@ -246,9 +252,11 @@ fn exit_recording(
         }
         Next::Link => {}
     }
-    if let Some((head, checked)) = links.head {
+    if let Some((head, again)) = links.head {
         if pc == head {
-            dynasm!(a ; .arch x64 ; jmp =>checked);
+            links.back = Some(a.cache.clean());
+            a.carry(&links.carried);
+            dynasm!(a ; .arch x64 ; jmp =>again);
             return;
         }
     }
@@ -898,7 +906,34 @@ pub(super) fn terminal(op: Op) -> bool {
 /// at and returns 0, or continues in a linked block without storing it (`Hart::pc` is only
 /// up to date where a block returns: every return stores it). An instruction left to the
 /// interpreter midway gives back the budget of the instructions not done.
+///
+/// A loop in one block carries the registers its iteration leaves in the register cache
+/// (`super::emit`) to the next one in their host registers: they are loaded on the way in,
+/// and the jump back goes to the budget check after that, reloading only what is not where
+/// the head expects it. The values still go to the hart as always; what the next iteration
+/// no longer does is wait for a store of one to be read back from memory. Which registers
+/// those are is learnt from a first assembly of the block.
 pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> {
+    let (code, back) = assemble_carrying(base, plan, l, &[])?;
+    match back {
+        Some(carried) if !carried.is_empty() => assemble_carrying(base, plan, l, &carried)
+            .map(|(code, _)| code)
+            .or(Some(code)),
+        _ => Some(code),
+    }
+}
+
+/// Registers a loop carries from one iteration to the next: `(host, guest)`.
+type Carried = Vec<(u8, u8)>;
+
+/// [`assemble`] with a loop carrying `carried` (`(host, guest)` registers); also returns
+/// what the register cache held clean at the jump back, if the block loops.
+fn assemble_carrying(
+    base: usize,
+    plan: &Plan,
+    l: &Layout,
+    carried: &[(u8, u8)],
+) -> Option<(Vec<u8>, Option<Carried>)> {
     let mut a = Asm::new(base, 4096, 4 * MAX_LABELS, l.x);
     let entry = a.new_dynamic_label();
     let invalid = a.new_dynamic_label();
@@ -907,10 +942,12 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
     let loops = plan.insns.last().is_some_and(|&(pc, ref i)| {
         i.op != Op::Jalr && terminal(i.op) && pc.wrapping_add(i.imm as i64 as u64) == start_pc(plan)
     });
-    let checked = a.new_dynamic_label();
+    let (checked, again) = (a.new_dynamic_label(), a.new_dynamic_label());
     let mut links = Exits {
         slots: Vec::new(),
-        head: loops.then(|| (start_pc(plan), checked)),
+        head: loops.then(|| (start_pc(plan), again)),
+        carried: carried.to_vec(),
+        back: None,
     };
     // The block's code: RAM offset.
     let code_off = (plan.code_host as u64).wrapping_sub(l.ram_host);
@@ -935,8 +972,10 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
     let nn = n as i32;
     // Take the block's instructions from the budget (in r12: `super::vcpu_jit_enter`); a
     // borrow (fewer left) undoes it at `out`.
+    dynasm!(a ; .arch x64 ; =>checked);
+    a.carry(carried);
+    a.join(again);
     dynasm!(a ; .arch x64
-        ; =>checked
         ; sub r12, nn
         ; jb =>out
     );
@@ -1168,7 +1207,7 @@ pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> 
     for (at, stub) in links.slots {
         code[at..at + 8].copy_from_slice(&((base + stub) as u64).to_le_bytes());
     }
-    Some(code)
+    Some((code, links.back))
 }
 
 /// The block's code bytes must still be what it was translated from; else `invalid`.
@@ -1698,6 +1737,7 @@ fn emit_terminal(
         }
         _ => {
             compare(a, l, i.rs1, i.rs2);
+            let at_branch = a.cache.clone();
             let taken = a.new_dynamic_label();
             match i.op {
                 Beq => dynasm!(a ; .arch x64 ; je =>taken),
@@ -1719,7 +1759,9 @@ fn emit_terminal(
                 not_taken,
                 links,
             );
-            dynasm!(a ; .arch x64 ; =>taken);
+            // The taken path starts where the not-taken one did, with what the cache knew.
+            a.join(taken);
+            a.cache = at_branch;
             let taken = Transfer {
                 ctr: Some((pc, TAKEN_BRANCH)),
                 pmu: monitored.then_some(Event::Branch { pc, taken: true }),
