@@ -439,13 +439,39 @@ static TABLES: &[&[CsrDesc]] = &[
     crate::trigger::csr::TABLE,
 ];
 
-/// Find a CSR by number.
-pub fn lookup(num: u16) -> Option<&'static CsrDesc> {
-    for table in TABLES {
-        if let Ok(i) = table.binary_search_by_key(&num, |d| d.num) {
-            return Some(&table[i]);
+/// Where each of the 4096 CSR numbers is described in [`TABLES`]: 0 for none, else the
+/// table's position plus one in the top 5 bits and the entry's in the low 11 (the first
+/// table that has the number, as a search in table order finds it). Built at compile time.
+static INDEX: [u16; 4096] = {
+    let mut index = [0u16; 4096];
+    let mut t = 0;
+    while t < TABLES.len() {
+        let table = TABLES[t];
+        assert!(table.len() <= 1 << 11 && TABLES.len() < 1 << 5);
+        let mut i = 0;
+        while i < table.len() {
+            let n = table[i].num as usize;
+            if index[n] == 0 {
+                index[n] = ((t as u16 + 1) << 11) | i as u16;
+            }
+            i += 1;
         }
+        t += 1;
     }
+    index
+};
+
+/// Find a CSR by number.
+#[inline]
+pub fn lookup(num: u16) -> Option<&'static CsrDesc> {
+    match INDEX.get(num as usize) {
+        Some(&e) if e != 0 => Some(&TABLES[(e >> 11) as usize - 1][(e & 0x7ff) as usize]),
+        _ => lookup_zero(num),
+    }
+}
+
+/// [`lookup`] for the numbers no table has: the read-only-zero ranges.
+fn lookup_zero(num: u16) -> Option<&'static CsrDesc> {
     for &(lo, hi) in ZERO_RANGES {
         if (lo..=hi).contains(&num) {
             // RV64: odd pmpcfg numbers do not exist.
@@ -560,6 +586,25 @@ impl Hart {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The compile-time index finds what a search of the tables in order finds, for every
+    /// number a `u16` holds.
+    #[test]
+    fn the_index_finds_what_a_search_finds() {
+        for num in 0..=u16::MAX {
+            let searched = TABLES
+                .iter()
+                .find_map(|t| t.binary_search_by_key(&num, |d| d.num).ok().map(|i| &t[i]))
+                .or_else(|| lookup_zero(num));
+            assert!(
+                std::ptr::eq(
+                    lookup(num).map_or(std::ptr::null(), |d| d),
+                    searched.map_or(std::ptr::null(), |d| d)
+                ),
+                "CSR {num:#x}"
+            );
+        }
+    }
 
     #[test]
     fn tables_are_sorted_and_disjoint() {
