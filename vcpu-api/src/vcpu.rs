@@ -145,8 +145,18 @@ pub enum DebugTranslateError {
 
 /// A virtual CPU as a VMM sees it (see the module documentation).
 pub trait Vcpu {
-    /// Run the guest until an exit; at most `budget` instructions.
+    /// Run the guest until an exit; at most `budget` instructions. Guest RAM may have been
+    /// written since the last run by others than the guest (a loader, a debugger, a
+    /// device): the guest's instruction fetches see what is there now.
     fn run(&mut self, budget: u64) -> VcpuExit;
+    /// [`Vcpu::run`] for a VMM that has let nothing but the guest write guest RAM since the
+    /// last run returned (after a [`VcpuExit::BudgetExhausted`] it went straight on): an
+    /// implementation that keeps translated code need not look for code changed behind the
+    /// guest's back. Writes by other harts still reach this one's fetches as the guest
+    /// orders them (FENCE.I, remote fences).
+    fn run_on(&mut self, budget: u64) -> VcpuExit {
+        self.run(budget)
+    }
     /// The guest's program counter.
     fn pc(&self) -> u64;
     /// Set the guest's program counter (e.g. past an emulated instruction).

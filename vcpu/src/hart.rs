@@ -565,13 +565,19 @@ impl Hart {
 
     /// Run until an exit; at most `budget` instructions are executed.
     pub fn run(&mut self, budget: u64) -> VcpuExit {
+        // The VMM may have written guest RAM since the last run (`jit::guard`).
+        self.jit_code_sync();
+        self.run_on(budget)
+    }
+
+    /// [`Hart::run`] when nothing but the guest has written guest RAM since the last run
+    /// (`Vcpu::run_on`): translated blocks keep the code checks they made.
+    pub fn run_on(&mut self, budget: u64) -> VcpuExit {
         if self.pending_load.is_some() {
             log::warn!("run() called with a device load still pending; completing it with 0");
             self.complete_mmio_read(0);
         }
         self.mailbox.set_running(true);
-        // The VMM may have written guest RAM since the last run (`jit::guard`).
-        self.jit_code_sync();
         let exit = match self.trig.bank.skip {
             Some(pc) if pc == self.pc && budget != 0 => self.run_stepping_over(budget),
             Some(_) => {

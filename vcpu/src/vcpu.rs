@@ -123,6 +123,9 @@ impl Vcpu for Hart {
     fn run(&mut self, budget: u64) -> VcpuExit {
         Hart::run(self, budget)
     }
+    fn run_on(&mut self, budget: u64) -> VcpuExit {
+        Hart::run_on(self, budget)
+    }
     fn pc(&self) -> u64 {
         Hart::pc(self)
     }

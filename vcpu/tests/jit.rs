@@ -2412,6 +2412,29 @@ fn vmm_rewrites_code_between_runs() {
     }
 }
 
+/// `Vcpu::run_on` is for a VMM that has written no guest RAM since the last run: translated
+/// code is not checked against RAM again, so a VMM write is seen through `Vcpu::run` only
+/// (a loop keeps adding 1 after the VMM made it add 7, until a `run`).
+#[test]
+fn run_on_keeps_translated_code_that_run_checks_again() {
+    let mut vm = machine(true, &[]);
+    vm.set_x(11, 1000);
+    vm.code(&[addi(13, 13, 1), addi(10, 10, 1), blt(10, 11, -8)]);
+    assert_eq!(vm.hart.run(300), VcpuExit::BudgetExhausted);
+    let before = vm.x(13);
+    assert_eq!(before, 100);
+    vm.w32(CODE, addi(13, 13, 7));
+    assert_eq!(vm.hart.run_on(30), VcpuExit::BudgetExhausted);
+    let mid = vm.x(13);
+    assert!(
+        mid - before < 70,
+        "run_on ran the translation made before ({before} to {mid})"
+    );
+    assert_eq!(vm.hart.run(30), VcpuExit::BudgetExhausted);
+    assert_eq!(vm.x(13), mid + 70, "run ran the code now in RAM");
+    assert!(vm.hart.translated_blocks() > 0);
+}
+
 #[test]
 fn vmm_rewrites_a_linked_block_between_runs() {
     // Block A (the loop head) jumps to block B (same page) which jumps back: linked both

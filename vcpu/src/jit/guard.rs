@@ -12,7 +12,8 @@
 //! Writers other than this hart's stores (another hart, a device, the VMM) are not seen
 //! by the TLB. The epoch also moves where Zifencei requires this hart's fetches to see
 //! them: FENCE.I, a remote fence from the SBI (`Hart::sync_shared`), and every entry into
-//! `Hart::run` (the VMM writes guest RAM between runs: loaders, debuggers, tests). A
+//! `Hart::run` (the VMM writes guest RAM between runs: loaders, debuggers, tests), but not
+//! into `Hart::run_on`, which the VMM uses when nothing else has written it since. A
 //! restore forgets the protections, since the TLB it loads may map them writable.
 //!
 //! A page that keeps data the guest writes beside its code (small guests, literal pools,

@@ -5,9 +5,10 @@
 
 use std::time::Instant;
 
-use vcpu_api::Vcpu;
+use vcpu_api::{Vcpu, VcpuExit};
 
 use super::inject::Injection;
+use super::pause::ParkEnd;
 use super::sched::Leave;
 use super::smp::{IdleEnd, Smp, StartWait};
 use super::{ExitStats, GuestVm, RunExit};
@@ -121,8 +122,11 @@ impl GuestVm {
         };
         let deadline = self.timeout.map(|t| (t, Instant::now() + t));
         self.run_deadline = deadline.map(|(_, at)| at);
+        // The last run ran out of budget, and nothing has written guest RAM since (below).
+        let mut quiet = false;
         loop {
             let park = self.pause_point();
+            quiet &= park == ParkEnd::NotParked;
             if self.input.quit_requested() {
                 return Ok(self.input.quit_exit());
             }
@@ -148,7 +152,10 @@ impl GuestVm {
                     });
                 }
             }
-            if !self.reschedule()? {
+            let vcpu = self.hart_id;
+            let run = self.reschedule()?;
+            quiet &= self.hart_id == vcpu;
+            if !run {
                 continue;
             }
             let chunk = match self.max_insns {
@@ -173,7 +180,16 @@ impl GuestVm {
             self.apply_injections();
             self.feed_uart();
             let before = self.hart.executed();
-            let exit = Vcpu::run(&mut self.hart, chunk);
+            // After a run that only ran out of budget, with no park (a debugger's or the
+            // control socket's, which may write guest RAM) or vCPU switch in between, nothing
+            // but the guest has written guest RAM since: the hart keeps its code checks
+            // (`Vcpu::run_on`; with several vCPUs, runs are short).
+            let exit = if quiet {
+                Vcpu::run_on(&mut self.hart, chunk)
+            } else {
+                Vcpu::run(&mut self.hart, chunk)
+            };
+            quiet = exit == VcpuExit::BudgetExhausted;
             if let Some(smp) = &self.smp {
                 smp.note_progress(self.hart_id);
                 smp.wake_due();
