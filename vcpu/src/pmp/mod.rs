@@ -107,6 +107,13 @@ pub struct Pmp {
     state: PmpState,
     /// Some entry has A != OFF (else only the default rule applies).
     active: bool,
+    /// The entries that match some address, lowest-numbered first: their byte range
+    /// `[lo, hi)` and configuration, decoded from `state` whenever it changes (`refresh`),
+    /// so that a check (every TLB fill, every page-table access of a walk) does not decode
+    /// them again.
+    decoded: [(u128, u128, u8); ENTRIES],
+    /// How many of `decoded` are in use.
+    in_use: usize,
 }
 
 /// An entry's address range, `[lo, hi)`, in bytes (u128: NAPOT's largest region ends at
@@ -165,6 +172,13 @@ impl Pmp {
 
     fn refresh(&mut self) {
         self.active = self.state.cfg.iter().any(|c| c & A_MASK != A_OFF);
+        self.in_use = 0;
+        for i in 0..ENTRIES {
+            if let Some((lo, hi)) = range(&self.state, i) {
+                self.decoded[self.in_use] = (lo, hi, self.state.cfg[i]);
+                self.in_use += 1;
+            }
+        }
     }
 
     /// `pmpcfg0` (`which` = 0) or `pmpcfg2` (`which` = 1): eight configuration bytes.
@@ -213,6 +227,7 @@ impl Pmp {
             }
         }
         self.state.addr[i] = v & ADDR_MASK;
+        self.refresh();
     }
 
     /// Whether an access of `len` bytes at physical address `addr` in privilege `prv`
@@ -229,17 +244,13 @@ impl Pmp {
             return machine || self.entries == 0;
         }
         let (lo, hi) = (addr as u128, addr as u128 + len as u128);
-        for i in 0..ENTRIES {
-            let Some((a, b)) = range(&self.state, i) else {
-                continue;
-            };
+        for &(a, b, cfg) in &self.decoded[..self.in_use] {
             if hi <= a || lo >= b {
                 continue; // no byte matches
             }
             if lo < a || hi > b {
                 return false; // a partial match fails, in every mode
             }
-            let cfg = self.state.cfg[i];
             return (machine && cfg & L == 0) || cfg & perm != 0;
         }
         machine
