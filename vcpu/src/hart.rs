@@ -340,6 +340,11 @@ impl Hart {
     pub fn translated_blocks(&self) -> u64 {
         self.jit.as_deref().map_or(0, |j| j.translated)
     }
+    /// Runs of translated code that ended in a block whose code bytes had changed since it
+    /// was translated (the block is then forgotten, and so are the links to it).
+    pub fn stale_block_exits(&self) -> u64 {
+        self.jit.as_deref().map_or(0, |j| j.stale_exits)
+    }
     /// RAM pages found to hold both translated code and data the guest writes (their
     /// blocks compare their code at every entry; `jit::guard`).
     pub fn mixed_code_pages(&self) -> u64 {

@@ -2285,6 +2285,47 @@ fn a_loop_in_one_block_rewrites_its_own_head() {
     }
 }
 
+/// A block linked to from another one is rewritten: its stale translation is left once,
+/// and the link goes to the new translation from then on (not through the stale block and
+/// the dispatcher at every pass).
+#[test]
+fn a_rewritten_block_is_unlinked_from_the_blocks_that_jump_to_it() {
+    let old = addi(13, 13, 1);
+    let new = addi(13, 13, 100);
+    const PASSES: u64 = 200;
+    // x11: B's address; x12: B's new first instruction; x10: passes; the patch in pass 3.
+    let body = [
+        auipc(11, 0),
+        addi(11, 11, 24),
+        addi(16, 0, 3),
+        addi(17, 0, PASSES as i32),
+        // A (loop head): one pass more, then to B, in the same page (a linked exit).
+        addi(10, 10, 1),
+        jal(0, 4),
+        // B
+        old,
+        bne(10, 16, 12),
+        sw(12, 11, 0),
+        fence_i(),
+        blt(10, 17, -24),
+        wfi(),
+    ];
+    for mixed in [false, true] {
+        let mut p = code_page(mixed);
+        p.set_x(12, new as u64);
+        p.both(|vm| vm.put32(CODE, &body));
+        p.run_to_wfi("a linked block rewritten");
+        assert_eq!(p.jit.x(13), 3 + (PASSES - 3) * 100, "mixed page: {mixed}");
+        // B's old translation once (and on the mixed page the warm-up's blocks that the
+        // test's code replaced); 197 without the unlinking.
+        let stale = p.jit.hart.stale_block_exits();
+        assert!(
+            (1..=8).contains(&stale),
+            "mixed page: {mixed}: {stale} runs ended in the stale block (of {PASSES} passes)"
+        );
+    }
+}
+
 #[test]
 fn guest_rewrites_compressed_code_and_instruction_lengths() {
     // A 16-bit instruction between two others, rewritten by a halfword store.

@@ -420,13 +420,20 @@ impl Hart {
         done
     }
 
-    /// After a block run that ended in a stale block (its code bytes changed: forget it) or
-    /// in an exit not yet linked (link it to the block at pc, which is in the exit's page).
+    /// After a block run that ended in a stale block (its code bytes changed: forget it and
+    /// unlink the exits linked to it) or in an exit not yet linked (link it to the block at
+    /// pc, which is in the exit's page).
     #[cold]
     #[inline(never)]
     fn jit_after(&mut self, stale: usize) {
         let slot_addr = std::mem::take(&mut self.jit_last_exit) as usize;
         let pc = self.pc;
+        if stale != 0 {
+            if let Some(jit) = self.jit.as_deref_mut() {
+                jit.stale_exits += 1;
+                jit.unlink_stale(stale);
+            }
+        }
         let Some(off) = self.tlb.lookup_fetch(pc) else {
             return;
         };
@@ -455,7 +462,7 @@ impl Hart {
         if b.code != 0 && jit.generation == generation {
             // The slot is the 8-byte jump target of a live block's exit (same generation),
             // and no block is running; it is written through the region's write view.
-            jit.region.patch_u64(slot_addr, b.code as u64);
+            jit.link(slot_addr, b.code);
         }
     }
 

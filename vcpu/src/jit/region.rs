@@ -191,6 +191,17 @@ impl Region {
         true
     }
 
+    /// The 8 bytes at `addr` (as for [`Region::patch_u64`]), or `None` if `addr` is not
+    /// inside the placed code.
+    pub fn read_u64(&self, addr: usize) -> Option<u64> {
+        let offset = addr.checked_sub(self.exec.as_ptr() as usize)?;
+        if offset.checked_add(8).is_none_or(|end| end > self.used) {
+            return None;
+        }
+        // SAFETY: the 8 bytes lie in the placed part of the write view (checked above).
+        Some(unsafe { (self.write.as_ptr().add(offset) as *const u64).read_unaligned() })
+    }
+
     /// Forget every block (the caller drops all references to them first).
     pub fn clear(&mut self) {
         self.used = 0;

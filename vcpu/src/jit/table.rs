@@ -198,8 +198,9 @@ pub(super) const NO_BLOCK: Block = Block {
 pub(crate) struct Jit {
     pub(super) region: region::Region,
     pub(super) table: Box<[Block]>,
-    /// Blocks translated (statistics).
+    /// Blocks translated, and runs that ended in a block found stale (statistics).
     pub(crate) translated: u64,
+    pub(crate) stale_exits: u64,
     /// Incremented when the region is emptied (every block and link is gone).
     pub(crate) generation: u64,
     /// [`MONITORED`] while blocks run with the monitor active, else 0.
@@ -221,6 +222,12 @@ pub(crate) struct Jit {
     pub(crate) ctr_used: bool,
     /// The protected code pages and the blocks' epoch slots.
     pub(crate) guard: super::guard::CodeGuard,
+    /// The exits linked to each block (by its code address): `(slot, stub)`, the address
+    /// of an exit's link slot and of the stub it pointed to before it was linked. A block
+    /// found stale has its incoming links pointed back at their stubs
+    /// ([`Jit::unlink_stale`]), so that they link to its new translation at their next use
+    /// instead of entering the stale block, and the dispatcher, every time.
+    pub(super) incoming: std::collections::HashMap<usize, Vec<(usize, u64)>>,
 }
 
 impl Jit {
@@ -236,6 +243,7 @@ impl Jit {
             // SAFETY: `Block` is plain integers, for which all zeros is a valid value.
             table: unsafe { Box::<[Block]>::new_zeroed_slice(TABLE).assume_init() },
             translated: 0,
+            stale_exits: 0,
             generation: 0,
             kind: 0,
             perf_map,
@@ -245,6 +253,7 @@ impl Jit {
             ctr_enabled_since: false,
             ctr_used: false,
             guard: super::guard::CodeGuard::default(),
+            incoming: std::collections::HashMap::new(),
         }))
     }
 
@@ -257,6 +266,28 @@ impl Jit {
         self.ctr_off_blocks = false;
         self.ctr_enabled_since = false;
         self.guard.reset_slots();
+        self.incoming.clear();
+    }
+
+    /// Link the exit whose slot is at `slot` (in a live block) to the block at `code`,
+    /// remembering the stub the slot pointed to (see [`Jit::incoming`]).
+    pub(super) fn link(&mut self, slot: usize, code: usize) {
+        let Some(stub) = self.region.read_u64(slot) else {
+            return;
+        };
+        if self.region.patch_u64(slot, code as u64) {
+            self.incoming.entry(code).or_default().push((slot, stub));
+        }
+    }
+
+    /// The block at `code` is stale (its code bytes changed): no exit may enter it through
+    /// a link any more. Each linked exit goes back to its stub, which reports it to the
+    /// dispatcher at its next use, to be linked to the block translated for what is there
+    /// now.
+    pub(super) fn unlink_stale(&mut self, code: usize) {
+        for (slot, stub) in self.incoming.remove(&code).unwrap_or_default() {
+            self.region.patch_u64(slot, stub);
+        }
     }
 
     /// [`CtrCode::Call`] blocks have written [`Jit::ctr_calls_limit`] records: recording is
