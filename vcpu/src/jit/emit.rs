@@ -104,6 +104,24 @@ impl RegCache {
     }
 }
 
+/// What translation reuses from one block to the next (a hart's, allocated once): the
+/// assembler and the buffer a block's code is finished into.
+pub(crate) struct Scratch {
+    pub(super) asm: Emitter,
+    pub(super) code: Vec<u8>,
+}
+
+impl Default for Scratch {
+    fn default() -> Self {
+        Scratch {
+            // Room for the largest blocks, and the labels of a block of the most
+            // instructions (exits and slow paths).
+            asm: Emitter::new(4096, 8 * super::MAX_INSNS),
+            code: Vec::with_capacity(4096),
+        }
+    }
+}
+
 /// A block's assembler (see the module documentation).
 pub(super) struct Emitter {
     asm: VecAssembler<X64Relocation>,
@@ -113,14 +131,31 @@ pub(super) struct Emitter {
 }
 
 impl Emitter {
-    /// An empty assembler for code placed at `base`, with room for `ops` bytes and
-    /// `labels` dynamic labels and relocations; x0 at displacement `x` in the hart.
-    pub(super) fn new(base: usize, ops: usize, labels: usize, x: i32) -> Emitter {
+    /// An empty assembler with room for `ops` bytes and `labels` dynamic labels and
+    /// relocations. Its code may be placed anywhere: blocks refer to their labels only
+    /// relatively, and to everything else by absolute addresses they hold themselves.
+    pub(super) fn new(ops: usize, labels: usize) -> Emitter {
         Emitter {
-            asm: VecAssembler::new_with_capacity(base, ops, 0, 0, labels, 0, labels),
+            asm: VecAssembler::new_with_capacity(0, ops, 0, 0, labels, 0, labels),
             cache: RegCache::default(),
-            x,
+            x: 0,
         }
+    }
+
+    /// Begin a block, with x0 at displacement `x` in the hart and nothing cached. The
+    /// assembler is empty: new, or emptied by [`Emitter::finish`].
+    pub(super) fn begin(&mut self, x: i32) {
+        self.cache = RegCache::default();
+        self.x = x;
+    }
+
+    /// Resolve the block's labels and move its code to `code` (emptied first), leaving the
+    /// assembler empty for the next block, its buffers kept. After an error the assembler
+    /// must not be used again.
+    pub(super) fn finish(&mut self, code: &mut Vec<u8>) -> Result<(), DynasmError> {
+        code.clear();
+        code.extend(self.asm.drain()?);
+        Ok(())
     }
 
     /// The host register to hold guest register `r` from now on ([`RegCache::assign`]),
@@ -181,10 +216,6 @@ impl Emitter {
 
     pub(super) fn new_dynamic_label(&mut self) -> DynamicLabel {
         self.asm.new_dynamic_label()
-    }
-
-    pub(super) fn finalize(self) -> Result<Vec<u8>, DynasmError> {
-        self.asm.finalize()
     }
 }
 

@@ -475,8 +475,16 @@ impl Hart {
     #[cold]
     #[inline(never)]
     fn jit_translate(&mut self, pc: u64, off: u64, left: u64) -> Block {
-        #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
         let mut plan = self.jit_plan(pc, off);
+        let block = self.jit_translate_plan(&mut plan, pc, off, left);
+        if let Some(jit) = self.jit.as_deref_mut() {
+            jit.recycle(plan);
+        }
+        block
+    }
+
+    /// [`Hart::jit_translate`] once the block is planned.
+    fn jit_translate_plan(&mut self, plan: &mut Plan, pc: u64, off: u64, left: u64) -> Block {
         let kind = self.jit.as_deref().map_or(0, |j| j.kind);
         if plan.insns.len() as u64 > left {
             // Remembered (no code, its length), so that the dispatches near the end of
@@ -521,11 +529,12 @@ impl Hart {
             } else {
                 jit.guard.slot(self.jit_code_epoch) as usize
             };
-            if let Some(code) = x64::assemble(at, &plan, &layout) {
-                if code.len() <= MAX_BLOCK_BYTES {
-                    block.code = jit.region.push(&code);
+            if let Some(code) = x64::assemble(&mut jit.scratch, at, plan, &layout) {
+                let len = code.len();
+                if len <= MAX_BLOCK_BYTES {
+                    block.code = jit.region.push(code);
                     jit.translated += 1;
-                    jit.name_block(block.code, code.len(), pc);
+                    jit.name_block(block.code, len, pc);
                 }
             }
             if block.code != 0 {
@@ -544,9 +553,21 @@ impl Hart {
     }
 
     /// Decode the run of translatable instructions at `pc`.
-    fn jit_plan(&self, pc: u64, off: u64) -> Plan {
+    fn jit_plan(&mut self, pc: u64, off: u64) -> Plan {
         let page_end = (off | 0xfff) + 1;
-        let mut insns = Vec::with_capacity(MAX_INSNS);
+        // The buffers of the last plan (`Jit::recycle`).
+        let (mut insns, mut check) = self
+            .jit
+            .as_deref_mut()
+            .map(|j| {
+                (
+                    std::mem::take(&mut j.plan_insns),
+                    std::mem::take(&mut j.plan_check),
+                )
+            })
+            .unwrap_or_default();
+        insns.clear();
+        check.clear();
         let (mut va, mut o) = (pc, off);
         let monitored = self.jit.as_deref().is_some_and(|j| j.kind != 0);
         #[cfg(target_arch = "x86_64")]
@@ -581,7 +602,6 @@ impl Hart {
         }
         // Compare the whole byte range at entry: 8-byte words, the last one overlapping.
         let bytes = (o - off) as u32;
-        let mut check = Vec::with_capacity(MAX_INSNS);
         let mut word =
             |at: u32, size: u8| check.push((at, size, self.ram.load(off + at as u64, size as u32)));
         if bytes >= 8 {

@@ -25,6 +25,10 @@ pub(super) struct Region {
     populated: usize,
 }
 
+/// Bytes before each block: its word ([`Region::word`]) in the last 8, and blocks stay
+/// 16-byte aligned.
+const HEADER: usize = 16;
+
 /// The step in which the region's pages are given host memory ahead of use. Left to page
 /// faults, every 4 KiB page of code costs two (one per view), about a tenth of a Linux
 /// boot's host time; populating a step at a time costs one system call per view.
@@ -152,26 +156,39 @@ impl Region {
 
     /// The address the next block will be placed at, if `len` more bytes fit.
     pub fn next(&self, len: usize) -> Option<usize> {
-        (self.used + len <= self.size).then(|| self.exec.as_ptr() as usize + self.used)
+        (self.used + HEADER + len <= self.size)
+            .then(|| self.exec.as_ptr() as usize + self.used + HEADER)
     }
 
-    /// Copy `code` (assembled for address [`Region::next`]) in; returns its address.
+    /// Copy `code` (assembled for address [`Region::next`]) in, after a header whose word
+    /// ([`Region::word`]) is 0; returns its address.
     pub fn push(&mut self, code: &[u8]) -> usize {
-        assert!(self.used + code.len() <= self.size, "JIT region overflow");
-        let at = self.exec.as_ptr() as usize + self.used;
-        self.populate(self.used + code.len());
+        let start = self.used + HEADER;
+        assert!(start + code.len() <= self.size, "JIT region overflow");
+        self.populate(start + code.len());
         // SAFETY: in bounds of the write view (asserted); no code in the written range has
         // been handed out.
         unsafe {
-            std::ptr::copy_nonoverlapping(
-                code.as_ptr(),
-                self.write.as_ptr().add(self.used),
-                code.len(),
-            )
+            let to = self.write.as_ptr().add(start);
+            (to.sub(8) as *mut u64).write_unaligned(0);
+            std::ptr::copy_nonoverlapping(code.as_ptr(), to, code.len())
         };
         // Keep blocks 16-byte aligned.
-        self.used = (self.used + code.len() + 15) & !15;
-        at
+        self.used = (start + code.len() + 15) & !15;
+        self.exec.as_ptr() as usize + start
+    }
+
+    /// The word kept for the block placed at `code` (by [`Region::push`]), in the 8 bytes
+    /// before it, which its code never reads; `None` if no block can be there.
+    pub fn word(&self, code: usize) -> Option<u64> {
+        self.read_u64(code.checked_sub(8)?)
+    }
+
+    /// Set the word of the block at `code` ([`Region::word`]); `false` if no block can be
+    /// there.
+    pub fn set_word(&mut self, code: usize, value: u64) -> bool {
+        code.checked_sub(8)
+            .is_some_and(|at| self.patch_u64(at, value))
     }
 
     /// Writes `value` to the 8 bytes at `addr`, an address of the execute view inside code

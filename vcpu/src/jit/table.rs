@@ -222,12 +222,28 @@ pub(crate) struct Jit {
     pub(crate) ctr_used: bool,
     /// The protected code pages and the blocks' epoch slots.
     pub(crate) guard: super::guard::CodeGuard,
-    /// The exits linked to each block (by its code address): `(slot, stub)`, the address
-    /// of an exit's link slot and of the stub it pointed to before it was linked. A block
-    /// found stale has its incoming links pointed back at their stubs
-    /// ([`Jit::unlink_stale`]), so that they link to its new translation at their next use
-    /// instead of entering the stale block, and the dispatcher, every time.
-    pub(super) incoming: std::collections::HashMap<usize, Vec<(usize, u64)>>,
+    /// The linked exits: each block's word in the region (`region::Region::word`) heads
+    /// the list of the exits linked to it (an index into this, plus 1; 0: none). A block
+    /// found stale has them pointed back at their stubs ([`Jit::unlink_stale`]), so that
+    /// they link to its new translation at their next use instead of entering the stale
+    /// block, and the dispatcher, every time.
+    pub(super) links: Vec<Link>,
+    /// The assembler and buffers translation reuses, and the last plan's buffers
+    /// ([`Jit::recycle`]).
+    #[cfg(target_arch = "x86_64")]
+    pub(super) scratch: super::emit::Scratch,
+    pub(super) plan_insns: Vec<(u64, Insn)>,
+    pub(super) plan_check: Vec<(u32, u8, u64)>,
+}
+
+/// An exit linked to a block ([`Jit::links`]).
+#[derive(Clone, Copy)]
+pub(super) struct Link {
+    /// The address of the exit's link slot and of the stub it pointed to before.
+    slot: usize,
+    stub: u64,
+    /// The next exit linked to the same block ([`Jit::links`] index plus 1, or 0).
+    next: u64,
 }
 
 impl Jit {
@@ -253,7 +269,11 @@ impl Jit {
             ctr_enabled_since: false,
             ctr_used: false,
             guard: super::guard::CodeGuard::default(),
-            incoming: std::collections::HashMap::new(),
+            links: Vec::new(),
+            #[cfg(target_arch = "x86_64")]
+            scratch: Default::default(),
+            plan_insns: Vec::with_capacity(MAX_INSNS),
+            plan_check: Vec::with_capacity(MAX_INSNS),
         }))
     }
 
@@ -266,17 +286,24 @@ impl Jit {
         self.ctr_off_blocks = false;
         self.ctr_enabled_since = false;
         self.guard.reset_slots();
-        self.incoming.clear();
+        self.links.clear();
+    }
+
+    /// Keep a plan's buffers for the next one.
+    pub(super) fn recycle(&mut self, plan: Plan) {
+        self.plan_insns = plan.insns;
+        self.plan_check = plan.check;
     }
 
     /// Link the exit whose slot is at `slot` (in a live block) to the block at `code`,
     /// remembering the stub the slot pointed to (see [`Jit::incoming`]).
     pub(super) fn link(&mut self, slot: usize, code: usize) {
-        let Some(stub) = self.region.read_u64(slot) else {
+        let (Some(stub), Some(next)) = (self.region.read_u64(slot), self.region.word(code)) else {
             return;
         };
         if self.region.patch_u64(slot, code as u64) {
-            self.incoming.entry(code).or_default().push((slot, stub));
+            self.links.push(Link { slot, stub, next });
+            self.region.set_word(code, self.links.len() as u64);
         }
     }
 
@@ -285,8 +312,13 @@ impl Jit {
     /// dispatcher at its next use, to be linked to the block translated for what is there
     /// now.
     pub(super) fn unlink_stale(&mut self, code: usize) {
-        for (slot, stub) in self.incoming.remove(&code).unwrap_or_default() {
+        let mut at = self.region.word(code).unwrap_or(0);
+        self.region.set_word(code, 0);
+        while let Some(&Link { slot, stub, next }) =
+            at.checked_sub(1).and_then(|k| self.links.get(k as usize))
+        {
             self.region.patch_u64(slot, stub);
+            at = next;
         }
     }
 

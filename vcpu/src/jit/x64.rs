@@ -24,9 +24,7 @@ use super::table::{Layout, Plan};
 use crate::decode::{Insn, Op, X0_SINK};
 
 type Asm = super::emit::Emitter;
-
-/// Labels a block needs at most per instruction (exits, slow paths), for preallocation.
-const MAX_LABELS: usize = 2 * super::MAX_INSNS;
+use super::emit::Scratch;
 
 /// Displacement of integer register `r` from the hart pointer.
 fn xd(l: &Layout, r: u8) -> i32 {
@@ -913,14 +911,21 @@ pub(super) fn terminal(op: Op) -> bool {
 /// the head expects it. The values still go to the hart as always; what the next iteration
 /// no longer does is wait for a store of one to be read back from memory. Which registers
 /// those are is learnt from a first assembly of the block.
-pub(super) fn assemble(base: usize, plan: &Plan, l: &Layout) -> Option<Vec<u8>> {
-    let (code, back) = assemble_carrying(base, plan, l, &[])?;
-    match back {
-        Some(carried) if !carried.is_empty() => assemble_carrying(base, plan, l, &carried)
-            .map(|(code, _)| code)
-            .or(Some(code)),
-        _ => Some(code),
+///
+/// The code is left in `s.code`; `None` if the assembler refused it.
+pub(super) fn assemble<'s>(
+    s: &'s mut Scratch,
+    base: usize,
+    plan: &Plan,
+    l: &Layout,
+) -> Option<&'s [u8]> {
+    let back = assemble_carrying(s, base, plan, l, &[])?;
+    if let Some(carried) = back.filter(|c| !c.is_empty()) {
+        if assemble_carrying(s, base, plan, l, &carried).is_none() {
+            assemble_carrying(s, base, plan, l, &[])?;
+        }
     }
+    Some(&s.code)
 }
 
 /// Registers a loop carries from one iteration to the next: `(host, guest)`.
@@ -929,12 +934,14 @@ type Carried = Vec<(u8, u8)>;
 /// [`assemble`] with a loop carrying `carried` (`(host, guest)` registers); also returns
 /// what the register cache held clean at the jump back, if the block loops.
 fn assemble_carrying(
+    s: &mut Scratch,
     base: usize,
     plan: &Plan,
     l: &Layout,
     carried: &[(u8, u8)],
-) -> Option<(Vec<u8>, Option<Carried>)> {
-    let mut a = Asm::new(base, 4096, 4 * MAX_LABELS, l.x);
+) -> Option<Option<Carried>> {
+    let a = &mut s.asm;
+    a.begin(l.x);
     let entry = a.new_dynamic_label();
     let invalid = a.new_dynamic_label();
     let out = a.new_dynamic_label();
@@ -966,7 +973,7 @@ fn assemble_carrying(
             ; jne =>recheck
         );
     } else {
-        emit_code_check(&mut a, plan, code_off, invalid);
+        emit_code_check(a, plan, code_off, invalid);
     }
     let n = plan.insns.len() as u32;
     let nn = n as i32;
@@ -1016,15 +1023,15 @@ fn assemble_carrying(
         if terminal(i.op) {
             debug_assert_eq!(k + 1, plan.insns.len());
             if monitored && k == 0 {
-                fetch(&mut a);
+                fetch(a);
             }
-            emit_terminal(&mut a, l, pc, i, page, monitored, &mut links);
+            emit_terminal(a, l, pc, i, page, monitored, &mut links);
             continue;
         } else if is_memory(i.op) || float_memory(i.op) {
             let bail = a.new_dynamic_label();
             bails.push((bail, pc, n - k as u32));
             if float_memory(i.op) {
-                fp.check(&mut a, l, bail);
+                fp.check(a, l, bail);
             }
             // A store into this block's code leaves the block after it, so that the next
             // instruction is fetched again (as the interpreter does). A guarded block's page
@@ -1053,7 +1060,7 @@ fn assemble_carrying(
                 chains.get(k).copied().flatten(),
             );
             emit_memory(
-                &mut a,
+                a,
                 l,
                 i,
                 bail,
@@ -1064,14 +1071,14 @@ fn assemble_carrying(
                 &mut misses,
             );
             if matches!(i.op, Op::Flw | Op::Fld) {
-                fp.dirty(&mut a, l);
+                fp.dirty(a, l);
             }
         } else if float_op(i.op) {
             let bail = a.new_dynamic_label();
             bails.push((bail, pc, n - k as u32));
-            emit_float(&mut a, l, i, bail, &mut fp);
+            emit_float(a, l, i, bail, &mut fp);
         } else if muldiv(i.op) {
-            emit_muldiv(&mut a, l, i);
+            emit_muldiv(a, l, i);
             if monitored {
                 // The cost model's extra cycles (`Hart::pmu_cycles`, as the interpreter's
                 // monitoring variants add them).
@@ -1092,22 +1099,22 @@ fn assemble_carrying(
                 ; mov rsi, QWORD lo as i64
                 ; mov rdx, QWORD hi as i64
             );
-            call(&mut a, l.atomic_helper);
+            call(a, l.atomic_helper);
             dynasm!(a ; .arch x64 ; test eax, eax ; jnz =>bail);
             if atomic_write(i.op) {
                 // It retired: the block's fetch report comes before the exit.
                 if monitored && k == 0 {
-                    fetch(&mut a);
+                    fetch(a);
                 }
                 let next = pc.wrapping_add(i.len as u64);
-                exit_to(&mut a, l, next, Next::to(next, page, monitored), &mut links);
+                exit_to(a, l, next, Next::to(next, page, monitored), &mut links);
             }
         } else if csr(i.op) {
             let bail = a.new_dynamic_label();
             bails.push((bail, pc, n - k as u32));
-            emit_csr(&mut a, l, pc, i, bail, n - k as u32, &mut links);
+            emit_csr(a, l, pc, i, bail, n - k as u32, &mut links);
         } else {
-            emit_straight(&mut a, l, pc, i);
+            emit_straight(a, l, pc, i);
             if monitored && matches!(i.op, Op::Mul | Op::Mulh | Op::Mulhu | Op::Mulw) {
                 let cycles = tally(l, crate::pmu::events::Event::Cycles);
                 let cost = crate::pmu::model::Cost::MUL as i32;
@@ -1117,13 +1124,13 @@ fn assemble_carrying(
         if monitored && k == 0 {
             // The fetch report's code has labels: nothing may be left unwritten.
             a.flush();
-            fetch(&mut a);
+            fetch(a);
         }
     }
     a.flush();
     if !plan.insns.last().is_some_and(|(_, i)| terminal(i.op)) {
         exit_to(
-            &mut a,
+            a,
             l,
             plan.end_pc,
             Next::to(plan.end_pc, page, monitored),
@@ -1131,10 +1138,10 @@ fn assemble_carrying(
         );
     }
     for slow in &slows {
-        emit_slow_path(&mut a, l, slow);
+        emit_slow_path(a, l, slow);
     }
     for miss in &misses {
-        emit_chain_miss(&mut a, l, miss);
+        emit_chain_miss(a, l, miss);
     }
     // A rewriting store has retired (the monitor hears of it here); a bail has not.
     let bails = bails
@@ -1148,20 +1155,20 @@ fn assemble_carrying(
         dynasm!(a ; .arch x64 ; =>label);
         if monitored {
             if let Some(first) = rewrote {
-                monitor_access(&mut a, l, true);
+                monitor_access(a, l, true);
                 if first {
-                    fetch(&mut a);
+                    fetch(a);
                 }
             }
         }
         dynasm!(a ; .arch x64 ; add r12, undone);
-        exit_to(&mut a, l, pc, (Next::Dispatcher, monitored), &mut links);
+        exit_to(a, l, pc, (Next::Dispatcher, monitored), &mut links);
     }
     if guarded {
         // The code bytes the block was translated from must still be there; then its page
         // is protected again and its slot takes the epoch (`super::jit_code_checked`).
         dynasm!(a ; .arch x64 ; =>recheck);
-        emit_code_check(&mut a, plan, code_off, invalid);
+        emit_code_check(a, plan, code_off, invalid);
         // A block lies in one page: while it is still protected, the slot takes the epoch
         // here; otherwise the helper protects it again (or finds it mixed: stale).
         let page = code_off >> 12;
@@ -1179,7 +1186,7 @@ fn assemble_carrying(
             ; mov rsi, QWORD slot
             ; mov rdx, QWORD page as i64
         );
-        call(&mut a, l.checked_helper);
+        call(a, l.checked_helper);
         dynasm!(a ; .arch x64
             ; test eax, eax
             ; jnz =>invalid
@@ -1192,22 +1199,25 @@ fn assemble_carrying(
         ; =>out
         ; add r12, nn
     );
-    store_pc(&mut a, l, start_pc(plan));
+    store_pc(a, l, start_pc(plan));
     dynasm!(a ; .arch x64
         ; xor eax, eax
         ; ret
         ; =>invalid
     );
-    store_pc(&mut a, l, start_pc(plan));
+    store_pc(a, l, start_pc(plan));
     dynasm!(a ; .arch x64
         ; lea rax, [=>entry]
         ; ret
     );
-    let mut code = a.finalize().ok()?;
-    for (at, stub) in links.slots {
-        code[at..at + 8].copy_from_slice(&((base + stub) as u64).to_le_bytes());
+    if a.finish(&mut s.code).is_err() {
+        s.asm = Scratch::default().asm;
+        return None;
     }
-    Some((code, links.back))
+    for (at, stub) in links.slots {
+        s.code[at..at + 8].copy_from_slice(&((base + stub) as u64).to_le_bytes());
+    }
+    Some(links.back)
 }
 
 /// The block's code bytes must still be what it was translated from; else `invalid`.
