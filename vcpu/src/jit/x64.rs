@@ -1380,8 +1380,10 @@ fn compare(a: &mut Asm, l: &Layout, rs1: u8, rs2: u8) {
 
 /// The common integer instructions computed straight into the host register that caches
 /// their destination (`super::emit`), which then holds x[rd] until `Emitter::flush` writes
-/// it to the hart, with no copies through rax and rcx. Returns false (nothing emitted) for the others, and where the destination's
-/// host register holds the second operand, which computing into it would overwrite first.
+/// it to the hart, with no copies through rax and rcx. Returns false (nothing emitted) for
+/// the others, and where the destination's host register holds the second operand of an
+/// operation other than ADD, SUB, XOR, OR, AND, MUL and their word forms, which computing
+/// into it would overwrite first.
 // dynasm's dynamic registers expand to `.into()` conversions.
 #[allow(clippy::useless_conversion)]
 fn emit_alu(a: &mut Asm, l: &Layout, pc: u64, i: &Insn) -> bool {
@@ -1396,10 +1398,17 @@ fn emit_alu(a: &mut Asm, l: &Layout, pc: u64, i: &Insn) -> bool {
     }
     let h = a.cache.peek(i.rd);
     let s2 = if reg_reg { src(a, l, i.rs2) } else { Src::Zero };
-    if s2 == Src::Host(h) && i.rs1 != i.rs2 {
+    // The destination's host register holds the second operand: the operands swapped where
+    // the operation commutes, and SUB as the negated second operand plus the first.
+    let swapped = s2 == Src::Host(h) && i.rs1 != i.rs2;
+    if swapped && !matches!(i.op, Add | Xor | Or | And | Mul | Addw | Mulw | Sub | Subw) {
         return false;
     }
-    let s1 = src(a, l, i.rs1);
+    let (s1, s2) = if swapped {
+        (s2, src(a, l, i.rs1))
+    } else {
+        (src(a, l, i.rs1), s2)
+    };
     let h = a.assign(i.rd);
     let imm = i.imm;
     match i.op {
@@ -1419,7 +1428,19 @@ fn emit_alu(a: &mut Asm, l: &Layout, pc: u64, i: &Insn) -> bool {
         },
     }
     let (sh, shw) = ((imm & 63) as i8, (imm & 31) as i8);
-    match (i.op, s2) {
+    // h = -x[rs2]: then x[rs1] is added.
+    let op = match i.op {
+        Sub if swapped => {
+            dynasm!(a ; .arch x64 ; neg Rq(h));
+            Add
+        }
+        Subw if swapped => {
+            dynasm!(a ; .arch x64 ; neg Rd(h));
+            Addw
+        }
+        op => op,
+    };
+    match (op, s2) {
         (Lui | Auipc, _) => {}
         (Addi, _) => dynasm!(a ; .arch x64 ; add Rq(h), imm),
         (Xori, _) => dynasm!(a ; .arch x64 ; xor Rq(h), imm),
