@@ -65,6 +65,17 @@ fn put(a: &mut Asm, l: &Layout, host: u8, rd: u8) {
     }
 }
 
+/// x[rd] = host register `host`, in a caching host register only, until `Emitter::flush`
+/// writes it to the hart (as [`emit_alu`] leaves its results). Only where no jump follows
+/// before that flush (the cache's rule: `super::emit`).
+#[allow(clippy::useless_conversion)]
+fn put_unwritten(a: &mut Asm, host: u8, rd: u8) {
+    debug_assert!(rd != 0 && rd < 32, "x0 has no cached value");
+    let c = a.assign(rd);
+    dynasm!(a ; .arch x64 ; mov Rq(c), Rq(host));
+    a.set_dirty(c, true);
+}
+
 fn get_rax(a: &mut Asm, l: &Layout, r: u8) {
     get(a, l, RAX, r);
 }
@@ -1264,7 +1275,7 @@ fn emit_straight(a: &mut Asm, l: &Layout, pc: u64, i: &Insn) {
     if i.rd == X0_SINK || i.op == Fence {
         return; // no architectural effect (a hint or FENCE, a no-op on this hart)
     }
-    if emit_alu(a, l, pc, i) {
+    if emit_alu(a, l, pc, i) || emit_compare_or_high(a, l, i) {
         return;
     }
     let imm = i.imm;
@@ -1336,7 +1347,9 @@ fn emit_straight(a: &mut Asm, l: &Layout, pc: u64, i: &Insn) {
             }
         }
     }
-    put_rax(a, l, i.rd);
+    if i.rd < 32 {
+        put_unwritten(a, RAX, i.rd);
+    }
 }
 
 /// Where an instruction finds a guest register's value.
@@ -1482,6 +1495,69 @@ fn emit_alu(a: &mut Asm, l: &Layout, pc: u64, i: &Insn) -> bool {
     // Written to the hart by `Emitter::flush`, or when h is reused. (In monitored blocks
     // too: their reports between instructions read no guest register, and the one with
     // labels, the fetch report, comes after a flush.)
+    a.set_dirty(h, true);
+    true
+}
+
+/// SLT, SLTU, SLTI, SLTIU, MULH and MULHU with no x0 operand, their result put straight
+/// into the host register that caches the destination (as [`emit_alu`] does): the flags
+/// or rdx:rax first, from the operands where they are, then the destination. Returns false
+/// (nothing emitted) for the others.
+// dynasm's dynamic registers expand to `.into()` conversions.
+#[allow(clippy::useless_conversion)]
+fn emit_compare_or_high(a: &mut Asm, l: &Layout, i: &Insn) -> bool {
+    use Op::*;
+    let imm_form = matches!(i.op, Slti | Sltiu);
+    if !matches!(i.op, Slt | Sltu | Slti | Sltiu | Mulh | Mulhu)
+        || i.rd == 0
+        || i.rd >= 32
+        || i.rs1 == 0
+        || (!imm_form && i.rs2 == 0)
+    {
+        return false;
+    }
+    let s1 = src(a, l, i.rs1);
+    let imm = i.imm;
+    match i.op {
+        Mulh | Mulhu => {
+            get_rax(a, l, i.rs1);
+            match (i.op, src(a, l, i.rs2)) {
+                (Mulh, Src::Host(y)) => dynasm!(a ; .arch x64 ; imul Rq(y)),
+                (Mulh, Src::Mem(d)) => dynasm!(a ; .arch x64 ; imul QWORD [rdi + d]),
+                (_, Src::Host(y)) => dynasm!(a ; .arch x64 ; mul Rq(y)),
+                (_, Src::Mem(d)) => dynasm!(a ; .arch x64 ; mul QWORD [rdi + d]),
+                (_, Src::Zero) => unreachable!("x0 operands are left to emit_straight"),
+            }
+            let h = a.assign(i.rd);
+            dynasm!(a ; .arch x64 ; mov Rq(h), rdx);
+            a.set_dirty(h, true);
+            return true;
+        }
+        _ if imm_form => match s1 {
+            Src::Host(x) => dynasm!(a ; .arch x64 ; cmp Rq(x), imm),
+            Src::Mem(d) => dynasm!(a ; .arch x64 ; cmp QWORD [rdi + d], imm),
+            Src::Zero => unreachable!("x0 operands are left to emit_straight"),
+        },
+        _ => match (s1, src(a, l, i.rs2)) {
+            (Src::Host(x), Src::Host(y)) => dynasm!(a ; .arch x64 ; cmp Rq(x), Rq(y)),
+            (Src::Host(x), Src::Mem(e)) => dynasm!(a ; .arch x64 ; cmp Rq(x), QWORD [rdi + e]),
+            (Src::Mem(d), Src::Host(y)) => dynasm!(a ; .arch x64 ; cmp QWORD [rdi + d], Rq(y)),
+            (Src::Mem(d), Src::Mem(e)) => dynasm!(a ; .arch x64
+                ; mov rax, QWORD [rdi + d]
+                ; cmp rax, QWORD [rdi + e]
+            ),
+            _ => unreachable!("x0 operands are left to emit_straight"),
+        },
+    }
+    // `assign` may write the register's old value to the hart: a move, which keeps the
+    // flags.
+    let h = a.assign(i.rd);
+    if matches!(i.op, Slt | Slti) {
+        dynasm!(a ; .arch x64 ; setl Rb(h));
+    } else {
+        dynasm!(a ; .arch x64 ; setb Rb(h));
+    }
+    dynasm!(a ; .arch x64 ; movzx Rd(h), Rb(h));
     a.set_dirty(h, true);
     true
 }
@@ -1639,7 +1715,10 @@ fn emit_memory(
         }
         let d = fd(l, i.rd);
         dynasm!(a ; .arch x64 ; mov QWORD [rdi + d], rcx);
+    } else if i.rd != X0_SINK && !monitored {
+        put_unwritten(a, RCX, i.rd);
     } else if i.rd != X0_SINK {
+        // The monitor's model code that follows has jumps.
         put(a, l, RCX, i.rd);
     }
     if monitored {
