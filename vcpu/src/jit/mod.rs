@@ -446,6 +446,7 @@ impl Hart {
             if jit.table[slot].code == stale {
                 jit.table[slot] = NO_BLOCK;
             }
+            jit.forget_evicted(pc, key, stale);
             return;
         }
         let generation = jit.generation;
@@ -475,6 +476,14 @@ impl Hart {
     #[cold]
     #[inline(never)]
     fn jit_translate(&mut self, pc: u64, off: u64, left: u64) -> Block {
+        // A block that another took the table slot of is still there: back in its slot.
+        if let Some(b) = self
+            .jit
+            .as_deref_mut()
+            .and_then(|j| j.reinstate(pc, off | j.kind))
+        {
+            return b;
+        }
         let mut plan = self.jit_plan(pc, off);
         let block = self.jit_translate_plan(&mut plan, pc, off, left);
         if let Some(jit) = self.jit.as_deref_mut() {
@@ -491,12 +500,12 @@ impl Hart {
             // every chunk that meet it again do not plan it again (`Block`).
             self.jit_short = plan.insns.len() as u64;
             if let Some(jit) = self.jit.as_deref_mut() {
-                jit.table[Jit::slot(off | kind)] = Block {
+                jit.install(Block {
                     va: pc,
                     off: off | kind,
                     code: 0,
                     insns: self.jit_short,
-                };
+                });
             }
             return NO_BLOCK;
         }
@@ -547,7 +556,7 @@ impl Hart {
             block.insns = 0;
         }
         if let Some(jit) = self.jit.as_deref_mut() {
-            jit.table[Jit::slot(block.off)] = block;
+            jit.install(block);
         }
         block
     }

@@ -234,6 +234,12 @@ pub(crate) struct Jit {
     pub(super) scratch: super::emit::Scratch,
     pub(super) plan_insns: Vec<(u64, Insn)>,
     pub(super) plan_check: Vec<(u32, u8, u64)>,
+    /// Translated blocks whose table slot another block took, by `(va, off)`: their code is
+    /// still in the region, so a lookup that misses finds them here instead of translating
+    /// them again ([`Jit::reinstate`]). Two hot blocks that share a slot would otherwise be
+    /// translated again each time the other had run (a Linux boot translated 81 300 blocks
+    /// for 74 500 addresses, one of them 143 times; 74 800 now).
+    pub(super) evicted: std::collections::HashMap<(u64, u64), Block>,
 }
 
 /// An exit linked to a block ([`Jit::links`]).
@@ -274,6 +280,7 @@ impl Jit {
             scratch: Default::default(),
             plan_insns: Vec::with_capacity(MAX_INSNS),
             plan_check: Vec::with_capacity(MAX_INSNS),
+            evicted: std::collections::HashMap::new(),
         }))
     }
 
@@ -287,6 +294,35 @@ impl Jit {
         self.ctr_enabled_since = false;
         self.guard.reset_slots();
         self.links.clear();
+        self.evicted.clear();
+    }
+
+    /// Enter `block` in its table slot; a translated block there before it is kept aside
+    /// ([`Jit::evicted`]), and an older one for the same address kept aside is dropped.
+    pub(super) fn install(&mut self, block: Block) {
+        if !self.evicted.is_empty() {
+            self.evicted.remove(&(block.va, block.off));
+        }
+        let slot = &mut self.table[Self::slot(block.off)];
+        let old = std::mem::replace(slot, block);
+        if old.code != 0 && (old.va, old.off) != (block.va, block.off) {
+            self.evicted.insert((old.va, old.off), old);
+        }
+    }
+
+    /// The translated block for `va` at table key `key` that another block took the slot
+    /// of, entered in its slot again.
+    pub(super) fn reinstate(&mut self, va: u64, key: u64) -> Option<Block> {
+        let b = self.evicted.remove(&(va, key))?;
+        self.install(b);
+        Some(b)
+    }
+
+    /// The block at `code` (for `va` at key `key`) is stale: not to be reinstated.
+    pub(super) fn forget_evicted(&mut self, va: u64, key: u64, code: usize) {
+        if self.evicted.get(&(va, key)).is_some_and(|b| b.code == code) {
+            self.evicted.remove(&(va, key));
+        }
     }
 
     /// Keep a plan's buffers for the next one.
@@ -371,8 +407,80 @@ impl Jit {
     /// The table slot of a block key (RAM offset, with [`MONITORED`] for a monitored
     /// block): monitored blocks use the other half of the table, so that a guest whose
     /// monitor goes on and off (a profiled task switched in and out) keeps both kinds.
+    /// Blocks a multiple of 512 KiB apart share a slot ([`Jit::evicted`]). (Folding the
+    /// offset's higher bits in cost more than it saved: +0.8% host instructions over a
+    /// Linux boot's first 300 M guest instructions.)
     #[inline(always)]
     pub(super) fn slot(key: u64) -> usize {
         ((key >> 1) as usize ^ ((key >> 62) as usize) << (TABLE.trailing_zeros() - 1)) & (TABLE - 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block(va: u64, off: u64, code: usize) -> Block {
+        Block {
+            va,
+            off,
+            code,
+            insns: 1,
+        }
+    }
+
+    /// Offsets 512 KiB apart (the table's span of halfword indexes) share a slot;
+    /// monitored blocks use the other half.
+    #[test]
+    fn slots_by_halfword_with_monitored_blocks_in_the_other_half() {
+        let span = 2 * TABLE as u64;
+        assert_eq!(Jit::slot(0x1000), 0x800);
+        assert_eq!(Jit::slot(0x1000), Jit::slot(0x1000 + 3 * span));
+        assert_ne!(Jit::slot(0x1000), Jit::slot(0x1002));
+        assert_eq!(
+            Jit::slot(0x1000 | MONITORED),
+            Jit::slot(0x1000) ^ TABLE / 2,
+            "monitored blocks: the other half"
+        );
+    }
+
+    /// A block whose slot another takes is kept aside and comes back on its next lookup,
+    /// taking the slot back; a stale one does not come back.
+    #[test]
+    fn evicted_blocks_are_reinstated_unless_stale() {
+        let Some(mut jit) = Jit::new(1 << 20, false) else {
+            panic!("no translator on this host");
+        };
+        let (a, b) = (0x1000, 0x1000 + 2 * TABLE as u64);
+        assert_eq!(Jit::slot(a), Jit::slot(b));
+        jit.install(block(0x8000_1000, a, 0x100));
+        jit.install(block(0x8000_2000, b, 0x200));
+        assert_eq!(jit.table[Jit::slot(a)].code, 0x200);
+        assert!(
+            jit.reinstate(0x8000_1000, b).is_none(),
+            "key and va must match"
+        );
+        let back = jit.reinstate(0x8000_1000, a).expect("kept aside");
+        assert_eq!(back.code, 0x100);
+        assert_eq!(jit.table[Jit::slot(a)].code, 0x100);
+        assert!(
+            jit.reinstate(0x8000_1000, a).is_none(),
+            "in its slot, not aside"
+        );
+        // b is aside now; found stale there, it is dropped.
+        jit.forget_evicted(0x8000_2000, b, 0x999);
+        assert!(
+            jit.evicted.contains_key(&(0x8000_2000, b)),
+            "another block's code"
+        );
+        jit.forget_evicted(0x8000_2000, b, 0x200);
+        assert!(jit.reinstate(0x8000_2000, b).is_none());
+        // Planned blocks without code are not kept; emptying the region drops the rest.
+        jit.install(block(0x8000_2000, b, 0));
+        jit.install(block(0x8000_1000, a, 0x100));
+        assert!(jit.evicted.is_empty());
+        jit.install(block(0x8000_2000, b, 0x300));
+        jit.clear();
+        assert!(jit.reinstate(0x8000_1000, a).is_none());
     }
 }
