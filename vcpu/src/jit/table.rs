@@ -439,7 +439,7 @@ mod tests {
         assert_ne!(Jit::slot(0x1000), Jit::slot(0x1002));
         assert_eq!(
             Jit::slot(0x1000 | MONITORED),
-            Jit::slot(0x1000) ^ TABLE / 2,
+            Jit::slot(0x1000) ^ (TABLE / 2),
             "monitored blocks: the other half"
         );
     }
