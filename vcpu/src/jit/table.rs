@@ -332,7 +332,7 @@ impl Jit {
     }
 
     /// Link the exit whose slot is at `slot` (in a live block) to the block at `code`,
-    /// remembering the stub the slot pointed to (see [`Jit::incoming`]).
+    /// remembering the stub the slot pointed to (see [`Jit::links`]).
     pub(super) fn link(&mut self, slot: usize, code: usize) {
         let (Some(stub), Some(next)) = (self.region.read_u64(slot), self.region.word(code)) else {
             return;
