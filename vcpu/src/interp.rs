@@ -92,16 +92,17 @@ impl Hart {
             // budget or counter check lies in that slack.
             // With the performance monitor active, the slack also stays before the overflow
             // check (`pmu.check_at`): no counter can wrap in it.
+            // Translated code needs only its own countdown (`Hart::jit_check_at`); the
+            // interpreter stops at the whole one (`run_chunk`).
             let mut slack = (firm - hard).min(crate::jit::MAX_INSNS as u64);
             if self.pmu.active {
+                let check_at = self.jit_check_at();
                 slack = if self.pmu.may_wrap() {
                     0
                 } else {
-                    slack.min(self.pmu.check_at.saturating_sub(self.vclock + hard))
+                    slack.min(check_at.saturating_sub(self.vclock + hard))
                 };
-            }
-            if self.pmu.active {
-                n = n.min(self.pmu.check_at.saturating_sub(self.vclock).max(1));
+                n = n.min(check_at.saturating_sub(self.vclock).max(1));
             }
             use crate::pmu::{PMU_ARMS, PMU_FULL, PMU_OFF};
             let (done, exit) = match (self.ctr_mask != 0, self.pmu_variant()) {
@@ -149,7 +150,7 @@ impl Hart {
                 // have wrapped: count down again and go on, in the same chunk.
                 if PMU != PMU_OFF
                     && end < hard_end
-                    && self.vclock == self.pmu.check_at
+                    && self.vclock == self.jit_check_at()
                     && !self.pmu.may_wrap()
                 {
                     // The next instruction may wrap a counter: alone, in a chunk of its
@@ -157,7 +158,7 @@ impl Hart {
                     if self.pmu_check(self.pc) || self.pmu.may_wrap() {
                         break;
                     }
-                    end = hard_end.min(self.pmu.check_at);
+                    end = hard_end.min(self.jit_check_at());
                     continue;
                 }
                 break;
@@ -170,7 +171,7 @@ impl Hart {
                 let soft = PMU != PMU_OFF && end < hard_end;
                 // The slack never reaches past the overflow check.
                 let lim = if PMU != PMU_OFF {
-                    (end + slack).min(self.pmu.check_at.max(end))
+                    (end + slack).min(self.jit_check_at().max(end))
                 } else {
                     end + slack
                 };
@@ -194,10 +195,16 @@ impl Hart {
                         if self.pmu_check(self.pc) || self.pmu.may_wrap() {
                             break;
                         }
-                        end = hard_end.min(self.pmu.check_at);
+                        end = hard_end.min(self.jit_check_at());
                         continue;
                     }
                 }
+            }
+            // Translated code may have gone past the whole countdown (`Hart::jit_check_at`),
+            // which an interpreted instruction needs: the chunk ends, and the check at its
+            // end counts down again (the next instruction alone if it may wrap a counter).
+            if PMU != PMU_OFF && self.vclock >= self.pmu.check_at && self.vclock > start {
+                break;
             }
             self.vclock += 1;
             // A fetch fault has already been taken (in the cold path) when this is None.

@@ -880,6 +880,103 @@ enum Mode {
     /// every LCOFI's `mepc` and `minstret` to [`LCOFI_LOG`] and re-arms them), and the
     /// programs read the counters and write a counter or an event selector mid-block.
     PmuFloat,
+    /// M-mode as `Machine`, profiled as a sampling profiler does: counters of cycles, loads
+    /// and branch misses, each overflowing every so many events by seed ([`SAMPLING`]),
+    /// with the LCOFI taken by [`sampling_handler`], which logs it as [`lcofi_handler`]
+    /// does and re-arms the counters that overflowed. Translated blocks then run up to the
+    /// cycles they may take before the counter of cycles wraps.
+    PmuSampling,
+}
+
+/// [`Mode::PmuSampling`]'s periods (events between overflows) of its counters of cycles
+/// (`mhpmcounter3`), loads (4) and branch misses (5), by seed.
+fn sampling_periods(seed: u64) -> [i32; 3] {
+    const CYCLES: [i32; 8] = [4, 6, 9, 40, 150, 400, 900, 2000];
+    const LOADS: [i32; 4] = [300, 1000, 33, 2000];
+    const MISSES: [i32; 4] = [13, 150, 700, 2000];
+    [
+        CYCLES[seed as usize % 8],
+        LOADS[seed as usize / 8 % 4],
+        MISSES[seed as usize / 3 % 4],
+    ]
+}
+
+/// The prologue of [`Mode::PmuSampling`]: the three counters counting (every mode) from
+/// their periods below overflow, LCOFI enabled. Clobbers x5.
+fn sampling_prologue(seed: u64) -> Vec<u32> {
+    use vcpu::pmu::events::{selector, Event};
+    const MHPMEVENT3: u32 = 0x323;
+    const MHPMCOUNTER3: u32 = 0xb03;
+    let mut v = vec![csrw(MCOUNTINHIBIT, 0)];
+    let events = [Event::Cycles, Event::Loads, Event::BranchMisses];
+    for (k, (e, period)) in events.into_iter().zip(sampling_periods(seed)).enumerate() {
+        let k = k as u32;
+        v.extend([
+            addi(5, 0, selector(e) as i32),
+            csrw(MHPMEVENT3 + k, 5),
+            addi(5, 0, -period),
+            csrw(MHPMCOUNTER3 + k, 5),
+        ]);
+    }
+    v.extend([lui(5, 2), csrrs(0, MIE, 5), csrrsi(0, MSTATUS, 8)]);
+    v
+}
+
+/// The trap handler of [`Mode::PmuSampling`]: for the LCOFI, with counting inhibited, the
+/// log entry as [`lcofi_handler`]'s, each counter whose OF bit is set re-armed to overflow
+/// after its period and its OF bit cleared, LCOFIP cleared and counting resumed;
+/// exceptions as `Float`'s handler (none are expected).
+fn sampling_handler(seed: u64) -> Vec<u32> {
+    const MHPMEVENT3: u32 = 0x323;
+    const MHPMCOUNTER3: u32 = 0xb03;
+    let mut v = vec![
+        csrrw(1, MSCRATCH, 1),
+        csrrw(2, SSCRATCH, 2),
+        csrr(1, MCAUSE),
+    ];
+    let branch = v.len();
+    v.push(0);
+    v.extend([
+        addi(1, 0, -1),
+        csrw(MCOUNTINHIBIT, 1),
+        lui(2, (LCOFI_LOG >> 12) as u32),
+        slli(2, 2, 32),
+        srli(2, 2, 32),
+        ld(1, 2, -8),
+        addi(1, 1, 16),
+        slli(1, 1, 47),
+        srli(1, 1, 47),
+        sd(1, 2, -8),
+        add(1, 1, 2),
+        csrr(2, MEPC),
+        sd(2, 1, 0),
+        csrr(2, MINSTRET),
+        sd(2, 1, 8),
+        addi(1, 0, -1),
+        slli(1, 1, 63),
+    ]);
+    for (k, period) in sampling_periods(seed).into_iter().enumerate() {
+        let k = k as u32;
+        v.extend([
+            csrr(2, MHPMEVENT3 + k),
+            bge(2, 0, 16),
+            addi(2, 0, -period),
+            csrw(MHPMCOUNTER3 + k, 2),
+            csrrc(0, MHPMEVENT3 + k, 1),
+        ]);
+    }
+    v.extend([
+        addi(1, 0, 1),
+        slli(1, 1, 13),
+        csrrc(0, MIP, 1),
+        csrrw(2, SSCRATCH, 2),
+        csrrw(1, MSCRATCH, 1),
+        csrw(MCOUNTINHIBIT, 0),
+        mret(),
+    ]);
+    v[branch] = bge(1, 0, 4 * (v.len() - branch) as i32);
+    v.extend(&float_handler()[2..]);
+    v
 }
 
 /// The log of [`Mode::PmuFloat`]'s LCOFIs: entries of `mepc` and `minstret`, 128 KiB
@@ -1067,6 +1164,7 @@ impl Mode {
             Mode::Pmu => CODE + 4 * pmu_setup().len() as u64,
             Mode::Float => CODE + 4 * float_prologue().len() as u64,
             Mode::PmuFloat => CODE + 4 * pmu_float_prologue().len() as u64,
+            Mode::PmuSampling => CODE + 4 * sampling_prologue(0).len() as u64,
             Mode::PmuSv39 => vpage(SV39_CODE_PAGE),
             _ => CODE,
         }
@@ -1117,6 +1215,8 @@ fn random_program(seed: u64, halfwords: usize, mode: Mode) -> Vec<u16> {
             Mode::Ctr if seed % 2 == 1 => [MCTRCTL, MINSTRET, MCYCLE],
             Mode::Pmu if seed % 2 == 1 => [MCOUNTINHIBIT, MINSTRET, MCYCLE],
             Mode::Machine | Mode::Ctr | Mode::Pmu | Mode::Float => [MSCRATCH, MINSTRET, MCYCLE],
+            // The counter of cycles read, through its unprivileged alias too.
+            Mode::PmuSampling => [MSCRATCH, 0xb03, 0xc03],
             // A counter or an event selector written (random values: near overflow, OF
             // set, modes inhibited, events outside the catalog) and read, and a counter
             // read through its unprivileged alias.
@@ -1134,7 +1234,7 @@ fn random_program(seed: u64, halfwords: usize, mode: Mode) -> Vec<u16> {
     while g.h.len() < halfwords {
         g.item(0);
     }
-    if matches!(mode, Mode::Interrupts | Mode::PmuFloat) {
+    if matches!(mode, Mode::Interrupts | Mode::PmuFloat | Mode::PmuSampling) {
         // Nothing enabled, so that WFI stops the hart.
         g.w32(csrrci(0, MSTATUS, 8));
         g.w32(csrw(MIE, 0));
@@ -1212,6 +1312,10 @@ fn load_random_in(p: &mut Pair, seed: u64, halfwords: usize, mode: Mode) -> u64 
             if mode == Mode::PmuFloat {
                 vm.put32(CODE, &pmu_float_prologue());
                 vm.put32(TRAP, &lcofi_handler(seed));
+            }
+            if mode == Mode::PmuSampling {
+                vm.put32(CODE, &sampling_prologue(seed));
+                vm.put32(TRAP, &sampling_handler(seed));
             }
             return;
         }
@@ -1601,6 +1705,44 @@ fn random_float_programs_match_the_interpreter_with_every_counter_overflowing() 
         let insns = p.int.hart.executed();
         assert!(
             lcofis > 500,
+            "seed {seed}: only {lcofis} LCOFIs in {insns} instructions"
+        );
+        assert!(p.jit.hart.translated_blocks() > 50, "seed {seed}");
+    }
+}
+
+/// A sampling profiler's counters (cycles, loads, branch misses) overflowing every 4 to
+/// 2000 cycles, 33 to 2000 loads and 13 to 2000 branch misses, each LCOFI taken and logged:
+/// translated blocks that check their cycles against the room left before the counter of
+/// cycles wraps take every LCOFI on the instruction the interpreter takes it on; whole
+/// runs and runs in budget steps.
+#[test]
+fn random_programs_match_the_interpreter_with_a_sampling_profilers_counters() {
+    random_programs_in(Mode::PmuSampling, 1400..1432);
+    for seed in 1440..1448u64 {
+        let mut rng = seeded(seed ^ 0x5a3);
+        run_in_steps_in(
+            Mode::PmuSampling,
+            seed,
+            3000,
+            "sampling, random steps",
+            || match rng.below(3) {
+                0 => 1 + rng.below(3),
+                1 => 1 + rng.below(70),
+                _ => 1 + rng.below(1000),
+            },
+        );
+    }
+    // LCOFIs all along, with the blocks translated.
+    // (Periods of 40 and 150 cycles.)
+    for seed in [1403, 1404] {
+        let mut p = Mode::PmuSampling.pair();
+        load_random_in(&mut p, seed, 6000, Mode::PmuSampling);
+        p.run_to_wfi("PmuSampling");
+        let lcofis = p.int.r64(LCOFI_LOG - 8) / 16;
+        let insns = p.int.hart.executed();
+        assert!(
+            lcofis > 20,
             "seed {seed}: only {lcofis} LCOFIs in {insns} instructions"
         );
         assert!(p.jit.hart.translated_blocks() > 50, "seed {seed}");

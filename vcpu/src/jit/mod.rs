@@ -93,6 +93,18 @@ unsafe fn vcpu_jit_enter(
 /// # Safety
 /// `hart` is the hart running the block (the dispatcher holds it mutably for the call).
 #[cfg(target_arch = "x86_64")]
+/// The most cycles of the cost model a monitored block of `insns` can add when it runs
+/// whole (`Block::cycles`): its page's fetch and each instruction's most
+/// (`pmu::model::Cost::most`).
+pub(super) fn most_cycles(insns: &[(u64, crate::decode::Insn)]) -> u32 {
+    use crate::pmu::{events::CLASS, model::Cost};
+    let most: u64 = insns
+        .iter()
+        .map(|(_, i)| Cost::most(CLASS[i.op as usize]))
+        .sum();
+    (Cost::ITLB_MISS + most) as u32
+}
+
 unsafe extern "sysv64" fn jit_load(hart: *mut Hart, va: u64, size: u64) -> u64 {
     // SAFETY: see above; no other reference to the hart is used during the call.
     let h = unsafe { &mut *hart };
@@ -373,7 +385,7 @@ impl Hart {
         if jit.ctr_calls >= jit.ctr_calls_limit {
             jit.retranslate_for_ctr();
         }
-        if jit.ctr_enabled_since {
+        if jit.stale_kind() {
             jit.clear();
         }
         let key = off | jit.kind;
@@ -381,8 +393,8 @@ impl Hart {
         let hit = b.va == pc && b.off == key;
         // A hit on a block planned earlier that did not fit then (no code, `insns` > 0):
         // translated once it fits, until then left to the interpreter without a new plan.
-        if hit && b.code == 0 && b.insns > left {
-            self.jit_short = b.insns;
+        if hit && b.code == 0 && u64::from(b.insns) > left {
+            self.jit_short = b.insns.into();
             return 0;
         }
         let b = if hit && (b.code != 0 || b.insns == 0) {
@@ -393,16 +405,24 @@ impl Hart {
         if b.code == 0 {
             return 0;
         }
-        if b.insns > left {
-            self.jit_short = b.insns;
+        if u64::from(b.insns) > left {
+            self.jit_short = b.insns.into();
             return 0;
+        }
+        if monitored {
+            // Blocks that check their cycles (`Jit::cycle_room`): the next one must fit;
+            // otherwise the interpreter goes on, one instruction at a time, with the whole
+            // overflow countdown (`Hart::jit_check_at`).
+            let room = self.pmu_cycle_room();
+            if u64::from(b.cycles) > room && self.jit.as_deref().is_some_and(|j| j.cycle_room()) {
+                return 0;
+            }
+            self.jit_view.cycle_room = room;
+            self.jit_view.fetch_page = self.pmu_fetch_page();
         }
         self.jit_budget = left;
         self.jit_clock = self.vclock + left;
         self.jit_fault = false;
-        if monitored {
-            self.jit_view.fetch_page = self.pmu_fetch_page();
-        }
         let ram = self.ram.host_addr(0);
         let hart = self as *mut Hart;
         // SAFETY: `code` is a block assembled for this hart's layout by `jit_translate`, in a
@@ -504,7 +524,8 @@ impl Hart {
                     va: pc,
                     off: off | kind,
                     code: 0,
-                    insns: self.jit_short,
+                    insns: plan.insns.len() as u32,
+                    cycles: 0,
                 });
             }
             return NO_BLOCK;
@@ -513,8 +534,13 @@ impl Hart {
             va: pc,
             off: off | kind,
             code: 0,
-            insns: plan.insns.len() as u64,
+            insns: plan.insns.len() as u32,
+            cycles: 0,
         };
+        if plan.monitored {
+            plan.cycles = most_cycles(&plan.insns);
+            block.cycles = plan.cycles;
+        }
         #[cfg(target_arch = "x86_64")]
         if !plan.insns.is_empty() {
             let ram = self.ram.size;
@@ -633,6 +659,7 @@ impl Hart {
             check,
             epoch_slot: 0,
             monitored,
+            cycles: 0,
         }
     }
 
@@ -678,6 +705,7 @@ impl Hart {
             ctr_cc_origin: (ctr + c.cc_origin) as i32,
             ctr_type_bits: self.ctr.type_bits(),
             ctr_cycles: self.ctr.counts_cycles(),
+            cycles_checked: self.jit.as_deref().is_some_and(|j| j.cycles_checked()),
             addr: offset_of!(Hart, jit_addr) as i32,
             tally: (offset_of!(Hart, pmu) + tally) as i32,
             models: (offset_of!(Hart, pmu) + models) as i32,

@@ -37,6 +37,11 @@ pub(crate) struct MonitorView {
     /// translated code (`Hart::pmu_fetch_page`), where nothing else moves the model's last
     /// page until the run returns; blocks keep it while they run.
     pub(crate) fetch_page: u64,
+    /// The cycles of the cost model blocks may still add before a counter of cycles can
+    /// wrap (`Hart::pmu_cycle_room`), set on the way into translated code: where blocks
+    /// check their cycles ([`Jit::cycle_room`]), each takes its [`Block::cycles`] from it
+    /// on entry and leaves for the dispatcher instead when they do not fit.
+    pub(crate) cycle_room: u64,
 }
 
 /// No page: `pc as i64 >> 12` is below 2^51.
@@ -50,6 +55,7 @@ impl Default for MonitorView {
             fetch_tag: u64::MAX,
             last_line: u64::MAX,
             fetch_page: NO_PAGE,
+            cycle_room: u64::MAX,
         }
     }
 }
@@ -96,6 +102,8 @@ pub(crate) struct Layout {
     /// records count cycles.
     pub(super) ctr_type_bits: u64,
     pub(super) ctr_cycles: bool,
+    /// Monitored blocks check their cycles on entry (`Jit::cycle_room`).
+    pub(super) cycles_checked: bool,
     /// Monitored blocks: `Hart::jit_addr`, the event tallies (`PmuState::tally`), the
     /// models (`PmuState::models`: their arrays and the ITLB model's last page) and the
     /// model view (`Hart::jit_view`).
@@ -167,8 +175,10 @@ pub(crate) struct Plan {
     pub(super) check: Vec<(u32, u8, u64)>,
     /// The block's epoch slot (`super::guard::CodeGuard::slot`).
     pub(super) epoch_slot: usize,
-    /// Report the performance monitor's events (a monitored block).
+    /// Report the performance monitor's events (a monitored block), and its most cycles
+    /// (`super::most_cycles`).
     pub(super) monitored: bool,
+    pub(super) cycles: u32,
 }
 
 /// A translated block: entry point, or 0 when the instruction at `va` is not translated.
@@ -181,7 +191,10 @@ pub(super) struct Block {
     pub(super) va: u64,
     pub(super) off: u64,
     pub(super) code: usize,
-    pub(super) insns: u64,
+    pub(super) insns: u32,
+    /// A monitored block's most cycles of the cost model (`pmu::model::Cost`): each
+    /// instruction's slot and the most penalties it can take.
+    pub(super) cycles: u32,
 }
 
 /// An empty table entry: all zeros (the table is allocated zeroed, so untouched parts cost
@@ -192,6 +205,7 @@ pub(super) const NO_BLOCK: Block = Block {
     off: 0,
     code: 0,
     insns: 0,
+    cycles: 0,
 };
 
 /// A hart's translated blocks.
@@ -220,6 +234,12 @@ pub(crate) struct Jit {
     /// a guest switching recording on and off (per task) does not empty the region each
     /// time.
     pub(crate) ctr_used: bool,
+    /// Monitored blocks check their cycles against `MonitorView::cycle_room` (a counter of
+    /// cycles came close to wrapping: `Hart::jit_check_at`), and whether they started to
+    /// since the region was last emptied (then it is emptied before the next block runs,
+    /// and until then blocks without the check may be there).
+    cycles_checked: bool,
+    cycles_checked_since: bool,
     /// The protected code pages and the blocks' epoch slots.
     pub(crate) guard: super::guard::CodeGuard,
     /// The linked exits: each block's word in the region (`region::Region::word`) heads
@@ -274,6 +294,8 @@ impl Jit {
             ctr_off_blocks: false,
             ctr_enabled_since: false,
             ctr_used: false,
+            cycles_checked: false,
+            cycles_checked_since: false,
             guard: super::guard::CodeGuard::default(),
             links: Vec::new(),
             #[cfg(target_arch = "x86_64")]
@@ -292,9 +314,35 @@ impl Jit {
         self.ctr_calls = 0;
         self.ctr_off_blocks = false;
         self.ctr_enabled_since = false;
+        self.cycles_checked_since = false;
         self.guard.reset_slots();
         self.links.clear();
         self.evicted.clear();
+    }
+
+    /// From now on monitored blocks check their cycles (the region is emptied before the
+    /// next block runs, of blocks translated without the check).
+    pub(crate) fn check_cycle_room(&mut self) {
+        if !self.cycles_checked {
+            self.cycles_checked = true;
+            self.cycles_checked_since = true;
+        }
+    }
+
+    /// Every monitored block checks its cycles against `MonitorView::cycle_room`.
+    pub(crate) fn cycle_room(&self) -> bool {
+        self.cycles_checked && !self.cycles_checked_since
+    }
+
+    /// Whether blocks translated now check their cycles.
+    pub(super) fn cycles_checked(&self) -> bool {
+        self.cycles_checked
+    }
+
+    /// Whether the region is to be emptied before the next block runs (CTR recording or
+    /// the cycles check started since blocks without their code were translated).
+    pub(super) fn stale_kind(&self) -> bool {
+        self.ctr_enabled_since || self.cycles_checked_since
     }
 
     /// Enter `block` in its table slot; a translated block there before it is kept aside
@@ -426,6 +474,7 @@ mod tests {
             off,
             code,
             insns: 1,
+            cycles: 1,
         }
     }
 

@@ -310,6 +310,7 @@ struct Models {
     fetch_tag: i32,
     last_line: i32,
     fetch_page: i32,
+    cycle_room: i32,
 }
 
 fn models(l: &Layout) -> Models {
@@ -329,6 +330,7 @@ fn models(l: &Layout) -> Models {
         fetch_tag: v(offset_of!(V, fetch_tag)),
         last_line: v(offset_of!(V, last_line)),
         fetch_page: v(offset_of!(V, fetch_page)),
+        cycle_room: v(offset_of!(V, cycle_room)),
     }
 }
 
@@ -997,6 +999,19 @@ fn assemble_carrying(
         ; sub r12, nn
         ; jb =>out
     );
+    // A monitored block whose cycles must fit before a counter of cycles can wrap takes
+    // the most it can add from the room left (`MonitorView::cycle_room`); if they do not
+    // fit, it leaves for the dispatcher, as when the budget runs out.
+    let cycles_out = a.new_dynamic_label();
+    let cycles = plan.cycles as i32;
+    let check_cycles = plan.monitored && l.cycles_checked;
+    if check_cycles {
+        let room = models(l).cycle_room;
+        dynasm!(a ; .arch x64
+            ; sub QWORD [rdi + room], cycles
+            ; jb =>cycles_out
+        );
+    }
     let page = start_pc(plan) >> 12;
     // The block's code: first pc and length in bytes.
     let start = plan.insns[0].0;
@@ -1206,6 +1221,13 @@ fn assemble_carrying(
     }
     // Both return to the dispatcher before the block's first instruction; a block linked
     // to this one did not store its pc (`exit_recording`).
+    if check_cycles {
+        let room = models(l).cycle_room;
+        dynasm!(a ; .arch x64
+            ; =>cycles_out
+            ; add QWORD [rdi + room], cycles
+        );
+    }
     dynasm!(a ; .arch x64
         ; =>out
         ; add r12, nn

@@ -30,6 +30,10 @@ fn max_rate(ev: Event) -> u64 {
 /// `instret_extra`), and one more event of the instruction.
 const PENDING: u64 = 2;
 
+/// A counter of cycles closer than this to wrapping makes monitored blocks check their
+/// cycles (`Hart::jit_check_at`).
+const CYCLE_ROOM_FROM: u64 = 1 << 32;
+
 /// The inhibit bit of a mode (Sscofpmf's xINH bits in `mhpmevent`, and Smcntrpmf 2.1
 /// "Machine Counter Configuration Registers (mcyclecfg, minstretcfg)").
 fn inh_bit(prv: PrivilegeMode, virt: bool) -> u64 {
@@ -191,6 +195,8 @@ impl Hart {
     /// "Precise Local Counter Overflow Interrupt ISA Extension (Ssplcofi)").
     fn pmu_recount(&mut self) {
         let mut safe = u64::MAX;
+        let mut safe_but_cycles = u64::MAX;
+        let mut cycles_left = u64::MAX;
         let mut counting = self.pmu.counting & !0b111;
         while counting != 0 {
             let i = counting.trailing_zeros() as usize;
@@ -200,11 +206,49 @@ impl Hart {
             };
             let left = self.counter(i).wrapping_neg();
             let left = if left == 0 { u64::MAX } else { left };
-            safe = safe.min(left.saturating_sub(1 + PENDING) / max_rate(ev));
+            let s = left.saturating_sub(1 + PENDING) / max_rate(ev);
+            safe = safe.min(s);
+            if ev == Event::Cycles {
+                cycles_left = cycles_left.min(left.saturating_sub(1 + PENDING));
+            } else {
+                safe_but_cycles = safe_but_cycles.min(s);
+            }
         }
         self.pmu.may_wrap = safe == 0;
         self.pmu.check_at = self.vclock.saturating_add(safe.max(1));
         self.pmu.counted_at = self.vclock;
+        self.pmu.check_at_but_cycles = self.vclock.saturating_add(safe_but_cycles.max(1));
+        self.pmu.cycle_limit = self.tally(Event::Cycles).saturating_add(cycles_left);
+        // A counter of cycles that will wrap soon (a sampling profiler's): from now on
+        // monitored blocks check their cycles (`jit::Jit::cycle_room`).
+        if cycles_left < CYCLE_ROOM_FROM {
+            if let Some(jit) = self.jit.as_deref_mut() {
+                jit.check_cycle_room();
+            }
+        }
+    }
+
+    /// The end of the overflow countdown for translated code: `check_at`, or, where
+    /// monitored blocks check that their cycles fit before `cycle_limit` (each adds at most
+    /// its `jit::Block::cycles`), the countdown of the other counters. Counters of cycles
+    /// can move by 51 in one instruction (`max_rate`), so a sampling profiler's counter
+    /// would otherwise end translated code every few dozen instructions near its overflow.
+    #[inline]
+    pub(crate) fn jit_check_at(&self) -> u64 {
+        if !self.pmu.may_wrap && self.jit.as_deref().is_some_and(|j| j.cycle_room()) {
+            self.pmu.check_at_but_cycles
+        } else {
+            self.pmu.check_at
+        }
+    }
+
+    /// How many more cycles translated code may add before a counter of cycles can wrap
+    /// (`MonitorView::cycle_room`).
+    #[inline]
+    pub(crate) fn pmu_cycle_room(&self) -> u64 {
+        self.pmu
+            .cycle_limit
+            .saturating_sub(self.tally(Event::Cycles))
     }
 
     /// Settle, detect overflows and recompute the countdown; returns whether an LCOFI was
@@ -393,6 +437,7 @@ impl Hart {
             fetch_tag: self.pmu.fetch_tag.unwrap_or(u64::MAX),
             last_line: u64::MAX,
             fetch_page: crate::jit::NO_PAGE,
+            cycle_room: u64::MAX,
         };
     }
 

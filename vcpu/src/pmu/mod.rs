@@ -187,6 +187,12 @@ pub(crate) struct Pmu {
     pub(crate) counted_at: u64,
     /// The instruction ending at `check_at` may wrap a counter (else none before it can).
     may_wrap: bool,
+    /// The countdown of the counters of other events than cycles (`check_at`'s, without
+    /// them), and the value of the cycles tally up to which no counter of cycles can wrap
+    /// (`u64::MAX`: none counts): translated blocks that check their cycles against it
+    /// (`Hart::jit_check_at`) need only the first countdown.
+    pub(crate) check_at_but_cycles: u64,
+    pub(crate) cycle_limit: u64,
     /// Work is due on every instruction, not only on loads, stores and control transfers
     /// (the ITLB model while fetches are translated, or PDIS counting in this mode).
     every_insn: bool,
@@ -218,6 +224,8 @@ impl Pmu {
             check_at: u64::MAX,
             counted_at: 0,
             may_wrap: false,
+            check_at_but_cycles: u64::MAX,
+            cycle_limit: u64::MAX,
             every_insn: false,
             brk: false,
             fetch_tag: None,

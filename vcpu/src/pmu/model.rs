@@ -31,6 +31,30 @@ impl Cost {
     /// The most cycles one instruction can add beyond its slot (a divide never accesses
     /// memory; a memory access can miss the cache, the DTLB and the ITLB).
     pub const MAX_PENALTY: u64 = Self::L1D_MISS + Self::DTLB_MISS + Self::ITLB_MISS + Self::TRAP;
+
+    /// The most cycles an instruction of class `c` (`events::CLASS`) that retires can add,
+    /// its fetch aside: its slot and the penalties of its class (each access missing the
+    /// cache and the DTLB, a mispredicted transfer, a multiply's or divide's extra cycles).
+    pub(crate) const fn most(c: u8) -> u64 {
+        use super::events::class;
+        let mut n = Self::BASE;
+        if c & class::LOAD != 0 {
+            n += Self::L1D_MISS + Self::DTLB_MISS;
+        }
+        if c & class::STORE != 0 {
+            n += Self::L1D_MISS + Self::DTLB_MISS;
+        }
+        if c & (class::BRANCH | class::JUMP) != 0 {
+            n += Self::MISPREDICT;
+        }
+        if c & class::MUL != 0 {
+            n += Self::MUL;
+        }
+        if c & class::DIV != 0 {
+            n += Self::DIV;
+        }
+        n
+    }
 }
 
 /// Lines of the L1 data cache model: 32 KiB of 64-byte lines, direct-mapped.
