@@ -385,9 +385,10 @@ impl Hart {
         if jit.ctr_calls >= jit.ctr_calls_limit {
             jit.retranslate_for_ctr();
         }
-        if jit.stale_kind() {
+        if jit.ctr_enabled_since {
             jit.clear();
         }
+        jit.forget_monitored_unchecked();
         let key = off | jit.kind;
         let b = jit.table[Jit::slot(key)];
         let hit = b.va == pc && b.off == key;

@@ -236,8 +236,8 @@ pub(crate) struct Jit {
     pub(crate) ctr_used: bool,
     /// Monitored blocks check their cycles against `MonitorView::cycle_room` (a counter of
     /// cycles came close to wrapping: `Hart::jit_check_at`), and whether they started to
-    /// since the region was last emptied (then it is emptied before the next block runs,
-    /// and until then blocks without the check may be there).
+    /// since the monitored blocks were last forgotten (then they are, before the next block
+    /// runs: until then blocks without the check may be there).
     cycles_checked: bool,
     cycles_checked_since: bool,
     /// The protected code pages and the blocks' epoch slots.
@@ -320,8 +320,8 @@ impl Jit {
         self.evicted.clear();
     }
 
-    /// From now on monitored blocks check their cycles (the region is emptied before the
-    /// next block runs, of blocks translated without the check).
+    /// From now on monitored blocks check their cycles (those translated without the check
+    /// are forgotten before the next block runs: [`Jit::forget_monitored`]).
     pub(crate) fn check_cycle_room(&mut self) {
         if !self.cycles_checked {
             self.cycles_checked = true;
@@ -339,10 +339,26 @@ impl Jit {
         self.cycles_checked
     }
 
-    /// Whether the region is to be emptied before the next block runs (CTR recording or
-    /// the cycles check started since blocks without their code were translated).
-    pub(super) fn stale_kind(&self) -> bool {
-        self.ctr_enabled_since || self.cycles_checked_since
+    /// Forget the monitored blocks translated before their cycles check, if any: their
+    /// table entries go, and with them every way into them (monitored blocks link only to
+    /// monitored blocks, and a block that is not in the table is entered only through
+    /// links). Their code stays in the region, unused, until it is emptied.
+    #[inline]
+    pub(super) fn forget_monitored_unchecked(&mut self) {
+        if self.cycles_checked_since {
+            self.forget_monitored();
+        }
+    }
+
+    #[cold]
+    fn forget_monitored(&mut self) {
+        self.cycles_checked_since = false;
+        for b in self.table.iter_mut() {
+            if b.off & MONITORED != 0 {
+                *b = NO_BLOCK;
+            }
+        }
+        self.evicted.retain(|&(_, key), _| key & MONITORED == 0);
     }
 
     /// Enter `block` in its table slot; a translated block there before it is kept aside
@@ -531,5 +547,46 @@ mod tests {
         jit.install(block(0x8000_2000, b, 0x300));
         jit.clear();
         assert!(jit.reinstate(0x8000_1000, a).is_none());
+    }
+
+    /// When monitored blocks start to check their cycles, those translated before (in
+    /// their slots or kept aside) are forgotten, once; the other blocks stay.
+    #[test]
+    fn monitored_blocks_without_the_cycles_check_are_forgotten_once() {
+        let Some(mut jit) = Jit::new(1 << 20, false) else {
+            panic!("no translator on this host");
+        };
+        let (a, b) = (0x1000, 0x1000 + 2 * TABLE as u64);
+        let m = |k: u64| k | MONITORED;
+        jit.install(block(0x8000_1000, a, 0x100));
+        jit.install(block(0x8000_1000, m(a), 0x200));
+        jit.install(block(0x8000_2000, m(b), 0x300));
+        // An unmonitored block in the slots of the monitored ones of the other half.
+        let c = a ^ TABLE as u64;
+        assert_eq!(Jit::slot(c), Jit::slot(m(a)));
+        jit.install(block(0x8000_3000, c, 0x400));
+        assert!(jit.evicted.contains_key(&(0x8000_2000, m(b))));
+        assert!(!jit.cycle_room() && !jit.cycles_checked());
+        jit.forget_monitored_unchecked();
+        assert_eq!(
+            jit.table[Jit::slot(m(b))].code,
+            0x400,
+            "nothing to forget yet"
+        );
+        jit.check_cycle_room();
+        assert!(jit.cycles_checked(), "blocks translated now check");
+        assert!(!jit.cycle_room(), "older monitored blocks are still there");
+        jit.forget_monitored_unchecked();
+        assert!(jit.cycle_room());
+        assert_eq!(jit.table[Jit::slot(a)].code, 0x100);
+        assert_eq!(jit.table[Jit::slot(c)].code, 0x400);
+        assert!(jit.reinstate(0x8000_1000, m(a)).is_none());
+        assert!(jit.reinstate(0x8000_2000, m(b)).is_none());
+        // Monitored blocks translated from now on stay; a second start changes nothing.
+        jit.install(block(0x8000_2000, m(b), 0x500));
+        jit.check_cycle_room();
+        jit.forget_monitored_unchecked();
+        assert_eq!(jit.table[Jit::slot(m(b))].code, 0x500);
+        assert!(jit.cycle_room());
     }
 }
