@@ -201,9 +201,14 @@ impl Hart {
                 }
             }
             // Translated code may have gone past the whole countdown (`Hart::jit_check_at`),
-            // which an interpreted instruction needs: the chunk ends, and the check at its
-            // end counts down again (the next instruction alone if it may wrap a counter).
-            if PMU != PMU_OFF && self.vclock >= self.pmu.check_at && self.vclock > start {
+            // which an interpreted instruction needs: count down again here (nothing can
+            // have wrapped yet), and if the next instruction may wrap a counter, the chunk
+            // ends so that it runs alone.
+            if PMU != PMU_OFF
+                && self.vclock >= self.pmu.check_at
+                && self.vclock > start
+                && (self.pmu_check(self.pc) || self.pmu.may_wrap())
+            {
                 break;
             }
             self.vclock += 1;
