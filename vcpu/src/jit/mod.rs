@@ -389,19 +389,31 @@ impl Hart {
             jit.clear();
         }
         jit.forget_monitored_unchecked();
+        let checks = monitored && jit.cycle_room();
         let key = off | jit.kind;
         let b = jit.table[Jit::slot(key)];
         let hit = b.va == pc && b.off == key;
-        // A hit on a block planned earlier that did not fit then (no code, `insns` > 0):
-        // translated once it fits, until then left to the interpreter without a new plan.
-        if hit && b.code == 0 && u64::from(b.insns) > left {
-            self.jit_short = b.insns.into();
+        // Where monitored blocks check their cycles (`Jit::cycle_room`), the next one must
+        // fit in the room left; otherwise the interpreter goes on, one instruction at a
+        // time, with the whole overflow countdown (`Hart::jit_check_at`).
+        let room = if checks {
+            self.pmu_cycle_room()
+        } else {
+            u64::MAX
+        };
+        // A hit on a block planned earlier that did not fit then (no code, `insns` > 0,
+        // its most cycles): translated once it fits, until then left to the interpreter
+        // without a new plan.
+        if hit && b.code == 0 && (u64::from(b.insns) > left || u64::from(b.cycles) > room) {
+            if u64::from(b.insns) > left {
+                self.jit_short = b.insns.into();
+            }
             return 0;
         }
         let b = if hit && (b.code != 0 || b.insns == 0) {
             b
         } else {
-            self.jit_translate(pc, off, left)
+            self.jit_translate(pc, off, left, room)
         };
         if b.code == 0 {
             return 0;
@@ -411,11 +423,7 @@ impl Hart {
             return 0;
         }
         if monitored {
-            // Blocks that check their cycles (`Jit::cycle_room`): the next one must fit;
-            // otherwise the interpreter goes on, one instruction at a time, with the whole
-            // overflow countdown (`Hart::jit_check_at`).
-            let room = self.pmu_cycle_room();
-            if u64::from(b.cycles) > room && self.jit.as_deref().is_some_and(|j| j.cycle_room()) {
+            if u64::from(b.cycles) > room {
                 return 0;
             }
             self.jit_view.cycle_room = room;
@@ -476,7 +484,7 @@ impl Hart {
         let b = if b.va == pc && b.off == key && (b.code != 0 || b.insns == 0) {
             b
         } else {
-            self.jit_translate(pc, off, u64::MAX)
+            self.jit_translate(pc, off, u64::MAX, u64::MAX)
         };
         let Some(jit) = self.jit.as_deref_mut() else {
             return;
@@ -491,12 +499,14 @@ impl Hart {
     /// Translate the block at `pc` (RAM offset `off`, in the fetch page) and enter it in the
     /// table.
     ///
-    /// A block longer than `left` is not translated (`Hart::jit_short`): near the end of a
-    /// chunk the interpreter runs the rest, and translating the tails of blocks one
-    /// instruction shorter each time would be wasted.
+    /// A block longer than `left` is not translated (`Hart::jit_short`), nor a monitored
+    /// one whose most cycles (`Block::cycles`) exceed `room` (`MonitorView::cycle_room`):
+    /// near the end of a chunk or an overflow of a counter of cycles the interpreter runs
+    /// the rest, and translating the tails of blocks one instruction shorter each time
+    /// would be wasted.
     #[cold]
     #[inline(never)]
-    fn jit_translate(&mut self, pc: u64, off: u64, left: u64) -> Block {
+    fn jit_translate(&mut self, pc: u64, off: u64, left: u64, room: u64) -> Block {
         // A block that another took the table slot of is still there: back in its slot.
         if let Some(b) = self
             .jit
@@ -506,7 +516,7 @@ impl Hart {
             return b;
         }
         let mut plan = self.jit_plan(pc, off);
-        let block = self.jit_translate_plan(&mut plan, pc, off, left);
+        let block = self.jit_translate_plan(&mut plan, pc, off, left, room);
         if let Some(jit) = self.jit.as_deref_mut() {
             jit.recycle(plan);
         }
@@ -514,8 +524,33 @@ impl Hart {
     }
 
     /// [`Hart::jit_translate`] once the block is planned.
-    fn jit_translate_plan(&mut self, plan: &mut Plan, pc: u64, off: u64, left: u64) -> Block {
+    fn jit_translate_plan(
+        &mut self,
+        plan: &mut Plan,
+        pc: u64,
+        off: u64,
+        left: u64,
+        room: u64,
+    ) -> Block {
         let kind = self.jit.as_deref().map_or(0, |j| j.kind);
+        if plan.monitored {
+            plan.cycles = most_cycles(&plan.insns);
+        }
+        if u64::from(plan.cycles) > room {
+            // Likewise a block that does not fit in the room before a counter of cycles
+            // can wrap (monitored blocks translated near such an overflow would otherwise
+            // be the tails of blocks, one instruction shorter each time).
+            if let Some(jit) = self.jit.as_deref_mut() {
+                jit.install(Block {
+                    va: pc,
+                    off: off | kind,
+                    code: 0,
+                    insns: plan.insns.len() as u32,
+                    cycles: plan.cycles,
+                });
+            }
+            return NO_BLOCK;
+        }
         if plan.insns.len() as u64 > left {
             // Remembered (no code, its length), so that the dispatches near the end of
             // every chunk that meet it again do not plan it again (`Block`).
@@ -526,7 +561,7 @@ impl Hart {
                     off: off | kind,
                     code: 0,
                     insns: plan.insns.len() as u32,
-                    cycles: 0,
+                    cycles: plan.cycles,
                 });
             }
             return NO_BLOCK;
@@ -536,12 +571,8 @@ impl Hart {
             off: off | kind,
             code: 0,
             insns: plan.insns.len() as u32,
-            cycles: 0,
+            cycles: plan.cycles,
         };
-        if plan.monitored {
-            plan.cycles = most_cycles(&plan.insns);
-            block.cycles = plan.cycles;
-        }
         #[cfg(target_arch = "x86_64")]
         if !plan.insns.is_empty() {
             let ram = self.ram.size;

@@ -183,8 +183,9 @@ pub(crate) struct Plan {
 
 /// A translated block: entry point, or 0 when the instruction at `va` is not translated.
 /// An entry with no code and `insns` > 0 is a block planned but not translated because it
-/// did not fit in what was left of a chunk (`Hart::jit_translate`): it is translated when
-/// a dispatch has room for its `insns`, and until then costs one lookup, not a new plan.
+/// did not fit in what was left of a chunk, or its `cycles` in the room left before a
+/// counter of cycles can wrap (`Hart::jit_translate`): it is translated when a dispatch
+/// has room for it, and until then costs one lookup, not a new plan.
 #[derive(Clone, Copy)]
 #[repr(C)]
 pub(super) struct Block {
