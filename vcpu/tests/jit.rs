@@ -922,61 +922,24 @@ fn sampling_prologue(seed: u64) -> Vec<u32> {
     v
 }
 
-/// The trap handler of [`Mode::PmuSampling`]: for the LCOFI, with counting inhibited, the
-/// log entry as [`lcofi_handler`]'s, each counter whose OF bit is set re-armed to overflow
-/// after its period and its OF bit cleared, LCOFIP cleared and counting resumed;
-/// exceptions as `Float`'s handler (none are expected).
+/// The trap handler of [`Mode::PmuSampling`] ([`lcofi_handler_with`]): for the LCOFI,
+/// each counter whose OF bit is set re-armed to overflow after its period and its OF bit
+/// cleared (no exceptions are expected).
 fn sampling_handler(seed: u64) -> Vec<u32> {
     const MHPMEVENT3: u32 = 0x323;
     const MHPMCOUNTER3: u32 = 0xb03;
-    let mut v = vec![
-        csrrw(1, MSCRATCH, 1),
-        csrrw(2, SSCRATCH, 2),
-        csrr(1, MCAUSE),
-    ];
-    let branch = v.len();
-    v.push(0);
-    v.extend([
-        addi(1, 0, -1),
-        csrw(MCOUNTINHIBIT, 1),
-        lui(2, (LCOFI_LOG >> 12) as u32),
-        slli(2, 2, 32),
-        srli(2, 2, 32),
-        ld(1, 2, -8),
-        addi(1, 1, 16),
-        slli(1, 1, 47),
-        srli(1, 1, 47),
-        sd(1, 2, -8),
-        add(1, 1, 2),
-        csrr(2, MEPC),
-        sd(2, 1, 0),
-        csrr(2, MINSTRET),
-        sd(2, 1, 8),
-        addi(1, 0, -1),
-        slli(1, 1, 63),
-    ]);
-    for (k, period) in sampling_periods(seed).into_iter().enumerate() {
-        let k = k as u32;
-        v.extend([
-            csrr(2, MHPMEVENT3 + k),
-            bge(2, 0, 16),
-            addi(2, 0, -period),
-            csrw(MHPMCOUNTER3 + k, 2),
-            csrrc(0, MHPMEVENT3 + k, 1),
-        ]);
-    }
-    v.extend([
-        addi(1, 0, 1),
-        slli(1, 1, 13),
-        csrrc(0, MIP, 1),
-        csrrw(2, SSCRATCH, 2),
-        csrrw(1, MSCRATCH, 1),
-        csrw(MCOUNTINHIBIT, 0),
-        mret(),
-    ]);
-    v[branch] = bge(1, 0, 4 * (v.len() - branch) as i32);
-    v.extend(&float_handler()[2..]);
-    v
+    lcofi_handler_with(|v| {
+        for (k, period) in sampling_periods(seed).into_iter().enumerate() {
+            let k = k as u32;
+            v.extend([
+                csrr(2, MHPMEVENT3 + k),
+                bge(2, 0, 16),
+                addi(2, 0, -period),
+                csrw(MHPMCOUNTER3 + k, 2),
+                csrrc(0, MHPMEVENT3 + k, 1),
+            ]);
+        }
+    })
 }
 
 /// The log of [`Mode::PmuFloat`]'s LCOFIs: entries of `mepc` and `minstret`, 128 KiB
@@ -998,6 +961,23 @@ fn pmu_float_prologue() -> Vec<u32> {
 fn lcofi_handler(seed: u64) -> Vec<u32> {
     const MHPMEVENT3: u32 = 0x323;
     const MHPMCOUNTER3: u32 = 0xb03;
+    lcofi_handler_with(|v| {
+        for k in 0..28u32 {
+            let period = 2 + (k as i32 + seed as i32) % 6;
+            v.extend([
+                addi(2, 0, -period),
+                csrw(MHPMCOUNTER3 + k, 2),
+                csrrc(0, MHPMEVENT3 + k, 1),
+            ]);
+        }
+    })
+}
+
+/// An M-mode trap handler at TRAP: for the LCOFI, with counting inhibited, the log entry
+/// (`mepc`, `minstret`) at [`LCOFI_LOG`], then `rearm`'s code (with x1 = bit 63, the OF
+/// bit, and x2 free), LCOFIP cleared and counting resumed; for exceptions (mcause >= 0)
+/// `Float`'s handler. x1 and x2 are kept in `mscratch` and `sscratch` meanwhile.
+fn lcofi_handler_with(rearm: impl FnOnce(&mut Vec<u32>)) -> Vec<u32> {
     let mut v = vec![
         csrrw(1, MSCRATCH, 1),
         csrrw(2, SSCRATCH, 2),
@@ -1024,14 +1004,7 @@ fn lcofi_handler(seed: u64) -> Vec<u32> {
         addi(1, 0, -1),
         slli(1, 1, 63),
     ]);
-    for k in 0..28u32 {
-        let period = 2 + (k as i32 + seed as i32) % 6;
-        v.extend([
-            addi(2, 0, -period),
-            csrw(MHPMCOUNTER3 + k, 2),
-            csrrc(0, MHPMEVENT3 + k, 1),
-        ]);
-    }
+    rearm(&mut v);
     v.extend([
         addi(1, 0, 1),
         slli(1, 1, 13),

@@ -536,36 +536,6 @@ impl Hart {
         if plan.monitored {
             plan.cycles = most_cycles(&plan.insns);
         }
-        if u64::from(plan.cycles) > room {
-            // Likewise a block that does not fit in the room before a counter of cycles
-            // can wrap (monitored blocks translated near such an overflow would otherwise
-            // be the tails of blocks, one instruction shorter each time).
-            if let Some(jit) = self.jit.as_deref_mut() {
-                jit.install(Block {
-                    va: pc,
-                    off: off | kind,
-                    code: 0,
-                    insns: plan.insns.len() as u32,
-                    cycles: plan.cycles,
-                });
-            }
-            return NO_BLOCK;
-        }
-        if plan.insns.len() as u64 > left {
-            // Remembered (no code, its length), so that the dispatches near the end of
-            // every chunk that meet it again do not plan it again (`Block`).
-            self.jit_short = plan.insns.len() as u64;
-            if let Some(jit) = self.jit.as_deref_mut() {
-                jit.install(Block {
-                    va: pc,
-                    off: off | kind,
-                    code: 0,
-                    insns: plan.insns.len() as u32,
-                    cycles: plan.cycles,
-                });
-            }
-            return NO_BLOCK;
-        }
         let mut block = Block {
             va: pc,
             off: off | kind,
@@ -573,6 +543,19 @@ impl Hart {
             insns: plan.insns.len() as u32,
             cycles: plan.cycles,
         };
+        let long = plan.insns.len() as u64 > left;
+        if long || u64::from(plan.cycles) > room {
+            // Remembered (no code, its length and cycles), so that the dispatches that meet
+            // it again near the end of every chunk, or near an overflow of a counter of
+            // cycles, do not plan it again (`Block`), nor translate the tails of blocks.
+            if long {
+                self.jit_short = plan.insns.len() as u64;
+            }
+            if let Some(jit) = self.jit.as_deref_mut() {
+                jit.install(block);
+            }
+            return NO_BLOCK;
+        }
         #[cfg(target_arch = "x86_64")]
         if !plan.insns.is_empty() {
             let ram = self.ram.size;
