@@ -86,6 +86,23 @@ unsafe fn vcpu_jit_enter(
     unreachable!("no translated code on this host")
 }
 
+/// The most cycles of the cost model a monitored block of `insns` can add when it runs
+/// whole (`Block::cycles`): its page's fetch and each instruction's most
+/// (`pmu::model::Cost::most`), and for a CSR instruction the fetch that `jit_csr_monitored`
+/// reports again after a write (which may have flushed the ITLB model).
+pub(super) fn most_cycles(insns: &[(u64, crate::decode::Insn)]) -> u32 {
+    use crate::decode::Op::*;
+    use crate::pmu::{events::CLASS, model::Cost};
+    let most: u64 = insns
+        .iter()
+        .map(|(_, i)| {
+            let refetch = matches!(i.op, Csrrw | Csrrs | Csrrc | Csrrwi | Csrrsi | Csrrci);
+            Cost::most(CLASS[i.op as usize]) + refetch as u64 * Cost::ITLB_MISS
+        })
+        .sum();
+    (Cost::ITLB_MISS + most) as u32
+}
+
 /// The slow path of a translated load: the interpreter's, through a page walk. On a fault
 /// or a device access it sets `Hart::jit_fault` (the block then leaves before the load, and
 /// the interpreter executes it again, taking the trap or making the exit).
@@ -93,18 +110,6 @@ unsafe fn vcpu_jit_enter(
 /// # Safety
 /// `hart` is the hart running the block (the dispatcher holds it mutably for the call).
 #[cfg(target_arch = "x86_64")]
-/// The most cycles of the cost model a monitored block of `insns` can add when it runs
-/// whole (`Block::cycles`): its page's fetch and each instruction's most
-/// (`pmu::model::Cost::most`).
-pub(super) fn most_cycles(insns: &[(u64, crate::decode::Insn)]) -> u32 {
-    use crate::pmu::{events::CLASS, model::Cost};
-    let most: u64 = insns
-        .iter()
-        .map(|(_, i)| Cost::most(CLASS[i.op as usize]))
-        .sum();
-    (Cost::ITLB_MISS + most) as u32
-}
-
 unsafe extern "sysv64" fn jit_load(hart: *mut Hart, va: u64, size: u64) -> u64 {
     // SAFETY: see above; no other reference to the hart is used during the call.
     let h = unsafe { &mut *hart };

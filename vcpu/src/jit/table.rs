@@ -322,7 +322,7 @@ impl Jit {
     }
 
     /// From now on monitored blocks check their cycles (those translated without the check
-    /// are forgotten before the next block runs: [`Jit::forget_monitored`]).
+    /// are forgotten before the next block runs: [`Jit::forget_monitored_unchecked`]).
     pub(crate) fn check_cycle_room(&mut self) {
         if !self.cycles_checked {
             self.cycles_checked = true;
