@@ -881,10 +881,10 @@ enum Mode {
     /// programs read the counters and write a counter or an event selector mid-block.
     PmuFloat,
     /// M-mode as `Machine`, profiled as a sampling profiler does: counters of cycles, loads
-    /// and branch misses, each overflowing every so many events by seed ([`SAMPLING`]),
-    /// with the LCOFI taken by [`sampling_handler`], which logs it as [`lcofi_handler`]
-    /// does and re-arms the counters that overflowed. Translated blocks then run up to the
-    /// cycles they may take before the counter of cycles wraps.
+    /// and branch misses, each overflowing every so many events by seed
+    /// ([`sampling_periods`]), with the LCOFI taken by [`sampling_handler`], which logs it
+    /// as [`lcofi_handler`] does and re-arms the counters that overflowed. Translated
+    /// blocks then run up to the cycles they may take before the counter of cycles wraps.
     PmuSampling,
 }
 
