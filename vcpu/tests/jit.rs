@@ -3126,6 +3126,7 @@ fn device_accesses_inside_a_translated_loop() {
 /// host range lies in no other block's.
 #[test]
 fn the_perf_map_names_every_translated_block() {
+    let _one = PERF_MAP.lock().unwrap_or_else(|e| e.into_inner());
     let path = format!("/tmp/perf-{}.map", std::process::id());
     let _ = std::fs::remove_file(&path);
     let mut vm = Vm::with_config(HartConfig {
@@ -3148,26 +3149,93 @@ fn the_perf_map_names_every_translated_block() {
     vm.hart.set_pc(CODE);
     assert_eq!(vm.hart.run(10_000), VcpuExit::Wfi);
     assert_eq!(vm.x(6), 300);
-    let map = std::fs::read_to_string(&path).expect("no perf map written");
-    let _ = std::fs::remove_file(&path);
-    let mut ranges = Vec::new();
-    for line in map.lines() {
-        let mut w = line.split(' ');
-        let start = u64::from_str_radix(w.next().unwrap(), 16).unwrap();
-        let len = u64::from_str_radix(w.next().unwrap(), 16).unwrap();
-        assert_eq!(w.next(), Some("guest"), "{line}");
-        let pc = w.next().unwrap();
-        assert!(len > 0 && pc.starts_with("0x8000"), "{line}");
-        ranges.push((start, start + len, pc.to_string()));
+    let ranges = perf_map_ranges(&path);
+    for (start, end, name) in &ranges {
+        assert!(
+            end > start && name.starts_with("guest 0x8000"),
+            "{start:x} {end:x} {name}"
+        );
     }
-    let pcs: Vec<_> = ranges.iter().map(|r| r.2.as_str()).collect();
     assert!(
-        pcs.contains(&"0x80001004"),
-        "the loop body's block is not named: {map}"
+        ranges.iter().any(|r| r.2 == "guest 0x80001004"),
+        "the loop body's block is not named: {ranges:x?}"
     );
-    ranges.sort();
     assert!(
         ranges.windows(2).all(|w| w[0].1 <= w[1].0),
-        "overlapping blocks: {map}"
+        "overlapping blocks: {ranges:x?}"
+    );
+}
+
+/// Held by the tests that write the process's perf map, which all share one file.
+static PERF_MAP: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The lines of the perf map at `path` as `(start, end, name)`, sorted, the file removed.
+fn perf_map_ranges(path: &str) -> Vec<(u64, u64, String)> {
+    let map = std::fs::read_to_string(path).expect("no perf map written");
+    let _ = std::fs::remove_file(path);
+    let mut ranges: Vec<_> = map
+        .lines()
+        .map(|line| {
+            let (start, rest) = line.split_once(' ').unwrap();
+            let (len, name) = rest.split_once(' ').unwrap();
+            let start = u64::from_str_radix(start, 16).unwrap();
+            (
+                start,
+                start + u64::from_str_radix(len, 16).unwrap(),
+                name.to_string(),
+            )
+        })
+        .collect();
+    ranges.sort();
+    ranges
+}
+
+/// With a perf map, emptying the translated code (here because M-mode recording starts,
+/// and the blocks translated before have no CTR code) moves it to new addresses: the loop
+/// translated again is named a second time, at other addresses, and no address has two
+/// names (host `perf` would give samples there either one).
+#[test]
+fn the_perf_map_names_each_address_once_across_an_emptied_region() {
+    let _one = PERF_MAP.lock().unwrap_or_else(|e| e.into_inner());
+    let path = format!("/tmp/perf-{}.map", std::process::id());
+    let _ = std::fs::remove_file(&path);
+    let mut vm = Vm::with_config(HartConfig {
+        jit: true,
+        jit_perf_map: true,
+        ..HartConfig::default()
+    });
+    let loop_pc = CODE + 8;
+    vm.put32(
+        CODE,
+        &[
+            addi(8, 0, vcpu::ctr::CTRCTL_M as i32),
+            addi(5, 0, 100),
+            // loop: the body, ending in its branch.
+            addi(6, 6, 3),
+            addi(5, 5, -1),
+            bne(5, 0, -8),
+            // The second time through: done.
+            bne(9, 0, 20),
+            addi(9, 0, 1),
+            csrrw(0, MCTRCTL, 8),
+            addi(5, 0, 100),
+            jal(0, -28),
+            wfi(),
+        ],
+    );
+    vm.hart.set_pc(CODE);
+    assert_eq!(vm.hart.run(10_000), VcpuExit::Wfi);
+    assert_eq!(vm.x(6), 600);
+    assert!(
+        vm.hart.translated_code_resets() >= 1,
+        "the region was not emptied"
+    );
+    let ranges = perf_map_ranges(&path);
+    let name = format!("guest {loop_pc:#x}");
+    let loops: Vec<_> = ranges.iter().filter(|r| r.2 == name).collect();
+    assert_eq!(loops.len(), 2, "the loop is not named twice: {ranges:x?}");
+    assert!(
+        ranges.windows(2).all(|w| w[0].1 <= w[1].0),
+        "an address named twice: {ranges:x?}"
     );
 }

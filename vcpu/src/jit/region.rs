@@ -23,7 +23,14 @@ pub(super) struct Region {
     used: usize,
     /// Bytes from the start already given host pages in both views ([`POPULATE`] steps).
     populated: usize,
+    /// The address ranges of execute views given up by [`Region::renew`], kept mapped
+    /// without access or memory so that no later mapping (no later block) takes them.
+    retired: Vec<(NonNull<u8>, usize)>,
 }
+
+/// The most times [`Region::renew`] moves the region (each keeps the old execute view's
+/// address space reserved, the region's size, and a host mapping).
+pub(super) const MAX_RENEWALS: usize = 1024;
 
 /// Bytes before each block: its word ([`Region::word`]) in the last 8, and blocks stay
 /// 16-byte aligned.
@@ -49,7 +56,54 @@ impl Region {
             size,
             used: 0,
             populated: 0,
+            retired: Vec::new(),
         })
+    }
+
+    /// Moves the (emptied) region to new addresses, so that blocks placed from now on never
+    /// lie where an earlier block did (a host profiler's map of translated code,
+    /// `--perf-map`, names each address once). The old views' pages are given back to the
+    /// host, and the old execute view's addresses stay reserved (no access) until the
+    /// region is dropped. `false` (the region stays where it is) after [`MAX_RENEWALS`] moves, or if
+    /// the host refuses a new mapping.
+    pub fn renew(&mut self) -> bool {
+        if self.retired.len() >= MAX_RENEWALS {
+            return false;
+        }
+        let Some((exec, write)) =
+            Self::anonymous_views(self.size).or_else(|| Self::memfd_views(self.size))
+        else {
+            return false;
+        };
+        // SAFETY: the old write view, of `size` bytes, is no longer used (its addresses
+        // were never handed out: any later mapping may take them).
+        unsafe { libc::munmap(self.write.as_ptr() as *mut libc::c_void, self.size) };
+        // SAFETY: replaces the old execute view, of `size` bytes, with a private mapping
+        // without access or memory; nothing runs there any more (the region was emptied,
+        // and every address is checked against the current views before use). The shared
+        // pages go with their last view.
+        let reserved = unsafe {
+            libc::mmap(
+                self.exec.as_ptr() as *mut libc::c_void,
+                self.size,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED,
+                -1,
+                0,
+            )
+        };
+        if reserved == libc::MAP_FAILED {
+            // Not reserved: given back (a later mapping may take the range).
+            // SAFETY: as above.
+            unsafe { libc::munmap(self.exec.as_ptr() as *mut libc::c_void, self.size) };
+        } else {
+            self.retired.push((self.exec, self.size));
+        }
+        self.exec = exec;
+        self.write = write;
+        self.used = 0;
+        self.populated = 0;
+        true
     }
 
     /// The two views of one shared anonymous mapping (see the module doc).
@@ -227,10 +281,14 @@ impl Region {
 
 impl Drop for Region {
     fn drop(&mut self) {
-        // SAFETY: the mappings made in `new`, each unmapped once.
+        // SAFETY: the mappings made in `new` or `renew`, and the reservations of the
+        // execute views `renew` gave up, each unmapped once.
         unsafe {
             libc::munmap(self.exec.as_ptr() as *mut libc::c_void, self.size);
             libc::munmap(self.write.as_ptr() as *mut libc::c_void, self.size);
+            for &(p, len) in &self.retired {
+                libc::munmap(p.as_ptr() as *mut libc::c_void, len);
+            }
         }
     }
 }
@@ -292,6 +350,42 @@ mod tests {
         assert!(!r.patch_u64(0, 1));
     }
 
+    /// `renew` moves the region: code placed after it lies at new addresses and runs, and
+    /// the old execute view stays reserved without access (so nothing else is mapped there)
+    /// until the region is dropped.
+    #[test]
+    fn a_renewed_region_never_reuses_an_address() {
+        let mut r = Region::new(1 << 20).expect("a JIT region");
+        let first = r.push(&[0xb8, 1, 0, 0, 0, 0xc3]); // mov eax, 1; ret
+        let old = r.exec.as_ptr() as usize;
+        assert!(r.renew());
+        let second = r.push(&[0xb8, 2, 0, 0, 0, 0xc3]); // mov eax, 2; ret
+        assert!(!(old..old + (1 << 20)).contains(&second));
+        // SAFETY: `second` holds the complete function above, in executable memory.
+        let f: extern "C" fn() -> u32 = unsafe { std::mem::transmute(second) };
+        assert_eq!(f(), 2);
+        assert_eq!(
+            r.read_u64(first),
+            None,
+            "the old view is not the region's any more"
+        );
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let old_perms = maps.lines().find_map(|l| {
+            let (range, rest) = l.split_once(' ').unwrap();
+            let (lo, hi) = range.split_once('-').unwrap();
+            let (lo, hi) = (
+                usize::from_str_radix(lo, 16).unwrap(),
+                usize::from_str_radix(hi, 16).unwrap(),
+            );
+            (lo..hi).contains(&old).then(|| rest[..4].to_string())
+        });
+        assert_eq!(
+            old_perms.as_deref(),
+            Some("---p"),
+            "the old range is not reserved"
+        );
+    }
+
     /// The `memfd` fallback also gives a read-execute and a read-write view of the same
     /// pages.
     #[test]
@@ -303,6 +397,7 @@ mod tests {
             size: 1 << 20,
             used: 0,
             populated: 0,
+            retired: Vec::new(),
         };
         let at = r.push(&[0xb8, 7, 0, 0, 0, 0xc3]); // mov eax, 7; ret
                                                     // SAFETY: `at` holds the complete function above, in executable memory.

@@ -222,6 +222,8 @@ pub(crate) struct Jit {
     pub(super) kind: u64,
     /// The host profiler's map of translated code (`HartConfig::jit_perf_map`).
     pub(super) perf_map: Option<std::fs::File>,
+    /// The region stopped moving when emptied: the perf map names some addresses twice.
+    perf_map_reused: bool,
     /// CTR records written through the helper of [`CtrCode::Call`] blocks since the region
     /// was last emptied, and the count at which it is emptied for them.
     pub(crate) ctr_calls: u64,
@@ -290,6 +292,7 @@ impl Jit {
             generation: 0,
             kind: 0,
             perf_map,
+            perf_map_reused: false,
             ctr_calls: 0,
             ctr_calls_limit: CTR_RETRANSLATE_FIRST,
             ctr_off_blocks: false,
@@ -307,8 +310,19 @@ impl Jit {
         }))
     }
 
-    /// Forget every block: the region is emptied, the table and every link with it.
+    /// Forget every block: the region is emptied, the table and every link with it. With a
+    /// perf map the region moves to new addresses ([`region::Region::renew`]), so that the
+    /// map's earlier lines still name the only code that was ever at their addresses.
     pub(super) fn clear(&mut self) {
+        if self.perf_map.is_some() && !self.region.renew() && !self.perf_map_reused {
+            self.perf_map_reused = true;
+            log::warn!(
+                "perf map: the translated code no longer moves to new addresses when emptied \
+                 (it moves at most {} times, or the host refused a mapping); perf may give \
+                 blocks translated from now on the names of older blocks at their addresses",
+                region::MAX_RENEWALS
+            );
+        }
         self.region.clear();
         self.table.fill(NO_BLOCK);
         self.generation += 1;
