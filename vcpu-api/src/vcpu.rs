@@ -157,6 +157,14 @@ pub trait Vcpu {
     fn run_on(&mut self, budget: u64) -> VcpuExit {
         self.run(budget)
     }
+    /// How far the next runs may go past their budget, for a VMM whose budget is only a
+    /// time slice (not `--max-insns`): up to `slack` instructions more, where that lets
+    /// translated code finish the block it is in instead of interpreting the block's tail
+    /// one instruction at a time. 0 (the default): a run never executes more than its
+    /// budget. Timer deadlines stay exact either way.
+    fn set_budget_slack(&mut self, slack: u64) {
+        let _ = slack;
+    }
     /// The guest's program counter.
     fn pc(&self) -> u64;
     /// Set the guest's program counter (e.g. past an emulated instruction).

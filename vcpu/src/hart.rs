@@ -104,6 +104,9 @@ pub struct Hart {
     pub(crate) jit_code_epoch: u64,
     /// `HartConfig::pause_yields`.
     pub(crate) pause_yields: bool,
+    /// How far a run may go past its budget to finish a translated block
+    /// (`Vcpu::set_budget_slack`); 0: never.
+    pub(crate) budget_slack: u64,
     /// Translated code: a CSR write ended the block run, which ends the chunk too (as
     /// `Ctl::Break` does in the interpreter).
     pub(crate) jit_break: bool,
@@ -247,6 +250,7 @@ impl Hart {
             jit_fault: false,
             jit_code_epoch: 0,
             pause_yields: config.pause_yields,
+            budget_slack: 0,
             jit_break: false,
             jit_short: 0,
             reservation: None,
@@ -568,7 +572,8 @@ impl Hart {
         self.vclock += 1;
     }
 
-    /// Run until an exit; at most `budget` instructions are executed.
+    /// Run until an exit; at most `budget` instructions are executed (plus the slack of
+    /// `Vcpu::set_budget_slack`, to finish a translated block).
     pub fn run(&mut self, budget: u64) -> VcpuExit {
         // The VMM may have written guest RAM since the last run (`jit::guard`).
         self.jit_code_sync();
@@ -588,9 +593,9 @@ impl Hart {
             Some(_) => {
                 // The pc has moved since (a register write, a completed device load).
                 self.trig.bank.skip = None;
-                self.run_budget(budget)
+                self.run_budget(budget, self.budget_slack)
             }
-            None => self.run_budget(budget),
+            None => self.run_budget(budget, self.budget_slack),
         };
         self.mailbox.set_running(false);
         exit
@@ -601,7 +606,7 @@ impl Hart {
     #[cold]
     fn run_stepping_over(&mut self, budget: u64) -> VcpuExit {
         let (pc, executed) = (self.pc, self.executed());
-        let exit = self.run_budget(1);
+        let exit = self.run_budget(1, 0);
         // Over once an instruction has executed or trapped (a stop request or an interrupt
         // taken first leave it for the next run).
         if self.executed() != executed || self.pc != pc {
@@ -610,11 +615,13 @@ impl Hart {
         if budget == 1 || !matches!(exit, VcpuExit::BudgetExhausted) {
             return exit;
         }
-        self.run_budget(budget - 1)
+        self.run_budget(budget - 1, self.budget_slack)
     }
 
-    /// [`Hart::run`]'s loop, traced or not.
-    fn run_budget(&mut self, budget: u64) -> VcpuExit {
+    /// [`Hart::run`]'s loop, traced or not, going past `budget` by up to `slack`
+    /// instructions to finish a translated block (`Vcpu::set_budget_slack`; not where the
+    /// budget is cut at a traced range's bounds).
+    fn run_budget(&mut self, budget: u64, slack: u64) -> VcpuExit {
         if self.trace && log::log_enabled!(log::Level::Trace) {
             // Interpreted and printed inside the instruction range only: up to its start and
             // after its end the hart runs at full speed (a budget boundary changes nothing
@@ -622,14 +629,14 @@ impl Hart {
             let next = self.executed() + 1;
             let insns = &self.trace_range.insns;
             if next < insns.start {
-                self.run_loop::<false>(budget.min(insns.start - next))
+                self.run_loop::<false>(budget.min(insns.start - next), 0)
             } else if vcpu_api::TraceRange::contains(insns, next) {
-                self.run_loop::<true>(budget.min(insns.end.saturating_sub(next).max(1)))
+                self.run_loop::<true>(budget.min(insns.end.saturating_sub(next).max(1)), 0)
             } else {
-                self.run_loop::<false>(budget)
+                self.run_loop::<false>(budget, slack)
             }
         } else {
-            self.run_loop::<false>(budget)
+            self.run_loop::<false>(budget, slack)
         }
     }
 

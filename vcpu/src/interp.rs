@@ -43,7 +43,9 @@ impl Hart {
         }
     }
 
-    pub(crate) fn run_loop<const TRACE: bool>(&mut self, budget: u64) -> VcpuExit {
+    /// Runs up to `budget` instructions, or past it by up to `slack` to finish a translated
+    /// block ([`Hart::run`]).
+    pub(crate) fn run_loop<const TRACE: bool>(&mut self, budget: u64, slack: u64) -> VcpuExit {
         let mut left = budget;
         loop {
             self.sync_shared();
@@ -64,8 +66,9 @@ impl Hart {
                 return VcpuExit::BudgetExhausted;
             }
             let mut n = left.min(CHUNK);
-            // Where the chunk may end at the latest: the budget, the timer deadline.
-            let mut firm = left;
+            // Where the chunk may end at the latest: the budget (and the slack the VMM
+            // allows past it: `Vcpu::set_budget_slack`), the timer deadline.
+            let mut firm = left.saturating_add(slack);
             // Stop exactly when the next timer deadline is reached (virtual time; with host
             // time a deadline is seen at the next chunk boundary after the host reaches it).
             let now = self.mtime();
@@ -113,7 +116,8 @@ impl Hart {
                 (false, _) => self.run_chunk::<TRACE, false, PMU_FULL>(n, hard, slack),
                 (true, _) => self.run_chunk::<TRACE, true, PMU_FULL>(n, hard, slack),
             };
-            left -= done;
+            // A run may have gone past its budget by its slack.
+            left = left.saturating_sub(done);
             if let Some(e) = exit {
                 return e;
             }

@@ -126,6 +126,9 @@ impl Vcpu for Hart {
     fn run_on(&mut self, budget: u64) -> VcpuExit {
         Hart::run_on(self, budget)
     }
+    fn set_budget_slack(&mut self, slack: u64) {
+        self.budget_slack = slack;
+    }
     fn pc(&self) -> u64 {
         Hart::pc(self)
     }

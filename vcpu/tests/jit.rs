@@ -2568,6 +2568,33 @@ fn vmm_rewrites_code_between_runs() {
     }
 }
 
+/// `Vcpu::set_budget_slack`: a run may finish the translated block it ends in, and go on in
+/// translated code, up to the slack past its budget, instead of interpreting the block's
+/// tail; without slack (the default) a run executes exactly its budget.
+#[test]
+fn budget_slack_lets_a_run_finish_its_block() {
+    // One block of 41 instructions, a loop: 40 ADDIs and the jump back.
+    let mut code = vec![addi(5, 5, 1); 40];
+    code.push(jal(0, -160));
+    for (slack, budget, executed) in [(0, 10, 10), (0, 100, 100), (64, 10, 41), (64, 100, 164)] {
+        let mut vm = machine(true, &[]);
+        vm.code(&code);
+        vm.hart.set_pc(CODE);
+        vcpu::Vcpu::set_budget_slack(&mut vm.hart, slack);
+        assert_eq!(vm.hart.run(budget), VcpuExit::BudgetExhausted);
+        assert_eq!(
+            vm.hart.executed(),
+            executed,
+            "slack {slack}, budget {budget}"
+        );
+        assert_eq!(
+            vm.x(5),
+            executed - executed / 41,
+            "slack {slack}, budget {budget}"
+        );
+    }
+}
+
 /// `Vcpu::run_on` is for a VMM that has written no guest RAM since the last run: translated
 /// code is not checked against RAM again, so a VMM write is seen through `Vcpu::run` only
 /// (a loop keeps adding 1 after the VMM made it add 7, until a `run`).

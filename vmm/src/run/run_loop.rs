@@ -24,6 +24,10 @@ const RUN_CHUNK: u64 = 1 << 18;
 /// deadline has passed between runs.
 const SMP_RUN_CHUNK: u64 = 1 << 14;
 
+/// How far a run of [`SMP_RUN_CHUNK`] may go past it to finish a translated block (the
+/// longest block: `vcpu`'s 64 instructions).
+const SLICE_SLACK: u64 = 64;
+
 impl GuestVm {
     /// Runs until the guest ends the run, the budget runs out or an error occurs. With more
     /// than one vCPU, every other hart runs on a thread of its own meanwhile.
@@ -177,6 +181,15 @@ impl GuestVm {
                 None => chunk,
             };
             let chunk = self.debug_chunk(park, chunk);
+            // With several vCPUs a run is a short time slice: it may finish the translated
+            // block it ends in (`Vcpu::set_budget_slack`) rather than interpret the block's
+            // tail, where `--max-insns` is not within reach.
+            let slice = self.smp.is_some()
+                && chunk == run_chunk
+                && self
+                    .max_insns
+                    .is_none_or(|max| max.saturating_sub(self.run_insns()) >= chunk + SLICE_SLACK);
+            Vcpu::set_budget_slack(&mut self.hart, if slice { SLICE_SLACK } else { 0 });
             self.apply_injections();
             self.feed_uart();
             let before = self.hart.executed();
