@@ -54,8 +54,11 @@ pub struct HartConfig {
     pub jit_perf_map: bool,
     /// PAUSE (Zihintpause, a FENCE hint) gives the host CPU away (`sched_yield`), so that a
     /// vCPU spinning on a lock held by another vCPU (Linux's `cpu_relax`) lets that vCPU's
-    /// thread run when host CPUs are short. For harts of a VM of several vCPUs; guest-visible
-    /// behaviour is unchanged (PAUSE still retires as a no-op).
+    /// thread run when host CPUs are short: once a loop of PAUSEs has spun for some
+    /// thousands of instructions (pause-loop detection, `Hart::pause_loop`), so that the
+    /// short waits of a VM whose vCPUs all have a host CPU make no system call. For harts of
+    /// a VM of several vCPUs; guest-visible behaviour is unchanged (PAUSE still retires as
+    /// a no-op).
     pub pause_yields: bool,
     /// Physical Memory Protection entries: 0 (every PMP CSR read-only zero, no checks) or
     /// [`crate::pmp::ENTRIES`] (16; S- and U-mode then need an entry that allows their

@@ -66,6 +66,14 @@ impl From<Exception> for Ctl {
 /// The raw bits an empty decode-cache slot claims to hold (with their true decoding).
 const EMPTY_SLOT: u32 = 0xffff_ffff;
 
+/// PAUSEs at most this many instruction slots apart belong to one spin loop
+/// ([`Hart::pause_loop`]).
+const PAUSE_GAP: u64 = 1024;
+/// How long a spin loop runs, in instruction slots, before the hart yields its host CPU
+/// ([`Hart::pause_loop`]): a few hundred passes through Linux's `cpu_relax` loops, tens of
+/// microseconds.
+const PAUSE_WINDOW: u64 = 4096;
+
 /// A software RISC-V hart (see the crate documentation).
 #[allow(missing_debug_implementations)] // Its state is large; `save_state` gives a Debug view.
 pub struct Hart {
@@ -104,6 +112,9 @@ pub struct Hart {
     pub(crate) jit_code_epoch: u64,
     /// `HartConfig::pause_yields`.
     pub(crate) pause_yields: bool,
+    /// Pause-loop detection ([`Hart::pause_loop`]): where the current spin loop started
+    /// and its last PAUSE, on the virtual clock.
+    pause_spin: (u64, u64),
     /// How far a run may go past its budget to finish a translated block
     /// (`Vcpu::set_budget_slack`); 0: never.
     pub(crate) budget_slack: u64,
@@ -250,6 +261,7 @@ impl Hart {
             jit_fault: false,
             jit_code_epoch: 0,
             pause_yields: config.pause_yields,
+            pause_spin: (0, 0),
             budget_slack: 0,
             jit_break: false,
             jit_short: 0,
@@ -572,6 +584,31 @@ impl Hart {
         self.vclock += 1;
     }
 
+    /// A PAUSE on a hart with `HartConfig::pause_yields`: pause-loop detection, as hardware
+    /// virtualization's pause-loop exiting does it. PAUSEs fewer than [`PAUSE_GAP`]
+    /// instruction slots apart are one spin loop; once it has spun [`PAUSE_WINDOW`] slots
+    /// the hart gives its host CPU away (`sched_yield`), and again after each further
+    /// window. A short wait for a vCPU that is running (an IPI answered, a lock released
+    /// within microseconds) costs no system call; a long one, whose holder's thread may be
+    /// waiting for a host CPU, lets it run. Returns whether it yielded.
+    pub(crate) fn pause_loop(&mut self) -> bool {
+        let (start, last) = self.pause_spin;
+        let now = self.vclock;
+        let start = if now.wrapping_sub(last) > PAUSE_GAP {
+            now
+        } else {
+            start
+        };
+        if now.saturating_sub(start) >= PAUSE_WINDOW {
+            std::thread::yield_now();
+            self.pause_spin = (now, now);
+            true
+        } else {
+            self.pause_spin = (start, now);
+            false
+        }
+    }
+
     /// Run until an exit; at most `budget` instructions are executed (plus the slack of
     /// `Vcpu::set_budget_slack`, to finish a translated block).
     pub fn run(&mut self, budget: u64) -> VcpuExit {
@@ -720,5 +757,49 @@ impl Hart {
     }
     pub(crate) fn set_time_offset_ticks(&mut self, v: u64) {
         self.time_offset = v;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vm_memory::{GuestAddress, GuestMemoryMmap};
+
+    /// Pause-loop detection: PAUSEs a few instructions apart yield once the loop has spun
+    /// `PAUSE_WINDOW` slots, and again a window later; a gap longer than `PAUSE_GAP`
+    /// starts a new loop, and a short wait never yields.
+    #[test]
+    fn a_spin_loop_yields_once_per_window() {
+        let mem =
+            GuestMemoryMmap::<()>::from_ranges(&[(GuestAddress(0x8000_0000), 1 << 16)]).unwrap();
+        let mut h = Hart::new(HartConfig::default(), mem).unwrap();
+        let spin = |h: &mut Hart, slots: u64, every: u64| {
+            let mut yields = Vec::new();
+            for _ in 0..slots / every {
+                h.vclock += every;
+                if h.pause_loop() {
+                    yields.push(h.vclock);
+                }
+            }
+            yields
+        };
+        h.vclock = 1_000_000;
+        // A wait shorter than a window: no system call.
+        assert_eq!(spin(&mut h, PAUSE_WINDOW - 100, 10), Vec::<u64>::new());
+        // Going on past the window (the loop still counts from its start): one yield per
+        // window.
+        let yields = spin(&mut h, 3 * PAUSE_WINDOW, 10);
+        assert_eq!(yields.len(), 3, "{yields:?}");
+        assert!(yields
+            .windows(2)
+            .all(|w| (PAUSE_WINDOW..PAUSE_WINDOW + 10).contains(&(w[1] - w[0]))));
+        // After a gap the count starts again.
+        h.vclock += PAUSE_GAP + 1;
+        assert_eq!(spin(&mut h, PAUSE_WINDOW - 100, 10), Vec::<u64>::new());
+        // PAUSEs further apart than the gap are not a loop.
+        assert_eq!(
+            spin(&mut h, 10 * PAUSE_WINDOW, PAUSE_GAP + 1),
+            Vec::<u64>::new()
+        );
     }
 }

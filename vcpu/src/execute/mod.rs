@@ -286,7 +286,7 @@ impl Hart {
             }
             Fence => {
                 if self.pause_yields && i.raw == crate::decode::PAUSE {
-                    std::thread::yield_now();
+                    let _yielded = self.pause_loop();
                 }
             }
             Lr | Sc | AmoSwap | AmoAdd | AmoXor | AmoAnd | AmoOr | AmoMin | AmoMax | AmoMinu
