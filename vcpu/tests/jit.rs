@@ -3153,14 +3153,7 @@ fn device_accesses_inside_a_translated_loop() {
 /// host range lies in no other block's.
 #[test]
 fn the_perf_map_names_every_translated_block() {
-    let _one = PERF_MAP.lock().unwrap_or_else(|e| e.into_inner());
-    let path = format!("/tmp/perf-{}.map", std::process::id());
-    let _ = std::fs::remove_file(&path);
-    let mut vm = Vm::with_config(HartConfig {
-        jit: true,
-        jit_perf_map: true,
-        ..HartConfig::default()
-    });
+    let (_one, path, mut vm) = perf_map_vm();
     // A loop of two blocks: the body (ending in its branch) and what follows it.
     vm.put32(
         CODE,
@@ -3196,6 +3189,20 @@ fn the_perf_map_names_every_translated_block() {
 /// Held by the tests that write the process's perf map, which all share one file.
 static PERF_MAP: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// A translating hart that writes the perf map, the map's path (emptied), and the lock on
+/// it, to hold while the test runs.
+fn perf_map_vm() -> (std::sync::MutexGuard<'static, ()>, String, Vm) {
+    let one = PERF_MAP.lock().unwrap_or_else(|e| e.into_inner());
+    let path = format!("/tmp/perf-{}.map", std::process::id());
+    let _ = std::fs::remove_file(&path);
+    let vm = Vm::with_config(HartConfig {
+        jit: true,
+        jit_perf_map: true,
+        ..HartConfig::default()
+    });
+    (one, path, vm)
+}
+
 /// The lines of the perf map at `path` as `(start, end, name)`, sorted, the file removed.
 fn perf_map_ranges(path: &str) -> Vec<(u64, u64, String)> {
     let map = std::fs::read_to_string(path).expect("no perf map written");
@@ -3223,14 +3230,7 @@ fn perf_map_ranges(path: &str) -> Vec<(u64, u64, String)> {
 /// names (host `perf` would give samples there either one).
 #[test]
 fn the_perf_map_names_each_address_once_across_an_emptied_region() {
-    let _one = PERF_MAP.lock().unwrap_or_else(|e| e.into_inner());
-    let path = format!("/tmp/perf-{}.map", std::process::id());
-    let _ = std::fs::remove_file(&path);
-    let mut vm = Vm::with_config(HartConfig {
-        jit: true,
-        jit_perf_map: true,
-        ..HartConfig::default()
-    });
+    let (_one, path, mut vm) = perf_map_vm();
     let loop_pc = CODE + 8;
     vm.put32(
         CODE,
