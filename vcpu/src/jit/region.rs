@@ -64,8 +64,8 @@ impl Region {
     /// lie where an earlier block did (a host profiler's map of translated code,
     /// `--perf-map`, names each address once). The old views' pages are given back to the
     /// host, and the old execute view's addresses stay reserved (no access) until the
-    /// region is dropped. `false` (the region stays where it is) after [`MAX_RENEWALS`] moves, or if
-    /// the host refuses a new mapping.
+    /// region is dropped. `false` (the region stays where it is) after [`MAX_RENEWALS`]
+    /// moves, or if the host refuses a new mapping.
     pub fn renew(&mut self) -> bool {
         if self.retired.len() >= MAX_RENEWALS {
             return false;
