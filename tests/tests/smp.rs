@@ -32,10 +32,22 @@ fn run(vcpus: u64, pcpus: Option<u64>, slice: u64) -> (String, RunStats) {
     (text, stats)
 }
 
+/// The statistics' instructions per vCPU: both vCPUs ran, and they add up to the total.
+fn assert_per_vcpu(stats: &RunStats) {
+    assert_eq!(stats.per_vcpu.len(), 2, "{:?}", stats.per_vcpu);
+    assert!(
+        stats.per_vcpu.iter().all(|&n| n > 0),
+        "{:?}",
+        stats.per_vcpu
+    );
+    assert_eq!(stats.per_vcpu.iter().sum::<u64>(), stats.instructions);
+}
+
 #[test]
 fn ctr_histories_on_a_shared_hart_are_those_of_a_hart_each() {
     let (alone, stats) = run(2, None, vcpu_slice());
     assert_eq!(stats.switches, vec![0, 0], "a hart each: no switch");
+    assert_per_vcpu(&stats);
     assert!(alone.contains("hart 0: depth 16 wrptr"), "{alone}");
     assert!(alone.contains("hart 1: depth 32 wrptr"), "{alone}");
     let mut shared_ref: Option<String> = None;
@@ -44,6 +56,7 @@ fn ctr_histories_on_a_shared_hart_are_those_of_a_hart_each() {
     for slice in [300, 1000, 7919, 100_000, 10_000_000] {
         let (out, stats) = run(2, Some(1), slice);
         assert_eq!(stats.switches.len(), 1);
+        assert_per_vcpu(&stats);
         assert!(
             stats.switches[0] >= 2,
             "slice {slice}: {:?}",
@@ -317,5 +330,9 @@ fn after_a_restore_budget_and_stats_count_this_run() {
         "one vCPU executed the budget, none more: {ran:?} (before {before:?})"
     );
     assert_eq!(stats.instructions, ran.iter().sum::<u64>(), "{ran:?}");
+    assert_eq!(
+        stats.per_vcpu, ran,
+        "the per-vCPU counts are this run's too"
+    );
     assert_eq!(stats.instructions_before, before.iter().sum::<u64>());
 }

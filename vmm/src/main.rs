@@ -906,6 +906,13 @@ fn report(result: Result<(RunExit, runner::RunStats), vmm::Error>, stats_wanted:
                 }
                 eprintln!("vmm: {} blocks translated", stats.translated_blocks);
                 eprint!("{}", stats.exits.table());
+                if stats.per_vcpu.len() > 1 {
+                    let per_vcpu: Vec<String> = (0..)
+                        .zip(&stats.per_vcpu)
+                        .map(|(v, n)| format!("vCPU {v}: {n}"))
+                        .collect();
+                    eprintln!("vmm: instructions per vCPU: {}", per_vcpu.join(", "));
+                }
                 if !stats.switches.is_empty() {
                     let per_hart: Vec<String> = (0..)
                         .zip(&stats.switches)

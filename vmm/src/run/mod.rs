@@ -298,6 +298,12 @@ pub(crate) fn run_vm(mut vm: GuestVm, input: ConsoleInput) -> Result<(RunExit, R
         wall: start.elapsed(),
         exits: vm.stats.clone(),
         switches: vm.switch_counts.clone(),
+        per_vcpu: vm
+            .executed_per_vcpu()
+            .iter()
+            .enumerate()
+            .map(|(i, n)| n.saturating_sub(vm.insns_base.get(i).copied().unwrap_or(0)))
+            .collect(),
         translated_blocks: vm.translated_blocks(),
         snapshot_written,
     };
@@ -446,6 +452,29 @@ impl GuestVm {
         self.hart.executed()
             + self.parked_executed()
             + self.secondaries.iter().map(GuestVm::executed).sum::<u64>()
+    }
+
+    /// Instructions each vCPU has executed, by vCPU id (since the guest booted), on this
+    /// hart instance and the others.
+    pub fn executed_per_vcpu(&self) -> Vec<u64> {
+        let n = self.smp.as_ref().map_or(1, |s| s.hart_count()) as usize;
+        let mut per = vec![0; n];
+        self.add_executed(&mut per);
+        per
+    }
+
+    fn add_executed(&self, per: &mut [u64]) {
+        if let Some(n) = per.get_mut(self.hart_id as usize) {
+            *n += self.hart.executed();
+        }
+        for (id, n) in self.parked_executed_per_vcpu() {
+            if let Some(v) = per.get_mut(id as usize) {
+                *v += n;
+            }
+        }
+        for s in &self.secondaries {
+            s.add_executed(per);
+        }
     }
 
     /// Blocks translated to host code by every hart (`--jit`).

@@ -233,6 +233,16 @@ impl GuestVm {
         })
     }
 
+    /// Instructions executed by each vCPU parked on this hart, with its id.
+    pub(crate) fn parked_executed_per_vcpu(&self) -> Vec<(u64, u64)> {
+        self.sched.as_ref().map_or(Vec::new(), |s| {
+            s.parked
+                .iter()
+                .map(|p| (p.id, p.state.vclock.saturating_sub(p.state.skipped)))
+                .collect()
+        })
+    }
+
     /// vCPU switches on this hart so far.
     pub(crate) fn switches(&self) -> u64 {
         self.sched.as_ref().map_or(0, |s| s.switches)

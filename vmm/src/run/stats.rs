@@ -537,6 +537,8 @@ pub struct RunStats {
     pub exits: ExitStats,
     /// vCPU switches per hart instance (`--pcpus`), hart 0 first; empty with one vCPU.
     pub switches: Vec<u64>,
+    /// The instructions of `instructions`, per vCPU, vCPU 0 first.
+    pub per_vcpu: Vec<u64>,
     /// Blocks translated to host code by all harts (`--jit`).
     pub translated_blocks: u64,
     /// Where `--snapshot-on-stop` wrote the VM when the run stopped, if it did.
