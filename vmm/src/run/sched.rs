@@ -225,12 +225,10 @@ impl GuestVm {
 
     /// Instructions executed by the vCPUs parked on this hart.
     pub(crate) fn parked_executed(&self) -> u64 {
-        self.sched.as_ref().map_or(0, |s| {
-            s.parked
-                .iter()
-                .map(|p| p.state.vclock.saturating_sub(p.state.skipped))
-                .sum()
-        })
+        self.parked_executed_per_vcpu()
+            .iter()
+            .map(|&(_, n)| n)
+            .sum()
     }
 
     /// Instructions executed by each vCPU parked on this hart, with its id.
