@@ -15,7 +15,8 @@
 #
 # Usage: scripts/bench-linux-boot.sh [RUNS]   (default 1; the best run of each is reported)
 # Env: LINUX_GUEST_DIR, LINUX_GUEST_SUITE (see scripts/linux-guest.sh), QEMU_SYSTEM_RISCV64,
-# LINUX_BOOT_VCPUS (harts, default 1: vmm run --vcpus N, QEMU -smp N).
+# LINUX_BOOT_VCPUS (harts, default 1: vmm run --vcpus N, QEMU -smp N; with more than one,
+# vmm also boots with one vCPU in each run, and the table gives N vCPUs against one).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -63,12 +64,20 @@ measure() {
 min() { awk -v a="$1" -v b="$2" 'BEGIN { print (b == "" || a < b) ? a : b }'; }
 
 vmm_ready= vmm_total= int_ready= int_total= q_ready= q_total= m_ready= m_total=
+one_ready= one_total=
 for i in $(seq "$runs"); do
     echo "run $i/$runs: vmm run..." >&2
     measure vmm "$vmm" run --kernel "$KERNEL" --initrd "$INITRD" --memory 256 \
         --cmdline "$cmdline" --vcpus "$vcpus"
     vmm_ready=$(min "$m_ready" "$vmm_ready")
     vmm_total=$(min "$m_total" "$vmm_total")
+    if [ "$vcpus" -gt 1 ]; then
+        echo "run $i/$runs: vmm run --vcpus 1..." >&2
+        measure one "$vmm" run --kernel "$KERNEL" --initrd "$INITRD" --memory 256 \
+            --cmdline "$cmdline" --vcpus 1
+        one_ready=$(min "$m_ready" "$one_ready")
+        one_total=$(min "$m_total" "$one_total")
+    fi
     echo "run $i/$runs: vmm run --jit off..." >&2
     measure interp "$vmm" run --kernel "$KERNEL" --initrd "$INITRD" --memory 256 \
         --cmdline "$cmdline" --vcpus "$vcpus" --jit off
@@ -97,5 +106,11 @@ $(nproc) host core(s), $(uname -m); command line: $cmdline
 | vmm run --jit off (interpreter only) | $int_ready | $int_total |
 | QEMU $qver TCG, -M virt, OpenSBI $sbiver fw_dynamic | $q_ready | $q_total |
 | ratio vmm (block translator) / QEMU | $ratio_ready | $ratio_total |
-
 TABLE
+if [ "$vcpus" -gt 1 ]; then
+    cat <<TABLE
+| vmm run --vcpus 1 (block translator) | $one_ready | $one_total |
+| ratio vmm $vcpus vCPUs / 1 vCPU | $(awk -v a="$vmm_ready" -v b="$one_ready" 'BEGIN { printf "%.2f", a / b }') | $(awk -v a="$vmm_total" -v b="$one_total" 'BEGIN { printf "%.2f", a / b }') |
+TABLE
+fi
+echo
