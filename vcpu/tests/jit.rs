@@ -1654,34 +1654,14 @@ fn random_float_programs_match_the_interpreter() {
 /// and written mid-block; whole runs and runs in budget steps.
 #[test]
 fn random_float_programs_match_the_interpreter_with_every_counter_overflowing() {
-    random_programs_in(Mode::PmuFloat, 1200..1216);
-    for seed in 1300..1304u64 {
-        let mut rng = seeded(seed ^ 0x1c0f);
-        run_in_steps_in(
-            Mode::PmuFloat,
-            seed,
-            1500,
-            "LCOFI, random steps",
-            || match rng.below(3) {
-                0 => 1 + rng.below(3),
-                1 => 1 + rng.below(70),
-                _ => 1 + rng.below(1000),
-            },
-        );
-    }
-    // The LCOFIs were taken all along, and the blocks ran translated.
-    for seed in [1200, 1201] {
-        let mut p = Mode::PmuFloat.pair();
-        load_random_in(&mut p, seed, 6000, Mode::PmuFloat);
-        p.run_to_wfi("PmuFloat");
-        let lcofis = p.int.r64(LCOFI_LOG - 8) / 16;
-        let insns = p.int.hart.executed();
-        assert!(
-            lcofis > 500,
-            "seed {seed}: only {lcofis} LCOFIs in {insns} instructions"
-        );
-        assert!(p.jit.hart.translated_blocks() > 50, "seed {seed}");
-    }
+    programs_taking_lcofis(
+        Mode::PmuFloat,
+        1200..1216,
+        (1300..1304, 0x1c0f),
+        1500,
+        [1200, 1201],
+        500,
+    );
 }
 
 /// A sampling profiler's counters (cycles, loads, branch misses) overflowing every 4 to
@@ -1691,31 +1671,49 @@ fn random_float_programs_match_the_interpreter_with_every_counter_overflowing() 
 /// runs and runs in budget steps.
 #[test]
 fn random_programs_match_the_interpreter_with_a_sampling_profilers_counters() {
-    random_programs_in(Mode::PmuSampling, 1400..1432);
-    for seed in 1440..1448u64 {
-        let mut rng = seeded(seed ^ 0x5a3);
-        run_in_steps_in(
-            Mode::PmuSampling,
-            seed,
-            3000,
-            "sampling, random steps",
-            || match rng.below(3) {
+    // (Periods of 40 and 150 cycles in the last two.)
+    programs_taking_lcofis(
+        Mode::PmuSampling,
+        1400..1432,
+        (1440..1448, 0x5a3),
+        3000,
+        [1403, 1404],
+        20,
+    );
+}
+
+/// Random programs of `mode` (whose counters overflow and whose LCOFI handler logs each
+/// LCOFI) compared with the interpreter: `whole` seeds in whole runs, `stepped` seeds of
+/// `halfwords` in random budget steps (drawn from the seed mixed with the salt); then the `checked` seeds run whole must
+/// have taken more than `min_lcofis` LCOFIs, with their blocks translated.
+fn programs_taking_lcofis(
+    mode: Mode,
+    whole: std::ops::Range<u64>,
+    (stepped, salt): (std::ops::Range<u64>, u64),
+    halfwords: usize,
+    checked: [u64; 2],
+    min_lcofis: u64,
+) {
+    random_programs_in(mode, whole);
+    for seed in stepped {
+        let mut rng = seeded(seed ^ salt);
+        run_in_steps_in(mode, seed, halfwords, "LCOFI, random steps", || {
+            match rng.below(3) {
                 0 => 1 + rng.below(3),
                 1 => 1 + rng.below(70),
                 _ => 1 + rng.below(1000),
-            },
-        );
+            }
+        });
     }
-    // LCOFIs all along, with the blocks translated.
-    // (Periods of 40 and 150 cycles.)
-    for seed in [1403, 1404] {
-        let mut p = Mode::PmuSampling.pair();
-        load_random_in(&mut p, seed, 6000, Mode::PmuSampling);
-        p.run_to_wfi("PmuSampling");
+    // The LCOFIs were taken all along, and the blocks ran translated.
+    for seed in checked {
+        let mut p = mode.pair();
+        load_random_in(&mut p, seed, 6000, mode);
+        p.run_to_wfi(&format!("{mode:?}"));
         let lcofis = p.int.r64(LCOFI_LOG - 8) / 16;
         let insns = p.int.hart.executed();
         assert!(
-            lcofis > 20,
+            lcofis > min_lcofis,
             "seed {seed}: only {lcofis} LCOFIs in {insns} instructions"
         );
         assert!(p.jit.hart.translated_blocks() > 50, "seed {seed}");
