@@ -11,8 +11,19 @@ use crate::trap::{Exception, TrapTarget};
 use crate::INSNS_PER_TICK;
 use vcpu_api::{PrivilegeMode, TraceRange, VcpuExit};
 
-/// Instructions executed between checks of interrupts, time and stop requests.
+/// Instructions executed between checks of interrupts, time and stop requests, where
+/// something outside the hart moves with those checks: the host clock is read at each,
+/// and the harts of a VM publish and adopt their shared clock and take each other's
+/// interrupts and fences there.
 const CHUNK: u64 = 4096;
+/// The chunk of a hart alone on virtual time: its timer deadlines, budget and counter
+/// checks end chunks exactly wherever they fall, so what is left at a boundary is what
+/// other threads post (stop requests, a mailbox of one hart) and has no instruction to
+/// land on. A longer chunk only makes those later (65 536 instructions: well under a
+/// millisecond even interpreted), and translated code returns to the dispatcher at a
+/// chunk's end 16 times less often: a Linux boot executes the same instructions with
+/// either and takes about 5% less host time with this one.
+const LONG_CHUNK: u64 = 4096 * 16;
 
 impl Hart {
     /// Chunk boundary work for SMP: merge the mailbox and synchronise with the shared clock.
@@ -43,10 +54,21 @@ impl Hart {
         }
     }
 
+    /// The chunk length: [`LONG_CHUNK`] for a hart alone on virtual time, else [`CHUNK`].
+    #[inline]
+    fn chunk(&self) -> u64 {
+        if self.host_clock.is_none() && self.shared_clock.is_none() {
+            LONG_CHUNK
+        } else {
+            CHUNK
+        }
+    }
+
     /// Runs up to `budget` instructions, or past it by up to `slack` to finish a translated
     /// block ([`Hart::run`]).
     pub(crate) fn run_loop<const TRACE: bool>(&mut self, budget: u64, slack: u64) -> VcpuExit {
         let mut left = budget;
+        let chunk = self.chunk();
         loop {
             self.sync_shared();
             if self.stop.take() {
@@ -65,7 +87,7 @@ impl Hart {
             if left == 0 {
                 return VcpuExit::BudgetExhausted;
             }
-            let mut n = left.min(CHUNK);
+            let mut n = left.min(chunk);
             // Where the chunk may end at the latest: the budget (and the slack the VMM
             // allows past it: `Vcpu::set_budget_slack`), the timer deadline.
             let mut firm = left.saturating_add(slack);

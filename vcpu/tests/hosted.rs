@@ -218,6 +218,25 @@ fn host_clock_time_follows_the_host_and_idle_skips_nothing() {
     assert!(h.guest_time() >= now);
 }
 
+/// The hart reads the host clock at its chunk boundaries, 4096 instructions apart and at most
+/// 64 more to finish a translated block (README, "--clock"): a guest spinning on `time` sees
+/// it move within that many. (On virtual time a hart alone runs longer chunks: its `time`
+/// moves with its instructions, not at boundaries.)
+#[test]
+fn host_time_moves_within_4096_instructions() {
+    // a0 = time; spin until time differs (3 instructions an iteration); WFI.
+    let code = [csrr(10, TIME), csrr(11, TIME), beq(10, 11, -4), wfi()];
+    let mut h = guest(&code, &[]);
+    h.set_host_clock(Some(vcpu::HostClock::starting_at(0)));
+    assert_eq!(h.run(1_000_000), VcpuExit::Wfi);
+    let spun = h.executed();
+    assert!(
+        spun <= 4096 + 64 + 3,
+        "time moved after {spun} instructions"
+    );
+    assert!(h.xreg(11) > h.xreg(10));
+}
+
 #[test]
 fn shared_clock_is_adopted_and_published_at_chunk_boundaries() {
     let clock = std::sync::Arc::new(vcpu::SharedClock::new());
