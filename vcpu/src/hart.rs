@@ -139,8 +139,14 @@ pub struct Hart {
     time_offset: u64,
     /// Host time: the clock `mtime` follows (`None`: virtual time).
     pub(crate) host_clock: Option<vcpu_api::HostClock>,
-    /// Host time: `host_clock` as last read (at the start of each chunk).
+    /// Host time: `host_clock` as last read (at the start of each chunk, and by a read of
+    /// `time` a chunk's worth of instructions later: [`Hart::read_time`]).
     pub(crate) host_now: u64,
+    /// Host time: `vclock` when `host_now` was read.
+    pub(crate) host_read_at: u64,
+    /// Host time: the guest's pace, by which a hart alone ends its chunks before its next
+    /// timer deadline (`interp`).
+    pub(crate) host_pace: crate::interp::HostPace,
     pub(crate) mtimecmp: u64,
     /// Interrupt lines driven by the platform (MSIP, MEIP, SEIP).
     pub(crate) ext_lines: u64,
@@ -273,6 +279,8 @@ impl Hart {
             time_offset: 0,
             host_clock: config.host_clock,
             host_now: config.host_clock.map_or(0, |c| c.ticks()),
+            host_read_at: 0,
+            host_pace: Default::default(),
             mtimecmp: u64::MAX,
             ext_lines: 0,
             stop: StopHandle::default(),
@@ -430,7 +438,24 @@ impl Hart {
     pub(crate) fn refresh_host_time(&mut self) {
         if let Some(c) = &self.host_clock {
             self.host_now = c.ticks();
+            self.host_read_at = self.vclock;
         }
+    }
+    /// Host time: before the guest reads `time`, the host clock is read again if a chunk's
+    /// worth of instructions ([`crate::interp::CHUNK`]) ran since it was, so that `time` is
+    /// never older than with chunks of that length, whatever the chunk (a hart alone runs
+    /// longer ones). True if that read reached a timer deadline: the chunk ends after the
+    /// read, as at a chunk boundary, where the interrupt is taken. Nothing with virtual time.
+    #[inline]
+    pub(crate) fn read_time(&mut self) -> bool {
+        if self.host_clock.is_none()
+            || self.vclock.wrapping_sub(self.host_read_at) < crate::interp::CHUNK
+        {
+            return false;
+        }
+        self.refresh_host_time();
+        let now = self.mtime();
+        self.timer_deadline().is_some_and(|t| t <= now)
     }
     /// The hart's time source: `Some` makes `mtime` follow that host clock from now on,
     /// starting at the clock's value (the offset is reset: `mtime` = `clock.ticks()`);

@@ -12,18 +12,68 @@ use crate::INSNS_PER_TICK;
 use vcpu_api::{PrivilegeMode, TraceRange, VcpuExit};
 
 /// Instructions executed between checks of interrupts, time and stop requests, where
-/// something outside the hart moves with those checks: the host clock is read at each,
-/// and the harts of a VM publish and adopt their shared clock and take each other's
-/// interrupts and fences there.
-const CHUNK: u64 = 4096;
-/// The chunk of a hart alone on virtual time: its timer deadlines, budget and counter
+/// other harts move with those checks: the harts of a VM publish and adopt their shared
+/// clock and take each other's interrupts and fences there. With host time, the most a
+/// timer interrupt can be late (the host clock is read at each boundary).
+pub(crate) const CHUNK: u64 = 4096;
+/// The chunk of a hart alone. On virtual time its timer deadlines, budget and counter
 /// checks end chunks exactly wherever they fall, so what is left at a boundary is what
 /// other threads post (stop requests, a mailbox of one hart) and has no instruction to
 /// land on. A longer chunk only makes those later (65 536 instructions: well under a
 /// millisecond even interpreted), and translated code returns to the dispatcher at a
 /// chunk's end 16 times less often: a Linux boot executes the same instructions with
-/// either and takes about 5% less host time with this one.
+/// either and takes about 5% less host time with this one. With host time a chunk also
+/// ends before the next timer deadline at the guest's pace ([`HostPace`]), and `time`
+/// reads the host clock again once [`CHUNK`] instructions have run since it was read
+/// (`Hart::read_time`), so that neither comes later than with chunks of [`CHUNK`].
 const LONG_CHUNK: u64 = 4096 * 16;
+
+/// Host time, for a hart alone: the guest's pace, in instruction slots per tick of the
+/// timebase, measured between chunk boundaries at least [`HostPace::WINDOW`] ticks apart.
+/// A chunk that starts `d` ticks before a timer deadline runs at most half of what that
+/// pace would execute in `d` ticks (at least [`CHUNK`], at most [`LONG_CHUNK`]), so that it
+/// ends before the deadline unless the guest slows to less than half its pace; near the
+/// deadline chunks are [`CHUNK`] long, as they always were with host time.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct HostPace {
+    /// Where the measure started, host ticks and `vclock` (`None` before the first boundary).
+    since: Option<(u64, u64)>,
+    /// Slots per tick, as last measured.
+    per_tick: u64,
+}
+
+impl Default for HostPace {
+    /// No measure yet: 10 MIPS (one slot a tick), so that the first chunks stay short.
+    fn default() -> Self {
+        HostPace {
+            since: None,
+            per_tick: 1,
+        }
+    }
+}
+
+impl HostPace {
+    /// The least host time a measure spans (10 µs).
+    const WINDOW: u64 = 100;
+
+    /// A chunk boundary at host tick `now` and virtual clock `slots`: a measure ends once it
+    /// spans [`HostPace::WINDOW`]; one whose clocks went back (a restore) starts again.
+    fn measure(&mut self, now: u64, slots: u64) {
+        if let Some((t0, s0)) = self.since.filter(|&(t0, s0)| now >= t0 && slots >= s0) {
+            let ticks = now - t0;
+            if ticks < Self::WINDOW {
+                return;
+            }
+            self.per_tick = (slots - s0) / ticks;
+        }
+        self.since = Some((now, slots));
+    }
+
+    /// The longest chunk that starts `ticks` before a timer deadline.
+    fn chunk_before(&self, ticks: u64) -> u64 {
+        (ticks.saturating_mul(self.per_tick) / 2).clamp(CHUNK, LONG_CHUNK)
+    }
+}
 
 impl Hart {
     /// Chunk boundary work for SMP: merge the mailbox and synchronise with the shared clock.
@@ -54,10 +104,10 @@ impl Hart {
         }
     }
 
-    /// The chunk length: [`LONG_CHUNK`] for a hart alone on virtual time, else [`CHUNK`].
+    /// The chunk length: [`LONG_CHUNK`] for a hart alone, [`CHUNK`] with other harts.
     #[inline]
     fn chunk(&self) -> u64 {
-        if self.host_clock.is_none() && self.shared_clock.is_none() {
+        if self.shared_clock.is_none() {
             LONG_CHUNK
         } else {
             CHUNK
@@ -94,13 +144,19 @@ impl Hart {
             // Stop exactly when the next timer deadline is reached (virtual time; with host
             // time a deadline is seen at the next chunk boundary after the host reaches it).
             let now = self.mtime();
-            if let Some(t) = self
-                .timer_deadline()
-                .filter(|&t| t > now && self.host_clock.is_none())
-            {
-                let until = (t - now).saturating_mul(INSNS_PER_TICK) - self.vclock % INSNS_PER_TICK;
-                n = n.min(until.max(1));
-                firm = firm.min(until.max(1));
+            let alone = chunk == LONG_CHUNK;
+            if alone && self.host_clock.is_some() {
+                self.host_pace.measure(self.host_now, self.vclock);
+            }
+            if let Some(t) = self.timer_deadline().filter(|&t| t > now) {
+                if self.host_clock.is_none() {
+                    let until =
+                        (t - now).saturating_mul(INSNS_PER_TICK) - self.vclock % INSNS_PER_TICK;
+                    n = n.min(until.max(1));
+                    firm = firm.min(until.max(1));
+                } else if alone {
+                    n = n.min(self.host_pace.chunk_before(t - now));
+                }
             }
             // CTR: a chunk runs the loop instantiated with or without the recording checks
             // for jumps and branches, by whether the current mode records any (the mask
@@ -553,5 +609,37 @@ impl Hart {
             },
         }
         log::trace!("{line}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A chunk before a deadline runs half of what the measured pace executes until it, at
+    /// least a short chunk and at most a long one; the pace is measured over at least
+    /// [`HostPace::WINDOW`] ticks, and starts at one slot a tick.
+    #[test]
+    fn host_pace_ends_chunks_halfway_to_the_deadline() {
+        let mut p = HostPace::default();
+        assert_eq!(p.chunk_before(20_000), 10_000);
+        assert_eq!(p.chunk_before(100), CHUNK);
+        assert_eq!(p.chunk_before(u64::MAX), LONG_CHUNK);
+        p.measure(1_000, 0);
+        // 50 ticks: too short a window to measure.
+        p.measure(1_050, 5_000);
+        assert_eq!(p.chunk_before(20_000), 10_000);
+        // 200 ticks for 20 000 slots: 100 a tick.
+        p.measure(1_200, 20_000);
+        assert_eq!(p.chunk_before(1_000), 50_000);
+        assert_eq!(p.chunk_before(50), CHUNK);
+        // Idle in between (a WFI slept 1 000 ticks): the pace drops, and chunks shorten.
+        p.measure(2_200, 21_000);
+        assert_eq!(p.chunk_before(20_000), 10_000);
+        // A clock that went back (a restored guest) starts a new measure, keeping the pace.
+        p.measure(500, 0);
+        assert_eq!(p.chunk_before(20_000), 10_000);
+        p.measure(700, 60_000);
+        assert_eq!(p.chunk_before(1_000), LONG_CHUNK);
     }
 }

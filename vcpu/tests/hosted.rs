@@ -14,6 +14,11 @@ const GUEST: u64 = RAM_BASE + 0x2000;
 const VSTVEC: u64 = RAM_BASE + 0x3000;
 
 fn guest(code: &[u32], handler: &[u32]) -> Hart {
+    guest_jit(code, handler, true)
+}
+
+/// [`guest`] with block translation on or off (`HartConfig::jit`).
+fn guest_jit(code: &[u32], handler: &[u32], jit: bool) -> Hart {
     let mem = GuestMemoryMmap::<()>::from_ranges(&[(GuestAddress(RAM_BASE), RAM_SIZE)]).unwrap();
     for (i, w) in code.iter().enumerate() {
         mem.write_obj(*w, GuestAddress(GUEST + 4 * i as u64))
@@ -28,6 +33,7 @@ fn guest(code: &[u32], handler: &[u32]) -> Hart {
             base: 0x1000_0000,
             size: 0x100,
         }],
+        jit,
         ..HartConfig::default()
     };
     let mut h = Hart::new_guest(config, mem).unwrap();
@@ -235,6 +241,105 @@ fn host_time_moves_within_4096_instructions() {
         "time moved after {spun} instructions"
     );
     assert!(h.xreg(11) > h.xreg(10));
+}
+
+/// With host time a hart alone runs long chunks that end before its timer deadline at the
+/// guest's pace, and a read of `time` that finds the deadline reached ends the chunk: the
+/// interrupt comes right after the first read of `time` that reaches the deadline, as it
+/// did with short chunks. The guest spins on `time` against its deadline (2 ms of host
+/// time ahead) and counts the reads at or past it that came back before the interrupt.
+#[test]
+fn the_host_timer_interrupts_before_the_guest_sees_its_deadline() {
+    let code = [
+        csrw(STVEC, 6),
+        csrw(SIE, 7),
+        csrrsi(0, SSTATUS, 2),
+        csrr(5, TIME),
+        bltu(5, 11, -4),
+        addi(9, 9, 1),
+        jal(0, -12),
+    ];
+    let handler = [csrr(10, SCAUSE), addi(17, 0, 1), ecall()];
+    for jit in [true, false] {
+        let mut h = guest_jit(&code, &handler, jit);
+        h.set_xreg(6, VSTVEC);
+        h.set_xreg(7, 1 << 5);
+        h.set_host_clock(Some(vcpu::HostClock::starting_at(0)));
+        let deadline = h.mtime_now() + 20_000;
+        h.set_xreg(11, deadline);
+        h.set_guest_timer(deadline);
+        let start = std::time::Instant::now();
+        let t = loop {
+            match h.run(1 << 24) {
+                VcpuExit::BudgetExhausted => {
+                    assert!(start.elapsed().as_secs() < 60, "no interrupt after 60 s");
+                }
+                VcpuExit::GuestTrap(t) => break t,
+                other => panic!("unexpected {other:?} at pc {:#x}", h.pc()),
+            }
+        };
+        assert_eq!(t.cause, 10, "jit {jit}");
+        assert_eq!(h.xreg(10), (1 << 63) | 5, "jit {jit}: VSTI");
+        assert_eq!(h.xreg(9), 0, "jit {jit}: reads saw the deadline first");
+        assert!(h.guest_time() >= deadline);
+    }
+}
+
+/// In translated code too, a read of `time` that reaches the deadline ends the chunk: the
+/// block it is in leaves right after it. The read is the second instruction of a block that
+/// starts one instruction before the chunk's 4096th, which a chunk near a deadline lets run
+/// whole (its slack), so that the read comes a chunk's worth of instructions after the host
+/// clock was last read and reads it again; the deadline, a few ticks after the start, has
+/// passed by then unless the host was slower (then the interrupt comes before the read and
+/// nothing is told apart), so the test tries deadlines from 1 to 64 µs ahead.
+#[test]
+fn a_translated_read_of_host_time_at_the_deadline_leaves_its_block() {
+    let code = [
+        csrw(STVEC, 6),
+        csrw(SIE, 7),
+        csrrsi(0, SSTATUS, 2),
+        // 1 + 2 * 2047 = 4095 instructions, then the block: a no-op, the read, and a count
+        // of reads at or past the deadline (in x11) that the guest went on from.
+        addi(12, 0, 2047),
+        addi(12, 12, -1),
+        bne(12, 0, -4),
+        addi(0, 0, 0),
+        csrr(5, TIME),
+        sltu(13, 5, 11),
+        xori(13, 13, 1),
+        add(9, 9, 13),
+        jal(0, 0),
+    ];
+    let handler = [csrr(10, SCAUSE), addi(17, 0, 1), ecall()];
+    for ahead in [10, 20, 40, 80, 160, 320, 640] {
+        let mut h = guest(&code, &handler);
+        h.set_xreg(6, VSTVEC);
+        h.set_xreg(7, 1 << 5);
+        h.set_host_clock(Some(vcpu::HostClock::starting_at(0)));
+        // Once without a deadline, so that the blocks are translated beforehand.
+        assert_eq!(h.run(10_000), VcpuExit::BudgetExhausted);
+        h.set_pc(GUEST);
+        h.set_xreg(9, 0);
+        let deadline = h.mtime_now() + ahead;
+        h.set_xreg(11, deadline);
+        h.set_guest_timer(deadline);
+        let start = std::time::Instant::now();
+        let t = loop {
+            match h.run(1 << 20) {
+                VcpuExit::BudgetExhausted => {
+                    assert!(start.elapsed().as_secs() < 60, "no interrupt after 60 s");
+                }
+                VcpuExit::GuestTrap(t) => break t,
+                other => panic!("unexpected {other:?} at pc {:#x}", h.pc()),
+            }
+        };
+        assert_eq!((t.cause, h.xreg(10)), (10, (1 << 63) | 5), "{ahead} ticks");
+        assert_eq!(
+            h.xreg(9),
+            0,
+            "{ahead} ticks: the guest went on after reading the deadline"
+        );
+    }
 }
 
 #[test]

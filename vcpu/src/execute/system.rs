@@ -188,6 +188,10 @@ impl Hart {
             crate::csr::CsrFault::Illegal => Exception::illegal(i.bits()),
             crate::csr::CsrFault::Virtual => Exception::virtual_insn(i.bits()),
         })?;
+        // Host time: a read of `time` may read the host clock (`Hart::read_time`); if that
+        // reaches a timer deadline, the chunk ends after it, so that the interrupt comes
+        // before the guest sees more of its time.
+        let due = num == vcpu_api::csr::TIME && self.read_time();
         let old = if reads || writes {
             (desc.read)(self)
         } else {
@@ -215,7 +219,7 @@ impl Hart {
         }
         self.next(i);
         // A write may have made an interrupt pending or enabled: leave the chunk.
-        if writes {
+        if writes || due {
             Err(Ctl::Break)
         } else {
             Ok(())

@@ -696,6 +696,7 @@ impl Hart {
         Layout {
             x: offset_of!(Hart, x) as i32,
             pc: offset_of!(Hart, pc) as i32,
+            jit_break: offset_of!(Hart, jit_break) as i32,
             budget: offset_of!(Hart, jit_budget) as i32,
             last_exit: offset_of!(Hart, jit_last_exit) as i32,
             load: (tlb + load) as i32,

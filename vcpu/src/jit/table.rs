@@ -71,6 +71,8 @@ pub(crate) const MAX_BLOCK_BYTES: usize = 64 * 1024;
 pub(crate) struct Layout {
     pub(super) x: i32,
     pub(super) pc: i32,
+    /// `Hart::jit_break`.
+    pub(super) jit_break: i32,
     pub(super) budget: i32,
     pub(super) last_exit: i32,
     pub(super) load: i32,

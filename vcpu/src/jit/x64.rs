@@ -1138,7 +1138,8 @@ fn assemble_carrying(
         } else if csr(i.op) {
             let bail = a.new_dynamic_label();
             bails.push((bail, pc, n - k as u32));
-            emit_csr(a, l, pc, i, bail, n - k as u32, &mut links);
+            let first = (monitored && k == 0).then(|| start_pc(plan));
+            emit_csr(a, l, pc, i, bail, n - k as u32, first, &mut links);
         } else {
             emit_straight(a, l, pc, i);
             if monitored && matches!(i.op, Op::Mul | Op::Mulh | Op::Mulhu | Op::Mulw) {
@@ -2229,6 +2230,10 @@ fn emit_float_host(a: &mut Asm, l: &Layout, i: &Insn, bail: DynamicLabel, fp: &m
 /// leaves through `bail`, before it). After a write the block returns to the dispatcher
 /// (unlinked), which ends the chunk: the write may have enabled an interrupt, changed the
 /// address translation, the privilege rules, CTR or the monitor.
+/// A CSR access through the interpreter's code (`super::jit_csr`); `undone`: instructions
+/// from it to the block's end; `first`: the block's pc if it is the first instruction of a
+/// monitored block (whose fetch report follows it).
+#[allow(clippy::too_many_arguments)]
 fn emit_csr(
     a: &mut Asm,
     l: &Layout,
@@ -2236,6 +2241,7 @@ fn emit_csr(
     i: &Insn,
     bail: DynamicLabel,
     undone: u32,
+    first: Option<u64>,
     links: &mut Exits,
 ) {
     let (lo, hi) = pack(i);
@@ -2252,6 +2258,23 @@ fn emit_csr(
     store_budget(a, l);
     call(a, l.csr_helper);
     dynasm!(a ; .arch x64 ; test eax, eax ; jnz =>bail);
+    let next = pc.wrapping_add(i.len as u64);
+    if !csr_write(i) && (i.imm as u32 & 0xfff) as u16 == vcpu_api::csr::TIME {
+        // A read of `time` that reached a timer deadline (host time: `Hart::read_time`)
+        // ends the chunk, as `Ctl::Break` does in the interpreter: leave after it.
+        let (brk, on) = (l.jit_break, a.new_dynamic_label());
+        dynasm!(a ; .arch x64
+            ; cmp BYTE [rdi + brk], 0
+            ; je =>on
+        );
+        if let Some(start) = first {
+            monitor_fetch(a, l, start);
+        }
+        let after = undone as i32 - 1;
+        dynasm!(a ; .arch x64 ; add r12, after);
+        exit_to(a, l, next, (Next::Dispatcher, false), links);
+        dynasm!(a ; .arch x64 ; =>on);
+    }
     if csr_write(i) {
         // Back to the dispatcher: the write may change what blocks depend on.
         exit_to(
