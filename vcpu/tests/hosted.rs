@@ -128,15 +128,15 @@ fn device_access_is_an_mmio_exit() {
 /// A guest that enables its supervisor timer interrupt (stvec, sie.STIE, sstatus.SIE) and
 /// waits in WFI; its handler records scause in x10 and makes an ECALL.
 fn timer_waiting_guest() -> Hart {
-    let code = [
-        csrw(STVEC, 6),
-        csrw(SIE, 7),
-        csrrsi(0, SSTATUS, 2),
-        wfi(),
-        jal(0, -4),
-    ];
+    timer_guest(&[wfi(), jal(0, -4)], true)
+}
+
+/// A guest that takes its timer interrupt: stvec from x6, sie.STIE, sstatus.SIE, then
+/// `body`; the handler puts scause in x10 and ECALLs (a7 = 1), which exits.
+fn timer_guest(body: &[u32], jit: bool) -> Hart {
+    let code = [&[csrw(STVEC, 6), csrw(SIE, 7), csrrsi(0, SSTATUS, 2)], body].concat();
     let handler = [csrr(10, SCAUSE), addi(17, 0, 1), ecall()];
-    let mut h = guest(&code, &handler);
+    let mut h = guest_jit(&code, &handler, jit);
     h.set_xreg(6, VSTVEC);
     h.set_xreg(7, 1 << 5);
     h
@@ -243,6 +243,26 @@ fn host_time_moves_within_4096_instructions() {
     assert!(h.xreg(11) > h.xreg(10));
 }
 
+/// `h` on host time.
+fn host_timed(mut h: Hart) -> Hart {
+    h.set_host_clock(Some(vcpu::HostClock::starting_at(0)));
+    h
+}
+
+/// Run until the guest's handler exits with an ECALL (at most a minute of host time).
+fn until_trap(h: &mut Hart) -> GuestTrap {
+    let start = std::time::Instant::now();
+    loop {
+        match h.run(1 << 20) {
+            VcpuExit::BudgetExhausted => {
+                assert!(start.elapsed().as_secs() < 60, "no interrupt after 60 s");
+            }
+            VcpuExit::GuestTrap(t) => return t,
+            other => panic!("unexpected {other:?} at pc {:#x}", h.pc()),
+        }
+    }
+}
+
 /// With host time a hart alone runs long chunks that end before its timer deadline at the
 /// guest's pace, and a read of `time` that finds the deadline reached ends the chunk: the
 /// interrupt comes right after the first read of `time` that reaches the deadline, as it
@@ -250,34 +270,13 @@ fn host_time_moves_within_4096_instructions() {
 /// time ahead) and counts the reads at or past it that came back before the interrupt.
 #[test]
 fn the_host_timer_interrupts_before_the_guest_sees_its_deadline() {
-    let code = [
-        csrw(STVEC, 6),
-        csrw(SIE, 7),
-        csrrsi(0, SSTATUS, 2),
-        csrr(5, TIME),
-        bltu(5, 11, -4),
-        addi(9, 9, 1),
-        jal(0, -12),
-    ];
-    let handler = [csrr(10, SCAUSE), addi(17, 0, 1), ecall()];
+    let body = [csrr(5, TIME), bltu(5, 11, -4), addi(9, 9, 1), jal(0, -12)];
     for jit in [true, false] {
-        let mut h = guest_jit(&code, &handler, jit);
-        h.set_xreg(6, VSTVEC);
-        h.set_xreg(7, 1 << 5);
-        h.set_host_clock(Some(vcpu::HostClock::starting_at(0)));
+        let mut h = host_timed(timer_guest(&body, jit));
         let deadline = h.mtime_now() + 20_000;
         h.set_xreg(11, deadline);
         h.set_guest_timer(deadline);
-        let start = std::time::Instant::now();
-        let t = loop {
-            match h.run(1 << 24) {
-                VcpuExit::BudgetExhausted => {
-                    assert!(start.elapsed().as_secs() < 60, "no interrupt after 60 s");
-                }
-                VcpuExit::GuestTrap(t) => break t,
-                other => panic!("unexpected {other:?} at pc {:#x}", h.pc()),
-            }
-        };
+        let t = until_trap(&mut h);
         assert_eq!(t.cause, 10, "jit {jit}");
         assert_eq!(h.xreg(10), (1 << 63) | 5, "jit {jit}: VSTI");
         assert_eq!(h.xreg(9), 0, "jit {jit}: reads saw the deadline first");
@@ -294,10 +293,7 @@ fn the_host_timer_interrupts_before_the_guest_sees_its_deadline() {
 /// nothing is told apart), so the test tries deadlines from 1 to 64 µs ahead.
 #[test]
 fn a_translated_read_of_host_time_at_the_deadline_leaves_its_block() {
-    let code = [
-        csrw(STVEC, 6),
-        csrw(SIE, 7),
-        csrrsi(0, SSTATUS, 2),
+    let body = [
         // 1 + 2 * 2047 = 4095 instructions, then the block: a no-op, the read, and a count
         // of reads at or past the deadline (in x11) that the guest went on from.
         addi(12, 0, 2047),
@@ -310,12 +306,8 @@ fn a_translated_read_of_host_time_at_the_deadline_leaves_its_block() {
         add(9, 9, 13),
         jal(0, 0),
     ];
-    let handler = [csrr(10, SCAUSE), addi(17, 0, 1), ecall()];
     for ahead in [10, 20, 40, 80, 160, 320, 640] {
-        let mut h = guest(&code, &handler);
-        h.set_xreg(6, VSTVEC);
-        h.set_xreg(7, 1 << 5);
-        h.set_host_clock(Some(vcpu::HostClock::starting_at(0)));
+        let mut h = host_timed(timer_guest(&body, true));
         // Once without a deadline, so that the blocks are translated beforehand.
         assert_eq!(h.run(10_000), VcpuExit::BudgetExhausted);
         h.set_pc(GUEST);
@@ -323,16 +315,7 @@ fn a_translated_read_of_host_time_at_the_deadline_leaves_its_block() {
         let deadline = h.mtime_now() + ahead;
         h.set_xreg(11, deadline);
         h.set_guest_timer(deadline);
-        let start = std::time::Instant::now();
-        let t = loop {
-            match h.run(1 << 20) {
-                VcpuExit::BudgetExhausted => {
-                    assert!(start.elapsed().as_secs() < 60, "no interrupt after 60 s");
-                }
-                VcpuExit::GuestTrap(t) => break t,
-                other => panic!("unexpected {other:?} at pc {:#x}", h.pc()),
-            }
-        };
+        let t = until_trap(&mut h);
         assert_eq!((t.cause, h.xreg(10)), (10, (1 << 63) | 5), "{ahead} ticks");
         assert_eq!(
             h.xreg(9),
