@@ -142,7 +142,8 @@ impl Hart {
             // allows past it: `Vcpu::set_budget_slack`), the timer deadline.
             let mut firm = left.saturating_add(slack);
             // Stop exactly when the next timer deadline is reached (virtual time; with host
-            // time a deadline is seen at the next chunk boundary after the host reaches it).
+            // time a deadline is seen at the next chunk boundary after the host reaches it, or
+            // at a read of `time`, and a hart alone ends its chunk before it: `HostPace`).
             let now = self.mtime();
             let alone = chunk == LONG_CHUNK;
             if alone && self.host_clock.is_some() {

@@ -2229,10 +2229,10 @@ fn emit_float_host(a: &mut Asm, l: &Layout, i: &Insn, bail: DynamicLabel, fp: &m
 /// `super::jit_csr`, which leaves everything unchanged on an exception (the block then
 /// leaves through `bail`, before it). After a write the block returns to the dispatcher
 /// (unlinked), which ends the chunk: the write may have enabled an interrupt, changed the
-/// address translation, the privilege rules, CTR or the monitor.
-/// A CSR access through the interpreter's code (`super::jit_csr`); `undone`: instructions
-/// from it to the block's end; `first`: the block's pc if it is the first instruction of a
-/// monitored block (whose fetch report follows it).
+/// address translation, the privilege rules, CTR or the monitor. So does a read of `time`
+/// that reached a timer deadline (host time: `Hart::read_time`); `first` is the block's pc
+/// when the instruction is the first of a monitored block, whose fetch report then comes
+/// before it leaves.
 #[allow(clippy::too_many_arguments)]
 fn emit_csr(
     a: &mut Asm,
