@@ -2277,13 +2277,7 @@ fn emit_csr(
     }
     if csr_write(i) {
         // Back to the dispatcher: the write may change what blocks depend on.
-        exit_to(
-            a,
-            l,
-            pc.wrapping_add(i.len as u64),
-            (Next::Dispatcher, false),
-            links,
-        );
+        exit_to(a, l, next, (Next::Dispatcher, false), links);
     }
 }
 
