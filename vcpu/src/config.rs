@@ -52,6 +52,12 @@ pub struct HartConfig {
     /// Append a line per translated block to `/tmp/perf-PID.map` (start, size and the guest
     /// pc), so that a host `perf` profile names guest code instead of `[JIT]`.
     pub jit_perf_map: bool,
+    /// Translate a block the `jit_threshold`-th time the dispatcher reaches its address (1:
+    /// the first time); until then the interpreter runs it, up to where the block would end.
+    /// Code that runs once or twice (most of a kernel's initialisation) then costs no
+    /// translation (`jit` module, "Hot blocks"). 0 counts as 1. Guest-visible behaviour does
+    /// not depend on it.
+    pub jit_threshold: u16,
     /// PAUSE (Zihintpause, a FENCE hint) gives the host CPU away (`sched_yield`), so that a
     /// vCPU spinning on a lock held by another vCPU (Linux's `cpu_relax`) lets that vCPU's
     /// thread run when host CPUs are short: once a loop of PAUSEs has spun for some
@@ -82,6 +88,7 @@ impl Default for HartConfig {
             jit: true,
             jit_code_bytes: 256 << 20,
             jit_perf_map: false,
+            jit_threshold: 1,
             pause_yields: false,
             pmp_entries: 0,
             imsic: None,

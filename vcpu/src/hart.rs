@@ -105,6 +105,9 @@ pub struct Hart {
     pub(crate) jit_clock: u64,
     /// Translated code: the address of the exit slot a block left through unlinked, or 0.
     pub(crate) jit_last_exit: u64,
+    /// The interpreter runs a block not translated yet (`Jit::cold`), up to where the block
+    /// would end (`Hart::jit_cold_step`): no dispatch to translated code meanwhile.
+    pub(crate) jit_cold: bool,
     /// Translated code: set by a load/store slow path that met a fault or a device.
     pub(crate) jit_fault: bool,
     /// Translated code: the code epoch (`jit::guard`): a block whose slot holds another
@@ -248,7 +251,11 @@ impl Hart {
             dcache: vec![decode::decode(EMPTY_SLOT); n],
             dcache_mask: n - 1,
             jit: if config.jit {
-                let jit = crate::jit::table::Jit::new(config.jit_code_bytes, config.jit_perf_map);
+                let jit = crate::jit::table::Jit::new(
+                    config.jit_code_bytes,
+                    config.jit_perf_map,
+                    config.jit_threshold,
+                );
                 if jit.is_none() && cfg!(target_arch = "x86_64") {
                     log::warn!(
                         "hart {}: no executable memory for block translation; interpreting",
@@ -264,6 +271,7 @@ impl Hart {
             jit_addr: 0,
             jit_view: crate::jit::table::MonitorView::default(),
             jit_last_exit: 0,
+            jit_cold: false,
             jit_fault: false,
             jit_code_epoch: 0,
             pause_yields: config.pause_yields,

@@ -1333,6 +1333,69 @@ fn random_programs_match_the_interpreter() {
     assert!(total > 300_000, "{total} instructions in all");
 }
 
+/// A pair whose translating hart translates a block at the third dispatch to it
+/// (`HartConfig::jit_threshold`, as `vmm` does): the first two run interpreted.
+fn pair_translating_at_the_third_dispatch() -> Pair {
+    Pair {
+        jit: Vm::with_config(HartConfig {
+            jit: true,
+            jit_threshold: 3,
+            ..HartConfig::default()
+        }),
+        int: machine(false, &[]),
+    }
+}
+
+/// The random programs with blocks translated at their third dispatch: blocks interpreted
+/// up to their end, and translated ones, alternate as the program goes.
+#[test]
+fn random_programs_match_the_interpreter_translating_at_the_third_dispatch() {
+    for seed in 1..=16u64 {
+        let mut p = pair_translating_at_the_third_dispatch();
+        let end = load_random(&mut p, seed, 6000);
+        let ctx = format!("seed {seed}, third dispatch");
+        p.run_to_wfi(&ctx);
+        assert_eq!(p.int.hart.pc(), end + 4, "{ctx}: the program trapped");
+        p.assert_same_ram(&ctx);
+        assert!(
+            p.jit.hart.translated_blocks() > 0,
+            "{ctx}: nothing translated"
+        );
+    }
+}
+
+/// A loop of one block with the threshold at 3: two iterations leave it untranslated, the
+/// third dispatch translates it (and the rest of the loop runs translated); the same
+/// results as the interpreter's either way, also in budget steps of 1 to 4. (The first
+/// instruction, before the loop, fills the fetch TLB: a dispatch that misses it is no
+/// dispatch to a block.)
+#[test]
+fn a_block_is_translated_at_the_third_dispatch_to_it() {
+    let body = [
+        addi(0, 0, 0),
+        addi(13, 13, 3),
+        addi(10, 10, 1),
+        blt(10, 11, -8),
+    ];
+    for (iterations, translated) in [(1, 0), (2, 0), (3, 1), (50, 1)] {
+        for step in [10_000_000, 1, 2, 3, 4] {
+            let ctx = format!("{iterations} iterations, budget steps of {step}");
+            let mut p = pair_translating_at_the_third_dispatch();
+            p.set_x(11, iterations);
+            p.both(|vm| {
+                vm.code(&body);
+            });
+            p.run_to_wfi_in_steps(step, &ctx);
+            assert_eq!(p.jit.x(13), 3 * iterations, "{ctx}");
+            // In steps, a run that ends inside the block starts the next one mid-block: a
+            // dispatch to another address.
+            if step == 10_000_000 {
+                assert_eq!(p.jit.hart.translated_blocks(), translated, "{ctx}");
+            }
+        }
+    }
+}
+
 fn random_programs_in(mode: Mode, seeds: std::ops::Range<u64>) {
     for seed in seeds {
         let mut p = mode.pair();

@@ -28,6 +28,11 @@ pub use vcpu::state::HartStateNoTriggers;
 pub use vcpu::state::{TlbEntry, TlbState};
 /// The number of PMP entries the VMM's harts implement (`HartConfig::pmp_entries`).
 pub const PMP_ENTRIES: usize = vcpu::pmp::ENTRIES;
+/// The dispatch to a block at which the VMM's harts translate it
+/// (`HartConfig::jit_threshold`): the first two run interpreted, so that code that runs
+/// once or twice, most of a Linux boot's blocks, costs no translation (`docs/architecture.md`,
+/// "Block translation").
+pub const JIT_THRESHOLD: u16 = 3;
 /// An IMSIC's configuration (identities, GEILEN) and one of its interrupt files, for
 /// `vmm machine --aia imsic` (`devices/imsic.rs`).
 pub use vcpu::csr::imsic::{ImsicConfig, InterruptFileId};

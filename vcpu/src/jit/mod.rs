@@ -15,6 +15,10 @@
 //! instructions ends the block after the store, so that the next instruction is fetched
 //! anew there too.
 //!
+//! A block is translated at the `HartConfig::jit_threshold`-th dispatch to its address
+//! ([`table::Jit::cold`]); before that the interpreter runs it, up to where it would end
+//! (`Hart::jit_cold`), so that code that runs once or twice costs no translation.
+//!
 //! Blocks run only while a whole block fits in the remaining instruction budget of the
 //! chunk, so interrupts, timer deadlines and budgets land on the same instruction as in the
 //! interpreter. A block counts its instructions as retired and clocked like the interpreter
@@ -323,6 +327,26 @@ unsafe extern "sysv64" fn jit_ctr_call(hart: *mut Hart, from: u64, t: u64) {
 }
 
 impl Hart {
+    /// The interpreter executed `i`, at `pc`, in a block not translated yet
+    /// ([`Hart::jit_cold`]): the block ends there if `i` ends blocks (`Hart::jit_plan`: a
+    /// jump or branch, a CSR write, an SC or AMO, an instruction left to the interpreter),
+    /// or if the pc did not move on to the next instruction in the same page (a trap
+    /// taken, a jump); dispatches to translated code resume.
+    #[inline]
+    pub(crate) fn jit_cold_step(&mut self, pc: u64, i: &decode::Insn) {
+        let next = self.pc.wrapping_sub(pc);
+        #[cfg(target_arch = "x86_64")]
+        let ends = x64::terminal(i.op)
+            || x64::csr_write(i)
+            || x64::atomic_write(i.op)
+            || !(x64::straight(i.op) || x64::muldiv(i.op) || x64::extended(i));
+        #[cfg(not(target_arch = "x86_64"))]
+        let ends = true;
+        if ends || next > 4 || next == 0 || (self.pc ^ pc) >> 12 != 0 {
+            self.jit_cold = false;
+        }
+    }
+
     /// Whether the RAM page at offset `page_off` holds translated code (`guard`).
     #[inline]
     pub(crate) fn jit_guards(&self, page_off: u64) -> bool {
@@ -396,8 +420,14 @@ impl Hart {
         jit.forget_monitored_unchecked();
         let checks = monitored && jit.cycle_room();
         let key = off | jit.kind;
-        let b = jit.table[Jit::slot(key)];
+        let slot = Jit::slot(key);
+        let b = jit.table[slot];
         let hit = b.va == pc && b.off == key;
+        // Not translated yet (`Jit::cold`): the interpreter runs the block this time.
+        if (b.code == 0 || !hit) && jit.cold(slot, hit, pc, key) {
+            self.jit_cold = true;
+            return 0;
+        }
         // Where monitored blocks check their cycles (`Jit::cycle_room`), the next one must
         // fit in the room left; otherwise the interpreter goes on, one instruction at a
         // time, with the whole overflow countdown (`Hart::jit_check_at`).
@@ -415,7 +445,7 @@ impl Hart {
             }
             return 0;
         }
-        let b = if hit && (b.code != 0 || b.insns == 0) {
+        let b = if hit && (b.code != 0 || (b.insns == 0 && b.seen == 0)) {
             b
         } else {
             self.jit_translate(pc, off, left, room)
@@ -486,7 +516,7 @@ impl Hart {
         let generation = jit.generation;
         let b = jit.table[slot];
         // A block that did not fit earlier (no code, `insns` > 0) is translated now.
-        let b = if b.va == pc && b.off == key && (b.code != 0 || b.insns == 0) {
+        let b = if b.va == pc && b.off == key && (b.code != 0 || (b.insns == 0 && b.seen == 0)) {
             b
         } else {
             self.jit_translate(pc, off, u64::MAX, u64::MAX)
@@ -545,7 +575,8 @@ impl Hart {
             va: pc,
             off: off | kind,
             code: 0,
-            insns: plan.insns.len() as u32,
+            insns: plan.insns.len() as u16,
+            seen: 0,
             cycles: plan.cycles,
         };
         let long = plan.insns.len() as u64 > left;

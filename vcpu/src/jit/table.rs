@@ -187,14 +187,19 @@ pub(crate) struct Plan {
 /// An entry with no code and `insns` > 0 is a block planned but not translated because it
 /// did not fit in what was left of a chunk, or its `cycles` in the room left before a
 /// counter of cycles can wrap (`Hart::jit_translate`): it is translated when a dispatch
-/// has room for it, and until then costs one lookup, not a new plan.
+/// has room for it, and until then costs one lookup, not a new plan. An entry with no code
+/// and `seen` > 0 is a block not translated yet because the dispatcher has reached it only
+/// `seen` times, fewer than [`Jit::threshold`] ([`Jit::cold`]).
 #[derive(Clone, Copy)]
 #[repr(C)]
 pub(super) struct Block {
     pub(super) va: u64,
     pub(super) off: u64,
     pub(super) code: usize,
-    pub(super) insns: u32,
+    /// Instructions (at most [`MAX_INSNS`]).
+    pub(super) insns: u16,
+    /// Dispatches to a block not translated yet (see above); 0 in every other entry.
+    pub(super) seen: u16,
     /// A monitored block's most cycles of the cost model (`pmu::model::Cost`): each
     /// instruction's slot and the most penalties it can take.
     pub(super) cycles: u32,
@@ -208,11 +213,15 @@ pub(super) const NO_BLOCK: Block = Block {
     off: 0,
     code: 0,
     insns: 0,
+    seen: 0,
     cycles: 0,
 };
 
 /// A hart's translated blocks.
 pub(crate) struct Jit {
+    /// A block is translated at the `threshold`-th dispatch to it (`HartConfig::jit_threshold`,
+    /// at least 1; [`Jit::cold`]).
+    pub(super) threshold: u16,
     pub(super) region: region::Region,
     pub(super) table: Box<[Block]>,
     /// Blocks translated, and runs that ended in a block found stale (statistics).
@@ -280,7 +289,7 @@ pub(super) struct Link {
 impl Jit {
     /// A translator for this host, or `None` where there is none (not x86-64, or no
     /// executable memory).
-    pub(crate) fn new(code_bytes: usize, perf_map: bool) -> Option<Box<Jit>> {
+    pub(crate) fn new(code_bytes: usize, perf_map: bool, threshold: u16) -> Option<Box<Jit>> {
         if !cfg!(target_arch = "x86_64") {
             return None;
         }
@@ -309,6 +318,7 @@ impl Jit {
             plan_insns: Vec::with_capacity(MAX_INSNS),
             plan_check: Vec::with_capacity(MAX_INSNS),
             evicted: std::collections::HashMap::new(),
+            threshold: threshold.max(1),
         }))
     }
 
@@ -389,6 +399,39 @@ impl Jit {
         if old.code != 0 && (old.va, old.off) != (block.va, block.off) {
             self.evicted.insert((old.va, old.off), old);
         }
+    }
+
+    /// A dispatch to the block at `va` (table key `key`) whose slot, `slot`, holds no
+    /// translation of it (`hit`: the entry is the block's, without code): whether the
+    /// interpreter is to run the block this time, as it does until the dispatch that makes
+    /// [`Jit::threshold`] (counted in the entry's `seen`). A block met for the first time
+    /// gets an entry with `seen` 1 (another block in the slot is kept aside, as by
+    /// [`Jit::install`]); an entry planned earlier (`seen` 0) and a block kept aside are
+    /// past counting.
+    pub(super) fn cold(&mut self, slot: usize, hit: bool, va: u64, key: u64) -> bool {
+        if self.threshold <= 1 {
+            return false;
+        }
+        if hit {
+            let b = &mut self.table[slot];
+            if b.seen == 0 || b.seen + 1 >= self.threshold {
+                return false;
+            }
+            b.seen += 1;
+            return true;
+        }
+        if !self.evicted.is_empty() && self.evicted.contains_key(&(va, key)) {
+            return false;
+        }
+        self.install(Block {
+            va,
+            off: key,
+            code: 0,
+            insns: 0,
+            seen: 1,
+            cycles: 0,
+        });
+        true
     }
 
     /// The translated block for `va` at table key `key` that another block took the slot
@@ -507,6 +550,7 @@ mod tests {
             off,
             code,
             insns: 1,
+            seen: 0,
             cycles: 1,
         }
     }
@@ -530,7 +574,7 @@ mod tests {
     /// taking the slot back; a stale one does not come back.
     #[test]
     fn evicted_blocks_are_reinstated_unless_stale() {
-        let Some(mut jit) = Jit::new(1 << 20, false) else {
+        let Some(mut jit) = Jit::new(1 << 20, false, 1) else {
             panic!("no translator on this host");
         };
         let (a, b) = (0x1000, 0x1000 + 2 * TABLE as u64);
@@ -570,7 +614,7 @@ mod tests {
     /// their slots or kept aside) are forgotten, once; the other blocks stay.
     #[test]
     fn monitored_blocks_without_the_cycles_check_are_forgotten_once() {
-        let Some(mut jit) = Jit::new(1 << 20, false) else {
+        let Some(mut jit) = Jit::new(1 << 20, false, 1) else {
             panic!("no translator on this host");
         };
         let (a, b) = (0x1000, 0x1000 + 2 * TABLE as u64);

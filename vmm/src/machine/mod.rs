@@ -319,6 +319,7 @@ impl Machine {
             mmio: bus.ranges(),
             jit: config.jit,
             jit_perf_map: config.perf_map,
+            jit_threshold: crate::backend::JIT_THRESHOLD,
             // 16 entries, as QEMU's `virt` board: firmware sets an entry before it runs S-
             // or U-mode code (the test guests' runtime does, `tests/guests/rt`).
             pmp_entries: crate::backend::PMP_ENTRIES,

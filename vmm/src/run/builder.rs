@@ -207,6 +207,7 @@ impl HartOptions {
             ctr: self.ctr.clone(),
             jit: self.jit,
             jit_perf_map: self.perf_map,
+            jit_threshold: crate::backend::JIT_THRESHOLD,
             // A vCPU spinning on a lock yields to the holder's thread.
             pause_yields: self.clock.is_some(),
             // The hart starts with an allow-all entry (`Hart::new_guest`): the VMM is the
