@@ -53,7 +53,8 @@ pub struct HartConfig {
     /// pc), so that a host `perf` profile names guest code instead of `[JIT]`.
     pub jit_perf_map: bool,
     /// Translate a block the `jit_threshold`-th time the dispatcher reaches its address (1:
-    /// the first time); until then the interpreter runs it, up to where the block would end.
+    /// the first time); until then the interpreter runs it (and what follows it in its page
+    /// up to the next jump, taken branch or trap).
     /// Code that runs once or twice (most of a kernel's initialisation) then costs no
     /// translation (`jit` module, "Hot blocks"). 0 counts as 1. Guest-visible behaviour does
     /// not depend on it.

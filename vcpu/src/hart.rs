@@ -105,9 +105,9 @@ pub struct Hart {
     pub(crate) jit_clock: u64,
     /// Translated code: the address of the exit slot a block left through unlinked, or 0.
     pub(crate) jit_last_exit: u64,
-    /// The interpreter runs a block not translated yet (`Jit::cold`), up to where the block
-    /// would end (`Hart::jit_cold_step`): no dispatch to translated code meanwhile.
-    pub(crate) jit_cold: bool,
+    /// While the interpreter runs a block not translated yet (`Jit::cold`): the pc of the
+    /// instruction it runs; [`NOT_COLD`](crate::jit::NOT_COLD) otherwise (`Hart::jit_step`).
+    pub(crate) jit_cold: u64,
     /// Translated code: set by a load/store slow path that met a fault or a device.
     pub(crate) jit_fault: bool,
     /// Translated code: the code epoch (`jit::guard`): a block whose slot holds another
@@ -271,7 +271,7 @@ impl Hart {
             jit_addr: 0,
             jit_view: crate::jit::table::MonitorView::default(),
             jit_last_exit: 0,
-            jit_cold: false,
+            jit_cold: crate::jit::NOT_COLD,
             jit_fault: false,
             jit_code_epoch: 0,
             pause_yields: config.pause_yields,

@@ -250,12 +250,7 @@ impl Hart {
             // where they end) and the monitor's events other than PDIS (which monitored
             // blocks report: `jit::x64`): run a translated block if one fits.
             // Armed debug triggers check every fetch, load and store: interpreted.
-            // A block not translated yet runs here up to its end (`Hart::jit_cold`).
-            if !TRACE
-                && !self.jit_cold
-                && (PMU == PMU_OFF || self.pmu_translatable())
-                && !self.trig.armed
-            {
+            if !TRACE && (PMU == PMU_OFF || self.pmu_translatable()) && !self.trig.armed {
                 let soft = PMU != PMU_OFF && end < hard_end;
                 // The slack never reaches past the overflow check.
                 let lim = if PMU != PMU_OFF {
@@ -349,11 +344,7 @@ impl Hart {
             } else {
                 (0, 0)
             };
-            let at = self.pc;
             let result = self.execute::<CTR, PMU>(insn);
-            if self.jit_cold {
-                self.jit_cold_step(at, &insn);
-            }
             if let Some(before) = &before {
                 self.trace_insn(before, &insn, &result);
             }

@@ -16,8 +16,9 @@
 //! anew there too.
 //!
 //! A block is translated at the `HartConfig::jit_threshold`-th dispatch to its address
-//! ([`table::Jit::cold`]); before that the interpreter runs it, up to where it would end
-//! (`Hart::jit_cold`), so that code that runs once or twice costs no translation.
+//! ([`table::Jit::cold`]); before that the interpreter runs it, and goes on without a
+//! dispatch while the pc moves on to the next instruction in the same page (`Hart::jit_step`),
+//! so that code that runs once or twice costs no translation.
 //!
 //! Blocks run only while a whole block fits in the remaining instruction budget of the
 //! chunk, so interrupts, timer deadlines and budgets land on the same instruction as in the
@@ -42,6 +43,9 @@ mod x64;
 use crate::decode;
 use crate::hart::Hart;
 use table::{Block, CtrCode, Layout, Plan, NO_BLOCK};
+/// `Hart::jit_cold` outside a block not translated yet.
+pub(crate) const NOT_COLD: u64 = u64::MAX;
+
 pub(crate) use table::{Jit, MonitorView, MAX_BLOCK_BYTES, MAX_INSNS, MONITORED, NO_PAGE, TABLE};
 
 // The way into translated code: `vcpu_jit_enter(hart, code, ram, budget)` keeps rbx and r12
@@ -327,26 +331,6 @@ unsafe extern "sysv64" fn jit_ctr_call(hart: *mut Hart, from: u64, t: u64) {
 }
 
 impl Hart {
-    /// The interpreter executed `i`, at `pc`, in a block not translated yet
-    /// ([`Hart::jit_cold`]): the block ends there if `i` ends blocks (`Hart::jit_plan`: a
-    /// jump or branch, a CSR write, an SC or AMO, an instruction left to the interpreter),
-    /// or if the pc did not move on to the next instruction in the same page (a trap
-    /// taken, a jump); dispatches to translated code resume.
-    #[inline]
-    pub(crate) fn jit_cold_step(&mut self, pc: u64, i: &decode::Insn) {
-        let next = self.pc.wrapping_sub(pc);
-        #[cfg(target_arch = "x86_64")]
-        let ends = x64::terminal(i.op)
-            || x64::csr_write(i)
-            || x64::atomic_write(i.op)
-            || !(x64::straight(i.op) || x64::muldiv(i.op) || x64::extended(i));
-        #[cfg(not(target_arch = "x86_64"))]
-        let ends = true;
-        if ends || next > 4 || next == 0 || (self.pc ^ pc) >> 12 != 0 {
-            self.jit_cold = false;
-        }
-    }
-
     /// Whether the RAM page at offset `page_off` holds translated code (`guard`).
     #[inline]
     pub(crate) fn jit_guards(&self, page_off: u64) -> bool {
@@ -400,6 +384,18 @@ impl Hart {
             return 0; // `--jit off`: the interpreter pays one test per instruction
         }
         let pc = self.pc;
+        // In a block not translated yet (`Jit::cold`), the interpreter goes on while the pc
+        // moves on to the next instruction in the same page: the block, and the blocks after
+        // branches not taken, run without a dispatch (not counted: only dispatches at
+        // other addresses count, those that reach a block by a jump or a taken branch).
+        if self.jit_cold != NOT_COLD {
+            let step = pc.wrapping_sub(self.jit_cold);
+            if (step == 2 || step == 4) && (pc ^ self.jit_cold) >> 12 == 0 {
+                self.jit_cold = pc;
+                return 0;
+            }
+            self.jit_cold = NOT_COLD;
+        }
         let off = match self.tlb.lookup_fetch_page(pc) {
             Some(off) => off,
             None => match self.tlb.lookup_fetch(pc) {
@@ -425,7 +421,7 @@ impl Hart {
         let hit = b.va == pc && b.off == key;
         // Not translated yet (`Jit::cold`): the interpreter runs the block this time.
         if (b.code == 0 || !hit) && jit.cold(slot, hit, pc, key) {
-            self.jit_cold = true;
+            self.jit_cold = pc;
             return 0;
         }
         // Where monitored blocks check their cycles (`Jit::cycle_room`), the next one must
