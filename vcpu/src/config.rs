@@ -56,7 +56,7 @@ pub struct HartConfig {
     /// the first time); until then the interpreter runs it (and what follows it in its page
     /// up to the next jump, taken branch or trap).
     /// Code that runs once or twice (most of a kernel's initialisation) then costs no
-    /// translation (`jit` module, "Hot blocks"). 0 counts as 1. Guest-visible behaviour does
+    /// translation (`docs/architecture.md`, "Hot blocks"). 0 counts as 1. Guest-visible behaviour does
     /// not depend on it.
     pub jit_threshold: u16,
     /// PAUSE (Zihintpause, a FENCE hint) gives the host CPU away (`sched_yield`), so that a

@@ -1346,8 +1346,8 @@ fn pair_translating_at_the_third_dispatch() -> Pair {
     }
 }
 
-/// The random programs with blocks translated at their third dispatch: blocks interpreted
-/// up to their end, and translated ones, alternate as the program goes.
+/// The random programs with blocks translated at their third dispatch: interpreted runs of
+/// blocks not translated yet, and translated blocks, alternate as the program goes.
 #[test]
 fn random_programs_match_the_interpreter_translating_at_the_third_dispatch() {
     for seed in 1..=16u64 {

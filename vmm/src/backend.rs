@@ -31,7 +31,7 @@ pub const PMP_ENTRIES: usize = vcpu::pmp::ENTRIES;
 /// The dispatch to a block at which the VMM's harts translate it
 /// (`HartConfig::jit_threshold`): the first two run interpreted, so that code that runs
 /// once or twice, most of a Linux boot's blocks, costs no translation (`docs/architecture.md`,
-/// "Block translation").
+/// "Hot blocks").
 pub const JIT_THRESHOLD: u16 = 3;
 /// An IMSIC's configuration (identities, GEILEN) and one of its interrupt files, for
 /// `vmm machine --aia imsic` (`devices/imsic.rs`).

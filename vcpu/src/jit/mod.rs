@@ -43,10 +43,10 @@ mod x64;
 use crate::decode;
 use crate::hart::Hart;
 use table::{Block, CtrCode, Layout, Plan, NO_BLOCK};
+pub(crate) use table::{Jit, MonitorView, MAX_BLOCK_BYTES, MAX_INSNS, MONITORED, NO_PAGE, TABLE};
+
 /// `Hart::jit_cold` outside a block not translated yet.
 pub(crate) const NOT_COLD: u64 = u64::MAX;
-
-pub(crate) use table::{Jit, MonitorView, MAX_BLOCK_BYTES, MAX_INSNS, MONITORED, NO_PAGE, TABLE};
 
 // The way into translated code: `vcpu_jit_enter(hart, code, ram, budget)` keeps rbx and r12
 // (callee-saved), loads rbx with `ram` (the host address of guest RAM, which every block's
