@@ -45,9 +45,6 @@ pub enum BootDataError {
         /// The tree's size in bytes.
         size: usize,
     },
-    /// Writing the initrd to RAM failed.
-    #[error("cannot write the initrd to guest RAM: {0}")]
-    WriteInitrd(#[source] vm_memory::GuestMemoryError),
     /// Writing the tree to RAM failed.
     #[error("cannot write the device tree to RAM: {0}")]
     WriteFdt(#[source] vm_memory::GuestMemoryError),

@@ -165,6 +165,27 @@ pub fn load_kernel(
         });
     }
     let header = ImageHeader::parse(data).ok_or(KernelError::Unrecognized)?;
+    let span = place_image(&header, data.len() as u64, ram)?;
+    mem.write_slice(data, GuestAddress(span.start))
+        .map_err(|_| KernelError::GuestMemory {
+            addr: span.start,
+            len: data.len() as u64,
+        })?;
+    Ok(LoadedKernel {
+        format: KernelFormat::Image,
+        entry: span.start,
+        span,
+    })
+}
+
+/// Where a Linux `Image` with `header`, a file of `len` bytes, goes in guest RAM `ram`
+/// (RAM base + `text_offset`, 2 MiB aligned), and the RAM it takes (its file or its
+/// `image_size`, whichever is larger): checked to lie within `ram`.
+pub fn place_image(
+    header: &ImageHeader,
+    len: u64,
+    ram: Range<u64>,
+) -> Result<Range<u64>, KernelError> {
     let addr = match ram.start.checked_add(header.text_offset) {
         Some(addr) if addr < ram.end => addr,
         sum => {
@@ -184,21 +205,11 @@ pub fn load_kernel(
             addr,
         });
     }
-    let size = header.image_size.max(data.len() as u64);
+    let size = header.image_size.max(len);
     match addr.checked_add(size) {
-        Some(end) if end <= ram.end => {}
-        _ => return Err(KernelError::ImageTooBig { addr, size, ram }),
+        Some(end) if end <= ram.end => Ok(addr..end),
+        _ => Err(KernelError::ImageTooBig { addr, size, ram }),
     }
-    mem.write_slice(data, GuestAddress(addr))
-        .map_err(|_| KernelError::GuestMemory {
-            addr,
-            len: data.len() as u64,
-        })?;
-    Ok(LoadedKernel {
-        format: KernelFormat::Image,
-        entry: addr,
-        span: addr..addr + size,
-    })
 }
 
 #[cfg(test)]
