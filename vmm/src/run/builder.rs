@@ -1,7 +1,9 @@
 //! Building a `vmm run` VM from a [`RunConfig`]: [`VmBuilder::new`] checks the whole
 //! configuration (vCPUs, hart instances, time slice, RAM size, CTR depths, PMU options, the
 //! kernel and initrd files) before anything is allocated; [`VmBuilder::build`] then builds
-//! the VM in named steps: RAM, kernel, initrd, device tree, vCPUs, hart instances.
+//! the VM in named steps: RAM, kernel, initrd, device tree, vCPUs, hart instances. A Linux
+//! `Image` and the initrd are read from their files straight into guest RAM
+//! ([`InputFile::read_into`]): no copy of them is made in host memory.
 
 use std::ops::Range;
 use std::path::Path;
@@ -113,7 +115,7 @@ pub(super) fn allocate_ram(mib: u64) -> Result<GuestMemoryMmap, Error> {
     crate::ram::allocate(mib << 20).map_err(|source| Error::GuestMemory { mib, source })
 }
 
-/// Why [`read_input`] failed.
+/// Why [`read_input`] or [`open_input`] failed, or an [`InputFile`] could not be read.
 #[derive(Debug)]
 pub(crate) struct InputFailure {
     path: std::path::PathBuf,
@@ -315,8 +317,9 @@ impl HartOptions {
 }
 
 impl<'a> VmBuilder<'a> {
-    /// Checks `config` (with the VMM trapping what `policy` names) and reads the kernel and
-    /// initrd; nothing is allocated for the guest yet.
+    /// Checks `config` (with the VMM trapping what `policy` names) and opens the kernel and
+    /// initrd (an ELF kernel is read; a Linux `Image` and the initrd only checked, and read
+    /// into guest RAM by [`VmBuilder::build`]); nothing is allocated for the guest yet.
     pub fn new(config: &'a RunConfig, policy: GuestPolicy) -> Result<VmBuilder<'a>, Error> {
         // Sstc is chosen by `--sstc`, not `--trap`: the policy carries it (snapshots and
         // migration keep it with the trap policy).
