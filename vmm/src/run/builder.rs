@@ -644,10 +644,6 @@ mod tests {
         assert!(matches!(err, Some(Error::ReadProgram { .. })), "{err:?}");
     }
 
-    /// Kernel and initrd files: regular files only, refused from their metadata (a FIFO
-    /// would block, `/dev/zero` never ends), and no larger than the guest RAM they must fit
-    /// in, checked before they are read; a `--snapshot-on-stop` target that cannot be
-    /// written is refused before anything is loaded.
     /// A Linux `Image` and the initrd are read from their files straight into guest RAM,
     /// byte for byte where they belong; a file that shrank after `VmBuilder::new` checked
     /// it fails the build with an error that names it, instead of loading less.
@@ -723,6 +719,10 @@ mod tests {
         std::fs::remove_file(&ipath).unwrap();
     }
 
+    /// Kernel and initrd files: regular files only, refused from their metadata (a FIFO
+    /// would block, `/dev/zero` never ends), and no larger than the guest RAM they must fit
+    /// in, checked before they are read; a `--snapshot-on-stop` target that cannot be
+    /// written is refused before anything is loaded.
     #[test]
     fn kernel_initrd_and_snapshot_target_are_checked_before_reading() {
         let scratch = |name: &str| {
