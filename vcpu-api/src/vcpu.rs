@@ -301,4 +301,12 @@ pub trait VcpuState {
     /// Load `state`. Given untrusted data: checks everything before it changes anything, and
     /// refuses, naming what does not fit, state this vCPU cannot hold.
     fn restore_state(&mut self, state: &Self::State) -> Result<(), StateError>;
+    /// [`VcpuState::restore_state`] for a scheduler that switches vCPUs on this hart: since
+    /// this hart's last run, nothing but guests has written guest RAM (as for
+    /// [`Vcpu::run_on`]), so an implementation that keeps translated code may keep what it
+    /// knows of it. The next run may then be a [`Vcpu::run_on`]. The vCPU being loaded still
+    /// sees other harts' code writes as the guest orders them (FENCE.I, remote fences).
+    fn switch_state(&mut self, state: &Self::State) -> Result<(), StateError> {
+        self.restore_state(state)
+    }
 }

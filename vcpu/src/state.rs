@@ -250,6 +250,26 @@ impl Hart {
     /// (none while a debug trigger is armed: armed triggers keep it empty) and the decode
     /// cache needs no flush (its entries are checked against the fetched bits).
     pub fn restore_state(&mut self, s: &HartState) -> Result<(), StateError> {
+        self.load_state(s)?;
+        // Guest RAM may have changed under the translated code (a snapshot's or a migration
+        // stream's RAM): every block compares its code bytes again (`jit::guard`).
+        self.jit_code_sync();
+        Ok(())
+    }
+
+    /// [`Hart::restore_state`] when guest RAM holds what it held when this hart last ran,
+    /// but for guests' writes (`VcpuState::switch_state`: a vCPU switch on this hart):
+    /// translated blocks keep their code checks. Writes by the vCPU now leaving were seen by
+    /// the code guard (its stores to protected pages took the slow path); writes by other
+    /// harts reach the vCPU being loaded through its fences, as with `Hart::run_on`: a remote
+    /// fence posted to it while it was off the hart waits in its mailbox, which the first
+    /// chunk takes in (`Hart::sync_shared`).
+    pub fn switch_state(&mut self, s: &HartState) -> Result<(), StateError> {
+        self.load_state(s)
+    }
+
+    /// Everything of [`Hart::restore_state`] but the code epoch.
+    fn load_state(&mut self, s: &HartState) -> Result<(), StateError> {
         let bad = |m: String| Err(StateError::Malformed(m));
         if s.x.len() != 32 || s.f.len() != 32 {
             return bad(format!(
@@ -337,13 +357,21 @@ impl Hart {
             };
             self.tlb.load(&fetch_only);
         } else {
-            self.tlb.load(&s.tlb);
+            // Pages holding translated code stay protected: no store entry for them
+            // (`jit::guard`, as `Hart::access_page` fills the TLB).
+            let unguarded = TlbState {
+                entries: s
+                    .tlb
+                    .entries
+                    .iter()
+                    .filter(|e| {
+                        e.kind != crate::mmu::tlb::Access::Store as u8 || !self.jit_guards(e.off)
+                    })
+                    .copied()
+                    .collect(),
+            };
+            self.tlb.load(&unguarded);
         }
-        // The loaded TLB may map pages holding translated code writable (`jit::guard`).
-        if let Some(jit) = self.jit.as_deref_mut() {
-            jit.guard.forget();
-        }
-        self.jit_code_sync();
         self.mode_changed();
         Ok(())
     }

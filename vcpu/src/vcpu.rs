@@ -261,4 +261,7 @@ impl VcpuState for Hart {
     fn restore_state(&mut self, state: &HartState) -> Result<(), StateError> {
         Hart::restore_state(self, state)
     }
+    fn switch_state(&mut self, state: &HartState) -> Result<(), StateError> {
+        Hart::switch_state(self, state)
+    }
 }

@@ -2733,6 +2733,64 @@ fn run_on_keeps_translated_code_that_run_checks_again() {
     assert!(vm.hart.translated_blocks() > 0);
 }
 
+/// vCPU switches on a hart instance (`Hart::switch_state`, `--pcpus`): the blocks keep
+/// their code checks, and the TLB loaded maps no page of translated code writable. One vCPU
+/// stored to the code page before any code there was translated, so its saved TLB holds a
+/// store entry for that page; its store into the translated loop must still reach the code
+/// guard. (FIRST and PATCH lie on another page than the loop.)
+#[test]
+fn switched_vcpus_keep_code_checks_and_their_stores_stay_guarded() {
+    const FIRST: u64 = CODE + 0x2000;
+    const PATCH: u64 = FIRST + 0x100;
+    let mut vm = machine(true, &[]);
+    // vCPU A: a store to the code page, which holds no translated code yet.
+    vm.set_x(11, CODE + 0x800);
+    vm.code_at(FIRST, &[sw(0, 11, 0)]);
+    vm.hart.set_pc(FIRST);
+    vm.run_to_wfi();
+    let a = vm.hart.save_state();
+    // vCPU B translates a loop on the code page (the guard protects the page).
+    vm.code(&[addi(13, 13, 1), addi(10, 10, 1), blt(10, 11, -8)]);
+    let looped = |vm: &mut Vm, pc: u64| {
+        vm.set_x(10, 0);
+        vm.set_x(11, 10);
+        vm.set_x(13, 0);
+        vm.hart.set_pc(pc);
+        assert_eq!(vm.hart.run_on(10_000), VcpuExit::Wfi);
+        vm.x(13)
+    };
+    assert_eq!(looped(&mut vm, CODE), 10);
+    assert!(vm.hart.translated_blocks() > 0);
+    let b = vm.hart.save_state();
+    // A, then B again. Code checks kept: a write behind the guests' backs (which only
+    // `Hart::run` looks for) is not seen.
+    vm.hart.switch_state(&a).unwrap();
+    vm.hart.switch_state(&b).unwrap();
+    vm.w32(CODE, addi(13, 13, 3));
+    assert_eq!(
+        looped(&mut vm, CODE),
+        10,
+        "a switch dropped the code checks"
+    );
+    // A again: its own store into the loop (no FENCE.I) is seen, as every store of a hart
+    // to its translated code is, and as the interpreter sees it.
+    vm.hart.switch_state(&a).unwrap();
+    vm.set_x(14, CODE);
+    vm.set_x(15, addi(13, 13, 7) as u64);
+    vm.put32(
+        PATCH,
+        &[
+            sw(15, 14, 0),
+            jal(0, (CODE as i64 - (PATCH + 4) as i64) as i32),
+        ],
+    );
+    assert_eq!(
+        looped(&mut vm, PATCH),
+        70,
+        "a store through the switched-in TLB went past the code guard"
+    );
+}
+
 #[test]
 fn vmm_rewrites_a_linked_block_between_runs() {
     // Block A (the loop head) jumps to block B (same page) which jumps back: linked both

@@ -14,7 +14,8 @@
 //! them: FENCE.I, a remote fence from the SBI (`Hart::sync_shared`), and every entry into
 //! `Hart::run` (the VMM writes guest RAM between runs: loaders, debuggers, tests), but not
 //! into `Hart::run_on`, which the VMM uses when nothing else has written it since. A
-//! restore forgets the protections, since the TLB it loads may map them writable.
+//! restore loads no store entry for a protected page (`Hart::restore_state`,
+//! `Hart::switch_state`).
 //!
 //! A page that keeps data the guest writes beside its code (small guests, literal pools,
 //! trampolines) would thrash: each store unprotects it and moves the epoch, and every block
@@ -124,11 +125,6 @@ impl CodeGuard {
         }
     }
 
-    /// Unprotect every page.
-    pub(crate) fn forget(&mut self) {
-        self.pages.fill(0);
-    }
-
     /// A new block's epoch slot, holding `epoch`: its address, stable until [`CodeGuard::reset_slots`].
     pub(crate) fn slot(&mut self, epoch: u64) -> *mut u64 {
         let (k, i) = (self.next / SLOTS, self.next % SLOTS);
@@ -168,10 +164,5 @@ mod tests {
         assert!(!g.protect(7), "a mixed page is never protected");
         assert!(!g.protected(7));
         assert_eq!(g.mixed_pages(), 1);
-        g.forget();
-        assert!(
-            g.mixed(7),
-            "a restore forgets protections, not what pages hold"
-        );
     }
 }

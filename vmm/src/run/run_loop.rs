@@ -156,9 +156,8 @@ impl GuestVm {
                     });
                 }
             }
-            let vcpu = self.hart_id;
+            // A vCPU switch keeps `quiet`: it writes no guest RAM (`Vcpu::switch_state`).
             let run = self.reschedule()?;
-            quiet &= self.hart_id == vcpu;
             if !run {
                 continue;
             }
@@ -194,9 +193,9 @@ impl GuestVm {
             self.feed_uart();
             let before = self.hart.executed();
             // After a run that only ran out of budget, with no park (a debugger's or the
-            // control socket's, which may write guest RAM) or vCPU switch in between, nothing
-            // but the guest has written guest RAM since: the hart keeps its code checks
-            // (`Vcpu::run_on`; with several vCPUs, runs are short).
+            // control socket's, which may write guest RAM) in between, nothing but guests
+            // have written guest RAM since (a vCPU switch writes none): the hart keeps its
+            // code checks (`Vcpu::run_on`; with several vCPUs, runs are short).
             let exit = if quiet {
                 Vcpu::run_on(&mut self.hart, chunk)
             } else {

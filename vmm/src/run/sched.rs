@@ -12,9 +12,13 @@
 //!   ([`crate::backend::HartState`]: registers, CSRs, counters and timers, the whole CTR buffer
 //!   and its cycle counter), its `ctr-virt` state ([`ctr_virt::GuestCtr`]: lazy loading,
 //!   the guest's depth) and its mailbox (posted interrupts and fence requests wait there
-//!   while it is off the hart). The incoming vCPU's are loaded: `Hart::restore_state`
-//!   replaces everything the outgoing vCPU left, entries past the incoming guest's depth
-//!   included, and starts the TLB and LR reservation empty.
+//!   while it is off the hart). The incoming vCPU's are loaded: `Vcpu::switch_state`
+//!   replaces everything the outgoing vCPU left, CTR entries past the incoming guest's depth,
+//!   the TLB and the LR reservation included.
+//! - **Translated code.** The hart instance keeps its translated blocks across a switch, and
+//!   after a switch at the end of a slice the blocks keep their code checks too (the next run
+//!   is a `Vcpu::run_on`): a switch writes no guest RAM, and the loaded TLB maps no page of
+//!   translated code writable (`Hart::switch_state`).
 //! - **Time.** A vCPU off its hart does not run; the global clock goes on. When a
 //!   preempted vCPU (one that could have run on) is loaded again its clock adopts the global
 //!   time as idle time, the way a 1:1 vCPU adopts the time of a faster one, but its CTR cycle
@@ -22,8 +26,9 @@
 //!   its records' cycle counts are exactly those of a run alone. A vCPU that waited in WFI
 //!   counts the idle time as a 1:1 vCPU does.
 //! - **Fences and IPIs.** A fence for a vCPU off its hart completes at once (its mailbox
-//!   is not inside `run`); it flushes before its next instruction anyway (the restore
-//!   starts with an empty TLB). An IPI waits in its mailbox and is merged
+//!   is not inside `run`); it flushes before its next instruction anyway: the request
+//!   waits in its mailbox, which the first chunk of its next run takes in (TLB and code
+//!   checks, as on a hart of its own). An IPI waits in its mailbox and is merged
 //!   when the vCPU next runs, and wakes it if it waits in WFI.
 
 use std::collections::VecDeque;
@@ -202,7 +207,7 @@ impl GuestVm {
             let mut state = self.hart.save_state();
             state.hart_id = self.hart_id;
             self.hart
-                .restore_state(&next.state)
+                .switch_state(&next.state)
                 .map_err(|source| super::snapshot::RestoreFailure::Switch { vcpu: id, source })?;
             let out = ParkedVcpu {
                 id: self.hart_id,
