@@ -174,9 +174,12 @@ pub struct Hart {
     /// mode (0 while CTR is inactive); see `ctr::Hart::ctr_refresh`.
     pub(crate) ctr_mask: u16,
     /// CTR: `ctr_mask` when the record of a jump or branch takes the common path (RASEMU
-    /// off, and the next record has CCV = 1), else 0: translated code writes those records
-    /// inline (`jit::x64`); see `ctr::Hart::ctr_refresh_fast`.
+    /// off, and the next record has CCV = 1), else 0: translated code logs those records
+    /// inline (`jit::x64`, `ctr_log`); see `ctr::Hart::ctr_refresh_fast`.
     pub(crate) ctr_fast_mask: u16,
+    /// CTR: the records translated code logged, until `Hart::ctr_drain` moves them into
+    /// the buffer (`ctr/log.rs`).
+    pub(crate) ctr_log: crate::ctr::log::CtrLog,
     /// Whether trap entry reports to CTR (off while the VMM injects a trap: a hypervisor's
     /// emulated trap entry is CSR writes, which CTR does not see).
     pub(crate) ctr_trap_hook: bool,
@@ -303,6 +306,7 @@ impl Hart {
             ctr: crate::ctr::Ctr::new(config.ctr),
             ctr_mask: 0,
             ctr_fast_mask: 0,
+            ctr_log: Default::default(),
             ctr_trap_hook: true,
             pmu: crate::pmu::Pmu::new(config.pmu),
             csr_alias,

@@ -1637,6 +1637,93 @@ fn random_programs_match_the_interpreter_recording_ctr() {
     );
 }
 
+/// Translated code logs its common records and the log is drained into the buffer when it
+/// returns, and before a helper records or runs a CSR instruction (`ctr/log.rs`). A loop
+/// whose recorded transfers are JALs (its branches inhibited) runs hundreds of records in
+/// one run of linked blocks (only the last 16 reach the buffer; the others move WRPTR and
+/// the cycle counter), and with a long inner loop, cycle counts of 4096 and more, which
+/// need the encoding; or each pass reads `sctrstatus` after a record. Then blocks translated
+/// while the mode recorded nothing (which record through the helper) and a block
+/// translated while it records (which logs) alternate in one run. Registers, buffer, cycle
+/// counts and `sctrstatus` are compared with the interpreter's, after whole runs and after
+/// runs cut every few instructions.
+#[test]
+fn logged_ctr_records_drain_as_the_interpreter_records() {
+    use vcpu::ctr::{ty, CTRCTL_M, CTRCTL_S};
+    // With `read`, each pass reads `sctrstatus` after its record (a CSR helper).
+    let program = |read: bool| {
+        [
+            csrrw(0, MCTRCTL, 5),
+            addi(12, 0, 0),
+            addi(10, 0, 0),  // outer
+            addi(10, 10, 1), // inner
+            blt(10, 11, -4),
+            addi(12, 12, 1),
+            jal(0, 4),
+            if read {
+                csrrs(14, SCTRSTATUS, 0)
+            } else {
+                addi(14, 14, 1)
+            },
+            beq(15, 0, 8),
+            jal(0, 4), // a detour with x15 != 0
+            blt(12, 13, -32),
+        ]
+    };
+    let recording = CTRCTL_M | 1u64 << (32 + ty::TAKEN_BRANCH);
+    let load = |p: &mut Pair, ctl: u64, inner: u64, outer: u64, detour: u64| {
+        p.both(|vm| vm.hart.set_pc(CODE));
+        p.set_x(5, ctl);
+        p.set_x(11, inner);
+        p.set_x(13, outer);
+        p.set_x(15, detour);
+    };
+    let check = |p: &Pair, ctx: &str, encoded: bool| {
+        let records = p.int.hart.ctr_records();
+        assert_eq!(records.len(), 16, "{ctx}");
+        assert!(
+            records.iter().all(|e| e.source & 1 == 1),
+            "{ctx}: {records:x?}"
+        );
+        // ctrdata.CCE (bits 31:28) nonzero: the count needed the encoding.
+        assert_eq!(
+            records.iter().all(|e| e.data >> 28 != 0),
+            encoded,
+            "{ctx}: {records:x?}"
+        );
+    };
+    for (inner, outer, step, read) in [
+        (1, 300, None, false),
+        (2500, 20, None, false),
+        (1, 300, Some(97), false),
+        (700, 30, Some(1000), false),
+        (1, 300, None, true),
+    ] {
+        let ctx = format!("inner {inner}, outer {outer}, steps {step:?}, read {read}");
+        let mut p = Pair::new();
+        p.both(|vm| {
+            vm.code(&program(read));
+        });
+        load(&mut p, recording, inner, outer, 0);
+        match step {
+            None => p.run_to_wfi(&ctx),
+            Some(n) => p.run_to_wfi_in_steps(n, &ctx),
+        }
+        check(&p, &ctx, inner > 1000);
+    }
+    // Translated while M-mode records nothing (S-mode does): every block but the detour.
+    let mut p = Pair::new();
+    p.both(|vm| {
+        vm.code(&program(false));
+    });
+    load(&mut p, CTRCTL_S, 1, 50, 0);
+    p.run_to_wfi("M-mode not recording");
+    assert!(p.int.hart.ctr_records().iter().all(|e| e.source & 1 == 0));
+    load(&mut p, recording, 1, 300, 1);
+    p.run_to_wfi("helper and log records alternating");
+    check(&p, "helper and log records alternating", false);
+}
+
 /// Blocks translated while recording is off carry only a test and a helper call for CTR
 /// (`CtrCode::Call`). With recording switched on afterwards they record exactly what the
 /// interpreter records, and once they have recorded often the translated code is emptied

@@ -52,6 +52,7 @@
 //!   WRPTR keeps its low bits (a legal value), and entries keep their contents.
 
 pub mod csr;
+pub(crate) mod log;
 mod record;
 pub mod state;
 
@@ -74,8 +75,7 @@ pub struct Ctr {
     /// `sctrstatus.FROZEN`.
     pub(crate) frozen: bool,
     /// The physical buffer. Always 256 entries, so that a `u8` index needs no bounds check;
-    /// only the first `max_depth` are ever selected by a supported depth. Kept in the hart
-    /// (not boxed), so translated code reaches entry WRPTR at a fixed displacement from it.
+    /// only the first `max_depth` are ever selected by a supported depth.
     pub(crate) entries: [CtrEntry; 256],
     /// Depth - 1 (kept with `depth`), so recording masks WRPTR without a shift.
     depth_mask: u64,
@@ -91,49 +91,14 @@ pub struct Ctr {
     /// While active: the clock value at which the counter was 0; while inactive: the count.
     cc_origin: u64,
     /// The CCV bit of the next record: 0 after xctrctl writes and SCTRCLR, else CCV. While it
-    /// is 0, `Hart::ctr_fast_mask` is 0 (`Hart::ctr_refresh_fast`): translated code's inline
-    /// record sets CCV as a constant.
+    /// is 0, `Hart::ctr_fast_mask` is 0 (`Hart::ctr_refresh_fast`): the records translated
+    /// code logs (`log`) have CCV = 1.
     next_ccv: u64,
     /// RASEMU of the register in effect in the current mode (set by `ctr_refresh`).
     rasemu: bool,
 }
 
-/// Byte offsets of the fields the block translator's inline record uses (from the `Ctr`).
-#[cfg(target_arch = "x86_64")]
-pub(crate) struct CtrLayout {
-    pub(crate) wrptr: usize,
-    pub(crate) entries: usize,
-    pub(crate) depth_mask: usize,
-    pub(crate) cc_origin: usize,
-}
-
 impl Ctr {
-    /// Where the inline record of translated code finds the state [`crate::Hart::ctr_transfer`]'s
-    /// fast path uses (see `jit::x64`).
-    #[cfg(target_arch = "x86_64")]
-    pub(crate) fn layout() -> CtrLayout {
-        use std::mem::offset_of;
-        CtrLayout {
-            wrptr: offset_of!(Ctr, wrptr),
-            entries: offset_of!(Ctr, entries),
-            depth_mask: offset_of!(Ctr, depth_mask),
-            cc_origin: offset_of!(Ctr, cc_origin),
-        }
-    }
-
-    /// The `ctrdata.TYPE` bits a record can set (0xf, or 0 without the TYPE field): fixed by
-    /// the configuration.
-    #[cfg(target_arch = "x86_64")]
-    pub(crate) fn type_bits(&self) -> u64 {
-        self.type_mask
-    }
-
-    /// Whether records count cycles (`ctrdata.CC`): fixed by the configuration.
-    #[cfg(target_arch = "x86_64")]
-    pub(crate) fn counts_cycles(&self) -> bool {
-        self.cce_bits.is_some()
-    }
-
     pub(crate) fn new(config: Option<CtrConfig>) -> Ctr {
         let entries = [CtrEntry::default(); 256];
         // Reset DEPTH: the smallest supported depth.
@@ -284,6 +249,17 @@ impl Ctr {
             data,
         };
         self.wrptr = (self.wrptr + 1) & self.depth_mask;
+    }
+
+    /// `n` records of the common kind (those `push_active` writes), the last at clock `now`,
+    /// that later records of the same drain overwrite (`crate::Hart::ctr_drain`): WRPTR moves
+    /// on and the cycle counter restarts at the last, as pushing them would leave them.
+    fn skip_active(&mut self, n: u64, now: u64) {
+        self.wrptr = (self.wrptr + n) & self.depth_mask;
+        if self.cce_bits.is_some() {
+            self.cc_origin = now;
+            self.next_ccv = CTRDATA_CCV;
+        }
     }
 
     /// `push` for a jump or branch in the current mode, which is active (the caller's mask

@@ -168,6 +168,34 @@ impl Hart {
         c.wrptr = (c.wrptr + 1) & c.depth_mask;
     }
 
+    /// Move the records translated code logged since it was entered (`log`) into the
+    /// buffer, in order, each at the clock of its transfer: what [`Hart::ctr_transfer`]'s
+    /// common path would have written, record by record. Only the last DEPTH are written;
+    /// the earlier ones move WRPTR and the cycle counter on (the same drain would overwrite
+    /// them). Called whenever translated code returns, and by the helpers that may touch
+    /// CTR state, before they do; a no-op when the log is empty.
+    #[inline]
+    pub(crate) fn ctr_drain(&mut self) {
+        if !self.ctr_log.is_empty() {
+            self.ctr_drain_log();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn ctr_drain_log(&mut self) {
+        let clock = self.jit_clock;
+        let records = self.ctr_log.take();
+        let c = &mut self.ctr;
+        let skip = records.len().saturating_sub(c.depth_entries() as usize);
+        if let Some(last) = skip.checked_sub(1).map(|i| &records[i]) {
+            c.skip_active(skip as u64, clock - last.budget);
+        }
+        for r in &records[skip..] {
+            c.push_active(r.source, r.target, r.t as u8, clock - r.budget);
+        }
+    }
+
     #[inline(never)]
     fn ctr_push_general(&mut self, from: u64, t: u8) {
         let now = self.ctr_now();

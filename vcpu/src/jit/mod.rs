@@ -231,6 +231,8 @@ fn csr_in_block(
     undone: u64,
     report: impl FnOnce(&mut Hart, &Result<(), crate::hart::Ctl>),
 ) -> u64 {
+    // The CSR may be CTR's (or read or change what it records): the log first.
+    h.ctr_drain();
     let before = h.jit_clock - h.vclock - h.jit_budget - undone;
     h.vclock += before + 1;
     h.retired += before;
@@ -325,6 +327,7 @@ unsafe extern "sysv64" fn jit_atomic(hart: *mut Hart, lo: u64, hi: u64) -> u64 {
 unsafe extern "sysv64" fn jit_ctr(hart: *mut Hart, from: u64, t: u64) {
     // SAFETY: as for `jit_load`.
     let h = unsafe { &mut *hart };
+    h.ctr_drain();
     let clock = h.vclock;
     h.vclock = h.jit_clock - h.jit_budget;
     h.ctr_transfer(from, t as u8);
@@ -401,6 +404,9 @@ impl Hart {
         if self.jit.is_none() {
             return 0; // `--jit off`: the interpreter pays one test per instruction
         }
+        // A run retires at most `left` instructions, so it logs fewer CTR records than the
+        // log holds (`ctr/log.rs`).
+        let left = left.min(crate::ctr::log::LOG_RECORDS as u64 - 1);
         let pc = self.pc;
         // In a block not translated yet (`Jit::cold`), the interpreter goes on while the pc
         // moves on to the next instruction in the same page: the block, and the blocks after
@@ -492,6 +498,7 @@ impl Hart {
             vcpu_jit_enter(hart as *mut _, b.code, ram, budget)
         };
         let done = left - self.jit_budget;
+        self.ctr_drain();
         if stale != 0 || self.jit_last_exit != 0 {
             self.jit_after(stale as usize);
         }
@@ -613,6 +620,9 @@ impl Hart {
                 jit.guard.reserve(ram);
             }
             let layout = self.jit_layout();
+            if layout.ctr_code == CtrCode::Inline {
+                self.ctr_log.ensure();
+            }
             let jit = self.jit.as_deref_mut().expect("translating without a JIT");
             jit.ctr_off_blocks |= layout.ctr_code == CtrCode::None && self.ctr.implemented();
             if jit.region.next(MAX_BLOCK_BYTES).is_none() {
@@ -730,8 +740,6 @@ impl Hart {
         let tlb = offset_of!(Hart, tlb);
         let (load, store, data_ctx) = crate::mmu::Tlb::layout();
         let (fetch, fetch_ctx) = crate::mmu::Tlb::fetch_layout();
-        let ctr = offset_of!(Hart, ctr);
-        let c = crate::ctr::Ctr::layout();
         let (tally, models) = Hart::pmu_jit_offsets();
         let monitored = self.jit.as_deref().is_some_and(|j| j.kind != 0);
         Layout {
@@ -760,13 +768,7 @@ impl Hart {
             },
             ctr_fast_now: self.ctr_fast_mask,
             ctr_call_helper: jit_ctr_call as *const () as usize,
-            jit_clock: offset_of!(Hart, jit_clock) as i32,
-            ctr_wrptr: (ctr + c.wrptr) as i32,
-            ctr_entries: (ctr + c.entries) as i32,
-            ctr_depth_mask: (ctr + c.depth_mask) as i32,
-            ctr_cc_origin: (ctr + c.cc_origin) as i32,
-            ctr_type_bits: self.ctr.type_bits(),
-            ctr_cycles: self.ctr.counts_cycles(),
+            ctr_log: (offset_of!(Hart, ctr_log) + offset_of!(crate::ctr::log::CtrLog, at)) as i32,
             cycles_checked: self.jit.as_deref().is_some_and(|j| j.cycles_checked()),
             addr: offset_of!(Hart, jit_addr) as i32,
             tally: (offset_of!(Hart, pmu) + tally) as i32,

@@ -94,16 +94,8 @@ pub(crate) struct Layout {
     /// recorded inline, whose records test that mask first.
     pub(super) ctr_fast_now: u16,
     pub(super) ctr_call_helper: usize,
-    /// The inline CTR record: the clock (`Hart::jit_clock`) and the `Ctr` fields.
-    pub(super) jit_clock: i32,
-    pub(super) ctr_wrptr: i32,
-    pub(super) ctr_entries: i32,
-    pub(super) ctr_depth_mask: i32,
-    pub(super) ctr_cc_origin: i32,
-    /// The hart's CTR configuration: the `ctrdata.TYPE` bits a record can set, and whether
-    /// records count cycles.
-    pub(super) ctr_type_bits: u64,
-    pub(super) ctr_cycles: bool,
+    /// The inline CTR record: where the next record of the log goes (`Hart::ctr_log`).
+    pub(super) ctr_log: i32,
     /// Monitored blocks check their cycles on entry (`Jit::cycle_room`).
     pub(super) cycles_checked: bool,
     /// Monitored blocks: `Hart::jit_addr`, the event tallies (`PmuState::tally`), the

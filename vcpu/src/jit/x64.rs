@@ -524,11 +524,10 @@ fn monitor_fetch(a: &mut Asm, l: &Layout, pc: u64) {
 /// Without recording this is one test. What follows the test depends on whether recording
 /// was on when the block was translated ([`super::table::CtrCode`]): a helper call, or:
 ///
-/// The common record, with RASEMU off (`Hart::ctr_fast_mask`) and a cycle count that needs
-/// no encoding (below 4096), is written inline, as `Hart::ctr_transfer`'s fast path would
-/// write it (chapter 3, "Entry Registers", and section 6.3, "Cycle Counting"); anything
-/// else calls the helper. TYPE's width and whether cycles are counted are the hart's
-/// configuration, fixed for its life, so they are constants here.
+/// The common record, with RASEMU off and CCV = 1 (`Hart::ctr_fast_mask`), is logged
+/// inline (`ctr/log.rs`): `Hart::ctr_drain` later writes it into the buffer as
+/// `Hart::ctr_transfer` would have (chapter 3, "Entry Registers", and section 6.3, "Cycle
+/// Counting"), at the clock of the transfer; anything else calls the helper.
 fn ctr_record(a: &mut Asm, l: &Layout, from: u64, t: u8, to: Target) {
     use super::table::CtrCode;
     let bit = (1u16 << t) as i16;
@@ -559,18 +558,9 @@ fn ctr_record(a: &mut Asm, l: &Layout, from: u64, t: u8, to: Target) {
         }
         CtrCode::Inline => {}
     }
-    let (skip, slow, fast) = (
-        a.new_dynamic_label(),
-        a.new_dynamic_label(),
-        a.new_dynamic_label(),
-    );
-    let (mask, fast_mask, clock) = (l.ctr_mask, l.ctr_fast_mask, l.jit_clock);
-    let origin = l.ctr_cc_origin;
-    let (wrptr, depth_mask, entries, p) = (l.ctr_wrptr, l.ctr_depth_mask, l.ctr_entries, l.pc);
-    let data = entries + 16;
+    let (skip, fast) = (a.new_dynamic_label(), a.new_dynamic_label());
+    let (mask, fast_mask, log, p) = (l.ctr_mask, l.ctr_fast_mask, l.ctr_log, l.pc);
     let source = (from | crate::ctr::CTRSOURCE_V) as i64;
-    let ccv_bit = crate::ctr::CTRDATA_CCV as i32;
-    let type_bits = (t as u64 & l.ctr_type_bits) as i32;
     // `ctr_fast_mask` is part of `ctr_mask`: a type recorded inline when the block was
     // translated tests the fast mask first (one test where it still records), another the
     // whole mask first (one test where it still records nothing).
@@ -580,7 +570,6 @@ fn ctr_record(a: &mut Asm, l: &Layout, from: u64, t: u8, to: Target) {
             ; jnz =>fast
             ; test WORD [rdi + mask], bit
             ; jz =>skip
-            ; =>slow
         );
     } else {
         dynasm!(a ; .arch x64
@@ -588,7 +577,6 @@ fn ctr_record(a: &mut Asm, l: &Layout, from: u64, t: u8, to: Target) {
             ; jz =>skip
             ; test WORD [rdi + fast_mask], bit
             ; jnz =>fast
-            ; =>slow
         );
     }
     call(a, l.ctr_helper);
@@ -599,31 +587,12 @@ fn ctr_record(a: &mut Asm, l: &Layout, from: u64, t: u8, to: Target) {
     if let Some(to) = target {
         dynasm!(a ; .arch x64 ; .u64 to);
     }
-    dynasm!(a ; .arch x64 ; =>fast);
-    if l.ctr_cycles {
-        // The cycle count since the last record: the clock at this instruction less the
-        // counter's origin, which moves to that clock; ctrdata: CC, CCV (1 here:
-        // `Hart::ctr_fast_mask` is 0 while the next record has CCV = 0) and TYPE.
-        dynasm!(a ; .arch x64
-            ; mov rcx, QWORD [rdi + clock]
-            ; sub rcx, r12
-            ; sub rcx, QWORD [rdi + origin]
-            ; cmp rcx, 4096
-            ; jae =>slow
-            ; add QWORD [rdi + origin], rcx
-            ; shl rcx, 16
-            ; or rcx, ccv_bit | type_bits
-        );
-    } else {
-        dynasm!(a ; .arch x64 ; mov ecx, type_bits);
-    }
-    // The entry at WRPTR (below 256: rdx * 24 from the first); WRPTR moves on.
+    // The common record goes to the log (`ctr/log.rs`: source, target, the budget left,
+    // which gives the clock of the transfer, and the type); `Hart::ctr_drain` writes it
+    // into the buffer.
     dynasm!(a ; .arch x64
-        ; mov rdx, QWORD [rdi + wrptr]
-        ; lea rax, [rdx + 1]
-        ; and rax, QWORD [rdi + depth_mask]
-        ; mov QWORD [rdi + wrptr], rax
-        ; lea rdx, [rdx + rdx * 2]
+        ; =>fast
+        ; mov rdx, QWORD [rdi + log]
     );
     match target {
         Some(_) => dynasm!(a ; .arch x64 ; movups xmm0, [=>konst]),
@@ -633,16 +602,20 @@ fn ctr_record(a: &mut Asm, l: &Layout, from: u64, t: u8, to: Target) {
         ),
     }
     dynasm!(a ; .arch x64
-        ; movups [rdi + rdx * 8 + entries], xmm0
-        ; mov QWORD [rdi + rdx * 8 + data], rcx
+        ; movups [rdx], xmm0
+        ; mov QWORD [rdx + 16], r12
+        ; mov QWORD [rdx + 24], t as i32
+        ; add rdx, 32
+        ; mov QWORD [rdi + log], rdx
         ; =>skip
     );
     const _: () = {
-        use crate::ctr::CtrEntry;
-        assert!(std::mem::size_of::<CtrEntry>() == 24);
-        assert!(std::mem::offset_of!(CtrEntry, source) == 0);
-        assert!(std::mem::offset_of!(CtrEntry, target) == 8);
-        assert!(std::mem::offset_of!(CtrEntry, data) == 16);
+        use crate::ctr::log::LogRecord;
+        assert!(std::mem::size_of::<LogRecord>() == 32);
+        assert!(std::mem::offset_of!(LogRecord, source) == 0);
+        assert!(std::mem::offset_of!(LogRecord, target) == 8);
+        assert!(std::mem::offset_of!(LogRecord, budget) == 16);
+        assert!(std::mem::offset_of!(LogRecord, t) == 24);
     };
 }
 
