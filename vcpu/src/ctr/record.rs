@@ -188,10 +188,11 @@ impl Hart {
         let records = self.ctr_log.take();
         let c = &mut self.ctr;
         let skip = records.len().saturating_sub(c.depth_entries() as usize);
-        if let Some(last) = skip.checked_sub(1).map(|i| &records[i]) {
+        if let Some(last) = skip.checked_sub(1).map(|i| records.get(i)) {
             c.skip_active(skip as u64, clock - last.budget);
         }
-        for r in &records[skip..] {
+        for i in skip..records.len() {
+            let r = records.get(i);
             c.push_active(r.source, r.target, r.t as u8, clock - r.budget);
         }
     }

@@ -404,9 +404,6 @@ impl Hart {
         if self.jit.is_none() {
             return 0; // `--jit off`: the interpreter pays one test per instruction
         }
-        // A run retires at most `left` instructions, so it logs fewer CTR records than the
-        // log holds (`ctr/log.rs`).
-        let left = left.min(crate::ctr::log::LOG_RECORDS as u64 - 1);
         let pc = self.pc;
         // In a block not translated yet (`Jit::cold`), the interpreter goes on while the pc
         // moves on to the next instruction in the same page: the block, and the blocks after
@@ -769,6 +766,8 @@ impl Hart {
             ctr_fast_now: self.ctr_fast_mask,
             ctr_call_helper: jit_ctr_call as *const () as usize,
             ctr_log: (offset_of!(Hart, ctr_log) + offset_of!(crate::ctr::log::CtrLog, at)) as i32,
+            ctr_logged: (offset_of!(Hart, ctr_log) + offset_of!(crate::ctr::log::CtrLog, written))
+                as i32,
             cycles_checked: self.jit.as_deref().is_some_and(|j| j.cycles_checked()),
             addr: offset_of!(Hart, jit_addr) as i32,
             tally: (offset_of!(Hart, pmu) + tally) as i32,

@@ -560,6 +560,7 @@ fn ctr_record(a: &mut Asm, l: &Layout, from: u64, t: u8, to: Target) {
     }
     let (skip, fast) = (a.new_dynamic_label(), a.new_dynamic_label());
     let (mask, fast_mask, log, p) = (l.ctr_mask, l.ctr_fast_mask, l.ctr_log, l.pc);
+    let (logged, wrap) = (l.ctr_logged, crate::ctr::log::LOG_WRAP);
     let source = (from | crate::ctr::CTRSOURCE_V) as i64;
     // `ctr_fast_mask` is part of `ctr_mask`: a type recorded inline when the block was
     // translated tests the fast mask first (one test where it still records), another the
@@ -588,8 +589,8 @@ fn ctr_record(a: &mut Asm, l: &Layout, from: u64, t: u8, to: Target) {
         dynasm!(a ; .arch x64 ; .u64 to);
     }
     // The common record goes to the log (`ctr/log.rs`: source, target, the budget left,
-    // which gives the clock of the transfer, and the type); `Hart::ctr_drain` writes it
-    // into the buffer.
+    // which gives the clock of the transfer, and the type; the pointer wraps around the
+    // ring, and the records are counted); `Hart::ctr_drain` writes it into the buffer.
     dynasm!(a ; .arch x64
         ; =>fast
         ; mov rdx, QWORD [rdi + log]
@@ -606,7 +607,9 @@ fn ctr_record(a: &mut Asm, l: &Layout, from: u64, t: u8, to: Target) {
         ; mov QWORD [rdx + 16], r12
         ; mov QWORD [rdx + 24], t as i32
         ; add rdx, 32
+        ; and rdx, wrap
         ; mov QWORD [rdi + log], rdx
+        ; inc QWORD [rdi + logged]
         ; =>skip
     );
     const _: () = {
