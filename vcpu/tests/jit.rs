@@ -1640,8 +1640,9 @@ fn random_programs_match_the_interpreter_recording_ctr() {
 /// Translated code logs its common records and the log is drained into the buffer when it
 /// returns, and before a helper records or runs a CSR instruction (`ctr/log.rs`). A loop
 /// whose recorded transfers are JALs (its branches inhibited) runs hundreds of records in
-/// one run of linked blocks (only the last 16 reach the buffer; the others move WRPTR and
-/// the cycle counter), and with a long inner loop, cycle counts of 4096 and more, which
+/// one run of linked blocks, and thousands (around the log's ring several times): only the
+/// last 16 reach the buffer; the others move WRPTR and the cycle counter. With a long inner
+/// loop, cycle counts of 4096 and more, which
 /// need the encoding; or each pass reads `sctrstatus` after a record. Then blocks translated
 /// while the mode recorded nothing (which record through the helper) and a block
 /// translated while it records (which logs) alternate in one run. Registers, buffer, cycle
@@ -1655,7 +1656,7 @@ fn logged_ctr_records_drain_as_the_interpreter_records() {
         [
             csrrw(0, MCTRCTL, 5),
             addi(12, 0, 0),
-            addi(10, 0, 0),  // outer
+            andi(10, 12, 3), // outer: passes 1 to 4 cycles apart
             addi(10, 10, 1), // inner
             blt(10, 11, -4),
             addi(12, 12, 1),
@@ -1693,11 +1694,12 @@ fn logged_ctr_records_drain_as_the_interpreter_records() {
         );
     };
     for (inner, outer, step, read) in [
-        (1, 300, None, false),
+        (4, 300, None, false),
+        (4, 2000, None, false),
         (2500, 20, None, false),
-        (1, 300, Some(97), false),
+        (4, 300, Some(97), false),
         (700, 30, Some(1000), false),
-        (1, 300, None, true),
+        (4, 300, None, true),
     ] {
         let ctx = format!("inner {inner}, outer {outer}, steps {step:?}, read {read}");
         let mut p = Pair::new();
@@ -1716,10 +1718,10 @@ fn logged_ctr_records_drain_as_the_interpreter_records() {
     p.both(|vm| {
         vm.code(&program(false));
     });
-    load(&mut p, CTRCTL_S, 1, 50, 0);
+    load(&mut p, CTRCTL_S, 4, 50, 0);
     p.run_to_wfi("M-mode not recording");
     assert!(p.int.hart.ctr_records().iter().all(|e| e.source & 1 == 0));
-    load(&mut p, recording, 1, 300, 1);
+    load(&mut p, recording, 4, 300, 1);
     p.run_to_wfi("helper and log records alternating");
     check(&p, "helper and log records alternating", false);
 }
