@@ -18,12 +18,12 @@
 //! | 3.3 Control Transfer Record Metadata Register (ctrdata) | [`csr`] (`data_read`, `data_write`); a record's: `Ctr::data` |
 //! | 4 Instructions, 4.1 Supervisor CTR Clear Instruction | `record.rs` (`Hart::sctrclr`), `execute::system` (`Hart::exec_sctrclr`) |
 //! | 5 State Enable Access Control | [`csr`] (`ctr_check`, `sctrdepth_check`, `entry_check`), `Hart::exec_sctrclr` |
-//! | 6 Behavior | `record.rs`; `Ctr::push` here |
+//! | 6 Behavior | `record.rs`; `Ctr::push` here; the records of translated code: `log.rs`, drained by `record.rs` (`Hart::ctr_drain`) |
 //! | 6.1 Privilege Mode Transitions | `record.rs` (`Hart::ctr_trap`, `Hart::ctr_trap_return`) |
 //! | 6.1.1 Virtualization Mode Transitions | `record.rs` (`ctr_enabled`, `ctr_transition_ctl`) |
 //! | 6.1.2 External Traps | `record.rs` (`ctr_external_enabled`) |
 //! | 6.2 Transfer Type Filtering | `record.rs` (`Hart::ctr_refresh`); types: `vcpu_api::ctr::jump_type` |
-//! | 6.3 Cycle Counting | this file: the CtrCycleCounter of [`Ctr`] (`data`, `set_counting`) |
+//! | 6.3 Cycle Counting | this file: the CtrCycleCounter of [`Ctr`] (`data`, `set_counting`, `skip_active`) |
 //! | 6.4 RAS (Return Address Stack) Emulation Mode | `record.rs` (`ctr_ras`) |
 //! | 6.5 Freeze | `record.rs` (`Hart::ctr_trap`), [`csr`] (`sctrstatus.FROZEN`) |
 //! | 7 Custom Extensions | not implemented: the Custom[3:0] bits are not in `CTRCTL_OPTIONAL`, so they read 0 |
