@@ -345,33 +345,20 @@ impl Hart {
         // Armed triggers (the guest's or a debugger's) allow fetch entries only (the
         // interpreter checks execute triggers before each fetch; loads and stores must
         // take the checked slow path: `mmu/mod.rs`).
-        if self.trig.armed {
-            let fetch_only = TlbState {
-                entries: s
-                    .tlb
-                    .entries
-                    .iter()
-                    .filter(|e| e.kind == 0)
-                    .copied()
-                    .collect(),
-            };
-            self.tlb.load(&fetch_only);
-        } else {
-            // Pages holding translated code stay protected: no store entry for them
-            // (`jit::guard`, as `Hart::access_page` fills the TLB).
-            let unguarded = TlbState {
-                entries: s
-                    .tlb
-                    .entries
-                    .iter()
-                    .filter(|e| {
-                        e.kind != crate::mmu::tlb::Access::Store as u8 || !self.jit_guards(e.off)
-                    })
-                    .copied()
-                    .collect(),
-            };
-            self.tlb.load(&unguarded);
-        }
+        // Pages holding translated code stay protected: no store entry for them
+        // (`jit::guard`, as `Hart::access_page` fills the TLB).
+        use crate::mmu::tlb::Access;
+        let armed = self.trig.armed;
+        let guarded = |off: u64| {
+            self.jit
+                .as_deref()
+                .is_some_and(|j| j.guard.protected(off >> 12))
+        };
+        self.tlb.load_where(&s.tlb, |e| match e.kind {
+            k if k == Access::Fetch as u8 => true,
+            _ if armed => false,
+            k => k != Access::Store as u8 || !guarded(e.off),
+        });
         self.mode_changed();
         Ok(())
     }

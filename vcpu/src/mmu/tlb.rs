@@ -282,11 +282,12 @@ impl Tlb {
         TlbState { entries }
     }
 
-    /// Empties the TLB and loads `state` (checked with [`TlbState::check`]).
-    pub(crate) fn load(&mut self, state: &TlbState) {
+    /// Empties the TLB and loads the entries of `state` (checked with [`TlbState::check`])
+    /// that `keep` accepts.
+    pub(crate) fn load_where(&mut self, state: &TlbState, keep: impl Fn(&TlbEntry) -> bool) {
         self.flush();
         let g = self.generation_bits();
-        for e in &state.entries {
+        for e in state.entries.iter().filter(|e| keep(e)) {
             self.put(e.kind as usize, e.tag | g, e.off, e.span);
         }
     }
