@@ -263,7 +263,8 @@ impl Tlb {
     /// The valid entries ([`TlbState`]).
     pub(crate) fn save(&self) -> TlbState {
         let g = self.generation_bits();
-        let mut entries = Vec::new();
+        // Room for every entry: one allocation (a vCPU switch saves the TLB each time).
+        let mut entries = Vec::with_capacity(3 * TLB_SIZE);
         for (kind, arr) in [&self.fetch, &self.load, &self.store]
             .into_iter()
             .enumerate()
