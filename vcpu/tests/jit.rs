@@ -14,8 +14,14 @@
 //!   counter controls), AMOs, LR/SC and FENCE.I mixed in; in M-mode, under Sv39 (scrambled
 //!   frames), in a hosted guest, with timer interrupts, recording CTR and counting events.
 //! - Budgets: the same programs stopped after 1, 2, 3, ... instructions and in random steps.
+//! - CTR records logged by translated code and drained into the buffer: hundreds and
+//!   thousands of records in one run (around the log's ring), cycle counts that need the
+//!   encoding, `sctrstatus` read by a CSR helper right after a logged record, and records
+//!   through the helper and the log alternating in one run.
 //! - Self-modifying code, by the guest (with and without FENCE.I, also into the running
-//!   block) and by the VMM; retranslation until the code region is emptied.
+//!   block) and by the VMM; retranslation until the code region is emptied; vCPU switches
+//!   on a hart (`Hart::switch_state`), which keep the code checks and load no store TLB
+//!   entry for a page of translated code.
 //! - Sv39: one physical page at two virtual addresses, and a virtual page remapped through a
 //!   PTE store or a `satp` switch followed by SFENCE.VMA.
 //! - Loads and stores, LR, SC and AMOs that fault or reach a device in the middle of a
