@@ -463,6 +463,10 @@ impl Hart {
             self.jit_view.cycle_room = room;
             self.jit_view.fetch_page = self.pmu_fetch_page();
         }
+        // Code placed since the last run is fetched anew (`region`: cross-modifying code).
+        if let Some(jit) = self.jit.as_deref_mut() {
+            jit.region.sync_fetch();
+        }
         self.jit_budget = left;
         self.jit_clock = self.vclock + left;
         self.jit_fault = false;

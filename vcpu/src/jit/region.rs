@@ -3,7 +3,18 @@
 //! mapped twice: a read-execute view, where blocks run and every address handed out lies,
 //! and a read-write view at another address, through which blocks are copied in and their
 //! link slots patched ([`Region::push`], [`Region::patch_u64`]). Both views are the same
-//! physical pages, which x86-64 keeps coherent for instruction fetch.
+//! physical pages: what is written through one is read through the other at once.
+//!
+//! Instruction fetch needs more. Code written through one linear address and fetched
+//! through another is what the Intel SDM (Vol. 3A, "Self-Modifying Code", in the chapter on
+//! memory cache control) leaves to software: the processor checks a write against the
+//! instructions it has already fetched by linear address, so a write through the write view
+//! can leave stale bytes in flight for the execute view (here: the zeros of lines past the
+//! newest block, fetched ahead while it ran), and a serializing instruction must come
+//! between the write and the run. [`Region::push`] marks the region, and
+//! [`Region::sync_fetch`], right before translated code is entered, serializes once after
+//! new code. Without it, Linux boots crashed now and then at the first instruction of a
+//! new 64-byte line of a block, executing zeros (`add [rax], al` and the like).
 //!
 //! The second view is made with `mremap(old_size = 0)`, which duplicates a shared mapping,
 //! rather than from a `memfd` (the fallback where that is refused): the host kernel names
@@ -26,6 +37,69 @@ pub(super) struct Region {
     /// The address ranges of execute views given up by [`Region::renew`], kept mapped
     /// without access or memory so that no later mapping (no later block) takes them.
     retired: Vec<(NonNull<u8>, usize)>,
+    /// Code was written through the write view since the last [`Region::sync_fetch`].
+    unsynced: bool,
+    /// How this host serializes instruction fetch ([`Serialize`]).
+    serialize: Serialize,
+}
+
+/// A serializing instruction that user code may execute and that a hypervisor does not trap
+/// (CPUID would be one, but it leaves a virtual machine for the hypervisor every time).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Serialize {
+    /// SERIALIZE (CPUID.(EAX=07H, ECX=0):EDX[14]).
+    Instruction,
+    /// IRETQ to the next instruction, at the same privilege level, with the same stack,
+    /// flags and selectors: only its serialization has an effect (IRET is serializing on
+    /// every x86-64 processor).
+    Iret,
+}
+
+impl Serialize {
+    /// The one this processor has.
+    fn detect() -> Serialize {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{__cpuid, __cpuid_count};
+            if __cpuid(0).eax >= 7 && __cpuid_count(7, 0).edx >> 14 & 1 != 0 {
+                return Serialize::Instruction;
+            }
+        }
+        Serialize::Iret
+    }
+
+    /// Serialize: every instruction fetched after this one is fetched anew.
+    #[cold]
+    #[inline(never)]
+    fn run(self) {
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = self;
+        #[cfg(target_arch = "x86_64")]
+        match self {
+            // SAFETY: SERIALIZE (0f 01 e8) has no operands and changes no state.
+            Serialize::Instruction => unsafe { std::arch::asm!(".byte 0x0f, 0x01, 0xe8") },
+            // SAFETY: the frame pushed is the current one (SS, the stack pointer before the
+            // pushes, RFLAGS, CS, the next instruction), which IRETQ pops whole: execution
+            // goes on at the label with every register as it was but `tmp`. The asm uses the
+            // stack (no `nostack`), so the compiler keeps nothing below the stack pointer.
+            Serialize::Iret => unsafe {
+                std::arch::asm!(
+                    "mov {tmp}, ss",
+                    "push {tmp}",
+                    "lea {tmp}, [rsp + 8]",
+                    "push {tmp}",
+                    "pushfq",
+                    "mov {tmp}, cs",
+                    "push {tmp}",
+                    "lea {tmp}, [rip + 2f]",
+                    "push {tmp}",
+                    "iretq",
+                    "2:",
+                    tmp = out(reg) _,
+                )
+            },
+        }
+    }
 }
 
 /// The most times [`Region::renew`] moves the region (each keeps the old execute view's
@@ -57,6 +131,8 @@ impl Region {
             used: 0,
             populated: 0,
             retired: Vec::new(),
+            unsynced: false,
+            serialize: Serialize::detect(),
         })
     }
 
@@ -227,9 +303,23 @@ impl Region {
             (to.sub(8) as *mut u64).write_unaligned(0);
             std::ptr::copy_nonoverlapping(code.as_ptr(), to, code.len())
         };
+        self.unsynced = true;
         // Keep blocks 16-byte aligned.
         self.used = (start + code.len() + 15) & !15;
         self.exec.as_ptr() as usize + start
+    }
+
+    /// Makes instruction fetch see the code placed since the last call (see the module
+    /// documentation): to be called right before translated code runs, on the thread that
+    /// runs it. Link slots and block words are data (read by loads), which need nothing.
+    /// A thread moved to another processor between this and the run gets there through an
+    /// interrupt and its return, which serializes that processor too.
+    #[inline]
+    pub fn sync_fetch(&mut self) {
+        if self.unsynced {
+            self.unsynced = false;
+            self.serialize.run();
+        }
     }
 
     /// The word kept for the block placed at `code` (by [`Region::push`]), in the 8 bytes
@@ -337,6 +427,7 @@ mod tests {
         let mut code = vec![0xb8, 42, 0, 0, 0, 0xc3, 0x90, 0x90];
         code.extend_from_slice(&0u64.to_le_bytes());
         let at = r.push(&code);
+        r.sync_fetch();
         // SAFETY: `at` holds the complete function above, in executable memory.
         let f: extern "C" fn() -> u32 = unsafe { std::mem::transmute(at) };
         assert_eq!(f(), 42);
@@ -360,6 +451,7 @@ mod tests {
         let old = r.exec.as_ptr() as usize;
         assert!(r.renew());
         let second = r.push(&[0xb8, 2, 0, 0, 0, 0xc3]); // mov eax, 2; ret
+        r.sync_fetch();
         assert!(!(old..old + (1 << 20)).contains(&second));
         // SAFETY: `second` holds the complete function above, in executable memory.
         let f: extern "C" fn() -> u32 = unsafe { std::mem::transmute(second) };
@@ -386,6 +478,24 @@ mod tests {
         );
     }
 
+    /// Both ways to serialize return to the next instruction with the registers, the stack
+    /// and the flags as they were (a wrong IRETQ frame would crash the test).
+    #[test]
+    fn serializing_returns_to_the_next_instruction() {
+        let (a, b) = (
+            std::hint::black_box(0x1234_u64),
+            std::hint::black_box(7_u64),
+        );
+        Serialize::Iret.run();
+        if Serialize::detect() == Serialize::Instruction {
+            Serialize::Instruction.run();
+        }
+        assert_eq!(
+            std::hint::black_box(a) * std::hint::black_box(b),
+            0x1234 * 7
+        );
+    }
+
     /// The `memfd` fallback also gives a read-execute and a read-write view of the same
     /// pages.
     #[test]
@@ -398,9 +508,12 @@ mod tests {
             used: 0,
             populated: 0,
             retired: Vec::new(),
+            unsynced: false,
+            serialize: Serialize::detect(),
         };
         let at = r.push(&[0xb8, 7, 0, 0, 0, 0xc3]); // mov eax, 7; ret
-                                                    // SAFETY: `at` holds the complete function above, in executable memory.
+        r.sync_fetch();
+        // SAFETY: `at` holds the complete function above, in executable memory.
         let f: extern "C" fn() -> u32 = unsafe { std::mem::transmute(at) };
         assert_eq!(f(), 7);
     }
