@@ -1402,6 +1402,60 @@ fn a_block_is_translated_at_the_third_dispatch_to_it() {
     }
 }
 
+/// PAUSE on a hart with `HartConfig::pause_yields` (a vCPU of a VM of several) stays in
+/// the block around it, which runs the interpreter's pause-loop detection through a helper
+/// (`jit_pause`) instead of leaving translated code at every PAUSE: a spin loop with two
+/// PAUSEs is translated into the blocks it has when PAUSE is a plain FENCE, with the
+/// interpreter's results, also in budget steps. Its 4 000 iterations pass the pause window
+/// (4 096 instruction slots) more than once, so the helper gives the host CPU away on the
+/// way.
+#[test]
+fn pause_in_a_spin_loop_splits_no_block() {
+    const PAUSE: u32 = 0x0100_000f;
+    let body = [
+        addi(13, 13, 3),
+        PAUSE,
+        addi(10, 10, 1),
+        PAUSE,
+        addi(12, 12, 2),
+        blt(10, 11, -20),
+    ];
+    for step in [10_000_000, 1, 3] {
+        let ctx = format!("budget steps of {step}");
+        let config = |jit, pause_yields| HartConfig {
+            jit,
+            pause_yields,
+            ..HartConfig::default()
+        };
+        // The same program with PAUSE a plain FENCE (`pause_yields` off): its blocks.
+        let mut plain = Pair {
+            jit: Vm::with_config(config(true, false)),
+            int: Vm::with_config(config(false, false)),
+        };
+        let mut p = Pair {
+            jit: Vm::with_config(config(true, true)),
+            int: Vm::with_config(config(false, true)),
+        };
+        for p in [&mut plain, &mut p] {
+            p.set_x(11, 4000);
+            p.both(|vm| {
+                vm.code(&body);
+            });
+            p.run_to_wfi_in_steps(step, &ctx);
+            assert_eq!(p.jit.x(13), 12_000, "{ctx}");
+            assert_eq!(p.jit.x(12), 8_000, "{ctx}");
+        }
+        if step == 10_000_000 {
+            // Before, each PAUSE ended a block and ran in the interpreter: 4 blocks, not 3.
+            assert_eq!(
+                p.jit.hart.translated_blocks(),
+                plain.jit.hart.translated_blocks(),
+                "{ctx}"
+            );
+        }
+    }
+}
+
 fn random_programs_in(mode: Mode, seeds: std::ops::Range<u64>) {
     for seed in seeds {
         let mut p = mode.pair();

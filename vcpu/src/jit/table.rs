@@ -114,6 +114,9 @@ pub(crate) struct Layout {
     pub(super) vsstatus: i32,
     pub(super) virt: i32,
     pub(super) float_helper: usize,
+    /// PAUSE's helper on a hart with `HartConfig::pause_yields` (pause-loop detection), or
+    /// 0: then PAUSE is a FENCE, a no-op.
+    pub(super) pause_helper: usize,
     /// `fflags` and `frm` (bytes), and whether the host has FMA3 (fused multiply-adds).
     pub(super) fflags: i32,
     pub(super) frm: i32,

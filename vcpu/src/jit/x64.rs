@@ -1116,6 +1116,13 @@ fn assemble_carrying(
             bails.push((bail, pc, n - k as u32));
             let first = (monitored && k == 0).then(|| start_pc(plan));
             emit_csr(a, l, pc, i, bail, n - k as u32, first, &mut links);
+        } else if l.pause_helper != 0 && i.op == Op::Fence && i.raw == crate::decode::PAUSE {
+            // Pause-loop detection in the interpreter's code (`super::jit_pause`).
+            a.flush();
+            let undone = (n - k as u32) as i32;
+            dynasm!(a ; .arch x64 ; mov esi, undone);
+            store_budget(a, l);
+            call(a, l.pause_helper);
         } else {
             emit_straight(a, l, pc, i);
             if monitored && matches!(i.op, Op::Mul | Op::Mulh | Op::Mulhu | Op::Mulw) {
