@@ -1,6 +1,6 @@
 //! The record log of translated code: where blocks write the common record (a jump or
 //! branch of a type the current mode records, RASEMU off, CCV = 1: `Hart::ctr_fast_mask`)
-//! as four stores, a pointer bump and a count, leaving the buffer's bookkeeping (Smctr 2.5
+//! as three stores and a pointer bump, leaving the buffer's bookkeeping (Smctr 2.5
 //! "sctrstatus": WRPTR; 6.3 "Cycle Counting": the cycle count, its encoding, CCV) to
 //! [`crate::Hart::ctr_drain`], which moves the log into the buffer before anything else
 //! looks at CTR state: when translated code returns to the interpreter, and first thing
@@ -13,6 +13,16 @@
 //! deepest buffer: translated code writes around it, and a drain reads at most the last
 //! DEPTH + 1 records. A small ring stays in the host's first-level cache, where a log of
 //! every record of a run would stream through it.
+//!
+//! Translated code keeps the pointer in a host register while it runs (r13:
+//! `jit::vcpu_jit_enter` loads it from [`CtrLog::at`] and stores it back, and blocks store
+//! it there around their helper calls) and counts nothing: a drain counts the records from
+//! the pointer's move since the last drain, which gives their number modulo the ring, and
+//! from a mark the last drain left in the newest record (its type [`UNWRITTEN`]), which
+//! translated code overwrites only after a whole ring of records. Since the ring is a
+//! multiple of every depth (Smctr 2.6 "sctrdepth": 16 to 256 entries), a number of
+//! records known modulo the ring and known to be more than DEPTH + 1 is all the drain
+//! needs: WRPTR moves on by it modulo DEPTH.
 
 /// One record as translated code writes it (aligned to its size: the ring is a whole
 /// number of records from the start of its allocation).
@@ -26,13 +36,18 @@ pub(crate) struct LogRecord {
     /// The run's budget left at the transfer (`Hart::jit_budget`): its clock is
     /// `Hart::jit_clock` less this.
     pub(crate) budget: u64,
-    /// The transfer type (Smctr table 10).
+    /// The transfer type (Smctr table 10), or [`UNWRITTEN`] in the record a drain left.
     pub(crate) t: u64,
 }
 
+/// The type a drain leaves in the newest record it took: no transfer type (they are
+/// below 16), so that the next drain sees whether translated code came round to it.
+const UNWRITTEN: u64 = u64::MAX;
+
 /// Records the ring holds: more than the deepest buffer (256) and one before it, the only
-/// ones a drain reads.
+/// ones a drain reads, and a multiple of every depth.
 pub(crate) const LOG_RECORDS: usize = 512;
+const _: () = assert!(LOG_RECORDS > 256 + 1 && LOG_RECORDS.is_multiple_of(256));
 /// The ring's size in bytes: its start is aligned to twice this, so that a pointer moves on
 /// and wraps with an add and an and ([`LOG_WRAP`]).
 const LOG_BYTES: usize = LOG_RECORDS * std::mem::size_of::<LogRecord>();
@@ -46,15 +61,16 @@ pub(crate) struct CtrLog {
     /// The host address of the next record; translated code writes there and moves it on,
     /// wrapping within the ring (0 before [`CtrLog::ensure`]).
     pub(crate) at: u64,
-    /// Records written since the last [`CtrLog::take`] (translated code counts them).
-    pub(crate) written: u64,
+    /// [`CtrLog::at`] at the last [`CtrLog::take`].
+    since: u64,
     records: Option<Box<[LogRecord]>>,
 }
 
-/// The records of one [`CtrLog::take`]: `len` of them, of which the last [`LOG_RECORDS`]
-/// can be read.
+/// The records of one [`CtrLog::take`]: `len` of them (the number written, or more than a
+/// ring and as many modulo the ring), of which the last [`LOG_RECORDS`] can be read. When
+/// dropped, it marks the newest record (see the module's text).
 pub(crate) struct Taken<'a> {
-    ring: &'a [LogRecord],
+    ring: &'a mut [LogRecord],
     /// Ring index of the oldest record taken (modulo the ring).
     first: usize,
     len: usize,
@@ -71,6 +87,15 @@ impl Taken<'_> {
     }
 }
 
+impl Drop for Taken<'_> {
+    fn drop(&mut self) {
+        if !self.ring.is_empty() {
+            let newest = (self.first + self.len + LOG_RECORDS - 1) % LOG_RECORDS;
+            self.ring[newest].t = UNWRITTEN;
+        }
+    }
+}
+
 impl CtrLog {
     /// Allocate the ring (inside an allocation large enough to align it).
     pub(crate) fn ensure(&mut self) {
@@ -78,32 +103,62 @@ impl CtrLog {
             let records = vec![LogRecord::default(); 3 * LOG_RECORDS].into_boxed_slice();
             let align = 2 * LOG_BYTES as u64;
             self.at = (records.as_ptr() as u64).div_ceil(align) * align;
-            self.written = 0;
+            self.since = self.at;
             self.records = Some(records);
+            // Nothing written: the record before the first is the newest taken.
+            self.ring_mut()[LOG_RECORDS - 1].t = UNWRITTEN;
         }
+    }
+
+    /// Ring index of the record at host address `at`.
+    fn index(at: u64) -> usize {
+        (at as usize & (LOG_BYTES - 1)) / std::mem::size_of::<LogRecord>()
+    }
+
+    /// Where the ring starts in the allocation, in records (0 before [`CtrLog::ensure`]).
+    fn skip(&self, r: &[LogRecord]) -> usize {
+        let start = self.at as usize & !(2 * LOG_BYTES - 1);
+        (start - r.as_ptr() as usize) / std::mem::size_of::<LogRecord>()
     }
 
     /// The ring (empty before [`CtrLog::ensure`]).
     fn ring(&self) -> &[LogRecord] {
-        let Some(r) = &self.records else {
-            return &[];
-        };
-        let skip = (self.at as usize & !(2 * LOG_BYTES - 1)) - r.as_ptr() as usize;
-        &r[skip / std::mem::size_of::<LogRecord>()..][..LOG_RECORDS]
+        match &self.records {
+            Some(r) => &r[self.skip(r)..][..LOG_RECORDS],
+            None => &[],
+        }
+    }
+
+    fn ring_mut(&mut self) -> &mut [LogRecord] {
+        let skip = self.records.as_deref().map_or(0, |r| self.skip(r));
+        match &mut self.records {
+            Some(r) => &mut r[skip..][..LOG_RECORDS],
+            None => &mut [],
+        }
+    }
+
+    /// Whether translated code came round to the record the last take marked: a whole ring
+    /// of records or more since then.
+    fn came_round(&self) -> bool {
+        let newest = (Self::index(self.since) + LOG_RECORDS - 1) % LOG_RECORDS;
+        self.ring().get(newest).is_some_and(|r| r.t != UNWRITTEN)
     }
 
     /// Whether translated code has written records since the last [`CtrLog::take`].
     #[inline]
     pub(crate) fn is_empty(&self) -> bool {
-        self.written == 0
+        self.at == self.since && !self.came_round()
     }
 
     /// The records written since the last call; the log starts again empty.
     pub(crate) fn take(&mut self) -> Taken<'_> {
-        let len = std::mem::take(&mut self.written) as usize;
-        let next = (self.at as usize & (LOG_BYTES - 1)) / std::mem::size_of::<LogRecord>();
+        let size = std::mem::size_of::<LogRecord>();
+        let moved = (self.at.wrapping_sub(self.since) as usize & (LOG_BYTES - 1)) / size;
+        let len = moved + if self.came_round() { LOG_RECORDS } else { 0 };
+        let next = Self::index(self.at);
+        self.since = self.at;
         Taken {
-            ring: self.ring(),
+            ring: self.ring_mut(),
             first: (next + LOG_RECORDS - len % LOG_RECORDS) % LOG_RECORDS,
             len,
         }
@@ -114,17 +169,23 @@ impl CtrLog {
 mod tests {
     use super::*;
 
-    /// What translated code does: write at `at`, move `at` on and wrap it, count.
+    /// What translated code does: write at `at` (a transfer type below 16), move `at` on
+    /// and wrap it.
     fn write(log: &mut CtrLog, source: u64) {
         // SAFETY: `at` points into the ring.
         unsafe {
             *(log.at as *mut LogRecord) = LogRecord {
                 source,
+                t: source % 16,
                 ..LogRecord::default()
             };
         }
         log.at = (log.at + std::mem::size_of::<LogRecord>() as u64) & LOG_WRAP as i64 as u64;
-        log.written += 1;
+    }
+
+    /// The sources of the last `n` records of `t`, oldest first.
+    fn last(t: &Taken, n: usize) -> Vec<u64> {
+        (t.len() - n..t.len()).map(|i| t.get(i).source).collect()
     }
 
     #[test]
@@ -139,8 +200,8 @@ mod tests {
         }
         assert!(!log.is_empty());
         let t = log.take();
-        let sources: Vec<u64> = (0..t.len()).map(|i| t.get(i).source).collect();
-        assert_eq!(sources, [0, 1, 2]);
+        assert_eq!(last(&t, 3), [0, 1, 2]);
+        drop(t);
         assert!(log.is_empty());
         // Past the ring's end, more than a ring: the last ring's worth, oldest first.
         let n = 3 * LOG_RECORDS as u64 + 5;
@@ -148,10 +209,37 @@ mod tests {
             write(&mut log, 100 + i);
         }
         let t = log.take();
-        assert_eq!(t.len(), n as usize);
-        let from = t.len() - LOG_RECORDS;
-        let sources: Vec<u64> = (from..t.len()).map(|i| t.get(i).source).collect();
+        assert_eq!(t.len() % LOG_RECORDS, n as usize % LOG_RECORDS);
+        assert!(t.len() > LOG_RECORDS);
         let want: Vec<u64> = (100 + n - LOG_RECORDS as u64..100 + n).collect();
-        assert_eq!(sources, want);
+        assert_eq!(last(&t, LOG_RECORDS), want);
+    }
+
+    /// The number taken is exact below a ring, and from a ring on more than a ring and the
+    /// same modulo the ring (the mark in the newest record), whatever the log's position.
+    #[test]
+    fn a_drain_counts_the_records_exactly_below_a_ring_and_modulo_a_ring_from_one() {
+        let mut log = CtrLog::default();
+        log.ensure();
+        let mut source = 0;
+        for n in [0, 1, 511, 512, 513, 1023, 1024, 1025, 300, 0, 2048, 7, 511] {
+            for _ in 0..n {
+                source += 1;
+                write(&mut log, source);
+            }
+            assert_eq!(log.is_empty(), n == 0, "{n} records");
+            let t = log.take();
+            if n < LOG_RECORDS {
+                assert_eq!(t.len(), n, "{n} records");
+            } else {
+                assert_eq!(t.len() % LOG_RECORDS, n % LOG_RECORDS, "{n} records");
+                assert!(t.len() >= LOG_RECORDS, "{n} records: {} taken", t.len());
+            }
+            let keep = n.min(LOG_RECORDS);
+            let want: Vec<u64> = (source + 1 - keep as u64..=source).collect();
+            assert_eq!(last(&t, keep), want, "{n} records");
+            drop(t);
+            assert!(log.is_empty(), "after taking {n}");
+        }
     }
 }

@@ -48,12 +48,14 @@ pub(crate) use table::{Jit, MonitorView, MAX_BLOCK_BYTES, MAX_INSNS, MONITORED, 
 /// `Hart::jit_cold` outside a block not translated yet.
 pub(crate) const NOT_COLD: u64 = u64::MAX;
 
-// The way into translated code: `vcpu_jit_enter(hart, code, ram, budget)` keeps rbx and r12
-// (callee-saved), loads rbx with `ram` (the host address of guest RAM, which every block's
-// loads and stores add to a RAM offset: `x64::emit_memory`) and r12 with the budget at
-// `budget` (`Hart::jit_budget`, which blocks count down in r12: no memory round trip from
-// one block to the next), calls the block at `code` with the hart in rdi and rsp = 8 mod
-// 16 as at any function entry, stores r12 back at `budget` and returns the block's value.
+// The way into translated code: `vcpu_jit_enter(hart, code, ram, budget, log)` keeps rbx,
+// r12 and r13 (callee-saved), loads rbx with `ram` (the host address of guest RAM, which
+// every block's loads and stores add to a RAM offset: `x64::emit_memory`), r12 with the
+// budget at `budget` (`Hart::jit_budget`, which blocks count down in r12: no memory round
+// trip from one block to the next) and r13 with the CTR log's pointer at `log`
+// (`ctr::log::CtrLog::at`, which blocks move on in r13), calls the block at `code` with
+// the hart in rdi and rsp = 8 mod 16 as at any function entry, stores r12 back at
+// `budget` and r13 at `log`, and returns the block's value.
 #[cfg(target_arch = "x86_64")]
 std::arch::global_asm!(
     ".globl vcpu_jit_enter",
@@ -61,12 +63,18 @@ std::arch::global_asm!(
     "vcpu_jit_enter:",
     "push rbx",
     "push r12",
+    "push r13",
     "push rcx",
+    "push r8",
     "mov rbx, rdx",
     "mov r12, [rcx]",
+    "mov r13, [r8]",
     "call rsi",
+    "pop r8",
+    "mov [r8], r13",
     "pop rcx",
     "mov [rcx], r12",
+    "pop r13",
     "pop r12",
     "pop rbx",
     "ret",
@@ -80,6 +88,7 @@ unsafe extern "sysv64" {
         code: usize,
         ram: usize,
         budget: *mut u64,
+        log: *mut u64,
     ) -> u64;
 }
 
@@ -90,9 +99,16 @@ unsafe fn vcpu_jit_enter(
     _code: usize,
     _ram: usize,
     _budget: *mut u64,
+    _log: *mut u64,
 ) -> u64 {
     unreachable!("no translated code on this host")
 }
+
+/// Displacement from the hart of the CTR log's pointer (`ctr::log::CtrLog::at`), which
+/// blocks hold in r13 and store there before a helper call (a helper may drain the log),
+/// loading it again after.
+pub(super) const CTR_LOG_AT: i32 = (std::mem::offset_of!(Hart, ctr_log)
+    + std::mem::offset_of!(crate::ctr::log::CtrLog, at)) as i32;
 
 /// The most cycles of the cost model a monitored block of `insns` can add when it runs
 /// whole (`Block::cycles`): its page's fetch and each instruction's most
@@ -496,7 +512,8 @@ impl Hart {
         // offsets the TLB vouches for.
         let stale = unsafe {
             let budget = &raw mut (*hart).jit_budget;
-            vcpu_jit_enter(hart as *mut _, b.code, ram, budget)
+            let log = &raw mut (*hart).ctr_log.at;
+            vcpu_jit_enter(hart as *mut _, b.code, ram, budget, log)
         };
         let done = left - self.jit_budget;
         self.ctr_drain();
@@ -769,9 +786,6 @@ impl Hart {
             },
             ctr_fast_now: self.ctr_fast_mask,
             ctr_call_helper: jit_ctr_call as *const () as usize,
-            ctr_log: (offset_of!(Hart, ctr_log) + offset_of!(crate::ctr::log::CtrLog, at)) as i32,
-            ctr_logged: (offset_of!(Hart, ctr_log) + offset_of!(crate::ctr::log::CtrLog, written))
-                as i32,
             cycles_checked: self.jit.as_deref().is_some_and(|j| j.cycles_checked()),
             addr: offset_of!(Hart, jit_addr) as i32,
             tally: (offset_of!(Hart, pmu) + tally) as i32,

@@ -94,10 +94,6 @@ pub(crate) struct Layout {
     /// recorded inline, whose records test that mask first.
     pub(super) ctr_fast_now: u16,
     pub(super) ctr_call_helper: usize,
-    /// The inline CTR record: where the next record of the log goes, and the count of
-    /// records logged (`Hart::ctr_log`).
-    pub(super) ctr_log: i32,
-    pub(super) ctr_logged: i32,
     /// Monitored blocks check their cycles on entry (`Jit::cycle_room`).
     pub(super) cycles_checked: bool,
     /// Monitored blocks: `Hart::jit_addr`, the event tallies (`PmuState::tally`), the

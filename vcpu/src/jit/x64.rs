@@ -4,8 +4,10 @@
 //! guest register in the hart (`[rdi + x]`; the values a run of integer instructions
 //! computes are held in r8-r11 and written there before anything that can read the hart or
 //! leave: `super::emit`) and uses only caller-saved host registers, rbx, which holds the
-//! host address of guest RAM, and r12, which holds the run's budget (`Hart::jit_budget`,
-//! stored there before a helper that reads the clock); `super::vcpu_jit_enter` sets both.
+//! host address of guest RAM, r12, which holds the run's budget (`Hart::jit_budget`,
+//! stored there before a helper that reads the clock), and r13, which holds the CTR log's
+//! pointer (`ctr::log::CtrLog::at`, stored there around every helper call);
+//! `super::vcpu_jit_enter` sets all three.
 //! See [`assemble`] for its protocol with the dispatcher.
 //!
 //! Loads and stores translate through the hart's software TLB inline. Whatever the inline
@@ -168,14 +170,19 @@ enum Event {
 
 /// Call the helper at `f` with the hart in rdi and the arguments already in rsi, rdx, rcx,
 /// keeping the stack aligned (a block runs with rsp = 8 mod 16, as on entry to a
-/// function). Every caller-saved register but rdi is clobbered.
+/// function). Every caller-saved register but rdi is clobbered. The CTR log's pointer,
+/// which blocks hold in r13, is in the hart for the call's length (a helper may drain the
+/// log: `Hart::ctr_drain`).
 fn call(a: &mut Asm, f: usize) {
     let f = f as i64;
+    let at = super::CTR_LOG_AT;
     dynasm!(a ; .arch x64
+        ; mov QWORD [rdi + at], r13
         ; push rdi
         ; mov rax, QWORD f
         ; call rax
         ; pop rdi
+        ; mov r13, QWORD [rdi + at]
     );
     // r8-r11 are caller-saved, and the helper may have written guest registers.
     a.cache.clear();
@@ -559,8 +566,8 @@ fn ctr_record(a: &mut Asm, l: &Layout, from: u64, t: u8, to: Target) {
         CtrCode::Inline => {}
     }
     let (skip, fast) = (a.new_dynamic_label(), a.new_dynamic_label());
-    let (mask, fast_mask, log, p) = (l.ctr_mask, l.ctr_fast_mask, l.ctr_log, l.pc);
-    let (logged, wrap) = (l.ctr_logged, crate::ctr::log::LOG_WRAP);
+    let (mask, fast_mask, p) = (l.ctr_mask, l.ctr_fast_mask, l.pc);
+    let wrap = crate::ctr::log::LOG_WRAP;
     let source = (from | crate::ctr::CTRSOURCE_V) as i64;
     // `ctr_fast_mask` is part of `ctr_mask`: a type recorded inline when the block was
     // translated tests the fast mask first (one test where it still records), another the
@@ -588,13 +595,10 @@ fn ctr_record(a: &mut Asm, l: &Layout, from: u64, t: u8, to: Target) {
     if let Some(to) = target {
         dynasm!(a ; .arch x64 ; .u64 to);
     }
-    // The common record goes to the log (`ctr/log.rs`: source, target, the budget left,
-    // which gives the clock of the transfer, and the type; the pointer wraps around the
-    // ring, and the records are counted); `Hart::ctr_drain` writes it into the buffer.
-    dynasm!(a ; .arch x64
-        ; =>fast
-        ; mov rdx, QWORD [rdi + log]
-    );
+    // The common record goes to the log at r13 (`ctr/log.rs`: source, target, the budget
+    // left, which gives the clock of the transfer, and the type; the pointer wraps around
+    // the ring); `Hart::ctr_drain` writes it into the buffer.
+    dynasm!(a ; .arch x64 ; =>fast);
     match target {
         Some(_) => dynasm!(a ; .arch x64 ; movups xmm0, [=>konst]),
         None => dynasm!(a ; .arch x64
@@ -603,13 +607,11 @@ fn ctr_record(a: &mut Asm, l: &Layout, from: u64, t: u8, to: Target) {
         ),
     }
     dynasm!(a ; .arch x64
-        ; movups [rdx], xmm0
-        ; mov QWORD [rdx + 16], r12
-        ; mov QWORD [rdx + 24], t as i32
-        ; add rdx, 32
-        ; and rdx, wrap
-        ; mov QWORD [rdi + log], rdx
-        ; inc QWORD [rdi + logged]
+        ; movups [r13], xmm0
+        ; mov QWORD [r13 + 16], r12
+        ; mov QWORD [r13 + 24], t as i32
+        ; add r13, 32
+        ; and r13, wrap
         ; =>skip
     );
     const _: () = {
