@@ -33,11 +33,6 @@ impl Hart {
         ctl & bit != 0
     }
 
-    /// Whether some mode is enabled for recording (`mctrctl.{M,S,U}`, `vsctrctl.{S,U}`).
-    fn ctr_enabled_anywhere(&self) -> bool {
-        (self.ctr.mctrctl | self.ctr.vsctrctl) & (CTRCTL_M | CTRCTL_S | CTRCTL_U) != 0
-    }
-
     fn ctr_now(&self) -> u64 {
         self.vclock
     }
@@ -50,13 +45,6 @@ impl Hart {
     pub(crate) fn ctr_refresh(&mut self) {
         if !self.ctr.implemented() {
             return;
-        }
-        // Blocks translated before any mode recorded have no CTR code (`jit::CtrCode::None`).
-        if self.ctr_enabled_anywhere() {
-            if let Some(jit) = self.jit.as_deref_mut() {
-                jit.ctr_enabled_since |= jit.ctr_off_blocks;
-                jit.ctr_used = true;
-            }
         }
         let mode = Mode {
             prv: self.prv,

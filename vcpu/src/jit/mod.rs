@@ -42,7 +42,7 @@ mod x64;
 
 use crate::decode;
 use crate::hart::Hart;
-use table::{Block, CtrCode, Layout, Plan, NO_BLOCK};
+use table::{Block, Layout, Plan, NO_BLOCK};
 pub(crate) use table::{Jit, MonitorView, MAX_BLOCK_BYTES, MAX_INSNS, MONITORED, NO_PAGE, TABLE};
 
 /// `Hart::jit_cold` outside a block not translated yet.
@@ -352,21 +352,6 @@ unsafe extern "sysv64" fn jit_ctr(hart: *mut Hart, from: u64, t: u64) {
     h.vclock = clock;
 }
 
-/// CTR from a [`CtrCode::Call`] block: [`jit_ctr`], counted in [`Jit::ctr_calls`].
-///
-/// # Safety
-/// As for [`jit_load`].
-#[cfg(target_arch = "x86_64")]
-unsafe extern "sysv64" fn jit_ctr_call(hart: *mut Hart, from: u64, t: u64) {
-    // SAFETY: as for `jit_load`.
-    unsafe {
-        if let Some(jit) = (*hart).jit.as_deref_mut() {
-            jit.ctr_calls += 1;
-        }
-        jit_ctr(hart, from, t);
-    }
-}
-
 impl Hart {
     /// Whether the RAM page at offset `page_off` holds translated code (`guard`).
     #[inline]
@@ -443,13 +428,12 @@ impl Hart {
         let Some(jit) = self.jit.as_deref_mut() else {
             return 0;
         };
-        jit.kind = if monitored { MONITORED } else { 0 };
-        if jit.ctr_calls >= jit.ctr_calls_limit {
-            jit.retranslate_for_ctr();
+        // CTR: blocks of the current mode's recording (`Jit::ctr_pair`).
+        let pair = u32::from(self.ctr_mask) << 16 | u32::from(self.ctr_fast_mask);
+        if pair != jit.ctr_pair {
+            jit.set_ctr_pair(pair);
         }
-        if jit.ctr_enabled_since {
-            jit.clear();
-        }
+        jit.kind = if monitored { MONITORED } else { 0 } | jit.ctr_kind;
         jit.forget_monitored_unchecked();
         let checks = monitored && jit.cycle_room();
         let key = off | jit.kind;
@@ -638,11 +622,10 @@ impl Hart {
                 jit.guard.reserve(ram);
             }
             let layout = self.jit_layout();
-            if layout.ctr_code == CtrCode::Inline {
+            if layout.ctr_fast_now != 0 {
                 self.ctr_log.ensure();
             }
             let jit = self.jit.as_deref_mut().expect("translating without a JIT");
-            jit.ctr_off_blocks |= layout.ctr_code == CtrCode::None && self.ctr.implemented();
             if jit.region.next(MAX_BLOCK_BYTES).is_none() {
                 jit.clear();
             }
@@ -697,7 +680,7 @@ impl Hart {
         insns.clear();
         check.clear();
         let (mut va, mut o) = (pc, off);
-        let monitored = self.jit.as_deref().is_some_and(|j| j.kind != 0);
+        let monitored = self.jit.as_deref().is_some_and(|j| j.kind & MONITORED != 0);
         #[cfg(target_arch = "x86_64")]
         while insns.len() < MAX_INSNS && o + 2 <= page_end {
             let lo = self.ram.load(o, 2) as u32;
@@ -759,7 +742,8 @@ impl Hart {
         let (load, store, data_ctx) = crate::mmu::Tlb::layout();
         let (fetch, fetch_ctx) = crate::mmu::Tlb::fetch_layout();
         let (tally, models) = Hart::pmu_jit_offsets();
-        let monitored = self.jit.as_deref().is_some_and(|j| j.kind != 0);
+        let (kind, ctr_pair) = self.jit.as_deref().map_or((0, 0), |j| (j.kind, j.ctr_pair));
+        let monitored = kind & MONITORED != 0;
         Layout {
             x: offset_of!(Hart, x) as i32,
             pc: offset_of!(Hart, pc) as i32,
@@ -773,19 +757,10 @@ impl Hart {
             fault: offset_of!(Hart, jit_fault) as i32,
             load_helper: jit_load as *const () as usize,
             store_helper: jit_store as *const () as usize,
-            ctr_mask: offset_of!(Hart, ctr_mask) as i32,
-            ctr_fast_mask: offset_of!(Hart, ctr_fast_mask) as i32,
             ctr_helper: jit_ctr as *const () as usize,
-            ctr_code: if !self.ctr.implemented() || !self.jit.as_deref().is_some_and(|j| j.ctr_used)
-            {
-                CtrCode::None
-            } else if self.ctr_mask != 0 {
-                CtrCode::Inline
-            } else {
-                CtrCode::Call
-            },
-            ctr_fast_now: self.ctr_fast_mask,
-            ctr_call_helper: jit_ctr_call as *const () as usize,
+            ctr_mask_now: (ctr_pair >> 16) as u16,
+            ctr_fast_now: ctr_pair as u16,
+            kind,
             cycles_checked: self.jit.as_deref().is_some_and(|j| j.cycles_checked()),
             addr: offset_of!(Hart, jit_addr) as i32,
             tally: (offset_of!(Hart, pmu) + tally) as i32,

@@ -83,17 +83,15 @@ pub(crate) struct Layout {
     pub(super) fault: i32,
     pub(super) load_helper: usize,
     pub(super) store_helper: usize,
-    /// `Hart::ctr_mask` and `Hart::ctr_fast_mask` (u16) and the CTR record helper.
-    pub(super) ctr_mask: i32,
-    pub(super) ctr_fast_mask: i32,
+    /// The CTR record helper.
     pub(super) ctr_helper: usize,
-    /// How blocks translated now write CTR records ([`CtrCode`]), and the helper of
-    /// [`CtrCode::Call`].
-    pub(super) ctr_code: CtrCode,
-    /// `Hart::ctr_fast_mask` when the block was translated: the transfer types then
-    /// recorded inline, whose records test that mask first.
+    /// The block's CTR key ([`Jit::ctr_pair`]): the transfer types recorded
+    /// (`Hart::ctr_mask`) and of those the ones logged inline (`Hart::ctr_fast_mask`) while
+    /// blocks of its kind run.
+    pub(super) ctr_mask_now: u16,
     pub(super) ctr_fast_now: u16,
-    pub(super) ctr_call_helper: usize,
+    /// The block's kind ([`Jit::kind`]): what its table key has besides the RAM offset.
+    pub(super) kind: u64,
     /// Monitored blocks check their cycles on entry (`Jit::cycle_room`).
     pub(super) cycles_checked: bool,
     /// Monitored blocks: `Hart::jit_addr`, the event tallies (`PmuState::tally`), the
@@ -133,29 +131,13 @@ pub(crate) struct Layout {
     pub(super) table: u64,
 }
 
-/// The code a block's closing jump or branch has for CTR (Smctr chapter 6, "Behavior").
-/// Every kind records exactly what the interpreter records; they differ in size and speed.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum CtrCode {
-    /// The hart has no CTR, or no mode has had recording enabled yet (`mctrctl` and
-    /// `vsctrctl` have had none of M, S and U set): nothing. Enabling one empties the region
-    /// before the next block runs ([`Jit::ctr_off_blocks`]).
-    None,
-    /// Recording was off in the mode the block was translated in: one test of
-    /// `Hart::ctr_mask` and a helper call when it qualifies (about 40 bytes per exit instead
-    /// of about 250). If such blocks then record often, the region is emptied so that they
-    /// are translated again with [`CtrCode::Inline`] (see [`Jit::ctr_calls`]).
-    Call,
-    /// Recording was on: the common record written inline.
-    Inline,
-}
-
-/// Records written by [`CtrCode::Call`] blocks after which the region is first emptied
-/// (doubling after each time, up to [`CTR_RETRANSLATE_MAX`], so that a guest switching
-/// recording on and off empties it ever more rarely).
-pub(crate) const CTR_RETRANSLATE_FIRST: u64 = 4096;
-/// See [`CTR_RETRANSLATE_FIRST`].
-pub(crate) const CTR_RETRANSLATE_MAX: u64 = 1 << 24;
+/// Where a table key (`Block::off`) has the block's CTR key ([`Jit::ctr_pair`]), as an
+/// index into [`Jit::ctr_pairs`] (0 for recording nothing); a RAM offset never reaches these
+/// bits.
+pub(crate) const CTR_KEY_SHIFT: u32 = 56;
+/// CTR keys a region holds at once (0 and 31 others); one more empties it.
+pub(crate) const CTR_KEYS: usize = 32;
+const _: () = assert!(MONITORED >> CTR_KEY_SHIFT >= CTR_KEYS as u64);
 
 /// A block to assemble.
 pub(crate) struct Plan {
@@ -222,25 +204,30 @@ pub(crate) struct Jit {
     pub(crate) stale_exits: u64,
     /// Incremented when the region is emptied (every block and link is gone).
     pub(crate) generation: u64,
-    /// [`MONITORED`] while blocks run with the monitor active, else 0.
+    /// What the table keys of the blocks running now have besides the RAM offset:
+    /// [`MONITORED`] while the monitor is active, and the CTR key ([`Jit::ctr_pair`]).
     pub(super) kind: u64,
+    /// CTR (Smctr chapter 6, "Behavior"): the current mode's recorded transfer types and
+    /// of those the ones logged inline (`Hart::ctr_mask << 16 | Hart::ctr_fast_mask`), as
+    /// [`Jit::kind`] has them. A block is translated for one such pair and has no test of
+    /// either mask: nothing for a type not recorded, the log's record for a type logged
+    /// inline, a helper call for the others. Its key has the pair's index in
+    /// [`Jit::ctr_pairs`], so blocks of several pairs live side by side (a kernel recording
+    /// some tasks and not others). While blocks run the pair cannot change but by one
+    /// record through the helper, which may only add types to the inline ones (the first
+    /// record after an `xctrctl` write: `Hart::ctr_refresh_fast`), so a block of the old
+    /// pair still records right; a CSR write, a trap or a mode change leaves translated
+    /// code, and the dispatcher looks up blocks of the new pair.
+    pub(super) ctr_pair: u32,
+    /// The pairs blocks were translated for since the region was last emptied for want of
+    /// a key ([`CTR_KEYS`]); index 0 is recording nothing.
+    ctr_pairs: Vec<u32>,
+    /// The key of [`Jit::ctr_pair`], shifted into place for [`Jit::kind`].
+    pub(super) ctr_kind: u64,
     /// The host profiler's map of translated code (`HartConfig::jit_perf_map`).
     pub(super) perf_map: Option<std::fs::File>,
     /// The region stopped moving when emptied: the perf map names some addresses twice.
     perf_map_reused: bool,
-    /// CTR records written through the helper of [`CtrCode::Call`] blocks since the region
-    /// was last emptied, and the count at which it is emptied for them.
-    pub(crate) ctr_calls: u64,
-    pub(crate) ctr_calls_limit: u64,
-    /// Some block in the region was translated with [`CtrCode::None`] on a hart that has
-    /// CTR (no mode had recording enabled yet), and whether one mode has been enabled
-    /// since: then the region is emptied before the next block runs.
-    pub(crate) ctr_off_blocks: bool,
-    pub(crate) ctr_enabled_since: bool,
-    /// Some mode has had recording enabled: from then on every block has CTR code, so that
-    /// a guest switching recording on and off (per task) does not empty the region each
-    /// time.
-    pub(crate) ctr_used: bool,
     /// Monitored blocks check their cycles against `MonitorView::cycle_room` (a counter of
     /// cycles came close to wrapping: `Hart::jit_check_at`), and whether they started to
     /// since the monitored blocks were last forgotten (then they are, before the next block
@@ -297,11 +284,9 @@ impl Jit {
             kind: 0,
             perf_map,
             perf_map_reused: false,
-            ctr_calls: 0,
-            ctr_calls_limit: CTR_RETRANSLATE_FIRST,
-            ctr_off_blocks: false,
-            ctr_enabled_since: false,
-            ctr_used: false,
+            ctr_pair: 0,
+            ctr_pairs: vec![0],
+            ctr_kind: 0,
             cycles_checked: false,
             cycles_checked_since: false,
             guard: super::guard::CodeGuard::default(),
@@ -331,9 +316,6 @@ impl Jit {
         self.region.clear();
         self.table.fill(NO_BLOCK);
         self.generation += 1;
-        self.ctr_calls = 0;
-        self.ctr_off_blocks = false;
-        self.ctr_enabled_since = false;
         self.cycles_checked_since = false;
         self.guard.reset_slots();
         self.links.clear();
@@ -475,13 +457,24 @@ impl Jit {
         }
     }
 
-    /// [`CtrCode::Call`] blocks have written [`Jit::ctr_calls_limit`] records: recording is
-    /// on where they run. Empty the region so that they are translated again with the
-    /// records inline, and raise the limit for next time.
+    /// The CTR pair of the blocks to run from now on ([`Jit::ctr_pair`]): [`Jit::kind`]
+    /// takes its key, a new one if need be. With every key taken the region is emptied and
+    /// the keys with it (only here: a block in the region may have any key but a new one).
     #[cold]
-    pub(super) fn retranslate_for_ctr(&mut self) {
-        self.clear();
-        self.ctr_calls_limit = (self.ctr_calls_limit * 2).min(CTR_RETRANSLATE_MAX);
+    pub(super) fn set_ctr_pair(&mut self, pair: u32) {
+        let index = match self.ctr_pairs.iter().position(|&p| p == pair) {
+            Some(i) => i,
+            None => {
+                if self.ctr_pairs.len() == CTR_KEYS {
+                    self.clear();
+                    self.ctr_pairs.truncate(1);
+                }
+                self.ctr_pairs.push(pair);
+                self.ctr_pairs.len() - 1
+            }
+        };
+        self.ctr_pair = pair;
+        self.ctr_kind = (index as u64) << CTR_KEY_SHIFT;
     }
 
     /// `/tmp/perf-PID.map`, the file `perf report` reads symbols for anonymous executable
@@ -508,7 +501,7 @@ impl Jit {
     pub(super) fn name_block(&mut self, code: usize, len: usize, pc: u64) {
         use std::io::Write;
         if let Some(f) = self.perf_map.as_mut() {
-            let kind = if self.kind == MONITORED {
+            let kind = if self.kind & MONITORED != 0 {
                 " monitored"
             } else {
                 ""
@@ -522,14 +515,24 @@ impl Jit {
     }
 
     /// The table slot of a block key (RAM offset, with [`MONITORED`] for a monitored
-    /// block): monitored blocks use the other half of the table, so that a guest whose
-    /// monitor goes on and off (a profiled task switched in and out) keeps both kinds.
+    /// block, and its CTR key): monitored blocks use the other half of the table, so that a
+    /// guest whose monitor goes on and off (a profiled task switched in and out) keeps both
+    /// kinds, and each CTR key moves the slot by its own multiple of 2048 within the half.
     /// Blocks a multiple of 512 KiB apart share a slot ([`Jit::evicted`]). (Folding the
     /// offset's higher bits in cost more than it saved: +0.8% host instructions over a
     /// Linux boot's first 300 M guest instructions.)
     #[inline(always)]
     pub(super) fn slot(key: u64) -> usize {
-        ((key >> 1) as usize ^ ((key >> 62) as usize) << (TABLE.trailing_zeros() - 1)) & (TABLE - 1)
+        ((key >> 1) as usize ^ Self::slot_xor(key)) & (TABLE - 1)
+    }
+
+    /// What a key's kind bits xor into its slot ([`Jit::slot`]).
+    #[inline(always)]
+    pub(super) fn slot_xor(key: u64) -> usize {
+        let bits = TABLE.trailing_zeros();
+        let monitored = ((key >> 62) as usize & 1) << (bits - 1);
+        let ctr = ((key >> CTR_KEY_SHIFT) as usize & (CTR_KEYS - 1)) << (bits - 7);
+        monitored ^ ctr
     }
 }
 
@@ -561,6 +564,22 @@ mod tests {
             Jit::slot(0x1000) ^ (TABLE / 2),
             "monitored blocks: the other half"
         );
+        // Each CTR key its own slot in that half.
+        let keyed = |k: u64| 0x1000 | k << CTR_KEY_SHIFT;
+        let slots: std::collections::HashSet<usize> =
+            (0..CTR_KEYS as u64).map(|k| Jit::slot(keyed(k))).collect();
+        assert_eq!(slots.len(), CTR_KEYS);
+        for k in 0..CTR_KEYS as u64 {
+            assert_eq!(
+                Jit::slot(keyed(k)) & (TABLE / 2),
+                0,
+                "CTR key {k}: not in the other half"
+            );
+            assert_eq!(
+                Jit::slot(keyed(k) | MONITORED),
+                Jit::slot(keyed(k)) ^ (TABLE / 2)
+            );
+        }
     }
 
     /// A block whose slot another takes is kept aside and comes back on its next lookup,

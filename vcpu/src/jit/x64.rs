@@ -113,14 +113,13 @@ enum Next {
 }
 
 impl Next {
-    /// How to reach `target` from a block in page `page` (monitored or not).
-    fn to(target: u64, page: u64, monitored: bool) -> (Next, bool) {
-        let next = if target >> 12 == page {
+    /// How to reach `target` from a block in page `page`.
+    fn to(target: u64, page: u64) -> Next {
+        if target >> 12 == page {
             Next::Link
         } else {
             Next::Lookup
-        };
-        (next, monitored)
+        }
     }
 }
 
@@ -142,11 +141,13 @@ struct Exits {
     carried: Carried,
     /// What the cache held at the jump back (filled in by [`exit_recording`]).
     back: Option<Carried>,
+    /// The constants of the block's inline CTR records (`ctrsource`, and `ctrtarget` when
+    /// the block knows it), placed after its code ([`ctr_record`]).
+    ctr_consts: Vec<(DynamicLabel, u64, Option<u64>)>,
 }
 
-/// A block exit to the fixed address `pc`, going on as `next` says (in a monitored block
-/// when `next.1`).
-fn exit_to(a: &mut Asm, l: &Layout, pc: u64, next: (Next, bool), links: &mut Exits) {
+/// A block exit to the fixed address `pc`, going on as `next` says.
+fn exit_to(a: &mut Asm, l: &Layout, pc: u64, next: Next, links: &mut Exits) {
     exit_recording(a, l, pc, next, Transfer::default(), links);
 }
 
@@ -239,7 +240,7 @@ fn exit_recording(
     a: &mut Asm,
     l: &Layout,
     pc: u64,
-    (next, monitored): (Next, bool),
+    next: Next,
     transfer: Transfer,
     links: &mut Exits,
 ) {
@@ -254,7 +255,7 @@ fn exit_recording(
         monitor_event(a, l, e);
     }
     if let Some((from, t)) = transfer.ctr {
-        ctr_record(a, l, from, t, Target::Known { pc, stored });
+        ctr_record(a, l, from, t, Target::Known { pc, stored }, links);
     }
     match next {
         Next::Dispatcher => {
@@ -263,7 +264,7 @@ fn exit_recording(
         }
         Next::Lookup => {
             dynasm!(a ; .arch x64 ; mov rax, QWORD pc as i64);
-            jump_indirect(a, l, monitored);
+            jump_indirect(a, l);
             return;
         }
         Next::Link => {}
@@ -523,88 +524,51 @@ fn monitor_fetch(a: &mut Asm, l: &Layout, pc: u64) {
     a.join(done);
 }
 
-/// CTR (chapter 6 of the Smctr/Ssctr spec, "Behavior"): with the transfer type `t` in the
-/// current mode's recording mask (`Hart::ctr_mask`, which folds in the mode's `xctrctl`
-/// enable and filter bits, RASEMU and `sctrstatus.FROZEN`, and cannot change while blocks
-/// run: a CSR write ends its block, and blocks hold no trap or mode change), record the
-/// transfer from `from` to the pc already stored (`target` when the block knows it).
-/// Without recording this is one test. What follows the test depends on whether recording
-/// was on when the block was translated ([`super::table::CtrCode`]): a helper call, or:
+/// CTR (chapter 6 of the Smctr/Ssctr spec, "Behavior"): record the transfer of type `t` from
+/// `from` to the pc already stored (`target` when the block knows it) as the pair the block
+/// is translated for says (`super::Jit::ctr_pair`: `Hart::ctr_mask`, which folds in the
+/// mode's `xctrctl` enable and filter bits, RASEMU and `sctrstatus.FROZEN`, and
+/// `Hart::ctr_fast_mask`): nothing when the type is not recorded, no test either way.
 ///
 /// The common record, with RASEMU off and CCV = 1 (`Hart::ctr_fast_mask`), is logged
 /// inline (`ctr/log.rs`): `Hart::ctr_drain` later writes it into the buffer as
 /// `Hart::ctr_transfer` would have (chapter 3, "Entry Registers", and section 6.3, "Cycle
-/// Counting"), at the clock of the transfer; anything else calls the helper.
-fn ctr_record(a: &mut Asm, l: &Layout, from: u64, t: u8, to: Target) {
-    use super::table::CtrCode;
-    let bit = (1u16 << t) as i16;
-    // The helpers read the target from `Hart::pc`.
-    let call = |a: &mut Asm, f: usize| {
+/// Counting"), at the clock of the transfer; any other record calls the helper.
+fn ctr_record(a: &mut Asm, l: &Layout, from: u64, t: u8, to: Target, links: &mut Exits) {
+    let bit = 1u16 << t;
+    if l.ctr_mask_now & bit == 0 {
+        return;
+    }
+    if l.ctr_fast_now & bit == 0 {
+        // The helper reads the target from `Hart::pc`.
         if let Target::Known { pc, stored: false } = to {
             store_pc(a, l, pc);
         }
         store_budget(a, l);
-        report(a, f, from, t as u64);
-    };
+        report(a, l.ctr_helper, from, t as u64);
+        return;
+    }
+    let wrap = crate::ctr::log::LOG_WRAP;
+    let source = from | crate::ctr::CTRSOURCE_V;
     let target = match to {
         Target::Known { pc, .. } => Some(pc),
         Target::Stored => None,
     };
-    match l.ctr_code {
-        CtrCode::None => return,
-        CtrCode::Call => {
-            let skip = a.new_dynamic_label();
-            let mask = l.ctr_mask;
-            dynasm!(a ; .arch x64
-                ; test WORD [rdi + mask], bit
-                ; jz =>skip
-            );
-            call(a, l.ctr_call_helper);
-            dynasm!(a ; .arch x64 ; =>skip);
-            return;
-        }
-        CtrCode::Inline => {}
-    }
-    let (skip, fast) = (a.new_dynamic_label(), a.new_dynamic_label());
-    let (mask, fast_mask, p) = (l.ctr_mask, l.ctr_fast_mask, l.pc);
-    let wrap = crate::ctr::log::LOG_WRAP;
-    let source = (from | crate::ctr::CTRSOURCE_V) as i64;
-    // `ctr_fast_mask` is part of `ctr_mask`: a type recorded inline when the block was
-    // translated tests the fast mask first (one test where it still records), another the
-    // whole mask first (one test where it still records nothing).
-    if l.ctr_fast_now as i16 & bit != 0 {
-        dynasm!(a ; .arch x64
-            ; test WORD [rdi + fast_mask], bit
-            ; jnz =>fast
-            ; test WORD [rdi + mask], bit
-            ; jz =>skip
-        );
-    } else {
-        dynasm!(a ; .arch x64
-            ; test WORD [rdi + mask], bit
-            ; jz =>skip
-            ; test WORD [rdi + fast_mask], bit
-            ; jnz =>fast
-        );
-    }
-    call(a, l.ctr_helper);
-    // ctrsource (V set) and, when the block knows it, ctrtarget: constants stored together
-    // with one 16-byte move.
+    // The record goes to the log at r13 (`ctr/log.rs`): ctrsource (V set) and, when the
+    // block knows it, ctrtarget, constants placed after the block's code and stored
+    // together with one 16-byte move; the budget left, which gives the clock of the
+    // transfer; the type. The pointer wraps around the ring. It keeps r8-r11.
     let konst = a.new_dynamic_label();
-    dynasm!(a ; .arch x64 ; jmp =>skip ; =>konst ; .u64 source as u64);
-    if let Some(to) = target {
-        dynasm!(a ; .arch x64 ; .u64 to);
-    }
-    // The common record goes to the log at r13 (`ctr/log.rs`: source, target, the budget
-    // left, which gives the clock of the transfer, and the type; the pointer wraps around
-    // the ring); `Hart::ctr_drain` writes it into the buffer.
-    dynasm!(a ; .arch x64 ; =>fast);
+    links.ctr_consts.push((konst, source, target));
     match target {
         Some(_) => dynasm!(a ; .arch x64 ; movups xmm0, [=>konst]),
-        None => dynasm!(a ; .arch x64
-            ; movq xmm0, QWORD [=>konst]
-            ; movhps xmm0, QWORD [rdi + p]
-        ),
+        None => {
+            let p = l.pc;
+            dynasm!(a ; .arch x64
+                ; movq xmm0, QWORD [=>konst]
+                ; movhps xmm0, QWORD [rdi + p]
+            )
+        }
     }
     dynasm!(a ; .arch x64
         ; movups [r13], xmm0
@@ -612,7 +576,6 @@ fn ctr_record(a: &mut Asm, l: &Layout, from: u64, t: u8, to: Target) {
         ; mov QWORD [r13 + 24], t as i32
         ; add r13, 32
         ; and r13, wrap
-        ; =>skip
     );
     const _: () = {
         use crate::ctr::log::LogRecord;
@@ -673,8 +636,9 @@ fn data_lookup(a: &mut Asm, ctx: i32, array: i32, size: i32, miss: DynamicLabel)
 /// Continue at the guest address in rax (already stored as pc): find its block through the
 /// fetch TLB and the block table, as the dispatcher would, and jump to it; return to the
 /// dispatcher when either misses. The target block checks its code and the budget itself.
-/// A monitored block looks for a monitored block (`super::MONITORED` in the key).
-fn jump_indirect(a: &mut Asm, l: &Layout, monitored: bool) {
+/// A block looks for a block of its own kind (`super::Jit::kind` in the key: monitored or
+/// not, and the CTR key), in the slot that kind gives (`super::Jit::slot`).
+fn jump_indirect(a: &mut Asm, l: &Layout) {
     let (fetch, fctx) = (l.fetch, l.fetch_ctx);
     let table = l.table as i64;
     let mask = (super::TABLE - 1) as i32;
@@ -685,10 +649,9 @@ fn jump_indirect(a: &mut Asm, l: &Layout, monitored: bool) {
         ; shr rdx, 1
         ; and edx, mask
     );
-    if monitored {
-        // The other half of the table (`Jit::slot`).
-        let half = (super::TABLE / 2) as i32;
-        dynasm!(a ; .arch x64 ; xor edx, half);
+    let xor = super::Jit::slot_xor(l.kind) as i32;
+    if xor != 0 {
+        dynasm!(a ; .arch x64 ; xor edx, xor);
     }
     dynasm!(a ; .arch x64
         ; shl rdx, 5
@@ -697,9 +660,14 @@ fn jump_indirect(a: &mut Asm, l: &Layout, monitored: bool) {
         ; cmp rax, QWORD [rcx]
         ; jne =>miss
     );
-    if monitored {
+    if l.kind == super::MONITORED {
         const _: () = assert!(super::MONITORED == 1 << 62);
         dynasm!(a ; .arch x64 ; bts rsi, 62);
+    } else if l.kind != 0 {
+        dynasm!(a ; .arch x64
+            ; mov rdx, QWORD l.kind as i64
+            ; or rsi, rdx
+        );
     }
     dynasm!(a ; .arch x64
         ; cmp rsi, QWORD [rcx + 8]
@@ -946,6 +914,7 @@ fn assemble_carrying(
         head: loops.then(|| (start_pc(plan), again)),
         carried: carried.to_vec(),
         back: None,
+        ctr_consts: Vec::new(),
     };
     // The block's code: RAM offset.
     let code_off = (plan.code_host as u64).wrapping_sub(l.ram_host);
@@ -1111,7 +1080,7 @@ fn assemble_carrying(
                     fetch(a);
                 }
                 let next = pc.wrapping_add(i.len as u64);
-                exit_to(a, l, next, Next::to(next, page, monitored), &mut links);
+                exit_to(a, l, next, Next::to(next, page), &mut links);
             }
         } else if csr(i.op) {
             let bail = a.new_dynamic_label();
@@ -1141,13 +1110,7 @@ fn assemble_carrying(
     }
     a.flush();
     if !plan.insns.last().is_some_and(|(_, i)| terminal(i.op)) {
-        exit_to(
-            a,
-            l,
-            plan.end_pc,
-            Next::to(plan.end_pc, page, monitored),
-            &mut links,
-        );
+        exit_to(a, l, plan.end_pc, Next::to(plan.end_pc, page), &mut links);
     }
     for slow in &slows {
         emit_slow_path(a, l, slow);
@@ -1174,7 +1137,7 @@ fn assemble_carrying(
             }
         }
         dynasm!(a ; .arch x64 ; add r12, undone);
-        exit_to(a, l, pc, (Next::Dispatcher, monitored), &mut links);
+        exit_to(a, l, pc, Next::Dispatcher, &mut links);
     }
     if guarded {
         // The code bytes the block was translated from must still be there; then its page
@@ -1229,6 +1192,12 @@ fn assemble_carrying(
         ; lea rax, [=>entry]
         ; ret
     );
+    for &(label, source, target) in &links.ctr_consts {
+        dynasm!(a ; .arch x64 ; =>label ; .u64 source);
+        if let Some(to) = target {
+            dynasm!(a ; .arch x64 ; .u64 to);
+        }
+    }
     if a.finish(&mut s.code).is_err() {
         s.asm = Scratch::default().asm;
         return None;
@@ -1828,14 +1797,7 @@ fn emit_terminal(
                     indirect: false,
                 }),
             };
-            exit_recording(
-                a,
-                l,
-                target,
-                Next::to(target, page, monitored),
-                transfer,
-                links,
-            );
+            exit_recording(a, l, target, Next::to(target, page), transfer, links);
         }
         Jalr => {
             get_rax(a, l, i.rs1);
@@ -1849,9 +1811,9 @@ fn emit_terminal(
             if monitored {
                 monitor_event(a, l, Event::Jump { pc, indirect: true });
             }
-            ctr_record(a, l, pc, i.fmt, Target::Stored);
+            ctr_record(a, l, pc, i.fmt, Target::Stored, links);
             dynasm!(a ; .arch x64 ; mov rax, QWORD [rdi + p]);
-            jump_indirect(a, l, monitored);
+            jump_indirect(a, l);
         }
         _ => {
             compare(a, l, i.rs1, i.rs2);
@@ -1869,14 +1831,7 @@ fn emit_terminal(
                 ctr: Some((pc, NOT_TAKEN_BRANCH)),
                 pmu: monitored.then_some(Event::Branch { pc, taken: false }),
             };
-            exit_recording(
-                a,
-                l,
-                link,
-                Next::to(link, page, monitored),
-                not_taken,
-                links,
-            );
+            exit_recording(a, l, link, Next::to(link, page), not_taken, links);
             // The taken path starts where the not-taken one did, with what the cache knew.
             a.join(taken);
             a.cache = at_branch;
@@ -1884,14 +1839,7 @@ fn emit_terminal(
                 ctr: Some((pc, TAKEN_BRANCH)),
                 pmu: monitored.then_some(Event::Branch { pc, taken: true }),
             };
-            exit_recording(
-                a,
-                l,
-                target,
-                Next::to(target, page, monitored),
-                taken,
-                links,
-            );
+            exit_recording(a, l, target, Next::to(target, page), taken, links);
         }
     }
 }
@@ -2257,12 +2205,12 @@ fn emit_csr(
         }
         let after = undone as i32 - 1;
         dynasm!(a ; .arch x64 ; add r12, after);
-        exit_to(a, l, next, (Next::Dispatcher, false), links);
+        exit_to(a, l, next, Next::Dispatcher, links);
         dynasm!(a ; .arch x64 ; =>on);
     }
     if csr_write(i) {
         // Back to the dispatcher: the write may change what blocks depend on.
-        exit_to(a, l, next, (Next::Dispatcher, false), links);
+        exit_to(a, l, next, Next::Dispatcher, links);
     }
 }
 
