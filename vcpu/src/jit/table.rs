@@ -13,8 +13,13 @@ use crate::decode::Insn;
 
 /// Instructions per block at most.
 pub(crate) const MAX_INSNS: usize = 64;
-/// Blocks in the lookup table (a power of two).
+/// Slots a kind of block hashes its RAM offsets to (a power of two); each kind's slots
+/// start elsewhere in the table ([`Jit::slot`]).
 pub(crate) const TABLE: usize = 1 << 18;
+/// How far apart the slots of consecutive CTR keys start ([`Jit::slot`]).
+const CTR_SLOT_STEP: usize = 2048;
+/// Slots in the lookup table: [`TABLE`] from the start of the furthest kind's.
+const SLOTS: usize = TABLE + TABLE / 2 + (CTR_KEYS - 1) * CTR_SLOT_STEP;
 /// What monitored blocks read beside the models themselves (set by the monitor whenever
 /// it changes: see `Hart::pmu_view_refresh`).
 #[derive(Clone, Copy, Debug)]
@@ -277,7 +282,7 @@ impl Jit {
         Some(Box::new(Jit {
             region: region::Region::new(code_bytes)?,
             // SAFETY: `Block` is plain integers, for which all zeros is a valid value.
-            table: unsafe { Box::<[Block]>::new_zeroed_slice(TABLE).assume_init() },
+            table: unsafe { Box::<[Block]>::new_zeroed_slice(SLOTS).assume_init() },
             translated: 0,
             stale_exits: 0,
             generation: 0,
@@ -515,24 +520,26 @@ impl Jit {
     }
 
     /// The table slot of a block key (RAM offset, with [`MONITORED`] for a monitored
-    /// block, and its CTR key): monitored blocks use the other half of the table, so that a
-    /// guest whose monitor goes on and off (a profiled task switched in and out) keeps both
-    /// kinds, and each CTR key moves the slot by its own multiple of 2048 within the half.
-    /// Blocks a multiple of 512 KiB apart share a slot ([`Jit::evicted`]). (Folding the
-    /// offset's higher bits in cost more than it saved: +0.8% host instructions over a
-    /// Linux boot's first 300 M guest instructions.)
+    /// block, and its CTR key): one of [`TABLE`] slots by the offset's halfwords, from
+    /// where the key's kind starts ([`Jit::kind_slots`]), so that a guest whose monitor goes
+    /// on and off (a profiled task switched in and out), or that records in some tasks and
+    /// not others, keeps the blocks of both kinds. Blocks of a kind a multiple of 512 KiB
+    /// apart share a slot ([`Jit::evicted`]). (Folding the offset's higher bits in cost
+    /// more than it saved: +0.8% host instructions over a Linux boot's first 300 M guest
+    /// instructions.)
     #[inline(always)]
     pub(super) fn slot(key: u64) -> usize {
-        ((key >> 1) as usize ^ Self::slot_xor(key)) & (TABLE - 1)
+        ((key >> 1) as usize & (TABLE - 1)) + Self::kind_slots(key)
     }
 
-    /// What a key's kind bits xor into its slot ([`Jit::slot`]).
+    /// Where the slots of a key's kind start: half a table on for a monitored block, and
+    /// [`CTR_SLOT_STEP`] on for each CTR key. An addition, so that translated code adds it
+    /// to the table's address, a constant of the block (`x64::jump_indirect`).
     #[inline(always)]
-    pub(super) fn slot_xor(key: u64) -> usize {
-        let bits = TABLE.trailing_zeros();
-        let monitored = ((key >> 62) as usize & 1) << (bits - 1);
-        let ctr = ((key >> CTR_KEY_SHIFT) as usize & (CTR_KEYS - 1)) << (bits - 7);
-        monitored ^ ctr
+    pub(super) fn kind_slots(key: u64) -> usize {
+        let monitored = ((key >> 62) as usize & 1) * (TABLE / 2);
+        let ctr = ((key >> CTR_KEY_SHIFT) as usize & (CTR_KEYS - 1)) * CTR_SLOT_STEP;
+        monitored + ctr
     }
 }
 
@@ -564,7 +571,8 @@ mod tests {
             Jit::slot(0x1000) ^ (TABLE / 2),
             "monitored blocks: the other half"
         );
-        // Each CTR key its own slot in that half.
+        // Each CTR key its own slot, short of the monitored blocks' (and so all within
+        // the table).
         let keyed = |k: u64| 0x1000 | k << CTR_KEY_SHIFT;
         let slots: std::collections::HashSet<usize> =
             (0..CTR_KEYS as u64).map(|k| Jit::slot(keyed(k))).collect();

@@ -644,30 +644,24 @@ fn jump_indirect(a: &mut Asm, l: &Layout) {
     let mask = (super::TABLE - 1) as i32;
     let miss = a.new_dynamic_label();
     tlb_lookup(a, [RAX, RSI, RCX], fctx, fetch, miss);
+    // The slot (`super::Jit::slot`): where the block's kind starts is part of the constant.
+    let start = table + 32 * super::Jit::kind_slots(l.kind) as i64;
     dynasm!(a ; .arch x64
         ; mov rdx, rsi
         ; shr rdx, 1
         ; and edx, mask
-    );
-    let xor = super::Jit::slot_xor(l.kind) as i32;
-    if xor != 0 {
-        dynasm!(a ; .arch x64 ; xor edx, xor);
-    }
-    dynasm!(a ; .arch x64
         ; shl rdx, 5
-        ; mov rcx, QWORD table
+        ; mov rcx, QWORD start
         ; add rcx, rdx
         ; cmp rax, QWORD [rcx]
         ; jne =>miss
     );
-    if l.kind == super::MONITORED {
-        const _: () = assert!(super::MONITORED == 1 << 62);
-        dynasm!(a ; .arch x64 ; bts rsi, 62);
-    } else if l.kind != 0 {
-        dynasm!(a ; .arch x64
-            ; mov rdx, QWORD l.kind as i64
-            ; or rsi, rdx
-        );
+    // The key: the RAM offset with the kind's bits (one or two, as a rule) set.
+    let mut bits = l.kind;
+    while bits != 0 {
+        let b = bits.trailing_zeros() as i8;
+        dynasm!(a ; .arch x64 ; bts rsi, BYTE b);
+        bits &= bits - 1;
     }
     dynasm!(a ; .arch x64
         ; cmp rsi, QWORD [rcx + 8]
