@@ -559,35 +559,35 @@ mod tests {
     }
 
     /// Offsets 512 KiB apart (the table's span of halfword indexes) share a slot;
-    /// monitored blocks use the other half.
+    /// monitored blocks use slots half a table on, and each CTR key its own start; the
+    /// furthest slot of the furthest kind is still in the table.
     #[test]
-    fn slots_by_halfword_with_monitored_blocks_in_the_other_half() {
+    fn slots_by_halfword_from_where_each_kind_starts() {
         let span = 2 * TABLE as u64;
         assert_eq!(Jit::slot(0x1000), 0x800);
         assert_eq!(Jit::slot(0x1000), Jit::slot(0x1000 + 3 * span));
         assert_ne!(Jit::slot(0x1000), Jit::slot(0x1002));
         assert_eq!(
             Jit::slot(0x1000 | MONITORED),
-            Jit::slot(0x1000) ^ (TABLE / 2),
-            "monitored blocks: the other half"
+            Jit::slot(0x1000) + TABLE / 2,
+            "monitored blocks: half a table on"
         );
-        // Each CTR key its own slot, short of the monitored blocks' (and so all within
-        // the table).
         let keyed = |k: u64| 0x1000 | k << CTR_KEY_SHIFT;
         let slots: std::collections::HashSet<usize> =
             (0..CTR_KEYS as u64).map(|k| Jit::slot(keyed(k))).collect();
-        assert_eq!(slots.len(), CTR_KEYS);
+        assert_eq!(
+            slots.len(),
+            CTR_KEYS,
+            "a CTR key's blocks in another's slots"
+        );
         for k in 0..CTR_KEYS as u64 {
             assert_eq!(
-                Jit::slot(keyed(k)) & (TABLE / 2),
-                0,
-                "CTR key {k}: not in the other half"
-            );
-            assert_eq!(
                 Jit::slot(keyed(k) | MONITORED),
-                Jit::slot(keyed(k)) ^ (TABLE / 2)
+                Jit::slot(keyed(k)) + TABLE / 2
             );
         }
+        let last = (span - 2) | MONITORED | ((CTR_KEYS as u64 - 1) << CTR_KEY_SHIFT);
+        assert_eq!(Jit::slot(last), SLOTS - 1);
     }
 
     /// A block whose slot another takes is kept aside and comes back on its next lookup,
@@ -642,7 +642,7 @@ mod tests {
         jit.install(block(0x8000_1000, a, 0x100));
         jit.install(block(0x8000_1000, m(a), 0x200));
         jit.install(block(0x8000_2000, m(b), 0x300));
-        // An unmonitored block in the slots of the monitored ones of the other half.
+        // An unmonitored block in the slots of the monitored ones half a table on.
         let c = a ^ TABLE as u64;
         assert_eq!(Jit::slot(c), Jit::slot(m(a)));
         jit.install(block(0x8000_3000, c, 0x400));
