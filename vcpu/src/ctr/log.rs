@@ -16,7 +16,7 @@
 //!
 //! Translated code keeps the pointer in a host register while it runs (r13:
 //! `jit::vcpu_jit_enter` loads it from [`CtrLog::at`] and stores it back, and blocks store
-//! it there around their helper calls) and counts nothing: a drain counts the records from
+//! it there before calling a helper that may drain the log) and counts nothing: a drain counts the records from
 //! the pointer's move since the last drain, which gives their number modulo the ring, and
 //! from a mark the last drain left in the newest record (its type [`UNWRITTEN`]), which
 //! translated code overwrites only after a whole ring of records. Since the ring is a

@@ -161,7 +161,9 @@ impl Hart {
     /// common path would have written, record by record. Only the last DEPTH are written;
     /// the earlier ones move WRPTR and the cycle counter on (the same drain would overwrite
     /// them). Called whenever translated code returns, and by the helpers that may touch
-    /// CTR state, before they do; a no-op when the log is empty.
+    /// CTR state, before they do (translated code calls those through
+    /// `jit::x64::call_draining`, which puts the log's pointer in the hart first); a no-op
+    /// when the log is empty.
     #[inline]
     pub(crate) fn ctr_drain(&mut self) {
         if !self.ctr_log.is_empty() {

@@ -105,8 +105,8 @@ unsafe fn vcpu_jit_enter(
 }
 
 /// Displacement from the hart of the CTR log's pointer (`ctr::log::CtrLog::at`), which
-/// blocks hold in r13 and store there before a helper call (a helper may drain the log),
-/// loading it again after.
+/// blocks hold in r13 and store there before calling a helper that may drain the log
+/// (`jit_ctr`, `jit_csr`, `jit_csr_monitored`: `x64::call_draining`).
 pub(super) const CTR_LOG_AT: i32 = (std::mem::offset_of!(Hart, ctr_log)
     + std::mem::offset_of!(crate::ctr::log::CtrLog, at)) as i32;
 

@@ -6,7 +6,7 @@
 //! leave: `super::emit`) and uses only caller-saved host registers, rbx, which holds the
 //! host address of guest RAM, r12, which holds the run's budget (`Hart::jit_budget`,
 //! stored there before a helper that reads the clock), and r13, which holds the CTR log's
-//! pointer (`ctr::log::CtrLog::at`, stored there around every helper call);
+//! pointer (`ctr::log::CtrLog::at`, stored there before a helper that may drain the log);
 //! `super::vcpu_jit_enter` sets all three.
 //! See [`assemble`] for its protocol with the dispatcher.
 //!
@@ -171,22 +171,27 @@ enum Event {
 
 /// Call the helper at `f` with the hart in rdi and the arguments already in rsi, rdx, rcx,
 /// keeping the stack aligned (a block runs with rsp = 8 mod 16, as on entry to a
-/// function). Every caller-saved register but rdi is clobbered. The CTR log's pointer,
-/// which blocks hold in r13, is in the hart for the call's length (a helper may drain the
-/// log: `Hart::ctr_drain`).
+/// function). Every caller-saved register but rdi is clobbered. The helper must not look
+/// at CTR state (see [`call_draining`]).
 fn call(a: &mut Asm, f: usize) {
     let f = f as i64;
-    let at = super::CTR_LOG_AT;
     dynasm!(a ; .arch x64
-        ; mov QWORD [rdi + at], r13
         ; push rdi
         ; mov rax, QWORD f
         ; call rax
         ; pop rdi
-        ; mov r13, QWORD [rdi + at]
     );
     // r8-r11 are caller-saved, and the helper may have written guest registers.
     a.cache.clear();
+}
+
+/// [`call`] for a helper that may drain the CTR log (`Hart::ctr_drain`: a CTR record or a
+/// CSR instruction): the log's pointer, which blocks hold in r13, is stored in the hart
+/// first. (No helper moves it: r13 holds it still after the call.)
+fn call_draining(a: &mut Asm, f: usize) {
+    let at = super::CTR_LOG_AT;
+    dynasm!(a ; .arch x64 ; mov QWORD [rdi + at], r13);
+    call(a, f);
 }
 
 /// [`call`] from a load's or store's slow path, keeping r8-r11 (pushed and popped around
@@ -196,15 +201,6 @@ fn call_keeping_cache(a: &mut Asm, f: usize) {
     dynasm!(a ; .arch x64 ; push r8 ; push r9 ; push r10 ; push r11);
     call(a, f);
     dynasm!(a ; .arch x64 ; pop r11 ; pop r10 ; pop r9 ; pop r8);
-}
-
-/// A monitored block's report of an event: `f(hart, x, y)`.
-fn report(a: &mut Asm, f: usize, x: u64, y: u64) {
-    dynasm!(a ; .arch x64
-        ; mov rsi, QWORD x as i64
-        ; mov rdx, QWORD y as i64
-    );
-    call(a, f);
 }
 
 /// `Hart::jit_budget` = the budget blocks count down in r12 (`super::vcpu_jit_enter`), for a
@@ -545,7 +541,11 @@ fn ctr_record(a: &mut Asm, l: &Layout, from: u64, t: u8, to: Target, links: &mut
             store_pc(a, l, pc);
         }
         store_budget(a, l);
-        report(a, l.ctr_helper, from, t as u64);
+        dynasm!(a ; .arch x64
+            ; mov rsi, QWORD from as i64
+            ; mov edx, t as i32
+        );
+        call_draining(a, l.ctr_helper);
         return;
     }
     let wrap = crate::ctr::log::LOG_WRAP;
@@ -2183,7 +2183,7 @@ fn emit_csr(
         ; mov ecx, undone as i32
     );
     store_budget(a, l);
-    call(a, l.csr_helper);
+    call_draining(a, l.csr_helper);
     dynasm!(a ; .arch x64 ; test eax, eax ; jnz =>bail);
     let next = pc.wrapping_add(i.len as u64);
     if !csr_write(i) && (i.imm as u32 & 0xfff) as u16 == vcpu_api::csr::TIME {
