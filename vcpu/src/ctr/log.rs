@@ -144,10 +144,12 @@ impl CtrLog {
         self.ring().get(newest).is_some_and(|r| r.t != UNWRITTEN)
     }
 
-    /// Whether translated code has written records since the last [`CtrLog::take`].
+    /// Whether translated code has written records since the last [`CtrLog::take`] (before
+    /// [`CtrLog::ensure`] both pointers are 0: two compares at every return from translated
+    /// code of a hart that never logged).
     #[inline]
     pub(crate) fn is_empty(&self) -> bool {
-        self.at == self.since && !self.came_round()
+        self.at == self.since && (self.since == 0 || !self.came_round())
     }
 
     /// The records written since the last call; the log starts again empty.

@@ -48,14 +48,15 @@ pub(crate) use table::{Jit, MonitorView, MAX_BLOCK_BYTES, MAX_INSNS, MONITORED, 
 /// `Hart::jit_cold` outside a block not translated yet.
 pub(crate) const NOT_COLD: u64 = u64::MAX;
 
-// The way into translated code: `vcpu_jit_enter(hart, code, ram, budget, log)` keeps rbx,
-// r12 and r13 (callee-saved), loads rbx with `ram` (the host address of guest RAM, which
-// every block's loads and stores add to a RAM offset: `x64::emit_memory`), r12 with the
-// budget at `budget` (`Hart::jit_budget`, which blocks count down in r12: no memory round
-// trip from one block to the next) and r13 with the CTR log's pointer at `log`
-// (`ctr::log::CtrLog::at`, which blocks move on in r13), calls the block at `code` with
-// the hart in rdi and rsp = 8 mod 16 as at any function entry, stores r12 back at
-// `budget` and r13 at `log`, and returns the block's value.
+// The way into translated code: `vcpu_jit_enter(hart, code, ram)` keeps rbx, r12 and r13
+// (callee-saved), loads rbx with `ram` (the host address of guest RAM, which every block's
+// loads and stores add to a RAM offset: `x64::emit_memory`), r12 with the budget
+// (`Hart::jit_budget`, at [`JIT_BUDGET`] in the hart, which blocks count down in r12: no
+// memory round trip from one block to the next) and r13 with the CTR log's pointer
+// (`ctr::log::CtrLog::at`, at [`CTR_LOG_AT`], which blocks move on in r13), calls the
+// block at `code` with the hart in rdi and rsp = 8 mod 16 as at any function entry (three
+// pushes), stores r12 and r13 back in the hart (blocks leave rdi as they found it) and
+// returns the block's value.
 #[cfg(target_arch = "x86_64")]
 std::arch::global_asm!(
     ".globl vcpu_jit_enter",
@@ -64,43 +65,29 @@ std::arch::global_asm!(
     "push rbx",
     "push r12",
     "push r13",
-    "push rcx",
-    "push r8",
     "mov rbx, rdx",
-    "mov r12, [rcx]",
-    "mov r13, [r8]",
+    "mov r12, [rdi + {budget}]",
+    "mov r13, [rdi + {at}]",
     "call rsi",
-    "pop r8",
-    "mov [r8], r13",
-    "pop rcx",
-    "mov [rcx], r12",
+    "mov [rdi + {budget}], r12",
+    "mov [rdi + {at}], r13",
     "pop r13",
     "pop r12",
     "pop rbx",
     "ret",
+    budget = const JIT_BUDGET,
+    at = const CTR_LOG_AT,
 );
 
 #[cfg(target_arch = "x86_64")]
 unsafe extern "sysv64" {
     /// See the `global_asm!` above.
-    fn vcpu_jit_enter(
-        hart: *mut std::ffi::c_void,
-        code: usize,
-        ram: usize,
-        budget: *mut u64,
-        log: *mut u64,
-    ) -> u64;
+    fn vcpu_jit_enter(hart: *mut std::ffi::c_void, code: usize, ram: usize) -> u64;
 }
 
 /// Never called: no block is translated on other hosts.
 #[cfg(not(target_arch = "x86_64"))]
-unsafe fn vcpu_jit_enter(
-    _hart: *mut std::ffi::c_void,
-    _code: usize,
-    _ram: usize,
-    _budget: *mut u64,
-    _log: *mut u64,
-) -> u64 {
+unsafe fn vcpu_jit_enter(_hart: *mut std::ffi::c_void, _code: usize, _ram: usize) -> u64 {
     unreachable!("no translated code on this host")
 }
 
@@ -109,6 +96,9 @@ unsafe fn vcpu_jit_enter(
 /// (`jit_ctr`, `jit_csr`, `jit_csr_monitored`: `x64::call_draining`).
 pub(super) const CTR_LOG_AT: i32 = (std::mem::offset_of!(Hart, ctr_log)
     + std::mem::offset_of!(crate::ctr::log::CtrLog, at)) as i32;
+
+/// Displacement from the hart of `Hart::jit_budget`, which blocks hold in r12.
+const JIT_BUDGET: i32 = std::mem::offset_of!(Hart, jit_budget) as i32;
 
 /// The most cycles of the cost model a monitored block of `insns` can add when it runs
 /// whole (`Block::cycles`): its page's fetch and each instruction's most
@@ -494,11 +484,7 @@ impl Hart {
         // region the hart owns; it and the blocks linked to it touch only the hart's
         // registers, pc, budget and TLB, and guest RAM (from `ram`, its host address) at
         // offsets the TLB vouches for.
-        let stale = unsafe {
-            let budget = &raw mut (*hart).jit_budget;
-            let log = &raw mut (*hart).ctr_log.at;
-            vcpu_jit_enter(hart as *mut _, b.code, ram, budget, log)
-        };
+        let stale = unsafe { vcpu_jit_enter(hart as *mut _, b.code, ram) };
         let done = left - self.jit_budget;
         self.ctr_drain();
         if stale != 0 || self.jit_last_exit != 0 {

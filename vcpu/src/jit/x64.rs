@@ -7,7 +7,8 @@
 //! host address of guest RAM, r12, which holds the run's budget (`Hart::jit_budget`,
 //! stored there before a helper that reads the clock), and r13, which holds the CTR log's
 //! pointer (`ctr::log::CtrLog::at`, stored there before a helper that may drain the log);
-//! `super::vcpu_jit_enter` sets all three.
+//! `super::vcpu_jit_enter` sets all three. It returns with rdi as it was entered (helper
+//! calls save and restore it), which the trampoline stores r12 and r13 through.
 //! See [`assemble`] for its protocol with the dispatcher.
 //!
 //! Loads and stores translate through the hart's software TLB inline. Whatever the inline
