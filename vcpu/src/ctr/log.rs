@@ -1,59 +1,97 @@
 //! The record log of translated code: where blocks write the common record (a jump or
 //! branch of a type the current mode records, RASEMU off, CCV = 1: `Hart::ctr_fast_mask`)
-//! as three stores and a pointer bump, leaving the buffer's bookkeeping (Smctr 2.5
-//! "sctrstatus": WRPTR; 6.3 "Cycle Counting": the cycle count, its encoding, CCV) to
-//! [`crate::Hart::ctr_drain`], which moves the log into the buffer before anything else
-//! looks at CTR state: when translated code returns to the interpreter, and first thing
-//! in the helpers that may read or write CTR state (a record the block cannot write
-//! inline, a CSR instruction).
+//! as two stores (three for an indirect jump) and a pointer bump, leaving the buffer's
+//! bookkeeping (Smctr 2.5 "sctrstatus": WRPTR; 6.3 "Cycle Counting": the cycle count, its
+//! encoding, CCV) to [`crate::Hart::ctr_drain`], which moves the log into the buffer before
+//! anything else looks at CTR state: when translated code returns to the interpreter, and
+//! first thing in the helpers that may read or write CTR state (a record the block cannot
+//! write inline, a CSR instruction).
 //!
 //! Only the last DEPTH records of a drain reach the buffer: the earlier ones would be
 //! overwritten there by the same drain, and only move WRPTR and the cycle counter on (to
 //! the clock of the last of them). So the log is a ring of [`LOG_RECORDS`], more than the
 //! deepest buffer: translated code writes around it, and a drain reads at most the last
-//! DEPTH + 1 records. A small ring stays in the host's first-level cache, where a log of
-//! every record of a run would stream through it.
+//! DEPTH + 1 records. A ring of 64 KiB stays in the host's second-level cache, where a log
+//! of every record of a run would stream through memory; its size lets one 16-bit add move
+//! the pointer on and wrap it.
 //!
 //! Translated code keeps the pointer in a host register while it runs (r13:
 //! `jit::vcpu_jit_enter` loads it from [`CtrLog::at`] and stores it back, and blocks store
-//! it there before calling a helper that may drain the log) and counts nothing: a drain counts the records from
-//! the pointer's move since the last drain, which gives their number modulo the ring, and
-//! from a mark the last drain left in the newest record (its type [`UNWRITTEN`]), which
-//! translated code overwrites only after a whole ring of records. Since the ring is a
-//! multiple of every depth (Smctr 2.6 "sctrdepth": 16 to 256 entries), a number of
-//! records known modulo the ring and known to be more than DEPTH + 1 is all the drain
-//! needs: WRPTR moves on by it modulo DEPTH.
+//! it there before calling a helper that may drain the log) and counts nothing: a drain
+//! counts the records from the pointer's move since the last drain, which gives their
+//! number modulo the ring, and from a mark the last drain left in the newest record (its
+//! `info` [`UNWRITTEN`]), which translated code overwrites only after a whole ring of
+//! records. Since the ring is a multiple of every depth (Smctr 2.6 "sctrdepth": 16 to 256
+//! entries), a number of records known modulo the ring and known to be more than DEPTH + 1
+//! is all the drain needs: WRPTR moves on by it modulo DEPTH.
 
 /// One record as translated code writes it (aligned to its size: the ring is a whole
-/// number of records from the start of its allocation).
+/// number of records from the start of its allocation). A direct jump or branch, whose
+/// target is a fixed offset from its source, is written as two constants (one 16-byte
+/// store: `source` and `info`) and the budget; an indirect one (JALR) adds its target.
 #[repr(C, align(32))]
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct LogRecord {
-    /// `ctrsource` (V set).
+    /// The source pc (`ctrsource` without V).
     pub(crate) source: u64,
-    /// `ctrtarget`.
-    pub(crate) target: u64,
+    /// The transfer type (Smctr table 10) in bits 32-39, and where the target is: as a
+    /// signed offset from the source in bits 0-31, or with [`INDIRECT`] set in
+    /// [`LogRecord::indirect`]. [`UNWRITTEN`] in the record a drain left.
+    pub(crate) info: u64,
     /// The run's budget left at the transfer (`Hart::jit_budget`): its clock is
     /// `Hart::jit_clock` less this.
     pub(crate) budget: u64,
-    /// The transfer type (Smctr table 10), or [`UNWRITTEN`] in the record a drain left.
-    pub(crate) t: u64,
+    /// The target (`ctrtarget`) of an indirect transfer (not written for a direct one).
+    pub(crate) indirect: u64,
 }
 
-/// The type a drain leaves in the newest record it took: no transfer type (they are
-/// below 16), so that the next drain sees whether translated code came round to it.
+/// [`LogRecord::info`]'s flag for a target in [`LogRecord::indirect`].
+pub(crate) const INDIRECT: u64 = 1 << 40;
+
+impl LogRecord {
+    /// [`LogRecord::info`] of a direct transfer of type `t` from `source` to `target`, which
+    /// must be within a signed 32-bit offset (a JAL's and a branch's always are).
+    pub(crate) fn direct(source: u64, target: u64, t: u8) -> u64 {
+        (target.wrapping_sub(source) & 0xffff_ffff) | (t as u64) << 32
+    }
+
+    /// [`LogRecord::info`] of an indirect transfer of type `t`.
+    pub(crate) fn indirect(t: u8) -> u64 {
+        INDIRECT | (t as u64) << 32
+    }
+
+    /// The transfer type.
+    pub(crate) fn t(&self) -> u8 {
+        (self.info >> 32) as u8
+    }
+
+    /// The target (`ctrtarget`).
+    pub(crate) fn target(&self) -> u64 {
+        if self.info & INDIRECT != 0 {
+            self.indirect
+        } else {
+            self.source.wrapping_add(self.info as i32 as i64 as u64)
+        }
+    }
+}
+
+/// The [`LogRecord::info`] a drain leaves in the newest record it took: no transfer type
+/// (they are below 16), so that the next drain sees whether translated code came round to
+/// it (every record writes `info`).
 const UNWRITTEN: u64 = u64::MAX;
 
 /// Records the ring holds: more than the deepest buffer (256) and one before it, the only
-/// ones a drain reads, and a multiple of every depth.
-pub(crate) const LOG_RECORDS: usize = 512;
-const _: () = assert!(LOG_RECORDS > 256 + 1 && LOG_RECORDS.is_multiple_of(256));
-/// The ring's size in bytes: its start is aligned to twice this, so that a pointer moves on
-/// and wraps with an add and an and ([`LOG_WRAP`]).
+/// ones a drain reads, and a multiple of every depth; 64 KiB, so that translated code moves
+/// the pointer on and wraps it with one 16-bit add ([`LOG_STEP`]: the ring's start is
+/// aligned to its size).
+pub(crate) const LOG_RECORDS: usize = 2048;
+/// The ring's size in bytes.
 const LOG_BYTES: usize = LOG_RECORDS * std::mem::size_of::<LogRecord>();
-/// What translated code ands the moved pointer with: it clears the bit a step past the
-/// ring's end sets.
-pub(crate) const LOG_WRAP: i32 = !(LOG_BYTES as i32);
+const _: () = assert!(LOG_RECORDS > 256 + 1 && LOG_RECORDS.is_multiple_of(256));
+const _: () = assert!(LOG_BYTES == 1 << 16);
+/// What translated code adds to the low 16 bits of the pointer (`add r13w`), which wraps it
+/// within the ring.
+pub(crate) const LOG_STEP: i16 = std::mem::size_of::<LogRecord>() as i16;
 
 /// The log (allocated when the first block that writes to it is translated).
 #[derive(Debug, Default)]
@@ -91,7 +129,7 @@ impl Drop for Taken<'_> {
     fn drop(&mut self) {
         if !self.ring.is_empty() {
             let newest = (self.first + self.len + LOG_RECORDS - 1) % LOG_RECORDS;
-            self.ring[newest].t = UNWRITTEN;
+            self.ring[newest].info = UNWRITTEN;
         }
     }
 }
@@ -100,13 +138,13 @@ impl CtrLog {
     /// Allocate the ring (inside an allocation large enough to align it).
     pub(crate) fn ensure(&mut self) {
         if self.records.is_none() {
-            let records = vec![LogRecord::default(); 3 * LOG_RECORDS].into_boxed_slice();
-            let align = 2 * LOG_BYTES as u64;
+            let records = vec![LogRecord::default(); 2 * LOG_RECORDS].into_boxed_slice();
+            let align = LOG_BYTES as u64;
             self.at = (records.as_ptr() as u64).div_ceil(align) * align;
             self.since = self.at;
             self.records = Some(records);
             // Nothing written: the record before the first is the newest taken.
-            self.ring_mut()[LOG_RECORDS - 1].t = UNWRITTEN;
+            self.ring_mut()[LOG_RECORDS - 1].info = UNWRITTEN;
         }
     }
 
@@ -117,7 +155,7 @@ impl CtrLog {
 
     /// Where the ring starts in the allocation, in records (0 before [`CtrLog::ensure`]).
     fn skip(&self, r: &[LogRecord]) -> usize {
-        let start = self.at as usize & !(2 * LOG_BYTES - 1);
+        let start = self.at as usize & !(LOG_BYTES - 1);
         (start - r.as_ptr() as usize) / std::mem::size_of::<LogRecord>()
     }
 
@@ -141,7 +179,7 @@ impl CtrLog {
     /// of records or more since then.
     fn came_round(&self) -> bool {
         let newest = (Self::index(self.since) + LOG_RECORDS - 1) % LOG_RECORDS;
-        self.ring().get(newest).is_some_and(|r| r.t != UNWRITTEN)
+        self.ring().get(newest).is_some_and(|r| r.info != UNWRITTEN)
     }
 
     /// Whether translated code has written records since the last [`CtrLog::take`] (before
@@ -171,18 +209,19 @@ impl CtrLog {
 mod tests {
     use super::*;
 
-    /// What translated code does: write at `at` (a transfer type below 16), move `at` on
-    /// and wrap it.
+    /// What translated code does: write at `at` (a direct record), move `at` on and wrap
+    /// it.
     fn write(log: &mut CtrLog, source: u64) {
         // SAFETY: `at` points into the ring.
         unsafe {
             *(log.at as *mut LogRecord) = LogRecord {
                 source,
-                t: source % 16,
+                info: LogRecord::direct(source, source + 4, (source % 16) as u8),
                 ..LogRecord::default()
             };
         }
-        log.at = (log.at + std::mem::size_of::<LogRecord>() as u64) & LOG_WRAP as i64 as u64;
+        let low = (log.at as u16).wrapping_add(LOG_STEP as u16);
+        log.at = log.at & !0xffff | low as u64;
     }
 
     /// The sources of the last `n` records of `t`, oldest first.
@@ -217,6 +256,38 @@ mod tests {
         assert_eq!(last(&t, LOG_RECORDS), want);
     }
 
+    /// A direct record gives its target back from the offset, backwards, forwards and
+    /// around the end of the address space; an indirect one from its own field.
+    #[test]
+    fn a_record_gives_back_its_target_and_type() {
+        let cases = [
+            (0x8000_1000, 0x8000_0ff0),
+            (0x8000_1000, 0x8010_0ffe),
+            (0xffff_ffff_ffff_fffe, 0x2),
+            (0x2, 0xffff_ffff_fff0_0002),
+        ];
+        for (source, target) in cases {
+            let r = LogRecord {
+                source,
+                info: LogRecord::direct(source, target, 13),
+                indirect: !target,
+                ..LogRecord::default()
+            };
+            assert_eq!(
+                (r.target(), r.t()),
+                (target, 13),
+                "{source:#x} to {target:#x}"
+            );
+        }
+        let r = LogRecord {
+            source: 0x8000_0000,
+            info: LogRecord::indirect(3),
+            indirect: 0x1234_5678_9abc_def0,
+            ..LogRecord::default()
+        };
+        assert_eq!((r.target(), r.t()), (0x1234_5678_9abc_def0, 3));
+    }
+
     /// The number taken is exact below a ring, and from a ring on more than a ring and the
     /// same modulo the ring (the mark in the newest record), whatever the log's position.
     #[test]
@@ -224,7 +295,9 @@ mod tests {
         let mut log = CtrLog::default();
         log.ensure();
         let mut source = 0;
-        for n in [0, 1, 511, 512, 513, 1023, 1024, 1025, 300, 0, 2048, 7, 511] {
+        for n in [
+            0, 1, 2047, 2048, 2049, 4095, 4096, 4097, 300, 0, 8192, 7, 2047,
+        ] {
             for _ in 0..n {
                 source += 1;
                 write(&mut log, source);

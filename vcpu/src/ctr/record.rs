@@ -183,7 +183,7 @@ impl Hart {
         }
         for i in skip..records.len() {
             let r = records.get(i);
-            c.push_active(r.source, r.target, r.t as u8, clock - r.budget);
+            c.push_active(r.source | CTRSOURCE_V, r.target(), r.t(), clock - r.budget);
         }
     }
 

@@ -142,9 +142,9 @@ struct Exits {
     carried: Carried,
     /// What the cache held at the jump back (filled in by [`exit_recording`]).
     back: Option<Carried>,
-    /// The constants of the block's inline CTR records (`ctrsource`, and `ctrtarget` when
-    /// the block knows it), placed after its code ([`ctr_record`]).
-    ctr_consts: Vec<(DynamicLabel, u64, Option<u64>)>,
+    /// The constants of the block's inline CTR records (`ctr::log::LogRecord`'s `source`
+    /// and `info`), placed after its code ([`ctr_record`]).
+    ctr_consts: Vec<(DynamicLabel, u64, u64)>,
 }
 
 /// A block exit to the fixed address `pc`, going on as `next` says.
@@ -224,11 +224,11 @@ fn store_pc(a: &mut Asm, l: &Layout, pc: u64) {
 }
 
 /// The target of a transfer CTR records ([`ctr_record`]): known to the block (and stored
-/// in `Hart::pc` or not yet), or only in `Hart::pc` (JALR).
+/// in `Hart::pc` or not yet), or computed (JALR): in `Hart::pc` and in rax.
 #[derive(Clone, Copy)]
 enum Target {
     Known { pc: u64, stored: bool },
-    Stored,
+    Rax,
 }
 
 /// [`exit_to`] after the block's closing jump or branch, which CTR records when `ctr`
@@ -547,44 +547,43 @@ fn ctr_record(a: &mut Asm, l: &Layout, from: u64, t: u8, to: Target, links: &mut
             ; mov edx, t as i32
         );
         call_draining(a, l.ctr_helper);
+        if let Target::Rax = to {
+            let p = l.pc;
+            dynasm!(a ; .arch x64 ; mov rax, QWORD [rdi + p]);
+        }
         return;
     }
-    let wrap = crate::ctr::log::LOG_WRAP;
-    let source = from | crate::ctr::CTRSOURCE_V;
-    let target = match to {
-        Target::Known { pc, .. } => Some(pc),
-        Target::Stored => None,
-    };
-    // The record goes to the log at r13 (`ctr/log.rs`): ctrsource (V set) and, when the
-    // block knows it, ctrtarget, constants placed after the block's code and stored
-    // together with one 16-byte move; the budget left, which gives the clock of the
-    // transfer; the type. The pointer wraps around the ring. It keeps r8-r11.
-    let konst = a.new_dynamic_label();
-    links.ctr_consts.push((konst, source, target));
-    match target {
-        Some(_) => dynasm!(a ; .arch x64 ; movups xmm0, [=>konst]),
-        None => {
-            let p = l.pc;
-            dynasm!(a ; .arch x64
-                ; movq xmm0, QWORD [=>konst]
-                ; movhps xmm0, QWORD [rdi + p]
-            )
+    use crate::ctr::log::{LogRecord, LOG_STEP};
+    // The record goes to the log at r13 (`ctr/log.rs`): the source, and the type with the
+    // target's offset from the source (or, for a JALR, the mark of a target given apart),
+    // constants placed after the block's code and stored together with one 16-byte move;
+    // the budget left, which gives the clock of the transfer; a JALR's target, from rax.
+    // The pointer wraps around the ring (a 16-bit add). It keeps r8-r11 and rax.
+    let info = match to {
+        Target::Known { pc, .. } => {
+            // A JAL's or a branch's offset.
+            debug_assert!(i32::try_from(pc.wrapping_sub(from) as i64).is_ok());
+            LogRecord::direct(from, pc, t)
         }
-    }
+        Target::Rax => LogRecord::indirect(t),
+    };
+    let konst = a.new_dynamic_label();
+    links.ctr_consts.push((konst, from, info));
     dynasm!(a ; .arch x64
+        ; movups xmm0, [=>konst]
         ; movups [r13], xmm0
         ; mov QWORD [r13 + 16], r12
-        ; mov QWORD [r13 + 24], t as i32
-        ; add r13, 32
-        ; and r13, wrap
     );
+    if let Target::Rax = to {
+        dynasm!(a ; .arch x64 ; mov QWORD [r13 + 24], rax);
+    }
+    dynasm!(a ; .arch x64 ; add r13w, BYTE LOG_STEP as i8);
     const _: () = {
-        use crate::ctr::log::LogRecord;
         assert!(std::mem::size_of::<LogRecord>() == 32);
         assert!(std::mem::offset_of!(LogRecord, source) == 0);
-        assert!(std::mem::offset_of!(LogRecord, target) == 8);
+        assert!(std::mem::offset_of!(LogRecord, info) == 8);
         assert!(std::mem::offset_of!(LogRecord, budget) == 16);
-        assert!(std::mem::offset_of!(LogRecord, t) == 24);
+        assert!(std::mem::offset_of!(LogRecord, indirect) == 24);
     };
 }
 
@@ -1187,11 +1186,8 @@ fn assemble_carrying(
         ; lea rax, [=>entry]
         ; ret
     );
-    for &(label, source, target) in &links.ctr_consts {
-        dynasm!(a ; .arch x64 ; =>label ; .u64 source);
-        if let Some(to) = target {
-            dynasm!(a ; .arch x64 ; .u64 to);
-        }
+    for &(label, source, info) in &links.ctr_consts {
+        dynasm!(a ; .arch x64 ; =>label ; .u64 source ; .u64 info);
     }
     if a.finish(&mut s.code).is_err() {
         s.asm = Scratch::default().asm;
@@ -1806,8 +1802,8 @@ fn emit_terminal(
             if monitored {
                 monitor_event(a, l, Event::Jump { pc, indirect: true });
             }
-            ctr_record(a, l, pc, i.fmt, Target::Stored, links);
-            dynasm!(a ; .arch x64 ; mov rax, QWORD [rdi + p]);
+            // The target stays in rax (the monitor's report keeps it there too).
+            ctr_record(a, l, pc, i.fmt, Target::Rax, links);
             jump_indirect(a, l);
         }
         _ => {
