@@ -3293,6 +3293,52 @@ fn an_access_fault_inside_a_translated_loop() {
     fault_loop(&mut p, CODE, start, &around(ld(11, 20, 0)), 2, want);
 }
 
+/// A monitored block that leaves before an access that faults has reported the loads and
+/// stores it retired before it, and not the one that faults: every counter of the
+/// catalog's events ends as the interpreter's.
+#[test]
+fn a_fault_inside_a_monitored_loop_counts_the_accesses_before_it() {
+    const RAM_END: u64 = RAM_BASE + RAM_SIZE as u64;
+    for (access, c) in [
+        (ld(11, 20, 8), cause::LOAD_ACCESS),
+        (sw(11, 20, 8), cause::STORE_ACCESS),
+    ] {
+        let mut p = Pair::new();
+        p.set_x(20, RAM_END - 4 * 0x1000);
+        p.set_x(21, DATA);
+        p.set_x(24, 0x1000);
+        let mut code = pmu_setup();
+        let head = code.len();
+        code.extend([
+            ld(14, 21, 8),
+            sd(10, 21, 16),
+            lw(15, 21, 24),
+            addi(10, 10, 1),
+            access,
+            addi(12, 12, 1),
+            sd(10, 21, 0),
+            add(20, 20, 24),
+        ]);
+        code.push(jal(0, -4 * (code.len() - head) as i32));
+        p.both(|vm| vm.code(&code));
+        p.run_to_wfi("monitored fault loop");
+        assert_eq!(p.int.hart.pc(), TRAP + 4, "no trap");
+        assert_eq!(p.jit.mtrap().cause, c);
+        assert_eq!(p.jit.x(10), 5, "passes");
+        for k in 0..29 {
+            let counter = 0xb03 + k;
+            assert_eq!(
+                p.jit.csr(counter),
+                p.int.csr(counter),
+                "mhpmcounter{} (event {:#x})",
+                k + 3,
+                p.int.csr(0x323 + k)
+            );
+        }
+        assert!(p.jit.hart.translated_blocks() > 0);
+    }
+}
+
 #[test]
 fn a_page_fault_inside_a_translated_loop() {
     // A load, then a store, to the same page: the store needs W, not what the load found.
