@@ -3339,6 +3339,43 @@ fn a_fault_inside_a_monitored_loop_counts_the_accesses_before_it() {
     }
 }
 
+/// A base register a block has just changed (its new value still only in a host register:
+/// loads and stores keep the register cache) and two loads through it, the second
+/// chained to the first, crossing into the next page at one iteration: the chain's page
+/// check fails there, and the full lookup must start from the new base, not the hart's
+/// copy. Each doubleword of the data holds its own address.
+#[test]
+fn a_chained_load_into_the_next_page_uses_the_unwritten_base() {
+    let mut p = Pair::new();
+    p.set_x(21, DATA);
+    p.set_x(22, DATA + DATA_LEN as u64 - 16);
+    p.set_x(23, DATA + DATA_LEN as u64);
+    p.set_x(20, DATA);
+    let code = vec![
+        // Fill: x20 = DATA, DATA + 8, ... each stored at itself.
+        sd(20, 20, 0),
+        addi(20, 20, 8),
+        bne(20, 23, -8),
+        addi(20, 21, -8),
+        // Walk: the pairs (x20, x20 + 8), from (DATA, DATA + 8) on.
+        addi(20, 20, 8),
+        ld(11, 20, 0),
+        ld(12, 20, 8),
+        add(13, 13, 11),
+        xor(14, 14, 12),
+        bne(20, 22, -20),
+        wfi(),
+    ];
+    p.both(|vm| vm.code(&code));
+    p.run_to_wfi("chained loads across a page");
+    let n = (DATA_LEN as u64 - 8) / 8;
+    let sum = (0..n).map(|k| DATA + 8 * k).fold(0u64, u64::wrapping_add);
+    let x = (1..=n).map(|k| DATA + 8 * k).fold(0, |a, v| a ^ v);
+    assert_eq!(p.jit.x(13), sum, "the first loads' sum");
+    assert_eq!(p.jit.x(14), x, "the second loads' xor");
+    assert!(p.jit.hart.translated_blocks() > 0);
+}
+
 #[test]
 fn a_page_fault_inside_a_translated_loop() {
     // A load, then a store, to the same page: the store needs W, not what the load found.

@@ -1,38 +1,74 @@
 //! The assembler a block is emitted into: dynasm's `VecAssembler` plus a cache of guest
-//! integer registers in the host registers r8-r11.
+//! integer registers in the host registers r8-r11, r14 and r15.
 //!
 //! Every guest register lives in the hart (`[rdi + x]`). The cache remembers which host
 //! register holds a value an instruction of the block computed, so that later instructions
 //! read it there instead of loading it again (which also takes the store-to-load
 //! forwarding latency off chains of dependent instructions). The straight-line integer
-//! instructions leave their results in it only (dirty); [`Emitter::flush`] writes them to
-//! the hart before any instruction of another kind (load, store, F/D, CSR, atomic, jump or
-//! branch) and at the block's end, and [`Emitter::assign`] before it reuses their register.
-//! So a bail, a slow path, a helper or the next block always finds the architectural state
-//! in the hart, with no write-back protocol beyond that.
+//! instructions and loads leave their results in it only (dirty); [`Emitter::flush`] writes
+//! them to the hart before any instruction of another kind (F/D, CSR, atomic, jump or
+//! branch; in a monitored block, load or store too) and at the block's end, and
+//! [`Emitter::assign`] before it reuses their register. An integer load or store of a
+//! block that is not monitored keeps them: its way out before it retires (a bail to the
+//! interpreter: a fault or a device) writes the values it found unwritten
+//! ([`RegCache::pending`], [`Emitter::write_back`]) before leaving, and its slow path keeps
+//! every caching register. So a bail, a helper or the next block always finds the
+//! architectural state in the hart.
 //!
 //! What the cache knows is a property of the straight-line code being emitted, so it is
 //! forgotten wherever paths meet or host registers are clobbered: at every label (any jump
-//! may land there with other contents) and at every call (r8-r11 are caller-saved), where
-//! nothing may be unwritten (checked in debug builds, as at every jump).
+//! may land there with other contents) and at every call (r8-r11 are caller-saved, and helpers may write guest registers), where
+//! nothing may be unwritten (checked in debug builds, as at every jump but a load's or
+//! store's way out: [`Emitter::side_exits`]).
 
 use dynasmrt::x64::X64Relocation;
 use dynasmrt::VecAssembler;
 use dynasmrt::{dynasm, AssemblyOffset, DynamicLabel, DynasmApi, DynasmError, DynasmLabelApi};
 
-/// Host registers (x86-64 numbers) that cache guest registers.
-const HOSTS: [u8; 4] = [8, 9, 10, 11];
+/// Host registers (x86-64 numbers) that cache guest registers: r8-r11 (caller-saved:
+/// pushed around a slow path's call) and r14, r15 (callee-saved: `super::vcpu_jit_enter`
+/// keeps them for its caller, and helpers keep them for the block).
+const HOSTS: [u8; 6] = [8, 9, 10, 11, 14, 15];
+
+/// The cached values not yet written to the hart at some point of a block, as
+/// `(host, guest)` pairs ([`RegCache::pending`]).
+#[derive(Clone, Copy, Default)]
+pub(super) struct Pending {
+    pairs: [(u8, u8); HOSTS.len()],
+    len: usize,
+}
+
+impl Pending {
+    pub(super) fn iter(&self) -> impl Iterator<Item = (u8, u8)> + '_ {
+        self.pairs[..self.len].iter().copied()
+    }
+}
 
 /// Which guest register each of [`HOSTS`] holds (0: none; x0 is never cached), and whether
 /// its value is still to be written to the hart.
-#[derive(Default, Clone)]
+#[derive(Clone)]
 pub(super) struct RegCache {
     held: [u8; HOSTS.len()],
     /// The held value is newer than the hart's copy (written by an integer instruction,
     /// to be written to the hart by [`Emitter::flush`] or when the register is reused).
     dirty: [bool; HOSTS.len()],
-    /// The next host register to reuse (round robin).
-    next: usize,
+    /// For each guest register, how far ahead in the block the next instruction reading it
+    /// is, from the instruction being emitted (0: that one; [`NOT_READ`]: none): the
+    /// register to reuse is the one read furthest ahead ([`RegCache::victim`]).
+    ahead: [u8; 32],
+}
+
+/// [`RegCache::ahead`] for a register the rest of the block does not read.
+pub(super) const NOT_READ: u8 = u8::MAX;
+
+impl Default for RegCache {
+    fn default() -> Self {
+        RegCache {
+            held: [0; HOSTS.len()],
+            dirty: [false; HOSTS.len()],
+            ahead: [NOT_READ; 32],
+        }
+    }
 }
 
 impl RegCache {
@@ -49,8 +85,25 @@ impl RegCache {
     pub(super) fn peek(&self, r: u8) -> u8 {
         match self.held.iter().position(|&g| g == r) {
             Some(k) => HOSTS[k],
-            None => HOSTS[self.next],
+            None => HOSTS[self.victim()],
         }
+    }
+
+    /// The register to reuse for another guest register: a free one, or the one whose
+    /// guest register is read furthest ahead (Belady's choice: the block's instructions
+    /// are all known), among those a clean one (no write to the hart first).
+    fn victim(&self) -> usize {
+        if let Some(k) = self.held.iter().position(|&g| g == 0) {
+            return k;
+        }
+        (0..HOSTS.len())
+            .max_by_key(|&k| (self.ahead[self.held[k] as usize & 31], !self.dirty[k]))
+            .unwrap_or(0)
+    }
+
+    /// How far ahead each guest register is read next (see [`RegCache::ahead`]).
+    pub(super) fn set_ahead(&mut self, ahead: &[u8; 32]) {
+        self.ahead = *ahead;
     }
 
     /// A host register to hold guest register `r` from now on (the one already holding it,
@@ -60,8 +113,7 @@ impl RegCache {
         if let Some(k) = self.held.iter().position(|&g| g == r) {
             return (HOSTS[k], None);
         }
-        let k = self.next;
-        self.next = (k + 1) % HOSTS.len();
+        let k = self.victim();
         let victim = self.dirty[k].then_some(self.held[k]);
         self.held[k] = r;
         self.dirty[k] = false;
@@ -85,6 +137,21 @@ impl RegCache {
         }
     }
 
+    /// The values held that the hart does not have yet.
+    pub(super) fn pending(&self) -> Pending {
+        let mut p = Pending::default();
+        for ((&h, &g), _) in HOSTS
+            .iter()
+            .zip(&self.held)
+            .zip(&self.dirty)
+            .filter(|(_, &d)| d)
+        {
+            p.pairs[p.len] = (h, g);
+            p.len += 1;
+        }
+        p
+    }
+
     /// The guest registers held with the hart's value, as `(host, guest)`.
     pub(super) fn clean(&self) -> Vec<(u8, u8)> {
         (0..HOSTS.len())
@@ -101,6 +168,11 @@ impl RegCache {
         );
         self.held = [0; HOSTS.len()];
         self.dirty = [false; HOSTS.len()];
+    }
+
+    #[cfg(test)]
+    fn held(&self) -> &[u8] {
+        &self.held
     }
 }
 
@@ -128,6 +200,10 @@ pub(super) struct Emitter {
     pub(super) cache: RegCache,
     /// Displacement of x0 in the hart (x\[r\] is at `x + 8 * r` from rdi).
     x: i32,
+    /// Jumps may leave values unwritten: they go to a load's or store's slow path (which
+    /// keeps the caching registers and comes back) or to its way out (which writes them:
+    /// [`Emitter::write_back`]). Set while such an access is emitted.
+    side_exits: bool,
 }
 
 impl Emitter {
@@ -139,6 +215,7 @@ impl Emitter {
             asm: VecAssembler::new_with_capacity(0, ops, 0, 0, labels, 0, labels),
             cache: RegCache::default(),
             x: 0,
+            side_exits: false,
         }
     }
 
@@ -147,6 +224,22 @@ impl Emitter {
     pub(super) fn begin(&mut self, x: i32) {
         self.cache = RegCache::default();
         self.x = x;
+        self.side_exits = false;
+    }
+
+    /// See [`Emitter::side_exits`].
+    pub(super) fn side_exits(&mut self, on: bool) {
+        self.side_exits = on;
+    }
+
+    /// Write the values `pending` lists (taken where a way out of the block left them
+    /// unwritten) to the hart.
+    #[allow(clippy::useless_conversion)]
+    pub(super) fn write_back(&mut self, pending: &Pending) {
+        for (h, g) in pending.iter() {
+            let d = self.x + 8 * g as i32;
+            dynasm!(self ; .arch x64 ; mov QWORD [rdi + d], Rq(h));
+        }
     }
 
     /// Resolve the block's labels and move its code to `code` (emptied first), leaving the
@@ -206,7 +299,7 @@ impl Emitter {
         }
     }
 
-    /// Define `label` where the only jumps to it come from code that keeps r8-r11 and
+    /// Define `label` where the only jumps to it come from code that keeps the caching registers and
     /// writes no guest register (a load's or store's slow path, and the performance
     /// monitor's model probes in [`super::x64`]): what the cache knows holds on both paths,
     /// so it is kept.
@@ -308,7 +401,7 @@ impl DynasmLabelApi for Emitter {
         kind: X64Relocation,
     ) {
         debug_assert!(
-            !self.cache.dirty.contains(&true),
+            self.side_exits || !self.cache.dirty.contains(&true),
             "a jump with unwritten cached registers"
         );
         self.asm
@@ -345,19 +438,50 @@ mod tests {
             "one host register per guest register"
         );
         c.set_dirty(h, true);
+        // x5 is the only one read again: the others go first, clean before unwritten.
+        let mut ahead = [NOT_READ; 32];
+        ahead[5] = 3;
+        c.set_ahead(&ahead);
         for r in 6..6 + HOSTS.len() as u8 {
-            let victim = c.assign(r).1;
-            assert_eq!(
-                victim,
-                (r == 5 + HOSTS.len() as u8).then_some(5),
-                "the unwritten x5 is handed back"
-            );
+            assert_eq!(c.assign(r).1, None, "x{r} takes a free or clean register");
         }
-        assert_eq!(c.find(5), None, "the oldest is reused");
+        assert!(c.find(5).is_some(), "x5, read next, is kept");
+        let n = HOSTS.len() as u8;
+        assert_eq!(
+            (6..6 + n).filter(|&r| c.find(r).is_some()).count(),
+            HOSTS.len() - 1,
+            "a clean register not read again is reused"
+        );
+        for r in 6..6 + HOSTS.len() as u8 {
+            if let Some(h) = c.find(r) {
+                c.set_dirty(h, true);
+            }
+        }
+        let pending: Vec<(u8, u8)> = c.pending().iter().collect();
+        assert_eq!(pending.len(), HOSTS.len(), "every held value is unwritten");
+        assert!(pending.iter().all(|&(h, g)| c.find(g) == Some(h)));
+        assert!(pending.contains(&(h, 5)));
+        // Now x5 is read furthest ahead of all: it goes, and is handed back to be written.
+        for r in 6..6 + HOSTS.len() as u8 {
+            ahead[r as usize] = 1;
+        }
+        ahead[5] = 9;
+        c.set_ahead(&ahead);
+        assert_eq!(
+            c.assign(20),
+            (h, Some(5)),
+            "the unwritten x5 is handed back"
+        );
+        assert_eq!(c.find(5), None);
+        assert_eq!(c.held().iter().filter(|&&g| g == 20).count(), 1);
         c.forget(7);
         assert_eq!(c.find(7), None);
+        for k in 0..HOSTS.len() {
+            c.dirty[k] = false;
+        }
         c.clear();
         assert!((1..32).all(|r| c.find(r).is_none()));
         assert_eq!(c.find(0), None);
+        assert_eq!(c.pending().iter().count(), 0);
     }
 }

@@ -48,13 +48,14 @@ pub(crate) use table::{Jit, MonitorView, MAX_BLOCK_BYTES, MAX_INSNS, MONITORED, 
 /// `Hart::jit_cold` outside a block not translated yet.
 pub(crate) const NOT_COLD: u64 = u64::MAX;
 
-// The way into translated code: `vcpu_jit_enter(hart, code, ram)` keeps rbx, r12 and r13
-// (callee-saved), loads rbx with `ram` (the host address of guest RAM, which every block's
-// loads and stores add to a RAM offset: `x64::emit_memory`), r12 with the budget
+// The way into translated code: `vcpu_jit_enter(hart, code, ram)` keeps rbx and r12-r15
+// (callee-saved; blocks cache guest registers in r14 and r15: `emit`), loads rbx with
+// `ram` (the host address of guest RAM, which every block's loads and stores add to a RAM
+// offset: `x64::emit_memory`), r12 with the budget
 // (`Hart::jit_budget`, at [`JIT_BUDGET`] in the hart, which blocks count down in r12: no
 // memory round trip from one block to the next) and r13 with the CTR log's pointer
 // (`ctr::log::CtrLog::at`, at [`CTR_LOG_AT`], which blocks move on in r13), calls the
-// block at `code` with the hart in rdi and rsp = 8 mod 16 as at any function entry (three
+// block at `code` with the hart in rdi and rsp = 8 mod 16 as at any function entry (five
 // pushes), stores r12 and r13 back in the hart (blocks leave rdi as they found it) and
 // returns the block's value.
 #[cfg(target_arch = "x86_64")]
@@ -65,12 +66,16 @@ std::arch::global_asm!(
     "push rbx",
     "push r12",
     "push r13",
+    "push r14",
+    "push r15",
     "mov rbx, rdx",
     "mov r12, [rdi + {budget}]",
     "mov r13, [rdi + {at}]",
     "call rsi",
     "mov [rdi + {budget}], r12",
     "mov [rdi + {at}], r13",
+    "pop r15",
+    "pop r14",
     "pop r13",
     "pop r12",
     "pop rbx",

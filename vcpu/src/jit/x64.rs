@@ -2,8 +2,9 @@
 //!
 //! A block is a leaf function `extern "sysv64" fn(hart: *mut Hart) -> u64` that keeps every
 //! guest register in the hart (`[rdi + x]`; the values a run of integer instructions
-//! computes are held in r8-r11 and written there before anything that can read the hart or
-//! leave: `super::emit`) and uses only caller-saved host registers, rbx, which holds the
+//! computes are held in r8-r11, r14 and r15 and written there before anything that can read
+//! the hart or leave: `super::emit`) and uses only caller-saved host registers, r14 and r15
+//! (which the trampoline keeps for its caller), rbx, which holds the
 //! host address of guest RAM, r12, which holds the run's budget (`Hart::jit_budget`,
 //! stored there before a helper that reads the clock), and r13, which holds the CTR log's
 //! pointer (`ctr::log::CtrLog::at`, stored there before a helper that may drain the log);
@@ -27,7 +28,7 @@ use super::table::{Layout, Plan};
 use crate::decode::{Insn, Op, X0_SINK};
 
 type Asm = super::emit::Emitter;
-use super::emit::Scratch;
+use super::emit::{Scratch, NOT_READ};
 
 /// Displacement of integer register `r` from the hart pointer.
 fn xd(l: &Layout, r: u8) -> i32 {
@@ -182,7 +183,8 @@ fn call(a: &mut Asm, f: usize) {
         ; call rax
         ; pop rdi
     );
-    // r8-r11 are caller-saved, and the helper may have written guest registers.
+    // r8-r11 are caller-saved, and the helper may have written guest registers (r14 and
+    // r15 it keeps, but what they held may be stale).
     a.cache.clear();
 }
 
@@ -196,8 +198,8 @@ fn call_draining(a: &mut Asm, f: usize) {
 }
 
 /// [`call`] from a load's or store's slow path, keeping r8-r11 (pushed and popped around
-/// it, which keeps the stack's alignment), so that the registers they cache are still
-/// there where the fast path resumes (`super::emit::Emitter::join`).
+/// it, which keeps the stack's alignment; the helper keeps r14 and r15), so that the
+/// registers they cache are still there where the fast path resumes (`super::emit::Emitter::join`).
 fn call_keeping_cache(a: &mut Asm, f: usize) {
     dynasm!(a ; .arch x64 ; push r8 ; push r9 ; push r10 ; push r11);
     call(a, f);
@@ -558,7 +560,8 @@ fn ctr_record(a: &mut Asm, l: &Layout, from: u64, t: u8, to: Target, links: &mut
     // target's offset from the source (or, for a JALR, the mark of a target given apart),
     // constants placed after the block's code and stored together with one 16-byte move;
     // the budget left, which gives the clock of the transfer; a JALR's target, from rax.
-    // The pointer wraps around the ring (a 16-bit add). It keeps r8-r11 and rax.
+    // The pointer wraps around the ring (a 16-bit add). It keeps the caching registers and
+    // rax.
     let info = match to {
         Target::Known { pc, .. } => {
             // A JAL's or a branch's offset.
@@ -795,14 +798,18 @@ impl Chain {
 }
 
 /// The TLB lookup a chained access ([`Chain`]) skips on its fast path, emitted out of line
-/// for when the page check fails: the address from the base register's copy in the hart
-/// (up to date: memory instructions come after a flush of the register cache), then the
-/// lookup as usual (its miss goes to the access's slow path), then back.
+/// for when the page check fails: the address from the base register (the host register
+/// caching it where the access is, which may hold a value the hart does not have yet, or
+/// the hart's copy), then the lookup as usual (its miss goes to the access's slow path),
+/// then back.
 struct ChainMiss {
     full: DynamicLabel,
     done: DynamicLabel,
     slow: DynamicLabel,
     rs1: u8,
+    /// The host register caching x\[rs1\] where the access is, if one does (it may hold a
+    /// value the hart does not have yet).
+    rs1_host: Option<u8>,
     imm: i32,
     size: i32,
     store: bool,
@@ -981,12 +988,32 @@ fn assemble_carrying(
         })
         .collect();
     let mut misses = Vec::new();
+    // Where each guest register is read next, from each instruction on (the register
+    // cache's choice of register to reuse: `super::emit::RegCache::victim`).
+    let mut next_read = [[u8::MAX; 32]; super::MAX_INSNS];
+    let mut next = [u8::MAX; 32];
+    for (k, (_, i)) in plan.insns.iter().enumerate().rev() {
+        for r in [i.rs1, i.rs2] {
+            next[r as usize & 31] = k as u8;
+        }
+        if let Some(row) = next_read.get_mut(k) {
+            *row = next;
+        }
+    }
     for (k, &(pc, ref i)) in plan.insns.iter().enumerate() {
-        // Only the straight-line integer instructions (`emit_straight`) work with results
-        // not yet in the hart; everything else may read the hart, call, jump or leave.
-        if !straight(i.op) || is_memory(i.op) {
+        if let Some(row) = next_read.get(k) {
+            let ahead = row.map(|j| if j == u8::MAX { NOT_READ } else { j - k as u8 });
+            a.cache.set_ahead(&ahead);
+        }
+        // Only the straight-line integer instructions (`emit_straight`) and, outside
+        // monitored blocks, loads and stores (whose ways out write what is pending) work
+        // with results not yet in the hart; everything else may read the hart, call, jump
+        // or leave.
+        let lazy = is_memory(i.op) && !monitored;
+        if !straight(i.op) || (is_memory(i.op) && !lazy) {
             a.flush();
         }
+        let pending = a.cache.pending();
         if terminal(i.op) {
             debug_assert_eq!(k + 1, plan.insns.len());
             if monitored && k == 0 {
@@ -996,7 +1023,7 @@ fn assemble_carrying(
             continue;
         } else if is_memory(i.op) || float_memory(i.op) {
             let bail = a.new_dynamic_label();
-            bails.push((bail, pc, n - k as u32));
+            bails.push((bail, pc, n - k as u32, pending));
             if float_memory(i.op) {
                 fp.check(a, l, bail);
             }
@@ -1012,7 +1039,7 @@ fn assemble_carrying(
             let store = is_store(i.op);
             let rewrite = (store && (rest > 0 || loops)).then(|| {
                 let label = a.new_dynamic_label();
-                rewrites.push((label, next, n - k as u32 - 1, k == 0));
+                rewrites.push((label, next, n - k as u32 - 1, k == 0, pending));
                 let range = if guarded {
                     None
                 } else if loops {
@@ -1026,6 +1053,7 @@ fn assemble_carrying(
                 k.checked_sub(1).and_then(|j| chains[j]),
                 chains.get(k).copied().flatten(),
             );
+            a.side_exits(lazy);
             emit_memory(
                 a,
                 l,
@@ -1037,12 +1065,13 @@ fn assemble_carrying(
                 chain,
                 &mut misses,
             );
+            a.side_exits(false);
             if matches!(i.op, Op::Flw | Op::Fld) {
                 fp.dirty(a, l);
             }
         } else if float_op(i.op) {
             let bail = a.new_dynamic_label();
-            bails.push((bail, pc, n - k as u32));
+            bails.push((bail, pc, n - k as u32, pending));
             emit_float(a, l, i, bail, &mut fp);
         } else if muldiv(i.op) {
             emit_muldiv(a, l, i);
@@ -1060,7 +1089,7 @@ fn assemble_carrying(
             }
         } else if atomic(i.op) {
             let bail = a.new_dynamic_label();
-            bails.push((bail, pc, n - k as u32));
+            bails.push((bail, pc, n - k as u32, pending));
             let (lo, hi) = pack(i);
             dynasm!(a ; .arch x64
                 ; mov rsi, QWORD lo as i64
@@ -1078,7 +1107,7 @@ fn assemble_carrying(
             }
         } else if csr(i.op) {
             let bail = a.new_dynamic_label();
-            bails.push((bail, pc, n - k as u32));
+            bails.push((bail, pc, n - k as u32, pending));
             let first = (monitored && k == 0).then(|| start_pc(plan));
             emit_csr(a, l, pc, i, bail, n - k as u32, first, &mut links);
         } else if l.pause_helper != 0 && i.op == Op::Fence && i.raw == crate::decode::PAUSE {
@@ -1112,16 +1141,18 @@ fn assemble_carrying(
     for miss in &misses {
         emit_chain_miss(a, l, miss);
     }
-    // A rewriting store has retired (the monitor hears of it here); a bail has not.
+    // A rewriting store has retired (the monitor hears of it here); a bail has not. Both
+    // write the values their load or store found unwritten.
     let bails = bails
         .into_iter()
-        .map(|(label, pc, undone)| (label, pc, undone, None));
+        .map(|(label, pc, undone, pending)| (label, pc, undone, None, pending));
     let rewrites = rewrites
         .into_iter()
-        .map(|(label, pc, undone, first)| (label, pc, undone, Some(first)));
-    for (label, pc, undone, rewrote) in bails.chain(rewrites) {
+        .map(|(label, pc, undone, first, pending)| (label, pc, undone, Some(first), pending));
+    for (label, pc, undone, rewrote, pending) in bails.chain(rewrites) {
         let undone = undone as i32;
         dynasm!(a ; .arch x64 ; =>label);
+        a.write_back(&pending);
         if monitored {
             if let Some(first) = rewrote {
                 monitor_access(a, l, true);
@@ -1537,6 +1568,9 @@ pub(super) struct SlowPath {
     bail: DynamicLabel,
     op: Op,
     rs2: u8,
+    /// The host register caching x\[rs2\] where the access is (a store's value), if one
+    /// does: it may hold a value the hart does not have yet.
+    rs2_host: Option<u8>,
     size: i32,
     /// For a store that may rewrite the rest of the block: where to go once it is done
     /// (the slow path does not know the RAM offset written, so it always leaves).
@@ -1583,6 +1617,7 @@ fn emit_memory(
         bail,
         op: i.op,
         rs2: i.rs2,
+        rs2_host: a.cache.find(i.rs2),
         size,
         after: rewrite.map(|r| r.1),
         monitored,
@@ -1609,6 +1644,7 @@ fn emit_memory(
             done,
             slow,
             rs1: i.rs1,
+            rs1_host: a.cache.find(i.rs1),
             imm,
             size,
             store,
@@ -1695,10 +1731,14 @@ fn emit_memory(
 }
 
 /// The out-of-line part of a chained access ([`ChainMiss`]).
+// dynasm's dynamic registers expand to `.into()` conversions.
+#[allow(clippy::useless_conversion)]
 fn emit_chain_miss(a: &mut Asm, l: &Layout, m: &ChainMiss) {
     dynasm!(a ; .arch x64 ; =>m.full);
     let d = xd(l, m.rs1);
-    if m.rs1 == 0 {
+    if let Some(h) = m.rs1_host {
+        dynasm!(a ; .arch x64 ; mov rsi, Rq(h));
+    } else if m.rs1 == 0 {
         dynasm!(a ; .arch x64 ; xor esi, esi);
     } else {
         dynasm!(a ; .arch x64 ; mov rsi, QWORD [rdi + d]);
@@ -1714,6 +1754,8 @@ fn emit_chain_miss(a: &mut Asm, l: &Layout, m: &ChainMiss) {
 /// The slow path of a load or store (rsi holds the address): call the helper with the
 /// stack aligned (a block runs with rsp = 8 mod 16, as on entry to a function), then
 /// resume, or bail when the helper reports a fault or device.
+// dynasm's dynamic registers expand to `.into()` conversions.
+#[allow(clippy::useless_conversion)]
 fn emit_slow_path(a: &mut Asm, l: &Layout, s: &SlowPath) {
     let store = is_store(s.op);
     let size = s.size;
@@ -1727,6 +1769,10 @@ fn emit_slow_path(a: &mut Asm, l: &Layout, s: &SlowPath) {
     if float_memory(s.op) && store {
         let d = fd(l, s.rs2);
         dynasm!(a ; .arch x64 ; mov rdx, QWORD [rdi + d]);
+        dynasm!(a ; .arch x64 ; mov ecx, size);
+        call_keeping_cache(a, l.store_helper);
+    } else if let (true, Some(h)) = (store, s.rs2_host) {
+        dynasm!(a ; .arch x64 ; mov rdx, Rq(h));
         dynasm!(a ; .arch x64 ; mov ecx, size);
         call_keeping_cache(a, l.store_helper);
     } else if store {
