@@ -2622,6 +2622,51 @@ fn a_loop_in_one_block_rewrites_its_own_head() {
     }
 }
 
+/// A block whose AMO (a helper call) rewrites the block's own first instruction, in the
+/// pass before the last: the helper moves the code epoch (a store to a protected page), and
+/// when the loop comes back to the block through its links, without the dispatcher, the
+/// block must find its slot behind the new epoch and compare its code. Blocks keep the
+/// epoch in a host register, which `x64::call` loads again after every helper; with the
+/// register left as it was, the block would run its old code.
+#[test]
+fn an_amo_rewriting_its_block_is_seen_through_the_links() {
+    let old = addi(10, 10, 1);
+    let new = addi(10, 10, 100);
+    // x6: where the AMO stores (data, then the head); x5: what (old bits, then new);
+    // x7: passes left.
+    let body = [
+        auipc(11, 0),
+        addi(11, 11, 8),
+        // head:
+        old,
+        amo(AMO_SWAP, 2, 0, 6, 5),
+        addi(7, 7, -1),
+        bne(7, 9, 12),
+        addi(6, 11, 0),
+        addi(5, 8, 0),
+        bne(7, 13, -24),
+        wfi(),
+    ];
+    for mixed in [false, true] {
+        let mut p = code_page(mixed);
+        p.set_x(5, old as u64);
+        p.set_x(6, DATA);
+        p.set_x(7, 10);
+        p.set_x(8, new as u64);
+        p.set_x(9, 1);
+        p.set_x(13, u64::MAX);
+        p.both(|vm| vm.put32(CODE, &body));
+        let ctx = format!("an AMO rewriting its block, mixed page: {mixed}");
+        p.run_to_wfi(&ctx);
+        assert_eq!(
+            p.jit.x(10),
+            10 + 100,
+            "{ctx}: passes 1-10 add 1, the last 100"
+        );
+        assert!(p.jit.hart.translated_blocks() > 0, "{ctx}");
+    }
+}
+
 /// A block linked to from another one is rewritten: its stale translation is left once,
 /// and the link goes to the new translation from then on (not through the stale block and
 /// the dispatcher at every pass).
@@ -3374,6 +3419,59 @@ fn a_chained_load_into_the_next_page_uses_the_unwritten_base() {
     assert_eq!(p.jit.x(13), sum, "the first loads' sum");
     assert_eq!(p.jit.x(14), x, "the second loads' xor");
     assert!(p.jit.hart.translated_blocks() > 0);
+}
+
+/// Two loads through one base register with integer instructions between them: chained
+/// (`x64::keeps_chain`) when those leave the base alone, crossing into the next page at
+/// one iteration; not when one of them moves the base (the second load then reads where
+/// the moved base points, not where the first's address says).
+#[test]
+fn loads_chain_across_instructions_that_keep_their_base() {
+    for moves_base in [false, true] {
+        let mut p = Pair::new();
+        p.set_x(21, DATA);
+        p.set_x(22, DATA + DATA_LEN as u64 - 24);
+        p.set_x(23, DATA + DATA_LEN as u64);
+        p.set_x(20, DATA);
+        let between = if moves_base {
+            addi(20, 20, 8)
+        } else {
+            addi(15, 20, 8)
+        };
+        let code = vec![
+            sd(20, 20, 0),
+            addi(20, 20, 8),
+            bne(20, 23, -8),
+            addi(20, 21, -8),
+            // Walk: (x20, x20 + 8 or + 16), from (DATA, ...) on.
+            addi(20, 20, 8),
+            ld(11, 20, 0),
+            add(13, 13, 11),
+            between,
+            ld(12, 20, 8),
+            xor(14, 14, 12),
+            bltu(20, 22, -24),
+            wfi(),
+        ];
+        p.both(|vm| vm.code(&code));
+        p.run_to_wfi("loads chained across integer instructions");
+        // The program, with each doubleword holding its address.
+        let (mut x20, mut sum, mut x) = (DATA - 8, 0u64, 0u64);
+        loop {
+            x20 += 8;
+            sum = sum.wrapping_add(x20);
+            if moves_base {
+                x20 += 8;
+            }
+            x ^= x20 + 8;
+            if x20 >= DATA + DATA_LEN as u64 - 24 {
+                break;
+            }
+        }
+        assert_eq!(p.jit.x(13), sum, "moves_base {moves_base}: the first loads");
+        assert_eq!(p.jit.x(14), x, "moves_base {moves_base}: the second loads");
+        assert!(p.jit.hart.translated_blocks() > 0);
+    }
 }
 
 #[test]

@@ -48,15 +48,17 @@ pub(crate) use table::{Jit, MonitorView, MAX_BLOCK_BYTES, MAX_INSNS, MONITORED, 
 /// `Hart::jit_cold` outside a block not translated yet.
 pub(crate) const NOT_COLD: u64 = u64::MAX;
 
-// The way into translated code: `vcpu_jit_enter(hart, code, ram)` keeps rbx and r12-r15
-// (callee-saved; blocks cache guest registers in r14 and r15: `emit`), loads rbx with
+// The way into translated code: `vcpu_jit_enter(hart, code, ram)` keeps rbx, rbp and
+// r12-r15 (callee-saved; blocks cache guest registers in r14 and r15: `emit`), loads rbp
+// with the code epoch (`Hart::jit_code_epoch`, at [`JIT_CODE_EPOCH`], which each block
+// compares its epoch slot with at entry: `guard`; helper calls load it again), rbx with
 // `ram` (the host address of guest RAM, which every block's loads and stores add to a RAM
 // offset: `x64::emit_memory`), r12 with the budget
 // (`Hart::jit_budget`, at [`JIT_BUDGET`] in the hart, which blocks count down in r12: no
 // memory round trip from one block to the next) and r13 with the CTR log's pointer
 // (`ctr::log::CtrLog::at`, at [`CTR_LOG_AT`], which blocks move on in r13), calls the
-// block at `code` with the hart in rdi and rsp = 8 mod 16 as at any function entry (five
-// pushes), stores r12 and r13 back in the hart (blocks leave rdi as they found it) and
+// block at `code` with the hart in rdi and rsp = 8 mod 16 as at any function entry (six
+// pushes and 8 bytes), stores r12 and r13 back in the hart (blocks leave rdi as they found it) and
 // returns the block's value.
 #[cfg(target_arch = "x86_64")]
 std::arch::global_asm!(
@@ -68,12 +70,17 @@ std::arch::global_asm!(
     "push r13",
     "push r14",
     "push r15",
+    "push rbp",
+    "sub rsp, 8",
     "mov rbx, rdx",
+    "mov rbp, [rdi + {epoch}]",
     "mov r12, [rdi + {budget}]",
     "mov r13, [rdi + {at}]",
     "call rsi",
     "mov [rdi + {budget}], r12",
     "mov [rdi + {at}], r13",
+    "add rsp, 8",
+    "pop rbp",
     "pop r15",
     "pop r14",
     "pop r13",
@@ -82,6 +89,7 @@ std::arch::global_asm!(
     "ret",
     budget = const JIT_BUDGET,
     at = const CTR_LOG_AT,
+    epoch = const JIT_CODE_EPOCH,
 );
 
 #[cfg(target_arch = "x86_64")]
@@ -104,6 +112,10 @@ pub(super) const CTR_LOG_AT: i32 = (std::mem::offset_of!(Hart, ctr_log)
 
 /// Displacement from the hart of `Hart::jit_budget`, which blocks hold in r12.
 const JIT_BUDGET: i32 = std::mem::offset_of!(Hart, jit_budget) as i32;
+
+/// Displacement from the hart of `Hart::jit_code_epoch`, which blocks hold in rbp (loaded
+/// again after every helper call, which may move it: `x64::call`).
+pub(super) const JIT_CODE_EPOCH: i32 = std::mem::offset_of!(Hart, jit_code_epoch) as i32;
 
 /// The most cycles of the cost model a monitored block of `insns` can add when it runs
 /// whole (`Block::cycles`): its page's fetch and each instruction's most

@@ -177,11 +177,15 @@ enum Event {
 /// at CTR state (see [`call_draining`]).
 fn call(a: &mut Asm, f: usize) {
     let f = f as i64;
+    // The helper may have moved the code epoch (a store to a protected page), which blocks
+    // hold in rbp (`super::vcpu_jit_enter`).
+    let epoch = super::JIT_CODE_EPOCH;
     dynasm!(a ; .arch x64
         ; push rdi
         ; mov rax, QWORD f
         ; call rax
         ; pop rdi
+        ; mov rbp, QWORD [rdi + epoch]
     );
     // r8-r11 are caller-saved, and the helper may have written guest registers (r14 and
     // r15 it keeps, but what they held may be stale).
@@ -598,14 +602,18 @@ fn ctr_record(a: &mut Asm, l: &Layout, from: u64, t: u8, to: Target, links: &mut
 // dynasm's dynamic registers expand to `.into()` conversions.
 #[allow(clippy::useless_conversion)]
 fn tlb_lookup(a: &mut Asm, [va, out, idx]: [u8; 3], ctx: i32, array: i32, miss: DynamicLabel) {
-    let mask = (crate::mmu::TLB_SIZE - 1) as i32;
+    // Entries are 16 bytes: slot * 16 = (va >> 8) & mask (as in `data_lookup`).
+    let mask = ((crate::mmu::TLB_SIZE - 1) << 4) as i32;
     let off = array + 8;
+    if std::arch::is_x86_feature_detected!("bmi2") {
+        dynasm!(a ; .arch x64 ; rorx Rd(idx), Rd(va), 8);
+    } else {
+        dynasm!(a ; .arch x64 ; mov Rd(idx), Rd(va) ; shr Rd(idx), 8);
+    }
     dynasm!(a ; .arch x64
+        ; and Rd(idx), mask
         ; mov Rq(out), Rq(va)
         ; shr Rq(out), 12
-        ; mov Rd(idx), Rd(out)
-        ; and Rd(idx), mask
-        ; shl Rd(idx), 4
         ; or Rq(out), QWORD [rdi + ctx]
         ; cmp Rq(out), QWORD [rdi + Rq(idx) + array]
         ; jne =>miss
@@ -622,9 +630,13 @@ fn data_lookup(a: &mut Asm, ctx: i32, array: i32, size: i32, miss: DynamicLabel)
     // Entries are 16 bytes (as in `tlb_lookup`): slot * 16 = (va >> 8) & mask.
     let mask = ((crate::mmu::TLB_SIZE - 1) << 4) as i32;
     let (last, off) = (size - 1, array + 8);
+    // With BMI2 one RORX copies and shifts (the bits it rotates in at the top are masked).
+    if std::arch::is_x86_feature_detected!("bmi2") {
+        dynasm!(a ; .arch x64 ; rorx edx, esi, 8);
+    } else {
+        dynasm!(a ; .arch x64 ; mov edx, esi ; shr edx, 8);
+    }
     dynasm!(a ; .arch x64
-        ; mov edx, esi
-        ; shr edx, 8
         ; and edx, mask
         ; lea rax, [rsi + last]
         ; shr rax, 12
@@ -764,8 +776,42 @@ struct Chain {
     k: i32,
 }
 
+/// Whether instruction `i`, between two accesses through base register `base`, keeps their
+/// chain: an instruction [`emit_alu`] translates (it computes in the caching registers
+/// only, leaving rax and rsi, the first access's RAM offset and address, as they are) that
+/// does not write the base.
+fn keeps_chain(i: &Insn, base: u8) -> bool {
+    use Op::*;
+    matches!(
+        i.op,
+        Add | Sub
+            | Xor
+            | Or
+            | And
+            | Addw
+            | Subw
+            | Mul
+            | Mulw
+            | Addi
+            | Xori
+            | Ori
+            | Andi
+            | Slli
+            | Srli
+            | Srai
+            | Addiw
+            | Slliw
+            | Srliw
+            | Sraiw
+            | Lui
+            | Auipc
+    ) && i.rd != base
+        && (i.rd == X0_SINK || (1..32).contains(&i.rd))
+}
+
 impl Chain {
-    /// The chain from `first` to `second` (consecutive instructions of a block), if any.
+    /// The chain from `first` to `second` (the next access of the block, with only
+    /// instructions that keep it between them: [`keeps_chain`]), if any.
     fn between(first: &Insn, second: &Insn) -> Option<Chain> {
         if !is_memory(first.op)
             || !is_memory(second.op)
@@ -923,14 +969,14 @@ fn assemble_carrying(
     // The block's code is known intact while its epoch slot holds the hart's code epoch
     // (`super::guard`); otherwise it is compared at `recheck`. A block on a mixed page (no
     // slot) compares it here, at every entry.
+    // The epoch is in rbp (`super::vcpu_jit_enter`, and after each helper call: [`call`]).
     let (epoch, slot) = (l.code_epoch, plan.epoch_slot as i64);
     let guarded = slot != 0;
     let recheck = a.new_dynamic_label();
     if guarded {
         dynasm!(a ; .arch x64
-            ; mov rax, QWORD [rdi + epoch]
             ; mov rdx, QWORD slot
-            ; cmp QWORD [rdx], rax
+            ; cmp QWORD [rdx], rbp
             ; jne =>recheck
         );
     } else {
@@ -973,20 +1019,29 @@ fn assemble_carrying(
     let monitored = plan.monitored;
     let fetch = |a: &mut Asm| monitor_fetch(a, l, start_pc(plan));
     let mut fp = FloatState::default();
-    // Chains between consecutive accesses (`Chain`); in a monitored block not from the
-    // first instruction, whose fetch report comes between.
-    let chains: Vec<Option<Chain>> = plan
-        .insns
-        .windows(2)
-        .enumerate()
-        .map(|(k, w)| {
-            if monitored && k == 0 {
-                None
-            } else {
-                Chain::between(&w[0].1, &w[1].1)
+    // Chains (`Chain`) from each access to the next, across instructions that keep them
+    // ([`keeps_chain`]); in a monitored block not from the first instruction, whose fetch
+    // report comes between. `chains[k]`: the chain from access k, and the access it leads
+    // to.
+    let mut chains: Vec<Option<(Chain, usize)>> = vec![None; plan.insns.len()];
+    for (j, (_, first)) in plan.insns.iter().enumerate() {
+        if !is_memory(first.op) || (monitored && j == 0) {
+            continue;
+        }
+        for (m, (_, next)) in plan.insns.iter().enumerate().skip(j + 1) {
+            if is_memory(next.op) {
+                chains[j] = Chain::between(first, next).map(|c| (c, m));
+                break;
             }
-        })
-        .collect();
+            if !keeps_chain(next, first.rs1) {
+                break;
+            }
+        }
+    }
+    let mut chained_from: Vec<Option<Chain>> = vec![None; plan.insns.len()];
+    for &(c, m) in chains.iter().flatten() {
+        chained_from[m] = Some(c);
+    }
     let mut misses = Vec::new();
     // Where each guest register is read next, from each instruction on (the register
     // cache's choice of register to reuse: `super::emit::RegCache::victim`).
@@ -1049,10 +1104,7 @@ fn assemble_carrying(
                 };
                 (range, label)
             });
-            let chain = (
-                k.checked_sub(1).and_then(|j| chains[j]),
-                chains.get(k).copied().flatten(),
-            );
+            let chain = (chained_from[k], chains[k].map(|(c, _)| c));
             a.side_exits(lazy);
             emit_memory(
                 a,
