@@ -660,15 +660,16 @@ fn jump_indirect(a: &mut Asm, l: &Layout) {
     let miss = a.new_dynamic_label();
     tlb_lookup(a, [RAX, RSI, RCX], fctx, fetch, miss);
     // The slot (`super::Jit::slot`): where the block's kind starts is part of the constant.
+    // Entries are 32 bytes: slot * 32 = (offset << 4) & (mask << 5), in 32 bits (the
+    // offset's bits 1-18 are those the mask keeps).
     let start = table + 32 * super::Jit::kind_slots(l.kind) as i64;
+    let mask = mask << 5;
     dynasm!(a ; .arch x64
-        ; mov rdx, rsi
-        ; shr rdx, 1
+        ; mov edx, esi
+        ; shl edx, 4
         ; and edx, mask
-        ; shl rdx, 5
         ; mov rcx, QWORD start
-        ; add rcx, rdx
-        ; cmp rax, QWORD [rcx]
+        ; cmp rax, QWORD [rcx + rdx]
         ; jne =>miss
     );
     // The key: the RAM offset with the kind's bits (one or two, as a rule) set.
@@ -679,9 +680,9 @@ fn jump_indirect(a: &mut Asm, l: &Layout) {
         bits &= bits - 1;
     }
     dynasm!(a ; .arch x64
-        ; cmp rsi, QWORD [rcx + 8]
+        ; cmp rsi, QWORD [rcx + rdx + 8]
         ; jne =>miss
-        ; mov rcx, QWORD [rcx + 16]
+        ; mov rcx, QWORD [rcx + rdx + 16]
         ; test rcx, rcx
         ; jz =>miss
         ; jmp rcx
@@ -1687,8 +1688,13 @@ fn emit_memory(
             ; shr rdx, 12
             ; jnz =>full
         );
+        // Only a monitored block's model probes read the address in rsi after a chained
+        // access (a chain's miss forms it again from the base).
         if c.d != 0 {
-            dynasm!(a ; .arch x64 ; add rax, c.d ; add rsi, c.d);
+            dynasm!(a ; .arch x64 ; add rax, c.d);
+            if monitored {
+                dynasm!(a ; .arch x64 ; add rsi, c.d);
+            }
         }
         a.join(done);
         misses.push(ChainMiss {
@@ -1891,7 +1897,10 @@ fn emit_terminal(
         Jalr => {
             get_rax(a, l, i.rs1);
             let imm = i.imm;
-            dynasm!(a ; .arch x64 ; add rax, imm ; and rax, -2);
+            if imm != 0 {
+                dynasm!(a ; .arch x64 ; add rax, imm);
+            }
+            dynasm!(a ; .arch x64 ; and rax, -2);
             if i.rd != X0_SINK {
                 dynasm!(a ; .arch x64 ; mov rcx, QWORD link as i64);
                 put(a, l, RCX, i.rd);
