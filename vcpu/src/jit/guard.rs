@@ -37,8 +37,16 @@ fn bit(words: &[u64], i: u64) -> bool {
         .is_some_and(|w| w >> (i % 64) & 1 != 0)
 }
 
-/// Epoch slots per allocation (their addresses must never move: blocks hold them).
-const SLOTS: usize = 4096;
+/// Epoch slots per page of the code region (`super::region::Region::take_page`).
+const SLOTS: usize = 4096 / 8;
+
+/// A block's epoch slot: its addresses in the code region's execute view (where the block
+/// reads it, RIP-relative) and write view (where it and `super::jit_code_checked` write it).
+#[derive(Clone, Copy)]
+pub(crate) struct Slot {
+    pub(crate) exec: usize,
+    pub(crate) write: usize,
+}
 
 /// The protected pages and the blocks' epoch slots of one hart.
 #[derive(Default)]
@@ -50,10 +58,11 @@ pub(crate) struct CodeGuard {
     /// How often each page was unprotected, up to [`MIXED_AFTER`] (a byte per page: 0.025%
     /// of the RAM's size, allocated zeroed and so taken from the host only where written).
     unprotected: Vec<u8>,
-    /// The blocks' slots, allocated in fixed-size boxes so that none ever moves.
-    slots: Vec<Box<[u64; SLOTS]>>,
-    /// The next free slot.
-    next: usize,
+    /// The page of the code region the next slots come from (its execute and write
+    /// addresses), and how many of its slots are given out. Slots never move: they go
+    /// with the blocks, when the region is emptied.
+    page: Option<(usize, usize)>,
+    taken: usize,
 }
 
 impl CodeGuard {
@@ -125,21 +134,28 @@ impl CodeGuard {
         }
     }
 
-    /// A new block's epoch slot, holding `epoch`: its address, stable until [`CodeGuard::reset_slots`].
-    pub(crate) fn slot(&mut self, epoch: u64) -> *mut u64 {
-        let (k, i) = (self.next / SLOTS, self.next % SLOTS);
-        if k == self.slots.len() {
-            self.slots.push(Box::new([0; SLOTS]));
+    /// A new block's epoch slot, holding `epoch`, in a page of `region` (stable until
+    /// [`CodeGuard::reset_slots`]); `None` when the region has no page left.
+    pub(super) fn slot(&mut self, epoch: u64, region: &mut super::region::Region) -> Option<Slot> {
+        if self.page.is_none() || self.taken == SLOTS {
+            self.page = Some(region.take_page()?);
+            self.taken = 0;
         }
-        self.next += 1;
-        let slot = &mut self.slots[k][i];
-        *slot = epoch;
-        slot
+        let (exec, write) = self.page?;
+        let slot = Slot {
+            exec: exec + 8 * self.taken,
+            write: write + 8 * self.taken,
+        };
+        self.taken += 1;
+        // SAFETY: a slot of a page the region gave this guard (`take_page`), in its write
+        // view, aligned, which no block holds yet.
+        unsafe { (slot.write as *mut u64).write(epoch) };
+        Some(slot)
     }
 
-    /// Every block is gone: their slots may be given out again.
+    /// Every block is gone (the region was emptied): their slots may be given out again.
     pub(crate) fn reset_slots(&mut self) {
-        self.next = 0;
+        self.page = None;
     }
 }
 

@@ -629,20 +629,23 @@ impl Hart {
                 self.ctr_log.ensure();
             }
             let jit = self.jit.as_deref_mut().expect("translating without a JIT");
-            if jit.region.next(MAX_BLOCK_BYTES).is_none() {
+            // Room for the block and a page of epoch slots (`guard`), which comes first.
+            if jit.region.next(MAX_BLOCK_BYTES + 2 * 4096).is_none() {
                 jit.clear();
             }
+            // The code was read just now: intact at the current epoch (`guard`). A block
+            // on a mixed page has no slot: it compares its bytes at every entry.
+            let slot = if jit.guard.mixed(off >> 12) {
+                None
+            } else {
+                jit.guard.slot(self.jit_code_epoch, &mut jit.region)
+            };
+            plan.epoch_slot = slot.map_or(0, |s| s.write);
+            plan.epoch_slot_exec = slot.map_or(0, |s| s.exec);
             let at = jit
                 .region
                 .next(MAX_BLOCK_BYTES)
                 .expect("empty JIT region too small");
-            // The code was read just now: intact at the current epoch (`guard`). A block
-            // on a mixed page has no slot: it compares its bytes at every entry.
-            plan.epoch_slot = if jit.guard.mixed(off >> 12) {
-                0
-            } else {
-                jit.guard.slot(self.jit_code_epoch) as usize
-            };
             if let Some(code) = x64::assemble(&mut jit.scratch, at, plan, &layout) {
                 let len = code.len();
                 if len <= MAX_BLOCK_BYTES {
@@ -733,6 +736,7 @@ impl Hart {
             code_host: self.ram.host_addr(off),
             check,
             epoch_slot: 0,
+            epoch_slot_exec: 0,
             monitored,
             cycles: 0,
         }

@@ -367,6 +367,25 @@ impl Region {
     pub fn clear(&mut self) {
         self.used = 0;
     }
+
+    /// Takes the next whole page of the region for data that blocks read where they run
+    /// (their epoch slots: `super::guard`): a page without code, so that writing it
+    /// never touches a page the processor fetches instructions from. Its addresses in the
+    /// execute view (within the region's size of every block: RIP-relative) and in the
+    /// write view; `None` when it does not fit. Its contents are left as they were.
+    pub fn take_page(&mut self) -> Option<(usize, usize)> {
+        const PAGE: usize = 4096;
+        let start = self.used.next_multiple_of(PAGE);
+        if start + PAGE > self.size {
+            return None;
+        }
+        self.populate(start + PAGE);
+        self.used = start + PAGE;
+        Some((
+            self.exec.as_ptr() as usize + start,
+            self.write.as_ptr() as usize + start,
+        ))
+    }
 }
 
 impl Drop for Region {

@@ -155,8 +155,10 @@ pub(crate) struct Plan {
     /// Code bytes to compare at entry when the block's epoch slot is behind the hart's code
     /// epoch (`super::guard`): (byte offset, size 2/4/8, value).
     pub(super) check: Vec<(u32, u8, u64)>,
-    /// The block's epoch slot (`super::guard::CodeGuard::slot`).
+    /// The block's epoch slot (`super::guard::CodeGuard::slot`): its address in the code
+    /// region's write view, or 0 (none: a mixed page), and in its execute view.
     pub(super) epoch_slot: usize,
+    pub(super) epoch_slot_exec: usize,
     /// Report the performance monitor's events (a monitored block), and its most cycles
     /// (`super::most_cycles`).
     pub(super) monitored: bool,

@@ -975,11 +975,20 @@ fn assemble_carrying(
     let guarded = slot != 0;
     let recheck = a.new_dynamic_label();
     if guarded {
-        dynasm!(a ; .arch x64
-            ; mov rdx, QWORD slot
-            ; cmp QWORD [rdx], rbp
-            ; jne =>recheck
-        );
+        // The slot is in a page of the code region: `cmp [rip + disp32], rbp` (REX.W 39 /r,
+        // ModRM 00 101 101: 7 bytes) where it is in reach, as in a region of up to 2 GiB.
+        let after = base as i64 + a.offset().0 as i64 + 7;
+        match i32::try_from((plan.epoch_slot_exec as i64).wrapping_sub(after)) {
+            Ok(disp) if plan.epoch_slot_exec != 0 => {
+                a.extend([0x48, 0x39, 0x2d]);
+                a.extend(disp.to_le_bytes());
+            }
+            _ => dynasm!(a ; .arch x64
+                ; mov rdx, QWORD slot
+                ; cmp QWORD [rdx], rbp
+            ),
+        }
+        dynasm!(a ; .arch x64 ; jne =>recheck);
     } else {
         emit_code_check(a, plan, code_off, invalid);
     }
