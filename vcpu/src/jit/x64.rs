@@ -1485,6 +1485,20 @@ fn emit_alu(a: &mut Asm, l: &Layout, pc: u64, i: &Insn) -> bool {
     };
     let h = a.assign(i.rd);
     let imm = i.imm;
+    // An immediate form on x0 (LI, and the like) is a constant: 0 op imm.
+    if reg_imm && s1 == Src::Zero {
+        let v = match i.op {
+            Addi | Xori | Ori | Addiw => imm,
+            _ => 0, // ANDI and the shifts of 0
+        };
+        if v == 0 {
+            dynasm!(a ; .arch x64 ; xor Rd(h), Rd(h));
+        } else {
+            dynasm!(a ; .arch x64 ; mov Rq(h), v);
+        }
+        a.set_dirty(h, true);
+        return true;
+    }
     match i.op {
         Lui | Auipc => {
             let v = if i.op == Lui {
