@@ -1,6 +1,7 @@
 //! The record log of translated code: where blocks write the common record (a jump or
 //! branch of a type the current mode records, RASEMU off, CCV = 1: `Hart::ctr_fast_mask`)
-//! as two stores (three for an indirect jump) and a pointer bump, leaving the buffer's
+//! as two stores (three for an indirect jump: [`RawRecord`]) and a pointer bump, leaving
+//! the buffer's
 //! bookkeeping (Smctr 2.5 "sctrstatus": WRPTR; 6.3 "Cycle Counting": the cycle count, its
 //! encoding, CCV) to [`crate::Hart::ctr_drain`], which moves the log into the buffer before
 //! anything else looks at CTR state: when translated code returns to the interpreter, and
@@ -20,23 +21,38 @@
 //! it there before calling a helper that may drain the log) and counts nothing: a drain
 //! counts the records from the pointer's move since the last drain, which gives their
 //! number modulo the ring, and from a mark the last drain left in the newest record (its
-//! `info` [`UNWRITTEN`]), which translated code overwrites only after a whole ring of
+//! `site` [`UNWRITTEN`]), which translated code overwrites only after a whole ring of
 //! records. Since the ring is a multiple of every depth (Smctr 2.6 "sctrdepth": 16 to 256
 //! entries), a number of records known modulo the ring and known to be more than DEPTH + 1
 //! is all the drain needs: WRPTR moves on by it modulo DEPTH.
 
 /// One record as translated code writes it (aligned to its size: the ring is a whole
-/// number of records from the start of its allocation). A direct jump or branch, whose
-/// target is a fixed offset from its source, is written as two constants (one 16-byte
-/// store: `source` and `info`) and the budget; an indirect one (JALR) adds its target.
+/// number of records from the start of its allocation): the site of the transfer, a
+/// constant of the block ([`CtrLog::site`]: its source and what [`LogRecord::info`]
+/// says), and the budget; an indirect transfer (JALR) adds its target. Three stores (one
+/// of a 32-bit immediate) and the pointer's move: a record in 3 host instructions.
 #[repr(C, align(32))]
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct RawRecord {
+    /// The site's number ([`CtrLog::site`]); [`UNWRITTEN`] in the record a drain left.
+    pub(crate) site: u64,
+    /// The run's budget left at the transfer (`Hart::jit_budget`): its clock is
+    /// `Hart::jit_clock` less this.
+    pub(crate) budget: u64,
+    /// The target (`ctrtarget`) of an indirect transfer (not written for a direct one).
+    pub(crate) indirect: u64,
+    _pad: u64,
+}
+
+/// A record as a drain reads it ([`Taken::get`]): the raw record with its site's source
+/// and `info`.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct LogRecord {
     /// The source pc (`ctrsource` without V).
     pub(crate) source: u64,
     /// The transfer type (Smctr table 10) in bits 32-39, and where the target is: as a
     /// signed offset from the source in bits 0-31, or with [`INDIRECT`] set in
-    /// [`LogRecord::indirect`]. [`UNWRITTEN`] in the record a drain left.
+    /// [`LogRecord::indirect`].
     pub(crate) info: u64,
     /// The run's budget left at the transfer (`Hart::jit_budget`): its clock is
     /// `Hart::jit_clock` less this.
@@ -75,9 +91,9 @@ impl LogRecord {
     }
 }
 
-/// The [`LogRecord::info`] a drain leaves in the newest record it took: no transfer type
-/// (they are below 16), so that the next drain sees whether translated code came round to
-/// it (every record writes `info`).
+/// The [`RawRecord::site`] a drain leaves in the newest record it took: no site (their
+/// numbers are below 2^31, the immediates translated code stores), so that the next drain
+/// sees whether translated code came round to it (every record writes `site`).
 const UNWRITTEN: u64 = u64::MAX;
 
 /// Records the ring holds: more than the deepest buffer (256) and one before it, the only
@@ -86,12 +102,12 @@ const UNWRITTEN: u64 = u64::MAX;
 /// aligned to its size).
 pub(crate) const LOG_RECORDS: usize = 2048;
 /// The ring's size in bytes.
-const LOG_BYTES: usize = LOG_RECORDS * std::mem::size_of::<LogRecord>();
+const LOG_BYTES: usize = LOG_RECORDS * std::mem::size_of::<RawRecord>();
 const _: () = assert!(LOG_RECORDS > 256 + 1 && LOG_RECORDS.is_multiple_of(256));
 const _: () = assert!(LOG_BYTES == 1 << 16);
 /// What translated code adds to the low 16 bits of the pointer (`add r13w`), which wraps it
 /// within the ring.
-pub(crate) const LOG_STEP: i16 = std::mem::size_of::<LogRecord>() as i16;
+pub(crate) const LOG_STEP: i16 = std::mem::size_of::<RawRecord>() as i16;
 
 /// The log (allocated when the first block that writes to it is translated).
 #[derive(Debug, Default)]
@@ -101,14 +117,20 @@ pub(crate) struct CtrLog {
     pub(crate) at: u64,
     /// [`CtrLog::at`] at the last [`CtrLog::take`].
     since: u64,
-    records: Option<Box<[LogRecord]>>,
+    records: Option<Box<[RawRecord]>>,
+    /// The sites records name: each a source and an `info` ([`LogRecord`]), numbered as
+    /// translation met them, for as long as the hart lives (a transfer's site is the same
+    /// for every translation of its instruction), and their numbers.
+    sites: Vec<(u64, u64)>,
+    site_numbers: std::collections::HashMap<(u64, u64), u32>,
 }
 
 /// The records of one [`CtrLog::take`]: `len` of them (the number written, or more than a
 /// ring and as many modulo the ring), of which the last [`LOG_RECORDS`] can be read. When
 /// dropped, it marks the newest record (see the module's text).
 pub(crate) struct Taken<'a> {
-    ring: &'a mut [LogRecord],
+    ring: &'a mut [RawRecord],
+    sites: &'a [(u64, u64)],
     /// Ring index of the oldest record taken (modulo the ring).
     first: usize,
     len: usize,
@@ -120,8 +142,15 @@ impl Taken<'_> {
     }
 
     /// Record `i` (0 the oldest); `i` must be at least `len` - [`LOG_RECORDS`].
-    pub(crate) fn get(&self, i: usize) -> &LogRecord {
-        &self.ring[(self.first + i) % LOG_RECORDS]
+    pub(crate) fn get(&self, i: usize) -> LogRecord {
+        let r = &self.ring[(self.first + i) % LOG_RECORDS];
+        let (source, info) = self.sites.get(r.site as usize).copied().unwrap_or_default();
+        LogRecord {
+            source,
+            info,
+            budget: r.budget,
+            indirect: r.indirect,
+        }
     }
 }
 
@@ -129,7 +158,7 @@ impl Drop for Taken<'_> {
     fn drop(&mut self) {
         if !self.ring.is_empty() {
             let newest = (self.first + self.len + LOG_RECORDS - 1) % LOG_RECORDS;
-            self.ring[newest].info = UNWRITTEN;
+            self.ring[newest].site = UNWRITTEN;
         }
     }
 }
@@ -138,36 +167,51 @@ impl CtrLog {
     /// Allocate the ring (inside an allocation large enough to align it).
     pub(crate) fn ensure(&mut self) {
         if self.records.is_none() {
-            let records = vec![LogRecord::default(); 2 * LOG_RECORDS].into_boxed_slice();
+            let records = vec![RawRecord::default(); 2 * LOG_RECORDS].into_boxed_slice();
             let align = LOG_BYTES as u64;
             self.at = (records.as_ptr() as u64).div_ceil(align) * align;
             self.since = self.at;
             self.records = Some(records);
             // Nothing written: the record before the first is the newest taken.
-            self.ring_mut()[LOG_RECORDS - 1].info = UNWRITTEN;
+            self.ring_mut()[LOG_RECORDS - 1].site = UNWRITTEN;
         }
+    }
+
+    /// The number of the site of a transfer from `source` with `info` ([`LogRecord`]), which
+    /// translated code stores in its records as a sign-extended 32-bit immediate.
+    pub(crate) fn site(&mut self, source: u64, info: u64) -> u32 {
+        let n = self.sites.len() as u32;
+        let number = *self.site_numbers.entry((source, info)).or_insert(n);
+        if number == n {
+            self.sites.push((source, info));
+        }
+        debug_assert!(
+            number < 1 << 31,
+            "site numbers are sign-extended immediates"
+        );
+        number
     }
 
     /// Ring index of the record at host address `at`.
     fn index(at: u64) -> usize {
-        (at as usize & (LOG_BYTES - 1)) / std::mem::size_of::<LogRecord>()
+        (at as usize & (LOG_BYTES - 1)) / std::mem::size_of::<RawRecord>()
     }
 
     /// Where the ring starts in the allocation, in records (0 before [`CtrLog::ensure`]).
-    fn skip(&self, r: &[LogRecord]) -> usize {
+    fn skip(&self, r: &[RawRecord]) -> usize {
         let start = self.at as usize & !(LOG_BYTES - 1);
-        (start - r.as_ptr() as usize) / std::mem::size_of::<LogRecord>()
+        (start - r.as_ptr() as usize) / std::mem::size_of::<RawRecord>()
     }
 
     /// The ring (empty before [`CtrLog::ensure`]).
-    fn ring(&self) -> &[LogRecord] {
+    fn ring(&self) -> &[RawRecord] {
         match &self.records {
             Some(r) => &r[self.skip(r)..][..LOG_RECORDS],
             None => &[],
         }
     }
 
-    fn ring_mut(&mut self) -> &mut [LogRecord] {
+    fn ring_mut(&mut self) -> &mut [RawRecord] {
         let skip = self.records.as_deref().map_or(0, |r| self.skip(r));
         match &mut self.records {
             Some(r) => &mut r[skip..][..LOG_RECORDS],
@@ -179,7 +223,7 @@ impl CtrLog {
     /// of records or more since then.
     fn came_round(&self) -> bool {
         let newest = (Self::index(self.since) + LOG_RECORDS - 1) % LOG_RECORDS;
-        self.ring().get(newest).is_some_and(|r| r.info != UNWRITTEN)
+        self.ring().get(newest).is_some_and(|r| r.site != UNWRITTEN)
     }
 
     /// Whether translated code has written records since the last [`CtrLog::take`] (before
@@ -192,13 +236,19 @@ impl CtrLog {
 
     /// The records written since the last call; the log starts again empty.
     pub(crate) fn take(&mut self) -> Taken<'_> {
-        let size = std::mem::size_of::<LogRecord>();
+        let size = std::mem::size_of::<RawRecord>();
         let moved = (self.at.wrapping_sub(self.since) as usize & (LOG_BYTES - 1)) / size;
         let len = moved + if self.came_round() { LOG_RECORDS } else { 0 };
         let next = Self::index(self.at);
         self.since = self.at;
+        let skip = self.records.as_deref().map_or(0, |r| self.skip(r));
+        let ring = match &mut self.records {
+            Some(r) => &mut r[skip..][..LOG_RECORDS],
+            None => &mut [],
+        };
         Taken {
-            ring: self.ring_mut(),
+            ring,
+            sites: &self.sites,
             first: (next + LOG_RECORDS - len % LOG_RECORDS) % LOG_RECORDS,
             len,
         }
@@ -212,12 +262,15 @@ mod tests {
     /// What translated code does: write at `at` (a direct record), move `at` on and wrap
     /// it.
     fn write(log: &mut CtrLog, source: u64) {
+        let site = log.site(
+            source,
+            LogRecord::direct(source, source + 4, (source % 16) as u8),
+        );
         // SAFETY: `at` points into the ring.
         unsafe {
-            *(log.at as *mut LogRecord) = LogRecord {
-                source,
-                info: LogRecord::direct(source, source + 4, (source % 16) as u8),
-                ..LogRecord::default()
+            *(log.at as *mut RawRecord) = RawRecord {
+                site: site as u64,
+                ..RawRecord::default()
             };
         }
         let low = (log.at as u16).wrapping_add(LOG_STEP as u16);

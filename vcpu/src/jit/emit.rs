@@ -52,9 +52,9 @@ pub(super) struct RegCache {
     /// The held value is newer than the hart's copy (written by an integer instruction,
     /// to be written to the hart by [`Emitter::flush`] or when the register is reused).
     dirty: [bool; HOSTS.len()],
-    /// For each guest register, how far ahead in the block the next instruction reading it
-    /// is, from the instruction being emitted (0: that one; [`NOT_READ`]: none): the
-    /// register to reuse is the one read furthest ahead ([`RegCache::victim`]).
+    /// For each guest register, the index in the block of the next instruction reading it,
+    /// from the instruction being emitted on ([`NOT_READ`]: none): the register to reuse
+    /// is the one read furthest ahead ([`RegCache::victim`]).
     ahead: [u8; 32],
 }
 
@@ -101,7 +101,7 @@ impl RegCache {
             .unwrap_or(0)
     }
 
-    /// How far ahead each guest register is read next (see [`RegCache::ahead`]).
+    /// Where each guest register is read next (see [`RegCache::ahead`]).
     pub(super) fn set_ahead(&mut self, ahead: &[u8; 32]) {
         self.ahead = *ahead;
     }
@@ -181,6 +181,8 @@ impl RegCache {
 pub(crate) struct Scratch {
     pub(super) asm: Emitter,
     pub(super) code: Vec<u8>,
+    /// The last block's CTR record sites (`super::x64::Assembled`).
+    pub(super) ctr_sites: Vec<(usize, u64, u64)>,
 }
 
 impl Default for Scratch {
@@ -190,6 +192,7 @@ impl Default for Scratch {
             // instructions (exits and slow paths).
             asm: Emitter::new(4096, 8 * super::MAX_INSNS),
             code: Vec::with_capacity(4096),
+            ctr_sites: Vec::new(),
         }
     }
 }

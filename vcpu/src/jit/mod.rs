@@ -646,7 +646,13 @@ impl Hart {
                 .region
                 .next(MAX_BLOCK_BYTES)
                 .expect("empty JIT region too small");
-            if let Some(code) = x64::assemble(&mut jit.scratch, at, plan, &layout) {
+            if let Some(x64::Assembled { code, ctr_sites }) =
+                x64::assemble(&mut jit.scratch, at, plan, &layout)
+            {
+                for &(at, source, info) in ctr_sites {
+                    let site = self.ctr_log.site(source, info);
+                    code[at..at + 4].copy_from_slice(&site.to_le_bytes());
+                }
                 let len = code.len();
                 if len <= MAX_BLOCK_BYTES {
                     block.code = jit.region.push(code);

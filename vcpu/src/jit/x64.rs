@@ -28,7 +28,7 @@ use super::table::{Layout, Plan};
 use crate::decode::{Insn, Op, X0_SINK};
 
 type Asm = super::emit::Emitter;
-use super::emit::{Scratch, NOT_READ};
+use super::emit::{Pending, Scratch, NOT_READ};
 
 /// Displacement of integer register `r` from the hart pointer.
 fn xd(l: &Layout, r: u8) -> i32 {
@@ -143,9 +143,11 @@ struct Exits {
     carried: Carried,
     /// What the cache held at the jump back (filled in by [`exit_recording`]).
     back: Option<Carried>,
-    /// The constants of the block's inline CTR records (`ctr::log::LogRecord`'s `source`
-    /// and `info`), placed after its code ([`ctr_record`]).
-    ctr_consts: Vec<(DynamicLabel, u64, u64)>,
+    /// The sites of the block's inline CTR records (`ctr::log::CtrLog::site`: a source and
+    /// an `info`), and where their 32-bit immediates are ([`ctr_record`]), each emitted as
+    /// 0 and filled in with the site's number once the block is assembled
+    /// (`Scratch::ctr_sites`).
+    ctr_sites: Vec<(usize, u64, u64)>,
 }
 
 /// A block exit to the fixed address `pc`, going on as `next` says.
@@ -559,7 +561,7 @@ fn ctr_record(a: &mut Asm, l: &Layout, from: u64, t: u8, to: Target, links: &mut
         }
         return;
     }
-    use crate::ctr::log::{LogRecord, LOG_STEP};
+    use crate::ctr::log::{LogRecord, RawRecord, LOG_STEP};
     // The record goes to the log at r13 (`ctr/log.rs`): the source, and the type with the
     // target's offset from the source (or, for a JALR, the mark of a target given apart),
     // constants placed after the block's code and stored together with one 16-byte move;
@@ -574,23 +576,20 @@ fn ctr_record(a: &mut Asm, l: &Layout, from: u64, t: u8, to: Target, links: &mut
         }
         Target::Rax => LogRecord::indirect(t),
     };
-    let konst = a.new_dynamic_label();
-    links.ctr_consts.push((konst, from, info));
-    dynasm!(a ; .arch x64
-        ; movups xmm0, [=>konst]
-        ; movups [r13], xmm0
-        ; mov QWORD [r13 + 16], r12
-    );
+    // The site's number, a sign-extended 32-bit immediate: 0 here, filled in once the
+    // block is assembled (`Exits::ctr_sites`); it is the instruction's last 4 bytes.
+    dynasm!(a ; .arch x64 ; mov QWORD [r13], DWORD 0);
+    links.ctr_sites.push((a.offset().0 - 4, from, info));
+    dynasm!(a ; .arch x64 ; mov QWORD [r13 + 8], r12);
     if let Target::Rax = to {
-        dynasm!(a ; .arch x64 ; mov QWORD [r13 + 24], rax);
+        dynasm!(a ; .arch x64 ; mov QWORD [r13 + 16], rax);
     }
     dynasm!(a ; .arch x64 ; add r13w, BYTE LOG_STEP as i8);
     const _: () = {
-        assert!(std::mem::size_of::<LogRecord>() == 32);
-        assert!(std::mem::offset_of!(LogRecord, source) == 0);
-        assert!(std::mem::offset_of!(LogRecord, info) == 8);
-        assert!(std::mem::offset_of!(LogRecord, budget) == 16);
-        assert!(std::mem::offset_of!(LogRecord, indirect) == 24);
+        assert!(std::mem::size_of::<RawRecord>() == 32);
+        assert!(std::mem::offset_of!(RawRecord, site) == 0);
+        assert!(std::mem::offset_of!(RawRecord, budget) == 8);
+        assert!(std::mem::offset_of!(RawRecord, indirect) == 16);
     };
 }
 
@@ -925,14 +924,24 @@ pub(super) fn assemble<'s>(
     base: usize,
     plan: &Plan,
     l: &Layout,
-) -> Option<&'s [u8]> {
+) -> Option<Assembled<'s>> {
     let back = assemble_carrying(s, base, plan, l, &[])?;
     if let Some(carried) = back.filter(|c| !c.is_empty()) {
         if assemble_carrying(s, base, plan, l, &carried).is_none() {
             assemble_carrying(s, base, plan, l, &[])?;
         }
     }
-    Some(&s.code)
+    Some(Assembled {
+        code: &mut s.code,
+        ctr_sites: &s.ctr_sites,
+    })
+}
+
+/// A block's code as [`assemble`] leaves it: the numbers of its CTR record sites still to
+/// be filled in (`(offset of the 32-bit immediate, source, info)`: `ctr::log::CtrLog::site`).
+pub(super) struct Assembled<'s> {
+    pub(super) code: &'s mut [u8],
+    pub(super) ctr_sites: &'s [(usize, u64, u64)],
 }
 
 /// Registers a loop carries from one iteration to the next: `(host, guest)`.
@@ -962,7 +971,7 @@ fn assemble_carrying(
         head: loops.then(|| (start_pc(plan), again)),
         carried: carried.to_vec(),
         back: None,
-        ctr_consts: Vec::new(),
+        ctr_sites: Vec::new(),
     };
     // The block's code: RAM offset.
     let code_off = (plan.code_host as u64).wrapping_sub(l.ram_host);
@@ -1055,8 +1064,8 @@ fn assemble_carrying(
     let mut misses = Vec::new();
     // Where each guest register is read next, from each instruction on (the register
     // cache's choice of register to reuse: `super::emit::RegCache::victim`).
-    let mut next_read = [[u8::MAX; 32]; super::MAX_INSNS];
-    let mut next = [u8::MAX; 32];
+    let mut next_read = [[NOT_READ; 32]; super::MAX_INSNS];
+    let mut next = [NOT_READ; 32];
     for (k, (_, i)) in plan.insns.iter().enumerate().rev() {
         for r in [i.rs1, i.rs2] {
             next[r as usize & 31] = k as u8;
@@ -1067,8 +1076,7 @@ fn assemble_carrying(
     }
     for (k, &(pc, ref i)) in plan.insns.iter().enumerate() {
         if let Some(row) = next_read.get(k) {
-            let ahead = row.map(|j| if j == u8::MAX { NOT_READ } else { j - k as u8 });
-            a.cache.set_ahead(&ahead);
+            a.cache.set_ahead(row);
         }
         // Only the straight-line integer instructions (`emit_straight`) and, outside
         // monitored blocks, loads and stores (whose ways out write what is pending) work
@@ -1078,7 +1086,13 @@ fn assemble_carrying(
         if !straight(i.op) || (is_memory(i.op) && !lazy) {
             a.flush();
         }
-        let pending = a.cache.pending();
+        // What a way out before this instruction retires must write (only loads and
+        // stores leave anything unwritten).
+        let pending = if lazy {
+            a.cache.pending()
+        } else {
+            Pending::default()
+        };
         if terminal(i.op) {
             debug_assert_eq!(k + 1, plan.insns.len());
             if monitored && k == 0 {
@@ -1279,9 +1293,6 @@ fn assemble_carrying(
         ; lea rax, [=>entry]
         ; ret
     );
-    for &(label, source, info) in &links.ctr_consts {
-        dynasm!(a ; .arch x64 ; =>label ; .u64 source ; .u64 info);
-    }
     if a.finish(&mut s.code).is_err() {
         s.asm = Scratch::default().asm;
         return None;
@@ -1289,6 +1300,8 @@ fn assemble_carrying(
     for (at, stub) in links.slots {
         s.code[at..at + 8].copy_from_slice(&((base + stub) as u64).to_le_bytes());
     }
+    s.ctr_sites.clear();
+    s.ctr_sites.extend_from_slice(&links.ctr_sites);
     Some(links.back)
 }
 
