@@ -562,10 +562,10 @@ fn ctr_record(a: &mut Asm, l: &Layout, from: u64, t: u8, to: Target, links: &mut
         return;
     }
     use crate::ctr::log::{LogRecord, RawRecord, LOG_STEP};
-    // The record goes to the log at r13 (`ctr/log.rs`): the source, and the type with the
-    // target's offset from the source (or, for a JALR, the mark of a target given apart),
-    // constants placed after the block's code and stored together with one 16-byte move;
-    // the budget left, which gives the clock of the transfer; a JALR's target, from rax.
+    // The record goes to the log at r13 (`ctr/log.rs`): the number of its site (the source,
+    // and the type with the target's offset from the source or, for a JALR, the mark of a
+    // target given apart: `CtrLog::site`); the budget left, which gives the clock of the
+    // transfer; a JALR's target, from rax.
     // The pointer wraps around the ring (a 16-bit add). It keeps the caching registers and
     // rax.
     let info = match to {
