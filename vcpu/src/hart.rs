@@ -258,6 +258,7 @@ impl Hart {
                     config.jit_code_bytes,
                     config.jit_perf_map,
                     config.jit_threshold,
+                    config.jit_table_resident,
                 );
                 if jit.is_none() && cfg!(target_arch = "x86_64") {
                     log::warn!(

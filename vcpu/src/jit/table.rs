@@ -276,15 +276,25 @@ pub(super) struct Link {
 impl Jit {
     /// A translator for this host, or `None` where there is none (not x86-64, or no
     /// executable memory).
-    pub(crate) fn new(code_bytes: usize, perf_map: bool, threshold: u16) -> Option<Box<Jit>> {
+    pub(crate) fn new(
+        code_bytes: usize,
+        perf_map: bool,
+        threshold: u16,
+        resident: bool,
+    ) -> Option<Box<Jit>> {
         if !cfg!(target_arch = "x86_64") {
             return None;
         }
         let perf_map = perf_map.then(Self::open_perf_map).flatten();
+        // SAFETY: `Block` is plain integers, for which all zeros is a valid value.
+        let mut table = unsafe { Box::<[Block]>::new_zeroed_slice(SLOTS).assume_init() };
+        if resident {
+            // Written once (`HartConfig::jit_table_resident`): every page gets its memory.
+            table.fill(NO_BLOCK);
+        }
         Some(Box::new(Jit {
             region: region::Region::new(code_bytes)?,
-            // SAFETY: `Block` is plain integers, for which all zeros is a valid value.
-            table: unsafe { Box::<[Block]>::new_zeroed_slice(SLOTS).assume_init() },
+            table,
             translated: 0,
             stale_exits: 0,
             generation: 0,
@@ -596,7 +606,7 @@ mod tests {
     /// taking the slot back; a stale one does not come back.
     #[test]
     fn evicted_blocks_are_reinstated_unless_stale() {
-        let Some(mut jit) = Jit::new(1 << 20, false, 1) else {
+        let Some(mut jit) = Jit::new(1 << 20, false, 1, false) else {
             panic!("no translator on this host");
         };
         let (a, b) = (0x1000, 0x1000 + 2 * TABLE as u64);
@@ -636,7 +646,7 @@ mod tests {
     /// their slots or kept aside) are forgotten, once; the other blocks stay.
     #[test]
     fn monitored_blocks_without_the_cycles_check_are_forgotten_once() {
-        let Some(mut jit) = Jit::new(1 << 20, false, 1) else {
+        let Some(mut jit) = Jit::new(1 << 20, false, 1, false) else {
             panic!("no translator on this host");
         };
         let (a, b) = (0x1000, 0x1000 + 2 * TABLE as u64);

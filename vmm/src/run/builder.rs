@@ -308,6 +308,8 @@ impl HartOptions {
             jit_threshold: crate::backend::JIT_THRESHOLD,
             // A vCPU spinning on a lock yields to the holder's thread.
             pause_yields: self.clock.is_some(),
+            // Several hart threads: no TLB shootdowns for the block table's pages.
+            jit_table_resident: self.clock.is_some(),
             // The hart starts with an allow-all entry (`Hart::new_guest`): the VMM is the
             // guest's M-mode firmware.
             pmp_entries: crate::backend::PMP_ENTRIES,
