@@ -3384,6 +3384,17 @@ fn a_fault_inside_a_monitored_loop_counts_the_accesses_before_it() {
     }
 }
 
+/// Code that stores each doubleword's address into it, over the data pages (x20 = DATA,
+/// x23 = their end), then sets x20 = x21 - 8.
+fn fill_with_addresses() -> Vec<u32> {
+    vec![
+        sd(20, 20, 0),
+        addi(20, 20, 8),
+        bne(20, 23, -8),
+        addi(20, 21, -8),
+    ]
+}
+
 /// A base register a block has just changed (its new value still only in a host register:
 /// loads and stores keep the register cache) and two loads through it, the second
 /// chained to the first, crossing into the next page at one iteration: the chain's page
@@ -3396,12 +3407,8 @@ fn a_chained_load_into_the_next_page_uses_the_unwritten_base() {
     p.set_x(22, DATA + DATA_LEN as u64 - 16);
     p.set_x(23, DATA + DATA_LEN as u64);
     p.set_x(20, DATA);
-    let code = vec![
-        // Fill: x20 = DATA, DATA + 8, ... each stored at itself.
-        sd(20, 20, 0),
-        addi(20, 20, 8),
-        bne(20, 23, -8),
-        addi(20, 21, -8),
+    let mut code = fill_with_addresses();
+    code.extend([
         // Walk: the pairs (x20, x20 + 8), from (DATA, DATA + 8) on.
         addi(20, 20, 8),
         ld(11, 20, 0),
@@ -3410,7 +3417,7 @@ fn a_chained_load_into_the_next_page_uses_the_unwritten_base() {
         xor(14, 14, 12),
         bne(20, 22, -20),
         wfi(),
-    ];
+    ]);
     p.both(|vm| vm.code(&code));
     p.run_to_wfi("chained loads across a page");
     let n = (DATA_LEN as u64 - 8) / 8;
@@ -3418,6 +3425,48 @@ fn a_chained_load_into_the_next_page_uses_the_unwritten_base() {
     let x = (1..=n).map(|k| DATA + 8 * k).fold(0, |a, v| a ^ v);
     assert_eq!(p.jit.x(13), sum, "the first loads' sum");
     assert_eq!(p.jit.x(14), x, "the second loads' xor");
+    assert!(p.jit.hart.translated_blocks() > 0);
+}
+
+/// A load whose destination is its base (`ld x10, 0(x10)`, pointer chasing) at the start of
+/// a block, where the base is not in a host register yet: the block loads straight into
+/// the register caching the destination, which it must take only once the address is
+/// formed from the base. The list's nodes are 16 bytes apart in the data pages, each
+/// holding the next one's address (the last 0).
+#[test]
+fn a_load_into_its_own_base_follows_a_list() {
+    const NODES: u64 = 300;
+    let mut words = Vec::new();
+    for k in 0..NODES {
+        let next = if k + 1 < NODES {
+            DATA + 16 * (k + 1)
+        } else {
+            0
+        };
+        words.extend([next as u32, (next >> 32) as u32, 0, 0]);
+    }
+    let code = vec![
+        // head: (a block of its own: entered from the block below, not a loop in one block)
+        ld(10, 10, 0),
+        addi(11, 11, 1),
+        beq(10, 0, 16),
+        // The next block leaves another address of the data, x10 + 8 (where 0 is), in the
+        // host register it computes x14 in, the first one: the one the load at the head
+        // is given for x10.
+        addi(14, 10, 8),
+        addi(10, 14, -8),
+        jal(0, -20),
+        wfi(),
+    ];
+    let mut p = Pair::new();
+    p.set_x(10, DATA);
+    p.both(|vm| {
+        vm.put32(DATA, &words);
+        vm.code(&code);
+    });
+    p.run_to_wfi("a list followed by loads into their base");
+    assert_eq!(p.jit.x(11), NODES, "nodes visited");
+    assert_eq!(p.jit.x(10), 0);
     assert!(p.jit.hart.translated_blocks() > 0);
 }
 
@@ -3438,11 +3487,8 @@ fn loads_chain_across_instructions_that_keep_their_base() {
         } else {
             addi(15, 20, 8)
         };
-        let code = vec![
-            sd(20, 20, 0),
-            addi(20, 20, 8),
-            bne(20, 23, -8),
-            addi(20, 21, -8),
+        let mut code = fill_with_addresses();
+        code.extend([
             // Walk: (x20, x20 + 8 or + 16), from (DATA, ...) on.
             addi(20, 20, 8),
             ld(11, 20, 0),
@@ -3452,7 +3498,7 @@ fn loads_chain_across_instructions_that_keep_their_base() {
             xor(14, 14, 12),
             bltu(20, 22, -24),
             wfi(),
-        ];
+        ]);
         p.both(|vm| vm.code(&code));
         p.run_to_wfi("loads chained across integer instructions");
         // The program, with each doubleword holding its address.

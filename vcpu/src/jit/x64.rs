@@ -781,32 +781,24 @@ struct Chain {
 /// only, leaving rax and rsi, the first access's RAM offset and address, as they are) that
 /// does not write the base.
 fn keeps_chain(i: &Insn, base: u8) -> bool {
+    (alu_reg_reg(i.op) || alu_reg_imm(i.op) || matches!(i.op, Op::Lui | Op::Auipc))
+        && i.rd != base
+        && (i.rd == X0_SINK || (1..32).contains(&i.rd))
+}
+
+/// The register-register operations [`emit_alu`] translates.
+fn alu_reg_reg(op: Op) -> bool {
+    use Op::*;
+    matches!(op, Add | Sub | Xor | Or | And | Addw | Subw | Mul | Mulw)
+}
+
+/// The register-immediate operations [`emit_alu`] translates.
+fn alu_reg_imm(op: Op) -> bool {
     use Op::*;
     matches!(
-        i.op,
-        Add | Sub
-            | Xor
-            | Or
-            | And
-            | Addw
-            | Subw
-            | Mul
-            | Mulw
-            | Addi
-            | Xori
-            | Ori
-            | Andi
-            | Slli
-            | Srli
-            | Srai
-            | Addiw
-            | Slliw
-            | Srliw
-            | Sraiw
-            | Lui
-            | Auipc
-    ) && i.rd != base
-        && (i.rd == X0_SINK || (1..32).contains(&i.rd))
+        op,
+        Addi | Xori | Ori | Andi | Slli | Srli | Srai | Addiw | Slliw | Srliw | Sraiw
+    )
 }
 
 impl Chain {
@@ -1475,11 +1467,7 @@ fn compare(a: &mut Asm, l: &Layout, rs1: u8, rs2: u8) {
 #[allow(clippy::useless_conversion)]
 fn emit_alu(a: &mut Asm, l: &Layout, pc: u64, i: &Insn) -> bool {
     use Op::*;
-    let reg_reg = matches!(i.op, Add | Sub | Xor | Or | And | Addw | Subw | Mul | Mulw);
-    let reg_imm = matches!(
-        i.op,
-        Addi | Xori | Ori | Andi | Slli | Srli | Srai | Addiw | Slliw | Srliw | Sraiw
-    );
+    let (reg_reg, reg_imm) = (alu_reg_reg(i.op), alu_reg_imm(i.op));
     if !(reg_reg || reg_imm || matches!(i.op, Lui | Auipc)) || i.rd == 0 || i.rd >= 32 {
         return false;
     }
@@ -1660,6 +1648,9 @@ pub(super) struct SlowPath {
     /// The host register caching x\[rs2\] where the access is (a store's value), if one
     /// does: it may hold a value the hart does not have yet.
     rs2_host: Option<u8>,
+    /// The host register a load's value goes to (its destination's caching register), when
+    /// not rcx.
+    dst: Option<u8>,
     size: i32,
     /// For a store that may rewrite the rest of the block: where to go once it is done
     /// (the slow path does not know the RAM offset written, so it always leaves).
@@ -1700,6 +1691,15 @@ fn emit_memory(
     let store = is_store(i.op);
     let (slow, resume) = (a.new_dynamic_label(), a.new_dynamic_label());
     let (from, to) = chain;
+    // An integer load of a block that is not monitored loads straight into the register
+    // that caches its destination, given once the address is formed and before the first
+    // jump, so that both paths find the cache as it is (a register it takes from another
+    // guest register is written to the hart there; until the load that one still holds
+    // its old value, which a way out writes back: `RegCache::pending`). The base's
+    // register is looked up before that (the destination may be the base).
+    let to_register = !store && !float_memory(i.op) && !monitored && i.rd != X0_SINK;
+    let rs1_host = a.cache.find(i.rs1);
+    let mut dst = None;
     slows.push(SlowPath {
         slow,
         resume,
@@ -1707,6 +1707,7 @@ fn emit_memory(
         op: i.op,
         rs2: i.rs2,
         rs2_host: a.cache.find(i.rs2),
+        dst: None,
         size,
         after: rewrite.map(|r| r.1),
         monitored,
@@ -1718,6 +1719,9 @@ fn emit_memory(
         // Chained (`Chain`): the page of the previous access's RAM offset (rax) and of
         // this one's byte at k must be the same.
         let (full, done) = (a.new_dynamic_label(), a.new_dynamic_label());
+        if to_register {
+            dst = Some(a.assign(i.rd));
+        }
         dynasm!(a ; .arch x64
             ; lea rdx, [rax + c.k]
             ; xor rdx, rax
@@ -1738,7 +1742,7 @@ fn emit_memory(
             done,
             slow,
             rs1: i.rs1,
-            rs1_host: a.cache.find(i.rs1),
+            rs1_host,
             imm,
             size,
             store,
@@ -1752,6 +1756,9 @@ fn emit_memory(
                     dynasm!(a ; .arch x64 ; add rsi, imm);
                 }
             }
+        }
+        if to_register {
+            dst = Some(a.assign(i.rd));
         }
         data_lookup(a, l.data_ctx, array, size, slow);
     }
@@ -1796,16 +1803,24 @@ fn emit_memory(
         }
         return;
     }
+    if let Some(s) = slows.last_mut() {
+        s.dst = dst;
+    }
+    let d = dst.unwrap_or(RCX);
     match i.op {
-        Lb => dynasm!(a ; .arch x64 ; movsx rcx, BYTE [rbx + rax]),
-        Lbu => dynasm!(a ; .arch x64 ; movzx ecx, BYTE [rbx + rax]),
-        Lh => dynasm!(a ; .arch x64 ; movsx rcx, WORD [rbx + rax]),
-        Lhu => dynasm!(a ; .arch x64 ; movzx ecx, WORD [rbx + rax]),
-        Lw => dynasm!(a ; .arch x64 ; movsxd rcx, DWORD [rbx + rax]),
-        Lwu | Flw => dynasm!(a ; .arch x64 ; mov ecx, DWORD [rbx + rax]),
-        _ => dynasm!(a ; .arch x64 ; mov rcx, QWORD [rbx + rax]),
+        Lb => dynasm!(a ; .arch x64 ; movsx Rq(d), BYTE [rbx + rax]),
+        Lbu => dynasm!(a ; .arch x64 ; movzx Rd(d), BYTE [rbx + rax]),
+        Lh => dynasm!(a ; .arch x64 ; movsx Rq(d), WORD [rbx + rax]),
+        Lhu => dynasm!(a ; .arch x64 ; movzx Rd(d), WORD [rbx + rax]),
+        Lw => dynasm!(a ; .arch x64 ; movsxd Rq(d), DWORD [rbx + rax]),
+        Lwu | Flw => dynasm!(a ; .arch x64 ; mov Rd(d), DWORD [rbx + rax]),
+        _ => dynasm!(a ; .arch x64 ; mov Rq(d), QWORD [rbx + rax]),
     }
     a.join(resume);
+    if let Some(h) = dst {
+        a.set_dirty(h, true);
+        return;
+    }
     if float_memory(i.op) {
         // FLW NaN-boxes the single in the 64-bit register.
         if i.op == Flw {
@@ -1888,6 +1903,9 @@ fn emit_slow_path(a: &mut Asm, l: &Layout, s: &SlowPath) {
         Op::Lbu | Op::Lhu | Op::Lwu | Op::Ld | Op::Fld => dynasm!(a ; .arch x64 ; mov rcx, rax),
         Op::Flw => dynasm!(a ; .arch x64 ; mov ecx, eax),
         _ => {}
+    }
+    if let Some(h) = s.dst {
+        dynasm!(a ; .arch x64 ; mov Rq(h), rcx);
     }
     if s.monitored {
         dynasm!(a ; .arch x64 ; mov rsi, QWORD [rdi + addr]);
