@@ -7,7 +7,7 @@ mod common;
 
 use common::*;
 use vcpu::trap::cause;
-use vcpu::PrivilegeMode;
+use vcpu::{HartConfig, PrivilegeMode};
 
 /// Virtual pages VA_BASE + i * 4096 are described by PT_L0[i].
 const VA_BASE: u64 = 0x4000_0000;
@@ -43,7 +43,12 @@ const LEAVES: &[(u64, u64)] = &[
 /// A hart with the Sv39 page tables in place. Physical memory is identity-mapped by a
 /// 1 GiB superpage at 0x8000_0000 (supervisor, RWX) so S-mode code and data can run from it.
 fn setup() -> Vm {
-    let vm = Vm::new();
+    setup_with(HartConfig::default())
+}
+
+/// [`setup`] for a hart of `config`.
+fn setup_with(config: HartConfig) -> Vm {
+    let vm = Vm::with_config(config);
     vm.w64(PT_ROOT + 8 * 2, pte(RAM_BASE, V | R | W | X | A | D));
     vm.w64(PT_ROOT + 8 * 1, pte(PT_L1, V));
     vm.w64(PT_L1, pte(PT_L0, V));
@@ -540,4 +545,43 @@ fn sv48_four_level_walk() {
         }
     );
     assert_eq!(vm.csr(SATP_CSR) >> 60, 9);
+}
+
+#[test]
+fn a_pages_last_halfword_is_fetched_through_its_cached_translation() {
+    // The instruction in the last halfword of a page comes through the TLB like the rest
+    // of the page (it was walked at every execution): after the page's PTE is changed
+    // without SFENCE.VMA, the whole page still runs from the cached translation, both
+    // halfwords of the same old page (either translation is allowed until the fence, but
+    // not a mix of the two); after the fence, the new one. The interpreter runs the page's
+    // end (a translated block would keep its own copy of the instructions).
+    let mut vm = setup_with(HartConfig {
+        jit: false,
+        ..HartConfig::default()
+    });
+    vm.w64(l0(12), pte(pg(12), V | R | X | A));
+    // Old page: a0 = 1, return with ra kept. New page: a0 = 2, return through c.jalr,
+    // which leaves ra at the end of the page.
+    vm.put16(pg(12) + 0xffc, &[c_li(10, 1), c_jr(1)]);
+    vm.put16(pg(13) + 0xffc, &[c_li(10, 2), c_jalr(1)]);
+    vm.set_x(11, va(12) + 0xffc);
+    vm.set_x(14, pte(pg(13), V | R | X | A));
+    vm.set_x(15, l0(12));
+    let end = run_s(
+        &mut vm,
+        0,
+        &[
+            jalr(1, 11, 0),
+            sd(14, 15, 0),
+            addi(10, 0, 0),
+            jalr(1, 11, 0),
+            add(16, 1, 0),
+            add(17, 10, 0),
+            sfence_vma(0, 0),
+            jalr(1, 11, 0),
+        ],
+    );
+    assert_eq!(end, End::Clean);
+    assert_eq!((vm.x(17), vm.x(16)), (1, SCODE + 16), "before the fence");
+    assert_eq!((vm.x(10), vm.x(1)), (2, va(12) + 0x1000), "after the fence");
 }

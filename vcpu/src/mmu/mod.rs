@@ -569,8 +569,14 @@ impl Hart {
         }
     }
 
-    /// Fetch the halfword at `va` (instruction fetch; faults report `va`).
+    /// Fetch the halfword at `va` (instruction fetch; faults report `va`): through the
+    /// fetch TLB when it holds the page (an instruction in the last halfword of a page, or
+    /// crossing into the next, walked the tables at every execution before), else through
+    /// the walker, which fills it.
     pub(crate) fn fetch_half(&mut self, va: u64) -> Result<u16, Exception> {
+        if let Some(off) = self.tlb.lookup_fetch_half(va) {
+            return Ok(self.ram.load(off, 2) as u16);
+        }
         match self.access_page(va, 2, Access::Fetch)? {
             (_, Phys::Ram(off)) => Ok(self.ram.load(off, 2) as u16),
             _ => Err(Access::Fetch.access_fault(va)),

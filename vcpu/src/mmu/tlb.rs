@@ -320,6 +320,17 @@ impl Tlb {
         Some(e.off.wrapping_add(va))
     }
 
+    /// The RAM offset of the halfword at `va` (even) through the fetch entries; the fetch
+    /// page stays. For the fetches [`Tlb::lookup_fetch`] leaves to the walker: the last
+    /// halfword of a page (a compressed instruction there, or the first half of one that
+    /// crosses into the next page) and the second half of a crossing instruction.
+    #[inline]
+    pub fn lookup_fetch_half(&self, va: u64) -> Option<u64> {
+        let tag = (va >> 12) | self.fetch_ctx;
+        let e = &self.fetch[(va >> 12) as usize % TLB_SIZE];
+        (e.tag == tag).then(|| e.off.wrapping_add(va))
+    }
+
     #[inline(always)]
     pub(super) fn lookup(&self, arr: &[Entry; TLB_SIZE], va: u64) -> Option<u64> {
         let tag = (va >> 12) | self.data_ctx;
