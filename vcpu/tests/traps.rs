@@ -694,3 +694,41 @@ fn mip_seip_rmw_does_not_latch_the_external_line() {
         vm.x(10)
     );
 }
+
+#[test]
+fn an_interrupt_unmasked_by_an_sstatus_write_is_taken_right_after_it() {
+    // A delegated STI is pending with sstatus.SIE clear; S-mode sets SIE (as Linux's
+    // local_irq_restore does) and the interrupt comes before the next instruction, with
+    // and without block translation. (A write of sstatus ends the interpreter's chunk only
+    // when it leaves an interrupt pending and enabled: `Hart::csr_write_ends_chunk`.)
+    for jit in [false, true] {
+        let mut vm = Vm::with_config(vcpu::HartConfig {
+            jit,
+            ..vcpu::HartConfig::default()
+        });
+        let strap = RAM_BASE + 0x600;
+        vm.put32(strap, &[csrw(SIE, 0), wfi()]);
+        let low = s_timer_setup(&mut vm, true, 0, strap, PrivilegeMode::Supervisor);
+        vm.code_at(
+            low,
+            &[
+                csrrsi(0, SSTATUS, 2),
+                addi(10, 0, 1),
+                addi(11, 0, 2),
+                addi(12, 0, 3),
+            ],
+        );
+        vm.run_to_wfi();
+        assert_eq!(vm.hart.privilege(), PrivilegeMode::Supervisor, "jit {jit}");
+        assert_eq!(
+            vm.strap(),
+            Trap {
+                cause: INTERRUPT | STI,
+                epc: low + 4,
+                tval: 0
+            },
+            "jit {jit}"
+        );
+        assert_eq!((vm.x(10), vm.x(11)), (0, 0), "jit {jit}");
+    }
+}
