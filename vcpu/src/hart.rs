@@ -110,6 +110,8 @@ pub struct Hart {
     pub(crate) jit_cold: u64,
     /// Translated code: set by a load/store slow path that met a fault or a device.
     pub(crate) jit_fault: bool,
+    /// Translated code: the blocks recent JALRs reached (`jit::jumps`).
+    pub(crate) jit_jumps: crate::jit::jumps::JumpCache,
     /// Translated code: the code epoch (`jit::guard`): a block whose slot holds another
     /// value checks its code bytes at entry.
     pub(crate) jit_code_epoch: u64,
@@ -277,6 +279,7 @@ impl Hart {
             jit_last_exit: 0,
             jit_cold: crate::jit::NOT_COLD,
             jit_fault: false,
+            jit_jumps: Default::default(),
             jit_code_epoch: 0,
             pause_yields: config.pause_yields,
             pause_spin: (0, 0),

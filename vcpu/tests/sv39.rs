@@ -585,3 +585,68 @@ fn a_pages_last_halfword_is_fetched_through_its_cached_translation() {
     assert_eq!((vm.x(17), vm.x(16)), (1, SCODE + 16), "before the fence");
     assert_eq!((vm.x(10), vm.x(1)), (2, va(12) + 0x1000), "after the fence");
 }
+
+#[test]
+fn a_jalr_after_a_fence_of_its_target_page_reaches_the_new_translation() {
+    // Translated code keeps the blocks its JALRs reached (the jump cache): a fence of the
+    // target's page alone must make the next JALR translate it again. A function at va 12
+    // (a0 = 1) is called three times through a JALR in a loop; its PTE is then pointed at
+    // another page (a0 = 2), SFENCE.VMA of that address, and a last call.
+    let mut vm = setup();
+    vm.w64(l0(12), pte(pg(12), V | R | X | A));
+    vm.put32(pg(12), &[addi(10, 0, 1), jalr(0, 1, 0)]);
+    vm.put32(pg(13), &[addi(10, 0, 2), jalr(0, 1, 0)]);
+    vm.set_x(11, va(12));
+    vm.set_x(14, pte(pg(13), V | R | X | A));
+    vm.set_x(15, l0(12));
+    let end = run_s(
+        &mut vm,
+        0,
+        &[
+            addi(7, 0, 3),
+            jalr(1, 11, 0),
+            addi(7, 7, -1),
+            bne(7, 0, -8),
+            add(16, 10, 0),
+            sd(14, 15, 0),
+            sfence_vma(11, 0),
+            jalr(1, 11, 0),
+        ],
+    );
+    assert_eq!(end, End::Clean);
+    assert_eq!(vm.x(16), 1, "before the fence");
+    assert_eq!(vm.x(10), 2, "after the fence");
+    assert!(vm.hart.translated_blocks() > 0, "translated code ran");
+}
+
+#[test]
+fn a_jalr_in_user_mode_does_not_reach_a_block_supervisor_code_reached() {
+    // The jump cache holds only while the fetch context stays the same: S-mode calls a
+    // function in a supervisor page three times through a JALR, then returns to U-mode,
+    // whose JALR to the same function must take an instruction page fault (U-mode cannot
+    // fetch from a supervisor page) instead of entering the block S-mode ran.
+    let mut vm = setup();
+    let f = SCODE + 0x200;
+    let u = va(7) + 0x100;
+    vm.put32(f, &[addi(10, 10, 1), jalr(0, 1, 0)]);
+    // The interpreter runs the first instruction of a page not in the fetch TLB yet: the
+    // JALR comes second, in a translated block.
+    vm.put32(pg(7) + 0x100, &[nop(), jalr(1, 11, 0), wfi()]);
+    vm.set_x(11, f);
+    vm.set_x(14, u);
+    let end = run_s(
+        &mut vm,
+        0,
+        &[
+            addi(7, 0, 3),
+            jalr(1, 11, 0),
+            addi(7, 7, -1),
+            bne(7, 0, -8),
+            csrw(SEPC, 14),
+            sret(),
+        ],
+    );
+    assert_eq!(end, mtrap(cause::INSN_PAGE_FAULT, f, f));
+    assert_eq!(vm.x(10), 3, "S-mode's calls");
+    assert!(vm.hart.translated_blocks() > 0, "translated code ran");
+}

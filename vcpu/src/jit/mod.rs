@@ -35,6 +35,7 @@
 #[cfg(target_arch = "x86_64")]
 mod emit;
 mod guard;
+pub(crate) mod jumps;
 mod region;
 pub(crate) mod table;
 #[cfg(target_arch = "x86_64")]
@@ -440,7 +441,11 @@ impl Hart {
         if pair != jit.ctr_pair {
             jit.set_ctr_pair(pair);
         }
-        jit.kind = if monitored { MONITORED } else { 0 } | jit.ctr_kind;
+        let kind = if monitored { MONITORED } else { 0 } | jit.ctr_kind;
+        if kind != jit.kind {
+            jit.kind = kind;
+            jit.jump_epoch += 1;
+        }
         jit.forget_monitored_unchecked();
         let checks = monitored && jit.cycle_room();
         let key = off | jit.kind;
@@ -489,8 +494,10 @@ impl Hart {
             self.jit_view.fetch_page = self.pmu_fetch_page();
         }
         // Code placed since the last run is fetched anew (`region`: cross-modifying code).
+        // The jump cache's entries hold while both epochs stay as they are (`jumps`).
         if let Some(jit) = self.jit.as_deref_mut() {
             jit.region.sync_fetch();
+            self.jit_jumps.set_key(self.tlb.fetch_epoch(), jit.jump_epoch);
         }
         self.jit_budget = left;
         self.jit_clock = self.vclock + left;
@@ -755,6 +762,7 @@ impl Hart {
         let (load, store, data_ctx) = crate::mmu::Tlb::layout();
         let (fetch, fetch_ctx) = crate::mmu::Tlb::fetch_layout();
         let (tally, models) = Hart::pmu_jit_offsets();
+        let (jump_key, jumps) = jumps::JumpCache::layout();
         let (kind, ctr_pair) = self.jit.as_deref().map_or((0, 0), |j| (j.kind, j.ctr_pair));
         let monitored = kind & MONITORED != 0;
         Layout {
@@ -813,6 +821,8 @@ impl Hart {
             guard_bits: self.jit.as_deref().map_or(0, |j| j.guard.bits()),
             ram_host: self.ram.host_addr(0) as u64,
             table: self.jit.as_deref().map_or(0, |j| j.table.as_ptr() as u64),
+            jump_key: (offset_of!(Hart, jit_jumps) + jump_key) as i32,
+            jumps: (offset_of!(Hart, jit_jumps) + jumps) as i32,
         }
     }
 }

@@ -134,6 +134,9 @@ pub(crate) struct Layout {
     pub(super) ram_host: u64,
     /// Address of the block table (entries `{va, off, code, insns}`, 32 bytes).
     pub(super) table: u64,
+    /// `Hart::jit_jumps`: its key and its entries (`super::jumps`).
+    pub(super) jump_key: i32,
+    pub(super) jumps: i32,
 }
 
 /// Where a table key (`Block::off`) has the block's CTR key ([`Jit::ctr_pair`]), as an
@@ -211,6 +214,10 @@ pub(crate) struct Jit {
     pub(crate) stale_exits: u64,
     /// Incremented when the region is emptied (every block and link is gone).
     pub(crate) generation: u64,
+    /// Moves on (from 1) whenever a block the jump cache may name can no longer be entered
+    /// as it was (`super::jumps`): the region emptied, a block found stale, another
+    /// [`Jit::kind`] to run, monitored blocks without their cycles check forgotten.
+    pub(super) jump_epoch: u64,
     /// What the table keys of the blocks running now have besides the RAM offset:
     /// [`MONITORED`] while the monitor is active, and the CTR key ([`Jit::ctr_pair`]).
     pub(super) kind: u64,
@@ -298,6 +305,7 @@ impl Jit {
             translated: 0,
             stale_exits: 0,
             generation: 0,
+            jump_epoch: 1,
             kind: 0,
             perf_map,
             perf_map_reused: false,
@@ -333,6 +341,7 @@ impl Jit {
         self.region.clear();
         self.table.fill(NO_BLOCK);
         self.generation += 1;
+        self.jump_epoch += 1;
         self.cycles_checked_since = false;
         self.guard.reset_slots();
         self.links.clear();
@@ -372,6 +381,7 @@ impl Jit {
     #[cold]
     fn forget_monitored(&mut self) {
         self.cycles_checked_since = false;
+        self.jump_epoch += 1;
         for b in self.table.iter_mut() {
             if b.off & MONITORED != 0 {
                 *b = NO_BLOCK;
@@ -464,6 +474,7 @@ impl Jit {
     /// dispatcher at its next use, to be linked to the block translated for what is there
     /// now.
     pub(super) fn unlink_stale(&mut self, code: usize) {
+        self.jump_epoch += 1;
         let mut at = self.region.word(code).unwrap_or(0);
         self.region.set_word(code, 0);
         while let Some(&Link { slot, stub, next }) =

@@ -652,11 +652,31 @@ fn data_lookup(a: &mut Asm, ctx: i32, array: i32, size: i32, miss: DynamicLabel)
 /// dispatcher when either misses. The target block checks its code and the budget itself.
 /// A block looks for a block of its own kind (`super::Jit::kind` in the key: monitored or
 /// not, and the CTR key), in the slot that kind gives (`super::Jit::slot`).
+///
+/// First the jump cache (`super::jumps`): the entry of the target's bits 1 and up (32
+/// bytes each: the pc's bits times 16) names its block when it has the target and the
+/// cache's key. A block found through the table goes into that entry.
 fn jump_indirect(a: &mut Asm, l: &Layout) {
     let (fetch, fctx) = (l.fetch, l.fetch_ctx);
     let table = l.table as i64;
     let mask = (super::TABLE - 1) as i32;
     let miss = a.new_dynamic_label();
+    let (key, jumps) = (l.jump_key, l.jumps);
+    let (jva, jkey, jcode) = (jumps, jumps + 8, jumps + 16);
+    let jmask = ((super::jumps::JUMPS - 1) << 1) as i32;
+    let lookup = a.new_dynamic_label();
+    dynasm!(a ; .arch x64
+        ; mov edx, eax
+        ; and edx, jmask
+        ; shl edx, 4
+        ; cmp rax, QWORD [rdi + rdx + jva]
+        ; jne =>lookup
+        ; mov rcx, QWORD [rdi + key]
+        ; cmp rcx, QWORD [rdi + rdx + jkey]
+        ; jne =>lookup
+        ; jmp QWORD [rdi + rdx + jcode]
+        ; =>lookup
+    );
     tlb_lookup(a, [RAX, RSI, RCX], fctx, fetch, miss);
     // The slot (`super::Jit::slot`): where the block's kind starts is part of the constant.
     // Entries are 32 bytes: slot * 32 = (offset << 4) & (mask << 5), in 32 bits (the
@@ -684,6 +704,13 @@ fn jump_indirect(a: &mut Asm, l: &Layout) {
         ; mov rcx, QWORD [rcx + rdx + 16]
         ; test rcx, rcx
         ; jz =>miss
+        ; mov edx, eax
+        ; and edx, jmask
+        ; shl edx, 4
+        ; mov QWORD [rdi + rdx + jva], rax
+        ; mov rsi, QWORD [rdi + key]
+        ; mov QWORD [rdi + rdx + jkey], rsi
+        ; mov QWORD [rdi + rdx + jcode], rcx
         ; jmp rcx
         ; =>miss
         ; xor eax, eax

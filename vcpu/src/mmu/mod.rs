@@ -168,7 +168,8 @@ impl Hart {
         let data = self.data_mode();
         let bit = |v: bool| v as u64;
         let g = self.tlb.generation_bits();
-        self.tlb.fetch_ctx = ((self.prv as u64) << 56) | (bit(self.virt) << 60) | g;
+        self.tlb
+            .set_fetch_ctx(((self.prv as u64) << 56) | (bit(self.virt) << 60) | g);
         self.tlb.cur_lim = 0;
         self.tlb.data_ctx = ((data.prv as u64) << 56)
             | (bit(s & MSTATUS_SUM != 0) << 58)

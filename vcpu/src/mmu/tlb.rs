@@ -32,7 +32,7 @@ pub(crate) struct Tlb {
     pub(super) load: [Entry; TLB_SIZE],
     pub(super) store: [Entry; TLB_SIZE],
     /// Context bits for fetches (effective privilege = current privilege).
-    pub(super) fetch_ctx: u64,
+    fetch_ctx: u64,
     /// Context bits for loads and stores (MPRV-adjusted privilege, SUM, MXR).
     pub(super) data_ctx: u64,
     /// The fetch page: a copy of the fetch entry of the page the hart is executing from,
@@ -53,6 +53,10 @@ pub(crate) struct Tlb {
     /// Where entries cached from superpages may lie since the last flush, so that a fence
     /// of an address outside them has only the address's own entries to drop.
     superpages: Superpages,
+    /// Moves on (from 1) whenever a fetch translation may have changed: at every flush,
+    /// every fence of a page and every change of the fetch context. What translated code's
+    /// jump cache was filled under is void once it has moved (`jit::jumps`).
+    fetch_epoch: u64,
 }
 
 /// The virtual regions of the superpages a [`Tlb`] holds entries of: hashed bitmaps of
@@ -196,6 +200,7 @@ impl Tlb {
             generation: 0,
             span: [[0; TLB_SIZE]; 3],
             superpages: Superpages::default(),
+            fetch_epoch: 1,
         }
     }
 
@@ -221,6 +226,7 @@ impl Tlb {
 
     pub fn flush(&mut self) {
         self.cur_lim = 0;
+        self.fetch_epoch += 1;
         self.superpages = Superpages::default();
         self.generation = (self.generation + 1) % GENERATIONS;
         if self.generation == 0 {
@@ -239,6 +245,7 @@ impl Tlb {
     /// superpage. Entries that merely share a slot with `va` go too (harmless).
     pub fn flush_page(&mut self, va: u64) {
         self.cur_lim = 0;
+        self.fetch_epoch += 1;
         let vpn = va >> 12;
         let slot = vpn as usize % TLB_SIZE;
         for arr in [&mut self.fetch, &mut self.load, &mut self.store] {
@@ -291,6 +298,21 @@ impl Tlb {
         for e in state.entries.iter().filter(|e| keep(e)) {
             self.put(e.kind as usize, e.tag | g, e.off, e.span);
         }
+    }
+
+    /// The context bits of fetches from now on (privilege, virtualization mode and the
+    /// flush generation's bits): a change moves [`Tlb::fetch_epoch`] on.
+    pub(super) fn set_fetch_ctx(&mut self, ctx: u64) {
+        if ctx != self.fetch_ctx {
+            self.fetch_ctx = ctx;
+            self.fetch_epoch += 1;
+        }
+    }
+
+    /// See [`Tlb::fetch_epoch`]: never 0, and never the same again once it has moved.
+    #[inline]
+    pub(crate) fn fetch_epoch(&self) -> u64 {
+        self.fetch_epoch
     }
 
     /// The flush generation's tag bits (part of every context).
