@@ -3010,6 +3010,41 @@ fn retranslation_past_the_code_region_size() {
     assert!(resets >= 3, "the code region was emptied {resets} times");
 }
 
+/// A JALR whose target's block was cached in the jump cache before the code region was
+/// emptied (by a chain of more blocks than it holds, run once) must not enter the old
+/// block's address: F is called twice (its block is then in the cache), the chain runs,
+/// and F is called again.
+#[test]
+fn a_jalr_after_the_code_region_is_emptied() {
+    const BLOCKS: u64 = 12_000;
+    let mut p = Pair::new();
+    p.jit = Vm::with_config(HartConfig {
+        jit_code_bytes: 1 << 20,
+        ..HartConfig::default()
+    });
+    let (f, chain) = (CODE + 0x100, RAM_BASE + 0x8_0000);
+    let head = [
+        jalr(1, 12, 0),
+        jalr(1, 12, 0),
+        jal(0, (chain - (CODE + 8)) as i32),
+    ];
+    let mut blocks: Vec<u32> = (0..BLOCKS)
+        .flat_map(|_| [addi(13, 13, 1), jal(0, 4)])
+        .collect();
+    blocks.push(jalr(1, 12, 0));
+    let end = p.both(|vm| {
+        vm.put32(CODE, &head);
+        vm.put32(f, &[addi(18, 18, 1), jalr(0, 1, 0)]);
+        vm.code_at(chain, &blocks)
+    });
+    p.set_x(12, f);
+    assert_eq!(p.run(1_000_000, "chain"), VcpuExit::Wfi);
+    assert_eq!(p.int.hart.pc(), end + 4);
+    assert_eq!((p.jit.x(13), p.jit.x(18)), (BLOCKS, 3));
+    let resets = p.jit.hart.translated_code_resets();
+    assert!(resets >= 1, "the code region was emptied {resets} times");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Sv39
 // ---------------------------------------------------------------------------------------------

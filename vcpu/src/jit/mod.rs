@@ -497,7 +497,8 @@ impl Hart {
         // The jump cache's entries hold while both epochs stay as they are (`jumps`).
         if let Some(jit) = self.jit.as_deref_mut() {
             jit.region.sync_fetch();
-            self.jit_jumps.set_key(self.tlb.fetch_epoch(), jit.jump_epoch);
+            self.jit_jumps
+                .set_key(self.tlb.fetch_epoch(), jit.jump_epoch);
         }
         self.jit_budget = left;
         self.jit_clock = self.vclock + left;
