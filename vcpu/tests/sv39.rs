@@ -547,6 +547,14 @@ fn sv48_four_level_walk() {
     assert_eq!(vm.csr(SATP_CSR) >> 60, 9);
 }
 
+/// Virtual page 12 as supervisor code in frame 12, with x14 the PTE that maps it to frame 13
+/// instead and x15 the address of its PTE: `sd x14, 0(x15)` remaps it.
+fn remappable_code_page(vm: &mut Vm) {
+    vm.w64(l0(12), pte(pg(12), V | R | X | A));
+    vm.set_x(14, pte(pg(13), V | R | X | A));
+    vm.set_x(15, l0(12));
+}
+
 #[test]
 fn a_pages_last_halfword_is_fetched_through_its_cached_translation() {
     // The instruction in the last halfword of a page comes through the TLB like the rest
@@ -559,14 +567,12 @@ fn a_pages_last_halfword_is_fetched_through_its_cached_translation() {
         jit: false,
         ..HartConfig::default()
     });
-    vm.w64(l0(12), pte(pg(12), V | R | X | A));
+    remappable_code_page(&mut vm);
     // Old page: a0 = 1, return with ra kept. New page: a0 = 2, return through c.jalr,
     // which leaves ra at the end of the page.
     vm.put16(pg(12) + 0xffc, &[c_li(10, 1), c_jr(1)]);
     vm.put16(pg(13) + 0xffc, &[c_li(10, 2), c_jalr(1)]);
     vm.set_x(11, va(12) + 0xffc);
-    vm.set_x(14, pte(pg(13), V | R | X | A));
-    vm.set_x(15, l0(12));
     let end = run_s(
         &mut vm,
         0,
@@ -593,12 +599,10 @@ fn a_jalr_after_a_fence_of_its_target_page_reaches_the_new_translation() {
     // (a0 = 1) is called three times through a JALR in a loop; its PTE is then pointed at
     // another page (a0 = 2), SFENCE.VMA of that address, and a last call.
     let mut vm = setup();
-    vm.w64(l0(12), pte(pg(12), V | R | X | A));
+    remappable_code_page(&mut vm);
     vm.put32(pg(12), &[addi(10, 0, 1), jalr(0, 1, 0)]);
     vm.put32(pg(13), &[addi(10, 0, 2), jalr(0, 1, 0)]);
     vm.set_x(11, va(12));
-    vm.set_x(14, pte(pg(13), V | R | X | A));
-    vm.set_x(15, l0(12));
     let end = run_s(
         &mut vm,
         0,
