@@ -592,6 +592,14 @@ fn a_pages_last_halfword_is_fetched_through_its_cached_translation() {
     assert_eq!((vm.x(10), vm.x(1)), (2, va(12) + 0x1000), "after the fence");
 }
 
+/// A loop calling the function at x11 three times through a JALR (x7 counts; the JALR's
+/// block is translated and its target cached after the second call), then `then`.
+fn call_x11_three_times(then: &[u32]) -> Vec<u32> {
+    let mut code = vec![addi(7, 0, 3), jalr(1, 11, 0), addi(7, 7, -1), bne(7, 0, -8)];
+    code.extend_from_slice(then);
+    code
+}
+
 #[test]
 fn a_jalr_after_a_fence_of_its_target_page_reaches_the_new_translation() {
     // Translated code keeps the blocks its JALRs reached (the jump cache): a fence of the
@@ -606,16 +614,12 @@ fn a_jalr_after_a_fence_of_its_target_page_reaches_the_new_translation() {
     let end = run_s(
         &mut vm,
         0,
-        &[
-            addi(7, 0, 3),
-            jalr(1, 11, 0),
-            addi(7, 7, -1),
-            bne(7, 0, -8),
+        &call_x11_three_times(&[
             add(16, 10, 0),
             sd(14, 15, 0),
             sfence_vma(11, 0),
             jalr(1, 11, 0),
-        ],
+        ]),
     );
     assert_eq!(end, End::Clean);
     assert_eq!(vm.x(16), 1, "before the fence");
@@ -638,18 +642,7 @@ fn a_jalr_in_user_mode_does_not_reach_a_block_supervisor_code_reached() {
     vm.put32(pg(7) + 0x100, &[nop(), jalr(1, 11, 0), wfi()]);
     vm.set_x(11, f);
     vm.set_x(14, u);
-    let end = run_s(
-        &mut vm,
-        0,
-        &[
-            addi(7, 0, 3),
-            jalr(1, 11, 0),
-            addi(7, 7, -1),
-            bne(7, 0, -8),
-            csrw(SEPC, 14),
-            sret(),
-        ],
-    );
+    let end = run_s(&mut vm, 0, &call_x11_three_times(&[csrw(SEPC, 14), sret()]));
     assert_eq!(end, mtrap(cause::INSN_PAGE_FAULT, f, f));
     assert_eq!(vm.x(10), 3, "S-mode's calls");
     assert!(vm.hart.translated_blocks() > 0, "translated code ran");
