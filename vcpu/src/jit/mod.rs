@@ -37,6 +37,7 @@ mod emit;
 mod guard;
 pub(crate) mod jumps;
 mod region;
+pub(crate) mod share;
 pub(crate) mod table;
 #[cfg(target_arch = "x86_64")]
 mod x64;
@@ -654,8 +655,57 @@ impl Hart {
                 .region
                 .next(MAX_BLOCK_BYTES)
                 .expect("empty JIT region too small");
-            if let Some(x64::Assembled { code, ctr_sites }) =
-                x64::assemble(&mut jit.scratch, at, plan, &layout)
+            // Another hart of the VM may have assembled this block (`share`).
+            let here = share::Placement {
+                base: at as u64,
+                slot: plan.epoch_slot as u64,
+                slot_exec: plan.epoch_slot_exec as u64,
+                table: layout.table,
+                guard_bits: layout.guard_bits,
+            };
+            let key = share::Key {
+                va: pc,
+                off: off | kind,
+                ctr_pair: jit.ctr_pair,
+                flags: if slot.is_some() {
+                    share::Key::GUARDED
+                } else {
+                    0
+                } | if plan.monitored && layout.cycles_checked {
+                    share::Key::CYCLES_CHECKED
+                } else {
+                    0
+                } | if layout.pause_helper != 0 {
+                    share::Key::PAUSE_YIELDS
+                } else {
+                    0
+                } | if layout.fma { share::Key::FMA } else { 0 },
+            };
+            let copied = jit.share.as_ref().is_some_and(|s| {
+                s.find(&key, plan, layout.ram_host).is_some_and(|e| {
+                    let code = &mut jit.scratch.code;
+                    if !e.place(&here, code) {
+                        return false;
+                    }
+                    for &(at, source, info) in e.ctr_sites.iter() {
+                        let site = self.ctr_log.site(source, info);
+                        code[at..at + 4].copy_from_slice(&site.to_le_bytes());
+                    }
+                    true
+                })
+            });
+            if copied {
+                let code = &jit.scratch.code;
+                let len = code.len();
+                block.code = jit.region.push(code);
+                jit.translated += 1;
+                jit.copied += 1;
+                jit.name_block(block.code, len, pc);
+            } else if let Some(x64::Assembled {
+                code,
+                ctr_sites,
+                relocs,
+            }) = x64::assemble(&mut jit.scratch, at, plan, &layout)
             {
                 for &(at, source, info) in ctr_sites {
                     let site = self.ctr_log.site(source, info);
@@ -663,6 +713,11 @@ impl Hart {
                 }
                 let len = code.len();
                 if len <= MAX_BLOCK_BYTES {
+                    if let Some(s) = jit.share.as_ref() {
+                        let e =
+                            share::Entry::new(code, relocs, ctr_sites, plan, layout.ram_host, here);
+                        s.publish(key, e);
+                    }
                     block.code = jit.region.push(code);
                     jit.translated += 1;
                     jit.name_block(block.code, len, pc);
