@@ -1486,7 +1486,8 @@ fn random_programs_in(mode: Mode, seeds: std::ops::Range<u64>) {
 /// end on a first hart, which publishes every block it translates; then that hart is gone
 /// (its code region unmapped and its table freed: a copy still holding one of its
 /// addresses would fault or read freed memory), and a second hart on the same RAM runs the
-/// program again from the start, copying the blocks, against the interpreter.
+/// program again from the start, copying the blocks, against the interpreter. The
+/// programs' FENCE.Is make the copies check their code and write their epoch slots.
 #[test]
 fn random_programs_match_the_interpreter_on_a_hart_copying_another_harts_blocks() {
     use std::sync::Arc;
@@ -1506,12 +1507,14 @@ fn random_programs_match_the_interpreter_on_a_hart_copying_another_harts_blocks(
             let exit = first.jit.hart.run(10_000_000);
             assert_eq!(exit, VcpuExit::Wfi, "{ctx}: the first hart did not finish");
             assert!(!share.is_empty(), "{ctx}: the first hart published nothing");
+            // Made before the first hart is gone, so that its code region and table are
+            // not where the first hart's were.
             let mem = first.jit.mem.clone();
-            drop(first);
             let mut second = Vm {
                 hart: vcpu::Hart::new(config, mem.clone()).unwrap(),
                 mem,
             };
+            drop(first);
             second.hart.set_xreg(31, TRAP);
             second.hart.set_pc(BOOT);
             let mut p = Pair {
