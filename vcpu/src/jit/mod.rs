@@ -682,17 +682,15 @@ impl Hart {
                 } | if layout.fma { share::Key::FMA } else { 0 },
             };
             let copied = jit.share.as_ref().is_some_and(|s| {
-                s.find(&key, plan, layout.ram_host).is_some_and(|e| {
-                    let code = &mut jit.scratch.code;
-                    if !e.place(&here, code) {
-                        return false;
-                    }
-                    for &(at, source, info) in e.ctr_sites.iter() {
-                        let site = self.ctr_log.site(source, info);
-                        code[at..at + 4].copy_from_slice(&site.to_le_bytes());
-                    }
-                    true
-                })
+                let site = |source, info| self.ctr_log.site(source, info);
+                s.copy(
+                    &key,
+                    plan,
+                    layout.ram_host,
+                    &here,
+                    &mut jit.scratch.code,
+                    site,
+                )
             });
             if copied {
                 let code = &jit.scratch.code;
@@ -714,9 +712,12 @@ impl Hart {
                 let len = code.len();
                 if len <= MAX_BLOCK_BYTES {
                     if let Some(s) = jit.share.as_ref() {
-                        let e =
-                            share::Entry::new(code, relocs, ctr_sites, plan, layout.ram_host, here);
-                        s.publish(key, e);
+                        let code = share::Code {
+                            code,
+                            relocs,
+                            ctr_sites,
+                        };
+                        s.publish(key, code, plan, layout.ram_host, here);
                     }
                     block.code = jit.region.push(code);
                     jit.translated += 1;

@@ -12,7 +12,7 @@
 //! assembles here, with where the code holds those values. A hart about to assemble a block
 //! looks for one of the same key ([`Key`]: pc, RAM offset and kind, and the choices its
 //! layout made) translated from the same guest bytes; it copies that code into its own
-//! region and changes those values ([`Entry::place`]) instead of assembling it.
+//! region and changes those values (`Entry::place`) instead of assembling it.
 //!
 //! An entry is used only when the bytes it was translated from (the block's every byte:
 //! `Plan::check`), its end and its length are those of the hart's own plan. A plan is
@@ -23,7 +23,8 @@
 //! bound.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::ops::Range;
+use std::sync::{Mutex, MutexGuard};
 
 use super::table::Plan;
 
@@ -88,14 +89,14 @@ impl Key {
     pub(crate) const FMA: u8 = 8;
 }
 
-/// A published block.
-pub(crate) struct Entry {
-    code: Box<[u8]>,
-    relocs: Box<[(u32, Reloc)]>,
-    /// Its CTR record sites: (offset of the 32-bit site number, source, info).
-    pub(crate) ctr_sites: Box<[(usize, u64, u64)]>,
+/// A published block: where its parts are in the [`Arena`], and what it was made from.
+struct Entry {
+    code: Range<usize>,
+    relocs: Range<usize>,
+    /// Its CTR record sites.
+    ctr_sites: Range<usize>,
     /// The plan it was assembled from: its bytes, end and length.
-    check: Box<[(u32, u8, u64)]>,
+    check: Range<usize>,
     end_pc: u64,
     insns: usize,
     /// Guest RAM's host address then.
@@ -104,46 +105,55 @@ pub(crate) struct Entry {
     from: Placement,
 }
 
-impl Entry {
-    /// The code of `plan`, assembled for `from` with guest RAM at `ram_host`, holding the
-    /// values `relocs` lists.
-    pub(crate) fn new(
-        code: &[u8],
-        relocs: &[(u32, Reloc)],
-        ctr_sites: &[(usize, u64, u64)],
-        plan: &Plan,
-        ram_host: u64,
-        from: Placement,
-    ) -> Entry {
-        Entry {
-            code: code.into(),
-            relocs: relocs.into(),
-            ctr_sites: ctr_sites.into(),
-            check: plan.check.as_slice().into(),
-            end_pc: plan.end_pc,
-            insns: plan.insns.len(),
-            ram_host,
-            from,
-        }
-    }
+/// The parts of every entry, one after the other: publishing a block allocates nothing
+/// but where these grow.
+#[derive(Default)]
+struct Arena {
+    code: Vec<u8>,
+    relocs: Vec<(u32, Reloc)>,
+    /// (offset of the 32-bit site number, source, info): `ctr::log::CtrLog::site`.
+    ctr_sites: Vec<(usize, u64, u64)>,
+    check: Vec<(u32, u8, u64)>,
+}
 
+/// Append `items` to `to`; where they are.
+fn append<T: Copy>(to: &mut Vec<T>, items: &[T]) -> Range<usize> {
+    let start = to.len();
+    to.extend_from_slice(items);
+    start..to.len()
+}
+
+/// A block as the assembler left it (`super::x64::Assembled`).
+pub(crate) struct Code<'a> {
+    pub(crate) code: &'a [u8],
+    pub(crate) relocs: &'a [(u32, Reloc)],
+    pub(crate) ctr_sites: &'a [(usize, u64, u64)],
+}
+
+impl Entry {
     /// Whether this is the code a hart would assemble from `plan` with guest RAM at
     /// `ram_host`.
-    fn fits(&self, plan: &Plan, ram_host: u64) -> bool {
+    fn fits(&self, a: &Arena, plan: &Plan, ram_host: u64) -> bool {
         self.ram_host == ram_host
             && self.end_pc == plan.end_pc
             && self.insns == plan.insns.len()
-            && *self.check == *plan.check
+            && a.check[self.check.clone()] == *plan.check
     }
 
-    /// The code in `out`, for placement `to` (with the CTR site numbers still those of
-    /// the hart that assembled it: [`Entry::ctr_sites`]); false (and `out` of no use) if a field does
-    /// not reach (a displacement to the epoch slot out of 32-bit range).
-    pub(crate) fn place(&self, to: &Placement, out: &mut Vec<u8>) -> bool {
+    /// The code in `out`, for placement `to`, its CTR sites numbered by `site`; false (and
+    /// `out` of no use) if a field does not reach (a displacement to the epoch slot out of
+    /// 32-bit range).
+    fn place(
+        &self,
+        a: &Arena,
+        to: &Placement,
+        out: &mut Vec<u8>,
+        mut site: impl FnMut(u64, u64) -> u32,
+    ) -> bool {
         out.clear();
-        out.extend_from_slice(&self.code);
+        out.extend_from_slice(&a.code[self.code.clone()]);
         let from = &self.from;
-        for &(at, r) in self.relocs.iter() {
+        for &(at, r) in &a.relocs[self.relocs.clone()] {
             let at = at as usize;
             if r == Reloc::SlotRip {
                 // From the field's end, at `base + at + 4`, to the slot.
@@ -170,6 +180,12 @@ impl Entry {
             v.copy_from_slice(field);
             field.copy_from_slice(&u64::from_le_bytes(v).wrapping_add(delta).to_le_bytes());
         }
+        for &(at, source, info) in &a.ctr_sites[self.ctr_sites.clone()] {
+            let Some(field) = out.get_mut(at..at + 4) else {
+                return false;
+            };
+            field.copy_from_slice(&site(source, info).to_le_bytes());
+        }
         true
     }
 }
@@ -183,9 +199,8 @@ pub struct SharedBlocks {
 
 #[derive(Default)]
 struct Entries {
-    map: HashMap<Key, Arc<Entry>>,
-    /// Code bytes held.
-    bytes: usize,
+    map: HashMap<Key, Entry>,
+    arena: Arena,
 }
 
 impl std::fmt::Debug for SharedBlocks {
@@ -193,7 +208,7 @@ impl std::fmt::Debug for SharedBlocks {
         let e = self.lock();
         f.debug_struct("SharedBlocks")
             .field("blocks", &e.map.len())
-            .field("bytes", &e.bytes)
+            .field("bytes", &e.arena.code.len())
             .finish()
     }
 }
@@ -204,30 +219,56 @@ impl SharedBlocks {
         SharedBlocks::default()
     }
 
-    /// A hart that panicked while holding the lock left the map whole (it is changed in
-    /// one call), so it is used on.
+    /// A hart that panicked while holding the lock left the entries whole (each is added
+    /// in one call, after its parts), so they are used on.
     fn lock(&self) -> MutexGuard<'_, Entries> {
         self.entries.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The entry of `key` that is the code a hart would assemble from `plan` (with guest
-    /// RAM at `ram_host`), if there is one.
-    pub(crate) fn find(&self, key: &Key, plan: &Plan, ram_host: u64) -> Option<Arc<Entry>> {
-        let e = self.lock().map.get(key).cloned()?;
-        e.fits(plan, ram_host).then_some(e)
+    /// If the entry of `key` is the code a hart would assemble from `plan` (with guest RAM
+    /// at `ram_host`), that code in `out` for placement `to`, with its CTR sites numbered
+    /// by `site` (`ctr::log::CtrLog::site` of the copying hart); false otherwise.
+    pub(crate) fn copy(
+        &self,
+        key: &Key,
+        plan: &Plan,
+        ram_host: u64,
+        to: &Placement,
+        out: &mut Vec<u8>,
+        site: impl FnMut(u64, u64) -> u32,
+    ) -> bool {
+        let e = self.lock();
+        e.map
+            .get(key)
+            .is_some_and(|b| b.fits(&e.arena, plan, ram_host) && b.place(&e.arena, to, out, site))
     }
 
-    /// Publish `entry` under `key` (replacing the one there), unless [`MAX_BYTES`] are held.
-    pub(crate) fn publish(&self, key: Key, entry: Entry) {
+    /// Publish `code`, assembled from `plan` for placement `from` with guest RAM at
+    /// `ram_host`, under `key` (replacing the entry there), unless [`MAX_BYTES`] are held.
+    pub(crate) fn publish(
+        &self,
+        key: Key,
+        code: Code<'_>,
+        plan: &Plan,
+        ram_host: u64,
+        from: Placement,
+    ) {
         let mut e = self.lock();
-        let len = entry.code.len();
-        if e.bytes + len > MAX_BYTES {
+        if e.arena.code.len() + code.code.len() > MAX_BYTES {
             return;
         }
-        e.bytes += len;
-        if let Some(old) = e.map.insert(key, Arc::new(entry)) {
-            e.bytes -= old.code.len();
-        }
+        let a = &mut e.arena;
+        let entry = Entry {
+            code: append(&mut a.code, code.code),
+            relocs: append(&mut a.relocs, code.relocs),
+            ctr_sites: append(&mut a.ctr_sites, code.ctr_sites),
+            check: append(&mut a.check, &plan.check),
+            end_pc: plan.end_pc,
+            insns: plan.insns.len(),
+            ram_host,
+            from,
+        };
+        e.map.insert(key, entry);
     }
 
     /// Blocks held.
@@ -278,44 +319,54 @@ mod tests {
         put(&mut code, 16, from.slot);
         put(&mut code, 24, from.table + 32 * 4096); // a kind's start
         put(&mut code, 32, from.guard_bits);
+        // A CTR site number at 40.
+        code[40..44].copy_from_slice(&7u32.to_le_bytes());
+        let mut a = Arena::default();
         let entry = Entry {
-            code: code.clone().into(),
-            relocs: [
-                (3, Reloc::SlotRip),
-                (8, Reloc::Here),
-                (16, Reloc::Slot),
-                (24, Reloc::Table),
-                (32, Reloc::GuardBits),
-            ]
-            .into(),
-            ctr_sites: [].into(),
-            check: [].into(),
+            code: append(&mut a.code, &code),
+            relocs: append(
+                &mut a.relocs,
+                &[
+                    (3, Reloc::SlotRip),
+                    (8, Reloc::Here),
+                    (16, Reloc::Slot),
+                    (24, Reloc::Table),
+                    (32, Reloc::GuardBits),
+                ],
+            ),
+            ctr_sites: append(&mut a.ctr_sites, &[(40, 0x8000_0010, 3)]),
+            check: 0..0,
             end_pc: 0,
             insns: 1,
             ram_host: 0,
             from,
         };
         let mut out = Vec::new();
-        assert!(entry.place(&to, &mut out));
+        let site = |source, info| {
+            assert_eq!((source, info), (0x8000_0010, 3));
+            9
+        };
+        assert!(entry.place(&a, &to, &mut out, site));
         let disp = i32::from_le_bytes(out[3..7].try_into().unwrap());
         assert_eq!(to.base as i64 + 7 + disp as i64, to.slot_exec as i64);
         assert_eq!(u64_at(&out, 8), to.base + 0x30);
         assert_eq!(u64_at(&out, 16), to.slot);
         assert_eq!(u64_at(&out, 24), to.table + 32 * 4096);
         assert_eq!(u64_at(&out, 32), to.guard_bits);
+        assert_eq!(u32::from_le_bytes(out[40..44].try_into().unwrap()), 9);
         assert_eq!(
-            out[40..],
-            code[40..],
+            out[44..],
+            code[44..],
             "bytes without a value of the hart changed"
         );
-        // Placed again where it was: the same bytes.
-        assert!(entry.place(&from, &mut out));
+        // Placed again where it was, the site numbered as before: the same bytes.
+        assert!(entry.place(&a, &from, &mut out, |_, _| 7));
         assert_eq!(out, code);
         // A slot out of a 32-bit displacement's reach: no copy.
         let far = Placement {
             slot_exec: to.base + (4 << 30),
             ..to
         };
-        assert!(!entry.place(&far, &mut out));
+        assert!(!entry.place(&a, &far, &mut out, site));
     }
 }
