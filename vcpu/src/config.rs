@@ -66,11 +66,6 @@ pub struct HartConfig {
     /// Linux boot on 2 vCPUs: about 1.6% of its host time). Guest-visible behaviour does not
     /// depend on it.
     pub jit_table_resident: bool,
-    /// The translated blocks of the VM's harts: give every hart of a VM of several vCPUs
-    /// the same one, and a hart copies a block another hart translated instead of
-    /// assembling it again (`docs/architecture.md`, "Shared translations"). `None`: the
-    /// hart translates on its own. Guest-visible behaviour does not depend on it.
-    pub jit_share: Option<std::sync::Arc<crate::jit::share::SharedBlocks>>,
     /// PAUSE (Zihintpause, a FENCE hint) gives the host CPU away (`sched_yield`), so that a
     /// vCPU spinning on a lock held by another vCPU (Linux's `cpu_relax`) lets that vCPU's
     /// thread run when host CPUs are short: once a loop of PAUSEs has spun for some
@@ -103,7 +98,6 @@ impl Default for HartConfig {
             jit_perf_map: false,
             jit_threshold: 1,
             jit_table_resident: false,
-            jit_share: None,
             pause_yields: false,
             pmp_entries: 0,
             imsic: None,

@@ -261,7 +261,6 @@ impl Hart {
                     config.jit_perf_map,
                     config.jit_threshold,
                     config.jit_table_resident,
-                    config.jit_share.clone(),
                 );
                 if jit.is_none() && cfg!(target_arch = "x86_64") {
                     log::warn!(
@@ -380,11 +379,6 @@ impl Hart {
     /// Blocks translated to host code so far (0 with translation off; see `HartConfig::jit`).
     pub fn translated_blocks(&self) -> u64 {
         self.jit.as_deref().map_or(0, |j| j.translated)
-    }
-    /// Of [`Hart::translated_blocks`], those copied from another hart of the VM instead of
-    /// assembled (`HartConfig::jit_share`).
-    pub fn copied_blocks(&self) -> u64 {
-        self.jit.as_deref().map_or(0, |j| j.copied)
     }
     /// Runs of translated code that ended in a block whose code bytes had changed since it
     /// was translated (the block is then forgotten, and so are the links to it).

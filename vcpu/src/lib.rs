@@ -85,7 +85,6 @@ mod vcpu;
 
 pub use config::{HartConfig, MmioRange};
 pub use hart::{Hart, HartError};
-pub use jit::share::SharedBlocks;
 pub use vcpu::GUEST_HEDELEG;
 pub use vcpu_api::{
     zicsr, ClockMode, CsrError, GuestTrap, GuestTraps, HartMailbox, HostClock, MmioAccess,

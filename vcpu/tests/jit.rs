@@ -1481,59 +1481,6 @@ fn random_programs_in(mode: Mode, seeds: std::ops::Range<u64>) {
     }
 }
 
-/// A hart of a VM that copies the blocks another hart of it translated
-/// (`HartConfig::jit_share`) runs as the interpreter does: the random programs run to their
-/// end on a first hart, which publishes every block it translates; then that hart is gone
-/// (its code region unmapped and its table freed: a copy still holding one of its
-/// addresses would fault or read freed memory), and a second hart on the same RAM runs the
-/// program again from the start, copying the blocks, against the interpreter. The
-/// programs' FENCE.Is make the copies check their code and write their epoch slots.
-#[test]
-fn random_programs_match_the_interpreter_on_a_hart_copying_another_harts_blocks() {
-    use std::sync::Arc;
-    for mode in [Mode::Machine, Mode::Sv39, Mode::Ctr, Mode::Pmu, Mode::Float] {
-        for seed in 1..=4u64 {
-            let ctx = format!("{mode:?}, seed {seed}");
-            let share = Arc::new(vcpu::SharedBlocks::new());
-            let config = HartConfig {
-                jit_share: Some(share.clone()),
-                ..HartConfig::default()
-            };
-            let mut first = Pair {
-                jit: Vm::with_config(config.clone()),
-                int: machine(false, &[]),
-            };
-            load_random_in(&mut first, seed, 6000, mode);
-            let exit = first.jit.hart.run(10_000_000);
-            assert_eq!(exit, VcpuExit::Wfi, "{ctx}: the first hart did not finish");
-            assert!(!share.is_empty(), "{ctx}: the first hart published nothing");
-            // Made before the first hart is gone, so that its code region and table are
-            // not where the first hart's were.
-            let mem = first.jit.mem.clone();
-            let mut second = Vm {
-                hart: vcpu::Hart::new(config, mem.clone()).unwrap(),
-                mem,
-            };
-            drop(first);
-            second.hart.set_xreg(31, TRAP);
-            second.hart.set_pc(BOOT);
-            let mut p = Pair {
-                jit: second,
-                int: machine(false, &[]),
-            };
-            let end = load_random_in(&mut p, seed, 6000, mode);
-            p.run_to_wfi(&ctx);
-            assert_eq!(p.int.hart.pc(), end + 4, "{ctx}: the program trapped");
-            p.assert_same_ram(&ctx);
-            let (copied, translated) = (p.jit.hart.copied_blocks(), p.jit.hart.translated_blocks());
-            assert!(
-                copied * 2 > translated,
-                "{ctx}: {copied} of {translated} blocks copied"
-            );
-        }
-    }
-}
-
 #[test]
 fn random_programs_match_the_interpreter_under_sv39() {
     random_programs_in(Mode::Sv39, 300..324);

@@ -44,6 +44,3 @@ pub use vcpu::HartConfig;
 pub use vcpu::HartError;
 /// A window of guest-physical addresses the hart hands to the VMM as MMIO.
 pub use vcpu::MmioRange;
-/// The blocks the harts of a VM translated, which each copies instead of assembling them
-/// again (`HartConfig::jit_share`).
-pub use vcpu::SharedBlocks;

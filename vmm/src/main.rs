@@ -904,10 +904,7 @@ fn report(result: Result<(RunExit, runner::RunStats), vmm::Error>, stats_wanted:
                         stats.instructions_before
                     );
                 }
-                eprintln!(
-                    "vmm: {} blocks translated ({} copied from another vCPU's)",
-                    stats.translated_blocks, stats.copied_blocks
-                );
+                eprintln!("vmm: {} blocks translated", stats.translated_blocks);
                 eprint!("{}", stats.exits.table());
                 if stats.per_vcpu.len() > 1 {
                     let per_vcpu: Vec<String> = (0..)

@@ -21,7 +21,6 @@
 //! nothing may be unwritten (checked in debug builds, as at every jump but a load's or
 //! store's way out: [`Emitter::side_exits`]).
 
-use super::share::Reloc;
 use dynasmrt::x64::X64Relocation;
 use dynasmrt::VecAssembler;
 use dynasmrt::{dynasm, AssemblyOffset, DynamicLabel, DynasmApi, DynasmError, DynasmLabelApi};
@@ -184,8 +183,6 @@ pub(crate) struct Scratch {
     pub(super) code: Vec<u8>,
     /// The last block's CTR record sites (`super::x64::Assembled`).
     pub(super) ctr_sites: Vec<(usize, u64, u64)>,
-    /// The last block's values that depend on its hart or placement (`super::share`).
-    pub(super) relocs: Vec<(u32, Reloc)>,
 }
 
 impl Default for Scratch {
@@ -196,7 +193,6 @@ impl Default for Scratch {
             asm: Emitter::new(4096, 8 * super::MAX_INSNS),
             code: Vec::with_capacity(4096),
             ctr_sites: Vec::new(),
-            relocs: Vec::new(),
         }
     }
 }
@@ -211,8 +207,6 @@ pub(super) struct Emitter {
     /// keeps the caching registers and comes back) or to its way out (which writes them:
     /// [`Emitter::write_back`]). Set while such an access is emitted.
     side_exits: bool,
-    /// Where the block holds a value of its hart or placement ([`Reloc`]).
-    pub(super) relocs: Vec<(u32, Reloc)>,
 }
 
 impl Emitter {
@@ -225,7 +219,6 @@ impl Emitter {
             cache: RegCache::default(),
             x: 0,
             side_exits: false,
-            relocs: Vec::new(),
         }
     }
 
@@ -235,14 +228,6 @@ impl Emitter {
         self.cache = RegCache::default();
         self.x = x;
         self.side_exits = false;
-        self.relocs.clear();
-    }
-
-    /// The field just emitted (the last 8 bytes, or 4 for [`Reloc::SlotRip`]) holds `r`.
-    pub(super) fn reloc(&mut self, r: Reloc) {
-        let len = if r == Reloc::SlotRip { 4 } else { 8 };
-        let at = self.offset().0 - len;
-        self.relocs.push((at as u32, r));
     }
 
     /// See [`Emitter::side_exits`].

@@ -37,7 +37,6 @@ mod emit;
 mod guard;
 pub(crate) mod jumps;
 mod region;
-pub(crate) mod share;
 pub(crate) mod table;
 #[cfg(target_arch = "x86_64")]
 mod x64;
@@ -655,55 +654,8 @@ impl Hart {
                 .region
                 .next(MAX_BLOCK_BYTES)
                 .expect("empty JIT region too small");
-            // Another hart of the VM may have assembled this block (`share`).
-            let here = share::Placement {
-                base: at as u64,
-                slot: plan.epoch_slot as u64,
-                slot_exec: plan.epoch_slot_exec as u64,
-                table: layout.table,
-                guard_bits: layout.guard_bits,
-            };
-            let key = share::Key {
-                va: pc,
-                off: off | kind,
-                ctr_pair: jit.ctr_pair,
-                flags: if slot.is_some() {
-                    share::Key::GUARDED
-                } else {
-                    0
-                } | if plan.monitored && layout.cycles_checked {
-                    share::Key::CYCLES_CHECKED
-                } else {
-                    0
-                } | if layout.pause_helper != 0 {
-                    share::Key::PAUSE_YIELDS
-                } else {
-                    0
-                } | if layout.fma { share::Key::FMA } else { 0 },
-            };
-            let copied = jit.share.as_ref().is_some_and(|s| {
-                let site = |source, info| self.ctr_log.site(source, info);
-                s.copy(
-                    &key,
-                    plan,
-                    layout.ram_host,
-                    &here,
-                    &mut jit.scratch.code,
-                    site,
-                )
-            });
-            if copied {
-                let code = &jit.scratch.code;
-                let len = code.len();
-                block.code = jit.region.push(code);
-                jit.translated += 1;
-                jit.copied += 1;
-                jit.name_block(block.code, len, pc);
-            } else if let Some(x64::Assembled {
-                code,
-                ctr_sites,
-                relocs,
-            }) = x64::assemble(&mut jit.scratch, at, plan, &layout)
+            if let Some(x64::Assembled { code, ctr_sites }) =
+                x64::assemble(&mut jit.scratch, at, plan, &layout)
             {
                 for &(at, source, info) in ctr_sites {
                     let site = self.ctr_log.site(source, info);
@@ -711,14 +663,6 @@ impl Hart {
                 }
                 let len = code.len();
                 if len <= MAX_BLOCK_BYTES {
-                    if let Some(s) = jit.share.as_ref() {
-                        let code = share::Code {
-                            code,
-                            relocs,
-                            ctr_sites,
-                        };
-                        s.publish(key, code, plan, layout.ram_host, here);
-                    }
                     block.code = jit.region.push(code);
                     jit.translated += 1;
                     jit.name_block(block.code, len, pc);

@@ -212,10 +212,6 @@ pub(crate) struct Jit {
     /// Blocks translated, and runs that ended in a block found stale (statistics).
     pub(crate) translated: u64,
     pub(crate) stale_exits: u64,
-    /// Of the blocks translated, those copied from another hart's (`super::share`).
-    pub(crate) copied: u64,
-    /// The blocks of the VM's harts (`HartConfig::jit_share`).
-    pub(super) share: Option<std::sync::Arc<super::share::SharedBlocks>>,
     /// Incremented when the region is emptied (every block and link is gone).
     pub(crate) generation: u64,
     /// Moves on (from 1) whenever a block the jump cache may name can no longer be entered
@@ -292,7 +288,6 @@ impl Jit {
         perf_map: bool,
         threshold: u16,
         resident: bool,
-        share: Option<std::sync::Arc<super::share::SharedBlocks>>,
     ) -> Option<Box<Jit>> {
         if !cfg!(target_arch = "x86_64") {
             return None;
@@ -308,8 +303,6 @@ impl Jit {
             region: region::Region::new(code_bytes)?,
             table,
             translated: 0,
-            copied: 0,
-            share,
             stale_exits: 0,
             generation: 0,
             jump_epoch: 1,
@@ -624,7 +617,7 @@ mod tests {
     /// taking the slot back; a stale one does not come back.
     #[test]
     fn evicted_blocks_are_reinstated_unless_stale() {
-        let Some(mut jit) = Jit::new(1 << 20, false, 1, false, None) else {
+        let Some(mut jit) = Jit::new(1 << 20, false, 1, false) else {
             panic!("no translator on this host");
         };
         let (a, b) = (0x1000, 0x1000 + 2 * TABLE as u64);
@@ -664,7 +657,7 @@ mod tests {
     /// their slots or kept aside) are forgotten, once; the other blocks stay.
     #[test]
     fn monitored_blocks_without_the_cycles_check_are_forgotten_once() {
-        let Some(mut jit) = Jit::new(1 << 20, false, 1, false, None) else {
+        let Some(mut jit) = Jit::new(1 << 20, false, 1, false) else {
             panic!("no translator on this host");
         };
         let (a, b) = (0x1000, 0x1000 + 2 * TABLE as u64);

@@ -29,7 +29,6 @@ use crate::decode::{Insn, Op, X0_SINK};
 
 type Asm = super::emit::Emitter;
 use super::emit::{Pending, Scratch, NOT_READ};
-use super::share::Reloc;
 
 /// Displacement of integer register `r` from the hart pointer.
 fn xd(l: &Layout, r: u8) -> i32 {
@@ -689,9 +688,6 @@ fn jump_indirect(a: &mut Asm, l: &Layout) {
         ; shl edx, 4
         ; and edx, mask
         ; mov rcx, QWORD start
-    );
-    a.reloc(Reloc::Table);
-    dynasm!(a ; .arch x64
         ; cmp rax, QWORD [rcx + rdx]
         ; jne =>miss
     );
@@ -957,7 +953,6 @@ pub(super) fn assemble<'s>(
     Some(Assembled {
         code: &mut s.code,
         ctr_sites: &s.ctr_sites,
-        relocs: &s.relocs,
     })
 }
 
@@ -966,8 +961,6 @@ pub(super) fn assemble<'s>(
 pub(super) struct Assembled<'s> {
     pub(super) code: &'s mut [u8],
     pub(super) ctr_sites: &'s [(usize, u64, u64)],
-    /// Where the code holds values of its hart or placement (`super::share`).
-    pub(super) relocs: &'s [(u32, Reloc)],
 }
 
 /// Registers a loop carries from one iteration to the next: `(host, guest)`.
@@ -1017,13 +1010,11 @@ fn assemble_carrying(
             Ok(disp) if plan.epoch_slot_exec != 0 => {
                 a.extend([0x48, 0x39, 0x2d]);
                 a.extend(disp.to_le_bytes());
-                a.reloc(Reloc::SlotRip);
             }
-            _ => {
-                dynasm!(a ; .arch x64 ; mov rdx, QWORD slot);
-                a.reloc(Reloc::Slot);
-                dynasm!(a ; .arch x64 ; cmp QWORD [rdx], rbp);
-            }
+            _ => dynasm!(a ; .arch x64
+                ; mov rdx, QWORD slot
+                ; cmp QWORD [rdx], rbp
+            ),
         }
         dynasm!(a ; .arch x64 ; jne =>recheck);
     } else {
@@ -1278,23 +1269,18 @@ fn assemble_carrying(
         let page = code_off >> 12;
         let protect = a.new_dynamic_label();
         let (word, bit) = ((8 * (page / 64)) as i32, (page % 64) as i8);
-        dynasm!(a ; .arch x64 ; mov rdx, QWORD l.guard_bits as i64);
-        a.reloc(Reloc::GuardBits);
         dynasm!(a ; .arch x64
+            ; mov rdx, QWORD l.guard_bits as i64
             ; bt QWORD [rdx + word], bit
             ; jnc =>protect
             ; mov rax, QWORD [rdi + epoch]
             ; mov rdx, QWORD slot
-        );
-        a.reloc(Reloc::Slot);
-        dynasm!(a ; .arch x64
             ; mov QWORD [rdx], rax
             ; jmp =>checked
             ; =>protect
             ; mov rsi, QWORD slot
+            ; mov rdx, QWORD page as i64
         );
-        a.reloc(Reloc::Slot);
-        dynasm!(a ; .arch x64 ; mov rdx, QWORD page as i64);
         call(a, l.checked_helper);
         dynasm!(a ; .arch x64
             ; test eax, eax
@@ -1330,11 +1316,8 @@ fn assemble_carrying(
         s.asm = Scratch::default().asm;
         return None;
     }
-    s.relocs.clear();
-    s.relocs.extend_from_slice(&s.asm.relocs);
     for (at, stub) in links.slots {
         s.code[at..at + 8].copy_from_slice(&((base + stub) as u64).to_le_bytes());
-        s.relocs.push((at as u32, Reloc::Here));
     }
     s.ctr_sites.clear();
     s.ctr_sites.extend_from_slice(&links.ctr_sites);

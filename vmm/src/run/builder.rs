@@ -290,8 +290,6 @@ pub(super) struct HartOptions {
     /// `--aia aplic-imsic`: the number of vCPUs the AIA devices serve (each hart gets an
     /// IMSIC, the bus the APLIC and IMSIC pages); `None`: no AIA.
     pub aia_vcpus: Option<u64>,
-    /// The blocks the harts translated, shared by every hart of a VM of several vCPUs.
-    pub blocks: Option<Arc<crate::backend::SharedBlocks>>,
 }
 
 impl HartOptions {
@@ -312,8 +310,6 @@ impl HartOptions {
             pause_yields: self.clock.is_some(),
             // Several hart threads: no TLB shootdowns for the block table's pages.
             jit_table_resident: self.clock.is_some(),
-            // Several harts: each copies the blocks another translated.
-            jit_share: self.blocks.clone(),
             // The hart starts with an allow-all entry (`Hart::new_guest`): the VMM is the
             // guest's M-mode firmware.
             pmp_entries: crate::backend::PMP_ENTRIES,
@@ -532,9 +528,6 @@ impl<'a> VmBuilder<'a> {
             host_clock: (self.config.clock == vcpu_api::ClockMode::Host)
                 .then(|| vcpu_api::HostClock::starting_at(0)),
             aia_vcpus: (self.config.aia == AiaMode::AplicImsic).then_some(self.config.vcpus),
-            blocks: clock
-                .as_ref()
-                .map(|_| Arc::new(crate::backend::SharedBlocks::new())),
         };
         let mut harts = (0..self.config.vcpus)
             .map(|hart_id| -> Result<Hart, Error> {

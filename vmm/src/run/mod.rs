@@ -305,7 +305,6 @@ pub(crate) fn run_vm(mut vm: GuestVm, input: ConsoleInput) -> Result<(RunExit, R
             .map(|(i, n)| n.saturating_sub(vm.insns_base.get(i).copied().unwrap_or(0)))
             .collect(),
         translated_blocks: vm.translated_blocks(),
-        copied_blocks: vm.copied_blocks(),
         snapshot_written,
     };
     Ok((exit?, stats))
@@ -485,17 +484,6 @@ impl GuestVm {
                 .secondaries
                 .iter()
                 .map(GuestVm::translated_blocks)
-                .sum::<u64>()
-    }
-
-    /// Of [`GuestVm::translated_blocks`], those a hart copied from another's instead of
-    /// assembling them (`HartConfig::jit_share`).
-    pub fn copied_blocks(&self) -> u64 {
-        self.hart.copied_blocks()
-            + self
-                .secondaries
-                .iter()
-                .map(GuestVm::copied_blocks)
                 .sum::<u64>()
     }
 

@@ -621,9 +621,6 @@ impl GuestVm {
             perf_map: options.perf_map,
             host_clock,
             aia_vcpus: s.aia.as_ref().map(|_| n),
-            blocks: clock
-                .as_ref()
-                .map(|_| Arc::new(crate::backend::SharedBlocks::new())),
         };
         let mut harts = Vec::new();
         for (id, v) in (0..).zip(&s.vcpus) {

@@ -541,8 +541,6 @@ pub struct RunStats {
     pub per_vcpu: Vec<u64>,
     /// Blocks translated to host code by all harts (`--jit`).
     pub translated_blocks: u64,
-    /// Of those, the blocks a hart copied from another's (`HartConfig::jit_share`).
-    pub copied_blocks: u64,
     /// Where `--snapshot-on-stop` wrote the VM when the run stopped, if it did.
     pub snapshot_written: Option<std::path::PathBuf>,
 }
