@@ -19,7 +19,8 @@
 //!   encoding, `sctrstatus` read by a CSR helper right after a logged record, and records
 //!   through the helper and the log alternating in one run.
 //! - Self-modifying code, by the guest (with and without FENCE.I, also into the running
-//!   block) and by the VMM; retranslation until the code region is emptied; vCPU switches
+//!   block) and by the VMM (a function called through JALR found stale once, not at every
+//!   call); retranslation until the code region is emptied; vCPU switches
 //!   on a hart (`Hart::switch_state`), which keep the code checks and load no store TLB
 //!   entry for a page of translated code.
 //! - Sv39: one physical page at two virtual addresses, and a virtual page remapped through a
@@ -36,7 +37,8 @@
 //! - Monitored blocks with F/D, CSR accesses and atomics: every event counted, counters
 //!   overflowing every 2 to 7 events, each LCOFI taken and logged (`mepc`, `minstret`),
 //!   counters and event selectors written mid-block; a `satp` write in a monitored block
-//!   under Sv39 (the TLB models flushed, the write's own fetch reported).
+//!   under Sv39 (the TLB models flushed, the write's own fetch reported); a counter of
+//!   cycles armed close to wrapping after a loop's calls ran translated without the check.
 //! - Counter CSRs (`cycle`, `time`, `instret`, `hpmcounter3`, `minstret`) read inside
 //!   translated blocks and written, in budget steps of 1 to 40.
 
@@ -1944,6 +1946,54 @@ fn programs_taking_lcofis(
     }
 }
 
+/// A counter of cycles written close to wrapping while a loop calls a function through
+/// JALR: from then on monitored blocks check their cycles, and those translated before
+/// without the check are forgotten (`Jit::forget_monitored_unchecked`), also from the jump
+/// cache, which the loop's calls and returns would otherwise keep entering them through
+/// (running past the overflow: each LCOFI taken late, after another instruction than the
+/// interpreter's, whose `mepc` and `minstret` the handler logs).
+#[test]
+fn lcofis_of_a_counter_of_cycles_armed_after_its_blocks_ran_are_taken_on_time() {
+    use vcpu::pmu::events::{selector, Event};
+    const MHPMEVENT3: u32 = 0x323;
+    const MHPMCOUNTER3: u32 = 0xb03;
+    // `sampling_handler`'s period of 2 000 cycles for `mhpmcounter3`.
+    const SEED: u64 = 7;
+    assert_eq!(sampling_periods(SEED)[0], 2000);
+    let f = CODE + 0x200;
+    let calls = |v: &mut Vec<u32>| v.extend([jalr(1, 12, 0), addi(11, 11, -1), bne(11, 0, -8)]);
+    // Cycles counted from 0 (2^64 to go: no block checks them), LCOFI enabled.
+    let mut prog = vec![
+        csrw(MCOUNTINHIBIT, 0),
+        addi(5, 0, selector(Event::Cycles) as i32),
+        csrw(MHPMEVENT3, 5),
+        csrw(MHPMCOUNTER3, 0),
+        lui(5, 2),
+        csrrs(0, MIE, 5),
+        csrrsi(0, MSTATUS, 8),
+        addi(11, 0, 300),
+    ];
+    calls(&mut prog);
+    // 2 000 cycles before it wraps.
+    prog.extend([addi(5, 0, -2000), csrw(MHPMCOUNTER3, 5), addi(11, 0, 300)]);
+    calls(&mut prog);
+    let mut function = vec![addi(18, 18, 1); 24];
+    function.push(jalr(0, 1, 0));
+    let mut p = Pair::new();
+    let end = p.both(|vm| {
+        vm.put32(f, &function);
+        vm.put32(TRAP, &sampling_handler(SEED));
+        vm.code(&prog)
+    });
+    p.set_x(12, f);
+    p.run_to_wfi("calls");
+    assert_eq!(p.int.hart.pc(), end + 4, "the program trapped");
+    p.assert_same_ram("calls");
+    let lcofis = p.int.r64(LCOFI_LOG - 8) / 16;
+    assert!(lcofis >= 3, "{lcofis} LCOFIs");
+    assert!(p.jit.hart.translated_blocks() > 3);
+}
+
 #[test]
 fn float_budgets_stop_on_the_same_instruction() {
     for seed in 1100..1108u64 {
@@ -3043,6 +3093,38 @@ fn a_jalr_after_the_code_region_is_emptied() {
     assert_eq!((p.jit.x(13), p.jit.x(18)), (BLOCKS, 3));
     let resets = p.jit.hart.translated_code_resets();
     assert!(resets >= 1, "the code region was emptied {resets} times");
+}
+
+/// A function called through JALR, rewritten by the VMM between runs: its block is found
+/// stale once, at the first call of the next run, and forgotten, also from the jump cache
+/// (`Jit::unlink_stale`); the later calls reach its new translation instead of entering the
+/// stale block, and leaving it for the dispatcher, at every call.
+#[test]
+fn a_function_rewritten_between_runs_is_found_stale_once() {
+    let mut p = Pair::new();
+    let f = CODE + 0x200;
+    let prog = [
+        addi(11, 0, 50),
+        jalr(1, 12, 0),
+        addi(11, 11, -1),
+        bne(11, 0, -8),
+    ];
+    let end = p.both(|vm| {
+        vm.put32(f, &[addi(18, 18, 1), jalr(0, 1, 0)]);
+        vm.code(&prog)
+    });
+    p.set_x(12, f);
+    p.run_to_wfi("first run");
+    assert_eq!(p.jit.x(18), 50);
+    p.both(|vm| {
+        vm.put32(f, &[addi(18, 18, 2)]);
+        vm.hart.set_pc(CODE);
+    });
+    p.run_to_wfi("after the rewrite");
+    assert_eq!(p.int.hart.pc(), end + 4);
+    assert_eq!(p.jit.x(18), 150);
+    let stale = p.jit.hart.stale_block_exits();
+    assert!((1..=2).contains(&stale), "{stale} exits from a stale block");
 }
 
 // ---------------------------------------------------------------------------------------------
