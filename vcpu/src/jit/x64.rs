@@ -1101,7 +1101,7 @@ fn assemble_carrying(
         // monitored blocks, loads and stores (whose ways out write what is pending) work
         // with results not yet in the hart; everything else may read the hart, call, jump
         // or leave.
-        let lazy = is_memory(i.op) && !monitored;
+        let lazy = is_memory(i.op);
         if !straight(i.op) || (is_memory(i.op) && !lazy) {
             a.flush();
         }
@@ -1718,13 +1718,13 @@ fn emit_memory(
     let store = is_store(i.op);
     let (slow, resume) = (a.new_dynamic_label(), a.new_dynamic_label());
     let (from, to) = chain;
-    // An integer load of a block that is not monitored loads straight into the register
+    // An integer load loads straight into the register
     // that caches its destination, given once the address is formed and before the first
     // jump, so that both paths find the cache as it is (a register it takes from another
     // guest register is written to the hart there; until the load that one still holds
     // its old value, which a way out writes back: `RegCache::pending`). The base's
     // register is looked up before that (the destination may be the base).
-    let to_register = !store && !float_memory(i.op) && !monitored && i.rd != X0_SINK;
+    let to_register = !store && !float_memory(i.op) && i.rd != X0_SINK;
     let rs1_host = a.cache.find(i.rs1);
     let mut dst = None;
     slows.push(SlowPath {
@@ -1846,21 +1846,18 @@ fn emit_memory(
     a.join(resume);
     if let Some(h) = dst {
         a.set_dirty(h, true);
-        return;
-    }
-    if float_memory(i.op) {
+    } else if float_memory(i.op) {
         // FLW NaN-boxes the single in the 64-bit register.
         if i.op == Flw {
             dynasm!(a ; .arch x64 ; mov rax, QWORD BOX ; or rcx, rax);
         }
         let d = fd(l, i.rd);
         dynasm!(a ; .arch x64 ; mov QWORD [rdi + d], rcx);
-    } else if i.rd != X0_SINK && !monitored {
-        put_unwritten(a, RCX, i.rd);
     } else if i.rd != X0_SINK {
-        // The monitor's model code that follows has jumps.
-        put(a, l, RCX, i.rd);
+        put_unwritten(a, RCX, i.rd);
     }
+    // The monitor's model code keeps the caching registers and jumps only to its own joins
+    // (`Emitter::join`): what the cache holds, written or not, holds after it.
     if monitored {
         monitor_access(a, l, false);
     }
