@@ -9,8 +9,8 @@
 //! them to the hart before any instruction of another kind (F/D, CSR, atomic, jump or
 //! branch) and at the block's end, and [`Emitter::assign`] before it reuses their
 //! register. An integer load or store keeps them (in a monitored block too: the monitor's
-//! model probes after it keep the caching registers): its way out before it retires (a bail to the
-//! interpreter: a fault or a device) writes the values it found unwritten
+//! model probes after it keep the caching registers): its way out before it retires (a
+//! bail to the interpreter: a fault or a device) writes the values it found unwritten
 //! ([`RegCache::pending`], [`Emitter::write_back`]) before leaving, and its slow path keeps
 //! every caching register. So a bail, a helper or the next block always finds the
 //! architectural state in the hart.

@@ -1097,12 +1097,11 @@ fn assemble_carrying(
         if let Some(row) = next_read.get(k) {
             a.cache.set_ahead(row);
         }
-        // Only the straight-line integer instructions (`emit_straight`) and, outside
-        // monitored blocks, loads and stores (whose ways out write what is pending) work
-        // with results not yet in the hart; everything else may read the hart, call, jump
-        // or leave.
+        // Only the straight-line integer instructions (`emit_straight`) and the integer
+        // loads and stores (whose ways out write what is pending) work with results not
+        // yet in the hart; everything else may read the hart, call, jump or leave.
         let lazy = is_memory(i.op);
-        if !straight(i.op) || (is_memory(i.op) && !lazy) {
+        if !straight(i.op) {
             a.flush();
         }
         // What a way out before this instruction retires must write (only loads and
@@ -1718,12 +1717,12 @@ fn emit_memory(
     let store = is_store(i.op);
     let (slow, resume) = (a.new_dynamic_label(), a.new_dynamic_label());
     let (from, to) = chain;
-    // An integer load loads straight into the register
-    // that caches its destination, given once the address is formed and before the first
-    // jump, so that both paths find the cache as it is (a register it takes from another
-    // guest register is written to the hart there; until the load that one still holds
-    // its old value, which a way out writes back: `RegCache::pending`). The base's
-    // register is looked up before that (the destination may be the base).
+    // An integer load loads straight into the register that caches its destination, given
+    // once the address is formed and before the first jump, so that both paths find the
+    // cache as it is (a register it takes from another guest register is written to the
+    // hart there; until the load that one still holds its old value, which a way out
+    // writes back: `RegCache::pending`). The base's register is looked up before that (the
+    // destination may be the base).
     let to_register = !store && !float_memory(i.op) && i.rd != X0_SINK;
     let rs1_host = a.cache.find(i.rs1);
     let mut dst = None;
