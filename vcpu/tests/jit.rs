@@ -3021,17 +3021,23 @@ fn vmm_rewrites_a_linked_block_between_runs() {
     assert_eq!(p.jit.x(14), 500);
 }
 
+/// A pair whose translating hart has the smallest code region (1 MiB), which tests fill.
+fn pair_with_a_1_mib_code_region() -> Pair {
+    let mut p = Pair::new();
+    p.jit = Vm::with_config(HartConfig {
+        jit_code_bytes: 1 << 20,
+        ..HartConfig::default()
+    });
+    p
+}
+
 /// Enough translations to fill the translator's code region (the minimum, 1 MiB) several
 /// times over: every pass rewrites the immediate of the first instruction of a long block B,
 /// which is then translated anew; A (the loop head) stays linked to B's first translation.
 #[test]
 fn retranslation_past_the_code_region_size() {
     const PASSES: u64 = 20_000;
-    let mut p = Pair::new();
-    p.jit = Vm::with_config(HartConfig {
-        jit_code_bytes: 1 << 20,
-        ..HartConfig::default()
-    });
+    let mut p = pair_with_a_1_mib_code_region();
     p.set_x(16, addi(13, 13, 0) as u64);
     p.set_x(17, PASSES);
     let b = CODE + 0x200;
@@ -3067,11 +3073,7 @@ fn retranslation_past_the_code_region_size() {
 #[test]
 fn a_jalr_after_the_code_region_is_emptied() {
     const BLOCKS: u64 = 12_000;
-    let mut p = Pair::new();
-    p.jit = Vm::with_config(HartConfig {
-        jit_code_bytes: 1 << 20,
-        ..HartConfig::default()
-    });
+    let mut p = pair_with_a_1_mib_code_region();
     let (f, chain) = (CODE + 0x100, RAM_BASE + 0x8_0000);
     let head = [
         jalr(1, 12, 0),
