@@ -13,7 +13,9 @@
 # needs root) as M-mode firmware; vmm is the SBI itself. Both get the same kernel, initramfs
 # and command line.
 #
-# Usage: scripts/bench-linux-boot.sh [RUNS]   (default 1; the best run of each is reported)
+# Usage: scripts/bench-linux-boot.sh [RUNS]   (default 1; the best run of each is reported,
+# and with more than one run also the median time to exit: on a noisy host the best of a
+# few runs favours whichever boot varies more)
 # Env: LINUX_GUEST_DIR, LINUX_GUEST_SUITE (see scripts/linux-guest.sh), QEMU_SYSTEM_RISCV64,
 # LINUX_BOOT_VCPUS (harts, default 1: vmm run --vcpus N, QEMU -smp N; with more than one,
 # vmm also boots with one vCPU in each run, and the table gives N vCPUs against one).
@@ -62,21 +64,27 @@ measure() {
 }
 
 min() { awk -v a="$1" -v b="$2" 'BEGIN { print (b == "" || a < b) ? a : b }'; }
+# median VALUES...: the median of the numbers given.
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { printf "%.2f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 vmm_ready= vmm_total= int_ready= int_total= q_ready= q_total= m_ready= m_total=
 one_ready= one_total=
+# Every run's time to exit, for the medians.
+vmm_all=() one_all=() q_all=()
 for i in $(seq "$runs"); do
     echo "run $i/$runs: vmm run..." >&2
     measure vmm "$vmm" run --kernel "$KERNEL" --initrd "$INITRD" --memory 256 \
         --cmdline "$cmdline" --vcpus "$vcpus"
     vmm_ready=$(min "$m_ready" "$vmm_ready")
     vmm_total=$(min "$m_total" "$vmm_total")
+    vmm_all+=("$m_total")
     if [ "$vcpus" -gt 1 ]; then
         echo "run $i/$runs: vmm run --vcpus 1..." >&2
         measure one "$vmm" run --kernel "$KERNEL" --initrd "$INITRD" --memory 256 \
             --cmdline "$cmdline" --vcpus 1
         one_ready=$(min "$m_ready" "$one_ready")
         one_total=$(min "$m_total" "$one_total")
+        one_all+=("$m_total")
     fi
     echo "run $i/$runs: vmm run --jit off..." >&2
     measure interp "$vmm" run --kernel "$KERNEL" --initrd "$INITRD" --memory 256 \
@@ -88,6 +96,7 @@ for i in $(seq "$runs"); do
         -kernel "$KERNEL" -initrd "$INITRD" -append "$cmdline"
     q_ready=$(min "$m_ready" "$q_ready")
     q_total=$(min "$m_total" "$q_total")
+    q_all+=("$m_total")
 done
 
 kver=$(sed -n 's/^linux-image-[0-9].* \(.*\)$/\1/p' "$(dirname "$KERNEL")/versions" | head -n1)
@@ -112,5 +121,15 @@ if [ "$vcpus" -gt 1 ]; then
 | vmm run --vcpus 1 (block translator) | $one_ready | $one_total |
 | ratio vmm $vcpus vCPUs / 1 vCPU | $(awk -v a="$vmm_ready" -v b="$one_ready" 'BEGIN { printf "%.2f", a / b }') | $(awk -v a="$vmm_total" -v b="$one_total" 'BEGIN { printf "%.2f", a / b }') |
 TABLE
+fi
+if [ "$runs" -gt 1 ]; then
+    vmm_med=$(median "${vmm_all[@]}")
+    q_med=$(median "${q_all[@]}")
+    echo
+    echo "Medians of $runs runs, to exit: vmm $vmm_med s, QEMU $q_med s, ratio $(awk -v a="$vmm_med" -v b="$q_med" 'BEGIN { printf "%.2f", a / b }')"
+    if [ "$vcpus" -gt 1 ]; then
+        one_med=$(median "${one_all[@]}")
+        echo "  vmm --vcpus 1 $one_med s, ratio $vcpus vCPUs / 1 vCPU $(awk -v a="$vmm_med" -v b="$one_med" 'BEGIN { printf "%.2f", a / b }')"
+    fi
 fi
 echo
