@@ -23,10 +23,10 @@ const RUN_CHUNK: u64 = 1 << 18;
 /// [`RUN_CHUNK`] with more than one vCPU on virtual time: a running hart moves the global
 /// clock, and wakes idle harts whose timer deadline has passed, between runs. With host
 /// time an idle hart sleeps until its own deadline ([`Smp::idle`]) and the runs are
-/// [`RUN_CHUNK`] long: what other vCPUs post (IPIs, fences, stop requests) a hart takes
+/// [`RUN_CHUNK`] long: what other threads post (IPIs, fences, stop requests) a hart takes
 /// at its chunk boundaries inside a run (every `vcpu::interp::CHUNK` instructions) either
 /// way, and each run boundary costs the VMM's checks (pauses, injections, console input,
-/// the end): a 2-vCPU Linux boot takes about 4% less time with runs of [`RUN_CHUNK`].
+/// the end): a 2-vCPU Linux boot takes 2-4% less time with runs of [`RUN_CHUNK`].
 const SMP_RUN_CHUNK: u64 = 1 << 14;
 
 /// How far a run of [`SMP_RUN_CHUNK`] may go past it to finish a translated block (the
