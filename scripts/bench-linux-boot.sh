@@ -13,6 +13,10 @@
 # needs root) as M-mode firmware; vmm is the SBI itself. Both get the same kernel, initramfs
 # and command line.
 #
+# vmm boots twice in each run: on virtual time (`--clock virtual`, deterministic: time counts
+# instructions, as the tests use it) and on host time (`--clock host`, `vmm run`'s default,
+# and the clock QEMU's TCG runs on). Both are compared with QEMU.
+#
 # Usage: scripts/bench-linux-boot.sh [RUNS]   (default 1; the best run of each is reported,
 # and with more than one run also the median time to exit: on a noisy host the best of a
 # few runs favours whichever boot varies more)
@@ -67,43 +71,52 @@ min() { awk -v a="$1" -v b="$2" 'BEGIN { print (b == "" || a < b) ? a : b }'; }
 # median VALUES...: the median of the numbers given.
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { printf "%.2f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-vmm_ready= vmm_total= int_ready= int_total= q_ready= q_total= m_ready= m_total=
-one_ready= one_total=
-# Every run's time to exit, for the medians.
-vmm_all=() one_all=() q_all=()
+# Per kind of boot: the best time to VMM-GUEST-READY and to exit, and every run's time to
+# exit (for the medians). Kinds: virt and host (vmm, N vCPUs, each clock), virt1 and host1
+# (one vCPU, when N > 1), interp (--jit off, virtual time), qemu.
+declare -A best_ready best_total all_total
+# boot KIND COMMAND...: measures COMMAND and records it under KIND.
+boot() {
+    local kind=$1
+    shift
+    echo "run $i/$runs: $kind..." >&2
+    measure "$kind" "$@"
+    best_ready[$kind]=$(min "$m_ready" "${best_ready[$kind]:-}")
+    best_total[$kind]=$(min "$m_total" "${best_total[$kind]:-}")
+    all_total[$kind]="${all_total[$kind]:-} $m_total"
+}
+vmm_boot() {
+    local kind=$1
+    shift
+    boot "$kind" "$vmm" run --kernel "$KERNEL" --initrd "$INITRD" --memory 256 \
+        --cmdline "$cmdline" "$@"
+}
+kinds=(virt host)
+[ "$vcpus" -gt 1 ] && kinds+=(virt1 host1)
 for i in $(seq "$runs"); do
-    echo "run $i/$runs: vmm run..." >&2
-    measure vmm "$vmm" run --kernel "$KERNEL" --initrd "$INITRD" --memory 256 \
-        --cmdline "$cmdline" --vcpus "$vcpus"
-    vmm_ready=$(min "$m_ready" "$vmm_ready")
-    vmm_total=$(min "$m_total" "$vmm_total")
-    vmm_all+=("$m_total")
+    vmm_boot virt --vcpus "$vcpus" --clock virtual
+    vmm_boot host --vcpus "$vcpus" --clock host
     if [ "$vcpus" -gt 1 ]; then
-        echo "run $i/$runs: vmm run --vcpus 1..." >&2
-        measure one "$vmm" run --kernel "$KERNEL" --initrd "$INITRD" --memory 256 \
-            --cmdline "$cmdline" --vcpus 1
-        one_ready=$(min "$m_ready" "$one_ready")
-        one_total=$(min "$m_total" "$one_total")
-        one_all+=("$m_total")
+        vmm_boot virt1 --vcpus 1 --clock virtual
+        vmm_boot host1 --vcpus 1 --clock host
     fi
-    echo "run $i/$runs: vmm run --jit off..." >&2
-    measure interp "$vmm" run --kernel "$KERNEL" --initrd "$INITRD" --memory 256 \
-        --cmdline "$cmdline" --vcpus "$vcpus" --jit off
-    int_ready=$(min "$m_ready" "$int_ready")
-    int_total=$(min "$m_total" "$int_total")
-    echo "run $i/$runs: QEMU..." >&2
-    measure qemu "$qemu" -M virt -m 256 -smp "$vcpus" -nographic -bios "$fw" \
+    vmm_boot interp --vcpus "$vcpus" --clock virtual --jit off
+    boot qemu "$qemu" -M virt -m 256 -smp "$vcpus" -nographic -bios "$fw" \
         -kernel "$KERNEL" -initrd "$INITRD" -append "$cmdline"
-    q_ready=$(min "$m_ready" "$q_ready")
-    q_total=$(min "$m_total" "$q_total")
-    q_all+=("$m_total")
 done
+
+# ratio A B: A / B to two decimals.
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+# row LABEL KIND: a table row with the kind's best times.
+row() { echo "| $1 | ${best_ready[$2]} | ${best_total[$2]} |"; }
+# ratio_row LABEL A B: a table row with A's best times over B's.
+ratio_row() {
+    echo "| $1 | $(ratio "${best_ready[$2]}" "${best_ready[$3]}") | $(ratio "${best_total[$2]}" "${best_total[$3]}") |"
+}
 
 kver=$(sed -n 's/^linux-image-[0-9].* \(.*\)$/\1/p' "$(dirname "$KERNEL")/versions" | head -n1)
 qver=$("$qemu" --version | sed -n 1p | sed 's/QEMU emulator version //')
 sbiver=$(dpkg-query -W -f '${Version}' opensbi)
-ratio_ready=$(awk -v a="$vmm_ready" -v b="$q_ready" 'BEGIN { printf "%.2f", a / b }')
-ratio_total=$(awk -v a="$vmm_total" -v b="$q_total" 'BEGIN { printf "%.2f", a / b }')
 
 cat <<TABLE
 Linux boot, Debian kernel ${kver:-?} + busybox initramfs, 256 MiB, $vcpus hart(s), best of $runs run(s),
@@ -111,25 +124,31 @@ $(nproc) host core(s), $(uname -m); command line: $cmdline
 
 | machine | to $marker (s) | to exit after power-off (s) |
 | --- | ---: | ---: |
-| vmm run (block translator, release build; the VMM is the SBI) | $vmm_ready | $vmm_total |
-| vmm run --jit off (interpreter only) | $int_ready | $int_total |
-| QEMU $qver TCG, -M virt, OpenSBI $sbiver fw_dynamic | $q_ready | $q_total |
-| ratio vmm (block translator) / QEMU | $ratio_ready | $ratio_total |
 TABLE
+row "vmm run --clock virtual (block translator, release build; the VMM is the SBI)" virt
+row "vmm run --clock host (the default clock)" host
+row "vmm run --jit off (interpreter only, virtual time)" interp
+row "QEMU $qver TCG, -M virt, OpenSBI $sbiver fw_dynamic" qemu
+ratio_row "ratio vmm virtual time / QEMU" virt qemu
+ratio_row "ratio vmm host time / QEMU" host qemu
 if [ "$vcpus" -gt 1 ]; then
-    cat <<TABLE
-| vmm run --vcpus 1 (block translator) | $one_ready | $one_total |
-| ratio vmm $vcpus vCPUs / 1 vCPU | $(awk -v a="$vmm_ready" -v b="$one_ready" 'BEGIN { printf "%.2f", a / b }') | $(awk -v a="$vmm_total" -v b="$one_total" 'BEGIN { printf "%.2f", a / b }') |
-TABLE
+    row "vmm run --vcpus 1 --clock virtual" virt1
+    row "vmm run --vcpus 1 --clock host" host1
+    ratio_row "ratio $vcpus vCPUs / 1 vCPU, virtual time" virt virt1
+    ratio_row "ratio $vcpus vCPUs / 1 vCPU, host time" host host1
 fi
 if [ "$runs" -gt 1 ]; then
-    vmm_med=$(median "${vmm_all[@]}")
-    q_med=$(median "${q_all[@]}")
+    declare -A med
+    for k in "${kinds[@]}" qemu; do
+        # shellcheck disable=SC2086 # the list of times, one word each
+        med[$k]=$(median ${all_total[$k]})
+    done
     echo
-    echo "Medians of $runs runs, to exit: vmm $vmm_med s, QEMU $q_med s, ratio $(awk -v a="$vmm_med" -v b="$q_med" 'BEGIN { printf "%.2f", a / b }')"
+    echo "Medians of $runs runs, to exit: QEMU ${med[qemu]} s;" \
+        "vmm virtual time ${med[virt]} s (ratio $(ratio "${med[virt]}" "${med[qemu]}")), host time ${med[host]} s ($(ratio "${med[host]}" "${med[qemu]}"))"
     if [ "$vcpus" -gt 1 ]; then
-        one_med=$(median "${one_all[@]}")
-        echo "  vmm --vcpus 1 $one_med s, ratio $vcpus vCPUs / 1 vCPU $(awk -v a="$vmm_med" -v b="$one_med" 'BEGIN { printf "%.2f", a / b }')"
+        echo "  1 vCPU: virtual time ${med[virt1]} s, host time ${med[host1]} s;" \
+            "$vcpus vCPUs / 1 vCPU: virtual time $(ratio "${med[virt]}" "${med[virt1]}"), host time $(ratio "${med[host]}" "${med[host1]}")"
     fi
 fi
 echo
