@@ -664,7 +664,7 @@ impl Gen {
     }
 
     /// One instruction beyond the plain integer ones: divisions and MULHSU (inline), AMOs
-    /// and LR/SC (helpers; SC and AMOs end the block), CSR reads of scratch and counter
+    /// (inline, with the helper behind them) and LR/SC (helpers; SC and AMOs end the block), CSR reads of scratch and counter
     /// registers (helpers) and writes (helpers that end the block and the chunk), FENCE.I
     /// (left to the interpreter).
     fn other(&mut self) {
@@ -3895,4 +3895,217 @@ fn the_perf_map_names_each_address_once_across_an_emptied_region() {
         ranges.windows(2).all(|w| w[0].1 <= w[1].0),
         "an address named twice: {ranges:x?}"
     );
+}
+
+/// Every AMO in both widths on the A extension's corner cases (signed and unsigned order
+/// across the sign bit, the W forms' use of the low word and sign extension of the old
+/// value, rd = x0, rd the same as rs2), in a loop that runs translated, where the blocks
+/// perform them inline (`x64::emit_amo`): the old values (stored to DATA) and the memory
+/// after each are the spec's and the interpreter's.
+#[test]
+fn amo_corner_cases() {
+    const MIN: u64 = i64::MIN as u64;
+    // (memory, register)
+    let cases: [(u64, u64); 8] = [
+        (5, 3),
+        (MIN, u64::MAX),
+        (u64::MAX, 1),
+        (0x0000_0000_8000_0000, 0x7fff_ffff),
+        (0xdead_beef_ffff_fffe, 0x1234_5678_0000_0002),
+        (0x7fff_ffff_ffff_ffff, MIN),
+        (0, 0xffff_ffff_8000_0000),
+        (0x1_0000_0001, 0x1_0000_0001),
+    ];
+    let ops = [
+        AMO_SWAP, AMO_ADD, AMO_XOR, AMO_AND, AMO_OR, AMO_MIN, AMO_MAX, AMO_MINU, AMO_MAXU,
+    ];
+    // x9: the cases; x15: where the results go (x12 from it); x20: the AMOs' doubleword,
+    // at DATA + 0x1800. Each case and op: the memory operand stored at x20, the AMO, then
+    // its old value (x14) and the memory after it stored. Three passes: the later ones run
+    // the translated blocks.
+    let cell = DATA + 0x1800;
+    let mut body = vec![addi(13, 0, 3)];
+    let head = body.len();
+    body.push(addi(12, 15, 0));
+    for k in 0..cases.len() {
+        body.extend([ld(10, 9, 16 * k as i32), ld(11, 9, 16 * k as i32 + 8)]);
+        for (n, &op) in ops.iter().enumerate() {
+            for width in [2, 3] {
+                body.push(sd(10, 20, 0));
+                // rd = x0 for one op in each case, rd = rs2 for another (then x11 is read
+                // again from the case).
+                match (n + k) % ops.len() {
+                    0 => body.extend([amo(op, width, 0, 20, 11), addi(14, 0, -1)]),
+                    1 => body.extend([
+                        amo(op, width, 11, 20, 11),
+                        addi(14, 11, 0),
+                        ld(11, 9, 16 * k as i32 + 8),
+                    ]),
+                    _ => body.push(amo(op, width, 14, 20, 11)),
+                }
+                body.extend([
+                    ld(16, 20, 0),
+                    sd(14, 12, 0),
+                    sd(16, 12, 8),
+                    addi(12, 12, 16),
+                ]);
+            }
+        }
+    }
+    body.extend([addi(13, 13, -1)]);
+    let back = -4 * (body.len() - head) as i32;
+    body.push(bne(13, 0, back));
+    let operands = DATA + 0x1000;
+    let mut p = Pair::new();
+    p.both(|vm| {
+        for (k, &(a, b)) in cases.iter().enumerate() {
+            vm.w64(operands + 16 * k as u64, a);
+            vm.w64(operands + 16 * k as u64 + 8, b);
+        }
+        vm.set_x(9, operands);
+        vm.set_x(15, DATA);
+        vm.set_x(20, cell);
+        vm.code(&body);
+    });
+    p.run_to_wfi("AMOs");
+    p.assert_same_ram("AMOs");
+    assert!(p.jit.hart.translated_blocks() > 0);
+    // (old value, memory after) of case k, op n, width w (0: W, 1: D).
+    let got = |k: usize, n: usize, w: usize| {
+        let at = DATA + 16 * (2 * (ops.len() * k + n) + w) as u64;
+        (p.jit.r64(at), p.jit.r64(at + 8))
+    };
+    let sx = |v: u64| v as u32 as i32 as i64 as u64;
+    let hi = |mem: u64| mem & !0xffff_ffff;
+    // Case 3 (memory 0x8000_0000, register 0x7fff_ffff), op by op: MIN (5) and MAX (6)
+    // order the words as signed (0x8000_0000 is negative), MINU and MAXU as unsigned; the
+    // D forms see a positive doubleword.
+    let (m, r) = cases[3];
+    assert_eq!(got(3, 5, 0), (sx(m), m), "AMOMIN.W");
+    // (rd = x0 for MAX in this case: the -1 put there.)
+    assert_eq!(got(3, 6, 0), (u64::MAX, r), "AMOMAX.W");
+    assert_eq!(got(3, 7, 0), (sx(m), r), "AMOMINU.W");
+    assert_eq!(got(3, 8, 0), (sx(m), m), "AMOMAXU.W");
+    assert_eq!(got(3, 5, 1), (m, r), "AMOMIN.D");
+    assert_eq!(got(3, 8, 1), (m, m), "AMOMAXU.D");
+    // Case 1 (memory i64::MIN, register -1): signed MIN keeps the memory, unsigned MIN
+    // takes it too (i64::MIN < u64::MAX), MAXU takes the register.
+    let (m, r) = cases[1];
+    assert_eq!(got(1, 5, 1), (m, m), "AMOMIN.D");
+    assert_eq!(got(1, 6, 1), (m, r), "AMOMAX.D");
+    assert_eq!(got(1, 7, 1), (m, m), "AMOMINU.D");
+    assert_eq!(got(1, 8, 1), (u64::MAX, r), "AMOMAXU.D (rd = x0)");
+    // Case 4: the W forms change the low word only and return it sign-extended; ADD.W
+    // wraps within the word.
+    let (m, r) = cases[4];
+    assert_eq!(got(4, 1, 0), (sx(m), hi(m)), "AMOADD.W");
+    assert_eq!(got(4, 1, 1), (m, m.wrapping_add(r)), "AMOADD.D");
+    assert_eq!(
+        got(4, 0, 0),
+        (sx(m), hi(m) | (r & 0xffff_ffff)),
+        "AMOSWAP.W"
+    );
+    assert_eq!(got(4, 2, 1), (m, m ^ r), "AMOXOR.D");
+    assert_eq!(got(4, 3, 1), (m, m & r), "AMOAND.D");
+    assert_eq!(got(4, 4, 0), (sx(m), m | (r & 0xffff_ffff)), "AMOOR.W");
+    // rd = x0 ((n + k) % 9 == 0) writes nothing: the stored old value is the -1 put there.
+    assert_eq!(got(0, 0, 1), (u64::MAX, cases[0].1), "AMOSWAP.D to x0");
+    assert_eq!(p.jit.hart.instret(), p.int.hart.instret());
+}
+
+/// A misaligned AMO in a loop that runs translated raises the store/AMO address-misaligned
+/// exception (the A extension: AMOs are never emulated), with the address, as the
+/// interpreter does; the aligned ones before it in the loop were performed.
+#[test]
+fn a_misaligned_amo_in_a_translated_loop() {
+    for (width, step) in [(3, 4), (2, 2)] {
+        // x20 starts aligned and moves by `step` bytes an iteration: the second AMO is
+        // misaligned (by 4 for the D form, by 2 for the W form).
+        let body = [
+            addi(13, 0, 10),
+            amo(AMO_ADD, width, 14, 20, 11),
+            addi(20, 20, step),
+            addi(13, 13, -1),
+            bne(13, 0, -12),
+        ];
+        let mut p = Pair::new();
+        p.both(|vm| {
+            vm.set_x(20, DATA);
+            vm.set_x(11, 1);
+            vm.code(&body);
+        });
+        p.run_to_wfi("misaligned AMO");
+        p.assert_same_ram("misaligned AMO");
+        let t = p.jit.mtrap();
+        assert_eq!(t.cause, cause::STORE_MISALIGNED, "width {width}");
+        let at = if width == 3 { DATA + 4 } else { DATA + 2 };
+        assert_eq!(t.tval, at, "width {width}");
+        assert_eq!(p.jit.r64(DATA), 1, "width {width}");
+    }
+}
+
+/// AMOs of translated blocks are atomic across harts on different threads (the inline
+/// AMOs are the host's locked read-modify-writes): two harts over one RAM each run a
+/// translated loop of AMOADD.D, AMOADD.W, AMOOR.D and AMOMAXU.W on shared words, 200 000
+/// iterations; the sum is exact, the OR has every bit of both, the maximum is the largest.
+#[test]
+fn amos_of_translated_blocks_are_atomic_across_harts() {
+    const N: i32 = 200_000;
+    // x10: the shared words (DATA); x11: 1; x17: this hart's bit; x18: this hart's values
+    // for AMOMAXU.W (counting up from its base).
+    let body = [
+        // x12 = N: LUI's rounded upper part, ADDI's sign-extended low 12 bits.
+        lui(12, (N as u32 + 0x800) >> 12),
+        addi(12, 12, (N << 20) >> 20),
+        addi(15, 10, 8),
+        addi(16, 10, 16),
+        addi(19, 10, 24),
+        // loop:
+        amo(AMO_ADD, 3, 0, 10, 11),
+        amo(AMO_ADD, 2, 0, 15, 11),
+        amo(AMO_OR, 3, 0, 16, 17),
+        amo(AMO_MAXU, 2, 0, 19, 18),
+        addi(18, 18, 1),
+        addi(12, 12, -1),
+        bne(12, 0, -24),
+    ];
+    let vm = machine(true, &[]);
+    vm.code(&body);
+    let second = vcpu::Hart::new(
+        HartConfig {
+            jit: true,
+            ..HartConfig::default()
+        },
+        vm.mem.clone(),
+    )
+    .unwrap();
+    let mut harts = [vm.hart, second];
+    for (k, h) in harts.iter_mut().enumerate() {
+        h.set_pc(CODE);
+        h.set_xreg(10, DATA);
+        h.set_xreg(11, 1);
+        h.set_xreg(17, 1 << (8 * k));
+        h.set_xreg(18, 1000 * k as u64);
+    }
+    // Both start together, so that their loops overlap.
+    let start = std::sync::Barrier::new(2);
+    std::thread::scope(|s| {
+        for h in harts.iter_mut() {
+            let start = &start;
+            s.spawn(move || {
+                start.wait();
+                let exit = h.run(10_000_000);
+                assert_eq!(exit, VcpuExit::Wfi, "pc {:#x}", h.pc());
+            });
+        }
+    });
+    let mem = &vm.mem;
+    let r64 = |at: u64| -> u64 { mem.read_obj(GuestAddress(at)).unwrap() };
+    assert_eq!(r64(DATA), 2 * N as u64, "AMOADD.D");
+    assert_eq!(r64(DATA + 8) as u32, 2 * N as u32, "AMOADD.W");
+    assert_eq!(r64(DATA + 16), 0x101, "AMOOR.D");
+    assert_eq!(r64(DATA + 24) as u32, 1000 + N as u32 - 1, "AMOMAXU.W");
+    for h in &harts {
+        assert!(h.translated_blocks() > 0);
+    }
 }

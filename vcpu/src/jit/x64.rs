@@ -20,7 +20,9 @@
 //! Divisions are inline, F/D loads and stores take the same path as integer ones (and in
 //! monitored blocks report the same events), and the other F/D instructions, CSR accesses
 //! and atomics call the interpreter's code (`super::jit_float`, `super::jit_csr`, `super::jit_atomic`), F/D
-//! arithmetic first trying the host's SSE2/FMA3 where it is exact ([`emit_float_host`]).
+//! arithmetic first trying the host's SSE2/FMA3 where it is exact ([`emit_float_host`]),
+//! and AMOs of blocks that are not monitored first inline where the TLB has their page
+//! ([`emit_amo`]).
 
 use dynasmrt::{dynasm, DynamicLabel, DynasmApi, DynasmLabelApi};
 
@@ -882,7 +884,8 @@ struct ChainMiss {
 
 /// Whether the code generator handles `i` beyond [`straight`] and [`muldiv`], in both kinds
 /// of block: the F and D instructions, CSR accesses ([`csr_write`]s end the block), LR, SC
-/// and AMOs (helpers; SC and AMOs end the block). A monitored block reports their events as
+/// and AMOs (helpers, AMOs of blocks that are not monitored first inline: [`emit_amo`]; SC
+/// and AMOs end the block). A monitored block reports their events as
 /// the interpreter does: F/D loads and stores inline like integer ones (other F/D
 /// instructions have none), atomics and CSR writes in their helpers (`super::jit_atomic_monitored`,
 /// `super::jit_csr_monitored`).
@@ -902,6 +905,97 @@ pub(super) fn atomic_write(op: Op) -> bool {
         op,
         Sc | AmoSwap | AmoAdd | AmoXor | AmoAnd | AmoOr | AmoMin | AmoMax | AmoMinu | AmoMaxu
     )
+}
+
+/// Whether `op` is an AMO (not LR or SC).
+fn amo(op: Op) -> bool {
+    atomic_write(op) && op != Op::Sc
+}
+
+/// An AMO (`amo`) inline, for a block that is not monitored: it is performed on guest RAM
+/// with the host's locked read-modify-write (XCHG, LOCK XADD, or a LOCK CMPXCHG loop), as
+/// the interpreter performs it with a compare-and-swap loop (`Hart::exec_atomic`), when the
+/// address is aligned and both the load and the store TLB have its page (an AMO needs read
+/// and write permission, `Hart::atomic_address`); otherwise it jumps to `slow` with nothing
+/// done. It writes x[rd] to the hart and jumps to `done`. The register cache is flushed
+/// (the instruction is not [`straight`]) and left as it was: the caller empties it at
+/// `done`.
+// dynasm's dynamic registers expand to `.into()` conversions.
+#[allow(clippy::useless_conversion)]
+fn emit_amo(a: &mut Asm, l: &Layout, i: &Insn, slow: DynamicLabel, done: DynamicLabel) {
+    use Op::*;
+    // `Insn::fmt` 2: the word form (`Hart::exec_atomic`).
+    let word = i.fmt == 2;
+    let size = if word { 4 } else { 8 };
+    get_rsi(a, l, i.rs1);
+    dynasm!(a ; .arch x64
+        ; test esi, size - 1
+        ; jnz =>slow
+    );
+    data_lookup(a, l.data_ctx, l.load, size, slow);
+    data_lookup(a, l.data_ctx, l.store, size, slow);
+    get_rcx(a, l, i.rs2);
+    dynasm!(a ; .arch x64 ; lea rsi, [rbx + rax]);
+    // rcx = the old value (the new one computed in rdx, CMPXCHG comparing with rax).
+    match (i.op, word) {
+        (AmoSwap, false) => dynasm!(a ; .arch x64 ; xchg QWORD [rsi], rcx),
+        (AmoSwap, true) => dynasm!(a ; .arch x64 ; xchg DWORD [rsi], ecx),
+        (AmoAdd, false) => dynasm!(a ; .arch x64 ; lock xadd QWORD [rsi], rcx),
+        (AmoAdd, true) => dynasm!(a ; .arch x64 ; lock xadd DWORD [rsi], ecx),
+        (op, false) => {
+            let again = a.new_dynamic_label();
+            dynasm!(a ; .arch x64
+                ; mov rax, QWORD [rsi]
+                ; =>again
+                ; mov rdx, rax
+            );
+            match op {
+                AmoXor => dynasm!(a ; .arch x64 ; xor rdx, rcx),
+                AmoAnd => dynasm!(a ; .arch x64 ; and rdx, rcx),
+                AmoOr => dynasm!(a ; .arch x64 ; or rdx, rcx),
+                AmoMin => dynasm!(a ; .arch x64 ; cmp rdx, rcx ; cmovg rdx, rcx),
+                AmoMax => dynasm!(a ; .arch x64 ; cmp rdx, rcx ; cmovl rdx, rcx),
+                AmoMinu => dynasm!(a ; .arch x64 ; cmp rdx, rcx ; cmova rdx, rcx),
+                _ => dynasm!(a ; .arch x64 ; cmp rdx, rcx ; cmovb rdx, rcx),
+            }
+            dynasm!(a ; .arch x64
+                ; lock cmpxchg QWORD [rsi], rdx
+                ; jne =>again
+                ; mov rcx, rax
+            );
+        }
+        (op, true) => {
+            let again = a.new_dynamic_label();
+            dynasm!(a ; .arch x64
+                ; mov eax, DWORD [rsi]
+                ; =>again
+                ; mov edx, eax
+            );
+            match op {
+                AmoXor => dynasm!(a ; .arch x64 ; xor edx, ecx),
+                AmoAnd => dynasm!(a ; .arch x64 ; and edx, ecx),
+                AmoOr => dynasm!(a ; .arch x64 ; or edx, ecx),
+                AmoMin => dynasm!(a ; .arch x64 ; cmp edx, ecx ; cmovg edx, ecx),
+                AmoMax => dynasm!(a ; .arch x64 ; cmp edx, ecx ; cmovl edx, ecx),
+                AmoMinu => dynasm!(a ; .arch x64 ; cmp edx, ecx ; cmova edx, ecx),
+                _ => dynasm!(a ; .arch x64 ; cmp edx, ecx ; cmovb edx, ecx),
+            }
+            dynasm!(a ; .arch x64
+                ; lock cmpxchg DWORD [rsi], edx
+                ; jne =>again
+                ; mov ecx, eax
+            );
+        }
+    }
+    if word {
+        // The word forms sign-extend the old value (the A extension).
+        dynasm!(a ; .arch x64 ; movsxd rcx, ecx);
+    }
+    let d = xd(l, i.rd);
+    dynasm!(a ; .arch x64
+        ; mov QWORD [rdi + d], rcx
+        ; jmp =>done
+    );
 }
 
 fn csr(op: Op) -> bool {
@@ -1184,6 +1278,14 @@ fn assemble_carrying(
         } else if atomic(i.op) {
             let bail = a.new_dynamic_label();
             bails.push((bail, pc, n - k as u32, pending));
+            // An AMO of a block that is not monitored is inline where the TLB has its page
+            // (`emit_amo`); the helper does the rest, and LR, SC and monitored AMOs.
+            let done = (!monitored && amo(i.op)).then(|| {
+                let (slow, done) = (a.new_dynamic_label(), a.new_dynamic_label());
+                emit_amo(a, l, i, slow, done);
+                dynasm!(a ; .arch x64 ; =>slow);
+                done
+            });
             let (lo, hi) = pack(i);
             dynasm!(a ; .arch x64
                 ; mov rsi, QWORD lo as i64
@@ -1191,6 +1293,11 @@ fn assemble_carrying(
             );
             call(a, l.atomic_helper);
             dynasm!(a ; .arch x64 ; test eax, eax ; jnz =>bail);
+            if let Some(done) = done {
+                // The helper's call emptied the register cache: so does the inline path,
+                // which wrote x[rd] to the hart (a cached copy of it would be stale).
+                dynasm!(a ; .arch x64 ; =>done);
+            }
             if atomic_write(i.op) {
                 // It retired: the block's fetch report comes before the exit.
                 if monitored && k == 0 {
