@@ -2184,6 +2184,45 @@ fn counter_reads_in_translated_blocks() {
     }
 }
 
+/// A loop over operand pairs, run on both machines to WFI and compared: `cases` are written
+/// at DATA + 0x1000 (16 bytes each, reached through x9), and each of `passes` passes (x13
+/// counts them) loads case k's pair into x10 and x11 and runs `per_case(k)`, which stores
+/// its results through x12 (DATA at the start of each pass, from x15). The passes after the
+/// first run the translated blocks. `setup` is applied to both machines before.
+fn corner_case_loop(
+    ctx: &str,
+    cases: &[(u64, u64)],
+    passes: i32,
+    per_case: impl Fn(usize) -> Vec<u32>,
+    setup: impl Fn(&mut Vm),
+) -> Pair {
+    let mut body = vec![addi(13, 0, passes)];
+    let head = body.len();
+    body.push(addi(12, 15, 0));
+    for k in 0..cases.len() {
+        body.extend([ld(10, 9, 16 * k as i32), ld(11, 9, 16 * k as i32 + 8)]);
+        body.extend(per_case(k));
+    }
+    body.extend([addi(13, 13, -1)]);
+    let back = -4 * (body.len() - head) as i32;
+    body.push(bne(13, 0, back));
+    let operands = DATA + 0x1000;
+    let mut p = Pair::new();
+    p.both(|vm| {
+        for (k, &(a, b)) in cases.iter().enumerate() {
+            vm.w64(operands + 16 * k as u64, a);
+            vm.w64(operands + 16 * k as u64 + 8, b);
+        }
+        vm.set_x(9, operands);
+        vm.set_x(15, DATA);
+        setup(vm);
+        vm.code(&body);
+    });
+    p.run_to_wfi(ctx);
+    p.assert_same_ram(ctx);
+    p
+}
+
 /// DIV, DIVU, REM, REMU, their W forms and MULHSU on the corner cases of the M extension's
 /// table ("Semantics for division by zero and division overflow") and around them, in one
 /// loop that runs translated: the results (stored to DATA) are the spec's and the
@@ -2206,33 +2245,18 @@ fn division_corner_cases() {
     ];
     let ops: [fn(u32, u32, u32) -> u32; 9] =
         [div, divu, rem, remu, divw, divuw, remw, remuw, mulhsu];
-    // x10 and x11 are the operands, x12 the store pointer (from x15); two passes, so that the second
-    // runs the translated block.
-    let mut body = vec![addi(13, 0, 2)];
-    let head = body.len();
-    body.push(addi(12, 15, 0));
-    for k in 0..cases.len() {
-        body.extend([ld(10, 9, 16 * k as i32), ld(11, 9, 16 * k as i32 + 8)]);
-        for op in ops {
-            body.extend([op(14, 10, 11), sd(14, 12, 0), addi(12, 12, 8)]);
-        }
-    }
-    body.extend([addi(13, 13, -1)]);
-    let back = -4 * (body.len() - head) as i32;
-    body.push(bne(13, 0, back));
-    let operands = DATA + 0x1000;
-    let mut p = Pair::new();
-    p.both(|vm| {
-        for (k, &(a, b)) in cases.iter().enumerate() {
-            vm.w64(operands + 16 * k as u64, a);
-            vm.w64(operands + 16 * k as u64 + 8, b);
-        }
-        vm.set_x(9, operands);
-        vm.set_x(15, DATA);
-        vm.code(&body);
-    });
-    p.run_to_wfi("divisions");
-    p.assert_same_ram("divisions");
+    // Each result is stored; two passes, so that the second runs the translated block.
+    let p = corner_case_loop(
+        "divisions",
+        &cases,
+        2,
+        |_| {
+            ops.iter()
+                .flat_map(|op| [op(14, 10, 11), sd(14, 12, 0), addi(12, 12, 8)])
+                .collect()
+        },
+        |_| {},
+    );
     let got = |k: usize, op: usize| p.jit.r64(DATA + 8 * (9 * k + op) as u64);
     // x / 0: quotient all ones, remainder the dividend (W forms: of its low word).
     assert_eq!(
@@ -3919,16 +3943,12 @@ fn amo_corner_cases() {
     let ops = [
         AMO_SWAP, AMO_ADD, AMO_XOR, AMO_AND, AMO_OR, AMO_MIN, AMO_MAX, AMO_MINU, AMO_MAXU,
     ];
-    // x9: the cases; x15: where the results go (x12 from it); x20: the AMOs' doubleword,
-    // at DATA + 0x1800. Each case and op: the memory operand stored at x20, the AMO, then
-    // its old value (x14) and the memory after it stored. Three passes: the later ones run
-    // the translated blocks.
+    // x20: the AMOs' doubleword, at DATA + 0x1800. Each case (memory in x10, register in
+    // x11) and op: the memory operand stored at x20, the AMO, then its old value (x14) and
+    // the memory after it stored. Three passes: the later ones run the translated blocks.
     let cell = DATA + 0x1800;
-    let mut body = vec![addi(13, 0, 3)];
-    let head = body.len();
-    body.push(addi(12, 15, 0));
-    for k in 0..cases.len() {
-        body.extend([ld(10, 9, 16 * k as i32), ld(11, 9, 16 * k as i32 + 8)]);
+    let per_case = |k: usize| {
+        let mut body = Vec::new();
         for (n, &op) in ops.iter().enumerate() {
             for width in [2, 3] {
                 body.push(sd(10, 20, 0));
@@ -3951,24 +3971,9 @@ fn amo_corner_cases() {
                 ]);
             }
         }
-    }
-    body.extend([addi(13, 13, -1)]);
-    let back = -4 * (body.len() - head) as i32;
-    body.push(bne(13, 0, back));
-    let operands = DATA + 0x1000;
-    let mut p = Pair::new();
-    p.both(|vm| {
-        for (k, &(a, b)) in cases.iter().enumerate() {
-            vm.w64(operands + 16 * k as u64, a);
-            vm.w64(operands + 16 * k as u64 + 8, b);
-        }
-        vm.set_x(9, operands);
-        vm.set_x(15, DATA);
-        vm.set_x(20, cell);
-        vm.code(&body);
-    });
-    p.run_to_wfi("AMOs");
-    p.assert_same_ram("AMOs");
+        body
+    };
+    let p = corner_case_loop("AMOs", &cases, 3, per_case, |vm| vm.set_x(20, cell));
     assert!(p.jit.hart.translated_blocks() > 0);
     // (old value, memory after) of case k, op n, width w (0: W, 1: D).
     let got = |k: usize, n: usize, w: usize| {

@@ -942,49 +942,37 @@ fn emit_amo(a: &mut Asm, l: &Layout, i: &Insn, slow: DynamicLabel, done: Dynamic
         (AmoSwap, true) => dynasm!(a ; .arch x64 ; xchg DWORD [rsi], ecx),
         (AmoAdd, false) => dynasm!(a ; .arch x64 ; lock xadd QWORD [rsi], rcx),
         (AmoAdd, true) => dynasm!(a ; .arch x64 ; lock xadd DWORD [rsi], ecx),
-        (op, false) => {
-            let again = a.new_dynamic_label();
-            dynasm!(a ; .arch x64
-                ; mov rax, QWORD [rsi]
-                ; =>again
-                ; mov rdx, rax
-            );
-            match op {
-                AmoXor => dynasm!(a ; .arch x64 ; xor rdx, rcx),
-                AmoAnd => dynasm!(a ; .arch x64 ; and rdx, rcx),
-                AmoOr => dynasm!(a ; .arch x64 ; or rdx, rcx),
-                AmoMin => dynasm!(a ; .arch x64 ; cmp rdx, rcx ; cmovg rdx, rcx),
-                AmoMax => dynasm!(a ; .arch x64 ; cmp rdx, rcx ; cmovl rdx, rcx),
-                AmoMinu => dynasm!(a ; .arch x64 ; cmp rdx, rcx ; cmova rdx, rcx),
-                _ => dynasm!(a ; .arch x64 ; cmp rdx, rcx ; cmovb rdx, rcx),
+        // A LOCK CMPXCHG loop, in the width's registers.
+        (op, word) => {
+            macro_rules! cmpxchg_loop {
+                ($size:ident, $old:ident, $new:ident, $src:ident) => {{
+                    let again = a.new_dynamic_label();
+                    dynasm!(a ; .arch x64
+                        ; mov $old, $size [rsi]
+                        ; =>again
+                        ; mov $new, $old
+                    );
+                    match op {
+                        AmoXor => dynasm!(a ; .arch x64 ; xor $new, $src),
+                        AmoAnd => dynasm!(a ; .arch x64 ; and $new, $src),
+                        AmoOr => dynasm!(a ; .arch x64 ; or $new, $src),
+                        AmoMin => dynasm!(a ; .arch x64 ; cmp $new, $src ; cmovg $new, $src),
+                        AmoMax => dynasm!(a ; .arch x64 ; cmp $new, $src ; cmovl $new, $src),
+                        AmoMinu => dynasm!(a ; .arch x64 ; cmp $new, $src ; cmova $new, $src),
+                        _ => dynasm!(a ; .arch x64 ; cmp $new, $src ; cmovb $new, $src),
+                    }
+                    dynasm!(a ; .arch x64
+                        ; lock cmpxchg $size [rsi], $new
+                        ; jne =>again
+                        ; mov $src, $old
+                    );
+                }};
             }
-            dynasm!(a ; .arch x64
-                ; lock cmpxchg QWORD [rsi], rdx
-                ; jne =>again
-                ; mov rcx, rax
-            );
-        }
-        (op, true) => {
-            let again = a.new_dynamic_label();
-            dynasm!(a ; .arch x64
-                ; mov eax, DWORD [rsi]
-                ; =>again
-                ; mov edx, eax
-            );
-            match op {
-                AmoXor => dynasm!(a ; .arch x64 ; xor edx, ecx),
-                AmoAnd => dynasm!(a ; .arch x64 ; and edx, ecx),
-                AmoOr => dynasm!(a ; .arch x64 ; or edx, ecx),
-                AmoMin => dynasm!(a ; .arch x64 ; cmp edx, ecx ; cmovg edx, ecx),
-                AmoMax => dynasm!(a ; .arch x64 ; cmp edx, ecx ; cmovl edx, ecx),
-                AmoMinu => dynasm!(a ; .arch x64 ; cmp edx, ecx ; cmova edx, ecx),
-                _ => dynasm!(a ; .arch x64 ; cmp edx, ecx ; cmovb edx, ecx),
+            if word {
+                cmpxchg_loop!(DWORD, eax, edx, ecx);
+            } else {
+                cmpxchg_loop!(QWORD, rax, rdx, rcx);
             }
-            dynasm!(a ; .arch x64
-                ; lock cmpxchg DWORD [rsi], edx
-                ; jne =>again
-                ; mov ecx, eax
-            );
         }
     }
     if word {
