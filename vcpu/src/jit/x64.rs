@@ -920,8 +920,6 @@ fn amo(op: Op) -> bool {
 /// done. It writes x[rd] to the hart and jumps to `done`. The register cache is flushed
 /// (the instruction is not [`straight`]) and left as it was: the caller empties it at
 /// `done`.
-// dynasm's dynamic registers expand to `.into()` conversions.
-#[allow(clippy::useless_conversion)]
 fn emit_amo(a: &mut Asm, l: &Layout, i: &Insn, slow: DynamicLabel, done: DynamicLabel) {
     use Op::*;
     // `Insn::fmt` 2: the word form (`Hart::exec_atomic`).
