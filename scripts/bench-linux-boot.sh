@@ -18,8 +18,9 @@
 # and the clock QEMU's TCG runs on). Both are compared with QEMU.
 #
 # Usage: scripts/bench-linux-boot.sh [RUNS]   (default 1; the best run of each is reported,
-# and with more than one run also the median time to exit: on a noisy host the best of a
-# few runs favours whichever boot varies more)
+# and with more than one run also the median time to exit and the median of each run's
+# ratios: on a noisy host the best of a few runs favours whichever boot varies more, and the
+# host's load drifts less within a run than across runs)
 # Env: LINUX_GUEST_DIR, LINUX_GUEST_SUITE (see scripts/linux-guest.sh), QEMU_SYSTEM_RISCV64,
 # LINUX_BOOT_VCPUS (harts, default 1: vmm run --vcpus N, QEMU -smp N; with more than one,
 # vmm also boots with one vCPU in each run, and the table gives N vCPUs against one).
@@ -67,6 +68,8 @@ measure() {
     m_total=$(awk -v a="$t0" -v e="$t_end" 'BEGIN { printf "%.2f", e - a }')
 }
 
+# ratio A B: A / B to two decimals.
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 min() { awk -v a="$1" -v b="$2" 'BEGIN { print (b == "" || a < b) ? a : b }'; }
 # median VALUES...: the median of the numbers given.
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { printf "%.2f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
@@ -74,7 +77,12 @@ median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { printf "%.2f
 # Per kind of boot: the best time to VMM-GUEST-READY and to exit, and every run's time to
 # exit (for the medians). Kinds: virt and host (vmm, N vCPUs, each clock), virt1 and host1
 # (one vCPU, when N > 1), interp (--jit off, virtual time), qemu.
-declare -A best_ready best_total all_total
+declare -A best_ready best_total all_total last_total
+# Each run's ratios of times to exit (`pair A B` at the end of a run): the kinds of one run
+# boot minutes apart at most, so their ratio drifts less with the host's load than ratios of
+# best or median times taken over runs far apart; the table gives their median.
+declare -A pairs
+pair() { pairs[$1/$2]="${pairs[$1/$2]:-} $(ratio "${last_total[$1]}" "${last_total[$2]}")"; }
 # boot KIND COMMAND...: measures COMMAND and records it under KIND.
 boot() {
     local kind=$1
@@ -84,6 +92,7 @@ boot() {
     best_ready[$kind]=$(min "$m_ready" "${best_ready[$kind]:-}")
     best_total[$kind]=$(min "$m_total" "${best_total[$kind]:-}")
     all_total[$kind]="${all_total[$kind]:-} $m_total"
+    last_total[$kind]=$m_total
 }
 vmm_boot() {
     local kind=$1
@@ -103,10 +112,13 @@ for i in $(seq "$runs"); do
     vmm_boot interp --vcpus "$vcpus" --clock virtual --jit off
     boot qemu "$qemu" -M virt -m 256 -smp "$vcpus" -nographic -bios "$fw" \
         -kernel "$KERNEL" -initrd "$INITRD" -append "$cmdline"
+    pair virt qemu
+    pair host qemu
+    if [ "$vcpus" -gt 1 ]; then
+        pair virt virt1
+        pair host host1
+    fi
 done
-
-# ratio A B: A / B to two decimals.
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 # row LABEL KIND: a table row with the kind's best times.
 row() { echo "| $1 | ${best_ready[$2]} | ${best_total[$2]} |"; }
 # ratio_row LABEL A B: a table row with A's best times over B's.
@@ -150,5 +162,15 @@ if [ "$runs" -gt 1 ]; then
         echo "  1 vCPU: virtual time ${med[virt1]} s, host time ${med[host1]} s;" \
             "$vcpus vCPUs / 1 vCPU: virtual time $(ratio "${med[virt]}" "${med[virt1]}"), host time $(ratio "${med[host]}" "${med[host1]}")"
     fi
+    # shellcheck disable=SC2086 # the lists of ratios, one word each
+    echo "Medians of each run's ratios, to exit: vmm virtual time / QEMU $(median ${pairs[virt/qemu]})," \
+        "host time / QEMU $(median ${pairs[host/qemu]})"
+    if [ "$vcpus" -gt 1 ]; then
+        # shellcheck disable=SC2086
+        echo "  $vcpus vCPUs / 1 vCPU: virtual time $(median ${pairs[virt/virt1]}), host time $(median ${pairs[host/host1]})"
+    fi
+    for k in "${!pairs[@]}"; do
+        echo "  each run's $k:${pairs[$k]}"
+    done | sort
 fi
 echo
