@@ -129,8 +129,8 @@ pub struct Hart {
     /// Translated code: the block at pc is longer than the instructions left in the chunk
     /// (`jit_step` ran nothing): the instructions it needs, or 0.
     pub(crate) jit_short: u64,
-    /// LR reservation: physical address and the value loaded.
-    pub(crate) reservation: Option<(u64, u64)>,
+    /// LR reservation: RAM offset and the value loaded.
+    pub(crate) reservation: crate::execute::Reservation,
     /// A device load waiting for [`Hart::complete_mmio_read`].
     pub(crate) pending_load: Option<Insn>,
     /// Instructions retired.
@@ -286,7 +286,7 @@ impl Hart {
             budget_slack: 0,
             jit_break: false,
             jit_short: 0,
-            reservation: None,
+            reservation: Default::default(),
             pending_load: None,
             retired: 0,
             vclock: 0,
@@ -769,7 +769,7 @@ impl Hart {
     /// `a0`/`a1` set, `vsatp` Bare and `vsstatus.SIE` clear; other state is kept.
     pub fn guest_start(&mut self, pc: u64, a0: u64, a1: u64) {
         self.pending_load = None;
-        self.reservation = None;
+        self.reservation.clear();
         self.guest_exit = None;
         self.virt = true;
         self.prv = PrivilegeMode::Supervisor;

@@ -90,7 +90,7 @@ impl Hart {
             // A remote FENCE.I or SFENCE.VMA (the SBI's RFENCE): both flush.
             self.flush_tlb();
             self.jit_code_sync();
-            self.reservation = None;
+            self.reservation.clear();
             self.mailbox.ack_flush(ticket);
         }
         self.refresh_host_time();

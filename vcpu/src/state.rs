@@ -240,7 +240,7 @@ impl Hart {
             pmp: self.pmp.state().clone(),
             imsic: self.imsic.clone(),
             triggers: self.trig.state().clone(),
-            reservation: self.reservation,
+            reservation: self.reservation.get(),
             tlb: self.tlb.save(),
         }
     }
@@ -327,7 +327,7 @@ impl Hart {
         self.mtimecmp = s.mtimecmp;
         self.ext_lines = s.ext_lines;
         self.guest_timer = s.guest_timer;
-        self.reservation = s.reservation;
+        self.reservation.set(s.reservation);
         self.ctr.restore_state(&s.ctr, s.vclock);
         self.ctr_refresh_fast();
         self.pmu_restore(&s.pmu);

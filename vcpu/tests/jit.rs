@@ -4018,35 +4018,221 @@ fn amo_corner_cases() {
     assert_eq!(p.jit.hart.instret(), p.int.hart.instret());
 }
 
-/// A misaligned AMO in a loop that runs translated raises the store/AMO address-misaligned
-/// exception (the A extension: AMOs are never emulated), with the address, as the
-/// interpreter does; the aligned ones before it in the loop were performed.
+/// LR and SC on the A extension's cases ("Load-Reserved/Store-Conditional Instructions"),
+/// in a loop that runs translated, where the blocks perform them inline
+/// (`x64::emit_lr`, `x64::emit_sc`), in both widths, on operands across the sign bit:
+/// - an SC after an LR of the same address stores and writes 0; LR.W sign-extends the word,
+///   and SC.W changes the low word only;
+/// - an SC with no reservation (the one before took it) fails and writes 1, storing nothing;
+/// - an SC to another address than the LR's fails;
+/// - an SC after a store of another value to the reserved word fails (the memory no longer
+///   holds what LR read: the compare-and-swap of `Hart::exec_atomic`), and one after a store
+///   of the same value succeeds (documented there);
+/// - rd = x0 for LR, rd = rs2 for SC.
+///
+/// The results (stored to DATA) are the spec's and the interpreter's.
 #[test]
-fn a_misaligned_amo_in_a_translated_loop() {
-    for (width, step) in [(3, 4), (2, 2)] {
-        // x20 starts aligned and moves by `step` bytes an iteration: the second AMO is
-        // misaligned (by 4 for the D form, by 2 for the W form).
-        let body = [
-            addi(13, 0, 10),
-            amo(AMO_ADD, width, 14, 20, 11),
-            addi(20, 20, step),
-            addi(13, 13, -1),
-            bne(13, 0, -12),
-        ];
-        let mut p = Pair::new();
-        p.both(|vm| {
-            vm.set_x(20, DATA);
-            vm.set_x(11, 1);
-            vm.code(&body);
-        });
-        p.run_to_wfi("misaligned AMO");
-        p.assert_same_ram("misaligned AMO");
-        let t = p.jit.mtrap();
-        assert_eq!(t.cause, cause::STORE_MISALIGNED, "width {width}");
-        let at = if width == 3 { DATA + 4 } else { DATA + 2 };
-        assert_eq!(t.tval, at, "width {width}");
-        assert_eq!(p.jit.r64(DATA), 1, "width {width}");
+fn lr_sc_corner_cases() {
+    const MIN: u64 = i64::MIN as u64;
+    // (memory, register)
+    // (The last: an SC with a reservation left over would find the value LR read.)
+    let cases: [(u64, u64); 7] = [
+        (5, 3),
+        (MIN, u64::MAX),
+        (0x0000_0000_8000_0000, 0x7fff_ffff),
+        (0xdead_beef_ffff_fffe, 0x1234_5678_0000_0002),
+        (u64::MAX, 0),
+        (0x1_0000_0001, 0xffff_ffff_8000_0000),
+        (7, 7),
+    ];
+    // x20: the reserved doubleword (DATA + 0x1800), x21 another (DATA + 0x1808). Each
+    // sequence ends by storing x14 (LR's value), x16 (SC's result) and x17 (the memory SC
+    // aimed at, after it) through x12.
+    let (cell, other) = (DATA + 0x1800, DATA + 0x1808);
+    const SEQUENCES: usize = 5;
+    let per_case = |k: usize| {
+        let mut body = Vec::new();
+        for width in [2, 3] {
+            let (lr, sc) = if width == 2 {
+                (
+                    lr_w as fn(u32, u32) -> u32,
+                    sc_w as fn(u32, u32, u32) -> u32,
+                )
+            } else {
+                (
+                    lr_d as fn(u32, u32) -> u32,
+                    sc_d as fn(u32, u32, u32) -> u32,
+                )
+            };
+            let record = |body: &mut Vec<u32>, at: u32| {
+                body.extend([
+                    ld(17, at, 0),
+                    sd(14, 12, 0),
+                    sd(16, 12, 8),
+                    sd(17, 12, 16),
+                    addi(12, 12, 24),
+                ])
+            };
+            // 0: LR then SC: stores. In odd cases LR's rd is x0 (x14 keeps the -1 put there).
+            body.push(sd(10, 20, 0));
+            if k % 2 == 1 {
+                body.extend([addi(14, 0, -1), lr(0, 20)]);
+            } else {
+                body.push(lr(14, 20));
+            }
+            body.push(sc(16, 20, 11));
+            record(&mut body, 20);
+            // 1: SC again: the reservation is gone.
+            body.extend([addi(14, 0, 0), sc(16, 20, 10)]);
+            record(&mut body, 20);
+            // 2: LR of one address, SC to another.
+            body.extend([sd(10, 20, 0), sd(10, 21, 0), lr(14, 20), sc(16, 21, 11)]);
+            record(&mut body, 21);
+            // 3: a store of another value between them.
+            body.extend([
+                sd(10, 20, 0),
+                lr(14, 20),
+                addi(18, 10, 1),
+                sd(18, 20, 0),
+                sc(16, 20, 11),
+            ]);
+            record(&mut body, 20);
+            // 4: a store of the same value between them; SC's rd is rs2 (x11 is loaded
+            // again from the case after it).
+            body.extend([
+                sd(10, 20, 0),
+                lr(14, 20),
+                sd(10, 20, 0),
+                sc(11, 20, 11),
+                addi(16, 11, 0),
+                ld(11, 9, 16 * k as i32 + 8),
+            ]);
+            record(&mut body, 20);
+        }
+        body
+    };
+    let p = corner_case_loop("LR/SC", &cases, 3, per_case, |vm| {
+        vm.set_x(20, cell);
+        vm.set_x(21, other);
+    });
+    assert!(p.jit.hart.translated_blocks() > 0);
+    // (LR's value, SC's result, memory after) of case k, width w (0: W, 1: D), sequence s.
+    let got = |k: usize, w: usize, s: usize| {
+        let at = DATA + 24 * ((2 * k + w) * SEQUENCES + s) as u64;
+        (p.jit.r64(at), p.jit.r64(at + 8), p.jit.r64(at + 16))
+    };
+    let sx = |v: u64| v as u32 as i32 as i64 as u64;
+    let low = |mem: u64, r: u64| (mem & !0xffff_ffff) | (r & 0xffff_ffff);
+    for (k, &(m, r)) in cases.iter().enumerate() {
+        let lr_w = if k % 2 == 1 { u64::MAX } else { sx(m) };
+        let lr_d = if k % 2 == 1 { u64::MAX } else { m };
+        assert_eq!(got(k, 0, 0), (lr_w, 0, low(m, r)), "case {k}: LR.W, SC.W");
+        assert_eq!(got(k, 1, 0), (lr_d, 0, r), "case {k}: LR.D, SC.D");
+        assert_eq!(got(k, 0, 1), (0, 1, low(m, r)), "case {k}: SC.W alone");
+        assert_eq!(got(k, 1, 1), (0, 1, r), "case {k}: SC.D alone");
+        assert_eq!(got(k, 0, 2), (sx(m), 1, m), "case {k}: SC.W elsewhere");
+        assert_eq!(got(k, 1, 2), (m, 1, m), "case {k}: SC.D elsewhere");
+        let bumped = m.wrapping_add(1);
+        assert_eq!(
+            got(k, 0, 3),
+            (sx(m), 1, bumped),
+            "case {k}: SC.W after a store"
+        );
+        assert_eq!(got(k, 1, 3), (m, 1, bumped), "case {k}: SC.D after a store");
+        assert_eq!(
+            got(k, 0, 4),
+            (sx(m), 0, low(m, r)),
+            "case {k}: SC.W, same value"
+        );
+        assert_eq!(got(k, 1, 4), (m, 0, r), "case {k}: SC.D, same value");
     }
+    assert_eq!(p.jit.hart.instret(), p.int.hart.instret());
+}
+
+/// A misaligned AMO, LR or SC in a loop that runs translated raises the address-misaligned
+/// exception (the A extension: they are never emulated; store/AMO for AMOs and SC, load for
+/// LR), with the address, as the interpreter does; the aligned AMO before it in the loop
+/// was performed.
+#[test]
+fn a_misaligned_atomic_in_a_translated_loop() {
+    type Insn = fn(u32) -> u32;
+    let insns: [(&str, Insn, u64); 3] = [
+        (
+            "AMOADD",
+            |w| amo(AMO_ADD, w, 14, 20, 11),
+            cause::STORE_MISALIGNED,
+        ),
+        ("LR", |w| amo(AMO_LR, w, 14, 20, 0), cause::LOAD_MISALIGNED),
+        (
+            "SC",
+            |w| amo(AMO_SC, w, 14, 20, 11),
+            cause::STORE_MISALIGNED,
+        ),
+    ];
+    for (name, insn, want) in insns {
+        for (width, step) in [(3, 4), (2, 2)] {
+            let ctx = format!("misaligned {name}, width {width}");
+            // x20 starts aligned and moves by `step` bytes an iteration: the second access is
+            // misaligned (by 4 for the D form, by 2 for the W form).
+            let body = [
+                addi(13, 0, 10),
+                insn(width),
+                addi(20, 20, step),
+                addi(13, 13, -1),
+                bne(13, 0, -12),
+            ];
+            let mut p = Pair::new();
+            p.both(|vm| {
+                vm.set_x(20, DATA);
+                vm.set_x(11, 1);
+                vm.code(&body);
+            });
+            p.run_to_wfi(&ctx);
+            p.assert_same_ram(&ctx);
+            let t = p.jit.mtrap();
+            assert_eq!(t.cause, want, "{ctx}");
+            let at = if width == 3 { DATA + 4 } else { DATA + 2 };
+            assert_eq!(t.tval, at, "{ctx}");
+            // The aligned AMO added 1; the SC had no reservation.
+            assert_eq!(p.jit.r64(DATA), (name == "AMOADD") as u64, "{ctx}");
+        }
+    }
+}
+
+/// Runs `body` at CODE on two harts over one RAM, translating, on two threads that start
+/// together (so that their loops overlap), each to WFI; `init(k, hart)` sets hart k up.
+/// Returns the RAM.
+fn on_two_harts(body: &[u32], init: impl Fn(usize, &mut vcpu::Hart)) -> vm_memory::GuestMemoryMmap {
+    let vm = machine(true, &[]);
+    vm.code(body);
+    let second = vcpu::Hart::new(
+        HartConfig {
+            jit: true,
+            ..HartConfig::default()
+        },
+        vm.mem.clone(),
+    )
+    .unwrap();
+    let mut harts = [vm.hart, second];
+    for (k, h) in harts.iter_mut().enumerate() {
+        h.set_pc(CODE);
+        init(k, h);
+    }
+    let start = std::sync::Barrier::new(2);
+    std::thread::scope(|s| {
+        for h in harts.iter_mut() {
+            let start = &start;
+            s.spawn(move || {
+                start.wait();
+                let exit = h.run(100_000_000);
+                assert_eq!(exit, VcpuExit::Wfi, "pc {:#x}", h.pc());
+            });
+        }
+    });
+    for h in &harts {
+        assert!(h.translated_blocks() > 0);
+    }
+    vm.mem
 }
 
 /// AMOs of translated blocks are atomic across harts on different threads (the inline
@@ -4074,43 +4260,49 @@ fn amos_of_translated_blocks_are_atomic_across_harts() {
         addi(12, 12, -1),
         bne(12, 0, -24),
     ];
-    let vm = machine(true, &[]);
-    vm.code(&body);
-    let second = vcpu::Hart::new(
-        HartConfig {
-            jit: true,
-            ..HartConfig::default()
-        },
-        vm.mem.clone(),
-    )
-    .unwrap();
-    let mut harts = [vm.hart, second];
-    for (k, h) in harts.iter_mut().enumerate() {
-        h.set_pc(CODE);
+    let mem = on_two_harts(&body, |k, h| {
         h.set_xreg(10, DATA);
         h.set_xreg(11, 1);
         h.set_xreg(17, 1 << (8 * k));
         h.set_xreg(18, 1000 * k as u64);
-    }
-    // Both start together, so that their loops overlap.
-    let start = std::sync::Barrier::new(2);
-    std::thread::scope(|s| {
-        for h in harts.iter_mut() {
-            let start = &start;
-            s.spawn(move || {
-                start.wait();
-                let exit = h.run(10_000_000);
-                assert_eq!(exit, VcpuExit::Wfi, "pc {:#x}", h.pc());
-            });
-        }
     });
-    let mem = &vm.mem;
     let r64 = |at: u64| -> u64 { mem.read_obj(GuestAddress(at)).unwrap() };
     assert_eq!(r64(DATA), 2 * N as u64, "AMOADD.D");
     assert_eq!(r64(DATA + 8) as u32, 2 * N as u32, "AMOADD.W");
     assert_eq!(r64(DATA + 16), 0x101, "AMOOR.D");
     assert_eq!(r64(DATA + 24) as u32, 1000 + N as u32 - 1, "AMOMAXU.W");
-    for h in &harts {
-        assert!(h.translated_blocks() > 0);
-    }
+}
+
+/// LR/SC of translated blocks are atomic across harts on different threads (the inline SC
+/// is the host's LOCK CMPXCHG of the value LR read): two harts over one RAM each add 1 to a
+/// shared doubleword with an LR.D/SC.D loop and to a shared word with LR.W/SC.W, retrying
+/// when SC fails, a million times; both sums are exact, and the upper half of the word's
+/// doubleword is untouched.
+#[test]
+fn lr_sc_of_translated_blocks_are_atomic_across_harts() {
+    const N: i32 = 1_000_000;
+    // x10: the shared doubleword (DATA), x15: the shared word (DATA + 8).
+    let body = [
+        lui(12, (N as u32 + 0x800) >> 12),
+        addi(12, 12, (N << 20) >> 20),
+        addi(15, 10, 8),
+        // The upper half of the word's doubleword: all ones.
+        addi(17, 0, -1),
+        sw(17, 15, 4),
+        // loop: (SC ends a block; each BNE retries from its LR)
+        lr_d(14, 10),
+        addi(14, 14, 1),
+        sc_d(16, 10, 14),
+        bne(16, 0, -12),
+        lr_w(14, 15),
+        addi(14, 14, 1),
+        sc_w(16, 15, 14),
+        bne(16, 0, -12),
+        addi(12, 12, -1),
+        bne(12, 0, -36),
+    ];
+    let mem = on_two_harts(&body, |_, h| h.set_xreg(10, DATA));
+    let r64 = |at: u64| -> u64 { mem.read_obj(GuestAddress(at)).unwrap() };
+    assert_eq!(r64(DATA), 2 * N as u64, "LR.D/SC.D");
+    assert_eq!(r64(DATA + 8), !0xffff_ffff | (2 * N as u64), "LR.W/SC.W");
 }

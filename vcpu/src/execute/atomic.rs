@@ -5,11 +5,52 @@
 //! memory still holds the value LR read (a compare-and-swap). A store from another hart that
 //! writes the same value back is therefore not detected; the spec's forward-progress
 //! guarantee still holds. Traps clear the reservation.
+//!
+//! Translated code performs LR, SC and AMOs inline where the TLB has the page
+//! (`jit::x64::emit_lr`, `emit_sc`, `emit_amo`), on the same [`Reservation`].
 
 use std::sync::atomic::Ordering::SeqCst;
 
 use crate::decode::{Insn, Op};
 use crate::hart::{Ctl, Hart};
+
+/// The LR reservation: the RAM offset LR reserved and the value it read (zero-extended for
+/// LR.W), while `held` is 1. Plain fields at fixed places, because translated code takes
+/// and sets it too (`jit::x64::emit_lr`, `emit_sc`).
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C)]
+pub(crate) struct Reservation {
+    pub(crate) held: u64,
+    pub(crate) off: u64,
+    pub(crate) value: u64,
+}
+
+impl Reservation {
+    /// (RAM offset, value), if held.
+    pub(crate) fn get(&self) -> Option<(u64, u64)> {
+        (self.held != 0).then_some((self.off, self.value))
+    }
+
+    pub(crate) fn set(&mut self, r: Option<(u64, u64)>) {
+        let (off, value) = r.unwrap_or_default();
+        *self = Reservation {
+            held: r.is_some() as u64,
+            off,
+            value,
+        };
+    }
+
+    /// [`Reservation::get`], and the reservation is gone (as SC leaves it).
+    pub(crate) fn take(&mut self) -> Option<(u64, u64)> {
+        let r = self.get();
+        self.held = 0;
+        r
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.held = 0;
+    }
+}
 
 fn amo64(op: Op, old: u64, src: u64) -> u64 {
     match op {
@@ -58,7 +99,7 @@ impl Hart {
                 } else {
                     self.ram.atomic64(off).load(SeqCst)
                 };
-                self.reservation = Some((off, v));
+                self.reservation.set(Some((off, v)));
                 v
             }
             Op::Sc => {

@@ -4,6 +4,7 @@
 //! [`hypervisor`] (the memory accesses of HLV, HLVX and HSV).
 
 mod atomic;
+pub(crate) use atomic::Reservation;
 mod base;
 mod float;
 mod hypervisor;

@@ -21,8 +21,8 @@
 //! monitored blocks report the same events), and the other F/D instructions, CSR accesses
 //! and atomics call the interpreter's code (`super::jit_float`, `super::jit_csr`, `super::jit_atomic`), F/D
 //! arithmetic first trying the host's SSE2/FMA3 where it is exact ([`emit_float_host`]),
-//! and AMOs of blocks that are not monitored first inline where the TLB has their page
-//! ([`emit_amo`]).
+//! and LR, SC and AMOs of blocks that are not monitored first inline where the TLB has
+//! their page ([`emit_lr`], [`emit_sc`], [`emit_amo`]).
 
 use dynasmrt::{dynasm, DynamicLabel, DynasmApi, DynasmLabelApi};
 
@@ -884,8 +884,8 @@ struct ChainMiss {
 
 /// Whether the code generator handles `i` beyond [`straight`] and [`muldiv`], in both kinds
 /// of block: the F and D instructions, CSR accesses ([`csr_write`]s end the block), LR, SC
-/// and AMOs (helpers, AMOs of blocks that are not monitored first inline: [`emit_amo`]; SC
-/// and AMOs end the block). A monitored block reports their events as
+/// and AMOs (helpers, in blocks that are not monitored first inline: [`emit_lr`],
+/// [`emit_sc`], [`emit_amo`]; SC and AMOs end the block). A monitored block reports their events as
 /// the interpreter does: F/D loads and stores inline like integer ones (other F/D
 /// instructions have none), atomics and CSR writes in their helpers (`super::jit_atomic_monitored`,
 /// `super::jit_csr_monitored`).
@@ -907,12 +907,7 @@ pub(super) fn atomic_write(op: Op) -> bool {
     )
 }
 
-/// Whether `op` is an AMO (not LR or SC).
-fn amo(op: Op) -> bool {
-    atomic_write(op) && op != Op::Sc
-}
-
-/// An AMO (`amo`) inline, for a block that is not monitored: it is performed on guest RAM
+/// An AMO inline, for a block that is not monitored: it is performed on guest RAM
 /// with the host's locked read-modify-write (XCHG, LOCK XADD, or a LOCK CMPXCHG loop), as
 /// the interpreter performs it with a compare-and-swap loop (`Hart::exec_atomic`), when the
 /// address is aligned and both the load and the store TLB have its page (an AMO needs read
@@ -979,6 +974,98 @@ fn emit_amo(a: &mut Asm, l: &Layout, i: &Insn, slow: DynamicLabel, done: Dynamic
     }
     let d = xd(l, i.rd);
     dynasm!(a ; .arch x64
+        ; mov QWORD [rdi + d], rcx
+        ; jmp =>done
+    );
+}
+
+/// Displacements from the hart of the LR reservation's fields (`execute::Reservation`).
+const RESERVATION: usize = std::mem::offset_of!(crate::hart::Hart, reservation);
+const RESERVATION_HELD: i32 =
+    (RESERVATION + std::mem::offset_of!(crate::execute::Reservation, held)) as i32;
+const RESERVATION_OFF: i32 =
+    (RESERVATION + std::mem::offset_of!(crate::execute::Reservation, off)) as i32;
+const RESERVATION_VALUE: i32 =
+    (RESERVATION + std::mem::offset_of!(crate::execute::Reservation, value)) as i32;
+
+/// LR inline, for a block that is not monitored, as `Hart::exec_atomic` performs it: when
+/// the address is aligned and the load TLB has its page (LR needs read permission only,
+/// `Hart::atomic_address`), it loads the value, takes the reservation (the RAM offset and
+/// the value, zero-extended for LR.W) and writes x[rd] (LR.W sign-extends); otherwise it
+/// jumps to `slow` with nothing done. A plain load: on x86-64 it is a sequentially
+/// consistent one. Registers as for [`emit_amo`].
+fn emit_lr(a: &mut Asm, l: &Layout, i: &Insn, slow: DynamicLabel, done: DynamicLabel) {
+    let word = i.fmt == 2;
+    let size = if word { 4 } else { 8 };
+    get_rsi(a, l, i.rs1);
+    dynasm!(a ; .arch x64
+        ; test esi, size - 1
+        ; jnz =>slow
+    );
+    data_lookup(a, l.data_ctx, l.load, size, slow);
+    if word {
+        dynasm!(a ; .arch x64 ; mov ecx, DWORD [rbx + rax]);
+    } else {
+        dynasm!(a ; .arch x64 ; mov rcx, QWORD [rbx + rax]);
+    }
+    dynasm!(a ; .arch x64
+        ; mov QWORD [rdi + RESERVATION_OFF], rax
+        ; mov QWORD [rdi + RESERVATION_VALUE], rcx
+        ; mov QWORD [rdi + RESERVATION_HELD], 1
+    );
+    if word {
+        dynasm!(a ; .arch x64 ; movsxd rcx, ecx);
+    }
+    let d = xd(l, i.rd);
+    dynasm!(a ; .arch x64
+        ; mov QWORD [rdi + d], rcx
+        ; jmp =>done
+    );
+}
+
+/// SC inline, for a block that is not monitored, as `Hart::exec_atomic` performs it: when
+/// the address is aligned and both the load and the store TLB have its page (SC needs write
+/// permission, `Hart::atomic_address`, which is checked before the reservation), the
+/// reservation goes, and if it was held for this RAM offset a LOCK CMPXCHG of the value LR
+/// read with x[rs2] decides; x[rd] gets 0 when it stored, 1 when not. Otherwise it jumps to
+/// `slow` with nothing done. Registers as for [`emit_amo`].
+fn emit_sc(a: &mut Asm, l: &Layout, i: &Insn, slow: DynamicLabel, done: DynamicLabel) {
+    let word = i.fmt == 2;
+    let size = if word { 4 } else { 8 };
+    get_rsi(a, l, i.rs1);
+    dynasm!(a ; .arch x64
+        ; test esi, size - 1
+        ; jnz =>slow
+    );
+    data_lookup(a, l.data_ctx, l.load, size, slow);
+    data_lookup(a, l.data_ctx, l.store, size, slow);
+    let (fail, result) = (a.new_dynamic_label(), a.new_dynamic_label());
+    dynasm!(a ; .arch x64
+        ; mov rdx, QWORD [rdi + RESERVATION_HELD]
+        ; mov QWORD [rdi + RESERVATION_HELD], 0
+        ; test rdx, rdx
+        ; jz =>fail
+        ; cmp rax, QWORD [rdi + RESERVATION_OFF]
+        ; jne =>fail
+    );
+    get_rcx(a, l, i.rs2);
+    dynasm!(a ; .arch x64
+        ; lea rsi, [rbx + rax]
+        ; mov rax, QWORD [rdi + RESERVATION_VALUE]
+    );
+    if word {
+        dynasm!(a ; .arch x64 ; lock cmpxchg DWORD [rsi], ecx);
+    } else {
+        dynasm!(a ; .arch x64 ; lock cmpxchg QWORD [rsi], rcx);
+    }
+    let d = xd(l, i.rd);
+    dynasm!(a ; .arch x64
+        ; jne =>fail
+        ; xor ecx, ecx
+        ; jmp =>result
+        ; =>fail
+        ; mov ecx, 1
+        ; =>result
         ; mov QWORD [rdi + d], rcx
         ; jmp =>done
     );
@@ -1264,11 +1351,16 @@ fn assemble_carrying(
         } else if atomic(i.op) {
             let bail = a.new_dynamic_label();
             bails.push((bail, pc, n - k as u32, pending));
-            // An AMO of a block that is not monitored is inline where the TLB has its page
-            // (`emit_amo`); the helper does the rest, and LR, SC and monitored AMOs.
-            let done = (!monitored && amo(i.op)).then(|| {
+            // In a block that is not monitored, inline where the TLB has the page
+            // (`emit_lr`, `emit_sc`, `emit_amo`); the helper does the rest, and the
+            // atomics of monitored blocks.
+            let done = (!monitored).then(|| {
                 let (slow, done) = (a.new_dynamic_label(), a.new_dynamic_label());
-                emit_amo(a, l, i, slow, done);
+                match i.op {
+                    Op::Lr => emit_lr(a, l, i, slow, done),
+                    Op::Sc => emit_sc(a, l, i, slow, done),
+                    _ => emit_amo(a, l, i, slow, done),
+                }
                 dynasm!(a ; .arch x64 ; =>slow);
                 done
             });

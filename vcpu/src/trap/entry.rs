@@ -129,7 +129,7 @@ impl Hart {
             });
             return;
         }
-        self.reservation = None;
+        self.reservation.clear();
         let xcause = code | if interrupt { INTERRUPT_BIT } else { 0 };
         let from_s = self.prv == PrivilegeMode::Supervisor;
         match target {
