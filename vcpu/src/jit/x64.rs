@@ -907,6 +907,22 @@ pub(super) fn atomic_write(op: Op) -> bool {
     )
 }
 
+/// The address of an atomic inline (`Hart::atomic_address`): x[rs1] aligned to the access
+/// (`Insn::fmt` 2: a word) and its page in the load TLB and, for SC and AMOs (`store`),
+/// the store TLB too, else a jump to `slow`; leaves the RAM offset in rax.
+fn atomic_address(a: &mut Asm, l: &Layout, i: &Insn, store: bool, slow: DynamicLabel) {
+    let size = if i.fmt == 2 { 4 } else { 8 };
+    get_rsi(a, l, i.rs1);
+    dynasm!(a ; .arch x64
+        ; test esi, size - 1
+        ; jnz =>slow
+    );
+    data_lookup(a, l.data_ctx, l.load, size, slow);
+    if store {
+        data_lookup(a, l.data_ctx, l.store, size, slow);
+    }
+}
+
 /// An AMO inline, for a block that is not monitored: it is performed on guest RAM
 /// with the host's locked read-modify-write (XCHG, LOCK XADD, or a LOCK CMPXCHG loop), as
 /// the interpreter performs it with a compare-and-swap loop (`Hart::exec_atomic`), when the
@@ -919,14 +935,7 @@ fn emit_amo(a: &mut Asm, l: &Layout, i: &Insn, slow: DynamicLabel, done: Dynamic
     use Op::*;
     // `Insn::fmt` 2: the word form (`Hart::exec_atomic`).
     let word = i.fmt == 2;
-    let size = if word { 4 } else { 8 };
-    get_rsi(a, l, i.rs1);
-    dynasm!(a ; .arch x64
-        ; test esi, size - 1
-        ; jnz =>slow
-    );
-    data_lookup(a, l.data_ctx, l.load, size, slow);
-    data_lookup(a, l.data_ctx, l.store, size, slow);
+    atomic_address(a, l, i, true, slow);
     get_rcx(a, l, i.rs2);
     dynasm!(a ; .arch x64 ; lea rsi, [rbx + rax]);
     // rcx = the old value (the new one computed in rdx, CMPXCHG comparing with rax).
@@ -968,8 +977,14 @@ fn emit_amo(a: &mut Asm, l: &Layout, i: &Insn, slow: DynamicLabel, done: Dynamic
             }
         }
     }
-    if word {
-        // The word forms sign-extend the old value (the A extension).
+    atomic_result(a, l, i, done);
+}
+
+/// The end of an atomic inline: x[rd] = rcx, sign-extended from its low word for the W
+/// forms (`Insn::fmt` 2: the A extension's LR.W and AMO*.W return the word sign-extended,
+/// SC.W's 0 or 1 is the same either way), written to the hart; then to `done`.
+fn atomic_result(a: &mut Asm, l: &Layout, i: &Insn, done: DynamicLabel) {
+    if i.fmt == 2 {
         dynasm!(a ; .arch x64 ; movsxd rcx, ecx);
     }
     let d = xd(l, i.rd);
@@ -996,13 +1011,7 @@ const RESERVATION_VALUE: i32 =
 /// consistent one. Registers as for [`emit_amo`].
 fn emit_lr(a: &mut Asm, l: &Layout, i: &Insn, slow: DynamicLabel, done: DynamicLabel) {
     let word = i.fmt == 2;
-    let size = if word { 4 } else { 8 };
-    get_rsi(a, l, i.rs1);
-    dynasm!(a ; .arch x64
-        ; test esi, size - 1
-        ; jnz =>slow
-    );
-    data_lookup(a, l.data_ctx, l.load, size, slow);
+    atomic_address(a, l, i, false, slow);
     if word {
         dynasm!(a ; .arch x64 ; mov ecx, DWORD [rbx + rax]);
     } else {
@@ -1013,14 +1022,7 @@ fn emit_lr(a: &mut Asm, l: &Layout, i: &Insn, slow: DynamicLabel, done: DynamicL
         ; mov QWORD [rdi + RESERVATION_VALUE], rcx
         ; mov QWORD [rdi + RESERVATION_HELD], 1
     );
-    if word {
-        dynasm!(a ; .arch x64 ; movsxd rcx, ecx);
-    }
-    let d = xd(l, i.rd);
-    dynasm!(a ; .arch x64
-        ; mov QWORD [rdi + d], rcx
-        ; jmp =>done
-    );
+    atomic_result(a, l, i, done);
 }
 
 /// SC inline, for a block that is not monitored, as `Hart::exec_atomic` performs it: when
@@ -1031,14 +1033,7 @@ fn emit_lr(a: &mut Asm, l: &Layout, i: &Insn, slow: DynamicLabel, done: DynamicL
 /// `slow` with nothing done. Registers as for [`emit_amo`].
 fn emit_sc(a: &mut Asm, l: &Layout, i: &Insn, slow: DynamicLabel, done: DynamicLabel) {
     let word = i.fmt == 2;
-    let size = if word { 4 } else { 8 };
-    get_rsi(a, l, i.rs1);
-    dynasm!(a ; .arch x64
-        ; test esi, size - 1
-        ; jnz =>slow
-    );
-    data_lookup(a, l.data_ctx, l.load, size, slow);
-    data_lookup(a, l.data_ctx, l.store, size, slow);
+    atomic_address(a, l, i, true, slow);
     let (fail, result) = (a.new_dynamic_label(), a.new_dynamic_label());
     dynasm!(a ; .arch x64
         ; mov rdx, QWORD [rdi + RESERVATION_HELD]
@@ -1058,7 +1053,6 @@ fn emit_sc(a: &mut Asm, l: &Layout, i: &Insn, slow: DynamicLabel, done: DynamicL
     } else {
         dynasm!(a ; .arch x64 ; lock cmpxchg QWORD [rsi], rcx);
     }
-    let d = xd(l, i.rd);
     dynasm!(a ; .arch x64
         ; jne =>fail
         ; xor ecx, ecx
@@ -1066,9 +1060,8 @@ fn emit_sc(a: &mut Asm, l: &Layout, i: &Insn, slow: DynamicLabel, done: DynamicL
         ; =>fail
         ; mov ecx, 1
         ; =>result
-        ; mov QWORD [rdi + d], rcx
-        ; jmp =>done
     );
+    atomic_result(a, l, i, done);
 }
 
 fn csr(op: Op) -> bool {
