@@ -270,6 +270,22 @@ pub(crate) struct Jit {
     pub(super) evicted: std::collections::HashMap<(u64, u64), Block>,
 }
 
+/// Asks the host for transparent huge pages where `table` covers whole 2 MiB pages, as
+/// guest RAM does (`vmm::ram`): the dispatcher's lookups land anywhere in its 14 MiB, and
+/// on 4 KiB pages each would also miss the host's TLB (a Linux boot touches nearly every
+/// page of it). Advice only: a host without them keeps 4 KiB pages.
+fn advise_huge_pages(table: &[Block]) {
+    const HUGE: usize = 2 << 20;
+    let start = table.as_ptr() as usize;
+    let end = start + std::mem::size_of_val(table);
+    let (lo, hi) = ((start + HUGE - 1) & !(HUGE - 1), end & !(HUGE - 1));
+    if hi > lo {
+        // SAFETY: advice on whole pages inside the table's own allocation; it changes how
+        // the host backs them, never their contents.
+        unsafe { libc::madvise(lo as *mut libc::c_void, hi - lo, libc::MADV_HUGEPAGE) };
+    }
+}
+
 /// An exit linked to a block ([`Jit::links`]).
 #[derive(Clone, Copy)]
 pub(super) struct Link {
@@ -295,6 +311,7 @@ impl Jit {
         let perf_map = perf_map.then(Self::open_perf_map).flatten();
         // SAFETY: `Block` is plain integers, for which all zeros is a valid value.
         let mut table = unsafe { Box::<[Block]>::new_zeroed_slice(SLOTS).assume_init() };
+        advise_huge_pages(&table);
         if resident {
             // Written once (`HartConfig::jit_table_resident`): every page gets its memory.
             table.fill(NO_BLOCK);
