@@ -10,8 +10,8 @@
 //! - Random programs (fixed-seed xorshift): every op the translator handles inline, in 16- and
 //!   32-bit forms, loads and stores of every width (misaligned, across a page boundary, to
 //!   `x0`), forward branches and jumps, counted loops closed by every branch kind, JAL and
-//!   JALR, with divisions, CSR reads and writes (scratch registers, `instret`, `cycle`, the
-//!   counter controls), AMOs, LR/SC and FENCE.I mixed in; in M-mode, under Sv39 (scrambled
+//!   JALR, with divisions, CSR reads and writes (scratch registers, `sstatus`, `instret`,
+//!   `cycle`, the counter controls), AMOs, LR/SC and FENCE.I mixed in; in M-mode, under Sv39 (scrambled
 //!   frames), in a hosted guest, with timer interrupts, recording CTR and counting events.
 //! - Budgets: the same programs stopped after 1, 2, 3, ... instructions and in random steps.
 //! - CTR records logged by translated code and drained into the buffer: hundreds and
@@ -1205,6 +1205,12 @@ fn random_program(seed: u64, halfwords: usize, mode: Mode) -> Vec<u16> {
                 let k = (seed % 28) as u32;
                 let written = if seed.is_multiple_of(2) { 0xb03 } else { 0x323 };
                 [written + k, 0xc03 + (k + 5) % 28, MCYCLE]
+            }
+            // With an odd seed under Sv39, in a hosted guest (`vsstatus`) and with timer
+            // interrupts: `sstatus` (random values: SIE, SUM, MXR, FS set and cleared), whose
+            // writes do not end a block (`x64::csr_ends_block`).
+            Mode::Sv39 | Mode::Hosted | Mode::Interrupts if seed % 2 == 1 => {
+                [SSTATUS, INSTRET, CYCLE]
             }
             _ => [SSCRATCH, INSTRET, CYCLE],
         },
@@ -3235,6 +3241,121 @@ fn satp_writes_in_monitored_blocks_report_their_fetch() {
         assert_eq!(p.int.hart.pc(), end + 4, "{ctx}: the program trapped");
         p.assert_same_ram(&ctx);
         assert!(p.jit.hart.translated_blocks() > 0, "{ctx}");
+    }
+}
+
+/// Writes of `sstatus` do not end a block that is not monitored (`x64::csr_ends_block`), as
+/// Linux masks and unmasks interrupts. S-mode code makes its own software interrupt pending
+/// while SIE is clear (`sip.SSIP`), then sets SIE in the middle of a block: the interrupt is
+/// taken right after that write, with `sepc` at the next instruction (privileged spec
+/// 3.1.9, "Machine Interrupt Registers": an interrupt is taken when pending, enabled and
+/// globally enabled), as the interpreter takes it. The save (`csrrci`) and the restore
+/// (`csrrs`) that follow in the same block read SIE set and leave it set, and a clear of SIE
+/// ends nothing. In every small budget, and compared with the interpreter throughout.
+#[test]
+fn sstatus_writes_inside_a_translated_block() {
+    const PASSES: u64 = 30;
+    const STRAP: u64 = SCODE + 0x200;
+    // The S-mode handler logs `sepc` at x8 and clears SSIP.
+    let handler = [
+        csrr(14, SEPC),
+        sd(14, 8, 0),
+        addi(8, 8, 8),
+        csrrci(0, SIP, 2),
+        sret(),
+    ];
+    let mut body = vec![addi(9, 0, PASSES as i32)];
+    let head = body.len();
+    body.extend([
+        csrrsi(0, SIP, 2), // SSIP pending, SIE clear: not taken (the block ends here)
+        addi(10, 10, 1),
+        csrrsi(0, SSTATUS, 2), // SIE set: taken after it
+        addi(11, 11, 1),
+        csrrci(12, SSTATUS, 2), // save: x12 has SIE set (SRET set it again)
+        add(13, 13, 12),
+        csrrs(0, SSTATUS, 12), // restore: SIE set, nothing pending
+        csrrci(0, SSTATUS, 2),
+        addi(9, 9, -1),
+    ]);
+    let taken_at = SCODE + 4 * (head as u64 + 3);
+    let back = -4 * (body.len() - head) as i32;
+    body.push(bne(9, 0, back));
+    for budget in (1..=24u64).chain([1000]) {
+        let mut p = Pair::new();
+        let end = p.both(|vm| {
+            vm.set_x(8, DATA);
+            vm.set_x(5, STRAP);
+            let mut m = vec![csrrsi(0, MIDELEG, 2), csrrsi(0, SIE, 2), csrw(STVEC, 5)];
+            m.extend(vm.enter_mode(PrivilegeMode::Supervisor, SCODE));
+            assert!(CODE + 4 * m.len() as u64 <= SCODE);
+            vm.code(&m);
+            vm.put32(STRAP, &handler);
+            vm.code_at(SCODE, &body)
+        });
+        let ctx = format!("sstatus writes, budget {budget}");
+        p.run_to_wfi_in_steps(budget, &ctx);
+        assert_eq!(p.int.hart.pc(), end + 4, "{ctx}: the program trapped");
+        p.assert_same_ram(&ctx);
+        let t = &p.jit;
+        assert_eq!((t.x(10), t.x(11)), (PASSES, PASSES), "{ctx}");
+        assert_eq!(t.x(8), DATA + 8 * PASSES, "{ctx}: interrupts taken");
+        for k in 0..PASSES {
+            assert_eq!(
+                t.r64(DATA + 8 * k),
+                taken_at,
+                "{ctx}: sepc of interrupt {k}"
+            );
+        }
+        assert_eq!(t.x(12) & MS_SIE, MS_SIE, "{ctx}: SIE as saved");
+        assert_eq!(t.csr(SSTATUS) & MS_SIE, 0, "{ctx}: SIE at the end");
+        assert!(t.hart.translated_blocks() > 0, "{ctx}");
+    }
+}
+
+/// `sstatus.SUM` and `sstatus.MXR` set and cleared in the middle of an S-mode block under
+/// Sv39 take effect at the next access of the same block (privileged spec 12.1.1.2,
+/// "Memory Privilege in sstatus Register"): a load from a user page succeeds with SUM set
+/// and faults (load page fault, `stval` the address) right after SUM is cleared; a load
+/// from an execute-only page likewise with MXR. Compared with the interpreter.
+#[test]
+fn sum_and_mxr_written_inside_a_translated_block() {
+    // Virtual pages 3 (user) and 4 (execute-only), both on physical page 1.
+    for (bit, i, flags) in [(MS_SUM, 3, V | R | U | A), (MS_MXR, 4, V | X | A)] {
+        let page = vpage(i);
+        let body = [
+            csrrs(0, SSTATUS, 5),
+            ld(10, 6, 0),
+            ld(11, 6, 8),
+            csrrc(0, SSTATUS, 5),
+            addi(12, 12, 1),
+            ld(13, 6, 16),
+        ];
+        let fault_at = SCODE + 4 * 5;
+        let mut p = Pair::new();
+        p.both(|vm| {
+            page_tables(vm);
+            vm.w64(ppage(1), 0x1111);
+            vm.w64(ppage(1) + 8, 0x2222);
+            map(vm, false, i, ppage(1), flags);
+            vm.set_x(5, bit);
+            vm.set_x(6, page);
+            vm.set_x(19, satp(PT_ROOT));
+            let mut m = vec![csrw(SATP, 19), sfence_vma(0, 0)];
+            m.extend(vm.enter_mode(PrivilegeMode::Supervisor, SCODE));
+            assert!(CODE + 4 * m.len() as u64 <= SCODE);
+            vm.code(&m);
+            vm.code_at(SCODE, &body);
+        });
+        let ctx = format!("sstatus bit {bit:#x}");
+        p.run_to_wfi(&ctx);
+        p.assert_same_ram(&ctx);
+        let t = &p.jit;
+        assert_eq!((t.x(10), t.x(11), t.x(12)), (0x1111, 0x2222, 1), "{ctx}");
+        assert_eq!(t.x(13), 0, "{ctx}: the load after the clear");
+        let trap = t.mtrap();
+        assert_eq!(trap.cause, cause::LOAD_PAGE_FAULT, "{ctx}");
+        assert_eq!((trap.epc, trap.tval), (fault_at, page + 16), "{ctx}");
+        assert!(t.hart.translated_blocks() > 0, "{ctx}");
     }
 }
 

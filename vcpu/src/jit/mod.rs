@@ -3,7 +3,8 @@
 //! no active performance monitor).
 //!
 //! A block starts at a guest pc, lies within one page, and ends at the first jump or branch
-//! (included), at the first CSR write, SC or AMO (included: see `x64::emit_csr`), at the
+//! (included), at the first CSR write other than one of `sstatus` in a block that is not
+//! monitored (`x64::csr_ends_block`), SC or AMO (included: see `x64::emit_csr`), at the
 //! first instruction the code generator leaves to the interpreter (excluded: system
 //! instructions other than CSR accesses),
 //! at the page end, or after [`MAX_INSNS`]. Blocks are found through a direct-mapped table
@@ -714,8 +715,11 @@ impl Hart {
                 lo
             };
             let i = decode::decode(bits);
-            // A block also ends after a CSR write, an SC or an AMO (included).
-            let terminal = x64::terminal(i.op) || x64::csr_write(&i) || x64::atomic_write(i.op);
+            // A block also ends after a CSR write (but one of `sstatus`: `x64::csr_ends_block`),
+            // an SC or an AMO (included).
+            let terminal = x64::terminal(i.op)
+                || x64::csr_ends_block(&i, monitored)
+                || x64::atomic_write(i.op);
             let translated = x64::straight(i.op) || x64::muldiv(i.op) || x64::extended(&i);
             if !terminal && !translated {
                 break;

@@ -883,7 +883,7 @@ struct ChainMiss {
 }
 
 /// Whether the code generator handles `i` beyond [`straight`] and [`muldiv`], in both kinds
-/// of block: the F and D instructions, CSR accesses ([`csr_write`]s end the block), LR, SC
+/// of block: the F and D instructions, CSR accesses (writes end the block: [`csr_ends_block`]), LR, SC
 /// and AMOs (helpers, in blocks that are not monitored first inline: [`emit_lr`],
 /// [`emit_sc`], [`emit_amo`]; SC and AMOs end the block). A monitored block reports their events as
 /// the interpreter does: F/D loads and stores inline like integer ones (other F/D
@@ -1070,9 +1070,27 @@ fn csr(op: Op) -> bool {
 }
 
 /// Whether `i` is a CSR instruction that writes the CSR (Zicsr: all but CSRRS/CSRRC with
-/// `rs1` = x0 and CSRRSI/CSRRCI with `uimm` = 0): it ends a block, after it.
+/// `rs1` = x0 and CSRRSI/CSRRCI with `uimm` = 0).
 pub(super) fn csr_write(i: &Insn) -> bool {
     csr(i.op) && (matches!(i.op, Op::Csrrw | Op::Csrrwi) || i.rs1 != 0)
+}
+
+/// Whether the CSR instruction `i` ends its block, after it: a write, unless it is a write
+/// of `sstatus` (with V=1 `vsstatus`) in a block that is not monitored. Such a write
+/// changes nothing a block depends on (`Hart::csr_write_ends_chunk`: SUM and MXR reach the
+/// TLB context, which each translated access reads, at once; each translated F/D
+/// instruction checks FS itself), so the block goes on after it unless the write ended the
+/// chunk (an interrupt now pending and enabled, or one posted by another hart):
+/// [`emit_csr`]. Linux's interrupt masking and unmasking (`csrci`/`csrrci`/`csrs` of
+/// SIE) is most of a boot's CSR writes. A monitored block still ends there, as the
+/// interpreter's monitoring variants see the write's new translation tags at the next fetch.
+pub(super) fn csr_ends_block(i: &Insn, monitored: bool) -> bool {
+    csr_write(i) && (monitored || csr_number(i) != vcpu_api::csr::SSTATUS)
+}
+
+/// The CSR number of the CSR instruction `i`.
+fn csr_number(i: &Insn) -> u16 {
+    (i.imm as u32 & 0xfff) as u16
 }
 
 /// Whether `op` ends a block (it sets pc itself).
@@ -1381,7 +1399,17 @@ fn assemble_carrying(
             let bail = a.new_dynamic_label();
             bails.push((bail, pc, n - k as u32, pending));
             let first = (monitored && k == 0).then(|| start_pc(plan));
-            emit_csr(a, l, pc, i, bail, n - k as u32, first, &mut links);
+            emit_csr(
+                a,
+                l,
+                pc,
+                i,
+                bail,
+                n - k as u32,
+                first,
+                monitored,
+                &mut links,
+            );
         } else if l.pause_helper != 0 && i.op == Op::Fence && i.raw == crate::decode::PAUSE {
             // Pause-loop detection in the interpreter's code (`super::jit_pause`).
             a.flush();
@@ -2513,12 +2541,14 @@ fn emit_float_host(a: &mut Asm, l: &Layout, i: &Insn, bail: DynamicLabel, fp: &m
 
 /// A CSR instruction at `pc`, `undone` instructions before the end of the block: a call of
 /// `super::jit_csr`, which leaves everything unchanged on an exception (the block then
-/// leaves through `bail`, before it). After a write the block returns to the dispatcher
-/// (unlinked), which ends the chunk: the write may have enabled an interrupt, changed the
-/// address translation, the privilege rules, CTR or the monitor. So does a read of `time`
-/// that reached a timer deadline (host time: `Hart::read_time`); `first` is the block's pc
-/// when the instruction is the first of a monitored block, whose fetch report then comes
-/// before it leaves.
+/// leaves through `bail`, before it). After a write that ends the block ([`csr_ends_block`])
+/// the block returns to the dispatcher (unlinked), which ends the chunk: the write may have
+/// enabled an interrupt, changed the address translation, the privilege rules, CTR or the
+/// monitor. After another write (of `sstatus`), and after a read of `time`, it returns there
+/// only when the instruction ended the chunk (`Ctl::Break` in the interpreter: an interrupt
+/// the write enabled, a timer deadline the read of host time reached: `Hart::read_time`),
+/// and goes on otherwise; `first` is the block's pc when the instruction is the first of a
+/// monitored block, whose fetch report then comes before it leaves.
 #[allow(clippy::too_many_arguments)]
 fn emit_csr(
     a: &mut Asm,
@@ -2528,6 +2558,7 @@ fn emit_csr(
     bail: DynamicLabel,
     undone: u32,
     first: Option<u64>,
+    monitored: bool,
     links: &mut Exits,
 ) {
     let (lo, hi) = pack(i);
@@ -2545,9 +2576,16 @@ fn emit_csr(
     call_draining(a, l.csr_helper);
     dynasm!(a ; .arch x64 ; test eax, eax ; jnz =>bail);
     let next = pc.wrapping_add(i.len as u64);
-    if !csr_write(i) && (i.imm as u32 & 0xfff) as u16 == vcpu_api::csr::TIME {
-        // A read of `time` that reached a timer deadline (host time: `Hart::read_time`)
-        // ends the chunk, as `Ctl::Break` does in the interpreter: leave after it.
+    let ends = csr_ends_block(i, monitored);
+    let may_break = if csr_write(i) {
+        !ends
+    } else {
+        csr_number(i) == vcpu_api::csr::TIME
+    };
+    if may_break {
+        // A read of `time` that reached a timer deadline (host time: `Hart::read_time`), or
+        // a write of `sstatus` that enabled a pending interrupt, ends the chunk, as
+        // `Ctl::Break` does in the interpreter: leave after it.
         let (brk, on) = (l.jit_break, a.new_dynamic_label());
         dynasm!(a ; .arch x64
             ; cmp BYTE [rdi + brk], 0
@@ -2561,7 +2599,7 @@ fn emit_csr(
         exit_to(a, l, next, Next::Dispatcher, links);
         dynasm!(a ; .arch x64 ; =>on);
     }
-    if csr_write(i) {
+    if ends {
         // Back to the dispatcher: the write may change what blocks depend on.
         exit_to(a, l, next, Next::Dispatcher, links);
     }
