@@ -122,7 +122,7 @@ pub(crate) struct CtrLog {
     /// translation met them, for as long as the hart lives (a transfer's site is the same
     /// for every translation of its instruction), and their numbers.
     sites: Vec<(u64, u64)>,
-    site_numbers: std::collections::HashMap<(u64, u64), u32>,
+    site_numbers: rustc_hash::FxHashMap<(u64, u64), u32>,
 }
 
 /// The records of one [`CtrLog::take`]: `len` of them (the number written, or more than a

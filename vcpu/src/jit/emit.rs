@@ -176,27 +176,6 @@ impl RegCache {
     }
 }
 
-/// What translation reuses from one block to the next (a hart's, allocated once): the
-/// assembler and the buffer a block's code is finished into.
-pub(crate) struct Scratch {
-    pub(super) asm: Emitter,
-    pub(super) code: Vec<u8>,
-    /// The last block's CTR record sites (`super::x64::Assembled`).
-    pub(super) ctr_sites: Vec<(usize, u64, u64)>,
-}
-
-impl Default for Scratch {
-    fn default() -> Self {
-        Scratch {
-            // Room for the largest blocks, and the labels of a block of the most
-            // instructions (exits and slow paths).
-            asm: Emitter::new(4096, 8 * super::MAX_INSNS),
-            code: Vec::with_capacity(4096),
-            ctr_sites: Vec::new(),
-        }
-    }
-}
-
 /// A block's assembler (see the module documentation).
 pub(super) struct Emitter {
     asm: VecAssembler<X64Relocation>,

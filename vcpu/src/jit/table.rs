@@ -259,15 +259,18 @@ pub(crate) struct Jit {
     /// The assembler and buffers translation reuses, and the last plan's buffers
     /// ([`Jit::recycle`]).
     #[cfg(target_arch = "x86_64")]
-    pub(super) scratch: super::emit::Scratch,
+    pub(super) scratch: super::x64::Scratch,
     pub(super) plan_insns: Vec<(u64, Insn)>,
     pub(super) plan_check: Vec<(u32, u8, u64)>,
     /// Translated blocks whose table slot another block took, by `(va, off)`: their code is
     /// still in the region, so a lookup that misses finds them here instead of translating
     /// them again ([`Jit::reinstate`]). Two hot blocks that share a slot would otherwise be
     /// translated again each time the other had run (a Linux boot translated 81 300 blocks
-    /// for 74 500 addresses, one of them 143 times; 74 800 now).
-    pub(super) evicted: std::collections::HashMap<(u64, u64), Block>,
+    /// for 74 500 addresses, one of them 143 times; 74 800 now). Hashed with `rustc-hash`'s
+    /// hasher rather than SipHash, which was most of the map's cost (58 000 reinstated blocks
+    /// in a boot's first 300 M instructions): a guest that chose its addresses to collide
+    /// would slow only its own translation, as it could by rewriting its code.
+    pub(super) evicted: rustc_hash::FxHashMap<(u64, u64), Block>,
 }
 
 /// Asks the host for transparent huge pages where `table` covers whole 2 MiB pages, as
@@ -337,7 +340,7 @@ impl Jit {
             scratch: Default::default(),
             plan_insns: Vec::with_capacity(MAX_INSNS),
             plan_check: Vec::with_capacity(MAX_INSNS),
-            evicted: std::collections::HashMap::new(),
+            evicted: rustc_hash::FxHashMap::default(),
             threshold: threshold.max(1),
         }))
     }
