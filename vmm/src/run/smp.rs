@@ -118,6 +118,14 @@ struct State {
     open: bool,
 }
 
+/// A vCPU's count of completed runs ([`Smp::note_progress`]), alone in its cache line
+/// (64 bytes on x86-64, and the granule of most other hosts): next to another vCPU's, each
+/// thread's write after every run would take the line from the other's core (a run is
+/// 16 384 instructions on virtual time, so a 2-vCPU Linux boot makes about 120 000 of them).
+#[derive(Default)]
+#[repr(align(64))]
+struct RunCount(AtomicU64);
+
 /// The shared part of a multiprocessor VM.
 pub(crate) struct Smp {
     pub(crate) clock: Arc<SharedClock>,
@@ -132,8 +140,9 @@ pub(crate) struct Smp {
     ended: AtomicBool,
     /// The earliest idle deadline (global clock), for running harts to wake idle ones.
     earliest_idle: AtomicU64,
-    /// Per vCPU: runs of its hart completed (bumped after each, [`Smp::note_progress`]).
-    progress: Vec<AtomicU64>,
+    /// Per vCPU: runs of its hart completed (bumped after each, [`Smp::note_progress`]),
+    /// each on its own cache line: every vCPU thread writes its own after every run.
+    progress: Vec<RunCount>,
 }
 
 impl Smp {
@@ -167,7 +176,7 @@ impl Smp {
             cv: Condvar::new(),
             ended: AtomicBool::new(false),
             earliest_idle: AtomicU64::new(u64::MAX),
-            progress: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            progress: (0..n).map(|_| RunCount::default()).collect(),
         }
     }
 
@@ -250,7 +259,7 @@ impl Smp {
     /// vCPU `id` completed a run of its hart.
     pub(crate) fn note_progress(&self, id: u64) {
         if let Some(p) = self.progress.get(id as usize) {
-            p.fetch_add(1, Ordering::Relaxed);
+            p.0.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -275,7 +284,7 @@ impl Smp {
                 return;
             }
         }
-        let progress = &self.progress[target as usize];
+        let progress = &self.progress[target as usize].0;
         let seen = progress.load(Ordering::Relaxed);
         let until = Instant::now() + POLL_WAIT;
         std::thread::yield_now();
