@@ -105,9 +105,14 @@ pub struct Hart {
     pub(crate) jit_clock: u64,
     /// Translated code: the address of the exit slot a block left through unlinked, or 0.
     pub(crate) jit_last_exit: u64,
-    /// While the interpreter runs a block not translated yet (`Jit::cold`): the pc of the
-    /// instruction it runs; [`NOT_COLD`](crate::jit::NOT_COLD) otherwise (`Hart::jit_step`).
+    /// While the interpreter runs a block not translated yet (`Jit::cold`), or one too long
+    /// for the rest of the chunk: the pc of the instruction it runs;
+    /// [`NOT_COLD`](crate::jit::NOT_COLD) otherwise (`Hart::jit_step`).
     pub(crate) jit_cold: u64,
+    /// How many more instructions the interpreter runs on from `jit_cold` without a dispatch:
+    /// the rest of a block too long for the chunk, or `u64::MAX` (a block not translated yet:
+    /// up to the next jump, taken branch or page end).
+    pub(crate) jit_cold_left: u64,
     /// Translated code: set by a load/store slow path that met a fault or a device.
     pub(crate) jit_fault: bool,
     /// Translated code: the blocks recent JALRs reached (`jit::jumps`).
@@ -278,6 +283,7 @@ impl Hart {
             jit_view: crate::jit::table::MonitorView::default(),
             jit_last_exit: 0,
             jit_cold: crate::jit::NOT_COLD,
+            jit_cold_left: 0,
             jit_fault: false,
             jit_jumps: Default::default(),
             jit_code_epoch: 0,

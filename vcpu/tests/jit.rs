@@ -1380,9 +1380,12 @@ fn random_programs_match_the_interpreter_translating_at_the_third_dispatch() {
 
 /// A loop of one block with the threshold at 3: two iterations leave it untranslated, the
 /// third dispatch translates it (and the rest of the loop runs translated); the same
-/// results as the interpreter's either way, also in budget steps of 1 to 4. (The first
-/// instruction, before the loop, fills the fetch TLB: a dispatch that misses it is no
-/// dispatch to a block.)
+/// results as the interpreter's either way, also in budget steps of 1 to 4. Where a step
+/// is too short for the block, the interpreter runs it: a run that ends inside it starts the
+/// next one there without a dispatch, so no block is translated inside it
+/// (`Hart::jit_short_of`).
+/// (The first instruction, before the loop, fills the fetch TLB: a dispatch that misses it
+/// is no dispatch to a block.)
 #[test]
 fn a_block_is_translated_at_the_third_dispatch_to_it() {
     let body = [
@@ -1401,13 +1404,36 @@ fn a_block_is_translated_at_the_third_dispatch_to_it() {
             });
             p.run_to_wfi_in_steps(step, &ctx);
             assert_eq!(p.jit.x(13), 3 * iterations, "{ctx}");
-            // In steps, a run that ends inside the block starts the next one mid-block: a
-            // dispatch to another address.
+            // In steps the block may never fit: then nothing is translated.
             if step == 10_000_000 {
                 assert_eq!(p.jit.hart.translated_blocks(), translated, "{ctx}");
+            } else {
+                assert!(p.jit.hart.translated_blocks() <= translated, "{ctx}");
             }
         }
     }
+}
+
+/// The interpreter runs a block too long for the rest of a run without dispatches inside
+/// it (above), and no further: the block after it in a straight line (a loop of 71
+/// instructions: a block of 64, the most, then one of 7 with the closing branch) is
+/// dispatched to and translated, although the first never fits in runs of 50 (it is
+/// translated too, when the second's closing branch is linked to it, and never runs).
+#[test]
+fn the_block_after_one_too_long_for_the_run_is_dispatched() {
+    let mut body = vec![addi(9, 0, 20)];
+    let head = body.len();
+    body.extend((0..69).map(|k| addi(10 + k % 4, 10 + k % 4, 1)));
+    body.push(addi(9, 9, -1));
+    let back = -4 * (body.len() - head) as i32;
+    body.push(bne(9, 0, back));
+    let mut p = pair_translating_at_the_third_dispatch();
+    p.both(|vm| {
+        vm.code(&body);
+    });
+    p.run_to_wfi_in_steps(50, "runs of 50");
+    assert_eq!(p.jit.x(10), 20 * 18, "x10");
+    assert_eq!(p.jit.hart.translated_blocks(), 2, "both blocks");
 }
 
 /// PAUSE on a hart with `HartConfig::pause_yields` (a vCPU of a VM of several) stays in
