@@ -1436,6 +1436,56 @@ fn the_block_after_one_too_long_for_the_run_is_dispatched() {
     assert_eq!(p.jit.hart.translated_blocks(), 2, "both blocks");
 }
 
+/// A forward conditional branch is a side exit (`x64::side_exit`): taken, it leaves its
+/// block, which gives back the budget of the instructions after it; not taken, the block
+/// goes on. A loop whose body skips an instruction on every fourth pass is one block with a
+/// side exit, plus the block at the branch's target (and the one of the CSR write before
+/// the loop): three blocks, where a branch that ends its block makes four. So it is with
+/// CTR off and recording taken branches (their records, cycle counts included, are the
+/// interpreter's: the side exit's clock). Where CTR records branches not taken, each branch
+/// ends its block again (else the records of those not taken would be missing). Each run
+/// matches the interpreter, in budget steps too.
+#[test]
+fn a_forward_branch_leaves_its_block_only_when_taken() {
+    use vcpu::ctr::{ty, CTRCTL_M};
+    let body = [
+        csrrw(0, MCTRCTL, 5),
+        addi(10, 10, 1), // the loop
+        andi(12, 10, 3),
+        beq(12, 0, 8), // every fourth pass: over the next instruction
+        addi(13, 13, 1),
+        addi(14, 14, 2),
+        blt(10, 11, -20),
+    ];
+    let taken = CTRCTL_M | 1u64 << (32 + ty::TAKEN_BRANCH);
+    let not_taken = taken | 1u64 << (32 + ty::NOT_TAKEN_BRANCH);
+    // Where branches not taken are recorded, the first record through the helper also
+    // changes the blocks' CTR key (`Jit::ctr_pair`), and some are translated again: the
+    // records say there that no branch was a side exit.
+    for (ctl, blocks) in [(0, Some(3)), (taken, Some(3)), (not_taken, None)] {
+        for step in [None, Some(1), Some(2), Some(3), Some(5), Some(7), Some(40)] {
+            let ctx = format!("mctrctl {ctl:#x}, budget steps {step:?}");
+            let mut p = Pair::new();
+            p.both(|vm| {
+                vm.code(&body);
+            });
+            p.set_x(5, ctl);
+            p.set_x(11, 1000);
+            match step {
+                None => p.run_to_wfi(&ctx),
+                Some(n) => p.run_to_wfi_in_steps(n, &ctx),
+            }
+            assert_eq!((p.jit.x(13), p.jit.x(14)), (750, 2000), "{ctx}");
+            if ctl != 0 {
+                assert_eq!(p.jit.hart.ctr_records().len(), 16, "{ctx}");
+            }
+            if let (None, Some(blocks)) = (step, blocks) {
+                assert_eq!(p.jit.hart.translated_blocks(), blocks, "{ctx}");
+            }
+        }
+    }
+}
+
 /// PAUSE on a hart with `HartConfig::pause_yields` (a vCPU of a VM of several) stays in
 /// the block around it, which runs the interpreter's pause-loop detection through a helper
 /// (`jit_pause`) instead of leaving translated code at every PAUSE: a spin loop with two

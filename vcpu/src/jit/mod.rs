@@ -3,7 +3,9 @@
 //! no active performance monitor).
 //!
 //! A block starts at a guest pc, lies within one page, and ends at the first jump or branch
-//! (included), at the first CSR write other than one of `sstatus` in a block that is not
+//! (included) but a forward conditional branch, which leaves it only when taken (a *side
+//! exit*: `x64::side_exit`; in blocks that are not monitored and where CTR does not record
+//! branches not taken), at the first CSR write other than one of `sstatus` in a block that is not
 //! monitored (`x64::csr_ends_block`), SC or AMO (included: see `x64::emit_csr`), at the
 //! first instruction the code generator leaves to the interpreter (excluded: system
 //! instructions other than CSR accesses),
@@ -723,6 +725,14 @@ impl Hart {
         check.clear();
         let (mut va, mut o) = (pc, off);
         let monitored = self.jit.as_deref().is_some_and(|j| j.kind & MONITORED != 0);
+        // A forward conditional branch leaves the block only when taken (`x64::side_exit`),
+        // but in a monitored block (whose branches report to the predictor model) and where
+        // CTR records not-taken branches.
+        let side_exits = !monitored
+            && self
+                .jit
+                .as_deref()
+                .is_some_and(|j| (j.ctr_pair >> 16) & (1 << crate::ctr::ty::NOT_TAKEN_BRANCH) == 0);
         #[cfg(target_arch = "x86_64")]
         while insns.len() < MAX_INSNS && o + 2 <= page_end {
             let lo = self.ram.load(o, 2) as u32;
@@ -738,10 +748,11 @@ impl Hart {
             let i = decode::decode(bits);
             // A block also ends after a CSR write (but one of `sstatus`: `x64::csr_ends_block`),
             // an SC or an AMO (included).
-            let terminal = x64::terminal(i.op)
+            let side = side_exits && x64::side_exit(&i);
+            let terminal = (x64::terminal(i.op) && !side)
                 || x64::csr_ends_block(&i, monitored)
                 || x64::atomic_write(i.op);
-            let translated = x64::straight(i.op) || x64::muldiv(i.op) || x64::extended(&i);
+            let translated = side || x64::straight(i.op) || x64::muldiv(i.op) || x64::extended(&i);
             if !terminal && !translated {
                 break;
             }

@@ -76,6 +76,9 @@ struct Lists {
     rewrites: Vec<(DynamicLabel, u64, u32, bool, Pending)>,
     slows: Vec<SlowPath>,
     misses: Vec<ChainMiss>,
+    /// Side exits ([`side_exit`]): the label the taken branch jumps to, the branch's pc,
+    /// its target, and the instructions after it (not done).
+    sides: Vec<(DynamicLabel, u64, u64, u32)>,
 }
 
 /// Displacement of integer register `r` from the hart pointer.
@@ -1145,6 +1148,28 @@ pub(super) fn terminal(op: Op) -> bool {
     matches!(op, Jal | Jalr | Beq | Bne | Blt | Bge | Bltu | Bgeu)
 }
 
+/// A conditional branch that may be a block's *side exit*: it leaves the block when taken
+/// and lets the block go on when not (`super::Hart::jit_plan` decides). Only forward
+/// branches: a backward one usually closes a loop, which is taken, and which ending its
+/// block keeps a loop in one block ([`assemble`]).
+pub(super) fn side_exit(i: &Insn) -> bool {
+    use Op::*;
+    matches!(i.op, Beq | Bne | Blt | Bge | Bltu | Bgeu) && i.imm > 0
+}
+
+/// Jump to `taken` if the flags of [`compare`] say that the conditional branch `op` is taken.
+fn jump_if_taken(a: &mut Asm, op: Op, taken: DynamicLabel) {
+    use Op::*;
+    match op {
+        Beq => dynasm!(a ; .arch x64 ; je =>taken),
+        Bne => dynasm!(a ; .arch x64 ; jne =>taken),
+        Blt => dynasm!(a ; .arch x64 ; jl =>taken),
+        Bge => dynasm!(a ; .arch x64 ; jge =>taken),
+        Bltu => dynasm!(a ; .arch x64 ; jb =>taken),
+        _ => dynasm!(a ; .arch x64 ; jae =>taken),
+    }
+}
+
 /// Assemble `plan` for execution at address `base`.
 ///
 /// Protocol (see the module documentation): the block first checks its code bytes (else it
@@ -1280,9 +1305,11 @@ fn assemble_carrying(
     let mut bails = std::mem::take(&mut lists.bails);
     let mut rewrites = std::mem::take(&mut lists.rewrites);
     let mut slows = std::mem::take(&mut lists.slows);
+    let mut sides = std::mem::take(&mut lists.sides);
     bails.clear();
     rewrites.clear();
     slows.clear();
+    sides.clear();
     // Monitored blocks report the fetch of their page (the ITLB model) once an instruction
     // has retired: after the first one, or before it when it is the closing jump or branch
     // (which cannot trap), or on the way out of a first store that rewrites the block.
@@ -1344,8 +1371,17 @@ fn assemble_carrying(
         } else {
             Pending::default()
         };
-        if terminal(i.op) {
-            debug_assert_eq!(k + 1, plan.insns.len());
+        if terminal(i.op) && k + 1 < plan.insns.len() {
+            // A side exit (`side_exit`): the taken branch leaves at its label (below). The
+            // cache was flushed above, so both paths find the hart up to date.
+            debug_assert!(side_exit(i) && !monitored);
+            compare(a, l, i.rs1, i.rs2);
+            let taken = a.new_dynamic_label();
+            jump_if_taken(a, i.op, taken);
+            let target = pc.wrapping_add(i.imm as i64 as u64);
+            sides.push((taken, pc, target, n - k as u32 - 1));
+            continue;
+        } else if terminal(i.op) {
             if monitored && k == 0 {
                 fetch(a);
             }
@@ -1490,6 +1526,23 @@ fn assemble_carrying(
     if !plan.insns.last().is_some_and(|(_, i)| terminal(i.op)) {
         exit_to(a, l, plan.end_pc, Next::to(plan.end_pc, page), &mut links);
     }
+    // Side exits: the instructions after the branch give their budget back before the
+    // branch's CTR record (whose clock is the budget left) and the exit. A side exit to the
+    // block's own start is an ordinary linked exit, not a loop's jump back: the
+    // registers a loop carries are those of its closing branch.
+    let head = links.head.take();
+    for &(label, pc, target, undone) in &sides {
+        dynasm!(a ; .arch x64 ; =>label);
+        if undone != 0 {
+            dynasm!(a ; .arch x64 ; add r12, undone as i32);
+        }
+        let taken = Transfer {
+            ctr: Some((pc, crate::ctr::ty::TAKEN_BRANCH)),
+            pmu: None,
+        };
+        exit_recording(a, l, target, Next::to(target, page), taken, &mut links);
+    }
+    links.head = head;
     for slow in &slows {
         emit_slow_path(a, l, slow);
     }
@@ -1580,6 +1633,7 @@ fn assemble_carrying(
         rewrites,
         slows,
         misses,
+        sides,
     };
     if a.finish(&mut s.code).is_err() {
         s.asm = Scratch::default().asm;
@@ -2266,14 +2320,7 @@ fn emit_terminal(
             compare(a, l, i.rs1, i.rs2);
             let at_branch = a.cache.clone();
             let taken = a.new_dynamic_label();
-            match i.op {
-                Beq => dynasm!(a ; .arch x64 ; je =>taken),
-                Bne => dynasm!(a ; .arch x64 ; jne =>taken),
-                Blt => dynasm!(a ; .arch x64 ; jl =>taken),
-                Bge => dynasm!(a ; .arch x64 ; jge =>taken),
-                Bltu => dynasm!(a ; .arch x64 ; jb =>taken),
-                _ => dynasm!(a ; .arch x64 ; jae =>taken),
-            }
+            jump_if_taken(a, i.op, taken);
             let not_taken = Transfer {
                 ctr: Some((pc, NOT_TAKEN_BRANCH)),
                 pmu: monitored.then_some(Event::Branch { pc, taken: false }),
