@@ -77,8 +77,8 @@ struct Lists {
     slows: Vec<SlowPath>,
     misses: Vec<ChainMiss>,
     /// Side exits ([`side_exit`]): the label the taken branch jumps to, the branch's pc,
-    /// its target, and the instructions after it (not done).
-    sides: Vec<(DynamicLabel, u64, u64, u32)>,
+    /// its target, the instructions after it (not done), and what is still to be written.
+    sides: Vec<(DynamicLabel, u64, u64, u32, Pending)>,
 }
 
 /// Displacement of integer register `r` from the hart pointer.
@@ -1157,6 +1157,15 @@ pub(super) fn side_exit(i: &Insn) -> bool {
     matches!(i.op, Beq | Bne | Blt | Bge | Bltu | Bgeu) && i.imm > 0
 }
 
+/// A JAL without link to an address ahead of it that a block may *follow*: the block goes
+/// on at the JAL's target (`super::Hart::jit_plan` decides: in the same page), the JAL
+/// translated to nothing but its instruction slot. Only forward, so that a block's
+/// instructions lie in one increasing range of addresses, which its code check covers with
+/// the bytes jumped over.
+pub(super) fn jumps_on(i: &Insn) -> bool {
+    i.op == Op::Jal && i.rd == crate::decode::X0_SINK && i.imm > 0
+}
+
 /// Jump to `taken` if the flags of [`compare`] say that the conditional branch `op` is taken.
 fn jump_if_taken(a: &mut Asm, op: Op, taken: DynamicLabel) {
     use Op::*;
@@ -1361,8 +1370,17 @@ fn assemble_carrying(
         // loads and stores (whose ways out write what is pending) work with results not
         // yet in the hart; everything else may read the hart, call, jump or leave.
         let lazy = is_memory(i.op);
-        if !straight(i.op) {
+        // A side exit (`side_exit`) leaves them unwritten too: its way out writes them. A
+        // followed JAL (`jumps_on`) is nothing but its slot.
+        let within = terminal(i.op) && k + 1 < plan.insns.len();
+        let on = within && i.op == Op::Jal;
+        let side = within && !on;
+        if !straight(i.op) && !within {
             a.flush();
+        }
+        if on {
+            debug_assert!(jumps_on(i) && !monitored);
+            continue;
         }
         // What a way out before this instruction retires must write (only loads and
         // stores leave anything unwritten).
@@ -1371,15 +1389,18 @@ fn assemble_carrying(
         } else {
             Pending::default()
         };
-        if terminal(i.op) && k + 1 < plan.insns.len() {
-            // A side exit (`side_exit`): the taken branch leaves at its label (below). The
-            // cache was flushed above, so both paths find the hart up to date.
+        if side {
+            // A side exit (`side_exit`): the taken branch leaves at its label (below), which
+            // writes the values still unwritten here; the block goes on with them cached.
             debug_assert!(side_exit(i) && !monitored);
             compare(a, l, i.rs1, i.rs2);
+            let pending = a.cache.pending();
             let taken = a.new_dynamic_label();
+            a.side_exits(true);
             jump_if_taken(a, i.op, taken);
+            a.side_exits(false);
             let target = pc.wrapping_add(i.imm as i64 as u64);
-            sides.push((taken, pc, target, n - k as u32 - 1));
+            sides.push((taken, pc, target, n - k as u32 - 1, pending));
             continue;
         } else if terminal(i.op) {
             if monitored && k == 0 {
@@ -1526,13 +1547,15 @@ fn assemble_carrying(
     if !plan.insns.last().is_some_and(|(_, i)| terminal(i.op)) {
         exit_to(a, l, plan.end_pc, Next::to(plan.end_pc, page), &mut links);
     }
-    // Side exits: the instructions after the branch give their budget back before the
+    // Side exits: the values the branch found unwritten go to the hart, and the
+    // instructions after the branch give their budget back before the
     // branch's CTR record (whose clock is the budget left) and the exit. A side exit to the
     // block's own start is an ordinary linked exit, not a loop's jump back: the
     // registers a loop carries are those of its closing branch.
     let head = links.head.take();
-    for &(label, pc, target, undone) in &sides {
+    for &(label, pc, target, undone, pending) in &sides {
         dynasm!(a ; .arch x64 ; =>label);
+        a.write_back(&pending);
         if undone != 0 {
             dynasm!(a ; .arch x64 ; add r12, undone as i32);
         }
