@@ -99,5 +99,6 @@ fn kernel_guests_are_the_same_with_and_without_translation() {
         checked += 1;
     }
     assert!(checked >= 10, "only {checked} kernel guests checked");
-    assert!(translated > 1000, "only {translated} blocks translated");
+    // About 1 000 blocks (1 030 since blocks go on past forward branches: side exits).
+    assert!(translated > 600, "only {translated} blocks translated");
 }

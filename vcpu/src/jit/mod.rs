@@ -5,8 +5,7 @@
 //! A block starts at a guest pc, lies within one page, and ends at the first jump or branch
 //! (included) but a forward conditional branch, which leaves it only when taken (a *side
 //! exit*: `x64::side_exit`; in blocks that are not monitored and where CTR does not record
-//! branches not taken) and a forward JAL without link inside the page, which it follows
-//! (`x64::jumps_on`; where CTR does not record it either), at the first CSR write other than one of `sstatus` in a block that is not
+//! branches not taken), at the first CSR write other than one of `sstatus` in a block that is not
 //! monitored (`x64::csr_ends_block`), SC or AMO (included: see `x64::emit_csr`), at the
 //! first instruction the code generator leaves to the interpreter (excluded: system
 //! instructions other than CSR accesses),
@@ -727,11 +726,13 @@ impl Hart {
         let (mut va, mut o) = (pc, off);
         let monitored = self.jit.as_deref().is_some_and(|j| j.kind & MONITORED != 0);
         // A forward conditional branch leaves the block only when taken (`x64::side_exit`),
-        // and a forward JAL without link inside the page is followed (`x64::jumps_on`), but
-        // in a monitored block (whose branches and jumps report to the monitor's models), and
-        // where CTR records branches not taken, or that JAL's type.
-        let ctr_mask = self.jit.as_deref().map_or(0, |j| j.ctr_pair >> 16);
-        let side_exits = !monitored && ctr_mask & (1 << crate::ctr::ty::NOT_TAKEN_BRANCH) == 0;
+        // but in a monitored block (whose branches report to the predictor model) and where
+        // CTR records not-taken branches.
+        let side_exits = !monitored
+            && self
+                .jit
+                .as_deref()
+                .is_some_and(|j| (j.ctr_pair >> 16) & (1 << crate::ctr::ty::NOT_TAKEN_BRANCH) == 0);
         #[cfg(target_arch = "x86_64")]
         while insns.len() < MAX_INSNS && o + 2 <= page_end {
             let lo = self.ram.load(o, 2) as u32;
@@ -748,24 +749,16 @@ impl Hart {
             // A block also ends after a CSR write (but one of `sstatus`: `x64::csr_ends_block`),
             // an SC or an AMO (included).
             let side = side_exits && x64::side_exit(&i);
-            let on = !monitored
-                && x64::jumps_on(&i)
-                && ctr_mask & (1 << i.fmt) == 0
-                && o + (i.imm as u64) < page_end;
-            let terminal = (x64::terminal(i.op) && !side && !on)
+            let terminal = (x64::terminal(i.op) && !side)
                 || x64::csr_ends_block(&i, monitored)
                 || x64::atomic_write(i.op);
-            let translated =
-                side || on || x64::straight(i.op) || x64::muldiv(i.op) || x64::extended(&i);
+            let translated = side || x64::straight(i.op) || x64::muldiv(i.op) || x64::extended(&i);
             if !terminal && !translated {
                 break;
             }
             insns.push((va, i));
-            // A followed JAL's target is ahead in the page: the instructions' addresses only
-            // grow, and the code compared at entry spans the bytes jumped over too.
-            let step = if on { i.imm as u64 } else { len };
-            va = va.wrapping_add(step);
-            o += step;
+            va = va.wrapping_add(len);
+            o += len;
             if terminal {
                 break;
             }

@@ -1157,15 +1157,6 @@ pub(super) fn side_exit(i: &Insn) -> bool {
     matches!(i.op, Beq | Bne | Blt | Bge | Bltu | Bgeu) && i.imm > 0
 }
 
-/// A JAL without link to an address ahead of it that a block may *follow*: the block goes
-/// on at the JAL's target (`super::Hart::jit_plan` decides: in the same page), the JAL
-/// translated to nothing but its instruction slot. Only forward, so that a block's
-/// instructions lie in one increasing range of addresses, which its code check covers with
-/// the bytes jumped over.
-pub(super) fn jumps_on(i: &Insn) -> bool {
-    i.op == Op::Jal && i.rd == crate::decode::X0_SINK && i.imm > 0
-}
-
 /// Jump to `taken` if the flags of [`compare`] say that the conditional branch `op` is taken.
 fn jump_if_taken(a: &mut Asm, op: Op, taken: DynamicLabel) {
     use Op::*;
@@ -1370,17 +1361,10 @@ fn assemble_carrying(
         // loads and stores (whose ways out write what is pending) work with results not
         // yet in the hart; everything else may read the hart, call, jump or leave.
         let lazy = is_memory(i.op);
-        // A side exit (`side_exit`) leaves them unwritten too: its way out writes them. A
-        // followed JAL (`jumps_on`) is nothing but its slot.
-        let within = terminal(i.op) && k + 1 < plan.insns.len();
-        let on = within && i.op == Op::Jal;
-        let side = within && !on;
-        if !straight(i.op) && !within {
+        // A side exit (`side_exit`) leaves them unwritten too: its way out writes them.
+        let side = terminal(i.op) && k + 1 < plan.insns.len();
+        if !straight(i.op) && !side {
             a.flush();
-        }
-        if on {
-            debug_assert!(jumps_on(i) && !monitored);
-            continue;
         }
         // What a way out before this instruction retires must write (only loads and
         // stores leave anything unwritten).
