@@ -9,11 +9,11 @@
 //! them to the hart before any instruction of another kind (F/D, CSR, atomic, jump or
 //! branch but a side exit) and at the block's end, and [`Emitter::assign`] before it reuses
 //! their register. A side exit (`super::x64::side_exit`) keeps them: its taken path writes
-//! the values it found unwritten before it leaves. An integer load or store keeps them (in a monitored block too: the monitor's
-//! model probes after it keep the caching registers): its way out before it retires (a
-//! bail to the interpreter: a fault or a device) writes the values it found unwritten
-//! ([`RegCache::pending`], [`Emitter::write_back`]) before leaving, and its slow path keeps
-//! every caching register. So a bail, a helper or the next block always finds the
+//! the values it found unwritten before it leaves. An integer load or store keeps them (in
+//! a monitored block too: the monitor's model probes after it keep the caching registers):
+//! its way out before it retires (a bail to the interpreter: a fault or a device) writes
+//! the values it found unwritten ([`RegCache::pending`], [`Emitter::write_back`]) before
+//! leaving, and its slow path keeps every caching register. So a bail, a helper or the next block always finds the
 //! architectural state in the hart.
 //!
 //! What the cache knows is a property of the straight-line code being emitted, so it is
